@@ -1,0 +1,33 @@
+# Two commands on a fresh machine:  `make run` (the product)  and  `make test` (the tests).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: run test lint bench eval install browser
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+
+# Debian's Chromium for the browser tests (Playwright's own browser download cannot work here).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; fi; }
+
+run: install
+	DIAGNOSIS_DEV=1 $(PY) manage.py quickstart
+
+test: install browser
+	$(PY) -m ruff check .
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: install
+	DIAGNOSIS_DEV=1 $(PY) manage.py bench
+
+eval: install
+	DIAGNOSIS_DEV=1 $(PY) manage.py eval

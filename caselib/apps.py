@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class CaselibConfig(AppConfig):
+    name = "caselib"
+    verbose_name = "案例库"

@@ -1,0 +1,32 @@
+"""The case library (contracts §3, seed 004): verified sessions users found useful, searchable later."""
+
+import uuid
+
+from django.db import models
+
+
+class CaseLibrary(models.Model):
+    class SourceType(models.TextChoices):
+        AUTO = "AUTO", "用户反馈自动沉淀"
+        MANUAL = "MANUAL", "审核人员手动沉淀"
+
+    case_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    diagnosis_id = models.CharField(max_length=64, unique=True)
+    source_type = models.CharField(max_length=8, choices=SourceType.choices, default=SourceType.AUTO)
+    fault_category = models.CharField(max_length=32, default="GENERAL")
+    title = models.CharField(max_length=200)
+    root_cause = models.TextField(blank=True, default="")
+    solution = models.TextField(blank=True, default="")
+    service = models.CharField(max_length=64, blank=True, default="")
+    alert_name = models.CharField(max_length=64, blank=True, default="")
+    error_code = models.CharField(max_length=64, blank=True, default="")
+    created_by = models.CharField(max_length=150, default="system")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "案例"
+        verbose_name_plural = "案例库"
+
+    def __str__(self) -> str:
+        return self.title

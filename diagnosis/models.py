@@ -1,0 +1,157 @@
+"""Diagnosis records (contracts §3): a session, its agent steps and its tool invocations."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+def new_session_id() -> str:
+    return str(uuid.uuid4())
+
+
+class DiagnosisSession(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "PENDING", "排队中"
+        RUNNING = "RUNNING", "执行中"
+        COMPLETED = "COMPLETED", "已完成"
+        FAILED = "FAILED", "失败"
+
+    class OutputType(models.TextChoices):
+        NORMAL = "NORMAL", "正常输出"
+        LOW_CONFID_WITH_DISCLAIMER = "LOW_CONFID_WITH_DISCLAIMER", "带声明输出"
+        DEGRADED = "DEGRADED", "降级输出"
+
+    class Feedback(models.TextChoices):
+        USEFUL = "useful", "有用"
+        NOT_USEFUL = "not_useful", "没用"
+
+    class Kind(models.TextChoices):
+        CHAT = "chat", "对话诊断"
+        AIOPS = "aiops", "告警分析"
+
+    session_id = models.CharField(max_length=64, unique=True, default=new_session_id)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.CHAT)
+    query = models.TextField()
+    answer = models.TextField(blank=True, default="")
+    output_type = models.CharField(max_length=32, choices=OutputType.choices, blank=True, default="")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    error = models.TextField(blank=True, default="")
+    engine = models.CharField(max_length=16, default="rules")
+    rounds = models.PositiveSmallIntegerField(default=0)
+    # The stage the pipeline is in now, for the live view (planner / executor / ... / done).
+    current_stage = models.CharField(max_length=16, blank=True, default="")
+    feedback = models.CharField(max_length=16, choices=Feedback.choices, null=True, blank=True)
+    self_evaluation = models.JSONField(default=dict, blank=True)
+    # Denormalised from self_evaluation at write time so reviewers can filter and sort cheaply.
+    verdict = models.CharField(max_length=16, blank=True, default="")
+    groundedness_score = models.FloatField(null=True, blank=True)
+    gatekeeper_severity = models.CharField(max_length=16, blank=True, default="")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="diagnosis_sessions"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["status"], name="session_status_idx"),
+            models.Index(fields=["output_type"], name="session_output_type_idx"),
+            models.Index(fields=["feedback"], name="session_feedback_idx"),
+            models.Index(fields=["verdict"], name="session_verdict_idx"),
+            models.Index(fields=["-created_at"], name="session_created_idx"),
+            models.Index(fields=["owner", "-created_at"], name="session_owner_created_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}: {self.query[:40]}"
+
+
+class AgentStep(models.Model):
+    class Agent(models.TextChoices):
+        PLANNER = "planner", "规划"
+        EXECUTOR = "executor", "取证"
+        GATEKEEPER = "gatekeeper", "核验引用"
+        VERIFIER = "verifier", "校验"
+        COMPOSER = "composer", "撰写"
+
+    class Status(models.TextChoices):
+        OK = "ok", "成功"
+        FALLBACK = "fallback", "回退"
+        SKIPPED = "skipped", "跳过"
+        FAILED = "failed", "失败"
+
+    session = models.ForeignKey(DiagnosisSession, on_delete=models.CASCADE, related_name="steps")
+    round = models.PositiveSmallIntegerField(default=1)
+    agent = models.CharField(max_length=16, choices=Agent.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OK)
+    thought = models.TextField(blank=True, default="")
+    model_output = models.JSONField(default=dict, blank=True)
+    latency_ms = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    llm_calls = models.PositiveSmallIntegerField(default=0)
+    prompt_version = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["session", "round"], name="step_session_round_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.session_id} r{self.round} {self.agent}"
+
+
+class ToolInvocation(models.Model):
+    """One recorded tool call. Its primary key is the `source_invocation_id` claims cite."""
+
+    session = models.ForeignKey(DiagnosisSession, on_delete=models.CASCADE, related_name="tool_invocations")
+    round = models.PositiveSmallIntegerField(default=1)
+    tool_name = models.CharField(max_length=64)
+    input = models.JSONField(default=dict, blank=True)
+    output = models.JSONField(default=dict, blank=True)
+    success = models.BooleanField(default=True)
+    error = models.TextField(blank=True, default="")
+    retrieval_details = models.JSONField(default=dict, blank=True)
+    latency_ms = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["session", "round"], name="invocation_session_round_idx")]
+
+    @property
+    def evidence_status(self) -> str:
+        return self.retrieval_details.get("evidence_status", "")
+
+    @property
+    def evidence_refs(self) -> list[dict]:
+        return self.retrieval_details.get("evidence_refs", [])
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.tool_name}"
+
+
+class SessionReview(models.Model):
+    """A reviewer's judgement of a session: agree or disagree with the verifier, with a note."""
+
+    class Opinion(models.TextChoices):
+        AGREE = "agree", "同意校验结论"
+        DISAGREE = "disagree", "不同意校验结论"
+
+    session = models.ForeignKey(DiagnosisSession, on_delete=models.CASCADE, related_name="reviews")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    opinion = models.CharField(max_length=16, choices=Opinion.choices)
+    expected_verdict = models.CharField(max_length=16, blank=True, default="")
+    note = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        permissions = [("review_session", "Can record a review of a diagnosis session")]
+
+    def __str__(self) -> str:
+        return f"{self.session_id} {self.opinion}"

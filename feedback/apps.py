@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class FeedbackConfig(AppConfig):
+    name = "feedback"
+    verbose_name = "用户反馈"

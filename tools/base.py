@@ -1,0 +1,87 @@
+"""Evidence tools are plugins: a base class, a registry, one module per tool (contracts §4).
+
+A tool validates its arguments with a pydantic model (which also gives the JSON schema the LLM
+sees), asks its backend for records, and returns plain JSON. It knows nothing about sessions or
+the database: recording and evidence extraction happen in `diagnosis.services.invocations`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar
+
+from django.conf import settings
+from django.utils.module_loading import import_string
+from pydantic import BaseModel, ConfigDict
+
+
+class ToolArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class ToolContext:
+    """What a tool may know about the call beyond its arguments."""
+
+    now: datetime
+    # lookup_knowledge blocks already returned earlier in this session (per-session dedup).
+    seen_block_ids: set[str] = field(default_factory=set)
+
+
+class EvidenceTool(ABC):
+    name: ClassVar[str]
+    description: ClassVar[str]
+    arguments_model: ClassVar[type[ToolArguments]]
+    # Key of the record list in the output (`alerts`, `logs`, `evidence_blocks`); None = helper tool.
+    collection_key: ClassVar[str | None] = None
+
+    @property
+    def is_evidence(self) -> bool:
+        return self.collection_key is not None
+
+    def backend(self) -> Any:
+        return import_string(settings.DIAGNOSIS["TOOL_BACKENDS"][self.name])()
+
+    @abstractmethod
+    def run(self, arguments: ToolArguments, context: ToolContext) -> dict[str, Any]:
+        """Return the tool output JSON. Raise on failure; the recorder turns it into success=false."""
+
+    def evidence_text(self, record: dict[str, Any]) -> str:
+        """The evidence ref text extracted by code from one output record (contracts §4)."""
+        return ""
+
+    def openai_tool(self) -> dict[str, Any]:
+        """The function-tool definition sent to an OpenAI-compatible endpoint."""
+        schema = self.arguments_model.model_json_schema()
+        schema.pop("title", None)
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": schema},
+        }
+
+
+_REGISTRY: dict[str, EvidenceTool] = {}
+
+
+def register(tool_class: type[EvidenceTool]) -> type[EvidenceTool]:
+    _REGISTRY[tool_class.name] = tool_class()
+    return tool_class
+
+
+def get_tool(name: str) -> EvidenceTool:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UnknownToolError(name) from None
+
+
+def all_tools() -> list[EvidenceTool]:
+    return list(_REGISTRY.values())
+
+
+class UnknownToolError(LookupError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"unknown tool: {name}")
+        self.name = name
