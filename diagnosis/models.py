@@ -91,6 +91,8 @@ class AgentStep(models.Model):
     thought = models.TextField(blank=True, default="")
     model_output = models.JSONField(default=dict, blank=True)
     latency_ms = models.PositiveIntegerField(default=0)
+    # Part of latency_ms spent waiting for the model; the rest is our own overhead.
+    llm_wait_ms = models.PositiveIntegerField(default=0)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     llm_calls = models.PositiveSmallIntegerField(default=0)

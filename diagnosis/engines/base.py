@@ -23,11 +23,14 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     llm_calls: int = 0
+    # Wall time spent waiting for the model (SDK call duration), so benchmarks can report our own overhead.
+    wait_ms: float = 0.0
 
     def add(self, other: Usage) -> None:
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
         self.llm_calls += other.llm_calls
+        self.wait_ms += other.wait_ms
 
 
 @dataclass

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import json
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from diagnosis.pipeline.planner import ALERT_TOPICS, TOPICS, question_subjects
+
+if TYPE_CHECKING:
+    from diagnosis.engines.base import ExecutorInput, Toolbox
 
 ANSWER_VERSION = "executor_evidence_v2"
 
@@ -40,3 +48,178 @@ class ExecutorOutput(BaseModel):
     recommended_actions: list[str] = Field(description="evidence-gathering actions only, no fixes")
     diagnosis_summary: str
     user_facing_answer: str = Field(description="Chinese; debug/fallback only, never shown as is")
+
+
+# --- The rules engine's executor: calls the tools the plan needs, then states one claim per observed
+# fact, quoting evidence_refs text exactly (seed 003: limit claims, not evidence). ---
+
+MAX_BINDINGS_PER_CLAIM = 6
+NO_EVIDENCE_PATH = "$.no_evidence"
+
+
+@dataclass
+class _Gathered:
+    messages: list[dict] = field(default_factory=list)
+    alert_messages: list[dict] = field(default_factory=list)
+    # (topic, message) pairs of log searches, in call order.
+    log_searches: list[tuple[str, dict]] = field(default_factory=list)
+    knowledge_messages: list[dict] = field(default_factory=list)
+
+
+def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOutput:
+    plan = stage_input.plan
+    services, alerts, topics = question_subjects(stage_input.query, plan.excluded_topics)
+    planned = {step.tool for step in plan.steps}
+    gathered = _Gathered()
+    earlier = {_call_key(m["tool_name"], m.get("arguments", {})): m for m in stage_input.prior_tool_messages}
+
+    def call(tool_name: str, arguments: dict) -> dict:
+        # Round 2 must not repeat a search already done: reuse its recorded message instead.
+        message = earlier.get(_call_key(tool_name, arguments)) or toolbox.call(tool_name, arguments)
+        gathered.messages.append(message)
+        return message
+
+    for arguments in _metrics_calls(services, alerts):
+        gathered.alert_messages.append(call("query_metrics", arguments))
+    log_services = services or _alert_services(gathered.alert_messages) or [None]
+    if "query_logs" in planned:
+        for topic in topics or ["error"]:
+            for service in log_services:
+                arguments = {"query": TOPICS[topic][0]} | ({"service": service} if service else {})
+                gathered.log_searches.append((topic, call("query_logs", arguments)))
+    if "lookup_knowledge" in planned or (stage_input.retry_context and not plan.narrow_scope):
+        gathered.knowledge_messages.append(call("lookup_knowledge", {"query": stage_input.query[:200]}))
+    return _claims_from(gathered, alerts_asked=alerts, topics_asked=topics)
+
+
+def _metrics_calls(services: list[str], alerts: list[str]) -> list[dict]:
+    if alerts:
+        return [{"alert_name": alert} for alert in alerts]
+    if services:
+        return [{"service": service} for service in services]
+    return [{}]
+
+
+def _alert_services(alert_messages: list[dict]) -> list[str]:
+    return list(dict.fromkeys(alert["service"] for m in alert_messages for alert in _records(m, "alerts")))
+
+
+def _claims_from(gathered: _Gathered, *, alerts_asked: list[str], topics_asked: list[str]) -> ExecutorOutput:
+    claims: list[Claim] = []
+    used_log_refs: set[tuple[int, str]] = set()
+
+    def add(claim_type: ClaimType, text: str, bindings: list[EvidenceBinding]) -> None:
+        claims.append(
+            Claim(
+                claim_id=f"claim-{len(claims) + 1}",
+                claim_type=claim_type,
+                claim_text=text,
+                evidence_bindings=bindings[:MAX_BINDINGS_PER_CLAIM],
+            )
+        )
+
+    for message in gathered.alert_messages:
+        for alert, ref in zip(_records(message, "alerts"), _refs(message), strict=False):
+            topic = ALERT_TOPICS.get(alert["alert_name"])
+            if topics_asked and topic not in topics_asked and alert["alert_name"] not in alerts_asked:
+                continue  # an alert the question did not ask about: context, not a claim
+            log_bindings = []
+            for log_topic, log_message in gathered.log_searches:
+                if log_topic != topic:
+                    continue
+                for log_ref in _refs(log_message):
+                    if f"[{alert['service']}]" in log_ref["text"]:
+                        log_bindings.append(_binding(log_message, log_ref))
+                        used_log_refs.add((log_message["invocation_id"], log_ref["raw_path"]))
+            add(
+                "observation",
+                f"{alert['service']} 当前存在 {alert['alert_name']} 告警（{alert['state']}）：{alert['description']}",
+                [_binding(message, ref), *log_bindings],
+            )
+
+    for topic, message in gathered.log_searches:
+        fresh = [r for r in _refs(message) if (message["invocation_id"], r["raw_path"]) not in used_log_refs]
+        by_service: dict[str, list[dict]] = {}
+        for ref in fresh:
+            by_service.setdefault(_log_service(ref["text"]), []).append(ref)
+        for service, refs in by_service.items():
+            add(
+                "observation",
+                f"{service} 的{TOPIC_LABELS[topic]}日志记录：{_log_message(refs[0]['text'])}",
+                [_binding(message, ref) for ref in refs],
+            )
+
+    for message in gathered.messages:
+        if message["tool_name"] != "lookup_knowledge" and message["evidence_status"] == "no_evidence":
+            ref = _refs(message)[0]
+            add("negative_observation", ref["text"], [_binding(message, ref)])
+
+    failed = [m for m in gathered.messages if not m["success"]]
+    missing_info = [f"{m['tool_name']} 调用失败，相关证据缺失" for m in failed]
+    if alerts_asked and not gathered.alert_messages:
+        missing_info.append("未能查询告警状态")
+    actions = [f"参考《{_knowledge_title(ref['text'])}》中的排查步骤继续取证" for m in gathered.knowledge_messages
+               for ref in _refs(m)[:2] if ref["raw_path"] != NO_EVIDENCE_PATH]
+    actions += [f"重试失败的 {m['tool_name']} 查询" for m in failed]
+    summary = "；".join(claim.claim_text for claim in claims) or "未获得可引用的证据"
+    return ExecutorOutput(
+        claims=claims,
+        hypotheses=[],
+        missing_info=missing_info,
+        recommended_actions=actions,
+        diagnosis_summary=summary[:500],
+        user_facing_answer=summary,
+    )
+
+
+# Chinese labels only: a label must never add a fact token (number, name, code) the evidence lacks.
+TOPIC_LABELS = {
+    "cpu": "处理器使用率",
+    "memory": "内存",
+    "gc": "垃圾回收",
+    "oom": "内存溢出",
+    "slow": "慢请求",
+    "error": "错误",
+    "connection_pool": "数据库连接池",
+    "slow_query": "数据库慢查询",
+    "redis": "缓存",
+    "mq": "消息队列",
+    "disk": "磁盘",
+}
+LOG_TEXT = re.compile(r"^\[(?P<timestamp>[^\]]*)\]\[(?P<level>[^\]]*)\]\[(?P<service>[^\]]*)\] (?P<message>.*)$", re.S)
+
+
+def _records(message: dict, key: str) -> list[dict]:
+    output = message.get("output") or {}
+    return output.get(key, []) if message["success"] else []
+
+
+def _refs(message: dict) -> list[dict]:
+    return message.get("evidence_refs") or []
+
+
+def _binding(message: dict, ref: dict) -> EvidenceBinding:
+    return EvidenceBinding(
+        tool_name=message["tool_name"],
+        source_invocation_id=message["invocation_id"],
+        raw_path=ref["raw_path"],
+        evidence_excerpt=ref["text"],
+    )
+
+
+def _log_service(text: str) -> str:
+    match = LOG_TEXT.match(text)
+    return match["service"] if match else ""
+
+
+def _log_message(text: str) -> str:
+    match = LOG_TEXT.match(text)
+    return match["message"] if match else text
+
+
+def _knowledge_title(text: str) -> str:
+    return text.split("（", 1)[0].split(":", 1)[0].strip()
+
+
+def _call_key(tool_name: str, arguments: dict) -> str:
+    return tool_name + json.dumps(arguments, sort_keys=True, ensure_ascii=False)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel, ConfigDict, Field
+
+from diagnosis.pipeline.scope import scope_parse
 
 
 class PlanStep(BaseModel):
@@ -20,3 +24,69 @@ class PlannerOutput(BaseModel):
     narrow_scope: bool = Field(description="the user asked to only confirm / only look at one thing")
     focus: list[str] = Field(description="services and alert names the question is about")
     excluded_topics: list[str] = Field(description="what the user said not to analyse")
+
+
+# --- The rules engine's planner: reads the question with code (Chinese and English). ---
+
+SERVICE_PATTERN = re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-service\b", re.IGNORECASE)
+ALERT_PATTERN = re.compile(r"\b(?:[A-Z][a-z0-9]+){2,}\b")
+
+# Topic → the log query that finds it and the words a user types for it. The query words are chosen
+# to hit the demo world's synonym groups (tools/data), so one topic maps to one log search.
+TOPICS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "cpu": ("CPU", ("cpu", "处理器", "负载")),
+    "memory": ("内存", ("内存", "memory", "heap", "堆", "jvm")),
+    "gc": ("Full GC", ("gc", "垃圾回收")),
+    "oom": ("OOM", ("oom", "outofmemory", "内存溢出", "oomkilled")),
+    "slow": ("慢请求", ("慢", "slow", "响应", "latency", "延迟", "p99", "耗时")),
+    "error": ("500", ("500", "error", "报错", "异常", "错误")),
+    "connection_pool": ("连接池", ("hikari", "连接池", "connection pool", "active=50/50")),
+    "slow_query": ("慢查询", ("慢查询", "slow query", "sql", "mysql")),
+    "redis": ("Redis", ("redis",)),
+    "mq": ("RabbitMQ", ("rabbitmq", "mq", "消息队列", "积压")),
+    "disk": ("磁盘", ("磁盘", "disk", "/data")),
+}
+ALERT_TOPICS = {"HighCPUUsage": "cpu", "HighMemoryUsage": "memory", "SlowResponse": "slow", "HighDiskUsage": "disk"}
+GUIDANCE_WORDS = ("为什么", "原因", "怎么", "如何", "建议", "处理", "runbook", "why", "how", "cause", "fix")
+
+
+def plan_by_rules(query: str) -> PlannerOutput:
+    narrow, excluded = scope_parse(query)
+    services, alerts, topics = question_subjects(query, excluded)
+
+    steps = [PlanStep(tool="query_metrics", purpose="确认相关告警是否处于 firing 状态")]
+    if topics or not alerts:
+        steps.append(PlanStep(tool="query_logs", purpose="检索与问题相关的日志记录"))
+    if not narrow and any(word in query.lower() for word in GUIDANCE_WORDS):
+        steps.append(PlanStep(tool="lookup_knowledge", purpose="查找处理手册作为排查参考（非当前事实）"))
+    return PlannerOutput(
+        goal=query.strip(),
+        steps=steps,
+        narrow_scope=narrow,
+        focus=services + alerts,
+        excluded_topics=excluded,
+    )
+
+
+def question_subjects(query: str, excluded: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """Services, alert names and topics the question asks about, leaving out what the user excluded."""
+    scoped_text = _without_excluded(query, excluded)
+    services = _unique(m.group(0).lower() for m in SERVICE_PATTERN.finditer(scoped_text))
+    alerts = _unique(m.group(0) for m in ALERT_PATTERN.finditer(scoped_text) if m.group(0) in ALERT_TOPICS)
+    topics = topics_in(scoped_text) or [ALERT_TOPICS[a] for a in alerts]
+    return services, alerts, topics
+
+
+def topics_in(text: str) -> list[str]:
+    lowered = text.lower()
+    return [topic for topic, (_, words) in TOPICS.items() if any(word in lowered for word in words)]
+
+
+def _without_excluded(query: str, excluded: list[str]) -> str:
+    for topic in excluded:
+        query = query.replace(topic, " ")
+    return query
+
+
+def _unique(items) -> list[str]:
+    return list(dict.fromkeys(items))

@@ -1,0 +1,30 @@
+"""The executor's tool access: every call recorded as a ToolInvocation, bounded per round."""
+
+from __future__ import annotations
+
+from diagnosis.models import DiagnosisSession
+from diagnosis.services.invocations import invocation_record, tool_message_build
+from tools.base import all_tools
+
+
+class RecordingToolbox:
+    def __init__(self, *, session: DiagnosisSession, round: int, max_calls: int) -> None:
+        self.session = session
+        self.round = round
+        self.remaining_calls = max_calls
+
+    def call(self, tool_name: str, arguments: dict) -> dict:
+        if self.remaining_calls <= 0:
+            return {
+                "tool_name": tool_name,
+                "success": False,
+                "error": "本轮工具调用次数已用完，请基于已获得的证据作答",
+            }
+        self.remaining_calls -= 1
+        invocation = invocation_record(
+            session=self.session, round=self.round, tool_name=tool_name, arguments=arguments
+        )
+        return tool_message_build(invocation=invocation) | {"arguments": invocation.input}
+
+    def tool_definitions(self) -> list[dict]:
+        return [tool.openai_tool() for tool in all_tools()]

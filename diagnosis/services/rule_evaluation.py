@@ -1,0 +1,91 @@
+"""Rule evaluation: how well a session gathered evidence, scored by code (contracts §8, seed 004 §4).
+
+It measures evidence collection only, not whether the answer reasons correctly (that is the
+verifier's job), and needs no LLM. It runs in the background once a session has ended.
+"""
+
+from django.db import transaction
+from django_q.tasks import async_task
+
+from diagnosis.models import DiagnosisSession, ToolInvocation
+from diagnosis.selectors.self_evaluation import RULE_EVALUATION
+from diagnosis.services.self_evaluation import self_evaluation_merge
+from tools.base import UnknownToolError, get_tool
+
+RETRIEVAL_TOOL = "lookup_knowledge"
+SCORE_MIN, SCORE_MAX = 0, 100
+
+
+def _counts_as_evidence_call(tool_name: str) -> bool:
+    # A call to a tool that does not exist was still an attempt to gather evidence (and failed).
+    try:
+        return get_tool(tool_name).is_evidence
+    except UnknownToolError:
+        return True
+
+
+def _factor(name: str, delta: int, detail: str) -> dict:
+    return {"name": name, "delta": delta, "detail": detail}
+
+
+def _retrieval_layers(invocation: ToolInvocation) -> set[str]:
+    return set((invocation.retrieval_details or {}).get("retrieval_layers") or ())
+
+
+def _factors(*, session: DiagnosisSession, calls: list[ToolInvocation]) -> list[dict]:
+    """The factors that apply, in table order; an empty score factor short-circuits the rest."""
+    if session.status == DiagnosisSession.Status.FAILED:
+        return [_factor("execution_failed", 0, "会话执行失败，证据分直接记 0")]
+    if not calls:
+        return [_factor("no_tool_call", 0, "没有任何证据工具调用，证据分直接记 0")]
+
+    factors = []
+    succeeded = [call for call in calls if call.success]
+    if succeeded:
+        factors.append(
+            _factor("has_successful_tool_call", 30, f"{len(calls)} 次证据工具调用中 {len(succeeded)} 次成功")
+        )
+    retrievals = [call for call in calls if call.tool_name == RETRIEVAL_TOOL]
+    layers = set().union(*(_retrieval_layers(call) for call in retrievals))
+    if "L0" in layers:
+        factors.append(_factor("l0_exact_match", 35, "知识检索有 L0 精确命中"))
+    elif "L1" in layers:
+        factors.append(_factor("l1_semantic_match", 20, "知识检索无 L0 命中，但有 L1 语义命中"))
+    elif retrievals:
+        factors.append(_factor("retrieval_no_hit", -10, f"{len(retrievals)} 次知识检索均未命中"))
+    if not succeeded:
+        factors.append(_factor("all_tool_calls_failed", -20, f"{len(calls)} 次证据工具调用全部失败"))
+    return factors
+
+
+def rule_evaluation_run(*, session_pk: int) -> dict:
+    """Score the session's evidence gathering and store it in the `rule_evaluation` slot."""
+    session = DiagnosisSession.objects.only("pk", "status").get(pk=session_pk)
+    calls = [
+        call
+        for call in ToolInvocation.objects.filter(session_id=session_pk).only(
+            "tool_name", "success", "retrieval_details"
+        )
+        if _counts_as_evidence_call(call.tool_name)
+    ]
+    factors = _factors(session=session, calls=calls)
+    score = sum(factor["delta"] for factor in factors)
+    evaluation = {
+        "evidence_score": min(SCORE_MAX, max(SCORE_MIN, score)),
+        "source": "rule",
+        "factors": factors,
+    }
+    self_evaluation_merge(session_pk=session_pk, slot=RULE_EVALUATION, value=evaluation)
+    return evaluation
+
+
+def rule_evaluation_enqueue(*, session_pk: int) -> None:
+    """Queue the rule evaluation once the caller's transaction has committed the ended session."""
+    transaction.on_commit(
+        lambda: async_task(
+            "diagnosis.tasks.rule_evaluation_task",
+            session_pk,
+            task_name=f"rule_evaluation:{session_pk}",
+            group="rule_evaluation",
+        )
+    )
