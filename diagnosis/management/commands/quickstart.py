@@ -1,0 +1,118 @@
+"""`manage.py quickstart`: the product on embedded defaults, in one command (issue 4 item 2).
+
+Prepares the database, static files, a demo engineer and a staff reviewer, then runs the
+django-q2 worker and the web server as child processes until Ctrl-C (or SIGTERM) stops both.
+"""
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from diagnosis.services.accounts import engineer_account_ensure, reviewer_account_ensure
+from diagnosis.services.sessions_maintenance import stale_sessions_fail, stale_sessions_schedule_ensure
+
+DEFAULT_ENGINEER = ("engineer", "engineer-pass-2026")
+DEFAULT_REVIEWER = ("reviewer", "reviewer-pass-2026")
+# How long a child may take to finish its current work after SIGTERM before it is killed.
+STOP_GRACE_SECONDS = 15
+POLL_SECONDS = 0.5
+
+
+def _credentials(*, user_variable: str, password_variable: str, default: tuple[str, str]) -> tuple[str, str]:
+    return os.environ.get(user_variable) or default[0], os.environ.get(password_variable) or default[1]
+
+
+def _raise_keyboard_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+class Command(BaseCommand):
+    help = "一条命令启动产品：迁移数据库、准备演示账号，并启动后台工作进程和 Web 服务。"
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--setup-only",
+            action="store_true",
+            help="只准备数据库、静态文件、账号和定时任务并打印登录信息，不启动服务。",
+        )
+
+    def handle(self, *args, setup_only: bool = False, **options):
+        host = os.environ.get("DIAGNOSIS_HOST", "127.0.0.1")
+        port = os.environ.get("DIAGNOSIS_PORT", "8000")
+        self.setup(url=f"http://{host}:{port}/")
+        if not setup_only:
+            self.serve(address=f"{host}:{port}")
+
+    def setup(self, *, url: str) -> None:
+        call_command("migrate", interactive=False, verbosity=0)
+        call_command("collectstatic", interactive=False, verbosity=0)
+        engineer = _credentials(
+            user_variable="DIAGNOSIS_DEMO_USER",
+            password_variable="DIAGNOSIS_DEMO_PASSWORD",
+            default=DEFAULT_ENGINEER,
+        )
+        reviewer = _credentials(
+            user_variable="DIAGNOSIS_REVIEWER_USER",
+            password_variable="DIAGNOSIS_REVIEWER_PASSWORD",
+            default=DEFAULT_REVIEWER,
+        )
+        engineer_account_ensure(username=engineer[0], password=engineer[1])
+        reviewer_account_ensure(username=reviewer[0], password=reviewer[1])
+        stale_sessions_schedule_ensure()
+        reaped = stale_sessions_fail(older_than_seconds=settings.DIAGNOSIS["STALE_AFTER_SECONDS"])
+
+        self.stdout.write(self.style.SUCCESS("诊断助手已就绪"))
+        self.stdout.write(f"  对话页面:   {url}")
+        self.stdout.write(f"  审核后台:   {url}admin/")
+        self.stdout.write(f"  工程师账号: {engineer[0]} / {engineer[1]}")
+        self.stdout.write(f"  审核员账号: {reviewer[0]} / {reviewer[1]}（staff，reviewers 组）")
+        self.stdout.write(f"  诊断引擎:   {settings.DIAGNOSIS['ENGINE']}")
+        if reaped:
+            self.stdout.write(self.style.WARNING(f"  已将 {reaped} 个长时间未结束的会话标记为失败"))
+
+    def serve(self, *, address: str) -> None:
+        manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
+        runserver = [*manage, "runserver", address]
+        if not settings.DEBUG:
+            runserver.append("--noreload")
+        commands = {"后台工作进程 (qcluster)": [*manage, "qcluster"], "Web 服务 (runserver)": runserver}
+        signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+        # Own process groups: this command alone decides when and how the children stop.
+        children = {
+            name: subprocess.Popen(command, start_new_session=True) for name, command in commands.items()
+        }
+        self.stdout.write("按 Ctrl-C 停止。")
+        try:
+            while True:
+                exited = {
+                    name: child.returncode for name, child in children.items() if child.poll() is not None
+                }
+                if exited:
+                    raise CommandError(
+                        "；".join(f"{name} 意外退出（退出码 {code}）" for name, code in exited.items())
+                    )
+                time.sleep(POLL_SECONDS)
+        except KeyboardInterrupt:
+            self.stdout.write("正在停止…")
+        finally:
+            self._stop(list(children.values()))
+
+    def _stop(self, children: list[subprocess.Popen]) -> None:
+        for child in children:
+            if child.poll() is None:
+                child.terminate()
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        for child in children:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=max(0.0, deadline - time.monotonic()))
+            # Whatever is left in the child's group (worker processes, the reloader's server) goes too.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)
+            child.wait()

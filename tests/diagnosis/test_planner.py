@@ -1,0 +1,32 @@
+import pytest
+
+from diagnosis.pipeline.planner import plan_by_rules
+
+
+@pytest.mark.parametrize(
+    ("question", "focus", "narrow"),
+    [
+        ("只确认 order-service 是否存在 HighMemoryUsage 告警", ["order-service", "HighMemoryUsage"], True),
+        ("payment-service 的 CPU 为什么这么高？", ["payment-service"], False),
+        ("Only confirm whether SlowResponse is firing for user-service", ["user-service", "SlowResponse"], True),
+        ("现在系统有哪些告警", [], False),
+    ],
+)
+def test_planner_finds_services_alerts_and_scope(question, focus, narrow):
+    plan = plan_by_rules(question)
+
+    assert plan.focus == focus
+    assert plan.narrow_scope is narrow
+    assert plan.steps[0].tool == "query_metrics"
+
+
+def test_excluded_topics_are_not_planned_as_focus():
+    plan = plan_by_rules("只确认 HighCPUUsage，不要分析订单123、OOM、数据库慢查询、连接池或 user-service")
+
+    assert plan.focus == ["HighCPUUsage"]
+    assert {"订单123", "OOM", "数据库慢查询", "连接池", "user-service"} <= set(plan.excluded_topics)
+
+
+def test_why_questions_look_up_runbooks_but_narrow_questions_do_not():
+    assert "lookup_knowledge" in {s.tool for s in plan_by_rules("order-service 为什么频繁 Full GC？").steps}
+    assert "lookup_knowledge" not in {s.tool for s in plan_by_rules("只确认 order-service 是否有告警").steps}
