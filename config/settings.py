@@ -160,6 +160,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Sessions and steps both have a `status` (and requests reuse `feedback`): name each choice set once.
+    "ENUM_NAME_OVERRIDES": {
+        "SessionStatusEnum": "diagnosis.models.DiagnosisSession.Status",
+        "StepStatusEnum": "diagnosis.models.AgentStep.Status",
+        "FeedbackEnum": "diagnosis.models.DiagnosisSession.Feedback",
+    },
 }
 
 # django-q2 on the ORM broker: the database is the queue, no extra service.
@@ -179,7 +185,12 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "INFO")},
-    "loggers": {"httpx": {"level": "WARNING"}, "openai": {"level": "WARNING"}},
+    # The openai SDK's HTTP client logs every request at INFO (it ships as `httpx2` in openai 3.x).
+    "loggers": {
+        "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
+        "openai": {"level": "WARNING"},
+    },
 }
 
 # The diagnosis pipeline (contracts §2).

@@ -1,6 +1,15 @@
+from importlib import import_module
+
 from django.apps import AppConfig
+
+# One module per tool; importing it registers the tool (contracts §4).
+TOOL_MODULES = ("query_metrics", "query_logs", "lookup_knowledge", "get_current_datetime")
 
 
 class ToolsConfig(AppConfig):
     name = "tools"
     verbose_name = "证据工具"
+
+    def ready(self) -> None:
+        for module in TOOL_MODULES:
+            import_module(f"{self.name}.{module}")

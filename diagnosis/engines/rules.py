@@ -36,7 +36,9 @@ class RulesEngine:
         return StageCall(output=output, thought=output.rationale[:200], prompt_version=RULES_VERSION)
 
     def compose(self, stage_input: ComposerInput) -> StageCall[ComposerOutput]:
-        return StageCall(output=compose_by_rules(stage_input), thought="按允许材料撰写", prompt_version=RULES_VERSION)
+        return StageCall(
+            output=compose_by_rules(stage_input), thought="按允许材料撰写", prompt_version=RULES_VERSION
+        )
 
 
 def _plan_thought(plan: PlannerOutput) -> str:

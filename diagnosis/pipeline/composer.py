@@ -1,11 +1,214 @@
-"""Composer stage: writes the Chinese answer from verifier-allowed material only."""
+"""Composer stage: writes the Chinese answer from verifier-allowed material only.
+
+Code decides what the composer may see (`composer_material_build`), checks what it wrote
+(`composer_guard`), can write the answer itself (`answer_from_material`), and assembles the text
+the user sees for each output type (`user_facing_text`, the templates of contracts §6).
+"""
 
 from __future__ import annotations
 
+import re
+from typing import TYPE_CHECKING, Any
+
 from pydantic import BaseModel, ConfigDict
+
+from diagnosis.models import DiagnosisSession
+from diagnosis.pipeline.facts import unsupported_facts
+
+if TYPE_CHECKING:
+    from diagnosis.engines.base import ComposerInput
+    from diagnosis.pipeline.executor import Claim, ExecutorOutput
+    from diagnosis.pipeline.gatekeeper import GatekeeperResult
+    from diagnosis.pipeline.verifier import Verification
 
 
 class ComposerOutput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     answer: str
+
+
+OutputType = DiagnosisSession.OutputType
+
+DISCLAIMER = "以下结论基于当前已获取证据，仍存在部分证据缺口，请谨慎参考。"
+DEGRADED_HEADER = "当前无法基于已获取证据生成可靠结论，建议人工介入。"
+NO_CONCLUSION = "当前未获得可直接确认的结论。"
+DEGRADED_NEXT_STEPS = (
+    "人工复核本次会话的工具调用记录与证据引用（见诊断轨迹）。",
+    "针对上述证据缺口补充检索后，重新发起诊断。",
+)
+# Recommended actions may only gather evidence (seed 003); these words mean a fix or a change.
+REMEDIATION = re.compile(
+    r"重启|扩容|缩容|回滚|修改|调整|调大|调小|删除|清理|升级|降级|修复|下线|切换|kill|restart|scale|rollback|"
+    r"delete|upgrade|downgrade|fix",
+    re.IGNORECASE,
+)
+# Raw JSON, code fences or internal field names in an answer mean tool output or our own data leaked.
+LEAKAGE = re.compile(
+    r'[{\[]\s*"[^"\n]*"\s*:|```|\b(?:evidence_refs|evidence_bindings|evidence_excerpt|source_invocation_id'
+    r"|retrieval_details|claim_id|tool_calls)\b"
+)
+EXCERPT_CHARS = 300
+
+
+def composer_material_build(
+    *,
+    query: str,
+    executor_output: ExecutorOutput,
+    verification: Verification,
+    gatekeeper_result: GatekeeperResult,
+) -> ComposerInput:
+    """Only what the verifier allowed: never a blocked, unsupported or contradicted claim."""
+    # Imported here: diagnosis.engines.base imports ComposerOutput from this module.
+    from diagnosis.engines.base import ComposerInput
+
+    verification_of = {check.claim_id: check.verification for check in verification.claim_checks}
+    findings, inferences = [], []
+    for claim in executor_output.claims:
+        if verification_of.get(claim.claim_id) == "direct_observation":
+            findings.append(_material_item(claim, gatekeeper_result))
+        elif verification_of.get(claim.claim_id) == "reasonable_inference":
+            inferences.append(_material_item(claim, gatekeeper_result))
+    allowed_texts = [*_strings(findings), *_strings(inferences), *verification.gaps]
+    actions = [
+        action
+        for action in executor_output.recommended_actions
+        if not REMEDIATION.search(action) and not unsupported_facts(action, allowed_texts)
+    ]
+    return ComposerInput(
+        query=query,
+        confirmed_findings=findings,
+        reasonable_inferences=inferences,
+        gaps=list(verification.gaps),
+        allowed_actions=actions,
+    )
+
+
+def composer_guard(*, answer: str, material: ComposerInput) -> list[str]:
+    """What in the answer is not backed by the material: fact tokens absent from it, leaked JSON."""
+    material_texts = [
+        *_strings(material.confirmed_findings),
+        *_strings(material.reasonable_inferences),
+        *material.gaps,
+        *material.allowed_actions,
+    ]
+    offending = unsupported_facts(answer, material_texts)
+    offending += [match.group(0) for match in LEAKAGE.finditer(answer)]
+    return list(dict.fromkeys(offending))
+
+
+def answer_from_material(material: ComposerInput) -> str:
+    """A Chinese Markdown answer written by code from the material alone."""
+    sections = []
+    if material.confirmed_findings:
+        sections.append(["**已确认的发现**", *_item_lines(material.confirmed_findings)])
+    if material.reasonable_inferences:
+        sections.append(
+            ["**合理推断**（基于已核验证据，尚未直接证实）", *_item_lines(material.reasonable_inferences)]
+        )
+    if not sections:
+        sections.append([NO_CONCLUSION])
+    if material.allowed_actions:
+        sections.append(["**建议的取证动作**", *(f"- {action}" for action in material.allowed_actions)])
+    return "\n\n".join("\n".join(lines) for lines in sections)
+
+
+def compose_by_rules(stage_input: ComposerInput) -> ComposerOutput:
+    return ComposerOutput(answer=answer_from_material(stage_input))
+
+
+def user_facing_text(
+    *, output_type: str, composer_answer: str, verification: Verification, gatekeeper_result: GatekeeperResult
+) -> str:
+    """The text the user sees, assembled by code from the templates of contracts §6."""
+    if output_type == OutputType.NORMAL:
+        return composer_answer
+    if output_type == OutputType.LOW_CONFID_WITH_DISCLAIMER:
+        text = f"{DISCLAIMER}\n\n{composer_answer}"
+        if verification.gaps:
+            text += "\n\n当前缺口：\n" + _bullets(verification.gaps)
+        return text
+    return _degraded_text(verification, gatekeeper_result)
+
+
+def _material_item(claim: Claim, gatekeeper_result: GatekeeperResult) -> dict[str, Any]:
+    return {
+        "claim_id": claim.claim_id,
+        "claim_text": claim.claim_text,
+        "evidence": [
+            {"excerpt": binding.evidence_excerpt, "source": binding.source_label()}
+            for binding in gatekeeper_result.passed_for(claim.claim_id)
+        ],
+    }
+
+
+def _item_lines(items: list[dict]) -> list[str]:
+    lines = []
+    for item in items:
+        lines.append(f"- {item['claim_text']}")
+        lines += [
+            f"  - 证据：「{_shortened(evidence['excerpt'])}」（来源：{evidence['source']}）"
+            for evidence in item["evidence"]
+        ]
+    return lines
+
+
+def _degraded_text(verification: Verification, gatekeeper_result: GatekeeperResult) -> str:
+    """Only gatekeeper-verified evidence with its source, the gaps and next steps: never claim text."""
+    confirmed = {}
+    for binding in gatekeeper_result.checked_bindings:
+        if binding.status == "pass" and binding.matched_text:
+            confirmed.setdefault(binding.source_label(), binding.matched_text)
+    confirmed_lines = [f"「{_shortened(text)}」（来源：{source}）" for source, text in confirmed.items()]
+    return "\n\n".join(
+        [
+            DEGRADED_HEADER,
+            "已确认信息：\n" + _bullets(confirmed_lines or ["暂无通过核验的证据"]),
+            "证据缺口：\n" + _bullets(_degraded_gaps(verification, gatekeeper_result)),
+            "建议下一步：\n" + _bullets(DEGRADED_NEXT_STEPS),
+        ]
+    )
+
+
+def _degraded_gaps(verification: Verification, gatekeeper_result: GatekeeperResult) -> list[str]:
+    gaps = [
+        f"{binding.source_label()} 的引用未通过核验（{binding.rule}）"
+        for binding in gatekeeper_result.checked_bindings
+        if binding.status == "fail"
+    ]
+    unbound = sum(message.rule == "evidence.empty_bindings" for message in gatekeeper_result.warnings)
+    if unbound:
+        gaps.append(f"{unbound} 条断言没有任何证据引用")
+    counts = {"contradicted": 0, "no_evidence": 0, "indirect_support": 0}
+    for fact in verification.facts_checked:
+        if fact.verification in counts:
+            counts[fact.verification] += 1
+    labels = {
+        "contradicted": "条断言与证据矛盾或无法核实",
+        "no_evidence": "条断言缺少直接证据",
+        "indirect_support": "条断言只有间接支持",
+    }
+    gaps += [f"{count} {labels[kind]}" for kind, count in counts.items() if count]
+    return gaps or ["暂无可以确认的结论"]
+
+
+def _bullets(lines) -> str:
+    return "\n".join(f"- {line}" for line in lines)
+
+
+def _shortened(text: str) -> str:
+    """Long evidence is cut at a separator, never inside a number or a name."""
+    if len(text) <= EXCERPT_CHARS:
+        return text
+    cut = max(text.rfind(sep, 0, EXCERPT_CHARS) for sep in ("，", "。", "；", "; ", ", ", " "))
+    return text[: cut if cut > 0 else EXCERPT_CHARS] + "…"
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _strings(item)]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []

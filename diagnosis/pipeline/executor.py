@@ -138,7 +138,12 @@ def _claims_from(gathered: _Gathered, *, alerts_asked: list[str], topics_asked: 
             )
 
     for topic, message in gathered.log_searches:
-        fresh = [r for r in _refs(message) if (message["invocation_id"], r["raw_path"]) not in used_log_refs]
+        fresh = [
+            ref
+            for ref in _refs(message)
+            if ref["raw_path"] != NO_EVIDENCE_PATH
+            and (message["invocation_id"], ref["raw_path"]) not in used_log_refs
+        ]
         by_service: dict[str, list[dict]] = {}
         for ref in fresh:
             by_service.setdefault(_log_service(ref["text"]), []).append(ref)
@@ -158,8 +163,12 @@ def _claims_from(gathered: _Gathered, *, alerts_asked: list[str], topics_asked: 
     missing_info = [f"{m['tool_name']} 调用失败，相关证据缺失" for m in failed]
     if alerts_asked and not gathered.alert_messages:
         missing_info.append("未能查询告警状态")
-    actions = [f"参考《{_knowledge_title(ref['text'])}》中的排查步骤继续取证" for m in gathered.knowledge_messages
-               for ref in _refs(m)[:2] if ref["raw_path"] != NO_EVIDENCE_PATH]
+    actions = [
+        f"参考《{_knowledge_title(ref['text'])}》中的排查步骤继续取证"
+        for m in gathered.knowledge_messages
+        for ref in _refs(m)[:2]
+        if ref["raw_path"] != NO_EVIDENCE_PATH
+    ]
     actions += [f"重试失败的 {m['tool_name']} 查询" for m in failed]
     summary = "；".join(claim.claim_text for claim in claims) or "未获得可引用的证据"
     return ExecutorOutput(
@@ -186,7 +195,9 @@ TOPIC_LABELS = {
     "mq": "消息队列",
     "disk": "磁盘",
 }
-LOG_TEXT = re.compile(r"^\[(?P<timestamp>[^\]]*)\]\[(?P<level>[^\]]*)\]\[(?P<service>[^\]]*)\] (?P<message>.*)$", re.S)
+LOG_TEXT = re.compile(
+    r"^\[(?P<timestamp>[^\]]*)\]\[(?P<level>[^\]]*)\]\[(?P<service>[^\]]*)\] (?P<message>.*)$", re.S
+)
 
 
 def _records(message: dict, key: str) -> list[dict]:

@@ -1,10 +1,29 @@
-"""Gatekeeper stage (code, no LLM): is every cited excerpt really in that tool call's output?"""
+"""Gatekeeper stage (code, no LLM): is every cited excerpt really in that tool call's output?
+
+It judges citations, not claims (seed 003). Per binding: the invocation belongs to this session,
+the tool name is the invocation's, the raw_path is one of its evidence refs, and the excerpt
+matches that ref's text: exactly, as a substring, or fuzzily (whitespace, punctuation, full-/half-
+width and truncation tolerated) — but never with a changed fact token (number, unit, service,
+alert name, endpoint, error code), see `diagnosis.pipeline.facts`.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
+from rapidfuzz import fuzz
+from rapidfuzz.distance import LCSseq
+
+from diagnosis.pipeline.facts import ELLIPSIS, normalize, unsupported_facts
+
+# Type-only: the executor module imports the planner → scope guard → this module.
+if TYPE_CHECKING:
+    from diagnosis.models import ToolInvocation
+    from diagnosis.pipeline.executor import EvidenceBinding, ExecutorOutput
 
 Severity = Literal["none", "low_confid", "reject"]
 
@@ -21,6 +40,12 @@ class CheckedBinding(BaseModel):
     matched_text: str | None = None
     similarity: float | None = None
     evidence_excerpt: str = ""
+
+    def source_label(self) -> str:
+        """Where the evidence comes from, as shown to reviewers and users: `query_logs #12 $.logs[0]`."""
+        return " ".join(
+            part for part in (f"{self.tool_name} #{self.source_invocation_id}", self.raw_path) if part
+        )
 
 
 class RuleMessage(BaseModel):
@@ -40,3 +65,229 @@ class GatekeeperResult(BaseModel):
     failed_rules: list[str]
     warnings: list[RuleMessage]
     errors: list[RuleMessage]
+
+    def passed_for(self, claim_id: str) -> list[CheckedBinding]:
+        """The bindings of one claim whose citation the gatekeeper verified."""
+        return [b for b in self.checked_bindings if b.claim_id == claim_id and b.status == "pass"]
+
+
+# --- Rules (contracts §6). Each rule has one severity; reject dominates low_confid. ---
+
+INVOCATION_REF = "evidence.invocation_ref"
+TOOL_NAME = "evidence.tool_name"
+RAW_PATH = "evidence.raw_path"
+EXCERPT_MISMATCH = "evidence.excerpt_mismatch"
+EMPTY_BINDINGS = "evidence.empty_bindings"
+MISSING_RAW_PATH = "evidence.missing_raw_path"
+NO_REFS = "evidence.no_refs"
+EXCERPT_TOO_SHORT = "evidence.excerpt_too_short"
+AUTO_BACKFILL = "evidence.invocation_auto_backfill"
+# Not in the seeds: no source_invocation_id and no unique candidate to backfill it from.
+MISSING_INVOCATION_ID = "evidence.missing_invocation_id"
+
+RULE_SEVERITY: dict[str, Severity] = {
+    INVOCATION_REF: "reject",
+    TOOL_NAME: "reject",
+    RAW_PATH: "reject",
+    EXCERPT_MISMATCH: "reject",
+    EMPTY_BINDINGS: "low_confid",
+    MISSING_RAW_PATH: "low_confid",
+    NO_REFS: "low_confid",
+    EXCERPT_TOO_SHORT: "low_confid",
+    AUTO_BACKFILL: "low_confid",
+    MISSING_INVOCATION_ID: "low_confid",
+}
+
+# Excerpt matching, calibrated by the tolerance table in tests/diagnosis/test_gatekeeper.py: honest
+# excerpts (reformatted, full-width, truncated, an omitted word or a typo) keep ≥ 0.96 of their
+# characters in order within the ref; padded or reworded ones keep ≤ 0.94, made-up text < 0.6.
+MATCH_THRESHOLD = 0.95
+MIN_MEANINGFUL_CHARS = 6
+GENERIC_WORDS = re.compile(
+    "未检索到匹配证据|告警|日志|错误|异常|服务|证据|超时|失败|当前|"
+    "firing|resolved|error|warning|warn|info|fatal|alerts?|logs?|service|exception|timeout"
+)
+# A fuzzy match must not add a negation the evidence does not have ("未超过" for "持续超过").
+NEGATION = re.compile(r"[未不没无非]|(?<![a-z_])(?:not|no|never)(?![a-z_])")
+
+
+@dataclass(frozen=True)
+class ExcerptMatch:
+    kind: Literal["exact", "substring", "fuzzy", "too_short", "mismatch"]
+    similarity: float
+    detail: str = ""
+
+    @property
+    def matched(self) -> bool:
+        return self.kind in ("exact", "substring", "fuzzy")
+
+
+def gatekeep(*, executor_output: ExecutorOutput, invocations: Sequence[ToolInvocation]) -> GatekeeperResult:
+    """Check every evidence binding of every claim against THIS session's recorded invocations."""
+    checked: list[CheckedBinding] = []
+    findings: list[RuleMessage] = []
+    for claim in executor_output.claims:
+        if not claim.evidence_bindings:
+            findings.append(
+                RuleMessage(rule=EMPTY_BINDINGS, message="断言没有任何证据引用", claim_id=claim.claim_id)
+            )
+        for binding in claim.evidence_bindings:
+            row, notes = _binding_check(claim.claim_id, binding, invocations)
+            checked.append(row)
+            findings.extend(notes)
+    return _result(checked, findings)
+
+
+def excerpt_match(excerpt: str, ref_text: str) -> ExcerptMatch:
+    """How `excerpt` matches one evidence ref text. Fact tokens first: a changed fact never matches."""
+    similarity = _similarity(excerpt, ref_text)
+    changed = unsupported_facts(excerpt, [ref_text], truncation_tolerant=True)
+    if changed:
+        return ExcerptMatch("mismatch", similarity, f"摘录中的 {'、'.join(changed)} 不在证据原文中")
+    if _meaningful_length(excerpt) < MIN_MEANINGFUL_CHARS:
+        return ExcerptMatch("too_short", similarity, "摘录过短或过于泛化，无法稳定比对")
+    if similarity < MATCH_THRESHOLD:
+        return ExcerptMatch(
+            "mismatch", similarity, f"摘录与证据原文相似度 {similarity:.2f} 低于 {MATCH_THRESHOLD}"
+        )
+    if similarity < 1.0 and _adds_negation(excerpt, ref_text):
+        return ExcerptMatch("mismatch", similarity, "摘录加入了证据原文没有的否定词")
+    return ExcerptMatch(_match_kind(excerpt, ref_text, similarity), similarity)
+
+
+def _binding_check(
+    claim_id: str, binding: EvidenceBinding, invocations: Sequence[ToolInvocation]
+) -> tuple[CheckedBinding, list[RuleMessage]]:
+    row = CheckedBinding(
+        claim_id=claim_id,
+        tool_name=binding.tool_name,
+        source_invocation_id=binding.source_invocation_id,
+        raw_path=binding.raw_path,
+        status="fail",
+        evidence_excerpt=binding.evidence_excerpt,
+    )
+    notes = []
+    for rule, message in _binding_failures(row, binding, invocations):
+        row.rule = row.rule or rule
+        notes.append(RuleMessage(rule=rule, message=f"{row.source_label()}：{message}", claim_id=claim_id))
+    if not notes:
+        row.status = "pass"
+    return row, notes
+
+
+def _binding_failures(
+    row: CheckedBinding, binding: EvidenceBinding, invocations: Sequence[ToolInvocation]
+) -> Iterator[tuple[str, str]]:
+    """The rules one binding breaks, in order; what was found is filled in on `row` on the way."""
+    if row.source_invocation_id is None:
+        candidates = [i for i in invocations if i.tool_name == binding.tool_name]
+        if len(candidates) != 1:
+            yield MISSING_INVOCATION_ID, f"缺少 source_invocation_id，且 {binding.tool_name} 没有唯一候选调用"
+            return
+        row.source_invocation_id = candidates[0].pk
+        yield AUTO_BACKFILL, "source_invocation_id 由唯一候选调用自动回填，raw_path 不回填"
+
+    invocation = next((i for i in invocations if i.pk == row.source_invocation_id), None)
+    if invocation is None:
+        yield INVOCATION_REF, "该调用不存在于本会话的工具调用记录中"
+        return
+    if invocation.tool_name != binding.tool_name:
+        yield TOOL_NAME, f"引用声称的工具与实际调用的工具 {invocation.tool_name} 不一致"
+        return
+    refs = (invocation.retrieval_details or {}).get("evidence_refs") or []
+    if not refs:
+        yield NO_REFS, "该调用没有可引用的 evidence_refs"
+        return
+
+    if not binding.raw_path:
+        # Never filled in; but the excerpt must still be found in one of the invocation's refs.
+        match, ref = max(
+            ((excerpt_match(binding.evidence_excerpt, r.get("text", "")), r) for r in refs),
+            key=lambda pair: (pair[0].matched, pair[0].similarity),
+        )
+        row.similarity = round(match.similarity, 3)
+        if match.kind == "mismatch":
+            yield EXCERPT_MISMATCH, "缺少 raw_path，且摘录与该调用的任何证据都不匹配"
+            return
+        row.matched_text = ref.get("text", "")
+        yield MISSING_RAW_PATH, "缺少 raw_path，引用无法精确定位"
+        return
+
+    ref = next((r for r in refs if r.get("raw_path") == binding.raw_path), None)
+    if ref is None:
+        yield RAW_PATH, "raw_path 不在该调用的 evidence_refs 中"
+        return
+    match = excerpt_match(binding.evidence_excerpt, ref.get("text", ""))
+    row.matched_text, row.similarity = ref.get("text", ""), round(match.similarity, 3)
+    if match.kind == "mismatch":
+        yield EXCERPT_MISMATCH, match.detail
+    elif match.kind == "too_short":
+        yield EXCERPT_TOO_SHORT, match.detail
+
+
+def _result(checked: list[CheckedBinding], findings: list[RuleMessage]) -> GatekeeperResult:
+    severities = {RULE_SEVERITY[f.rule] for f in findings}
+    severity: Severity = "reject" if "reject" in severities else ("low_confid" if severities else "none")
+    return GatekeeperResult(
+        status="pass" if severity == "none" else "fail",
+        severity=severity,
+        checked_bindings=checked,
+        failed_rules=list(dict.fromkeys(f.rule for f in findings)),
+        warnings=[f for f in findings if RULE_SEVERITY[f.rule] == "low_confid"],
+        errors=[f for f in findings if RULE_SEVERITY[f.rule] == "reject"],
+    )
+
+
+def _skeleton(text: str) -> str:
+    """Letters, digits and CJK only: whitespace, punctuation, case and width no longer matter."""
+    return "".join(ch for ch in normalize(text).casefold() if ch.isalnum())
+
+
+def _pieces(excerpt: str) -> list[str]:
+    """An excerpt shortened with "..." is several pieces of the ref, in order."""
+    return [p for p in (_skeleton(part) for part in ELLIPSIS.split(normalize(excerpt))) if p]
+
+
+def _similarity(excerpt: str, ref_text: str) -> float:
+    """Share of the excerpt's characters found in order in the ref (the weakest piece counts)."""
+    ref = _skeleton(ref_text)
+    pieces = _pieces(excerpt)
+    if not pieces or not ref:
+        return 0.0
+    return min(_piece_coverage(piece, ref) for piece in pieces)
+
+
+def _piece_coverage(piece: str, ref: str) -> float:
+    if piece in ref:
+        return 1.0
+    window = ref
+    if len(piece) < len(ref):
+        # Around the best-aligned stretch of the ref, with room for the excerpt's omissions.
+        alignment = fuzz.partial_ratio_alignment(piece, ref)
+        slack = len(piece) // 2 + 1
+        window = ref[max(0, alignment.dest_start - slack) : alignment.dest_end + slack]
+    return LCSseq.similarity(piece, window) / len(piece)
+
+
+def _match_kind(excerpt: str, ref_text: str, similarity: float) -> Literal["exact", "substring", "fuzzy"]:
+    if similarity < 1.0:
+        return "fuzzy"
+    pieces, ref = _pieces(excerpt), _skeleton(ref_text)
+    if "".join(pieces) == ref:
+        return "exact"
+    position = 0
+    for piece in pieces:
+        position = ref.find(piece, position)
+        if position < 0:
+            return "fuzzy"
+        position += len(piece)
+    return "substring"
+
+
+def _meaningful_length(excerpt: str) -> int:
+    return len(GENERIC_WORDS.sub("", _skeleton(excerpt)))
+
+
+def _adds_negation(excerpt: str, ref_text: str) -> bool:
+    ref = normalize(ref_text).casefold()
+    return any(word not in ref for word in NEGATION.findall(normalize(excerpt).casefold()))

@@ -46,8 +46,8 @@ from diagnosis.pipeline.routing import route
 from diagnosis.pipeline.scope import scope_guard
 from diagnosis.pipeline.toolbox import RecordingToolbox
 from diagnosis.pipeline.verifier import verification_finalize, verifier_output_for_gatekeeper_reject
-from diagnosis.services.rule_evaluation import rule_evaluation_enqueue
 from diagnosis.services.invocations import tool_message_build
+from diagnosis.services.rule_evaluation import rule_evaluation_enqueue, rule_evaluation_run
 from diagnosis.services.self_evaluation import self_evaluation_merge
 from diagnosis.services.trace_summary import tool_trace_summary_build
 
@@ -71,13 +71,14 @@ class RoundResult:
     evaluation: dict
 
 
-def session_run(*, session_pk: int) -> DiagnosisSession:
+def session_run(*, session_pk: int, evaluate_inline: bool = False) -> DiagnosisSession:
+    """Run the pipeline; then the rule evaluation, in the background unless `evaluate_inline` (CLI, eval)."""
     session = DiagnosisSession.objects.get(pk=session_pk)
     _update(session, status=DiagnosisSession.Status.RUNNING, started_at=timezone.now(), error="")
     try:
         engine = engine_get(session.engine)
         _run(session, engine)
-    except Exception as exc:  # noqa: BLE001 — any failure must end the session cleanly, with the reason.
+    except Exception as exc:
         logger.exception("diagnosis session %s failed", session.session_id)
         error = f"{type(exc).__name__}: {exc}"
         _update(
@@ -89,7 +90,10 @@ def session_run(*, session_pk: int) -> DiagnosisSession:
             current_stage="failed",
             finished_at=timezone.now(),
         )
-    rule_evaluation_enqueue(session_pk=session.pk)
+    if evaluate_inline:
+        rule_evaluation_run(session_pk=session.pk)
+    else:
+        rule_evaluation_enqueue(session_pk=session.pk)
     session.refresh_from_db()
     return session
 
@@ -146,23 +150,33 @@ def _run_round(
     config = settings.DIAGNOSIS
     _update(session, rounds=round_number)
 
-    plan_call = _stage(session, round_number, Stage.PLANNER, lambda: engine.plan(
-        PlannerInput(query=session.query, round=round_number, retry_context=retry_context)
-    ))
+    plan_call = _stage(
+        session,
+        round_number,
+        Stage.PLANNER,
+        lambda: engine.plan(
+            PlannerInput(query=session.query, round=round_number, retry_context=retry_context)
+        ),
+    )
     plan = plan_call.output
 
     toolbox = RecordingToolbox(session=session, round=round_number, max_calls=config["MAX_TOOL_CALLS"])
     prior_messages = [_prior_message(i) for i in session.tool_invocations.filter(round__lt=round_number)]
-    executor_call = _stage(session, round_number, Stage.EXECUTOR, lambda: engine.execute(
-        ExecutorInput(
-            query=session.query,
-            plan=plan,
-            round=round_number,
-            retry_context=retry_context,
-            prior_tool_messages=prior_messages,
+    executor_call = _stage(
+        session,
+        round_number,
+        Stage.EXECUTOR,
+        lambda: engine.execute(
+            ExecutorInput(
+                query=session.query,
+                plan=plan,
+                round=round_number,
+                retry_context=retry_context,
+                prior_tool_messages=prior_messages,
+            ),
+            toolbox,
         ),
-        toolbox,
-    ))
+    )
 
     scoped = scope_guard(executor_output=executor_call.output, excluded_topics=plan.excluded_topics)
     invocations = list(session.tool_invocations.all())
@@ -170,30 +184,51 @@ def _run_round(
     _update(session, current_stage=Stage.GATEKEEPER)
     gatekeeper_result = gatekeep(executor_output=scoped.kept_output, invocations=invocations)
     gatekeeper_result.warnings.extend(scoped.warnings)
-    _record(session, round_number, Stage.GATEKEEPER, started, thought=_gatekeeper_thought(gatekeeper_result),
-            model_output=gatekeeper_result.model_dump(), status=StepStatus.OK)
+    _record(
+        session,
+        round_number,
+        Stage.GATEKEEPER,
+        started,
+        thought=_gatekeeper_thought(gatekeeper_result),
+        model_output=gatekeeper_result.model_dump(),
+        status=StepStatus.OK,
+    )
 
     trace_summary = tool_trace_summary_build(invocations=invocations)
     if gatekeeper_result.severity == "reject":
         verifier_output = verifier_output_for_gatekeeper_reject(
             executor_output=scoped.kept_output, gatekeeper_result=gatekeeper_result
         )
-        _record(session, round_number, Stage.VERIFIER, time.perf_counter(), status=StepStatus.SKIPPED,
-                thought="引用核验判定为伪造证据（reject），未调用校验模型", model_output=verifier_output.model_dump())
+        _record(
+            session,
+            round_number,
+            Stage.VERIFIER,
+            time.perf_counter(),
+            status=StepStatus.SKIPPED,
+            thought="引用核验判定为伪造证据（reject），未调用校验模型",
+            model_output=verifier_output.model_dump(),
+        )
     else:
-        verifier_output = _stage(session, round_number, Stage.VERIFIER, lambda: engine.verify(
-            VerifierInput(
-                original_query=session.query,
-                executor_structured_output=scoped.kept_output.model_dump(),
-                gatekeeper_result=gatekeeper_result.model_dump(),
-                tool_trace_summary=trace_summary,
-                executor_output_parse_status=executor_call.parse_status.as_dict(),
-                retry_context=retry_context,
-            )
-        )).output
+        verifier_output = _stage(
+            session,
+            round_number,
+            Stage.VERIFIER,
+            lambda: engine.verify(
+                VerifierInput(
+                    original_query=session.query,
+                    executor_structured_output=scoped.kept_output.model_dump(),
+                    gatekeeper_result=gatekeeper_result.model_dump(),
+                    tool_trace_summary=trace_summary,
+                    executor_output_parse_status=executor_call.parse_status.as_dict(),
+                    retry_context=retry_context,
+                )
+            ),
+        ).output
 
     verification = verification_finalize(
-        verifier_output=verifier_output, executor_output=scoped.kept_output, gatekeeper_result=gatekeeper_result
+        verifier_output=verifier_output,
+        executor_output=scoped.kept_output,
+        gatekeeper_result=gatekeeper_result,
     )
     next_step = route(
         verdict=verification.verdict,
@@ -218,8 +253,9 @@ def _run_round(
     }
     evaluation["rounds"] = [*(r.evaluation | {"rounds": []} for r in earlier), evaluation | {"rounds": []}]
     self_evaluation_merge(session_pk=session.pk, slot="verifier_evaluation", value=evaluation)
-    return RoundResult(round_number, plan, scoped.kept_output, gatekeeper_result, verification, next_step,
-                       evaluation)
+    return RoundResult(
+        round_number, plan, scoped.kept_output, gatekeeper_result, verification, next_step, evaluation
+    )
 
 
 def _compose(session: DiagnosisSession, engine: Engine, final: RoundResult) -> tuple[str, dict]:
@@ -246,18 +282,35 @@ def _compose(session: DiagnosisSession, engine: Engine, final: RoundResult) -> t
     }
 
 
-def _stage(session: DiagnosisSession, round_number: int, agent: str, run: Callable[[], StageCall]) -> StageCall:
+def _stage(
+    session: DiagnosisSession, round_number: int, agent: str, run: Callable[[], StageCall]
+) -> StageCall:
     """Run one engine stage and record it as an AgentStep (also on failure, then re-raise)."""
     _update(session, current_stage=agent)
     started = time.perf_counter()
     try:
         call = run()
     except Exception as exc:
-        _record(session, round_number, agent, started, status=StepStatus.FAILED, thought=f"{type(exc).__name__}: {exc}")
+        _record(
+            session,
+            round_number,
+            agent,
+            started,
+            status=StepStatus.FAILED,
+            thought=f"{type(exc).__name__}: {exc}",
+        )
         raise
     status = StepStatus.FALLBACK if call.parse_status.status == "parse_failed" else StepStatus.OK
-    _record(session, round_number, agent, started, status=status, thought=call.thought, call=call,
-            model_output=call.model_output if call.model_output is not None else call.output.model_dump())
+    _record(
+        session,
+        round_number,
+        agent,
+        started,
+        status=status,
+        thought=call.thought,
+        call=call,
+        model_output=call.model_output if call.model_output is not None else call.output.model_dump(),
+    )
     return call
 
 

@@ -28,8 +28,11 @@ class PlannerOutput(BaseModel):
 
 # --- The rules engine's planner: reads the question with code (Chinese and English). ---
 
-SERVICE_PATTERN = re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-service\b", re.IGNORECASE)
-ALERT_PATTERN = re.compile(r"\b(?:[A-Z][a-z0-9]+){2,}\b")
+# Lookarounds instead of \b: Chinese characters count as word characters, so "确认order-service" has no \b.
+SERVICE_PATTERN = re.compile(
+    r"(?<![A-Za-z0-9-])[a-z][a-z0-9]*(?:-[a-z0-9]+)*-service(?![A-Za-z0-9-])", re.IGNORECASE
+)
+ALERT_PATTERN = re.compile(r"(?<![A-Za-z0-9])[A-Z][a-z]+(?:[A-Z][A-Za-z0-9]*)+(?![A-Za-z0-9])")
 
 # Topic → the log query that finds it and the words a user types for it. The query words are chosen
 # to hit the demo world's synonym groups (tools/data), so one topic maps to one log search.
@@ -46,7 +49,13 @@ TOPICS: dict[str, tuple[str, tuple[str, ...]]] = {
     "mq": ("RabbitMQ", ("rabbitmq", "mq", "消息队列", "积压")),
     "disk": ("磁盘", ("磁盘", "disk", "/data")),
 }
-ALERT_TOPICS = {"HighCPUUsage": "cpu", "HighMemoryUsage": "memory", "SlowResponse": "slow", "HighDiskUsage": "disk"}
+ALERT_TOPICS = {
+    "HighCPUUsage": "cpu",
+    "HighMemoryUsage": "memory",
+    "SlowResponse": "slow",
+    "HighDiskUsage": "disk",
+    "ServiceUnavailable": "error",
+}
 GUIDANCE_WORDS = ("为什么", "原因", "怎么", "如何", "建议", "处理", "runbook", "why", "how", "cause", "fix")
 
 

@@ -1,13 +1,35 @@
-"""Verifier stage: does the checked evidence support each claim? The verdict is computed by code."""
+"""Verifier stage: does the checked evidence support each claim? The verdict is computed by code.
+
+The verifier (model or rules) classifies each claim against its gatekeeper-checked excerpts. Code
+then (1) caps claims whose fact tokens are not in their verified evidence (grounding check),
+(2) maps claim checks to fact classes, every executor claim being critical, and (3) computes the
+verdict and groundedness score with the matrix of seed 000 / contracts §6. The model's own verdict
+and score are ignored; every difference is recorded in `overrides`.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from diagnosis.pipeline.executor import Claim, ExecutorOutput
+from diagnosis.pipeline.facts import unsupported_facts
+from diagnosis.pipeline.gatekeeper import RULE_SEVERITY, CheckedBinding, GatekeeperResult
+from diagnosis.services.invocations import KNOWLEDGE_TOOL, NO_EVIDENCE_PATH
+
+if TYPE_CHECKING:
+    from diagnosis.engines.base import VerifierInput
+
 ClaimVerification = Literal[
-    "direct_observation", "reasonable_inference", "overstated", "unsupported", "external_unknown", "contradicted"
+    "direct_observation",
+    "reasonable_inference",
+    "overstated",
+    "unsupported",
+    "external_unknown",
+    "contradicted",
 ]
 FactVerification = Literal["direct_evidence", "indirect_support", "no_evidence", "contradicted"]
 Verdict = Literal["PASS", "LOW_CONFID", "REJECT"]
@@ -41,3 +63,307 @@ class VerifierOutput(BaseModel):
     # The model may say these; code recomputes both and never trusts them.
     verdict: Verdict | None = None
     groundedness_score: float | None = None
+
+
+class CheckedClaim(ClaimCheck):
+    """A claim check after the code caps; `grounding_reason` says why a claim was capped."""
+
+    grounding_reason: str = ""
+
+
+class Override(BaseModel):
+    """What code changed compared with the model's verifier output, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    subject: str  # "verdict", "groundedness_score" or a claim_id
+    model: str | None
+    code: str
+    reason: str
+
+
+class Verification(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    verdict: Verdict
+    groundedness_score: float
+    critical_fact_count: int
+    claim_checks: list[CheckedClaim]
+    facts_checked: list[FactCheck]
+    rationale: str
+    gaps: list[str]  # missing_evidence_facts: what a retry round should look for, shown as 当前缺口
+    overrides: list[Override]
+
+
+FACT_CLASS: dict[str, FactVerification] = {
+    "direct_observation": "direct_evidence",
+    "reasonable_inference": "indirect_support",
+    "overstated": "no_evidence",
+    "unsupported": "no_evidence",
+    "external_unknown": "contradicted",
+    "contradicted": "contradicted",
+}
+FACT_SCORE: dict[str, float] = {
+    "direct_evidence": 1.0,
+    "indirect_support": 0.6,
+    "no_evidence": 0.0,
+    "contradicted": 0.0,
+}
+# A grounding failure caps a claim at `unsupported`; worse classes stay as they are.
+CAPPED_BY_GROUNDING = ("direct_observation", "reasonable_inference")
+# "未检索到" is all a no-hit can support; these say more than that.
+OVERSTATED_NEGATION = re.compile(
+    r"已排除|排除了|确认没有|确定没有|肯定没有|不存在|没有发生|未发生|ruled out|confirmed no|does not exist",
+    re.IGNORECASE,
+)
+
+
+def grounding_check(
+    *, executor_output: ExecutorOutput, gatekeeper_result: GatekeeperResult
+) -> dict[str, str]:
+    """Claims whose fact tokens are not all in their gatekeeper-passed evidence, with the reason."""
+    reasons = {}
+    for claim in executor_output.claims:
+        passed = gatekeeper_result.passed_for(claim.claim_id)
+        if not passed:
+            reasons[claim.claim_id] = "没有通过引用核验的证据"
+            continue
+        evidence = [text for b in passed for text in (b.evidence_excerpt, b.matched_text or "")]
+        missing = unsupported_facts(claim.claim_text, evidence)
+        if missing:
+            reasons[claim.claim_id] = f"断言中的 {'、'.join(missing)} 不在已核验的证据中"
+    return reasons
+
+
+def verdict_compute(fact_classes: Sequence[FactVerification]) -> tuple[Verdict, float]:
+    """The verdict matrix and groundedness score over the critical facts' classes."""
+    if not fact_classes:
+        return "LOW_CONFID", 0.0
+    if "contradicted" in fact_classes:
+        return "REJECT", 0.0
+    score = min(1.0, max(0.0, sum(FACT_SCORE[c] for c in fact_classes) / len(fact_classes)))
+    supported = all(c in ("direct_evidence", "indirect_support") for c in fact_classes)
+    verdict: Verdict = "PASS" if supported and "direct_evidence" in fact_classes else "LOW_CONFID"
+    return verdict, round(score, 3)
+
+
+def verification_finalize(
+    *, verifier_output: VerifierOutput, executor_output: ExecutorOutput, gatekeeper_result: GatekeeperResult
+) -> Verification:
+    overrides: list[Override] = []
+    checks = _claim_checks_capped(verifier_output, executor_output, gatekeeper_result, overrides)
+    facts = _facts_of(executor_output, checks)
+    # A contradiction the model found beyond the claims can only make the verdict stricter.
+    facts += [f for f in verifier_output.facts_checked if f.is_critical and f.verification == "contradicted"]
+    verdict, score = verdict_compute([f.verification for f in facts])
+    verdict, score, reason = _gatekeeper_cap(verdict, score, gatekeeper_result)
+    _verdict_overrides(verifier_output, verdict, score, reason, overrides)
+    return Verification(
+        verdict=verdict,
+        groundedness_score=score,
+        critical_fact_count=len(facts),
+        claim_checks=checks,
+        facts_checked=facts,
+        rationale=verifier_output.rationale,
+        gaps=[
+            gap
+            for claim, check in zip(executor_output.claims, checks, strict=True)
+            if (gap := _gap(claim, check))
+        ],
+        overrides=overrides,
+    )
+
+
+def verifier_output_for_gatekeeper_reject(
+    *, executor_output: ExecutorOutput, gatekeeper_result: GatekeeperResult
+) -> VerifierOutput:
+    """The verifier model is not consulted on fabricated citations: claims citing them are contradicted."""
+    checks = []
+    for claim in executor_output.claims:
+        rejected = [
+            b.rule
+            for b in gatekeeper_result.checked_bindings
+            if b.claim_id == claim.claim_id and b.rule and RULE_SEVERITY.get(b.rule) == "reject"
+        ]
+        verification, detail = (
+            ("contradicted", f"引用核验判定为伪造或不匹配的证据（{'、'.join(dict.fromkeys(rejected))}）")
+            if rejected
+            else ("unsupported", "引用核验整体被拒绝，未调用校验模型")
+        )
+        checks.append(
+            ClaimCheck(claim_id=claim.claim_id, verification=verification, detail=detail, evidence_refs=[])
+        )
+    rules = "、".join(gatekeeper_result.failed_rules)
+    return VerifierOutput(
+        claim_checks=checks,
+        facts_checked=_facts_of(executor_output, checks),
+        rationale=f"引用核验失败（{rules}），属于伪造或不匹配的证据引用，未调用校验模型。",
+    )
+
+
+def verify_by_rules(stage_input: VerifierInput) -> VerifierOutput:
+    """The rules engine's verifier: classifies each claim from its gatekeeper-checked bindings."""
+    executor_output = ExecutorOutput.model_validate(stage_input.executor_structured_output)
+    gatekeeper_result = GatekeeperResult.model_validate(stage_input.gatekeeper_result)
+    grounding = grounding_check(executor_output=executor_output, gatekeeper_result=gatekeeper_result)
+    checks = [
+        _rules_claim_check(claim, gatekeeper_result, grounding.get(claim.claim_id, ""))
+        for claim in executor_output.claims
+    ]
+    counts = {kind: sum(c.verification == kind for c in checks) for kind in FACT_CLASS}
+    rationale = (
+        f"规则校验 {len(checks)} 条断言：直接观察 {counts['direct_observation']} 条，"
+        f"合理推断 {counts['reasonable_inference']} 条，"
+        f"证据不足或表述过度 {counts['unsupported'] + counts['overstated']} 条。"
+    )
+    return VerifierOutput(
+        claim_checks=checks, facts_checked=_facts_of(executor_output, checks), rationale=rationale
+    )
+
+
+def _claim_checks_capped(
+    verifier_output: VerifierOutput,
+    executor_output: ExecutorOutput,
+    gatekeeper_result: GatekeeperResult,
+    overrides: list[Override],
+) -> list[CheckedClaim]:
+    """One check per executor claim: missing ones count as unsupported, ungrounded ones are capped."""
+    by_claim = {check.claim_id: check for check in verifier_output.claim_checks}
+    claim_ids = {claim.claim_id for claim in executor_output.claims}
+    for claim_id in by_claim.keys() - claim_ids:
+        overrides.append(
+            Override(
+                subject=claim_id,
+                model=by_claim[claim_id].verification,
+                code="ignored",
+                reason="不是执行器提出的断言",
+            )
+        )
+    grounding = grounding_check(executor_output=executor_output, gatekeeper_result=gatekeeper_result)
+    checks = []
+    for claim in executor_output.claims:
+        model_check = by_claim.get(claim.claim_id)
+        check = CheckedClaim(
+            **(model_check.model_dump() if model_check else _missing_check(claim.claim_id)),
+            grounding_reason=grounding.get(claim.claim_id, ""),
+        )
+        if model_check is None:
+            overrides.append(
+                Override(
+                    subject=claim.claim_id,
+                    model=None,
+                    code="unsupported",
+                    reason="校验器未给出该断言的核查结果",
+                )
+            )
+        if check.grounding_reason and check.verification in CAPPED_BY_GROUNDING:
+            overrides.append(
+                Override(
+                    subject=claim.claim_id,
+                    model=check.verification,
+                    code="unsupported",
+                    reason=check.grounding_reason,
+                )
+            )
+            check.verification = "unsupported"
+            check.detail = "；".join(part for part in (check.detail, check.grounding_reason) if part)
+        checks.append(check)
+    return checks
+
+
+def _missing_check(claim_id: str) -> dict:
+    return {
+        "claim_id": claim_id,
+        "verification": "unsupported",
+        "detail": "校验器未给出该断言的核查结果",
+        "evidence_refs": [],
+    }
+
+
+def _gatekeeper_cap(
+    verdict: Verdict, score: float, gatekeeper_result: GatekeeperResult
+) -> tuple[Verdict, float, str]:
+    if gatekeeper_result.severity == "reject":
+        return "REJECT", 0.0, f"引用核验拒绝（{'、'.join(gatekeeper_result.failed_rules)}）"
+    if gatekeeper_result.severity == "low_confid" and verdict == "PASS":
+        return (
+            "LOW_CONFID",
+            score,
+            f"引用核验 low_confid（{'、'.join(gatekeeper_result.failed_rules)}）封顶为 LOW_CONFID",
+        )
+    return verdict, score, "按判决矩阵由断言核查结果计算"
+
+
+def _verdict_overrides(
+    verifier_output: VerifierOutput, verdict: Verdict, score: float, reason: str, overrides: list[Override]
+) -> None:
+    if verifier_output.verdict is not None and verifier_output.verdict != verdict:
+        overrides.append(
+            Override(subject="verdict", model=verifier_output.verdict, code=verdict, reason=reason)
+        )
+    model_score = verifier_output.groundedness_score
+    if model_score is not None and abs(model_score - score) > 1e-6:
+        overrides.append(
+            Override(subject="groundedness_score", model=str(model_score), code=str(score), reason=reason)
+        )
+
+
+def _gap(claim: Claim, check: CheckedClaim) -> str:
+    """A Chinese sentence for a critical fact without direct evidence (retry context, 当前缺口)."""
+    fact_class = FACT_CLASS[check.verification]
+    if fact_class == "indirect_support":
+        return f"“{claim.claim_text}”只有间接支持，缺少直接证据"
+    if fact_class != "no_evidence":
+        return ""
+    if check.grounding_reason:
+        return f"“{claim.claim_text}”缺少直接证据：{check.grounding_reason}"
+    if check.verification == "overstated":
+        return f"“{claim.claim_text}”表述超出了证据：未检索到证据只能说明未发现，不能说明已排除"
+    return f"“{claim.claim_text}”缺少直接证据"
+
+
+def _facts_of(executor_output: ExecutorOutput, checks: Sequence[ClaimCheck]) -> list[FactCheck]:
+    return [
+        FactCheck(
+            fact=claim.claim_text,
+            is_critical=True,
+            verification=FACT_CLASS[check.verification],
+            detail=check.detail,
+            evidence_refs=check.evidence_refs,
+        )
+        for claim, check in zip(executor_output.claims, checks, strict=True)
+    ]
+
+
+def _rules_claim_check(
+    claim: Claim, gatekeeper_result: GatekeeperResult, grounding_reason: str
+) -> ClaimCheck:
+    passed = gatekeeper_result.passed_for(claim.claim_id)
+    cited = [b for b in gatekeeper_result.checked_bindings if b.claim_id == claim.claim_id]
+    verification, detail = _rules_classify(claim, passed, cited, grounding_reason)
+    return ClaimCheck(
+        claim_id=claim.claim_id,
+        verification=verification,
+        detail=detail,
+        evidence_refs=[b.source_label() for b in passed],
+    )
+
+
+def _rules_classify(
+    claim: Claim, passed: list[CheckedBinding], cited: list[CheckedBinding], grounding_reason: str
+) -> tuple[ClaimVerification, str]:
+    if grounding_reason:  # also when no binding passed
+        return "unsupported", grounding_reason
+    if all(b.raw_path == NO_EVIDENCE_PATH for b in passed):
+        if claim.claim_type != "negative_observation":
+            return "unsupported", "未检索到证据不能支持正向断言"
+        if OVERSTATED_NEGATION.search(claim.claim_text):
+            return "overstated", "未检索到证据只能支持“未检索到”，不能支持“已排除/确认没有”"
+        return "direct_observation", "工具如实返回未检索到匹配证据"
+    if claim.claim_type in ("root_cause", "risk"):
+        return "reasonable_inference", "根因或风险是基于已核验证据的推断，不是直接观察"
+    if all(b.tool_name == KNOWLEDGE_TOOL for b in passed):
+        return "reasonable_inference", "只有处理手册支持：手册是排查指引，不是当前事实"
+    if len(passed) < len(cited):
+        return "reasonable_inference", "部分引用未通过核验，仅由其余证据支持"
+    return "direct_observation", "断言由已核验的证据直接支持"

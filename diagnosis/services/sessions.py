@@ -50,7 +50,7 @@ def session_start(
     if run_inline:
         from diagnosis.pipeline.orchestrator import session_run
 
-        return session_run(session_pk=session.pk)
+        return session_run(session_pk=session.pk, evaluate_inline=True)
     transaction.on_commit(lambda: _enqueue(session.pk))
     return session
 

@@ -8,7 +8,11 @@ from diagnosis.pipeline.planner import plan_by_rules
     [
         ("只确认 order-service 是否存在 HighMemoryUsage 告警", ["order-service", "HighMemoryUsage"], True),
         ("payment-service 的 CPU 为什么这么高？", ["payment-service"], False),
-        ("Only confirm whether SlowResponse is firing for user-service", ["user-service", "SlowResponse"], True),
+        (
+            "Only confirm whether SlowResponse is firing for user-service",
+            ["user-service", "SlowResponse"],
+            True,
+        ),
         ("现在系统有哪些告警", [], False),
     ],
 )

@@ -31,7 +31,9 @@ class Command(BaseCommand):
         except ValidationError as exc:
             raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from exc
         if options["json"]:
-            self.stdout.write(json.dumps(session_trace(session=session), ensure_ascii=False, indent=2, default=str))
+            self.stdout.write(
+                json.dumps(session_trace(session=session), ensure_ascii=False, indent=2, default=str)
+            )
         else:
             self.stdout.write(self._text(session))
         if session.status != DiagnosisSession.Status.COMPLETED:

@@ -1,0 +1,165 @@
+"""Turning a verified session into a case (seed 004 §8): once per session, from verified material only.
+
+The fields come from the same material the Composer was allowed to use in the final round
+(`composer_material_build`): confirmed findings give the root cause, allowed evidence-gathering
+actions the solution; service, alert name and error code come from the tool records behind those
+findings' gatekeeper-passed citations, then from their fact tokens. The user-facing answer is
+never copied: it may carry a disclaimer or a degraded template, and a case holds findings.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import asdict, dataclass
+
+import pydantic
+from django.core.exceptions import ValidationError
+from django.utils.translation import gettext as _
+
+from caselib.models import CaseLibrary
+from diagnosis.engines.base import ComposerInput
+from diagnosis.models import DiagnosisSession
+from diagnosis.pipeline.composer import composer_material_build
+from diagnosis.pipeline.executor import ExecutorOutput
+from diagnosis.pipeline.facts import fact_tokens
+from diagnosis.pipeline.gatekeeper import GatekeeperResult
+from diagnosis.pipeline.verifier import Verification
+from diagnosis.selectors.evidence import ClaimView, session_rounds
+from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
+
+logger = logging.getLogger(__name__)
+
+TITLE_CHARS = 100
+ALERT_CATEGORIES = {
+    "HighCPUUsage": "CPU",
+    "HighMemoryUsage": "MEMORY",
+    "SlowResponse": "LATENCY",
+    "HighDiskUsage": "DISK",
+    "ServiceUnavailable": "AVAILABILITY",
+}
+# First match wins: a pool exhaustion shows up as timeouts, so the specific category is tried first.
+CATEGORY_KEYWORDS = (
+    ("CONNECTION_POOL", ("hikari", "connection pool", "连接池")),
+    ("MEMORY", ("内存", "memory", "oom", "heap", "堆", "full gc")),
+    ("CPU", ("cpu",)),
+    ("DISK", ("磁盘", "disk")),
+    ("LATENCY", ("p99", "响应", "latency", "slow", "慢", "延迟")),
+    ("AVAILABILITY", ("unavailable", "不可用", "http 500", "5xx")),
+)
+ERROR_CODE = re.compile(r"(?:Error|Exception|Killed)$|^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
+
+
+@dataclass(frozen=True)
+class CaseFields:
+    fault_category: str
+    title: str
+    root_cause: str
+    solution: str
+    service: str
+    alert_name: str
+    error_code: str
+
+
+def _unique(values) -> list[str]:
+    return list(dict.fromkeys(value for value in values if value))
+
+
+def _first(values) -> str:
+    return next(iter(_unique(values)), "")
+
+
+def _bullets(lines: list[str]) -> str:
+    return "\n".join(f"- {line}" for line in lines)
+
+
+def _verified_material(*, session: DiagnosisSession) -> ComposerInput | None:
+    """The final round's Composer material, rebuilt from the stored verifier record."""
+    evaluation = self_evaluation_of(session=session).get(VERIFIER_EVALUATION) or {}
+    try:
+        return composer_material_build(
+            query=session.query,
+            executor_output=ExecutorOutput.model_validate(evaluation.get("executor_structured_output")),
+            verification=Verification.model_validate(
+                {name: evaluation.get(name) for name in Verification.model_fields}
+            ),
+            gatekeeper_result=GatekeeperResult.model_validate(evaluation.get("gatekeeper_result")),
+        )
+    except pydantic.ValidationError:
+        # A record from an older pipeline: without a verifiable record nothing counts as confirmed.
+        logger.warning(
+            "session %s has no readable verifier record; its case has no findings", session.session_id
+        )
+        return None
+
+
+def _fault_category(alert_names: list[str], texts: list[str]) -> str:
+    for alert_name in alert_names:
+        if alert_name in ALERT_CATEGORIES:
+            return ALERT_CATEGORIES[alert_name]
+    corpus = " ".join(texts).lower()
+    for category, keywords in CATEGORY_KEYWORDS:
+        if any(keyword in corpus for keyword in keywords):
+            return category
+    return "GENERAL"
+
+
+def case_fields_extract(*, session: DiagnosisSession) -> CaseFields:
+    material = _verified_material(session=session)
+    findings = material.confirmed_findings if material else []
+    inferences = material.reasonable_inferences if material else []
+    finding_ids = {item["claim_id"] for item in findings}
+    confirmed_ids = finding_ids | {item["claim_id"] for item in inferences}
+    rounds = session_rounds(session=session)
+    claims: list[ClaimView] = [
+        claim for claim in (rounds[-1].claims if rounds else []) if claim.claim_id in confirmed_ids
+    ]
+    records = [
+        binding.record for claim in claims for binding in claim.bindings if binding.passed and binding.record
+    ]
+    texts = [
+        *(claim.text for claim in claims),
+        *(binding.excerpt for claim in claims for binding in claim.bindings if binding.passed),
+        *(str(record.get(key, "")) for record in records for key in ("message", "description")),
+    ]
+    tokens = [token for text in texts for token in fact_tokens(text)]
+    alert_names = _unique(record.get("alert_name") for record in records)
+    root_causes = [
+        claim.text for claim in claims if claim.claim_id in finding_ids and claim.claim_type == "root_cause"
+    ]
+    return CaseFields(
+        fault_category=_fault_category(alert_names, texts),
+        title=session.query[:TITLE_CHARS],
+        root_cause=_bullets(root_causes or [item["claim_text"] for item in findings or inferences]),
+        solution=_bullets(material.allowed_actions if material else []),
+        service=_first(
+            [record.get("service") for record in records]
+            + [token.surface for token in tokens if token.kind == "name" and token.value.endswith("-service")]
+        ),
+        alert_name=_first(alert_names),
+        error_code=_first(
+            token.surface
+            for token in tokens
+            if token.kind in ("code", "name") and ERROR_CODE.search(token.surface)
+        ),
+    )
+
+
+def case_create_from_session(
+    *,
+    session: DiagnosisSession,
+    created_by: str = "system",
+    source_type: str = CaseLibrary.SourceType.AUTO,
+) -> tuple[CaseLibrary, bool]:
+    """The session's case, created on first call and returned as is afterwards (also under a race:
+    the unique `diagnosis_id` lets exactly one insert win and the loser reads the winner's row)."""
+    if session.status != DiagnosisSession.Status.COMPLETED:
+        raise ValidationError(_("Only a completed diagnosis can become a case."))
+    existing = CaseLibrary.objects.filter(diagnosis_id=session.session_id).first()
+    if existing is not None:
+        return existing, False
+    fields = case_fields_extract(session=session)
+    return CaseLibrary.objects.get_or_create(
+        diagnosis_id=session.session_id,
+        defaults={**asdict(fields), "created_by": created_by, "source_type": source_type},
+    )

@@ -1,0 +1,385 @@
+"""The reviewers' audit admin for diagnosis sessions.
+
+Sessions are the pipeline's record, so nobody edits them here: everyone with view permission sees
+them read-only, reviewers (`diagnosis.review_session`) record reviews, and whoever may add cases
+promotes a session to the case library. The changelist costs a fixed number of queries per page:
+"reviewed" is an EXISTS subquery, every filter has fixed choices, and there is no full count.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.contrib.admin.views.main import ChangeList
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.urls import path, reverse
+from django.utils.html import format_html
+from django.utils.text import Truncator
+from django.utils.translation import gettext_lazy as _
+
+from caselib.models import CaseLibrary
+from caselib.services import case_create_from_session
+from diagnosis.models import AgentStep, DiagnosisSession, SessionReview, ToolInvocation
+from diagnosis.selectors.audit import session_audit
+from diagnosis.selectors.sessions import needs_review_condition, session_review_annotated
+from diagnosis.services.reviews import VERDICTS, review_record
+
+REVIEW_PERMISSION = "diagnosis.review_session"
+PROMOTE_PERMISSION = "caselib.add_caselibrary"
+# Heavy columns the list never shows: leave them in the database.
+LIST_DEFERRED_FIELDS = ("self_evaluation", "answer", "error")
+
+
+class FixedChoicesFilter(admin.SimpleListFilter):
+    """A filter on one column with fixed choices: no query to build its options."""
+
+    field_name = ""
+    options: tuple = ()
+
+    def lookups(self, request, model_admin):
+        return self.options
+
+    def queryset(self, request, queryset):
+        return queryset.filter(**{self.field_name: self.value()}) if self.value() else queryset
+
+
+class StatusFilter(FixedChoicesFilter):
+    title = _("status")
+    parameter_name = field_name = "status"
+    options = DiagnosisSession.Status.choices
+
+
+class OutputTypeFilter(FixedChoicesFilter):
+    title = _("output type")
+    parameter_name = field_name = "output_type"
+    options = DiagnosisSession.OutputType.choices
+
+
+class VerdictFilter(FixedChoicesFilter):
+    title = _("verdict")
+    parameter_name = field_name = "verdict"
+    options = tuple((verdict, verdict) for verdict in VERDICTS)
+
+
+class GatekeeperSeverityFilter(FixedChoicesFilter):
+    title = _("gatekeeper severity")
+    parameter_name = field_name = "gatekeeper_severity"
+    options = (("none", "none"), ("low_confid", "low_confid"), ("reject", "reject"))
+
+
+class EngineFilter(FixedChoicesFilter):
+    title = _("engine")
+    parameter_name = field_name = "engine"
+    options = (("rules", "rules"), ("llm", "llm"))
+
+
+class FeedbackFilter(admin.SimpleListFilter):
+    title = _("feedback")
+    parameter_name = "feedback"
+
+    def lookups(self, request, model_admin):
+        return (*DiagnosisSession.Feedback.choices, ("none", _("no feedback")))
+
+    def queryset(self, request, queryset):
+        if self.value() == "none":
+            return queryset.filter(feedback__isnull=True)
+        return queryset.filter(feedback=self.value()) if self.value() else queryset
+
+
+class NeedsReviewFilter(admin.SimpleListFilter):
+    title = _("needs review")
+    parameter_name = "needs_review"
+
+    def lookups(self, request, model_admin):
+        return (("yes", _("needs review")), ("disagreed", _("reviewer disagreed with the verifier")))
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(needs_review_condition())
+        if self.value() == "disagreed":
+            return queryset.filter(disagreed=True)
+        return queryset
+
+
+class CreatedFilter(admin.DateFieldListFilter):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.title = _("created")
+
+
+class SessionChangeList(ChangeList):
+    def get_queryset(self, request, exclude_parameters=None):
+        return super().get_queryset(request, exclude_parameters).defer(*LIST_DEFERRED_FIELDS)
+
+
+class ReviewForm(forms.Form):
+    opinion = forms.ChoiceField(
+        label=_("Opinion"), choices=SessionReview.Opinion.choices, widget=forms.RadioSelect
+    )
+    expected_verdict = forms.ChoiceField(
+        label=_("Expected verdict (when disagreeing)"),
+        choices=(("", "—"), *((verdict, verdict) for verdict in VERDICTS)),
+        required=False,
+    )
+    note = forms.CharField(
+        label=_("Note"), widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=4000
+    )
+
+
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class AgentStepInline(ReadOnlyInline):
+    model = AgentStep
+    verbose_name = _("stage")
+    verbose_name_plural = _("stages")
+    fields = ("round", "agent", "status", "thought", "latency_ms", "tokens", "llm_calls", "prompt_version")
+    readonly_fields = fields
+
+    @admin.display(description=_("tokens (prompt / completion)"))
+    def tokens(self, step: AgentStep) -> str:
+        return f"{step.prompt_tokens} / {step.completion_tokens}"
+
+
+class ToolInvocationInline(ReadOnlyInline):
+    model = ToolInvocation
+    verbose_name = _("tool invocation")
+    verbose_name_plural = _("tool invocations")
+    fields = ("invocation_id", "round", "tool_name", "arguments", "success", "evidence", "refs", "latency_ms")
+    readonly_fields = fields
+
+    @admin.display(description=_("invocation id"))
+    def invocation_id(self, invocation: ToolInvocation) -> str:
+        return f"#{invocation.pk}"
+
+    @admin.display(description=_("arguments"))
+    def arguments(self, invocation: ToolInvocation) -> str:
+        return ", ".join(f"{key}={value}" for key, value in invocation.input.items()) or "—"
+
+    @admin.display(description=_("evidence status"))
+    def evidence(self, invocation: ToolInvocation) -> str:
+        return invocation.evidence_status or invocation.error or "—"
+
+    @admin.display(description=_("evidence refs"))
+    def refs(self, invocation: ToolInvocation) -> str:
+        return (
+            "\n".join(f"{ref.get('raw_path')}: {ref.get('text')}" for ref in invocation.evidence_refs) or "—"
+        )
+
+
+@admin.register(DiagnosisSession)
+class DiagnosisSessionAdmin(admin.ModelAdmin):
+    change_form_template = "admin/diagnosis/diagnosissession/change_form.html"
+    list_display = (
+        "session",
+        "question",
+        "status_display",
+        "output_type_display",
+        "verdict_badge",
+        "groundedness",
+        "severity",
+        "feedback_display",
+        "reviewed",
+        "created",
+    )
+    list_display_links = ("session", "question")
+    list_filter = (
+        NeedsReviewFilter,
+        StatusFilter,
+        OutputTypeFilter,
+        VerdictFilter,
+        GatekeeperSeverityFilter,
+        FeedbackFilter,
+        EngineFilter,
+        ("created_at", CreatedFilter),
+    )
+    search_fields = ("=session_id", "query")
+    search_help_text = _("Search by exact session id or words in the question.")
+    ordering = ("-created_at", "-id")
+    list_per_page = 50
+    show_full_result_count = False
+    fields = ("overview",)
+    readonly_fields = ("overview",)
+    inlines = (AgentStepInline, ToolInvocationInline)
+    actions = ("promote_to_case_library",)
+
+    class Media:
+        css = {"all": ("diagnosis/admin.css",)}
+
+    def get_queryset(self, request):
+        return session_review_annotated(queryset=super().get_queryset(request))
+
+    def get_changelist(self, request, **kwargs):
+        return SessionChangeList
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_review_permission(self, request) -> bool:
+        return request.user.has_perm(REVIEW_PERMISSION)
+
+    def has_promote_permission(self, request) -> bool:
+        return request.user.has_perm(PROMOTE_PERMISSION)
+
+    @admin.display(description=_("session id"), ordering="session_id")
+    def session(self, session: DiagnosisSession) -> str:
+        return Truncator(session.session_id).chars(14)
+
+    @admin.display(description=_("question"))
+    def question(self, session: DiagnosisSession) -> str:
+        return Truncator(session.query).chars(48)
+
+    @admin.display(description=_("status"), ordering="status")
+    def status_display(self, session: DiagnosisSession) -> str:
+        return session.get_status_display()
+
+    @admin.display(description=_("output type"), ordering="output_type")
+    def output_type_display(self, session: DiagnosisSession) -> str:
+        return session.get_output_type_display() or "—"
+
+    @admin.display(description=_("verdict"), ordering="verdict")
+    def verdict_badge(self, session: DiagnosisSession) -> str:
+        if not session.verdict:
+            return "—"
+        return format_html(
+            '<span class="verdict-badge verdict-{}">{}</span>', session.verdict, session.verdict
+        )
+
+    @admin.display(description=_("groundedness"), ordering="groundedness_score")
+    def groundedness(self, session: DiagnosisSession) -> str:
+        return "—" if session.groundedness_score is None else f"{session.groundedness_score:.2f}"
+
+    @admin.display(description=_("gatekeeper"), ordering="gatekeeper_severity")
+    def severity(self, session: DiagnosisSession) -> str:
+        return session.gatekeeper_severity or "—"
+
+    @admin.display(description=_("feedback"), ordering="feedback")
+    def feedback_display(self, session: DiagnosisSession) -> str:
+        return session.get_feedback_display() or "—"
+
+    @admin.display(description=_("reviewed"), boolean=True, ordering="reviewed")
+    def reviewed(self, session: DiagnosisSession) -> bool:
+        return session.reviewed
+
+    @admin.display(description=_("created"), ordering="created_at")
+    def created(self, session: DiagnosisSession):
+        return session.created_at
+
+    @admin.display(description=_("overview"))
+    def overview(self, session: DiagnosisSession) -> str:
+        return format_html(
+            "<code>{}</code> · {} · {} · {} · {}",
+            session.session_id,
+            session.get_kind_display(),
+            session.engine,
+            session.owner or "CLI",
+            session.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+        )
+
+    @admin.action(description=_("Promote to the case library"), permissions=["promote"])
+    def promote_to_case_library(self, request: HttpRequest, queryset) -> None:
+        created = 0
+        for session in queryset:
+            try:
+                _case, was_created = case_create_from_session(
+                    session=session,
+                    created_by=request.user.get_username(),
+                    source_type=CaseLibrary.SourceType.MANUAL,
+                )
+            except ValidationError as error:
+                self.message_user(
+                    request, f"{session.session_id}: {' '.join(error.messages)}", messages.WARNING
+                )
+                continue
+            created += was_created
+        self.message_user(request, _("%(count)d case(s) created.") % {"count": created}, messages.SUCCESS)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        session = self.get_object(request, unquote(object_id))
+        if session is not None:
+            extra_context = {
+                **(extra_context or {}),
+                "audit": session_audit(session=session),
+                "review_form": ReviewForm(),
+                "can_review": self.has_review_permission(request),
+                "can_promote": self.has_promote_permission(request),
+            }
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def get_urls(self):
+        info = self.opts.app_label, self.opts.model_name
+        return [
+            path(
+                "<path:object_id>/review/",
+                self.admin_site.admin_view(self.review_view),
+                name="{}_{}_review".format(*info),
+            ),
+            path(
+                "<path:object_id>/promote/",
+                self.admin_site.admin_view(self.promote_view),
+                name="{}_{}_promote".format(*info),
+            ),
+            *super().get_urls(),
+        ]
+
+    def _session_or_404(self, request: HttpRequest, object_id: str) -> DiagnosisSession:
+        session = self.get_object(request, unquote(object_id))
+        if session is None:
+            raise Http404
+        return session
+
+    def _change_url(self, session: DiagnosisSession) -> str:
+        return reverse("admin:diagnosis_diagnosissession_change", args=[session.pk])
+
+    def review_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if not self.has_review_permission(request):
+            raise PermissionDenied
+        session = self._session_or_404(request, object_id)
+        form = ReviewForm(request.POST)
+        try:
+            if not form.is_valid():
+                raise ValidationError([message for errors in form.errors.values() for message in errors])
+            review_record(session=session, reviewer=request.user, **form.cleaned_data)
+        except ValidationError as error:
+            self.message_user(request, " ".join(error.messages), messages.ERROR)
+        else:
+            self.message_user(request, _("Review recorded."), messages.SUCCESS)
+        return HttpResponseRedirect(self._change_url(session))
+
+    def promote_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if not self.has_promote_permission(request):
+            raise PermissionDenied
+        session = self._session_or_404(request, object_id)
+        try:
+            case, created = case_create_from_session(
+                session=session,
+                created_by=request.user.get_username(),
+                source_type=CaseLibrary.SourceType.MANUAL,
+            )
+        except ValidationError as error:
+            self.message_user(request, " ".join(error.messages), messages.ERROR)
+            return HttpResponseRedirect(self._change_url(session))
+        message = _("Case created.") if created else _("This session already has a case.")
+        self.message_user(request, message, messages.SUCCESS)
+        return HttpResponseRedirect(reverse("admin:caselib_caselibrary_change", args=[case.pk]))

@@ -1,0 +1,107 @@
+"""The JSON API (contracts §10): chat, session list, trace, feedback."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.utils.translation import gettext_lazy as _
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import generics, status
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.views import APIView
+
+from diagnosis.models import DiagnosisSession
+from diagnosis.selectors.sessions import session_list
+from diagnosis.selectors.trace import session_trace_for_user
+from diagnosis.serializers import (
+    ChatAcceptedSerializer,
+    ChatRequestSerializer,
+    FeedbackRequestSerializer,
+    FeedbackResponseSerializer,
+    SessionListFilterSerializer,
+    SessionSummarySerializer,
+    TraceSerializer,
+    trace_url,
+)
+from diagnosis.services.sessions import session_start
+from feedback.services import feedback_record
+
+NOT_FOUND_MESSAGE = _("No such diagnosis session.")
+
+
+@contextmanager
+def service_errors_as_api_errors():
+    """Services speak Django (ValidationError, DoesNotExist); the API answers 400 / 404."""
+    try:
+        yield
+    except DjangoValidationError as error:
+        raise ValidationError(
+            error.message_dict if hasattr(error, "error_dict") else error.messages
+        ) from error
+    except DiagnosisSession.DoesNotExist as error:
+        raise NotFound(NOT_FOUND_MESSAGE) from error
+
+
+class ChatApi(APIView):
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "chat"
+
+    @extend_schema(request=ChatRequestSerializer, responses={202: ChatAcceptedSerializer})
+    def post(self, request: Request) -> Response:
+        """Start a diagnosis in the background; poll `traceUrl` for its progress and result."""
+        serializer = ChatRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        with service_errors_as_api_errors():
+            session = session_start(
+                query=serializer.validated_data["message"],
+                owner=request.user,
+                session_id=serializer.validated_data.get("session_id"),
+            )
+        body = {
+            "sessionId": session.session_id,
+            "status": session.status,
+            "traceUrl": trace_url(session.session_id),
+        }
+        return Response(body, status=status.HTTP_202_ACCEPTED)
+
+
+@extend_schema(parameters=[SessionListFilterSerializer])
+class SessionListApi(generics.ListAPIView):
+    """The caller's sessions (staff: everyone's), newest first."""
+
+    serializer_class = SessionSummarySerializer
+
+    def get_queryset(self):
+        filters = SessionListFilterSerializer(data=self.request.query_params)
+        filters.is_valid(raise_exception=True)
+        return session_list(user=self.request.user, filters=filters.validated_data)
+
+
+class SessionTraceApi(APIView):
+    @extend_schema(responses={200: TraceSerializer, 404: OpenApiResponse(description=NOT_FOUND_MESSAGE)})
+    def get(self, request: Request, session_id: str) -> Response:
+        """Everything recorded about one session: steps, tool invocations and self-evaluation."""
+        with service_errors_as_api_errors():
+            return Response(session_trace_for_user(user=request.user, session_id=session_id))
+
+
+class FeedbackApi(APIView):
+    @extend_schema(
+        request=FeedbackRequestSerializer,
+        responses={200: FeedbackResponseSerializer, 404: OpenApiResponse(description=NOT_FOUND_MESSAGE)},
+    )
+    def post(self, request: Request) -> Response:
+        """`useful` saves the session as a case (once); `not_useful` queues it for review."""
+        serializer = FeedbackRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        with service_errors_as_api_errors():
+            result = feedback_record(
+                session_id=serializer.validated_data["sessionId"],
+                feedback=serializer.validated_data["feedback"],
+                user=request.user,
+            )
+        return Response({"success": result.success, "message": result.message, "caseId": result.case_id})

@@ -1,0 +1,422 @@
+"""A small local OpenAI-compatible server for tests, `manage.py eval` and the benchmark.
+
+    with FakeOpenAIServer({"ExecutorOutput": [...], "verifier": [...]}) as server:
+        os.environ["OPENAI_BASE_URL"] = server.base_url
+        ...
+        server.requests  # every request body received, in order
+
+It serves `POST /v1/chat/completions` (non-streaming) on 127.0.0.1 from a thread. Replies are
+scripted per stage, keyed by the request's `response_format.json_schema.name` (`PlannerOutput`,
+`ExecutorOutput`, `VerifierOutput`, `ComposerOutput`; the stage names `planner` / `executor` /
+`verifier` / `composer` are accepted as aliases) and consumed in order. A reply is one of:
+
+- a dict: returned as the message content (JSON);
+- a str: returned as the content verbatim (e.g. malformed JSON);
+- `{"tool_calls": [{"name": "query_metrics", "arguments": {...}}, ...]}`: an executor tool turn;
+- `{"http_status": 500}`: an error response (with `retry-after-ms: 1` so SDK retries stay fast);
+- `{"delay_s": 2, ...}`: sleep first (to trigger client timeouts), then reply with the rest
+  (or the default when nothing else is given);
+- a callable `(request_json) -> reply` returning any of the above.
+
+Placeholders in string values are filled from the tool messages the request carries (earlier
+rounds' `prior_tool_messages` first, then this round's `role: tool` messages; 0-based n):
+`{{inv:<tool>}}` / `{{inv:<tool>:<n>}}` → the invocation id of that tool's n-th call (an int when
+the placeholder is the whole string), `{{ref:<tool>:<n>:<raw_path>}}` → that evidence ref's text.
+An unresolvable placeholder answers HTTP 400 naming it.
+
+With no script left for a stage the server behaves honestly: the planner plans every evidence
+tool for the services and alerts named in the question; the executor calls `query_metrics` (for
+the focus service) and then states one claim citing the first evidence ref exactly; the verifier
+marks claims with a passing checked binding `direct_observation`, others `unsupported`; the
+composer writes from its material only. A session through the llm engine passes with no script.
+
+Usage is reported with prompt/completion tokens ≈ characters / 4.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+STAGE_SCHEMAS = {
+    "planner": "PlannerOutput",
+    "executor": "ExecutorOutput",
+    "verifier": "VerifierOutput",
+    "composer": "ComposerOutput",
+}
+EVIDENCE_TOOLS = ("query_metrics", "query_logs", "lookup_knowledge")
+INPUT_BLOCK = re.compile(r"<input>\s*(?P<json>.*?)\s*</input>", re.DOTALL)
+INVOCATION_PLACEHOLDER = re.compile(r"\{\{inv:(?P<tool>[a-z_]+)(?::(?P<n>\d+))?\}\}")
+REF_PLACEHOLDER = re.compile(r"\{\{ref:(?P<tool>[a-z_]+):(?P<n>\d+):(?P<path>[^}]+)\}\}")
+SERVICE_PATTERN = re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-service\b")
+ALERT_PATTERN = re.compile(r"\b(?:[A-Z][a-z0-9]+){2,}\b")
+
+Reply = Any  # dict | str | Callable[[dict], "Reply"]
+
+
+class ScriptError(ValueError):
+    """A scripted reply cannot be served (e.g. a placeholder without a matching tool message)."""
+
+
+class FakeOpenAIServer:
+    def __init__(self, script: Mapping[str, Iterable[Reply]] | None = None) -> None:
+        self._script: dict[str, deque] = {}
+        for key, replies in (script or {}).items():
+            name = STAGE_SCHEMAS.get(key, key)
+            if name not in _HONEST_DEFAULTS:
+                raise ScriptError(f"unknown stage {key!r} in script; use one of {sorted(_HONEST_DEFAULTS)}")
+            self._script.setdefault(name, deque()).extend(replies)
+        self.requests: list[dict] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._ids = 0
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def requests_for(self, schema_name: str) -> list[dict]:
+        name = STAGE_SCHEMAS.get(schema_name, schema_name)
+        return [request for request in self.requests if _schema_name(request) == name]
+
+    def __enter__(self) -> FakeOpenAIServer:
+        self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd.fake = self
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-openai", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def respond(self, request: dict) -> tuple[int, dict, dict]:
+        """(status, headers, body) for one chat.completions request."""
+        name = _schema_name(request)
+        with self._lock:
+            self.requests.append(request)
+            if name not in _HONEST_DEFAULTS:
+                return _error(
+                    HTTPStatus.BAD_REQUEST, f"unknown or missing response_format schema name: {name!r}"
+                )
+            queue = self._script.get(name)
+            reply = queue.popleft() if queue else None
+            self._ids += 1
+            completion_id = f"chatcmpl-fake-{self._ids}"
+        if callable(reply):
+            reply = reply(request)
+        if isinstance(reply, dict) and "delay_s" in reply:
+            self._stopping.wait(reply["delay_s"])
+            reply = {key: value for key, value in reply.items() if key != "delay_s"} or None
+        if isinstance(reply, dict) and "http_status" in reply:
+            return _error(reply["http_status"], reply.get("message", "scripted failure"))
+        if reply is None:
+            reply = _HONEST_DEFAULTS[name](request)
+        try:
+            message = _message(reply, _tool_messages(request))
+        except ScriptError as exc:
+            return _error(HTTPStatus.BAD_REQUEST, str(exc))
+        return HTTPStatus.OK, {}, _completion(completion_id, request, message)
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    fake: FakeOpenAIServer
+
+    def handle_error(self, request, client_address) -> None:
+        # A client that timed out and hung up is expected here; nothing to report.
+        pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _HTTPServer
+
+    def do_POST(self) -> None:
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            self._send(*_error(HTTPStatus.NOT_FOUND, f"no route {self.path}"))
+            return
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            request = json.loads(self.rfile.read(length) or b"{}")
+        except json.JSONDecodeError as exc:
+            self._send(*_error(HTTPStatus.BAD_REQUEST, f"request body is not JSON: {exc}"))
+            return
+        try:
+            response = self.server.fake.respond(request)
+        except Exception as exc:  # a broken script must reach the client as an error, not a hang-up
+            status, _, body = _error(HTTPStatus.INTERNAL_SERVER_ERROR, f"fake server failed: {exc!r}")
+            response = status, {"x-should-retry": "false"}, body
+        self._send(*response)
+
+    def _send(self, status: int, headers: dict, body: dict) -> None:
+        payload = json.dumps(body, ensure_ascii=False).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def _schema_name(request: dict) -> str | None:
+    response_format = request.get("response_format") or {}
+    return (response_format.get("json_schema") or {}).get("name")
+
+
+def _error(status: int, message: str) -> tuple[int, dict, dict]:
+    body = {"error": {"message": message, "type": "fake_server_error", "code": int(status)}}
+    return int(status), {"retry-after-ms": "1"}, body
+
+
+def _completion(completion_id: str, request: dict, message: dict) -> dict:
+    prompt_chars = sum(len(m.get("content") or "") for m in request.get("messages", []))
+    if request.get("tools"):
+        prompt_chars += len(json.dumps(request["tools"], ensure_ascii=False))
+    completion_chars = len(message.get("content") or "")
+    if message.get("tool_calls"):
+        completion_chars += len(json.dumps(message["tool_calls"], ensure_ascii=False))
+    prompt_tokens, completion_tokens = max(1, prompt_chars // 4), max(1, completion_chars // 4)
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request.get("model", "fake"),
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+def _message(reply: Reply, tool_messages: list[dict]) -> dict:
+    if isinstance(reply, str):
+        return {"role": "assistant", "content": _filled(reply, tool_messages)}
+    reply = _filled(reply, tool_messages)
+    if "tool_calls" in reply:
+        return {
+            "role": "assistant",
+            "content": reply.get("content"),
+            "tool_calls": [
+                {
+                    "id": f"call_{index}_{call['name']}",
+                    "type": "function",
+                    "function": {
+                        "name": call["name"],
+                        "arguments": call["arguments"]
+                        if isinstance(call.get("arguments"), str)
+                        else json.dumps(call.get("arguments", {}), ensure_ascii=False),
+                    },
+                }
+                for index, call in enumerate(reply["tool_calls"])
+            ],
+        }
+    return {"role": "assistant", "content": json.dumps(reply, ensure_ascii=False)}
+
+
+def _tool_messages(request: dict) -> list[dict]:
+    """Earlier rounds' tool messages (the executor prompt's `prior_tool_messages`), then this turn's."""
+    found = list(_stage_input(request).get("prior_tool_messages", []))
+    for message in request.get("messages", []):
+        if message.get("role") != "tool":
+            continue
+        try:
+            content = json.loads(message.get("content") or "")
+        except json.JSONDecodeError:
+            continue
+        if isinstance(content, dict):
+            found.append(content)
+    return found
+
+
+def _filled(value: Any, tool_messages: list[dict]) -> Any:
+    if isinstance(value, dict):
+        return {key: _filled(item, tool_messages) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_filled(item, tool_messages) for item in value]
+    if not isinstance(value, str):
+        return value
+    whole = INVOCATION_PLACEHOLDER.fullmatch(value)
+    if whole:
+        return _invocation(tool_messages, whole)["invocation_id"]
+    value = INVOCATION_PLACEHOLDER.sub(lambda m: str(_invocation(tool_messages, m)["invocation_id"]), value)
+    return REF_PLACEHOLDER.sub(lambda m: _ref_text(tool_messages, m), value)
+
+
+def _invocation(tool_messages: list[dict], match: re.Match) -> dict:
+    calls = [m for m in tool_messages if m.get("tool_name") == match["tool"] and "invocation_id" in m]
+    n = int(match["n"] or 0)
+    if n >= len(calls):
+        raise ScriptError(
+            f"placeholder {match.group(0)}: the request has {len(calls)} {match['tool']} tool messages"
+        )
+    return calls[n]
+
+
+def _ref_text(tool_messages: list[dict], match: re.Match) -> str:
+    invocation = _invocation(tool_messages, match)
+    for ref in invocation.get("evidence_refs", []):
+        if ref.get("raw_path") == match["path"]:
+            return ref["text"]
+    raise ScriptError(f"placeholder {match.group(0)}: no evidence ref at {match['path']}")
+
+
+# --- Honest default behaviour, used when a stage has no script left. ---
+
+
+def _stage_input(request: dict) -> dict:
+    """The stage input the prompt carries in its `<input>` block (see prompts/*.md)."""
+    prompt = next(
+        (m.get("content") or "" for m in request.get("messages", []) if m.get("role") == "user"), ""
+    )
+    match = INPUT_BLOCK.search(prompt)
+    return json.loads(match["json"]) if match else {}
+
+
+def _honest_plan(request: dict) -> dict:
+    query = _stage_input(request).get("query", "")
+    focus = list(dict.fromkeys(SERVICE_PATTERN.findall(query) + ALERT_PATTERN.findall(query)))
+    return {
+        "goal": query,
+        "steps": [{"tool": tool, "purpose": f"用 {tool} 收集与问题相关的证据"} for tool in EVIDENCE_TOOLS],
+        "narrow_scope": False,
+        "focus": focus,
+        "excluded_topics": [],
+    }
+
+
+def _honest_execution(request: dict) -> dict:
+    tool_messages = [m for m in _tool_messages(request) if "invocation_id" in m]
+    tools_offered = bool(request.get("tools")) and request.get("tool_choice") != "none"
+    if not tool_messages and tools_offered:
+        plan = _stage_input(request).get("plan") or {}
+        services = [item for item in plan.get("focus", []) if SERVICE_PATTERN.fullmatch(item)]
+        return {
+            "tool_calls": [
+                {"name": "query_metrics", "arguments": {"service": services[0]} if services else {}}
+            ]
+        }
+    cited = next((m for m in tool_messages if m.get("evidence_refs")), None)
+    claims = []
+    if cited is not None:
+        ref = cited["evidence_refs"][0]
+        no_hit = ref["raw_path"] == "$.no_evidence"
+        claims.append(
+            {
+                "claim_id": "claim-1",
+                "claim_type": "negative_observation" if no_hit else "observation",
+                "claim_text": ref["text"],
+                "evidence_bindings": [
+                    {
+                        "tool_name": cited["tool_name"],
+                        "source_invocation_id": cited["invocation_id"],
+                        "raw_path": ref["raw_path"],
+                        "evidence_excerpt": ref["text"],
+                    }
+                ],
+            }
+        )
+    return {
+        "answer_version": "executor_evidence_v2",
+        "claims": claims,
+        "hypotheses": [],
+        "missing_info": [] if claims else ["未获得可引用的工具证据"],
+        "recommended_actions": [],
+        "diagnosis_summary": f"引用 {len(claims)} 条工具证据",
+        "user_facing_answer": claims[0]["claim_text"] if claims else "未获得可引用的工具证据",
+    }
+
+
+def _honest_verification(request: dict) -> dict:
+    stage_input = _stage_input(request)
+    claims = (stage_input.get("executor_structured_output") or {}).get("claims", [])
+    bindings = (stage_input.get("gatekeeper_result") or {}).get("checked_bindings", [])
+    claim_checks, facts = [], []
+    for claim in claims:
+        passed = [
+            f"{b['source_invocation_id']}:{b['raw_path']}"
+            for b in bindings
+            if b.get("claim_id") == claim["claim_id"] and b.get("status") == "pass"
+        ]
+        direct = bool(passed)
+        detail = "已核验证据原文直接陈述了该断言" if direct else "没有通过核验的证据"
+        claim_checks.append(
+            {
+                "claim_id": claim["claim_id"],
+                "verification": "direct_observation" if direct else "unsupported",
+                "detail": detail,
+                "evidence_refs": passed,
+            }
+        )
+        facts.append(
+            {
+                "fact": claim["claim_text"],
+                "is_critical": True,
+                "verification": "direct_evidence" if direct else "no_evidence",
+                "detail": detail,
+                "evidence_refs": passed,
+            }
+        )
+    return {
+        "claim_checks": claim_checks,
+        "facts_checked": facts,
+        "rationale": f"{sum(bool(c['evidence_refs']) for c in claim_checks)}/{len(claims)} 条断言有直接证据",
+        "verdict": None,
+        "groundedness_score": None,
+    }
+
+
+def _honest_composition(request: dict) -> dict:
+    material = _stage_input(request)
+    sections = [
+        ("结论", material.get("confirmed_findings", [])),
+        ("可能的情况", material.get("reasonable_inferences", [])),
+        ("证据缺口", material.get("gaps", [])),
+        ("建议下一步", material.get("allowed_actions", [])),
+    ]
+    lines = []
+    for title, items in sections:
+        if items:
+            lines.append(f"**{title}**")
+            lines.extend(f"- {_material_text(item)}" for item in items)
+    return {"answer": "\n".join(lines) or "当前证据不足以得出结论。"}
+
+
+def _material_text(item: Any) -> str:
+    # Findings and inferences are claim items (diagnosis.pipeline.composer); gaps and actions are strings.
+    return item["claim_text"] if isinstance(item, dict) else str(item)
+
+
+_HONEST_DEFAULTS: dict[str, Callable[[dict], dict]] = {
+    "PlannerOutput": _honest_plan,
+    "ExecutorOutput": _honest_execution,
+    "VerifierOutput": _honest_verification,
+    "ComposerOutput": _honest_composition,
+}

@@ -1,0 +1,66 @@
+"""Prompt files (`prompts/<name>.md`, Chinese Jinja2 templates) rendered for the LLM engine.
+
+Undefined variables are errors (StrictUndefined), so a renamed stage input can never silently
+render an empty section. Each file opens with `{# version: <name>-vN #}`; the version is recorded on
+every AgentStep so a reviewer knows exactly which prompt produced an output.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, Template
+
+VERSION_PATTERN = re.compile(r"\A\{#\s*version:\s*(?P<version>[\w.-]+)\s*#\}")
+
+
+@dataclass(frozen=True)
+class RenderedPrompt:
+    text: str
+    version: str
+
+
+class PromptVersionMissingError(ValueError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"prompt {name!r} must start with a '{{# version: {name}-vN #}}' line")
+
+
+def prompt_render(name: str, **variables: Any) -> RenderedPrompt:
+    template, version = _prompt_template(name)
+    return RenderedPrompt(text=template.render(**variables), version=version)
+
+
+def _to_json(value: Any) -> str:
+    # Readable for the model: real characters, not \uXXXX escapes (Jinja's tojson escapes for HTML).
+    return json.dumps(value, ensure_ascii=False)
+
+
+@functools.cache
+def _environment() -> Environment:
+    environment = Environment(
+        loader=FileSystemLoader(settings.BASE_DIR / "prompts"),
+        undefined=StrictUndefined,
+        autoescape=False,  # plain text for a model, never HTML
+        auto_reload=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    environment.filters["to_json"] = _to_json
+    return environment
+
+
+@functools.cache
+def _prompt_template(name: str) -> tuple[Template, str]:
+    environment = _environment()
+    filename = f"{name}.md"
+    source, _, _ = environment.loader.get_source(environment, filename)
+    match = VERSION_PATTERN.match(source)
+    if match is None:
+        raise PromptVersionMissingError(name)
+    return environment.get_template(filename), match.group("version")

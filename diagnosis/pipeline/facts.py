@@ -1,0 +1,202 @@
+"""Fact tokens: the parts of a text that must never change between evidence and what we say.
+
+Numbers (with their units), service and host names, alert names, endpoints, error codes and
+exception names. One extractor, used by the gatekeeper (excerpt vs. evidence ref), the grounding
+check (claim vs. its verified excerpts) and the composer guard (answer vs. allowed material).
+
+Tokens are compared in a canonical form, so `91.0%` equals `91%`, `4.2s` equals `4200ms`,
+`１５ 分钟` equals `15m`, and `HikariCP` equals `hikaricp`.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+
+# ASCII-only look-arounds: Python's \w also matches CJK, and "当前91%" must still yield 91%.
+_A = "A-Za-z0-9"
+
+ENDPOINT = re.compile(rf"(?<![{_A}/.])/[A-Za-z][{_A}_.-]*(?:/[{_A}_.{{}}:-]+)*")
+DATE = re.compile(rf"(?<![{_A}-])\d{{4}}-\d{{2}}-\d{{2}}(?![{_A}])")
+TIME = re.compile(rf"(?<![{_A}:-])(\d{{1,2}}):(\d{{2}})(?::(\d{{2}}))?(?![{_A}:])")
+# Hyphenated or snake_case words; names among them (see _is_name): order-service, mysql-primary-01,
+# node-worker-01, ERR_TIMEOUT.
+COMPOUND = re.compile(rf"(?<![{_A}_-])[A-Za-z][{_A}]*(?:[-_][{_A}]+)+(?![{_A}_-])")
+# CamelCase names with a hump: HighMemoryUsage, HighCPUUsage, OutOfMemoryError, OOMKilled, HikariCP.
+CAMEL = re.compile(rf"(?<![{_A}_])[A-Za-z][a-z0-9]*[A-Z][{_A}]*(?![{_A}_])")
+PERCENTILE = re.compile(rf"(?<![{_A}_])[Pp]\d{{2,3}}(?![{_A}_])")
+_NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+_UNIT = r"%|ms|毫秒|sec|秒钟|秒|s|min|分钟|m|小时|h|TB|GB|GiB|Gi|G|MB|MiB|Mi|M|KB|K"
+NUMBER = re.compile(rf"(?<![{_A}_.])({_NUMBER})(?:\s*({_UNIT}))?(?![{_A}_])(?!\.\d)")
+RATIO = re.compile(rf"(?<![{_A}_.])({_NUMBER})(?:\s*({_UNIT}))?/({_NUMBER})(?:\s*({_UNIT}))?(?![{_A}_])")
+# "1. xxx" / "2) xxx" at a line start is Markdown numbering, not a fact.
+LIST_MARKER = re.compile(r"^(\s*(?:#+\s*)?)\d{1,2}[.)、](?=\s)", re.M)
+
+# A compound counts as a name when it carries a digit or ends like one; "read-only" does not.
+NAME_SUFFIX = re.compile(
+    r"-(?:service|svc|queue|cluster|server|gateway|db|cache|collector|proxy|worker|primary|replica|node|pod"
+    r"|logs|metrics|query|events|id)$",
+    re.IGNORECASE,
+)
+UNIT_ALIASES = {
+    "毫秒": "ms",
+    "sec": "s",
+    "秒钟": "s",
+    "秒": "s",
+    "分钟": "min",
+    "m": "min",
+    "小时": "h",
+    "GiB": "GB",
+    "Gi": "GB",
+    "G": "GB",
+    "MiB": "MB",
+    "Mi": "MB",
+    "M": "MB",
+    "K": "KB",
+}
+MILLISECONDS = {"ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000}
+ELLIPSIS = re.compile(r"\.{2,}|…|⋯")
+
+
+@dataclass(frozen=True)
+class FactToken:
+    kind: str  # number / ratio / time / date / endpoint / name / code
+    value: str  # canonical form, compared
+    surface: str  # as written, reported
+    start: int
+    end: int
+
+    def supporting_forms(self) -> set[str]:
+        """The canonical forms this token (found in evidence) can support in another text."""
+        forms = {self.value}
+        if self.kind == "ratio":
+            forms |= {_number_value(n, u) for n, u in _ratio_parts(self.surface)}
+            forms |= {_bare(n) for n, _ in _ratio_parts(self.surface)}
+        elif self.kind == "number":
+            forms.add(_bare(NUMBER.match(self.surface)[1]))
+        elif self.kind == "name":
+            forms |= _name_parts(self.surface)
+        elif self.kind == "time" and self.value.count(":") == 2:
+            forms.add(self.value[:5])
+        return forms
+
+
+def normalize(text: str) -> str:
+    """NFKC (full-width → half-width, `…` → `...`), the form every comparison starts from."""
+    return unicodedata.normalize("NFKC", text or "")
+
+
+def fact_tokens(text: str) -> list[FactToken]:
+    text = LIST_MARKER.sub(lambda m: m[1] + " ", normalize(text))
+    masked = text
+    tokens: list[FactToken] = []
+
+    def take(pattern: re.Pattern, kind: str, canonical) -> None:
+        nonlocal masked
+        for match in pattern.finditer(masked):
+            value = canonical(match)
+            if value:
+                tokens.append(
+                    FactToken(kind, value, text[match.start() : match.end()], match.start(), match.end())
+                )
+            masked = masked[: match.start()] + " " * (match.end() - match.start()) + masked[match.end() :]
+
+    take(ENDPOINT, "endpoint", lambda m: m[0].rstrip(".-"))
+    take(DATE, "date", lambda m: m[0])
+    take(COMPOUND, "name", lambda m: m[0].casefold() if _is_name(m[0]) else "")
+    take(TIME, "time", _time_value)
+    take(CAMEL, "code", lambda m: m[0].casefold() if any(c.islower() for c in m[0]) else "")
+    take(PERCENTILE, "code", lambda m: m[0].casefold())
+    take(RATIO, "ratio", lambda m: "/".join(_number_value(n, u) for n, u in _ratio_parts(m[0])))
+    take(NUMBER, "number", lambda m: _number_value(m[1], m[2]))
+    return sorted(tokens, key=lambda token: token.start)
+
+
+def unsupported_facts(
+    text: str, evidence_texts: Iterable[str], *, truncation_tolerant: bool = False
+) -> list[str]:
+    """Fact tokens of `text` (as written) that none of `evidence_texts` supports.
+
+    With `truncation_tolerant`, a token cut by the start or end of `text` (or by an ellipsis) is
+    accepted when what is left of it appears literally in the evidence: "…1%，JVM" may begin
+    inside "91%".
+    """
+    evidence_texts = [normalize(t) for t in evidence_texts]
+    supported = {
+        form for t in evidence_texts for token in fact_tokens(t) for form in token.supporting_forms()
+    }
+    literal = [_compact(t) for t in evidence_texts]
+    normalized = LIST_MARKER.sub(lambda m: m[1] + " ", normalize(text))
+    missing = []
+    for token in fact_tokens(text):
+        if token.value in supported:
+            continue
+        if (
+            truncation_tolerant
+            and _at_cut(normalized, token)
+            and any(_compact(token.surface) in t for t in literal)
+        ):
+            continue
+        missing.append(token.surface)
+    return list(dict.fromkeys(missing))
+
+
+def _is_name(word: str) -> bool:
+    """order-service, mysql-primary-01, ERR_TIMEOUT, HikariPool-1 — not read-only or query_logs."""
+    if any(c.isdigit() for c in word):
+        return True
+    if "_" in word:
+        return word.isupper()
+    return bool(NAME_SUFFIX.search(word))
+
+
+def _name_parts(surface: str) -> set[str]:
+    """Names inside a compound name: order-service in pod-order-service-5c7d8e9f1-m3n2p."""
+    segments = re.split(r"[-_]", surface)
+    parts = {
+        "-".join(segments[i:j]).casefold()
+        for i in range(len(segments))
+        for j in range(i + 2, len(segments) + 1)
+        if _is_name("-".join(segments[i:j]))
+    }
+    return parts | {s.casefold() for s in segments if CAMEL.fullmatch(s) and any(c.islower() for c in s)}
+
+
+def _time_value(match: re.Match) -> str:
+    hours, minutes, seconds = match[1], match[2], match[3]
+    if int(hours) > 23 or int(minutes) > 59:
+        return ""
+    return f"{int(hours):02d}:{minutes}" + (f":{seconds}" if seconds else "")
+
+
+def _ratio_parts(surface: str) -> list[tuple[str, str | None]]:
+    match = RATIO.match(surface)
+    return [(match[1], match[2]), (match[3], match[4])]
+
+
+def _bare(number: str) -> str:
+    value = Decimal(number.replace(",", "")).normalize()
+    return format(value, "f")
+
+
+def _number_value(number: str, unit: str | None) -> str:
+    unit = UNIT_ALIASES.get(unit, unit) if unit else ""
+    if unit in MILLISECONDS:
+        milliseconds = Decimal(number.replace(",", "")) * MILLISECONDS[unit]
+        return format(milliseconds.normalize(), "f") + "ms"
+    return _bare(number) + unit.casefold()
+
+
+def _compact(text: str) -> str:
+    return re.sub(r"\s+", "", text).casefold()
+
+
+def _at_cut(text: str, token: FactToken) -> bool:
+    """Whether nothing but punctuation separates the token from the text's edge or an ellipsis."""
+    before, after = text[: token.start], text[token.end :]
+    before_cut = not re.search(rf"[{_A}\u4e00-\u9fff]", ELLIPSIS.split(before)[-1])
+    after_cut = not re.search(rf"[{_A}\u4e00-\u9fff]", ELLIPSIS.split(after)[0])
+    return before_cut or after_cut

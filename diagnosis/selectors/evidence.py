@@ -1,0 +1,428 @@
+"""Claims beside their checked evidence, per round, read from `verifier_evaluation` and the invocations.
+
+Shared by the chat page (only what the verifier allowed) and the reviewers' admin (everything).
+Strings are returned raw; templates escape them. A highlight is split into before / match / after
+so the template can wrap the match in <mark> without building HTML here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field, replace
+
+from django.utils.translation import gettext_lazy as _
+from rapidfuzz import fuzz
+
+from diagnosis.models import AgentStep, DiagnosisSession, ToolInvocation
+from diagnosis.selectors.self_evaluation import (
+    AIOPS_RULE_EVALUATION,
+    RULE_EVALUATION,
+    VERIFIER_EVALUATION,
+    self_evaluation_of,
+)
+
+# Below this rapidfuzz alignment score a fuzzy highlight would mark the wrong words: mark nothing.
+FUZZY_HIGHLIGHT_MIN_SCORE = 70
+ALLOWED_VERIFICATIONS = ("direct_observation", "reasonable_inference")
+SCOPE_BLOCK_RULE = "scope.excluded_topic"
+RAW_PATH_PATTERN = re.compile(r"^\$\.(\w+)\[(\d+)\]$")
+# Keys of a round's verifier record that RoundView lays out itself; any other key goes to `extra`.
+ROUND_KEYS_LAID_OUT = frozenset(
+    {
+        "verdict",
+        "groundedness_score",
+        "critical_fact_count",
+        "claim_checks",
+        "facts_checked",
+        "rationale",
+        "round",
+        "rounds",
+        "executor_structured_output",
+        "gatekeeper_result",
+        "composer_output",
+        "executor_output_parse_status",
+        "tool_trace_summary",
+        "retry_context",
+        "blocked_claims",
+    }
+)
+
+VERIFICATION_LABELS = {
+    "direct_observation": _("direct observation"),
+    "reasonable_inference": _("reasonable inference"),
+    "overstated": _("overstated"),
+    "unsupported": _("unsupported"),
+    "external_unknown": _("external / unknown"),
+    "contradicted": _("contradicted"),
+}
+VERIFICATION_TONES = {
+    "direct_observation": "good",
+    "reasonable_inference": "fair",
+    "overstated": "warn",
+    "unsupported": "warn",
+    "external_unknown": "bad",
+    "contradicted": "bad",
+}
+FACT_LABELS = {
+    "direct_evidence": _("direct evidence"),
+    "indirect_support": _("indirect support"),
+    "no_evidence": _("no evidence"),
+    "contradicted": _("contradicted"),
+}
+CLAIM_TYPE_LABELS = {
+    "observation": _("observation"),
+    "negative_observation": _("negative observation"),
+    "root_cause": _("root cause"),
+    "risk": _("risk"),
+}
+OUTPUT_TYPE_TONES = {
+    DiagnosisSession.OutputType.NORMAL: "good",
+    DiagnosisSession.OutputType.LOW_CONFID_WITH_DISCLAIMER: "warn",
+    DiagnosisSession.OutputType.DEGRADED: "bad",
+}
+VERDICT_TONES = {"PASS": "good", "LOW_CONFID": "warn", "REJECT": "bad"}
+STAGE_STATE_LABELS = {
+    "done": _("done"),
+    "active": _("in progress"),
+    "pending": _("waiting"),
+    "skipped": _("skipped"),
+    "failed": _("failed"),
+    "not_run": _("not run"),
+}
+BINDING_STATUS_LABELS = {
+    "pass": _("citation verified"),
+    "fail": _("citation failed"),
+    "unchecked": _("not checked"),
+}
+LIVE_STATUSES = (DiagnosisSession.Status.PENDING, DiagnosisSession.Status.RUNNING)
+
+
+@dataclass(frozen=True)
+class Highlight:
+    before: str
+    match: str
+    after: str
+
+
+@dataclass(frozen=True)
+class BindingView:
+    tool_name: str
+    source_invocation_id: int | None
+    raw_path: str
+    status: str
+    rule: str
+    similarity: float | None
+    excerpt: str
+    ref: Highlight | None
+    record: dict | None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+    @property
+    def status_label(self) -> str:
+        return BINDING_STATUS_LABELS.get(self.status, self.status)
+
+    @property
+    def record_json(self) -> str:
+        return "" if self.record is None else json.dumps(self.record, ensure_ascii=False, indent=2)
+
+
+@dataclass(frozen=True)
+class ClaimView:
+    claim_id: str
+    claim_type: str
+    claim_type_label: str
+    text: str
+    bindings: list[BindingView]
+    verification: str
+    verification_label: str
+    verification_tone: str
+    detail: str
+    scope_blocked: bool
+
+    @property
+    def allowed(self) -> bool:
+        return self.verification in ALLOWED_VERIFICATIONS and not self.scope_blocked
+
+
+@dataclass(frozen=True)
+class FactView:
+    fact: str
+    is_critical: bool
+    verification: str
+    label: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class RoundView:
+    round: int
+    verdict: str
+    verdict_tone: str
+    groundedness_score: float | None
+    critical_fact_count: int | None
+    claims: list[ClaimView]
+    facts: list[FactView]
+    rationale: str
+    gatekeeper: dict
+    composer_output: dict
+    parse_status: dict
+    retry_context: dict
+    tool_trace_summary: list[dict]
+    hypotheses: list[str]
+    missing_info: list[str]
+    recommended_actions: list[str]
+    extra: dict
+
+
+@dataclass(frozen=True)
+class StageView:
+    agent: str
+    label: str
+    state: str
+    latency_ms: int | None
+
+    @property
+    def state_label(self) -> str:
+        return STAGE_STATE_LABELS.get(self.state, self.state)
+
+
+@dataclass
+class SessionPanel:
+    """What the chat page shows for one session."""
+
+    session: DiagnosisSession
+    stages: list[StageView]
+    live: bool
+    output_type_tone: str
+    verdict_tone: str
+    claims: list[ClaimView] = field(default_factory=list)
+    verified_bindings: list[BindingView] = field(default_factory=list)
+    hidden_claim_count: int = 0
+
+
+def excerpt_highlight(*, text: str, excerpt: str) -> Highlight:
+    """Where `excerpt` sits in `text`: exact, then case-insensitive, then the best fuzzy alignment."""
+    if not text or not excerpt:
+        return Highlight(text, "", "")
+    start = text.find(excerpt)
+    if start < 0:
+        start = text.lower().find(excerpt.lower())
+    if start >= 0:
+        end = start + len(excerpt)
+        return Highlight(text[:start], text[start:end], text[end:])
+    alignment = fuzz.partial_ratio_alignment(excerpt, text)
+    if alignment is None or alignment.score < FUZZY_HIGHLIGHT_MIN_SCORE:
+        return Highlight(text, "", "")
+    start, end = alignment.dest_start, alignment.dest_end
+    return Highlight(text[:start], text[start:end], text[end:])
+
+
+def _record_at(output: dict, raw_path: str):
+    match = RAW_PATH_PATTERN.match(raw_path or "")
+    if not match or not isinstance(output, dict):
+        return None
+    records = output.get(match.group(1))
+    index = int(match.group(2))
+    if isinstance(records, list) and index < len(records):
+        return records[index]
+    return None
+
+
+def _ref_text(invocation: ToolInvocation | None, raw_path: str) -> str | None:
+    if invocation is None:
+        return None
+    for ref in invocation.evidence_refs:
+        if ref.get("raw_path") == raw_path:
+            return ref.get("text", "")
+    return None
+
+
+def _binding_view(binding: dict, invocations: dict[int, ToolInvocation]) -> BindingView:
+    invocation_id = binding.get("source_invocation_id")
+    invocation = invocations.get(invocation_id) if isinstance(invocation_id, int) else None
+    raw_path = binding.get("raw_path") or ""
+    excerpt = binding.get("evidence_excerpt") or ""
+    ref_text = _ref_text(invocation, raw_path)
+    record = _record_at(invocation.output, raw_path) if invocation is not None else None
+    return BindingView(
+        tool_name=binding.get("tool_name") or "",
+        source_invocation_id=invocation_id,
+        raw_path=raw_path,
+        status=binding.get("status") or "unchecked",
+        rule=binding.get("rule") or "",
+        similarity=binding.get("similarity"),
+        excerpt=excerpt,
+        ref=None
+        if ref_text is None
+        else excerpt_highlight(text=ref_text, excerpt=binding.get("matched_text") or excerpt),
+        record=record if isinstance(record, dict) else None,
+    )
+
+
+def _claim_views(evaluation: dict, invocations: dict[int, ToolInvocation]) -> list[ClaimView]:
+    executor_output = evaluation.get("executor_structured_output") or {}
+    gatekeeper = evaluation.get("gatekeeper_result") or {}
+    checks = {check.get("claim_id"): check for check in evaluation.get("claim_checks") or []}
+    checked_bindings: dict[str, list[dict]] = {}
+    for checked in gatekeeper.get("checked_bindings") or []:
+        checked_bindings.setdefault(checked.get("claim_id"), []).append(checked)
+    blocked = {
+        warning.get("claim_id")
+        for warning in gatekeeper.get("warnings") or []
+        if warning.get("rule") == SCOPE_BLOCK_RULE
+    } | {claim.get("claim_id") for claim in evaluation.get("blocked_claims") or []}
+    claims = []
+    for claim in executor_output.get("claims") or []:
+        claim_id = claim.get("claim_id") or ""
+        check = checks.get(claim_id, {})
+        verification = check.get("verification") or ""
+        # The gatekeeper's record of a binding carries its verdict; the executor's alone is unchecked.
+        bindings = checked_bindings.get(claim_id) or claim.get("evidence_bindings") or []
+        claims.append(
+            ClaimView(
+                claim_id=claim_id,
+                claim_type=claim.get("claim_type") or "",
+                claim_type_label=CLAIM_TYPE_LABELS.get(
+                    claim.get("claim_type"), claim.get("claim_type") or ""
+                ),
+                text=claim.get("claim_text") or "",
+                bindings=[_binding_view(binding, invocations) for binding in bindings],
+                verification=verification,
+                verification_label=VERIFICATION_LABELS.get(verification, _("not checked")),
+                verification_tone=VERIFICATION_TONES.get(verification, "none"),
+                detail=check.get("detail") or "",
+                scope_blocked=claim_id in blocked,
+            )
+        )
+    return claims
+
+
+def _round_view(evaluation: dict, invocations: dict[int, ToolInvocation]) -> RoundView:
+    executor_output = evaluation.get("executor_structured_output") or {}
+    verdict = evaluation.get("verdict") or ""
+    return RoundView(
+        round=evaluation.get("round") or 1,
+        verdict=verdict,
+        verdict_tone=VERDICT_TONES.get(verdict, "none"),
+        groundedness_score=evaluation.get("groundedness_score"),
+        critical_fact_count=evaluation.get("critical_fact_count"),
+        claims=_claim_views(evaluation, invocations),
+        facts=[
+            FactView(
+                fact=fact.get("fact") or "",
+                is_critical=bool(fact.get("is_critical")),
+                verification=fact.get("verification") or "",
+                label=FACT_LABELS.get(fact.get("verification"), fact.get("verification") or ""),
+                detail=fact.get("detail") or "",
+            )
+            for fact in evaluation.get("facts_checked") or []
+        ],
+        rationale=evaluation.get("rationale") or "",
+        gatekeeper=evaluation.get("gatekeeper_result") or {},
+        composer_output=evaluation.get("composer_output") or {},
+        parse_status=evaluation.get("executor_output_parse_status") or {},
+        retry_context=evaluation.get("retry_context") or {},
+        tool_trace_summary=evaluation.get("tool_trace_summary") or [],
+        hypotheses=executor_output.get("hypotheses") or [],
+        missing_info=executor_output.get("missing_info") or [],
+        recommended_actions=executor_output.get("recommended_actions") or [],
+        extra={key: value for key, value in evaluation.items() if key not in ROUND_KEYS_LAID_OUT},
+    )
+
+
+def verifier_rounds(*, verifier_evaluation: dict) -> list[dict]:
+    """Every round's verifier record, oldest first (earlier rounds under `rounds`, the last at the top)."""
+    by_round: dict[int, dict] = {}
+    for earlier in verifier_evaluation.get("rounds") or []:
+        by_round[earlier.get("round") or 1] = earlier
+    latest = {key: value for key, value in verifier_evaluation.items() if key != "rounds"}
+    if latest:
+        by_round[latest.get("round") or max(by_round, default=1)] = latest
+    return [by_round[number] for number in sorted(by_round)]
+
+
+def _invocations_by_id(session: DiagnosisSession) -> dict[int, ToolInvocation]:
+    # session.tool_invocations.all() reuses a prefetch when the caller made one.
+    return {invocation.pk: invocation for invocation in session.tool_invocations.all()}
+
+
+def session_rounds(*, session: DiagnosisSession) -> list[RoundView]:
+    """Each round's claims, checked bindings and verifier classes, for reviewers."""
+    verifier_evaluation = self_evaluation_of(session=session).get(VERIFIER_EVALUATION) or {}
+    invocations = _invocations_by_id(session)
+    return [
+        _round_view(evaluation, invocations)
+        for evaluation in verifier_rounds(verifier_evaluation=verifier_evaluation)
+    ]
+
+
+def session_slots(*, session: DiagnosisSession) -> dict:
+    """The non-verifier self_evaluation slots for the admin (the verifier slot is shown per round)."""
+    container = self_evaluation_of(session=session)
+    return {
+        "rule_evaluation": container.get(RULE_EVALUATION) or {},
+        "aiops_rule_evaluation": container.get(AIOPS_RULE_EVALUATION) or {},
+    }
+
+
+def _stage_state(session: DiagnosisSession, agent: str, step: AgentStep | None) -> str:
+    if step is not None:
+        return {"ok": "done", "fallback": "done"}.get(step.status, step.status)
+    if session.status in LIVE_STATUSES:
+        return "active" if session.current_stage == agent else "pending"
+    return "not_run"
+
+
+def _stages(session: DiagnosisSession) -> list[StageView]:
+    steps = list(session.steps.all())
+    latest_round = max((step.round for step in steps), default=1)
+    latest = {step.agent: step for step in steps if step.round == latest_round}
+    return [
+        StageView(
+            agent=agent,
+            label=label,
+            state=_stage_state(session, agent, latest.get(agent)),
+            latency_ms=latest[agent].latency_ms if agent in latest else None,
+        )
+        for agent, label in AgentStep.Agent.choices
+    ]
+
+
+def session_panel(*, session: DiagnosisSession) -> SessionPanel:
+    """The chat page's view: live stages, and once done only the claims the verifier allowed.
+
+    Blocked or unverified claims are counted, never shown: no blocked claim reaches the user. When
+    no claim was allowed (a rejected round), only the gatekeeper-verified excerpts are listed.
+    """
+    panel = SessionPanel(
+        session=session,
+        stages=_stages(session),
+        live=session.status in LIVE_STATUSES,
+        output_type_tone=OUTPUT_TYPE_TONES.get(session.output_type, "none"),
+        verdict_tone=VERDICT_TONES.get(session.verdict, "none"),
+    )
+    if panel.live:
+        return panel
+    rounds = session_rounds(session=session)
+    if not rounds:
+        return panel
+    claims = rounds[-1].claims
+    panel.claims = [
+        replace(claim, bindings=[binding for binding in claim.bindings if binding.passed])
+        for claim in claims
+        if claim.allowed
+    ]
+    panel.hidden_claim_count = len(claims) - len(panel.claims)
+    if not panel.claims:
+        panel.verified_bindings = [
+            binding
+            for claim in claims
+            if not claim.scope_blocked
+            for binding in claim.bindings
+            if binding.passed
+        ]
+    return panel

@@ -1,0 +1,62 @@
+"""Which sessions a user may see, and the lists built from them (API, chat sidebar, reviewers' admin)."""
+
+from __future__ import annotations
+
+from django.db.models import Exists, OuterRef, Q, QuerySet
+
+from diagnosis.models import DiagnosisSession, SessionReview
+from feedback.models import BadCase
+
+SIDEBAR_SIZE = 50
+LIST_FILTERS = ("status", "output_type", "verdict", "feedback")
+VERDICTS_NEEDING_REVIEW = ("REJECT", "LOW_CONFID")
+
+
+def session_visible_queryset(*, user) -> QuerySet[DiagnosisSession]:
+    """Staff see every session; everyone else only their own (another user's is simply not there)."""
+    sessions = DiagnosisSession.objects.all()
+    if user.is_staff:
+        return sessions
+    return sessions.filter(owner=user)
+
+
+def session_get(*, user, session_id: str) -> DiagnosisSession:
+    """The session if the user may see it; `DiagnosisSession.DoesNotExist` otherwise."""
+    return session_visible_queryset(user=user).get(session_id=session_id)
+
+
+def session_list(*, user, filters: dict) -> QuerySet[DiagnosisSession]:
+    """The user's sessions, newest first, narrowed by any of `LIST_FILTERS` given a value."""
+    lookups = {name: filters[name] for name in LIST_FILTERS if filters.get(name)}
+    return session_visible_queryset(user=user).filter(**lookups).order_by("-created_at", "-id")
+
+
+def session_sidebar(*, user) -> list[DiagnosisSession]:
+    """The user's own recent conversations for the chat sidebar (staff too: it is their chat)."""
+    return list(
+        DiagnosisSession.objects.filter(owner=user)
+        .only("session_id", "query", "status", "output_type", "created_at")
+        .order_by("-created_at", "-id")[:SIDEBAR_SIZE]
+    )
+
+
+def session_review_annotated(*, queryset: QuerySet[DiagnosisSession]) -> QuerySet[DiagnosisSession]:
+    """Adds `reviewed`, `disagreed` and `has_open_bad_case` as subqueries: no per-row queries in lists."""
+    reviews = SessionReview.objects.filter(session=OuterRef("pk"))
+    return queryset.annotate(
+        reviewed=Exists(reviews),
+        disagreed=Exists(reviews.filter(opinion=SessionReview.Opinion.DISAGREE)),
+        has_open_bad_case=Exists(BadCase.objects.filter(session=OuterRef("pk"), resolved=False)),
+    )
+
+
+def needs_review_condition() -> Q:
+    """The reviewers' queue, for a queryset from `session_review_annotated`.
+
+    A session needs review while nobody has reviewed it and the verifier did not pass it
+    (REJECT / LOW_CONFID), or while a user's not_useful report is unresolved (a review resolves
+    it, even one recorded before the report arrived).
+    """
+    unreviewed_low_verdict = Q(reviewed=False, verdict__in=VERDICTS_NEEDING_REVIEW)
+    open_user_report = Q(feedback=DiagnosisSession.Feedback.NOT_USEFUL, has_open_bad_case=True)
+    return unreviewed_low_verdict | open_user_report

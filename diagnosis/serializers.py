@@ -1,0 +1,130 @@
+"""Request validation and response shapes of the JSON API (contracts §10).
+
+The response serializers of chat, feedback and trace only describe the shape for the OpenAPI
+schema; the views build those bodies from the services' and selectors' results.
+"""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from rest_framework import serializers
+
+from diagnosis.models import AgentStep, DiagnosisSession
+from diagnosis.services.reviews import VERDICTS
+
+
+def trace_url(session_id: str) -> str:
+    return reverse("api-session-trace", kwargs={"session_id": session_id})
+
+
+class ChatRequestSerializer(serializers.Serializer):
+    message = serializers.CharField(help_text="The operations question, in Chinese or English.")
+    session_id = serializers.CharField(
+        required=False, max_length=64, help_text="Optional client-chosen id (letters, digits, - _ .)."
+    )
+
+
+class ChatAcceptedSerializer(serializers.Serializer):
+    sessionId = serializers.CharField()
+    status = serializers.ChoiceField(choices=DiagnosisSession.Status.choices)
+    traceUrl = serializers.CharField()
+
+
+class SessionListFilterSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=DiagnosisSession.Status.choices, required=False)
+    output_type = serializers.ChoiceField(choices=DiagnosisSession.OutputType.choices, required=False)
+    verdict = serializers.ChoiceField(choices=VERDICTS, required=False)
+    feedback = serializers.ChoiceField(choices=DiagnosisSession.Feedback.choices, required=False)
+
+
+class SessionSummarySerializer(serializers.ModelSerializer):
+    traceUrl = serializers.SerializerMethodField()
+
+    class Meta:
+        model = DiagnosisSession
+        fields = (
+            "session_id",
+            "query",
+            "status",
+            "output_type",
+            "verdict",
+            "groundedness_score",
+            "gatekeeper_severity",
+            "feedback",
+            "engine",
+            "rounds",
+            "created_at",
+            "finished_at",
+            "traceUrl",
+        )
+
+    def get_traceUrl(self, session: DiagnosisSession) -> str:
+        return trace_url(session.session_id)
+
+
+class FeedbackRequestSerializer(serializers.Serializer):
+    sessionId = serializers.CharField(max_length=64)
+    feedback = serializers.ChoiceField(choices=DiagnosisSession.Feedback.values)
+
+
+class FeedbackResponseSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    message = serializers.CharField()
+    caseId = serializers.UUIDField(allow_null=True)
+
+
+class TraceSessionSerializer(serializers.Serializer):
+    session_id = serializers.CharField()
+    query = serializers.CharField()
+    status = serializers.ChoiceField(choices=DiagnosisSession.Status.choices)
+    output_type = serializers.CharField(
+        help_text="NORMAL / LOW_CONFID_WITH_DISCLAIMER / DEGRADED, empty while running"
+    )
+    answer = serializers.CharField()
+    engine = serializers.CharField()
+    rounds = serializers.IntegerField()
+    feedback = serializers.ChoiceField(choices=DiagnosisSession.Feedback.choices, allow_null=True)
+    error = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class TraceStepSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    round = serializers.IntegerField()
+    agent = serializers.ChoiceField(choices=AgentStep.Agent.choices)
+    status = serializers.ChoiceField(choices=AgentStep.Status.choices)
+    thought = serializers.CharField()
+    model_output = serializers.DictField()
+    latency_ms = serializers.IntegerField()
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    llm_calls = serializers.IntegerField()
+    prompt_version = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class TraceInvocationSerializer(serializers.Serializer):
+    id = serializers.IntegerField(help_text="The source_invocation_id claims cite.")
+    round = serializers.IntegerField()
+    tool_name = serializers.CharField()
+    input = serializers.DictField()
+    success = serializers.BooleanField()
+    evidence_status = serializers.ChoiceField(choices=("supported", "no_evidence", "failed"))
+    retrieval_details = serializers.DictField()
+    latency_ms = serializers.IntegerField()
+    output = serializers.DictField()
+    error = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class TraceSerializer(serializers.Serializer):
+    session = TraceSessionSerializer()
+    hasFeedback = serializers.BooleanField()
+    hasVerifierEvaluation = serializers.BooleanField()
+    hasAiOpsRuleEvaluation = serializers.BooleanField()
+    self_evaluation = serializers.DictField(
+        help_text="Slots rule_evaluation, verifier_evaluation, aiops_rule_evaluation (contracts §7)."
+    )
+    steps = TraceStepSerializer(many=True)
+    tool_invocations = TraceInvocationSerializer(many=True)

@@ -1,0 +1,201 @@
+"""Recording tool calls (contracts §4, seed 003).
+
+Every call becomes one `ToolInvocation`. Its evidence refs are extracted by code here, at record
+time, so the model can only cite text the tool really returned. A failing tool, bad arguments or
+an unknown tool name are recorded as `success=false` and never raised to the caller.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from diagnosis.models import DiagnosisSession, ToolInvocation
+from tools import clock
+from tools.base import EvidenceTool, ToolContext, UnknownToolError, get_tool
+
+logger = logging.getLogger(__name__)
+
+SUPPORTED, NO_EVIDENCE, FAILED = "supported", "no_evidence", "failed"
+# evidence_status of helper tools (get_current_datetime): never evidence, never a gap.
+NOT_EVIDENCE = "not_evidence"
+NO_EVIDENCE_PATH = "$.no_evidence"
+KNOWLEDGE_TOOL = "lookup_knowledge"
+
+ERROR_CHARS = 1000
+# The tool message is bounded; the stored output stays complete and raw_paths index into it.
+MESSAGE_OUTPUT_CHARS = 4000
+MESSAGE_REFS = 30
+MESSAGE_REF_CHARS = 1000
+
+
+def invocation_record(
+    *, session: DiagnosisSession, round: int, tool_name: str, arguments: dict
+) -> ToolInvocation:
+    started = time.perf_counter()
+    tool: EvidenceTool | None = None
+    parsed: BaseModel | None = None
+    try:
+        tool = get_tool(tool_name)
+        parsed = tool.arguments_model.model_validate(arguments or {})
+        context = ToolContext(now=clock.now(), seen_block_ids=_seen_block_ids(session))
+        # Round-tripped so an output that cannot be stored fails here, as this tool's failure.
+        output = json.loads(json.dumps(tool.run(parsed, context), ensure_ascii=False))
+        error = "" if output.get("success", True) else str(output.get("message") or "工具返回失败")
+    except Exception as exc:  # any tool failure is recorded as a gap; the pipeline goes on
+        if not isinstance(exc, UnknownToolError | ValidationError):
+            logger.warning("tool %s failed", tool_name, exc_info=True)
+        output, error = {}, _error_text(exc)
+    latency_ms = int((time.perf_counter() - started) * 1000)
+    error = error[:ERROR_CHARS]
+    if error:
+        output = {**output, "success": False, "error": error}
+    details = _retrieval_details(
+        tool=tool, tool_name=tool_name, parsed=parsed, output=output, failed=bool(error)
+    )
+    return ToolInvocation.objects.create(
+        session=session,
+        round=round,
+        tool_name=tool_name,
+        input=arguments or {},
+        output=output,
+        success=not error,
+        error=error,
+        retrieval_details=details,
+        latency_ms=latency_ms,
+    )
+
+
+def tool_message_build(*, invocation: ToolInvocation) -> dict[str, Any]:
+    """What the model sees: enough to cite `source_invocation_id + raw_path + excerpt` exactly."""
+    refs = invocation.evidence_refs
+    message = {
+        "invocation_id": invocation.pk,
+        "tool_name": invocation.tool_name,
+        "success": invocation.success,
+        "evidence_status": invocation.evidence_status,
+        "evidence_refs": [
+            {"raw_path": ref["raw_path"], "text": ref["text"][:MESSAGE_REF_CHARS]}
+            for ref in refs[:MESSAGE_REFS]
+        ],
+        "output": _bounded_output(invocation),
+    }
+    if len(refs) > MESSAGE_REFS:
+        message["evidence_refs_omitted"] = len(refs) - MESSAGE_REFS
+    if invocation.error:
+        message["error"] = invocation.error
+    return message
+
+
+def _seen_block_ids(session: DiagnosisSession) -> set[str]:
+    """Knowledge blocks already returned as evidence earlier in this session (per-session dedup)."""
+    seen: set[str] = set()
+    for details in session.tool_invocations.filter(tool_name=KNOWLEDGE_TOOL, success=True).values_list(
+        "retrieval_details", flat=True
+    ):
+        seen.update((details or {}).get("evidence_blocks") or ())
+    return seen
+
+
+def _error_text(exc: Exception) -> str:
+    if isinstance(exc, UnknownToolError):
+        return f"未知工具: {exc.name}"
+    if isinstance(exc, ValidationError):
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '参数'}: {e['msg']}" for e in exc.errors())
+        return f"参数无效: {problems}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _arguments_text(parsed: BaseModel | None) -> str:
+    given = parsed.model_dump(mode="json", exclude_unset=True, exclude_none=True) if parsed else {}
+    return ", ".join(f"{key}={value}" for key, value in given.items())
+
+
+def _retrieval_details(
+    *, tool: EvidenceTool | None, tool_name: str, parsed: BaseModel | None, output: dict, failed: bool
+) -> dict[str, Any]:
+    if tool is not None and not tool.is_evidence:
+        return {"evidence_status": FAILED if failed else NOT_EVIDENCE, "evidence_refs": []}
+    records = [] if failed or tool is None else output.get(tool.collection_key) or []
+    if failed or tool is None:
+        details: dict[str, Any] = {"evidence_status": FAILED, "evidence_refs": []}
+    else:
+        details = _evidence(tool=tool, parsed=parsed, records=records)
+    if tool_name == KNOWLEDGE_TOOL:
+        details |= _knowledge_details(records)
+    return details
+
+
+def _evidence(*, tool: EvidenceTool, parsed: BaseModel | None, records: list[dict]) -> dict[str, Any]:
+    """One ref per record (deduped knowledge blocks are not new evidence), else the no-hit ref."""
+    refs = [
+        {"raw_path": f"$.{tool.collection_key}[{index}]", "text": tool.evidence_text(record)}
+        for index, record in enumerate(records)
+        if not record.get("deduped")
+    ]
+    if refs:
+        return {"evidence_status": SUPPORTED, "evidence_refs": refs}
+    text = f"{tool.name}({_arguments_text(parsed)}) 未检索到匹配证据"
+    if records:
+        text += f"（无新证据：{len(records)} 个知识块已在本会话中返回过）"
+    return {"evidence_status": NO_EVIDENCE, "evidence_refs": [{"raw_path": NO_EVIDENCE_PATH, "text": text}]}
+
+
+def _knowledge_details(blocks: list[dict]) -> dict[str, list[str]]:
+    """Retrieval facts of the new blocks only: a deduped block is not new evidence."""
+    fresh = [block for block in blocks if not block.get("deduped")]
+
+    def unique(key: str) -> list[str]:
+        return list(dict.fromkeys(block[key] for block in fresh))
+
+    return {
+        "retrieval_layers": unique("retrieval_layer"),
+        "relevance_levels": unique("relevance"),
+        "source_documents": unique("source_document"),
+        "evidence_blocks": unique("block_id"),
+        "deduped_blocks": [block["block_id"] for block in blocks if block.get("deduped")],
+    }
+
+
+def _json_chars(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False))
+
+
+def _bounded_output(invocation: ToolInvocation) -> dict[str, Any]:
+    """The output within MESSAGE_OUTPUT_CHARS: a prefix of its records (so raw_paths still line up)
+    and a note of how many were left out."""
+    output = invocation.output or {}
+    if _json_chars(output) <= MESSAGE_OUTPUT_CHARS:
+        return output
+    try:
+        key = get_tool(invocation.tool_name).collection_key
+    except UnknownToolError:
+        key = None
+    records = output.get(key) if key else None
+    if not isinstance(records, list):
+        return {
+            "success": invocation.success,
+            "preview": json.dumps(output, ensure_ascii=False)[:MESSAGE_OUTPUT_CHARS],
+        }
+    note = (
+        "输出过长，只列出前 {kept} 条，另有 {omitted} 条未列出；"
+        "完整输出已记录，按 evidence_refs 的 raw_path 引用"
+    )
+    used = _json_chars({**output, key: [], "omitted_records": len(records), "note": note})
+    kept = 0
+    for record in records:
+        used += _json_chars(record) + 2
+        if used > MESSAGE_OUTPUT_CHARS:
+            break
+        kept += 1
+    omitted = len(records) - kept
+    return {
+        **output,
+        key: records[:kept],
+        "omitted_records": omitted,
+        "note": note.format(kept=kept, omitted=omitted),
+    }

@@ -1,0 +1,42 @@
+"""Recording a reviewer's judgement of a session: agree or disagree with the verifier, and why."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils.translation import gettext as _
+
+from diagnosis.models import DiagnosisSession, SessionReview
+from feedback.models import BadCase
+
+VERDICTS = ("PASS", "LOW_CONFID", "REJECT")
+
+
+def review_record(
+    *, session: DiagnosisSession, reviewer, opinion: str, expected_verdict: str = "", note: str = ""
+) -> SessionReview:
+    """Store the review and close the session's open user report, if any: it has now been looked at.
+
+    Agreeing means the verifier's verdict was right, so the expected verdict is that verdict.
+    Disagreeing needs the verdict the reviewer expected instead, and it must differ.
+    """
+    if opinion not in SessionReview.Opinion.values:
+        raise ValidationError({"opinion": _("Choose agree or disagree.")})
+    if opinion == SessionReview.Opinion.AGREE:
+        expected_verdict = session.verdict
+    elif expected_verdict not in VERDICTS:
+        raise ValidationError({"expected_verdict": _("Say which verdict you expected.")})
+    elif expected_verdict == session.verdict:
+        raise ValidationError(
+            {"expected_verdict": _("A disagreement needs a verdict other than the verifier’s.")}
+        )
+    with transaction.atomic():
+        review = SessionReview.objects.create(
+            session=session,
+            reviewer=reviewer,
+            opinion=opinion,
+            expected_verdict=expected_verdict,
+            note=note.strip(),
+        )
+        BadCase.objects.filter(session=session, resolved=False).update(resolved=True)
+    return review

@@ -1,0 +1,97 @@
+"""A tiny Markdown subset for answers: the text is escaped first, then headings, lists, bold and code.
+
+Answers come from models and tools, so no HTML in them may ever reach the page: everything is
+escaped before any tag is added, and the only tags added are the ones below (no links, no images,
+no attributes).
+"""
+
+from __future__ import annotations
+
+import re
+
+from django import template
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+register = template.Library()
+
+HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*$")
+BULLET = re.compile(r"^\s*[-*+]\s+(.+)$")
+NUMBERED = re.compile(r"^\s*\d+[.)]\s+(.+)$")
+FENCE = re.compile(r"^\s*```")
+INLINE_CODE = re.compile(r"`([^`]+)`")
+BOLD = re.compile(r"\*\*(.+?)\*\*")
+# The answer sits under the page's own headings: Markdown "#" becomes <h3>, never a page title.
+HEADING_OFFSET = 2
+
+
+def _inline(text: str) -> str:
+    """Bold outside code spans, code spans kept literal."""
+    parts = INLINE_CODE.split(text)
+    for index, part in enumerate(parts):
+        parts[index] = f"<code>{part}</code>" if index % 2 else BOLD.sub(r"<strong>\1</strong>", part)
+    return "".join(parts)
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.html: list[str] = []
+        self.paragraph: list[str] = []
+        self.list_tag = ""
+
+    def flush(self) -> None:
+        if self.paragraph:
+            self.html.append("<p>" + "<br>".join(_inline(line) for line in self.paragraph) + "</p>")
+            self.paragraph = []
+        if self.list_tag:
+            self.html.append(f"</{self.list_tag}>")
+            self.list_tag = ""
+
+    def list_item(self, tag: str, text: str) -> None:
+        if self.list_tag != tag:
+            self.flush()
+            self.html.append(f"<{tag}>")
+            self.list_tag = tag
+        self.html.append(f"<li>{_inline(text)}</li>")
+
+
+def markdown_to_html(text: str) -> str:
+    writer = _Writer()
+    code: list[str] | None = None
+    for line in escape(text or "").splitlines():
+        if FENCE.match(line):
+            if code is None:
+                writer.flush()
+                code = []
+            else:
+                writer.html.append("<pre><code>" + "\n".join(code) + "</code></pre>")
+                code = None
+            continue
+        if code is not None:
+            code.append(line)
+            continue
+        heading, bullet, numbered = HEADING.match(line), BULLET.match(line), NUMBERED.match(line)
+        if heading:
+            writer.flush()
+            level = min(len(heading.group(1)) + HEADING_OFFSET, 6)
+            writer.html.append(f"<h{level}>{_inline(heading.group(2))}</h{level}>")
+        elif bullet:
+            writer.list_item("ul", bullet.group(1))
+        elif numbered:
+            writer.list_item("ol", numbered.group(1))
+        elif not line.strip():
+            writer.flush()
+        else:
+            if writer.list_tag:
+                writer.flush()
+            writer.paragraph.append(line.strip())
+    if code is not None:
+        writer.html.append("<pre><code>" + "\n".join(code) + "</code></pre>")
+    writer.flush()
+    return "\n".join(writer.html)
+
+
+@register.filter(name="safe_markdown")
+def safe_markdown(text: str) -> SafeString:
+    # Safe because markdown_to_html escapes the whole input before adding its own fixed tags.
+    return mark_safe(markdown_to_html(text))

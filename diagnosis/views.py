@@ -1,0 +1,79 @@
+"""The engineers' chat pages: server-rendered, with htmx for the live panel and the feedback bar.
+
+Every page also works without JavaScript (plain form posts and redirects, a refresh while live).
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from diagnosis.models import DiagnosisSession
+from diagnosis.selectors.chat import chat_page, chat_panel
+from diagnosis.services.sessions import session_start
+from feedback.services import feedback_record
+
+
+def _is_htmx(request: HttpRequest) -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+@login_required
+@require_GET
+def chat(request: HttpRequest) -> HttpResponse:
+    return render(request, "diagnosis/chat.html", {"page": chat_page(user=request.user)})
+
+
+@login_required
+@require_GET
+def conversation(request: HttpRequest, session_id: str) -> HttpResponse:
+    try:
+        page = chat_page(user=request.user, session_id=session_id)
+    except DiagnosisSession.DoesNotExist as error:
+        raise Http404 from error
+    return render(request, "diagnosis/chat.html", {"page": page})
+
+
+@login_required
+@require_GET
+def conversation_panel(request: HttpRequest, session_id: str) -> HttpResponse:
+    """The live part of a conversation, polled by htmx until the session ends."""
+    try:
+        panel = chat_panel(user=request.user, session_id=session_id)
+    except DiagnosisSession.DoesNotExist as error:
+        raise Http404 from error
+    return render(request, "diagnosis/_panel.html", {"panel": panel})
+
+
+@login_required
+@require_POST
+def ask(request: HttpRequest) -> HttpResponse:
+    question = request.POST.get("message", "")
+    try:
+        session = session_start(query=question, owner=request.user)
+    except ValidationError as error:
+        context = {"page": chat_page(user=request.user), "errors": error.messages, "question": question}
+        return render(request, "diagnosis/chat.html", context, status=400)
+    return redirect("chat-conversation", session_id=session.session_id)
+
+
+@login_required
+@require_POST
+def feedback(request: HttpRequest, session_id: str) -> HttpResponse:
+    value = request.POST.get("feedback", "")
+    context = {"session_id": session_id, "feedback": value}
+    try:
+        result = feedback_record(session_id=session_id, feedback=value, user=request.user)
+    except DiagnosisSession.DoesNotExist as error:
+        raise Http404 from error
+    except ValidationError as error:
+        context.update(feedback=None, errors=error.messages)
+        return render(request, "diagnosis/_feedback.html", context, status=400)
+    if not _is_htmx(request):
+        messages.success(request, result.message)
+        return redirect("chat-conversation", session_id=session_id)
+    return render(request, "diagnosis/_feedback.html", context | {"message": result.message})

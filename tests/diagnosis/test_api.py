@@ -1,0 +1,302 @@
+import threading
+from pathlib import Path
+
+import pytest
+from django.core.cache import cache
+from django.core.management import call_command
+from django.db import connection
+from django.urls import reverse
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+from rest_framework.throttling import ScopedRateThrottle
+
+from caselib.models import CaseLibrary
+from diagnosis.models import DiagnosisSession
+from feedback.models import BadCase
+from tests.factories import CompletedSessionFactory, DiagnosisSessionFactory, StaffUserFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+TRACE_SESSION_KEYS = {
+    "session_id",
+    "query",
+    "status",
+    "output_type",
+    "answer",
+    "engine",
+    "rounds",
+    "feedback",
+    "error",
+    "created_at",
+    "finished_at",
+}
+TRACE_KEYS = {
+    "session",
+    "hasFeedback",
+    "hasVerifierEvaluation",
+    "hasAiOpsRuleEvaluation",
+    "self_evaluation",
+    "steps",
+    "tool_invocations",
+}
+INVOCATION_KEYS = {"id", "round", "tool_name", "input", "success", "evidence_status", "retrieval_details", "latency_ms"}
+
+
+@pytest.fixture(autouse=True)
+def empty_throttle_history():
+    cache.clear()
+
+
+def client_for(user) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+def trace_path(session_id: str) -> str:
+    return reverse("api-session-trace", kwargs={"session_id": session_id})
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("post", "/api/chat", {"message": "order-service 内存"}),
+        ("get", "/api/sessions", None),
+        ("get", "/api/sessions/any-session/trace", None),
+        ("post", "/api/feedback", {"sessionId": "any-session", "feedback": "useful"}),
+        ("get", "/api/schema", None),
+    ],
+)
+def test_unauthenticated_requests_are_refused(method, path, body):
+    response = getattr(APIClient(), method)(path, body, format="json")
+    assert response.status_code in (401, 403)
+    assert not DiagnosisSession.objects.exists()
+
+
+def test_chat_starts_a_pending_session_and_answers_202_with_its_trace_url():
+    user = UserFactory()
+    response = client_for(user).post("/api/chat", {"message": "只确认 order-service 是否存在 HighMemoryUsage 告警"})
+    assert response.status_code == 202
+    assert set(response.data) == {"sessionId", "status", "traceUrl"}
+    session = DiagnosisSession.objects.get(session_id=response.data["sessionId"])
+    assert session.owner == user
+    assert response.data["status"] == DiagnosisSession.Status.PENDING
+    assert response.data["traceUrl"] == f"/api/sessions/{session.session_id}/trace"
+
+
+def test_chat_accepts_a_client_session_id_once():
+    client = client_for(UserFactory())
+    first = client.post("/api/chat", {"message": "order-service 内存", "session_id": "incident-42"})
+    second = client.post("/api/chat", {"message": "order-service 内存", "session_id": "incident-42"})
+    assert first.status_code == 202
+    assert first.data["sessionId"] == "incident-42"
+    assert second.status_code == 400
+    assert "session_id" in second.data
+
+
+def test_chat_with_an_empty_message_is_a_validation_error():
+    response = client_for(UserFactory()).post("/api/chat", {"message": "   "})
+    assert response.status_code == 400
+    assert not DiagnosisSession.objects.exists()
+
+
+def test_chat_is_throttled_per_user(monkeypatch):
+    monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"chat": "2/min"})
+    client = client_for(UserFactory())
+    statuses = [client.post("/api/chat", {"message": f"问题 {n}"}).status_code for n in range(3)]
+    assert statuses == [202, 202, 429]
+    assert DiagnosisSession.objects.count() == 2
+
+
+def test_token_authentication_works():
+    user = UserFactory()
+    CompletedSessionFactory(owner=user)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    response = client.get("/api/sessions")
+    assert response.status_code == 200
+    assert response.data["count"] == 1
+
+
+def test_session_list_shows_only_the_users_own_sessions_and_staff_see_all():
+    user, other = UserFactory(), UserFactory()
+    mine = CompletedSessionFactory(owner=user)
+    CompletedSessionFactory(owner=other)
+    own_list = client_for(user).get("/api/sessions").data
+    assert set(own_list) == {"count", "next", "previous", "results"}
+    assert [row["session_id"] for row in own_list["results"]] == [mine.session_id]
+    assert client_for(StaffUserFactory()).get("/api/sessions").data["count"] == 2
+
+
+def test_session_list_is_paginated():
+    user = UserFactory()
+    DiagnosisSessionFactory.create_batch(25, owner=user)
+    first_page = client_for(user).get("/api/sessions").data
+    assert first_page["count"] == 25
+    assert len(first_page["results"]) == 20
+    assert first_page["next"].endswith("page=2")
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("status=COMPLETED", {"pass", "low", "reject"}),
+        ("status=RUNNING", {"running"}),
+        ("output_type=DEGRADED", {"reject"}),
+        ("verdict=LOW_CONFID", {"low"}),
+        ("feedback=not_useful", {"low"}),
+        ("verdict=PASS&feedback=useful", {"pass"}),
+    ],
+)
+def test_session_list_filters(query, expected):
+    user = UserFactory()
+    CompletedSessionFactory(owner=user, session_id="pass", verdict="PASS", feedback="useful")
+    CompletedSessionFactory(owner=user, session_id="low", verdict="LOW_CONFID", feedback="not_useful")
+    CompletedSessionFactory(owner=user, session_id="reject", verdict="REJECT")
+    DiagnosisSessionFactory(owner=user, session_id="running", status=DiagnosisSession.Status.RUNNING)
+    response = client_for(user).get(f"/api/sessions?{query}")
+    assert {row["session_id"] for row in response.data["results"]} == expected
+
+
+def test_session_list_rejects_an_unknown_filter_value():
+    response = client_for(UserFactory()).get("/api/sessions?verdict=MAYBE")
+    assert response.status_code == 400
+    assert "verdict" in response.data
+
+
+def test_trace_json_matches_the_contract():
+    session = CompletedSessionFactory(feedback="useful")
+    response = client_for(session.owner).get(trace_path(session.session_id))
+    assert response.status_code == 200
+    trace = response.json()
+    assert set(trace) == TRACE_KEYS
+    assert set(trace["session"]) == TRACE_SESSION_KEYS
+    assert trace["session"]["output_type"] == "NORMAL"
+    assert trace["hasFeedback"] is True
+    assert trace["hasVerifierEvaluation"] is True
+    assert trace["hasAiOpsRuleEvaluation"] is False
+    assert set(trace["self_evaluation"]) == {"verifier_evaluation", "rule_evaluation"}
+    assert [step["agent"] for step in trace["steps"]] == ["planner", "executor", "gatekeeper", "verifier", "composer"]
+    (invocation,) = trace["tool_invocations"]
+    assert INVOCATION_KEYS <= set(invocation)
+    assert invocation["evidence_status"] == "supported"
+    assert invocation["id"] == session.tool_invocations.get().pk
+
+
+def test_trace_of_another_users_session_is_not_found_but_staff_may_read_it():
+    session = CompletedSessionFactory()
+    assert client_for(UserFactory()).get(trace_path(session.session_id)).status_code == 404
+    assert client_for(StaffUserFactory()).get(trace_path(session.session_id)).status_code == 200
+
+
+def test_trace_of_an_unknown_session_is_not_found():
+    assert client_for(UserFactory()).get(trace_path("no-such-session")).status_code == 404
+
+
+def test_feedback_useful_creates_one_case_however_often_it_is_sent():
+    session = CompletedSessionFactory()
+    client = client_for(session.owner)
+    first = client.post("/api/feedback", {"sessionId": session.session_id, "feedback": "useful"}, format="json")
+    second = client.post("/api/feedback", {"sessionId": session.session_id, "feedback": "useful"}, format="json")
+    assert first.status_code == second.status_code == 200
+    assert set(first.data) == {"success", "message", "caseId"}
+    assert first.data["success"] is True
+    assert first.data["message"].startswith("反馈已记录")
+    assert first.data["caseId"] == second.data["caseId"]
+    case = CaseLibrary.objects.get()
+    assert str(case.case_id) == str(first.data["caseId"])
+    session.refresh_from_db()
+    assert session.feedback == "useful"
+    assert session.status == DiagnosisSession.Status.COMPLETED
+
+
+def test_feedback_not_useful_records_a_bad_case_without_a_case():
+    session = CompletedSessionFactory()
+    response = client_for(session.owner).post(
+        "/api/feedback", {"sessionId": session.session_id, "feedback": "not_useful"}, format="json"
+    )
+    assert response.status_code == 200
+    assert response.data["caseId"] is None
+    assert BadCase.objects.get().session == session
+    assert not CaseLibrary.objects.exists()
+    session.refresh_from_db()
+    assert session.status == DiagnosisSession.Status.COMPLETED
+
+
+def test_feedback_with_another_value_is_a_validation_error():
+    session = CompletedSessionFactory()
+    response = client_for(session.owner).post(
+        "/api/feedback", {"sessionId": session.session_id, "feedback": "maybe"}, format="json"
+    )
+    assert response.status_code == 400
+    assert "feedback" in response.data
+    session.refresh_from_db()
+    assert session.feedback is None
+
+
+def test_feedback_on_an_unknown_session_is_not_found():
+    response = client_for(UserFactory()).post(
+        "/api/feedback", {"sessionId": "no-such-session", "feedback": "useful"}, format="json"
+    )
+    assert response.status_code == 404
+
+
+def test_feedback_on_another_users_session_is_not_found():
+    session = CompletedSessionFactory()
+    response = client_for(UserFactory()).post(
+        "/api/feedback", {"sessionId": session.session_id, "feedback": "useful"}, format="json"
+    )
+    assert response.status_code == 404
+    assert not CaseLibrary.objects.exists()
+
+
+def test_feedback_on_a_running_session_is_refused():
+    session = DiagnosisSessionFactory(status=DiagnosisSession.Status.RUNNING)
+    response = client_for(session.owner).post(
+        "/api/feedback", {"sessionId": session.session_id, "feedback": "useful"}, format="json"
+    )
+    assert response.status_code == 400
+    assert not CaseLibrary.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_concurrent_useful_clicks_create_one_case(postgres_only):
+    session = CompletedSessionFactory()
+    start = threading.Barrier(2)
+    responses = []
+
+    def click():
+        try:
+            start.wait()
+            responses.append(
+                client_for(session.owner).post(
+                    "/api/feedback", {"sessionId": session.session_id, "feedback": "useful"}, format="json"
+                )
+            )
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=click) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [response.status_code for response in responses] == [200, 200]
+    assert responses[0].data["caseId"] == responses[1].data["caseId"]
+    assert CaseLibrary.objects.count() == 1
+
+
+def test_openapi_schema_validates_without_warnings(tmp_path: Path):
+    schema_file = tmp_path / "schema.yaml"
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(schema_file))
+    schema = schema_file.read_text()
+    for path in ("/api/chat:", "/api/sessions:", "/api/sessions/{session_id}/trace:", "/api/feedback:"):
+        assert path in schema
+
+
+def test_swagger_ui_is_served_from_the_app_without_a_cdn():
+    client = APIClient()
+    client.force_login(UserFactory())
+    page = client.get("/api/docs").content.decode()
+    assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in page
+    assert "cdn" not in page.lower()

@@ -1,0 +1,231 @@
+"""Recording tool calls: evidence refs extracted by code, failures recorded, bounded tool messages."""
+
+import json
+
+import pytest
+
+from diagnosis.services.invocations import (
+    MESSAGE_OUTPUT_CHARS,
+    MESSAGE_REFS,
+    invocation_record,
+    tool_message_build,
+)
+from tests.factories import DiagnosisSessionFactory
+from tests.tools.support import BrokenBackend, FiveHundredLogsBackend, pin_demo_now, use_backend
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def demo_now(settings):
+    pin_demo_now(settings)
+
+
+@pytest.fixture
+def session():
+    return DiagnosisSessionFactory()
+
+
+def record(session, tool_name, round=1, **arguments):
+    return invocation_record(session=session, round=round, tool_name=tool_name, arguments=arguments)
+
+
+def test_alert_refs_have_the_agreed_text(session):
+    invocation = record(session, "query_metrics", service="order-service")
+
+    assert invocation.success is True
+    assert invocation.retrieval_details == {
+        "evidence_status": "supported",
+        "evidence_refs": [
+            {
+                "raw_path": "$.alerts[0]",
+                "text": "HighMemoryUsage firing service=order-service: 内存使用率持续超过85%，当前 91%，"
+                "JVM堆内存 3.8GB/4GB，pod pod-order-service-5c7d8e9f1-m3n2p duration=15m",
+            }
+        ],
+    }
+    assert invocation.input == {"service": "order-service"}
+    assert invocation.output["alerts"][0]["alert_name"] == "HighMemoryUsage"
+
+
+def test_log_refs_have_the_agreed_text(session):
+    invocation = record(session, "query_logs", query="HikariCP", service="order-service")
+
+    assert invocation.evidence_status == "supported"
+    assert invocation.evidence_refs == [
+        {
+            "raw_path": "$.logs[0]",
+            "text": "[2026-11-29 14:52:00][ERROR][order-service] HikariPool-1 - Connection is not available, "
+            "request timed out after 30000ms",
+        },
+        {
+            "raw_path": "$.logs[1]",
+            "text": "[2026-11-29 14:51:00][WARN][order-service] "
+            "HikariCP pool stats: active=50/50, idle=0, waiting=32",
+        },
+    ]
+
+
+def test_knowledge_refs_and_retrieval_details(session):
+    invocation = record(session, "lookup_knowledge", query="HikariCP 连接池耗尽怎么处理")
+    blocks = invocation.output["evidence_blocks"]
+    details = invocation.retrieval_details
+
+    assert details["evidence_status"] == "supported"
+    assert details["evidence_refs"][0] == {
+        "raw_path": "$.evidence_blocks[0]",
+        "text": f"{blocks[0]['title']}（{blocks[0]['source_document']}）: {blocks[0]['content']}",
+    }
+    assert len(details["evidence_refs"]) == 3
+    assert details["retrieval_layers"] == ["L0"]
+    assert details["relevance_levels"] == list(dict.fromkeys(block["relevance"] for block in blocks))
+    assert details["source_documents"] == ["runbooks/hikaricp-connection-pool.md"]
+    assert details["evidence_blocks"] == [block["block_id"] for block in blocks]
+    assert details["deduped_blocks"] == []
+
+
+@pytest.mark.parametrize(
+    ("tool_name", "arguments", "text"),
+    [
+        (
+            "query_logs",
+            {"query": "连接池耗尽", "service": "inventory-service"},
+            "query_logs(query=连接池耗尽, service=inventory-service) 未检索到匹配证据",
+        ),
+        (
+            "query_metrics",
+            {"service": "inventory-service"},
+            "query_metrics(service=inventory-service) 未检索到匹配证据",
+        ),
+        (
+            "lookup_knowledge",
+            {"query": "如何轮换 quantum scheduler token"},
+            "lookup_knowledge(query=如何轮换 quantum scheduler token) 未检索到匹配证据",
+        ),
+    ],
+)
+def test_no_hit_is_a_success_with_the_no_evidence_ref(session, tool_name, arguments, text):
+    invocation = record(session, tool_name, **arguments)
+
+    assert invocation.success is True
+    assert invocation.evidence_status == "no_evidence"
+    assert invocation.evidence_refs == [{"raw_path": "$.no_evidence", "text": text}]
+
+
+def test_knowledge_already_returned_in_the_session_is_not_new_evidence(session):
+    first = record(session, "lookup_knowledge", query="HighMemoryUsage")
+    again = record(session, "lookup_knowledge", query="HighMemoryUsage")
+
+    assert all(block["deduped"] for block in again.output["evidence_blocks"])
+    assert again.evidence_status == "no_evidence"
+    assert again.evidence_refs == [
+        {
+            "raw_path": "$.no_evidence",
+            "text": "lookup_knowledge(query=HighMemoryUsage) 未检索到匹配证据"
+            "（无新证据：3 个知识块已在本会话中返回过）",
+        }
+    ]
+    assert again.retrieval_details["evidence_blocks"] == []
+    assert again.retrieval_details["retrieval_layers"] == []
+    assert again.retrieval_details["deduped_blocks"] == first.retrieval_details["evidence_blocks"]
+
+
+def test_dedup_is_per_session(session):
+    record(session, "lookup_knowledge", query="HighMemoryUsage")
+
+    elsewhere = record(DiagnosisSessionFactory(), "lookup_knowledge", query="HighMemoryUsage")
+
+    assert elsewhere.evidence_status == "supported"
+
+
+def test_current_datetime_is_a_helper_never_evidence(session):
+    invocation = record(session, "get_current_datetime")
+
+    assert invocation.success is True
+    assert invocation.output == {"now": "2026-11-29 15:00:00", "timezone": "Asia/Shanghai"}
+    assert invocation.retrieval_details == {"evidence_status": "not_evidence", "evidence_refs": []}
+
+
+def test_failing_tool_is_recorded_and_the_caller_goes_on(session, settings):
+    use_backend(settings, "query_logs", BrokenBackend)
+
+    failed = record(session, "query_logs", query="HikariCP")
+    after = record(session, "query_metrics", service="order-service")
+
+    assert failed.pk is not None
+    assert failed.success is False
+    assert failed.error == "ConnectionError: 日志服务连接超时"
+    assert failed.output == {"success": False, "error": "ConnectionError: 日志服务连接超时"}
+    assert failed.retrieval_details == {"evidence_status": "failed", "evidence_refs": []}
+    assert after.success is True
+
+
+@pytest.mark.parametrize(
+    ("tool_name", "arguments", "error_start"),
+    [
+        ("query_logs", {"query": "CPU", "limit": 500}, "参数无效: limit:"),
+        ("query_logs", {"service": "order-service"}, "参数无效: query:"),
+        ("query_metrics", {"severity": "critical"}, "参数无效: severity:"),
+        ("restart_pod", {"pod": "pod-order-service-5c7d8e9f1-m3n2p"}, "未知工具: restart_pod"),
+    ],
+)
+def test_bad_arguments_and_unknown_tools_are_recorded_as_failed(session, tool_name, arguments, error_start):
+    invocation = record(session, tool_name, **arguments)
+
+    assert invocation.success is False
+    assert invocation.error.startswith(error_start)
+    assert invocation.input == arguments
+    assert invocation.evidence_status == "failed"
+    assert invocation.evidence_refs == []
+
+
+def test_failed_knowledge_lookup_has_empty_retrieval_facts(session):
+    invocation = record(session, "lookup_knowledge", query="")
+
+    assert invocation.retrieval_details["evidence_status"] == "failed"
+    assert invocation.retrieval_details["retrieval_layers"] == []
+    assert invocation.retrieval_details["evidence_blocks"] == []
+
+
+def test_tool_message_carries_what_the_model_cites(session):
+    invocation = record(session, "query_logs", query="HikariCP", service="order-service")
+
+    message = tool_message_build(invocation=invocation)
+
+    assert message == {
+        "invocation_id": invocation.pk,
+        "tool_name": "query_logs",
+        "success": True,
+        "evidence_status": "supported",
+        "evidence_refs": invocation.evidence_refs,
+        "output": invocation.output,
+    }
+
+
+def test_tool_message_of_a_failure_says_why(session):
+    invocation = record(session, "query_logs", query="CPU", limit=500)
+
+    message = tool_message_build(invocation=invocation)
+
+    assert message["success"] is False
+    assert message["evidence_status"] == "failed"
+    assert message["error"].startswith("参数无效")
+
+
+def test_tool_message_is_bounded_on_a_large_output(session, settings):
+    use_backend(settings, "query_logs", FiveHundredLogsBackend)
+    invocation = record(session, "query_logs", query="异常", limit=100)
+
+    message = tool_message_build(invocation=invocation)
+    output = message["output"]
+
+    assert len(invocation.output["logs"]) == 100
+    assert len(invocation.evidence_refs) == 100
+    assert len(json.dumps(output, ensure_ascii=False)) <= MESSAGE_OUTPUT_CHARS
+    assert 0 < len(output["logs"]) < 100
+    assert output["omitted_records"] == 100 - len(output["logs"])
+    assert f"另有 {output['omitted_records']} 条未列出" in output["note"]
+    assert output["total"] == 500
+    assert output["logs"] == invocation.output["logs"][: len(output["logs"])]
+    assert message["evidence_refs"] == invocation.evidence_refs[:MESSAGE_REFS]
+    assert message["evidence_refs_omitted"] == 100 - MESSAGE_REFS

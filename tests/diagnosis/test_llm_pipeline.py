@@ -1,0 +1,261 @@
+"""Whole sessions through the LLM engine: the real openai SDK over HTTP against the fake server.
+
+Whatever the model says, the guards decide: fabricated citations are rejected, a lenient verifier
+is overridden, broken replies and a broken endpoint end the session cleanly.
+"""
+
+import pytest
+
+from diagnosis.models import AgentStep, DiagnosisSession
+from diagnosis.services.sessions import session_start
+
+pytestmark = pytest.mark.django_db
+
+QUERY = "只确认 order-service 是否存在 HighMemoryUsage 告警"
+CLAIM_TEXT = "order-service 存在 HighMemoryUsage 告警，内存使用率当前 91%"
+REAL_BINDING = {
+    "tool_name": "query_metrics",
+    "source_invocation_id": "{{inv:query_metrics}}",
+    "raw_path": "$.alerts[0]",
+    "evidence_excerpt": "{{ref:query_metrics:0:$.alerts[0]}}",
+}
+# The real alert text with 91% changed into 97%.
+ALTERED_EXCERPT = "HighMemoryUsage firing service=order-service: 内存使用率持续超过85%，当前 97%"
+Output = DiagnosisSession.OutputType
+
+
+@pytest.fixture(autouse=True)
+def pinned_demo_clock(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"DEMO_NOW": "2026-11-29T15:00:00+08:00"}
+
+
+@pytest.fixture
+def one_round(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"MAX_ROUNDS": 1}
+
+
+def run(query: str = QUERY) -> DiagnosisSession:
+    return session_start(query=query, engine="llm", run_inline=True)
+
+
+def executor_turns(claim_text: str = CLAIM_TEXT, **binding_changes) -> list[dict]:
+    """A tool turn on the real demo world, then a final answer whose one binding may be tampered with."""
+    return [
+        {"tool_calls": [{"name": "query_metrics", "arguments": {"service": "order-service"}}]},
+        {
+            "answer_version": "executor_evidence_v2",
+            "claims": [
+                {
+                    "claim_id": "claim-1",
+                    "claim_type": "observation",
+                    "claim_text": claim_text,
+                    "evidence_bindings": [REAL_BINDING | binding_changes],
+                }
+            ],
+            "hypotheses": [],
+            "missing_info": [],
+            "recommended_actions": [],
+            "diagnosis_summary": "告警存在",
+            "user_facing_answer": claim_text,
+        },
+    ]
+
+
+def verifier_says(verification: str, fact: str, **claimed) -> dict:
+    return {
+        "claim_checks": [
+            {"claim_id": "claim-1", "verification": verification, "detail": "…", "evidence_refs": []}
+        ],
+        "facts_checked": [
+            {
+                "fact": CLAIM_TEXT,
+                "is_critical": True,
+                "verification": fact,
+                "detail": "…",
+                "evidence_refs": [],
+            }
+        ],
+        "rationale": "模型的判断",
+        "verdict": claimed.get("verdict"),
+        "groundedness_score": claimed.get("score"),
+    }
+
+
+def evaluation(session: DiagnosisSession) -> dict:
+    return session.self_evaluation["verifier_evaluation"]
+
+
+def test_honest_run_passes_with_every_stage_on_the_wire(fake_llm):
+    server = fake_llm()
+
+    session = run()
+
+    assert session.status == DiagnosisSession.Status.COMPLETED
+    assert session.output_type == Output.NORMAL
+    assert session.verdict == "PASS"
+    assert "91%" in session.answer
+    names = {request["response_format"]["json_schema"]["name"] for request in server.requests}
+    assert names == {"PlannerOutput", "ExecutorOutput", "VerifierOutput", "ComposerOutput"}
+    assert all(request["tools"] for request in server.requests_for("ExecutorOutput"))
+    steps = {step.agent: step for step in session.steps.all()}
+    for agent in ("planner", "executor", "verifier", "composer"):
+        assert steps[agent].prompt_version == f"{agent}-v1"
+        assert steps[agent].prompt_tokens > 0
+        assert steps[agent].llm_calls >= 1
+
+
+def test_scripted_citation_of_real_evidence_passes(fake_llm):
+    fake_llm({"executor": executor_turns()})
+
+    session = run()
+
+    assert session.output_type == Output.NORMAL
+    assert evaluation(session)["gatekeeper_result"]["status"] == "pass"
+
+
+@pytest.mark.parametrize(
+    ("tampering", "rule"),
+    [
+        ({"evidence_excerpt": ALTERED_EXCERPT}, "evidence.excerpt_mismatch"),
+        ({"source_invocation_id": 987654}, "evidence.invocation_ref"),
+        ({"tool_name": "query_logs"}, "evidence.tool_name"),
+        ({"raw_path": "$.alerts[9]"}, "evidence.raw_path"),
+    ],
+)
+def test_fabricated_citation_is_rejected_with_the_rule_named(fake_llm, tampering, rule):
+    claim_text = "order-service 内存使用率当前 97%，已确认内存泄漏"
+    server = fake_llm({"executor": executor_turns(claim_text, **tampering)})
+
+    session = run()
+
+    assert session.status == DiagnosisSession.Status.COMPLETED
+    assert session.output_type == Output.DEGRADED
+    assert session.verdict == "REJECT"
+    assert rule in evaluation(session)["gatekeeper_result"]["failed_rules"]
+    assert server.requests_for("VerifierOutput") == []  # a rejected citation never reaches the verifier
+    assert claim_text not in session.answer
+    assert "97%" not in session.answer and "内存泄漏" not in session.answer
+
+
+def test_retry_round_cites_the_first_rounds_evidence_without_searching_again(fake_llm):
+    uncited, cited = executor_turns(), executor_turns()[1]
+    uncited[1]["claims"][0]["evidence_bindings"] = []
+    server = fake_llm({"executor": [*uncited, cited]})
+
+    session = run()
+
+    assert session.rounds == 2
+    assert session.output_type == Output.NORMAL
+    assert session.tool_invocations.count() == 1
+    round_two_prompt = server.requests_for("ExecutorOutput")[-1]["messages"][0]["content"]
+    assert "补充取证轮（第 2 轮）" in round_two_prompt
+    assert evaluation(session)["retry_context"]["round"] == 1
+
+
+def test_missing_raw_path_is_never_a_pass(fake_llm, one_round):
+    fake_llm({"executor": executor_turns(raw_path=None)})
+
+    session = run()
+
+    assert session.verdict == "LOW_CONFID"
+    assert session.output_type == Output.LOW_CONFID_WITH_DISCLAIMER
+    assert "evidence.missing_raw_path" in evaluation(session)["gatekeeper_result"]["failed_rules"]
+
+
+def test_verifier_saying_pass_over_a_contradicted_fact_is_overridden(fake_llm):
+    fake_llm(
+        {
+            "executor": executor_turns(),
+            "verifier": [verifier_says("contradicted", "contradicted", verdict="PASS", score=1.0)],
+        }
+    )
+
+    session = run()
+
+    assert session.verdict == "REJECT"
+    assert session.groundedness_score == 0.0
+    assert session.output_type == Output.DEGRADED
+    assert CLAIM_TEXT not in session.answer
+
+
+def test_verifier_saying_pass_over_a_gatekeeper_failure_is_overridden(fake_llm, one_round):
+    fake_llm(
+        {
+            "executor": executor_turns(raw_path=None),
+            "verifier": [verifier_says("direct_observation", "direct_evidence", verdict="PASS", score=1.0)],
+        }
+    )
+
+    session = run()
+
+    assert evaluation(session)["gatekeeper_result"]["severity"] == "low_confid"
+    assert session.verdict == "LOW_CONFID"
+    assert session.output_type != Output.NORMAL
+
+
+def test_executor_malformed_json_twice_is_a_recorded_parse_failure_never_shown(fake_llm, one_round):
+    raw_text = "order-service 内存泄漏已确认，请立即扩容"
+    fake_llm({"executor": ["{不是 JSON", raw_text]})
+
+    session = run()
+
+    assert session.status == DiagnosisSession.Status.COMPLETED
+    assert session.verdict != "PASS"
+    assert evaluation(session)["executor_output_parse_status"]["status"] == "parse_failed"
+    assert session.steps.get(agent=AgentStep.Agent.EXECUTOR).status == AgentStep.Status.FALLBACK
+    assert raw_text not in session.answer and "扩容" not in session.answer
+
+
+def test_verifier_malformed_json_twice_cannot_pass(fake_llm, one_round):
+    fake_llm({"executor": executor_turns(), "verifier": ["PASS", "PASS!"]})
+
+    session = run()
+
+    assert session.status == DiagnosisSession.Status.COMPLETED
+    assert session.verdict != "PASS"
+    assert session.steps.get(agent=AgentStep.Agent.VERIFIER).status == AgentStep.Status.FALLBACK
+
+
+def test_persistent_http_500_ends_the_session_failed_with_the_cause(fake_llm):
+    server = fake_llm({"verifier": [{"http_status": 500}, {"http_status": 500}]})
+
+    session = run()
+
+    assert session.status == DiagnosisSession.Status.FAILED
+    assert "LLMUnavailableError" in session.error and "InternalServerError" in session.error
+    assert "LLMUnavailableError" in session.answer
+    assert session.output_type == ""
+    assert len(server.requests_for("VerifierOutput")) == 2  # retried by the SDK once
+    assert session.steps.get(agent=AgentStep.Agent.VERIFIER).status == AgentStep.Status.FAILED
+
+
+def test_http_500_once_is_retried_and_the_session_completes(fake_llm):
+    fake_llm({"planner": [{"http_status": 503}]})
+
+    session = run()
+
+    assert session.status == DiagnosisSession.Status.COMPLETED
+    assert session.output_type == Output.NORMAL
+
+
+def test_model_timeouts_end_the_session_failed_cleanly(fake_llm, settings):
+    fake_llm({"composer": [{"delay_s": 2}, {"delay_s": 2}]})
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"LLM_TIMEOUT": 0.2}
+
+    session = run()
+
+    assert session.status == DiagnosisSession.Status.FAILED
+    assert "APITimeoutError" in session.error
+    assert session.output_type == ""
+    assert session.steps.get(agent=AgentStep.Agent.COMPOSER).status == AgentStep.Status.FAILED
+
+
+def test_composer_answer_with_a_number_not_in_its_material_is_replaced(fake_llm):
+    fake_llm({"composer": [{"answer": "order-service 内存使用率已达 97%，堆内存 3.8GB/4GB。"}]})
+
+    session = run()
+
+    assert session.output_type == Output.NORMAL
+    assert evaluation(session)["composer_output"]["status"] == "replaced"
+    assert "97%" not in session.answer
+    assert "91%" in session.answer

@@ -1,0 +1,92 @@
+import json
+
+import pytest
+from jinja2 import UndefinedError
+
+from diagnosis.engines.prompts import prompt_render
+
+PLANNER_VARIABLES = {
+    "query": "只确认 order-service 是否存在 HighMemoryUsage 告警",
+    "round": 1,
+    "retry_context": None,
+}
+STAGE_VARIABLES = {
+    "planner": PLANNER_VARIABLES,
+    "executor": {
+        "query": "只确认 order-service 是否存在 HighMemoryUsage 告警",
+        "round": 1,
+        "plan": {"goal": "确认告警", "steps": [], "narrow_scope": True, "focus": [], "excluded_topics": []},
+        "retry_context": None,
+        "prior_tool_messages": [],
+        "max_tool_calls": 8,
+    },
+    "verifier": {
+        "original_query": "只确认 order-service 是否存在 HighMemoryUsage 告警",
+        "executor_structured_output": {"claims": []},
+        "gatekeeper_result": {"status": "pass", "severity": "none", "checked_bindings": []},
+        "tool_trace_summary": [],
+        "executor_output_parse_status": {"status": "valid", "detail": ""},
+        "retry_context": None,
+    },
+    "composer": {
+        "query": "只确认 order-service 是否存在 HighMemoryUsage 告警",
+        "confirmed_findings": [],
+        "reasonable_inferences": [],
+        "gaps": [],
+        "allowed_actions": [],
+    },
+}
+
+
+def test_undefined_variable_is_an_error():
+    variables = dict(PLANNER_VARIABLES)
+    del variables["retry_context"]
+
+    with pytest.raises(UndefinedError):
+        prompt_render("planner", **variables)
+
+
+@pytest.mark.parametrize("name", sorted(STAGE_VARIABLES))
+def test_every_prompt_carries_its_version(name):
+    rendered = prompt_render(name, **STAGE_VARIABLES[name])
+
+    assert rendered.version == f"{name}-v1"
+    assert "version:" not in rendered.text  # the marker is a template comment, never sent to the model
+
+
+@pytest.mark.parametrize("name", sorted(STAGE_VARIABLES))
+def test_prompt_ends_with_exactly_its_stage_input_as_one_json_block(name):
+    text = prompt_render(name, **STAGE_VARIABLES[name]).text
+
+    assert text.rstrip().endswith("</input>")
+    block = json.loads(text[text.rindex("<input>") + len("<input>") : text.rindex("</input>")])
+    assert set(block) == set(STAGE_VARIABLES[name]) - {"max_tool_calls"}
+
+
+def test_executor_prompt_carries_the_citation_and_narrow_scope_rules():
+    text = prompt_render("executor", **STAGE_VARIABLES["executor"]).text
+
+    for rule in (
+        "source_invocation_id",
+        "raw_path",
+        "evidence_excerpt",
+        "$.no_evidence",
+        "窄范围问题 HARD-GATE",
+    ):
+        assert rule in text
+    assert "本问题已被判定为窄范围确认任务" in text
+    assert "补充取证轮" not in text
+
+
+def test_retry_round_prompt_asks_only_for_the_missing_evidence():
+    retry_context = {
+        "round": 1,
+        "missing_evidence_facts": ["order-service 内存使用率"],
+        "instruction": "仅补充",
+    }
+    variables = STAGE_VARIABLES["executor"] | {"round": 2, "retry_context": retry_context}
+
+    text = prompt_render("executor", **variables).text
+
+    assert "补充取证轮（第 2 轮）" in text
+    assert "order-service 内存使用率" in text

@@ -1,0 +1,130 @@
+from io import StringIO
+
+import pytest
+from django.apps import apps
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.core.management import call_command
+from django_q.models import Schedule
+
+from diagnosis.models import DiagnosisSession
+from diagnosis.services.accounts import engineer_account_ensure, reviewer_account_ensure
+from diagnosis.services.reviewers import reviewer_group_ensure
+from tests.factories import DiagnosisSessionFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def static_root(settings, tmp_path):
+    settings.STATIC_ROOT = tmp_path / "static"
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+    return settings.STATIC_ROOT
+
+
+def _quickstart_setup() -> str:
+    out = StringIO()
+    call_command("quickstart", "--setup-only", stdout=out)
+    return out.getvalue()
+
+
+def test_reviewer_group_holds_view_and_review_permissions_only():
+    group = reviewer_group_ensure()
+
+    view_permissions = {
+        (model._meta.app_label, f"view_{model._meta.model_name}")
+        for app_label in ("diagnosis", "caselib", "feedback")
+        for model in apps.get_app_config(app_label).get_models()
+    }
+    assert ("caselib", "view_caselibrary") in view_permissions
+    assert set(group.permissions.values_list("content_type__app_label", "codename")) == view_permissions | {
+        ("diagnosis", "review_session")
+    }
+
+
+def test_reviewer_group_setup_removes_permissions_added_by_hand():
+    group = reviewer_group_ensure()
+    group.permissions.add(Permission.objects.get(codename="change_diagnosissession"))
+
+    repaired = reviewer_group_ensure()
+
+    assert repaired.pk == group.pk
+    assert not repaired.permissions.filter(codename="change_diagnosissession").exists()
+
+
+def test_reviewer_account_is_staff_in_the_reviewers_group_and_cannot_edit_sessions():
+    reviewer = reviewer_account_ensure(username="auditor", password="auditor-pass-2026")
+
+    reviewer = get_user_model().objects.get(pk=reviewer.pk)
+    assert reviewer.is_staff and not reviewer.is_superuser
+    assert list(reviewer.groups.values_list("name", flat=True)) == ["reviewers"]
+    assert reviewer.has_perm("diagnosis.view_diagnosissession")
+    assert reviewer.has_perm("diagnosis.review_session")
+    assert not reviewer.has_perm("diagnosis.change_diagnosissession")
+    assert reviewer.check_password("auditor-pass-2026")
+
+
+def test_existing_account_gets_the_configured_password_back():
+    UserFactory(username="engineer")
+
+    engineer = engineer_account_ensure(username="engineer", password="engineer-pass-2026")
+
+    assert engineer.check_password("engineer-pass-2026")
+    assert not engineer.is_staff
+
+
+def test_setup_creates_the_default_accounts_and_prints_them(static_root, monkeypatch):
+    for variable in (
+        "DIAGNOSIS_DEMO_USER",
+        "DIAGNOSIS_DEMO_PASSWORD",
+        "DIAGNOSIS_REVIEWER_USER",
+        "DIAGNOSIS_REVIEWER_PASSWORD",
+        "DIAGNOSIS_HOST",
+        "DIAGNOSIS_PORT",
+    ):
+        monkeypatch.delenv(variable, raising=False)
+
+    output = _quickstart_setup()
+
+    users = get_user_model().objects
+    assert users.get(username="engineer").check_password("engineer-pass-2026")
+    assert users.get(username="reviewer").check_password("reviewer-pass-2026")
+    assert "engineer / engineer-pass-2026" in output
+    assert "reviewer / reviewer-pass-2026" in output
+    assert "http://127.0.0.1:8000/" in output
+    assert (static_root / "admin").is_dir()
+
+
+def test_setup_takes_credentials_and_address_from_the_environment(static_root, monkeypatch):
+    monkeypatch.setenv("DIAGNOSIS_DEMO_USER", "alice")
+    monkeypatch.setenv("DIAGNOSIS_DEMO_PASSWORD", "alice-secret-2026")
+    monkeypatch.setenv("DIAGNOSIS_REVIEWER_USER", "bob")
+    monkeypatch.setenv("DIAGNOSIS_REVIEWER_PASSWORD", "bob-secret-2026")
+    monkeypatch.setenv("DIAGNOSIS_HOST", "0.0.0.0")
+    monkeypatch.setenv("DIAGNOSIS_PORT", "9000")
+
+    output = _quickstart_setup()
+
+    users = get_user_model().objects
+    assert users.get(username="alice").check_password("alice-secret-2026")
+    assert users.get(username="bob").is_staff
+    assert "alice / alice-secret-2026" in output
+    assert "http://0.0.0.0:9000/admin/" in output
+    assert not users.filter(username__in=["engineer", "reviewer"]).exists()
+
+
+def test_setup_is_idempotent_schedules_the_reaper_and_reaps_once(static_root):
+    stuck = DiagnosisSessionFactory(status=DiagnosisSession.Status.PENDING)
+    DiagnosisSession.objects.filter(pk=stuck.pk).update(created_at="2026-01-01T00:00:00Z")
+
+    first = _quickstart_setup()
+    _quickstart_setup()
+
+    stuck.refresh_from_db()
+    assert stuck.status == DiagnosisSession.Status.FAILED
+    assert "已将 1 个长时间未结束的会话标记为失败" in first
+    assert Schedule.objects.filter(func="diagnosis.tasks.stale_sessions_fail").count() == 1
+    assert get_user_model().objects.filter(username__in=["engineer", "reviewer"]).count() == 2

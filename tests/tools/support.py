@@ -1,0 +1,44 @@
+"""Test support for the evidence tools: a pinned clock and backends plugged in by setting."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from tools.clock import local_text
+
+DEMO_NOW = "2026-11-29T15:00:00+08:00"
+
+
+def pin_demo_now(settings) -> None:
+    settings.DIAGNOSIS = {**settings.DIAGNOSIS, "DEMO_NOW": DEMO_NOW}
+
+
+def use_backend(settings, tool_name: str, backend_class: type) -> None:
+    backends = {**settings.DIAGNOSIS["TOOL_BACKENDS"], tool_name: f"{__name__}.{backend_class.__name__}"}
+    settings.DIAGNOSIS = {**settings.DIAGNOSIS, "TOOL_BACKENDS": backends}
+
+
+class BrokenBackend:
+    """A log store that is down."""
+
+    def query_logs(self, **_: object) -> list[dict]:
+        raise ConnectionError("日志服务连接超时")
+
+
+class FiveHundredLogsBackend:
+    """A noisy log store: 500 lines, every one a different message."""
+
+    def query_logs(self, *, now: datetime, **_: object) -> list[dict]:
+        return [
+            {
+                "timestamp": local_text(now - timedelta(seconds=index)),
+                "level": "ERROR" if index % 10 == 0 else "WARN",
+                "service": "order-service",
+                "instance": "pod-order-service-5c7d8e9f1-m3n2p",
+                "topic": "application-logs",
+                "message": f"批处理任务 {chr(0x4E00 + index)}{chr(0x5E00 + index)} 执行异常，"
+                "已进入重试队列，等待人工确认",
+                "metrics": {},
+            }
+            for index in range(500)
+        ]

@@ -1,0 +1,50 @@
+"""The tools as the model sees them: names of contracts §4, schemas, no placeholder anywhere."""
+
+import pytest
+
+from tools.backends.demo import DATA_DIR
+from tools.base import all_tools
+
+PLACEHOLDER = "-".join(("generic", "service"))
+TOOLS_DIR = DATA_DIR.parent.parent
+
+
+def test_the_four_tools_are_registered_under_their_contract_names():
+    assert {tool.name for tool in all_tools()} == {
+        "query_metrics",
+        "query_logs",
+        "lookup_knowledge",
+        "get_current_datetime",
+    }
+    assert {tool.name for tool in all_tools() if tool.is_evidence} == {
+        "query_metrics",
+        "query_logs",
+        "lookup_knowledge",
+    }
+
+
+def test_openai_definitions_carry_the_argument_schemas():
+    definitions = {
+        tool.openai_tool()["function"]["name"]: tool.openai_tool()["function"] for tool in all_tools()
+    }
+
+    assert definitions["query_logs"]["parameters"]["required"] == ["query"]
+    assert set(definitions["query_metrics"]["parameters"]["properties"]) == {"service", "alert_name"}
+    assert definitions["lookup_knowledge"]["parameters"]["properties"]["top_k"]["default"] == 3
+    assert definitions["get_current_datetime"]["parameters"]["properties"] == {}
+
+
+def test_no_placeholder_service_in_the_data_or_the_tools():
+    files = [path for path in [*DATA_DIR.rglob("*"), *TOOLS_DIR.rglob("*.py")] if path.is_file()]
+
+    assert len([path for path in files if path.parent == DATA_DIR / "runbooks"]) == 6
+    assert not [path for path in files if PLACEHOLDER in path.read_text(encoding="utf-8")]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("query", ["error", "日志", "generic", "service", "order-service 连接池耗尽", "*"])
+def test_no_placeholder_service_in_any_answer(run_tool, query):
+    logs = run_tool("query_logs", query=query, limit=100)["logs"]
+
+    assert PLACEHOLDER not in str(logs)
+    assert all(log["service"] != PLACEHOLDER for log in logs)

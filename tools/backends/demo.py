@@ -1,0 +1,147 @@
+"""The demo world (DEMO_WORLD.md): a small production system with live incidents, from data files.
+
+Times are stored as minutes before "now" and rendered against the tools' clock, so the world
+looks live and tests can pin it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+from tools.clock import local_text
+from tools.matching import groups_in, mentioned, query_groups
+from tools.retrieval import KnowledgeBlock
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "demo_world"
+# Words of a query without any known keyword or service, matched literally (`idx_user_id`).
+LITERAL_WORD = re.compile(r"[a-z0-9_.:/\-]{4,}|[\u4e00-\u9fff]{2,}")
+# A service the query names that the world does not know must narrow to nothing, not be ignored.
+SERVICE_WORD = re.compile(r"(?<![a-z0-9-])[a-z0-9]+(?:-[a-z0-9]+)*-service(?![a-z0-9-])")
+
+
+@dataclass(frozen=True)
+class _LogRecord:
+    fields: dict
+    text: str
+    groups: frozenset[str]
+
+
+def _read_json(name: str) -> list[dict]:
+    return json.loads((DATA_DIR / name).read_text(encoding="utf-8"))
+
+
+@cache
+def _alerts() -> tuple[dict, ...]:
+    return tuple(_read_json("alerts.json"))
+
+
+@cache
+def _logs() -> tuple[_LogRecord, ...]:
+    records = sorted(_read_json("logs.json"), key=lambda record: record["minutes_ago"])
+    texts = [
+        " ".join((r["level"], r["service"], r["instance"], r["topic"], r["message"])).lower() for r in records
+    ]
+    return tuple(
+        _LogRecord(fields=record, text=text, groups=frozenset(groups_in(text)))
+        for record, text in zip(records, texts, strict=True)
+    )
+
+
+@cache
+def _known_names() -> frozenset[str]:
+    """Services and instances a query may name."""
+    return frozenset(
+        name for record in _logs() for name in (record.fields["service"], record.fields["instance"])
+    )
+
+
+@cache
+def _runbook_blocks() -> tuple[KnowledgeBlock, ...]:
+    blocks = []
+    for path in sorted((DATA_DIR / "runbooks").glob("*.md")):
+        _, front_matter, body = path.read_text(encoding="utf-8").split("---\n", 2)
+        meta = yaml.safe_load(front_matter)
+        sections = re.split(r"^## +(.+)$", body, flags=re.MULTILINE)[1:]
+        for index, (heading, content) in enumerate(zip(sections[::2], sections[1::2], strict=True), start=1):
+            blocks.append(
+                KnowledgeBlock(
+                    block_id=f"{path.stem}#{index}",
+                    source_document=f"runbooks/{path.name}",
+                    title=f"{meta['title']} · {heading.strip()}",
+                    content=content.strip(),
+                    exact_terms=tuple(str(term) for term in meta["terms"]),
+                    section=heading.strip(),
+                )
+            )
+    return tuple(blocks)
+
+
+def _same(wanted: str | None, value: str) -> bool:
+    return not wanted or wanted.strip().lower() == value.lower()
+
+
+def _log_matches(record: _LogRecord, query: str) -> bool:
+    """By service and topic keywords with synonyms; a query naming neither is matched literally."""
+    names = mentioned(_known_names(), query) | set(SERVICE_WORD.findall(query.lower()))
+    if names and not names & {record.fields["service"], record.fields["instance"]}:
+        return False
+    groups = query_groups(query)
+    if groups:
+        return bool(groups & record.groups)
+    return bool(names) or any(word in record.text for word in LITERAL_WORD.findall(query.lower()))
+
+
+class DemoWorldBackend:
+    def query_alerts(self, *, service: str | None, alert_name: str | None, now: datetime) -> list[dict]:
+        return [
+            _rendered_alert(alert, now)
+            for alert in _alerts()
+            if _same(service, alert["service"]) and _same(alert_name, alert["alert_name"])
+        ]
+
+    def query_logs(self, *, query: str, service: str | None, topic: str | None, now: datetime) -> list[dict]:
+        return [
+            _rendered_log(record.fields, now)
+            for record in _logs()
+            if _same(service, record.fields["service"])
+            and _same(topic, record.fields["topic"])
+            and _log_matches(record, query)
+        ]
+
+    def knowledge_blocks(self) -> list[KnowledgeBlock]:
+        return list(_runbook_blocks())
+
+
+def _rendered_alert(alert: dict, now: datetime) -> dict:
+    minutes = alert["started_minutes_ago"]
+    return {
+        "alert_name": alert["alert_name"],
+        "service": alert["service"],
+        "state": alert["state"],
+        "severity": alert["severity"],
+        "description": alert["description"],
+        "active_at": local_text(now - timedelta(minutes=minutes)),
+        "duration": f"{minutes}m",
+        "labels": alert["labels"],
+        "value": alert["value"],
+        "threshold": alert["threshold"],
+    }
+
+
+def _rendered_log(record: dict, now: datetime) -> dict:
+    return {
+        "timestamp": local_text(now - timedelta(minutes=record["minutes_ago"])),
+        "level": record["level"],
+        "service": record["service"],
+        "instance": record["instance"],
+        "topic": record["topic"],
+        "message": record["message"],
+        "metrics": record["metrics"],
+    }

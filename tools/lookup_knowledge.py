@@ -1,0 +1,87 @@
+"""`lookup_knowledge`: runbooks and past cases for a question (contracts §4).
+
+Results are guidance, never current-incident facts. A block already returned earlier in the
+session comes back `deduped: true`: it is not new evidence.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from caselib.models import CaseLibrary
+from tools.base import EvidenceTool, ToolArguments, ToolContext, register
+from tools.retrieval import KnowledgeBlock, knowledge_rank
+
+# The newest cases searched per call; older ones are still in the library, just not in reach.
+MAX_CASES = 500
+
+
+class LookupKnowledgeArguments(ToolArguments):
+    query: str = Field(
+        min_length=1,
+        max_length=500,
+        description="要查的问题、告警名或错误，如 “HikariCP 连接池耗尽怎么处理”、“HighMemoryUsage”",
+    )
+    top_k: int = Field(default=3, ge=1, le=10, description="最多返回的知识块数")
+
+
+@register
+class LookupKnowledgeTool(EvidenceTool):
+    name = "lookup_knowledge"
+    description = "检索运维知识库（处理手册与历史案例）。结果只是排查参考，不能当作当前故障的事实。"
+    arguments_model = LookupKnowledgeArguments
+    collection_key = "evidence_blocks"
+
+    def run(self, arguments: LookupKnowledgeArguments, context: ToolContext) -> dict[str, Any]:
+        blocks = [*self.backend().knowledge_blocks(), *case_blocks()]
+        hits = knowledge_rank(query=arguments.query, blocks=blocks, top_k=arguments.top_k)
+        evidence_blocks = [
+            {
+                "block_id": hit.block.block_id,
+                "source_document": hit.block.source_document,
+                "title": hit.block.title,
+                "content": hit.block.content,
+                "retrieval_layer": hit.layer,
+                "relevance": hit.relevance,
+                "score": hit.score,
+                "deduped": hit.block.block_id in context.seen_block_ids,
+            }
+            for hit in hits
+        ]
+        deduped = sum(block["deduped"] for block in evidence_blocks)
+        if not evidence_blocks:
+            message = "知识库中未找到相关内容"
+        elif deduped:
+            message = f"命中 {len(evidence_blocks)} 个知识块，其中 {deduped} 个本会话已返回过（不是新证据）"
+        else:
+            message = f"命中 {len(evidence_blocks)} 个知识块"
+        return {"success": True, "evidence_blocks": evidence_blocks, "message": message}
+
+    def evidence_text(self, record: dict[str, Any]) -> str:
+        return f"{record['title']}（{record['source_document']}）: {record['content']}"
+
+
+def case_blocks() -> list[KnowledgeBlock]:
+    """Past cases as searchable blocks, marked by a `case:<case_id>` source document."""
+    cases = CaseLibrary.objects.order_by("-created_at")[:MAX_CASES]
+    return [
+        KnowledgeBlock(
+            block_id=f"case:{case.case_id}",
+            source_document=f"case:{case.case_id}",
+            title=f"历史案例：{case.title}",
+            content="\n".join(
+                f"{label}：{value}"
+                for label, value in (
+                    ("服务", case.service),
+                    ("根因", case.root_cause),
+                    ("处置", case.solution),
+                )
+                if value
+            ),
+            exact_terms=tuple(term for term in (case.alert_name, case.error_code) if term),
+            section="根因与处置",
+        )
+        for case in cases
+    ]

@@ -1,0 +1,37 @@
+"""`query_metrics`: the alerts currently known for a service or alert name (contracts §4)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from tools.base import EvidenceTool, ToolArguments, ToolContext, register
+
+
+class QueryMetricsArguments(ToolArguments):
+    service: str | None = Field(default=None, description="服务名，如 order-service；不填则查询全部服务")
+    alert_name: str | None = Field(
+        default=None, description="告警名，如 HighMemoryUsage；不填则不按告警名过滤"
+    )
+
+
+@register
+class QueryMetricsTool(EvidenceTool):
+    name = "query_metrics"
+    description = "查询当前告警（告警名、服务、状态、描述、开始时间、持续时长），可按服务或告警名过滤。"
+    arguments_model = QueryMetricsArguments
+    collection_key = "alerts"
+
+    def run(self, arguments: QueryMetricsArguments, context: ToolContext) -> dict[str, Any]:
+        alerts = self.backend().query_alerts(
+            service=arguments.service, alert_name=arguments.alert_name, now=context.now
+        )
+        message = f"找到 {len(alerts)} 条告警" if alerts else "未找到匹配的告警"
+        return {"success": True, "alerts": alerts, "total": len(alerts), "message": message}
+
+    def evidence_text(self, record: dict[str, Any]) -> str:
+        return (
+            f"{record['alert_name']} {record['state']} service={record['service']}: "
+            f"{record['description']} duration={record['duration']}"
+        )
