@@ -203,6 +203,9 @@ DIAGNOSIS = {
     "MAX_ROUNDS": env_int("DIAGNOSIS_MAX_ROUNDS", 2),
     "MAX_TOOL_CALLS": env_int("DIAGNOSIS_MAX_TOOL_CALLS", 8),
     "ALERTMANAGER_TOKEN": os.environ.get("DIAGNOSIS_ALERTMANAGER_TOKEN") or None,
+    # Alerts of one AIOps analysis diagnosed at the same time (threads). SQLite always runs them one
+    # by one: its single writer would only make the threads wait for each other's locks.
+    "AIOPS_CONCURRENCY": env_int("DIAGNOSIS_AIOPS_CONCURRENCY", 3),
     # Sessions RUNNING longer than this are considered orphaned by a dead worker and end FAILED.
     "STALE_AFTER_SECONDS": env_int("DIAGNOSIS_STALE_AFTER_SECONDS", 900),
     # Tool backends by tool name: dotted path of the backend class.

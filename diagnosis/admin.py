@@ -114,17 +114,28 @@ class SessionChangeList(ChangeList):
         return super().get_queryset(request, exclude_parameters).defer(*LIST_DEFERRED_FIELDS)
 
 
+REVIEW_FORM_ID = "review-form"
+
+
 class ReviewForm(forms.Form):
+    # The review UI sits inside the admin's own <form>; `form=` ties the fields to a separate
+    # <form id="review-form"> rendered after it (forms cannot nest).
     opinion = forms.ChoiceField(
-        label=_("Opinion"), choices=SessionReview.Opinion.choices, widget=forms.RadioSelect
+        label=_("Opinion"),
+        choices=SessionReview.Opinion.choices,
+        widget=forms.RadioSelect(attrs={"form": REVIEW_FORM_ID}),
     )
     expected_verdict = forms.ChoiceField(
         label=_("Expected verdict (when disagreeing)"),
         choices=(("", "—"), *((verdict, verdict) for verdict in VERDICTS)),
         required=False,
+        widget=forms.Select(attrs={"form": REVIEW_FORM_ID}),
     )
     note = forms.CharField(
-        label=_("Note"), widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=4000
+        label=_("Note"),
+        widget=forms.Textarea(attrs={"rows": 3, "form": REVIEW_FORM_ID}),
+        required=False,
+        max_length=4000,
     )
 
 
@@ -240,7 +251,9 @@ class DiagnosisSessionAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("session id"), ordering="session_id")
     def session(self, session: DiagnosisSession) -> str:
-        return Truncator(session.session_id).chars(14)
+        return format_html(
+            '<span title="{}">{}</span>', session.session_id, Truncator(session.session_id).chars(14)
+        )
 
     @admin.display(description=_("question"))
     def question(self, session: DiagnosisSession) -> str:

@@ -50,6 +50,14 @@ class DiagnosisSession(models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="diagnosis_sessions"
     )
+    # AIOps (seed 004 §6): an analysis session holds its alerts in `alert_scope`; each analysed
+    # alert runs as a child session (`parent` set) through the ordinary verified pipeline.
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
+    )
+    alert_scope = models.JSONField(default=dict, blank=True)
+    # Set for Alertmanager notifications (group key + fingerprint set): a replay finds this session.
+    idempotency_key = models.CharField(max_length=100, null=True, blank=True, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     started_at = models.DateTimeField(null=True, blank=True)

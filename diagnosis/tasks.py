@@ -19,3 +19,9 @@ def rule_evaluation_task(session_pk: int) -> dict:
 
 def stale_sessions_fail() -> int:
     return stale_sessions_fail_service(older_than_seconds=settings.DIAGNOSIS["STALE_AFTER_SECONDS"])
+
+
+def aiops_run_task(session_pk: int) -> None:
+    from diagnosis.services.aiops import aiops_run
+
+    aiops_run(session_pk=session_pk)

@@ -13,7 +13,7 @@ class UserFactory(factory.django.DjangoModelFactory):
         django_get_or_create = ("username",)
 
     username = factory.Sequence(lambda n: f"engineer{n}")
-    password = factory.PostGenerationMethodCall("set_password", "pw-for-tests-123")
+    password = factory.django.Password("pw-for-tests-123")
 
 
 class StaffUserFactory(UserFactory):

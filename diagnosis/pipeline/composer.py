@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict
 
 from diagnosis.models import DiagnosisSession
 from diagnosis.pipeline.facts import unsupported_facts
+from diagnosis.pipeline.gatekeeper import EMPTY_BINDINGS
+from diagnosis.pipeline.verifier import FACT_CLASS
 
 if TYPE_CHECKING:
     from diagnosis.engines.base import ComposerInput
@@ -33,6 +35,12 @@ OutputType = DiagnosisSession.OutputType
 DISCLAIMER = "以下结论基于当前已获取证据，仍存在部分证据缺口，请谨慎参考。"
 DEGRADED_HEADER = "当前无法基于已获取证据生成可靠结论，建议人工介入。"
 NO_CONCLUSION = "当前未获得可直接确认的结论。"
+# Counts only: DEGRADED text never repeats an executor claim.
+DEGRADED_GAP_LABELS = {
+    "contradicted": "条断言与证据矛盾或无法核实",
+    "no_evidence": "条断言缺少直接证据",
+    "indirect_support": "条断言只有间接支持",
+}
 DEGRADED_NEXT_STEPS = (
     "人工复核本次会话的工具调用记录与证据引用（见诊断轨迹）。",
     "针对上述证据缺口补充检索后，重新发起诊断。",
@@ -69,7 +77,7 @@ def composer_material_build(
             findings.append(_material_item(claim, gatekeeper_result))
         elif verification_of.get(claim.claim_id) == "reasonable_inference":
             inferences.append(_material_item(claim, gatekeeper_result))
-    allowed_texts = [*_strings(findings), *_strings(inferences), *verification.gaps]
+    allowed_texts = _strings([findings, inferences, verification.gaps])
     actions = [
         action
         for action in executor_output.recommended_actions
@@ -86,12 +94,9 @@ def composer_material_build(
 
 def composer_guard(*, answer: str, material: ComposerInput) -> list[str]:
     """What in the answer is not backed by the material: fact tokens absent from it, leaked JSON."""
-    material_texts = [
-        *_strings(material.confirmed_findings),
-        *_strings(material.reasonable_inferences),
-        *material.gaps,
-        *material.allowed_actions,
-    ]
+    material_texts = _strings(
+        [material.confirmed_findings, material.reasonable_inferences, material.gaps, material.allowed_actions]
+    )
     offending = unsupported_facts(answer, material_texts)
     offending += [match.group(0) for match in LEAKAGE.finditer(answer)]
     return list(dict.fromkeys(offending))
@@ -176,19 +181,13 @@ def _degraded_gaps(verification: Verification, gatekeeper_result: GatekeeperResu
         for binding in gatekeeper_result.checked_bindings
         if binding.status == "fail"
     ]
-    unbound = sum(message.rule == "evidence.empty_bindings" for message in gatekeeper_result.warnings)
+    unbound = sum(message.rule == EMPTY_BINDINGS for message in gatekeeper_result.warnings)
     if unbound:
         gaps.append(f"{unbound} 条断言没有任何证据引用")
-    counts = {"contradicted": 0, "no_evidence": 0, "indirect_support": 0}
-    for fact in verification.facts_checked:
-        if fact.verification in counts:
-            counts[fact.verification] += 1
-    labels = {
-        "contradicted": "条断言与证据矛盾或无法核实",
-        "no_evidence": "条断言缺少直接证据",
-        "indirect_support": "条断言只有间接支持",
-    }
-    gaps += [f"{count} {labels[kind]}" for kind, count in counts.items() if count]
+    classes = [FACT_CLASS[check.verification] for check in verification.claim_checks]
+    gaps += [
+        f"{classes.count(kind)} {label}" for kind, label in DEGRADED_GAP_LABELS.items() if kind in classes
+    ]
     return gaps or ["暂无可以确认的结论"]
 
 

@@ -15,6 +15,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 
 # ASCII-only look-arounds: Python's \w also matches CJK, and "当前91%" must still yield 91%.
 _A = "A-Za-z0-9"
@@ -125,10 +126,8 @@ def unsupported_facts(
     inside "91%".
     """
     evidence_texts = [normalize(t) for t in evidence_texts]
-    supported = {
-        form for t in evidence_texts for token in fact_tokens(t) for form in token.supporting_forms()
-    }
-    literal = [_compact(t) for t in evidence_texts]
+    supported = set().union(*(_supported_forms(t) for t in evidence_texts))
+    literal = [_compact(t) for t in evidence_texts] if truncation_tolerant else []
     normalized = LIST_MARKER.sub(lambda m: m[1] + " ", normalize(text))
     missing = []
     for token in fact_tokens(text):
@@ -142,6 +141,12 @@ def unsupported_facts(
             continue
         missing.append(token.surface)
     return list(dict.fromkeys(missing))
+
+
+@lru_cache(maxsize=4096)
+def _supported_forms(evidence_text: str) -> frozenset[str]:
+    """Cached: the same evidence texts are read by the gatekeeper, the grounding check and the guard."""
+    return frozenset(form for token in fact_tokens(evidence_text) for form in token.supporting_forms())
 
 
 def _is_name(word: str) -> bool:

@@ -154,7 +154,12 @@ def verification_finalize(
     checks = _claim_checks_capped(verifier_output, executor_output, gatekeeper_result, overrides)
     facts = _facts_of(executor_output, checks)
     # A contradiction the model found beyond the claims can only make the verdict stricter.
-    facts += [f for f in verifier_output.facts_checked if f.is_critical and f.verification == "contradicted"]
+    claim_texts = {claim.claim_text for claim in executor_output.claims}
+    facts += [
+        f
+        for f in verifier_output.facts_checked
+        if f.is_critical and f.verification == "contradicted" and f.fact not in claim_texts
+    ]
     verdict, score = verdict_compute([f.verification for f in facts])
     verdict, score, reason = _gatekeeper_cap(verdict, score, gatekeeper_result)
     _verdict_overrides(verifier_output, verdict, score, reason, overrides)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from dataclasses import dataclass, field, replace
 
 from django.utils.translation import gettext_lazy as _
@@ -204,21 +205,48 @@ class SessionPanel:
     hidden_claim_count: int = 0
 
 
+def _compacted(text: str) -> tuple[str, list[int]]:
+    """`text` without spaces and punctuation, case- and width-folded, with each kept char's position."""
+    chars, positions = [], []
+    for position, original in enumerate(text):
+        for char in unicodedata.normalize("NFKC", original).casefold():
+            if unicodedata.category(char)[0] not in "PZS":
+                chars.append(char)
+                positions.append(position)
+    return "".join(chars), positions
+
+
+def _split(text: str, start: int, end: int) -> Highlight:
+    return Highlight(text[:start], text[start:end], text[end:])
+
+
 def excerpt_highlight(*, text: str, excerpt: str) -> Highlight:
-    """Where `excerpt` sits in `text`: exact, then case-insensitive, then the best fuzzy alignment."""
+    """Where `excerpt` sits in `text`: exactly, then ignoring spacing, punctuation, case and width
+    (the gatekeeper's tolerance), then at the best fuzzy alignment if it is close enough."""
     if not text or not excerpt:
         return Highlight(text, "", "")
     start = text.find(excerpt)
-    if start < 0:
-        start = text.lower().find(excerpt.lower())
     if start >= 0:
-        end = start + len(excerpt)
-        return Highlight(text[:start], text[start:end], text[end:])
+        return _split(text, start, start + len(excerpt))
+    compact_text, positions = _compacted(text)
+    compact_excerpt, _positions = _compacted(excerpt)
+    start = compact_text.find(compact_excerpt) if compact_excerpt else -1
+    if start >= 0:
+        return _split(text, positions[start], positions[start + len(compact_excerpt) - 1] + 1)
     alignment = fuzz.partial_ratio_alignment(excerpt, text)
     if alignment is None or alignment.score < FUZZY_HIGHLIGHT_MIN_SCORE:
         return Highlight(text, "", "")
     start, end = alignment.dest_start, alignment.dest_end
-    return Highlight(text[:start], text[start:end], text[end:])
+    # An alignment may stop inside a word: widen it so the mark never cuts a name or a number.
+    while start > 0 and _is_ascii_word(text[start - 1]) and _is_ascii_word(text[start]):
+        start -= 1
+    while end < len(text) and _is_ascii_word(text[end]) and _is_ascii_word(text[end - 1]):
+        end += 1
+    return _split(text, start, end)
+
+
+def _is_ascii_word(char: str) -> bool:
+    return char.isascii() and char.isalnum()
 
 
 def _record_at(output: dict, raw_path: str):

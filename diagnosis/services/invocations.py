@@ -91,6 +91,23 @@ def tool_message_build(*, invocation: ToolInvocation) -> dict[str, Any]:
     return message
 
 
+def collection_key_of(tool_name: str) -> str | None:
+    """Where a tool's output keeps its records; None for helpers and unknown tools."""
+    try:
+        return get_tool(tool_name).collection_key
+    except UnknownToolError:
+        return None
+
+
+def is_evidence_call(tool_name: str) -> bool:
+    """Every call but a helper's: a call to an unknown tool was still an attempt to gather
+    evidence (and failed), so it stays visible as a gap."""
+    try:
+        return get_tool(tool_name).is_evidence
+    except UnknownToolError:
+        return True
+
+
 def _seen_block_ids(session: DiagnosisSession) -> set[str]:
     """Knowledge blocks already returned as evidence earlier in this session (per-session dedup)."""
     seen: set[str] = set()
@@ -169,18 +186,11 @@ def _bounded_output(invocation: ToolInvocation) -> dict[str, Any]:
     """The output within MESSAGE_OUTPUT_CHARS: a prefix of its records (so raw_paths still line up)
     and a note of how many were left out."""
     output = invocation.output or {}
-    if _json_chars(output) <= MESSAGE_OUTPUT_CHARS:
-        return output
-    try:
-        key = get_tool(invocation.tool_name).collection_key
-    except UnknownToolError:
-        key = None
+    key = collection_key_of(invocation.tool_name)
     records = output.get(key) if key else None
-    if not isinstance(records, list):
-        return {
-            "success": invocation.success,
-            "preview": json.dumps(output, ensure_ascii=False)[:MESSAGE_OUTPUT_CHARS],
-        }
+    # Only record lists grow: failed outputs are capped by ERROR_CHARS, helper outputs are tiny.
+    if not isinstance(records, list) or _json_chars(output) <= MESSAGE_OUTPUT_CHARS:
+        return output
     note = (
         "输出过长，只列出前 {kept} 条，另有 {omitted} 条未列出；"
         "完整输出已记录，按 evidence_refs 的 raw_path 引用"

@@ -13,8 +13,14 @@ from collections import Counter
 from collections.abc import Iterable
 
 from diagnosis.models import ToolInvocation
-from diagnosis.services.invocations import FAILED, KNOWLEDGE_TOOL, NO_EVIDENCE, SUPPORTED
-from tools.base import UnknownToolError, get_tool
+from diagnosis.services.invocations import (
+    FAILED,
+    KNOWLEDGE_TOOL,
+    NO_EVIDENCE,
+    SUPPORTED,
+    collection_key_of,
+    is_evidence_call,
+)
 from tools.matching import query_groups
 
 SUMMARY_CHARS = 1200
@@ -27,17 +33,9 @@ DIGITS = re.compile(r"\d+(?:\.\d+)?")
 def tool_trace_summary_build(*, invocations: Iterable[ToolInvocation]) -> list[dict]:
     groups: dict[tuple, list[ToolInvocation]] = {}
     for invocation in sorted(invocations, key=lambda invocation: invocation.pk):
-        if _is_evidence_call(invocation.tool_name):
+        if is_evidence_call(invocation.tool_name):
             groups.setdefault(_topic_key(invocation), []).append(invocation)
     return [_entry(f"trace-{number}", calls) for number, calls in enumerate(groups.values(), start=1)]
-
-
-def _is_evidence_call(tool_name: str) -> bool:
-    # A call to an unknown tool was still an attempt to gather evidence: keep it as a gap.
-    try:
-        return get_tool(tool_name).is_evidence
-    except UnknownToolError:
-        return True
 
 
 def _topic_key(invocation: ToolInvocation) -> tuple:
@@ -89,16 +87,13 @@ def _summary(
 
 
 def _facts(tool_name: str, hits: list[ToolInvocation], budget: int) -> str:
-    records = [record for call in hits for record in call.output.get(_collection_key(tool_name)) or []]
+    key = collection_key_of(tool_name) or ""
+    records = [record for call in hits for record in call.output.get(key) or []]
     if tool_name == "query_metrics":
         return _alert_facts(records, budget)
     if tool_name == "query_logs":
         return _log_facts(records, budget)
     return _knowledge_facts(records, budget)
-
-
-def _collection_key(tool_name: str) -> str:
-    return get_tool(tool_name).collection_key or ""
 
 
 def _alert_facts(alerts: list[dict], budget: int) -> str:

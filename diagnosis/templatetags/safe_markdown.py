@@ -16,8 +16,10 @@ from django.utils.safestring import SafeString, mark_safe
 register = template.Library()
 
 HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*$")
-BULLET = re.compile(r"^\s*[-*+]\s+(.+)$")
-NUMBERED = re.compile(r"^\s*\d+[.)]\s+(.+)$")
+BULLET = re.compile(r"^(\s*)[-*+]\s+(.+)$")
+NUMBERED = re.compile(r"^(\s*)\d+[.)]\s+(.+)$")
+# An item indented this far belongs under the previous one (shown indented, not as a new list).
+NESTED_INDENT = 2
 FENCE = re.compile(r"^\s*```")
 INLINE_CODE = re.compile(r"`([^`]+)`")
 BOLD = re.compile(r"\*\*(.+?)\*\*")
@@ -47,12 +49,15 @@ class _Writer:
             self.html.append(f"</{self.list_tag}>")
             self.list_tag = ""
 
-    def list_item(self, tag: str, text: str) -> None:
-        if self.list_tag != tag:
+    def list_item(self, tag: str, indent: str, text: str) -> None:
+        nested = len(indent.expandtabs(4)) >= NESTED_INDENT and self.list_tag
+        if not nested and self.list_tag != tag:
             self.flush()
             self.html.append(f"<{tag}>")
             self.list_tag = tag
-        self.html.append(f"<li>{_inline(text)}</li>")
+        self.html.append(
+            f'<li class="nested">{_inline(text)}</li>' if nested else f"<li>{_inline(text)}</li>"
+        )
 
 
 def markdown_to_html(text: str) -> str:
@@ -76,9 +81,9 @@ def markdown_to_html(text: str) -> str:
             level = min(len(heading.group(1)) + HEADING_OFFSET, 6)
             writer.html.append(f"<h{level}>{_inline(heading.group(2))}</h{level}>")
         elif bullet:
-            writer.list_item("ul", bullet.group(1))
+            writer.list_item("ul", bullet.group(1), bullet.group(2))
         elif numbered:
-            writer.list_item("ol", numbered.group(1))
+            writer.list_item("ol", numbered.group(1), numbered.group(2))
         elif not line.strip():
             writer.flush()
         else:

@@ -39,7 +39,16 @@ TRACE_KEYS = {
     "steps",
     "tool_invocations",
 }
-INVOCATION_KEYS = {"id", "round", "tool_name", "input", "success", "evidence_status", "retrieval_details", "latency_ms"}
+INVOCATION_KEYS = {
+    "id",
+    "round",
+    "tool_name",
+    "input",
+    "success",
+    "evidence_status",
+    "retrieval_details",
+    "latency_ms",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -75,7 +84,9 @@ def test_unauthenticated_requests_are_refused(method, path, body):
 
 def test_chat_starts_a_pending_session_and_answers_202_with_its_trace_url():
     user = UserFactory()
-    response = client_for(user).post("/api/chat", {"message": "只确认 order-service 是否存在 HighMemoryUsage 告警"})
+    response = client_for(user).post(
+        "/api/chat", {"message": "只确认 order-service 是否存在 HighMemoryUsage 告警"}
+    )
     assert response.status_code == 202
     assert set(response.data) == {"sessionId", "status", "traceUrl"}
     session = DiagnosisSession.objects.get(session_id=response.data["sessionId"])
@@ -176,9 +187,15 @@ def test_trace_json_matches_the_contract():
     assert trace["hasVerifierEvaluation"] is True
     assert trace["hasAiOpsRuleEvaluation"] is False
     assert set(trace["self_evaluation"]) == {"verifier_evaluation", "rule_evaluation"}
-    assert [step["agent"] for step in trace["steps"]] == ["planner", "executor", "gatekeeper", "verifier", "composer"]
+    assert [step["agent"] for step in trace["steps"]] == [
+        "planner",
+        "executor",
+        "gatekeeper",
+        "verifier",
+        "composer",
+    ]
     (invocation,) = trace["tool_invocations"]
-    assert INVOCATION_KEYS <= set(invocation)
+    assert set(invocation) >= INVOCATION_KEYS
     assert invocation["evidence_status"] == "supported"
     assert invocation["id"] == session.tool_invocations.get().pk
 
@@ -196,8 +213,12 @@ def test_trace_of_an_unknown_session_is_not_found():
 def test_feedback_useful_creates_one_case_however_often_it_is_sent():
     session = CompletedSessionFactory()
     client = client_for(session.owner)
-    first = client.post("/api/feedback", {"sessionId": session.session_id, "feedback": "useful"}, format="json")
-    second = client.post("/api/feedback", {"sessionId": session.session_id, "feedback": "useful"}, format="json")
+    first = client.post(
+        "/api/feedback", {"sessionId": session.session_id, "feedback": "useful"}, format="json"
+    )
+    second = client.post(
+        "/api/feedback", {"sessionId": session.session_id, "feedback": "useful"}, format="json"
+    )
     assert first.status_code == second.status_code == 200
     assert set(first.data) == {"success", "message", "caseId"}
     assert first.data["success"] is True

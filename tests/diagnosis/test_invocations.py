@@ -202,14 +202,20 @@ def test_tool_message_carries_what_the_model_cites(session):
     }
 
 
-def test_tool_message_of_a_failure_says_why(session):
-    invocation = record(session, "query_logs", query="CPU", limit=500)
+@pytest.mark.parametrize(
+    ("tool_name", "arguments", "error_start"),
+    [("query_logs", {"query": "CPU", "limit": 500}, "参数无效"), ("restart_pod", {}, "未知工具")],
+)
+def test_tool_message_of_a_failure_says_why(session, tool_name, arguments, error_start):
+    invocation = record(session, tool_name, **arguments)
 
     message = tool_message_build(invocation=invocation)
 
     assert message["success"] is False
     assert message["evidence_status"] == "failed"
-    assert message["error"].startswith("参数无效")
+    assert message["evidence_refs"] == []
+    assert message["error"].startswith(error_start)
+    assert message["output"] == {"success": False, "error": message["error"]}
 
 
 def test_tool_message_is_bounded_on_a_large_output(session, settings):

@@ -131,6 +131,16 @@ def test_failed_calls_stay_as_gaps(session, settings):
     assert metrics_entry["output_summary"].startswith("调用失败 1 次: 参数无效")
 
 
+def test_a_call_to_an_unknown_tool_is_kept_as_a_gap(session):
+    unknown = record(session, "restart_pod", pod="pod-order-service-5c7d8e9f1-m3n2p")
+
+    (entry,) = summary_of(session)
+
+    assert entry["source_invocation_ids"] == [unknown.pk]
+    assert entry["evidence_level"] == "none"
+    assert entry["output_summary"] == "调用失败 1 次: 未知工具: restart_pod"
+
+
 def test_helper_tools_are_left_out(session):
     record(session, "get_current_datetime")
     metrics = record(session, "query_metrics", alert_name="SlowResponse")

@@ -54,7 +54,9 @@ def test_sidebar_lists_only_the_users_own_conversations(client, engineer):
 
 
 def test_asking_starts_a_session_and_opens_its_conversation(client, engineer):
-    response = client.post(reverse("chat-ask"), {"message": "只确认 order-service 是否存在 HighMemoryUsage 告警"})
+    response = client.post(
+        reverse("chat-ask"), {"message": "只确认 order-service 是否存在 HighMemoryUsage 告警"}
+    )
     session = DiagnosisSession.objects.get()
     assert response.status_code == 302
     assert response.url == reverse("chat-conversation", args=[session.session_id])
@@ -74,7 +76,9 @@ def test_ask_form_carries_a_csrf_token(client, engineer):
 
 
 def test_live_session_polls_and_shows_each_stage(client, engineer):
-    session = DiagnosisSessionFactory(owner=engineer, status=DiagnosisSession.Status.RUNNING, current_stage="executor")
+    session = DiagnosisSessionFactory(
+        owner=engineer, status=DiagnosisSession.Status.RUNNING, current_stage="executor"
+    )
     AgentStepFactory(session=session, agent=AgentStep.Agent.PLANNER)
     panel = client.get(reverse("chat-panel", args=[session.session_id])).content.decode()
     assert 'hx-trigger="every 1s"' in panel
@@ -138,7 +142,9 @@ def test_failed_session_shows_the_failure(client, engineer):
 
 def test_model_and_tool_text_is_escaped(client, engineer):
     session = CompletedSessionFactory(
-        owner=engineer, query="<script>alert('q')</script>", answer="## 结论\n<img src=x onerror=alert(1)> **ok**"
+        owner=engineer,
+        query="<script>alert('q')</script>",
+        answer="## 结论\n<img src=x onerror=alert(1)> **ok**",
     )
     invocation = session.tool_invocations.get()
     invocation.retrieval_details["evidence_refs"][0]["text"] = (

@@ -14,9 +14,10 @@ from contextlib import contextmanager
 from django.core.management.base import BaseCommand
 from django.db import connection
 from django.db.models import Avg, Sum
-from django.test.utils import CaptureQueriesContext, setup_test_environment, teardown_test_environment
+from django.test.utils import CaptureQueriesContext
 
 from diagnosis.engines.fake_server import FakeOpenAIServer
+from diagnosis.evaluation.database import throwaway_database
 from diagnosis.models import AgentStep
 from diagnosis.services.sessions import session_start
 
@@ -39,7 +40,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         engines = options["engine"] or ["rules", "llm"]
-        with _throwaway_database():
+        with throwaway_database():
             for engine in engines:
                 with _fake_llm() if engine == "llm" else _nothing():
                     self._bench(engine, options["sessions"])
@@ -77,17 +78,6 @@ class Command(BaseCommand):
 def _percentile(values: list[float], pct: int) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
-
-
-@contextmanager
-def _throwaway_database():
-    setup_test_environment()
-    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
-    try:
-        yield
-    finally:
-        connection.creation.destroy_test_db(old_name, verbosity=0)
-        teardown_test_environment()
 
 
 @contextmanager

@@ -1,0 +1,104 @@
+"""The AIOps endpoints: `POST /api/ai_ops` (signed-in users) and `POST /api/alertmanager/webhook`.
+
+Both answer 202 `{sessionId, status, traceUrl}` at once; the analysis runs in the background.
+The webhook authenticates Alertmanager with `Authorization: Bearer <DIAGNOSIS_ALERTMANAGER_TOKEN>`.
+Without a configured token the webhook does not exist (404): Alertmanager does not retry a 4xx,
+so a receiver pointed at a disabled deployment fails visibly instead of retrying forever.
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from django.conf import settings
+from django.contrib.auth.models import AnonymousUser
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.exceptions import AuthenticationFailed, NotFound
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.views import APIView
+
+from diagnosis.models import DiagnosisSession
+from diagnosis.serializers import ChatAcceptedSerializer, trace_url
+from diagnosis.serializers_aiops import AiOpsRequestSerializer, AlertmanagerNotificationSerializer
+from diagnosis.services.aiops import aiops_start, alertmanager_notification_receive
+
+ALERTMANAGER = "alertmanager"
+WEBHOOK_DISABLED = "Alertmanager webhook 未启用（未配置 DIAGNOSIS_ALERTMANAGER_TOKEN）"
+
+
+def _accepted(session: DiagnosisSession) -> Response:
+    body = {
+        "sessionId": session.session_id,
+        "status": session.status,
+        "traceUrl": trace_url(session.session_id),
+    }
+    return Response(body, status=status.HTTP_202_ACCEPTED)
+
+
+class AlertmanagerTokenAuthentication(BaseAuthentication):
+    """`Authorization: Bearer <token>` against `DIAGNOSIS["ALERTMANAGER_TOKEN"]`; unset → 404."""
+
+    keyword = b"bearer"
+
+    def authenticate(self, request: Request):
+        expected = settings.DIAGNOSIS.get("ALERTMANAGER_TOKEN")
+        if not expected:
+            raise NotFound(WEBHOOK_DISABLED)
+        parts = get_authorization_header(request).split()
+        if not parts:
+            return None
+        if len(parts) != 2 or parts[0].lower() != self.keyword:
+            raise AuthenticationFailed("Authorization 头应为 Bearer <token>")
+        if not hmac.compare_digest(parts[1], expected.encode()):
+            raise AuthenticationFailed("Alertmanager token 无效")
+        return AnonymousUser(), ALERTMANAGER
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="alertmanager"'
+
+
+class IsAlertmanager(BasePermission):
+    def has_permission(self, request: Request, view) -> bool:
+        return request.auth == ALERTMANAGER
+
+
+class AiOpsApi(APIView):
+    # One click starts a diagnosis per firing alert: it shares the chat's rate limit.
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "chat"
+
+    @extend_schema(request=AiOpsRequestSerializer, responses={202: ChatAcceptedSerializer})
+    def post(self, request: Request) -> Response:
+        """Analyse the firing alerts (all, or those matching the filter) into one report, in the background."""
+        serializer = AiOpsRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return _accepted(aiops_start(owner=request.user, **serializer.validated_data))
+
+
+class AlertmanagerWebhookApi(APIView):
+    authentication_classes = [AlertmanagerTokenAuthentication]
+    permission_classes = [IsAlertmanager]
+    throttle_classes = []
+
+    @extend_schema(
+        request=AlertmanagerNotificationSerializer,
+        responses={
+            202: ChatAcceptedSerializer,
+            401: OpenApiResponse(description="Missing or wrong bearer token."),
+            404: OpenApiResponse(description=WEBHOOK_DISABLED),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        """Alertmanager webhook (version 4): firing alerts are analysed in the background, resolved ones recorded.
+
+        The same notification again (same group key and fingerprint set) returns the session it
+        created the first time and starts nothing new.
+        """
+        serializer = AlertmanagerNotificationSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return _accepted(alertmanager_notification_receive(notification=serializer.validated_data))

@@ -1,0 +1,294 @@
+"""Evaluation fixtures: one folder per case holding a `case.yaml`, validated by the models below.
+
+    question: 只确认 order-service 是否存在 HighMemoryUsage 告警
+    engine: rules                # rules | llm
+    tags: [positive, narrow]
+    settings: {MAX_ROUNDS: 1}    # DIAGNOSIS overrides for this case only
+    tools:                       # the case's own tool data, on top of the demo world or instead of it
+      query_logs: {mode: merge, logs: [...]}      # or `error: 日志服务连接超时` (the tool is down)
+    script:                      # llm only: replies per stage, served by the fake OpenAI server
+      executor: [...]
+    expect:
+      verdict: PASS
+      output_type: NORMAL
+      answer_contains: ["91%"]
+      forbidden: [内存泄漏]      # never anywhere user-facing (answer + composer material)
+
+A broken file is reported as `<path>: <field>: <problem>`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from diagnosis.pipeline.gatekeeper import RULE_SEVERITY
+from diagnosis.pipeline.scope import SCOPE_RULE
+
+CASE_FILE = "case.yaml"
+CASES_DIR = Path(__file__).resolve().parent / "cases"
+# The demo clock every case runs at unless it says otherwise (the tests pin the same moment).
+DEFAULT_NOW = "2026-11-29T15:00:00+08:00"
+
+TAGS = {
+    "positive": "the evidence exists and the answer should confirm it",
+    "negative": "nothing matches; the answer may only say so",
+    "adversarial": "a model, a tool or the data tries to get past a guard",
+    "fabricated": "cites evidence that is not there: must be REJECT (recall metric)",
+    "grounded": "every citation is real: must never be REJECT (false-reject metric)",
+    "narrow": "a narrow question (只确认 / 是否存在)",
+    "exclusion": "the question excludes topics",
+    "retry": "a second round is expected",
+    "english": "asked in English",
+    "tool_failure": "a tool is down",
+    "llm_failure": "the model endpoint fails",
+    "gatekeeper": "exercises a gatekeeper rule",
+    "verifier": "exercises the verdict computed over the verifier's checks",
+    "composer": "exercises the composer guard",
+    "parse": "malformed or truncated model output",
+    "injection": "tool data tries to instruct the model",
+    "unknown": "an unknown service or procedure",
+    "knowledge": "runbooks and past cases",
+    "seed003": "from seed 003's eval / E2E matrix",
+    "exported": "exported from a reviewed session",
+    "known_bug": "documents a known pipeline bug; skipped by CI until fixed",
+}
+Stage = Literal["planner", "executor", "verifier", "composer"]
+ToolName = Literal["query_metrics", "query_logs", "lookup_knowledge"]
+KNOWN_RULES = {*RULE_SEVERITY, SCOPE_RULE}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AlertRecord(_Strict):
+    """An alert in the demo world's stored shape (`tools/data/demo_world/alerts.json`)."""
+
+    alert_name: str
+    service: str
+    state: Literal["firing", "pending", "resolved"] = "firing"
+    severity: str = "warning"
+    started_minutes_ago: int = Field(ge=0)
+    description: str
+    labels: dict[str, str] = {}
+    value: str = ""
+    threshold: str = ""
+
+
+class LogRecord(_Strict):
+    """A log line in the demo world's stored shape (`tools/data/demo_world/logs.json`)."""
+
+    minutes_ago: int = Field(ge=0)
+    topic: Literal["system-metrics", "application-logs", "database-slow-query", "system-events"]
+    level: Literal["DEBUG", "INFO", "WARN", "ERROR", "FATAL"]
+    service: str
+    instance: str = ""
+    message: str
+    metrics: dict[str, Any] = {}
+
+
+class KnowledgeRecord(_Strict):
+    block_id: str
+    title: str
+    content: str
+    source_document: str = "runbooks/eval-fixture.md"
+    exact_terms: list[str] = []
+    section: str = ""
+
+
+class RecordedCall(_Strict):
+    """One recorded call, answered exactly as recorded: records as the tool returned them, or an error."""
+
+    arguments: dict[str, Any]
+    records: list[dict[str, Any]] = []
+    error: str | None = None
+
+
+class _ToolOverride(_Strict):
+    # The field holding this tool's own records.
+    records_field: ClassVar[str]
+
+    mode: Literal["merge", "replace"] = "merge"
+    error: str | None = None
+
+    def backend_data(self) -> dict[str, Any]:
+        """The plain JSON `tools.backends.fixture.FixtureBackend` serves."""
+        data = self.model_dump(mode="json")
+        records = data.pop(self.records_field)
+        return {**data, "records": records}
+
+
+class MetricsOverride(_ToolOverride):
+    records_field = "alerts"
+    alerts: list[AlertRecord] = []
+    responses: list[RecordedCall] = []
+
+
+class LogsOverride(_ToolOverride):
+    records_field = "logs"
+    logs: list[LogRecord] = []
+    responses: list[RecordedCall] = []
+
+
+class KnowledgeOverride(_ToolOverride):
+    records_field = "blocks"
+    blocks: list[KnowledgeRecord] = []
+
+
+class ToolOverrides(_Strict):
+    query_metrics: MetricsOverride | None = None
+    query_logs: LogsOverride | None = None
+    lookup_knowledge: KnowledgeOverride | None = None
+
+    def backend_data(self) -> dict[str, dict[str, Any]]:
+        return {
+            name: override.backend_data()
+            for name in type(self).model_fields
+            if (override := getattr(self, name)) is not None
+        }
+
+
+class CaseSettings(_Strict):
+    """`settings.DIAGNOSIS` keys a case may change for itself."""
+
+    MAX_ROUNDS: int | None = Field(default=None, ge=1, le=5)
+    MAX_TOOL_CALLS: int | None = Field(default=None, ge=1, le=50)
+    LOW_CONFIDENCE_THRESHOLD: float | None = Field(default=None, ge=0, le=1)
+    LLM_TIMEOUT: float | None = Field(default=None, gt=0, le=60)
+    LLM_MAX_RETRIES: int | None = Field(default=None, ge=0, le=5)
+
+    def overrides(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+class ClaimCount(_Strict):
+    min: int = Field(default=0, ge=0)
+    max: int | None = Field(default=None, ge=0)
+
+
+class Expectation(_Strict):
+    """What the finished session must look like. Unset fields are not checked."""
+
+    status: Literal["COMPLETED", "FAILED"] = "COMPLETED"
+    output_type: Literal["NORMAL", "LOW_CONFID_WITH_DISCLAIMER", "DEGRADED"] | None = None
+    verdict: Literal["PASS", "LOW_CONFID", "REJECT"] | None = None
+    gatekeeper_severity: Literal["none", "low_confid", "reject"] | None = None
+    # Exactly these gatekeeper rules failed in the final round (order does not matter).
+    failed_rules: list[str] | None = None
+    # Rules that must be among the final round's gatekeeper warnings (e.g. scope.excluded_topic).
+    warnings_include: list[str] = []
+    rounds: int | None = Field(default=None, ge=1)
+    composer_status: Literal["valid", "replaced", "skipped"] | None = None
+    executor_parse_status: Literal["valid", "repaired", "parse_failed"] | None = None
+    # Every call of the tool ended with this evidence status.
+    evidence_status: dict[ToolName, Literal["supported", "no_evidence", "failed"]] = {}
+    # Claims kept after the scope guard, final round.
+    claims: ClaimCount | None = None
+    # One claim's verified citations come from all of these tools (e.g. an alert and its logs).
+    a_claim_cites: list[ToolName] = []
+    answer_contains: list[str] = []
+    forbidden: list[str] = []
+    error_contains: list[str] = []
+    # Scripted stages the pipeline must never call (e.g. the verifier after a gatekeeper reject).
+    not_called: list[Stage] = []
+
+    @field_validator("failed_rules", "warnings_include")
+    @classmethod
+    def _known_rules(cls, rules: list[str] | None) -> list[str] | None:
+        unknown = sorted(set(rules or ()) - KNOWN_RULES)
+        if unknown:
+            raise ValueError(f"unknown rule(s) {unknown}; known: {sorted(KNOWN_RULES)}")
+        return rules
+
+    @model_validator(mode="after")
+    def _something_checked(self) -> Expectation:
+        if self.status == "COMPLETED" and not (self.verdict or self.output_type):
+            raise ValueError("a completed session needs an expected verdict or output_type")
+        return self
+
+
+class EvalCase(_Strict):
+    question: str = Field(min_length=1, max_length=2000)
+    engine: Literal["rules", "llm"] = "rules"
+    tags: list[str] = []
+    description: str = ""
+    now: datetime = datetime.fromisoformat(DEFAULT_NOW)
+    settings: CaseSettings = CaseSettings()
+    tools: ToolOverrides = ToolOverrides()
+    script: dict[Stage, list[Any]] = {}
+    expect: Expectation
+    # Filled in by the loader, never written in case.yaml.
+    name: str = Field(default="", exclude=True)
+    path: str = Field(default="", exclude=True)
+
+    @field_validator("tags")
+    @classmethod
+    def _known_tags(cls, tags: list[str]) -> list[str]:
+        unknown = sorted(set(tags) - TAGS.keys())
+        if unknown:
+            raise ValueError(f"unknown tag(s) {unknown}; known: {sorted(TAGS)}")
+        return tags
+
+    @model_validator(mode="after")
+    def _consistent(self) -> EvalCase:
+        if self.script and self.engine != "llm":
+            raise ValueError("script is only for engine: llm")
+        if not_scripted := set(self.expect.not_called) - set(self.script):
+            raise ValueError(f"expect.not_called names stages without a script: {sorted(not_scripted)}")
+        if "fabricated" in self.tags and self.expect.verdict != "REJECT":
+            raise ValueError("a case tagged fabricated must expect verdict REJECT")
+        if "grounded" in self.tags and self.expect.verdict in (None, "REJECT"):
+            raise ValueError("a case tagged grounded must expect a verdict other than REJECT")
+        return self
+
+    @property
+    def expected_label(self) -> str:
+        if self.expect.status == "FAILED":
+            return "FAILED"
+        return "/".join(part for part in (self.expect.verdict, self.expect.output_type) if part)
+
+
+class CaseFileError(ValueError):
+    """A case file that cannot be read or does not validate; the message names the file and field."""
+
+
+def case_load(path: Path) -> EvalCase:
+    """Load one case from its folder or its case.yaml."""
+    file = path / CASE_FILE if path.is_dir() else path
+    try:
+        raw = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CaseFileError(f"{file}: cannot read: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise CaseFileError(f"{file}: not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise CaseFileError(f"{file}: must be a mapping with question, expect, ...")
+    try:
+        case = EvalCase.model_validate(raw)
+    except ValidationError as exc:
+        problems = "\n".join(
+            f"{file}: {'.'.join(str(part) for part in error['loc']) or '(top level)'}: {error['msg']}"
+            for error in exc.errors()
+        )
+        raise CaseFileError(problems) from exc
+    return case.model_copy(update={"name": file.parent.name, "path": str(file)})
+
+
+def cases_discover(paths: list[Path] | None = None) -> list[EvalCase]:
+    """Every case under the given folders or files (default: the shipped cases), sorted by name."""
+    files: list[Path] = []
+    for path in paths or [CASES_DIR]:
+        if path.is_file():
+            files.append(path)
+        elif (path / CASE_FILE).is_file():
+            files.append(path / CASE_FILE)
+        elif path.is_dir():
+            files.extend(sorted(path.rglob(CASE_FILE)))
+        else:
+            raise CaseFileError(f"{path}: no such case file or folder")
+    return sorted((case_load(file) for file in dict.fromkeys(files)), key=lambda case: case.name)

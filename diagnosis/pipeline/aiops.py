@@ -1,0 +1,407 @@
+"""AIOps analysis (seed 004 §6): per-alert questions, the `告警分析报告`, and the rule checks.
+
+Each analysed alert is diagnosed by an ordinary verified session (its child). The report is built
+by code from what those sessions verified: the composer module's material (confirmed findings and
+reasonable inferences with their gatekeeper-passed evidence) and, where nothing was confirmed, the
+gatekeeper-passed excerpts alone. Claim text of blocked, unsupported or contradicted claims never
+reaches it: gaps are told as counts and failed or empty tool calls, never by repeating a claim.
+Alertmanager annotations are unverified input and stay out of the report too.
+
+`aiops_checks` is the light rule evaluation of seed 004 §6 (`aiops_rule_evaluation`); it reads the
+report text, so a report that strays from its alerts fails whoever wrote it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from diagnosis.models import DiagnosisSession, ToolInvocation
+from diagnosis.pipeline.composer import DEGRADED_HEADER, DISCLAIMER, composer_material_build
+from diagnosis.pipeline.executor import ExecutorOutput
+from diagnosis.pipeline.gatekeeper import GatekeeperResult
+from diagnosis.pipeline.planner import ALERT_PATTERN, ALERT_TOPICS, SERVICE_PATTERN
+from diagnosis.pipeline.scope import scope_guard
+from diagnosis.pipeline.verifier import FACT_CLASS, Verification
+from diagnosis.services.invocations import NO_EVIDENCE
+
+OutputType = DiagnosisSession.OutputType
+
+REPORT_TITLE = "告警分析报告"
+FIRING, RESOLVED = "firing", "resolved"
+# The evidence every analysed alert must have been checked against (seed 004 §6).
+REQUIRED_EVIDENCE_TOOLS = ("query_metrics", "query_logs")
+OUTPUT_TYPE_LABELS = {
+    OutputType.NORMAL: "NORMAL（正常输出）",
+    OutputType.LOW_CONFID_WITH_DISCLAIMER: "LOW_CONFID_WITH_DISCLAIMER（带声明输出）",
+    OutputType.DEGRADED: "DEGRADED（降级输出）",
+}
+GAP_LABELS = {
+    "contradicted": "条断言与证据矛盾或无法核实，已剔除",
+    "no_evidence": "条断言缺少直接证据，未写入报告",
+    "indirect_support": "条断言只有间接支持，列为合理推断",
+}
+FAILED_GAP = "诊断执行失败，未获得可用证据"
+MIXED_RESULTS_NOTE = "部分告警的结论存在证据缺口、已降级或执行失败，请按各告警的输出类型谨慎参考。"
+# Where a report names evidence rather than a subject: quoted excerpts and their sources.
+QUOTED = re.compile(r"「[^」]*」|（来源：[^）]*）|`[^`]*`")
+
+
+@dataclass(frozen=True)
+class AlertSubject:
+    """What one child session diagnoses: an alert name on a service (service may be unknown)."""
+
+    alert_name: str
+    service: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.alert_name}（{self.service}）" if self.service else self.alert_name
+
+
+@dataclass
+class AlertAnalysis:
+    """One analysed alert as the report shows it: verified material only."""
+
+    subject: AlertSubject
+    state: str
+    session_id: str
+    status: str
+    output_type: str
+    verdict: str
+    groundedness_score: float | None
+    findings: list[dict] = field(default_factory=list)
+    inferences: list[dict] = field(default_factory=list)
+    verified_evidence: list[tuple[str, str]] = field(default_factory=list)  # (source, excerpt)
+    gaps: list[str] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)
+
+    @property
+    def completed(self) -> bool:
+        return self.status == DiagnosisSession.Status.COMPLETED
+
+
+def alert_question(subject: AlertSubject) -> str:
+    """The narrow question a child session answers about its alert."""
+    where = f"{subject.service} " if subject.service else ""
+    return f"只确认 {where}是否存在 {subject.alert_name} 告警，并给出相关证据"
+
+
+def alert_subjects(alerts: list[dict]) -> list[AlertSubject]:
+    """The distinct firing (alert name, service) pairs, in order: one child session each."""
+    subjects = [AlertSubject(a["alert_name"], a.get("service") or "") for a in alerts if a["state"] == FIRING]
+    return list(dict.fromkeys(subjects))
+
+
+def alert_analysis_build(*, child: DiagnosisSession, invocations: list[ToolInvocation]) -> AlertAnalysis:
+    """What the report may say about one child session, taken from its verified records."""
+    alerts = child.alert_scope.get("alerts") or [{}]
+    analysis = AlertAnalysis(
+        subject=AlertSubject(alerts[0].get("alert_name", ""), alerts[0].get("service") or ""),
+        state=alerts[0].get("state", FIRING),
+        session_id=child.session_id,
+        status=child.status,
+        output_type=child.output_type,
+        verdict=child.verdict,
+        groundedness_score=child.groundedness_score,
+    )
+    evaluation = child.self_evaluation.get("verifier_evaluation") or {}
+    if not analysis.completed or not evaluation:
+        analysis.gaps = [FAILED_GAP]
+        analysis.actions = _next_steps(analysis, allowed_actions=[])
+        return analysis
+
+    verification = Verification.model_validate({name: evaluation[name] for name in Verification.model_fields})
+    gatekeeper_result = GatekeeperResult.model_validate(evaluation["gatekeeper_result"])
+    executor_output = ExecutorOutput.model_validate(evaluation["executor_structured_output"])
+    excluded_topics = (evaluation.get("planner_output") or {}).get("excluded_topics") or []
+    kept_output = scope_guard(executor_output=executor_output, excluded_topics=excluded_topics).kept_output
+    material = composer_material_build(
+        query=child.query,
+        executor_output=kept_output,
+        verification=verification,
+        gatekeeper_result=gatekeeper_result,
+    )
+    # DEGRADED text never carries claim text (contracts §6), whatever the material holds.
+    if child.output_type != OutputType.DEGRADED:
+        analysis.findings = material.confirmed_findings
+        analysis.inferences = material.reasonable_inferences
+    if not analysis.findings and not analysis.inferences:
+        analysis.verified_evidence = _gatekeeper_passed_evidence(gatekeeper_result)
+    analysis.gaps = _gaps(verification, gatekeeper_result, invocations)
+    analysis.actions = _next_steps(analysis, allowed_actions=material.allowed_actions)
+    return analysis
+
+
+def report_output_type(analyses: list[AlertAnalysis]) -> str:
+    """NORMAL when every alert's answer is; DEGRADED when none has a usable one; else the disclaimer."""
+    types = [a.output_type if a.completed else OutputType.DEGRADED for a in analyses]
+    if all(t == OutputType.NORMAL for t in types):
+        return OutputType.NORMAL
+    if all(t == OutputType.DEGRADED for t in types):
+        return OutputType.DEGRADED
+    return OutputType.LOW_CONFID_WITH_DISCLAIMER
+
+
+def report_build(*, analyses: list[AlertAnalysis], scope_line: str, notes: list[str]) -> str:
+    """The Chinese Markdown report: alert table, one section per alert, overall summary."""
+    lines = [f"# {REPORT_TITLE}", "", scope_line]
+    if report_output_type(analyses) != OutputType.NORMAL:
+        lines += ["", MIXED_RESULTS_NOTE]
+    lines += ["", "## 告警一览", ""]
+    if analyses:
+        lines += ["| # | 告警 | 服务 | 状态 | 校验结论 | 输出类型 |", "|---|---|---|---|---|---|"]
+        lines += [
+            f"| {number} | {_cell(a.subject.alert_name)} | {_cell(a.subject.service or '—')} | {a.state} | "
+            f"{_verdict_text(a)} | {_output_type_text(a)} |"
+            for number, a in enumerate(analyses, start=1)
+        ]
+    else:
+        lines.append("当前范围内没有处于 firing 状态的告警，无需分析。")
+    for number, analysis in enumerate(analyses, start=1):
+        lines += ["", *_alert_section(number, analysis)]
+    lines += ["", "## 总结", "", *_summary(analyses, notes)]
+    return "\n".join(lines).strip() + "\n"
+
+
+def _alert_section(number: int, analysis: AlertAnalysis) -> list[str]:
+    subject = analysis.subject
+    heading = f"## {number}. {subject.alert_name}" + (f" · {subject.service}" if subject.service else "")
+    lines = [
+        heading,
+        "",
+        f"校验结论：{_verdict_text(analysis)}｜输出类型：{_output_type_text(analysis)}｜"
+        f"子会话：`{analysis.session_id}`",
+    ]
+    if analysis.output_type == OutputType.LOW_CONFID_WITH_DISCLAIMER:
+        lines += ["", DISCLAIMER]
+    elif analysis.output_type == OutputType.DEGRADED:
+        lines += ["", DEGRADED_HEADER]
+    if analysis.findings:
+        lines += ["", "**已核验的发现**", *_item_lines(analysis.findings)]
+    if analysis.inferences:
+        lines += ["", "**合理推断**（基于已核验证据，尚未直接证实）", *_item_lines(analysis.inferences)]
+    if analysis.verified_evidence:
+        lines += ["", "**已通过引用核验的证据**（未形成结论）"]
+        lines += [f"- 「{text}」（来源：{source}）" for source, text in analysis.verified_evidence]
+    if analysis.completed and not (analysis.findings or analysis.inferences or analysis.verified_evidence):
+        lines += ["", "**已核验的发现**", "- 当前未获得可直接确认的结论。"]
+    lines += ["", "**证据缺口**", *(f"- {gap}" for gap in analysis.gaps or ["暂无"])]
+    lines += ["", "**建议的取证动作**", *(f"- {action}" for action in analysis.actions)]
+    return lines
+
+
+def _summary(analyses: list[AlertAnalysis], notes: list[str]) -> list[str]:
+    lines = []
+    if analyses:
+        counts = Counter(a.output_type if a.completed else "FAILED" for a in analyses)
+        parts = [
+            f"{counts[OutputType.NORMAL]} 条结论已核验（NORMAL）",
+            f"{counts[OutputType.LOW_CONFID_WITH_DISCLAIMER]} 条存在证据缺口（LOW_CONFID_WITH_DISCLAIMER）",
+            f"{counts[OutputType.DEGRADED]} 条已降级（DEGRADED）",
+            f"{counts['FAILED']} 条执行失败",
+        ]
+        lines.append(f"- 共分析 {len(analyses)} 条 firing 告警：" + "，".join(parts) + "。")
+        confirmed = [a.subject.label for a in analyses if a.findings]
+        if confirmed:
+            lines.append("- 已由证据确认的告警：" + "、".join(confirmed) + "。")
+        attention = [
+            a.subject.label for a in analyses if a.output_type != OutputType.NORMAL or not a.completed
+        ]
+        if attention:
+            lines.append("- 需要人工复核：" + "、".join(attention) + "（见各自的证据缺口与取证动作）。")
+    lines += [f"- {note}" for note in notes]
+    lines.append("- 本报告只包含通过引用核验与校验的材料；告警注释等未经核验的输入不作为结论。")
+    return lines
+
+
+def _item_lines(items: list[dict]) -> list[str]:
+    lines = []
+    for item in items:
+        lines.append(f"- {item['claim_text']}")
+        lines += [f"  - 证据：「{e['excerpt']}」（来源：{e['source']}）" for e in item["evidence"]]
+    return lines
+
+
+def _gatekeeper_passed_evidence(gatekeeper_result: GatekeeperResult) -> list[tuple[str, str]]:
+    passed: dict[str, str] = {}
+    for binding in gatekeeper_result.checked_bindings:
+        if binding.status == "pass" and binding.matched_text:
+            passed.setdefault(binding.source_label(), binding.matched_text)
+    return list(passed.items())
+
+
+def _gaps(
+    verification: Verification, gatekeeper_result: GatekeeperResult, invocations: list[ToolInvocation]
+) -> list[str]:
+    gaps = [
+        f"{binding.source_label()} 的引用未通过核验（{binding.rule}）"
+        for binding in gatekeeper_result.checked_bindings
+        if binding.status == "fail"
+    ]
+    classes = Counter(FACT_CLASS[check.verification] for check in verification.claim_checks)
+    gaps += [f"{classes[kind]} {label}" for kind, label in GAP_LABELS.items() if classes[kind]]
+    for invocation in invocations:
+        if not invocation.success:
+            gaps.append(f"{invocation.tool_name} #{invocation.pk} 调用失败")
+        elif invocation.evidence_status == NO_EVIDENCE:
+            gaps.append(f"{invocation.tool_name} #{invocation.pk} 未检索到匹配证据")
+    return gaps
+
+
+def _next_steps(analysis: AlertAnalysis, *, allowed_actions: list[str]) -> list[str]:
+    """Evidence gathering only (seed 003): the verified material's actions, then standard checks."""
+    subject = analysis.subject
+    where = f" {subject.service} 上" if subject.service else ""
+    steps = [
+        *allowed_actions,
+        f"检索知识库中 {subject.alert_name} 的处理手册，按手册列出的指标与日志逐项取证。",
+        f"持续查询{where} {subject.alert_name} 告警的状态与持续时长，确认其是否仍在触发。",
+    ]
+    if analysis.gaps:
+        steps.append("针对上述证据缺口补充检索后，重新发起告警分析。")
+    if analysis.output_type != OutputType.NORMAL or not analysis.completed:
+        steps.append(f"人工复核子会话 `{analysis.session_id}` 的工具调用记录与证据引用。")
+    return list(dict.fromkeys(steps))
+
+
+def _verdict_text(analysis: AlertAnalysis) -> str:
+    if not analysis.completed:
+        return "执行失败"
+    if analysis.groundedness_score is None:
+        return analysis.verdict or "—"
+    return f"{analysis.verdict}（支撑度 {analysis.groundedness_score:.2f}）"
+
+
+def _output_type_text(analysis: AlertAnalysis) -> str:
+    return OUTPUT_TYPE_LABELS.get(analysis.output_type, "—") if analysis.completed else "—"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+# --- aiops_rule_evaluation (seed 004 §6): light rule checks, not a verifier. ---
+
+
+def aiops_checks(
+    *,
+    report: str,
+    scope_alerts: list[dict],
+    active_alerts: list[dict],
+    analysed: dict[AlertSubject, Counter],
+) -> dict:
+    """The four checks of seed 004 §6 on a finished analysis, and the verdict (pass/fail).
+
+    `scope_alerts` are the alerts of the request (payload or filter), any state; `active_alerts`
+    the alerts query_metrics reported as current when the analysis started; `analysed` maps each
+    analysed alert to the tool calls of its child session, by tool name.
+    """
+    checks = [
+        _final_report_check(report, list(analysed)),
+        _focus_check(report, scope_alerts, active_alerts),
+        _evidence_tools_check(analysed),
+        _unrelated_alert_check(report, scope_alerts, active_alerts),
+    ]
+    return {
+        "verdict": "pass" if all(check["passed"] for check in checks) else "fail",
+        "source": "rule",
+        "checks": checks,
+    }
+
+
+def _check(name: str, passed: bool, reason: str) -> dict:
+    return {"name": name, "passed": passed, "reason": reason}
+
+
+def _final_report_check(report: str, subjects: list[AlertSubject]) -> dict:
+    if not report.lstrip().startswith(f"# {REPORT_TITLE}"):
+        return _check("final_report_exists", False, f"没有以“{REPORT_TITLE}”为标题的最终报告")
+    headings = [line for line in report.splitlines() if line.startswith("#")]
+    missing = [s.label for s in subjects if not any(_names(line, s.alert_name) for line in headings)]
+    if missing:
+        return _check("final_report_exists", False, "报告缺少这些告警的分析章节：" + "、".join(missing))
+    return _check("final_report_exists", True, f"最终报告存在，覆盖 {len(subjects)} 条分析的告警")
+
+
+def _focus_check(report: str, scope_alerts: list[dict], active_alerts: list[dict]) -> dict:
+    names, services = _scope_vocabulary(scope_alerts)
+    known_names = names | {a["alert_name"] for a in active_alerts} | set(ALERT_TOPICS)
+    known_services = services | {a["service"] for a in active_alerts if a.get("service")}
+    mentioned_names, mentioned_services = set(), set()
+    for line in report.splitlines():
+        text = QUOTED.sub(" ", line)
+        mentioned_services |= {m.group(0).lower() for m in SERVICE_PATTERN.finditer(text)}
+        mentioned_services |= {s for s in known_services if _names(text, s)}
+        mentioned_names |= {n for n in known_names if _names(text, n)}
+        if _is_subject_line(line):
+            mentioned_names |= {m.group(0) for m in ALERT_PATTERN.finditer(text)}
+    strays = sorted(mentioned_names - names) + sorted(mentioned_services - services)
+    if strays:
+        return _check("report_focused_on_alerts", False, "报告涉及输入告警之外的对象：" + "、".join(strays))
+    return _check(
+        "report_focused_on_alerts",
+        True,
+        "报告只涉及输入的告警与服务：" + "、".join(sorted(names) + sorted(services))
+        if names
+        else "报告未涉及任何告警",
+    )
+
+
+def _evidence_tools_check(analysed: dict[AlertSubject, Counter]) -> dict:
+    if not analysed:
+        return _check("evidence_tools_called", True, "没有需要分析的 firing 告警")
+    lacking, called = [], []
+    for subject, tools in analysed.items():
+        missing = [tool for tool in REQUIRED_EVIDENCE_TOOLS if not tools[tool]]
+        if missing:
+            lacking.append(f"{subject.label} 未调用 {'、'.join(missing)}")
+        called.append(
+            f"{subject.label}：" + ("、".join(f"{t}×{n}" for t, n in sorted(tools.items())) or "无")
+        )
+    if lacking:
+        return _check("evidence_tools_called", False, "；".join(lacking))
+    return _check("evidence_tools_called", True, "；".join(called))
+
+
+def _unrelated_alert_check(report: str, scope_alerts: list[dict], active_alerts: list[dict]) -> dict:
+    in_scope = {(a["alert_name"], a.get("service") or "") for a in scope_alerts}
+    scope_names = {name for name, _ in in_scope}
+    unrelated = [
+        AlertSubject(a["alert_name"], a.get("service") or "")
+        for a in active_alerts
+        if (a["alert_name"], a.get("service") or "") not in in_scope
+    ]
+    subject_lines = [QUOTED.sub(" ", line) for line in report.splitlines() if _is_subject_line(line)]
+    expanded = [
+        alert.label
+        for alert in dict.fromkeys(unrelated)
+        if any(
+            _names(line, alert.alert_name)
+            and (alert.alert_name not in scope_names or (alert.service and _names(line, alert.service)))
+            for line in subject_lines
+        )
+    ]
+    if expanded:
+        return _check(
+            "no_unrelated_alert_expanded", False, "无关的活跃告警被展开为诊断对象：" + "、".join(expanded)
+        )
+    reason = f"{len(unrelated)} 条无关的活跃告警未被展开" if unrelated else "没有输入之外的活跃告警"
+    return _check("no_unrelated_alert_expanded", True, reason)
+
+
+def _scope_vocabulary(scope_alerts: list[dict]) -> tuple[set[str], set[str]]:
+    names = {a["alert_name"] for a in scope_alerts}
+    services = {a["service"].lower() for a in scope_alerts if a.get("service")}
+    return names, services
+
+
+def _is_subject_line(line: str) -> bool:
+    """Headings and table rows name the report's diagnosis subjects."""
+    return line.startswith("#") or line.startswith("|")
+
+
+def _names(text: str, name: str) -> bool:
+    """`name` appears in `text` as a whole word (Chinese text around it counts as a boundary)."""
+    return bool(re.search(rf"(?<![A-Za-z0-9_-]){re.escape(name)}(?![A-Za-z0-9_-])", text, re.IGNORECASE))

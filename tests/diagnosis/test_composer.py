@@ -1,0 +1,274 @@
+import pytest
+
+from diagnosis.pipeline.composer import (
+    answer_from_material,
+    compose_by_rules,
+    composer_guard,
+    composer_material_build,
+    user_facing_text,
+)
+from diagnosis.pipeline.executor import Claim, EvidenceBinding, ExecutorOutput
+from diagnosis.pipeline.gatekeeper import gatekeep
+from diagnosis.pipeline.verifier import (
+    ClaimCheck,
+    VerifierOutput,
+    verification_finalize,
+    verifier_output_for_gatekeeper_reject,
+)
+from tests.factories import HIKARI_LOG_TEXT, MEMORY_ALERT_TEXT, DiagnosisSessionFactory, ToolInvocationFactory
+
+pytestmark = pytest.mark.django_db
+
+EXECUTOR_ANSWER = "order-service 内存泄漏已确认，建议立即重启"
+
+
+def recorded(session, tool_name, raw_path, text):
+    details = {"evidence_status": "supported", "evidence_refs": [{"raw_path": raw_path, "text": text}]}
+    return ToolInvocationFactory(session=session, tool_name=tool_name, retrieval_details=details)
+
+
+def bind(invocation, excerpt=None):
+    ref = invocation.retrieval_details["evidence_refs"][0]
+    return EvidenceBinding(
+        tool_name=invocation.tool_name,
+        source_invocation_id=invocation.pk,
+        raw_path=ref["raw_path"],
+        evidence_excerpt=excerpt or ref["text"],
+    )
+
+
+def executor_output(*claims, actions=()):
+    return ExecutorOutput(
+        claims=[
+            Claim(
+                claim_id=f"claim-{i}", claim_type="observation", claim_text=text, evidence_bindings=bindings
+            )
+            for i, (text, bindings) in enumerate(claims, start=1)
+        ],
+        hypotheses=["可能存在内存泄漏"],
+        missing_info=[],
+        recommended_actions=list(actions),
+        diagnosis_summary=EXECUTOR_ANSWER,
+        user_facing_answer=EXECUTOR_ANSWER,
+    )
+
+
+def pipeline(output, verifications, invocations):
+    """Gatekeeper + verdict for `output`, as the orchestrator runs them."""
+    result = gatekeep(executor_output=output, invocations=invocations)
+    if result.severity == "reject":
+        verifier_output = verifier_output_for_gatekeeper_reject(
+            executor_output=output, gatekeeper_result=result
+        )
+    else:
+        verifier_output = VerifierOutput(
+            claim_checks=[
+                ClaimCheck(claim_id=f"claim-{i}", verification=v, detail="", evidence_refs=[])
+                for i, v in enumerate(verifications, start=1)
+            ],
+            facts_checked=[],
+            rationale="",
+        )
+    verification = verification_finalize(
+        verifier_output=verifier_output, executor_output=output, gatekeeper_result=result
+    )
+    return verification, result
+
+
+@pytest.fixture
+def session():
+    return DiagnosisSessionFactory()
+
+
+@pytest.fixture
+def alert(session):
+    return recorded(session, "query_metrics", "$.alerts[0]", MEMORY_ALERT_TEXT)
+
+
+@pytest.fixture
+def log(session):
+    return recorded(session, "query_logs", "$.logs[0]", HIKARI_LOG_TEXT)
+
+
+def test_material_holds_only_what_the_verifier_allowed(alert, log):
+    output = executor_output(
+        ("order-service 当前存在 HighMemoryUsage 告警，内存使用率 91%", [bind(alert)]),
+        ("order-service 连接池可能是内存升高的原因", [bind(log)]),
+        ("order-service 内存泄漏已确认", [bind(alert)]),
+        ("order-service 堆内存 3.9GB", [bind(alert)]),
+        actions=[
+            "继续查看 order-service 的 GC 日志与堆转储",
+            "立即重启 order-service",
+            "检查 payment-service 的内存 97%",
+        ],
+    )
+    verification, result = pipeline(
+        output,
+        ["direct_observation", "reasonable_inference", "unsupported", "direct_observation"],
+        [alert, log],
+    )
+
+    material = composer_material_build(
+        query="order-service 内存怎么了",
+        executor_output=output,
+        verification=verification,
+        gatekeeper_result=result,
+    )
+
+    assert material.confirmed_findings == [
+        {
+            "claim_id": "claim-1",
+            "claim_text": "order-service 当前存在 HighMemoryUsage 告警，内存使用率 91%",
+            "evidence": [{"excerpt": MEMORY_ALERT_TEXT, "source": f"query_metrics #{alert.pk} $.alerts[0]"}],
+        }
+    ]
+    assert [item["claim_id"] for item in material.reasonable_inferences] == ["claim-2"]
+    assert material.allowed_actions == ["继续查看 order-service 的 GC 日志与堆转储"]
+    assert material.gaps == verification.gaps and len(material.gaps) == 3
+    assert "内存泄漏已确认" not in str(material.confirmed_findings + material.reasonable_inferences)
+
+
+@pytest.fixture
+def material(alert):
+    output = executor_output(("order-service 当前存在 HighMemoryUsage 告警，内存使用率 91%", [bind(alert)]))
+    verification, result = pipeline(output, ["direct_observation"], [alert])
+    return composer_material_build(
+        query="order-service 是否有内存告警",
+        executor_output=output,
+        verification=verification,
+        gatekeeper_result=result,
+    )
+
+
+def test_guard_flags_a_number_that_is_not_in_the_material(material):
+    answer = "order-service 存在 HighMemoryUsage 告警，内存使用率 97%，JVM 堆内存 3.8GB/4GB。"
+
+    assert composer_guard(answer=answer, material=material) == ["97%"]
+
+
+def test_guard_flags_services_alerts_endpoints_and_error_codes_not_in_the_material(material):
+    answer = "payment-service 的 HighCPUUsage 告警导致 /api/v1/pay 返回 ERR_TIMEOUT"
+
+    assert composer_guard(answer=answer, material=material) == [
+        "payment-service",
+        "HighCPUUsage",
+        "/api/v1/pay",
+        "ERR_TIMEOUT",
+    ]
+
+
+def test_guard_flags_raw_json_and_tool_output(material):
+    answer = 'order-service 告警如下：{"alert_name": "HighMemoryUsage"}，见 evidence_refs'
+
+    assert composer_guard(answer=answer, material=material) == ['{"alert_name":', "evidence_refs"]
+
+
+def test_an_answer_built_from_the_material_passes_the_guard(material, alert):
+    answer = answer_from_material(material)
+
+    assert composer_guard(answer=answer, material=material) == []
+    assert answer == (
+        "**已确认的发现**\n"
+        "- order-service 当前存在 HighMemoryUsage 告警，内存使用率 91%\n"
+        f"  - 证据：「{MEMORY_ALERT_TEXT}」（来源：query_metrics #{alert.pk} $.alerts[0]）"
+    )
+    assert compose_by_rules(material).answer == answer
+
+
+def test_a_faithful_composer_answer_passes_the_guard(material):
+    answer = "order-service 当前存在 HighMemoryUsage 告警（firing），内存使用率 91.0%，JVM 堆内存 3.8GB / 4GB，已持续 15 分钟。"
+
+    assert composer_guard(answer=answer, material=material) == []
+
+
+def test_an_answer_without_findings_says_so(alert):
+    output = executor_output(("order-service 内存泄漏已确认", [bind(alert)]))
+    verification, result = pipeline(output, ["unsupported"], [alert])
+    material = composer_material_build(
+        query="q", executor_output=output, verification=verification, gatekeeper_result=result
+    )
+
+    assert answer_from_material(material) == "当前未获得可直接确认的结论。"
+
+
+def test_normal_shows_the_composer_answer_as_is(material, alert):
+    output = executor_output(("order-service 当前存在 HighMemoryUsage 告警", [bind(alert)]))
+    verification, result = pipeline(output, ["direct_observation"], [alert])
+
+    text = user_facing_text(
+        output_type="NORMAL",
+        composer_answer="撰写的答案",
+        verification=verification,
+        gatekeeper_result=result,
+    )
+
+    assert text == "撰写的答案"
+
+
+def test_low_confid_uses_the_disclaimer_template_with_verifier_gaps(alert):
+    output = executor_output(
+        ("order-service 当前存在 HighMemoryUsage 告警", [bind(alert)]),
+        ("order-service 内存泄漏已确认", [bind(alert)]),
+    )
+    verification, result = pipeline(output, ["direct_observation", "unsupported"], [alert])
+
+    text = user_facing_text(
+        output_type="LOW_CONFID_WITH_DISCLAIMER",
+        composer_answer="撰写的答案",
+        verification=verification,
+        gatekeeper_result=result,
+    )
+
+    assert text == (
+        "以下结论基于当前已获取证据，仍存在部分证据缺口，请谨慎参考。\n\n"
+        "撰写的答案\n\n"
+        "当前缺口：\n"
+        "- “order-service 内存泄漏已确认”缺少直接证据"
+    )
+
+
+def test_low_confid_without_gaps_has_no_gap_section(alert):
+    output = executor_output(
+        ("order-service 当前存在 HighMemoryUsage 告警", [bind(alert), bind(alert, "firing")])
+    )
+    verification, result = pipeline(output, ["direct_observation"], [alert])
+
+    text = user_facing_text(
+        output_type="LOW_CONFID_WITH_DISCLAIMER",
+        composer_answer="撰写的答案",
+        verification=verification,
+        gatekeeper_result=result,
+    )
+
+    assert text == "以下结论基于当前已获取证据，仍存在部分证据缺口，请谨慎参考。\n\n撰写的答案"
+
+
+def test_degraded_quotes_only_verified_evidence_and_never_executor_claims(alert, log):
+    claim_texts = ["order-service 内存使用率达到 97%", "order-service 的连接池已被确认耗尽"]
+    output = executor_output(
+        (claim_texts[0], [bind(alert, "HighMemoryUsage firing service=order-service: 当前 97%")]),
+        (claim_texts[1], [bind(log)]),
+    )
+    verification, result = pipeline(output, [], [alert, log])
+
+    text = user_facing_text(
+        output_type="DEGRADED",
+        composer_answer=EXECUTOR_ANSWER,
+        verification=verification,
+        gatekeeper_result=result,
+    )
+
+    assert text == (
+        "当前无法基于已获取证据生成可靠结论，建议人工介入。\n\n"
+        "已确认信息：\n"
+        f"- 「{HIKARI_LOG_TEXT}」（来源：query_logs #{log.pk} $.logs[0]）\n\n"
+        "证据缺口：\n"
+        f"- query_metrics #{alert.pk} $.alerts[0] 的引用未通过核验（evidence.excerpt_mismatch）\n"
+        "- 1 条断言与证据矛盾或无法核实\n"
+        "- 1 条断言缺少直接证据\n\n"
+        "建议下一步：\n"
+        "- 人工复核本次会话的工具调用记录与证据引用（见诊断轨迹）。\n"
+        "- 针对上述证据缺口补充检索后，重新发起诊断。"
+    )
+    assert not any(claim in text for claim in claim_texts)
+    assert EXECUTOR_ANSWER not in text and "97%" not in text

@@ -1,0 +1,50 @@
+from diagnosis.templatetags.safe_markdown import markdown_to_html
+
+
+def test_html_in_the_answer_is_escaped_before_any_markup():
+    html = markdown_to_html('<script>alert("x")</script> **<b>粗</b>**')
+    assert "<script>" not in html
+    assert "&lt;script&gt;" in html
+    assert "<strong>&lt;b&gt;粗&lt;/b&gt;</strong>" in html
+
+
+def test_headings_lists_bold_and_code_become_tags():
+    html = markdown_to_html("# 结论\n- 内存 **91%**\n- `jstat -gc`\n\n1. 查询日志\n2. 查看 GC")
+    assert html.splitlines() == [
+        "<h3>结论</h3>",
+        "<ul>",
+        "<li>内存 <strong>91%</strong></li>",
+        "<li><code>jstat -gc</code></li>",
+        "</ul>",
+        "<ol>",
+        "<li>查询日志</li>",
+        "<li>查看 GC</li>",
+        "</ol>",
+    ]
+
+
+def test_code_spans_and_fences_keep_their_text_literal():
+    html = markdown_to_html("`**x**`\n```\n<tag> **y**\n```")
+    assert "<code>**x**</code>" in html
+    assert "<pre><code>&lt;tag&gt; **y**</code></pre>" in html
+
+
+def test_links_and_images_stay_plain_text():
+    html = markdown_to_html("[点我](javascript:alert(1)) ![x](http://evil/x.png)")
+    assert "<a" not in html
+    assert "<img" not in html
+
+
+def test_consecutive_lines_share_a_paragraph():
+    assert markdown_to_html("第一行\n第二行\n\n第二段") == "<p>第一行<br>第二行</p>\n<p>第二段</p>"
+
+
+def test_an_indented_item_stays_inside_the_list_above_it():
+    html = markdown_to_html("- 发现\n  - 证据：「91%」\n- 第二条")
+    assert html.splitlines() == [
+        "<ul>",
+        "<li>发现</li>",
+        '<li class="nested">证据：「91%」</li>',
+        "<li>第二条</li>",
+        "</ul>",
+    ]

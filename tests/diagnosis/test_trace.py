@@ -1,0 +1,53 @@
+import json
+
+import pytest
+
+from diagnosis.models import DiagnosisSession
+from diagnosis.selectors.trace import session_trace, session_trace_for_user
+from tests.factories import (
+    AgentStepFactory,
+    AlertInvocationFactory,
+    CompletedSessionFactory,
+    DiagnosisSessionFactory,
+    UserFactory,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def test_trace_is_plain_json():
+    trace = session_trace(session=CompletedSessionFactory(retried=True))
+    assert json.loads(json.dumps(trace)) == trace
+    assert trace["session"]["rounds"] == 2
+    assert len(trace["steps"]) == 10
+
+
+@pytest.mark.parametrize("size", [1, 20])
+def test_trace_costs_two_queries_whatever_the_session_size(django_assert_num_queries, size):
+    session = DiagnosisSessionFactory()
+    AgentStepFactory.create_batch(size, session=session)
+    AlertInvocationFactory.create_batch(size, session=session)
+    session = DiagnosisSession.objects.get(pk=session.pk)
+    with django_assert_num_queries(2):
+        trace = session_trace(session=session)
+    assert len(trace["steps"]) == len(trace["tool_invocations"]) == size
+
+
+def test_legacy_root_level_scores_are_wrapped_into_their_slots():
+    session = DiagnosisSessionFactory(
+        self_evaluation={"evidence_score": 65, "verdict": "PASS", "groundedness_score": 0.8}
+    )
+    trace = session_trace(session=session)
+    assert trace["self_evaluation"]["rule_evaluation"]["evidence_score"] == 65
+    assert trace["self_evaluation"]["verifier_evaluation"]["verdict"] == "PASS"
+    assert trace["hasVerifierEvaluation"] is True
+
+
+def test_trace_for_user_hides_other_users_sessions():
+    session = CompletedSessionFactory()
+    assert (
+        session_trace_for_user(user=session.owner, session_id=session.session_id)["session"]["query"]
+        == session.query
+    )
+    with pytest.raises(DiagnosisSession.DoesNotExist):
+        session_trace_for_user(user=UserFactory(), session_id=session.session_id)

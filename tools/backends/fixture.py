@@ -1,0 +1,114 @@
+"""A backend serving an evaluation case's own tool data, on top of the demo world or instead of it.
+
+Plugged in per tool like any backend (`DIAGNOSIS["TOOL_BACKENDS"][tool] =
+"tools.backends.fixture.FixtureBackend"`); what it serves is read from
+`DIAGNOSIS["FIXTURE_TOOL_DATA"][tool]` (plain JSON, validated by `diagnosis.evaluation.fixtures`):
+
+- `mode`: `merge` (the demo world plus these records) or `replace` (these records only);
+- `records`: alerts / logs in the demo world's stored shape (times as minutes before now), matched
+  exactly as the demo world matches its own; knowledge blocks for lookup_knowledge;
+- `responses`: recorded calls `[{arguments, records | error}]` answered exactly as recorded
+  (exported sessions); a call nothing was recorded for falls back to `records` / `mode`;
+- `error`: every call of the tool fails with this message.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+
+from tools.backends.demo import (
+    DemoWorldBackend,
+    _log_matches,
+    _LogRecord,
+    _rendered_alert,
+    _rendered_log,
+    _same,
+)
+from tools.matching import groups_in
+from tools.retrieval import KnowledgeBlock
+
+MERGE, REPLACE = "merge", "replace"
+# Arguments the backend sees for each tool; others (limit, top_k) are applied by the tool itself.
+CALL_KEYS = {"query_metrics": ("service", "alert_name"), "query_logs": ("query", "service", "topic")}
+
+
+class FixtureToolError(RuntimeError):
+    """The case says this tool is down."""
+
+
+class FixtureBackend:
+    def query_alerts(self, *, service: str | None, alert_name: str | None, now: datetime) -> list[dict]:
+        data = _data("query_metrics")
+        recorded = _recorded(data, "query_metrics", service=service, alert_name=alert_name)
+        if recorded is not None:
+            return recorded
+        own = [
+            _rendered_alert(alert, now)
+            for alert in data.get("records", [])
+            if _same(service, alert["service"]) and _same(alert_name, alert["alert_name"])
+        ]
+        if data.get("mode", MERGE) == REPLACE:
+            return own
+        return [*DemoWorldBackend().query_alerts(service=service, alert_name=alert_name, now=now), *own]
+
+    def query_logs(self, *, query: str, service: str | None, topic: str | None, now: datetime) -> list[dict]:
+        data = _data("query_logs")
+        recorded = _recorded(data, "query_logs", query=query, service=service, topic=topic)
+        if recorded is not None:
+            return recorded
+        logs = [
+            _rendered_log(fields, now)
+            for fields in data.get("records", [])
+            if _same(service, fields["service"])
+            and _same(topic, fields["topic"])
+            and _log_matches(_log_record(fields), query)
+        ]
+        if data.get("mode", MERGE) == MERGE:
+            logs = [*DemoWorldBackend().query_logs(query=query, service=service, topic=topic, now=now), *logs]
+        # Newest first, as the demo world answers; timestamps share one shape and zone, so they sort as
+        # text, and the sort is stable for equal times.
+        return sorted(logs, key=lambda log: log["timestamp"], reverse=True)
+
+    def knowledge_blocks(self) -> list[KnowledgeBlock]:
+        data = _data("lookup_knowledge")
+        own = [
+            KnowledgeBlock(
+                block_id=block["block_id"],
+                source_document=block["source_document"],
+                title=block["title"],
+                content=block["content"],
+                exact_terms=tuple(block.get("exact_terms", ())),
+                section=block.get("section", ""),
+            )
+            for block in data.get("records", [])
+        ]
+        if data.get("mode", MERGE) == MERGE:
+            return [*DemoWorldBackend().knowledge_blocks(), *own]
+        return own
+
+
+def _data(tool_name: str) -> dict[str, Any]:
+    data = settings.DIAGNOSIS.get("FIXTURE_TOOL_DATA", {}).get(tool_name, {})
+    if data.get("error"):
+        raise FixtureToolError(data["error"])
+    return data
+
+
+def _recorded(data: dict, tool_name: str, **call: str | None) -> list[dict] | None:
+    for response in data.get("responses", []):
+        arguments = response.get("arguments", {})
+        if all((arguments.get(key) or None) == (call[key] or None) for key in CALL_KEYS[tool_name]):
+            if response.get("error"):
+                raise FixtureToolError(response["error"])
+            return list(response.get("records", []))
+    return None
+
+
+def _log_record(fields: dict) -> _LogRecord:
+    text = " ".join(
+        (fields["level"], fields["service"], fields["instance"], fields["topic"], fields["message"])
+    ).lower()
+    return _LogRecord(fields=fields, text=text, groups=frozenset(groups_in(text)))
