@@ -25,6 +25,7 @@ run: install
 test: install browser
 	$(PY) -m ruff check .
 	$(PY) -m pytest $(PYTEST_ARGS)
+	DIAGNOSIS_DEV=1 $(PY) manage.py eval --exclude-tag known_bug
 
 bench: install
 	DIAGNOSIS_DEV=1 $(PY) manage.py bench

@@ -139,6 +139,17 @@ class ReviewForm(forms.Form):
     )
 
 
+def labelled(field_name: str, label, *, boolean: bool = False):
+    """A read-only column for a model field under a translated heading (the models carry no verbose names)."""
+
+    @admin.display(description=label, boolean=boolean)
+    def column(obj):
+        return getattr(obj, field_name)
+
+    column.__name__ = field_name
+    return column
+
+
 class ReadOnlyInline(admin.TabularInline):
     extra = 0
     can_delete = False
@@ -156,10 +167,25 @@ class ReadOnlyInline(admin.TabularInline):
 
 class AgentStepInline(ReadOnlyInline):
     model = AgentStep
-    verbose_name = _("stage")
-    verbose_name_plural = _("stages")
-    fields = ("round", "agent", "status", "thought", "latency_ms", "tokens", "llm_calls", "prompt_version")
+    fields = (
+        labelled("round", _("round")),
+        "agent_display",
+        "status_display",
+        labelled("thought", _("thought")),
+        labelled("latency_ms", _("latency (ms)")),
+        "tokens",
+        labelled("llm_calls", _("LLM calls")),
+        labelled("prompt_version", _("prompt version")),
+    )
     readonly_fields = fields
+
+    @admin.display(description=_("stage"))
+    def agent_display(self, step: AgentStep) -> str:
+        return step.get_agent_display()
+
+    @admin.display(description=_("status"))
+    def status_display(self, step: AgentStep) -> str:
+        return step.get_status_display()
 
     @admin.display(description=_("tokens (prompt / completion)"))
     def tokens(self, step: AgentStep) -> str:
@@ -168,9 +194,16 @@ class AgentStepInline(ReadOnlyInline):
 
 class ToolInvocationInline(ReadOnlyInline):
     model = ToolInvocation
-    verbose_name = _("tool invocation")
-    verbose_name_plural = _("tool invocations")
-    fields = ("invocation_id", "round", "tool_name", "arguments", "success", "evidence", "refs", "latency_ms")
+    fields = (
+        "invocation_id",
+        labelled("round", _("round")),
+        labelled("tool_name", _("tool")),
+        "arguments",
+        labelled("success", _("succeeded"), boolean=True),
+        "evidence",
+        "refs",
+        labelled("latency_ms", _("latency (ms)")),
+    )
     readonly_fields = fields
 
     @admin.display(description=_("invocation id"))
@@ -287,7 +320,7 @@ class DiagnosisSessionAdmin(admin.ModelAdmin):
     def feedback_display(self, session: DiagnosisSession) -> str:
         return session.get_feedback_display() or "—"
 
-    @admin.display(description=_("reviewed"), boolean=True, ordering="reviewed")
+    @admin.display(description=_("reviewed"), boolean=True)
     def reviewed(self, session: DiagnosisSession) -> bool:
         return session.reviewed
 

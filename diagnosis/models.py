@@ -65,6 +65,8 @@ class DiagnosisSession(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        verbose_name = "诊断会话"
+        verbose_name_plural = "诊断会话"
         indexes = [
             models.Index(fields=["status"], name="session_status_idx"),
             models.Index(fields=["output_type"], name="session_output_type_idx"),
@@ -109,6 +111,8 @@ class AgentStep(models.Model):
 
     class Meta:
         ordering = ["id"]
+        verbose_name = "阶段记录"
+        verbose_name_plural = "阶段记录"
         indexes = [models.Index(fields=["session", "round"], name="step_session_round_idx")]
 
     def __str__(self) -> str:
@@ -131,6 +135,8 @@ class ToolInvocation(models.Model):
 
     class Meta:
         ordering = ["id"]
+        verbose_name = "工具调用"
+        verbose_name_plural = "工具调用"
         indexes = [models.Index(fields=["session", "round"], name="invocation_session_round_idx")]
 
     @property
@@ -161,6 +167,8 @@ class SessionReview(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        verbose_name = "审核意见"
+        verbose_name_plural = "审核意见"
         permissions = [("review_session", "Can record a review of a diagnosis session")]
 
     def __str__(self) -> str:

@@ -46,7 +46,8 @@ def conversation_panel(request: HttpRequest, session_id: str) -> HttpResponse:
         panel = chat_panel(user=request.user, session_id=session_id)
     except DiagnosisSession.DoesNotExist as error:
         raise Http404 from error
-    return render(request, "diagnosis/_panel.html", {"panel": panel})
+    # The sidebar entry of this conversation is refreshed out of band as its status changes.
+    return render(request, "diagnosis/_panel.html", {"panel": panel, "sidebar_update": True})
 
 
 @login_required

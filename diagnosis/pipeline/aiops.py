@@ -42,6 +42,12 @@ GAP_LABELS = {
     "no_evidence": "条断言缺少直接证据，未写入报告",
     "indirect_support": "条断言只有间接支持，列为合理推断",
 }
+SUMMARY_LABELS = {
+    OutputType.NORMAL: "结论已通过校验（NORMAL）",
+    OutputType.LOW_CONFID_WITH_DISCLAIMER: "存在证据缺口（LOW_CONFID_WITH_DISCLAIMER）",
+    OutputType.DEGRADED: "已降级（DEGRADED）",
+    "FAILED": "执行失败",
+}
 FAILED_GAP = "诊断执行失败，未获得可用证据"
 MIXED_RESULTS_NOTE = "部分告警的结论存在证据缺口、已降级或执行失败，请按各告警的输出类型谨慎参考。"
 # Where a report names evidence rather than a subject: quoted excerpts and their sources.
@@ -72,6 +78,8 @@ class AlertAnalysis:
     verdict: str
     groundedness_score: float | None
     findings: list[dict] = field(default_factory=list)
+    # Some finding observes something (not only "未检索到…": a no-hit never confirms an alert).
+    confirmed: bool = False
     inferences: list[dict] = field(default_factory=list)
     verified_evidence: list[tuple[str, str]] = field(default_factory=list)  # (source, excerpt)
     gaps: list[str] = field(default_factory=list)
@@ -127,6 +135,8 @@ def alert_analysis_build(*, child: DiagnosisSession, invocations: list[ToolInvoc
     if child.output_type != OutputType.DEGRADED:
         analysis.findings = material.confirmed_findings
         analysis.inferences = material.reasonable_inferences
+    claim_types = {claim.claim_id: claim.claim_type for claim in kept_output.claims}
+    analysis.confirmed = any(claim_types[f["claim_id"]] != "negative_observation" for f in analysis.findings)
     if not analysis.findings and not analysis.inferences:
         analysis.verified_evidence = _gatekeeper_passed_evidence(gatekeeper_result)
     analysis.gaps = _gaps(verification, gatekeeper_result, invocations)
@@ -196,16 +206,14 @@ def _summary(analyses: list[AlertAnalysis], notes: list[str]) -> list[str]:
     lines = []
     if analyses:
         counts = Counter(a.output_type if a.completed else "FAILED" for a in analyses)
-        parts = [
-            f"{counts[OutputType.NORMAL]} 条结论已核验（NORMAL）",
-            f"{counts[OutputType.LOW_CONFID_WITH_DISCLAIMER]} 条存在证据缺口（LOW_CONFID_WITH_DISCLAIMER）",
-            f"{counts[OutputType.DEGRADED]} 条已降级（DEGRADED）",
-            f"{counts['FAILED']} 条执行失败",
-        ]
+        parts = [f"{counts[kind]} 条{label}" for kind, label in SUMMARY_LABELS.items() if counts[kind]]
         lines.append(f"- 共分析 {len(analyses)} 条 firing 告警：" + "，".join(parts) + "。")
-        confirmed = [a.subject.label for a in analyses if a.findings]
+        confirmed = [a.subject.label for a in analyses if a.confirmed]
         if confirmed:
-            lines.append("- 已由证据确认的告警：" + "、".join(confirmed) + "。")
+            lines.append("- 有已核验证据支撑的告警：" + "、".join(confirmed) + "。")
+        not_found = [a.subject.label for a in analyses if a.findings and not a.confirmed]
+        if not_found:
+            lines.append("- 只得到“未检索到匹配证据”的告警（不等于已排除）：" + "、".join(not_found) + "。")
         attention = [
             a.subject.label for a in analyses if a.output_type != OutputType.NORMAL or not a.completed
         ]

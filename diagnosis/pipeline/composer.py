@@ -196,7 +196,8 @@ def _bullets(lines) -> str:
 
 
 def _shortened(text: str) -> str:
-    """Long evidence is cut at a separator, never inside a number or a name."""
+    """One line (a runbook block spans several); long evidence is cut at a separator, never inside a number."""
+    text = " ".join(text.split())
     if len(text) <= EXCERPT_CHARS:
         return text
     cut = max(text.rfind(sep, 0, EXCERPT_CHARS) for sep in ("，", "。", "；", "; ", ", ", " "))

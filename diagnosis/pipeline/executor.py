@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from diagnosis.pipeline.planner import ALERT_TOPICS, TOPICS, question_subjects
+from diagnosis.pipeline.planner import ALERT_TOPICS, RELATED_TOPICS, TOPICS, question_subjects
 
 if TYPE_CHECKING:
     from diagnosis.engines.base import ExecutorInput, Toolbox
@@ -54,6 +54,8 @@ class ExecutorOutput(BaseModel):
 # fact, quoting evidence_refs text exactly (seed 003: limit claims, not evidence). ---
 
 MAX_BINDINGS_PER_CLAIM = 6
+MAX_GUIDANCE_CLAIMS = 2
+LIST_MARKER = re.compile(r"^\s*(?:[-*]|\d+\.)\s+")
 NO_EVIDENCE_PATH = "$.no_evidence"
 
 
@@ -121,11 +123,16 @@ def _claims_from(gathered: _Gathered, *, alerts_asked: list[str], topics_asked: 
     for message in gathered.alert_messages:
         for alert, ref in zip(_records(message, "alerts"), _refs(message), strict=False):
             topic = ALERT_TOPICS.get(alert["alert_name"])
-            if topics_asked and topic not in topics_asked and alert["alert_name"] not in alerts_asked:
+            alert_topics = {topic, *RELATED_TOPICS.get(topic, ())}
+            if (
+                topics_asked
+                and not alert_topics & set(topics_asked)
+                and alert["alert_name"] not in alerts_asked
+            ):
                 continue  # an alert the question did not ask about: context, not a claim
             log_bindings = []
             for log_topic, log_message in gathered.log_searches:
-                if log_topic != topic:
+                if log_topic not in alert_topics:
                     continue
                 for log_ref in _refs(log_message):
                     if f"[{alert['service']}]" in log_ref["text"]:
@@ -154,6 +161,16 @@ def _claims_from(gathered: _Gathered, *, alerts_asked: list[str], topics_asked: 
                 [_binding(message, ref) for ref in refs],
             )
 
+    for message in gathered.knowledge_messages:
+        for ref in _refs(message)[:MAX_GUIDANCE_CLAIMS]:
+            if ref["raw_path"] != NO_EVIDENCE_PATH:
+                title, content = _knowledge_parts(ref["text"])
+                add(
+                    "risk",
+                    f"处置手册《{title}》的排查参考（非当前事实）：{_first_lines(content)}",
+                    [_binding(message, ref)],
+                )
+
     for message in gathered.messages:
         if message["tool_name"] != "lookup_knowledge" and message["evidence_status"] == "no_evidence":
             ref = _refs(message)[0]
@@ -163,13 +180,7 @@ def _claims_from(gathered: _Gathered, *, alerts_asked: list[str], topics_asked: 
     missing_info = [f"{m['tool_name']} 调用失败，相关证据缺失" for m in failed]
     if alerts_asked and not gathered.alert_messages:
         missing_info.append("未能查询告警状态")
-    actions = [
-        f"参考《{_knowledge_title(ref['text'])}》中的排查步骤继续取证"
-        for m in gathered.knowledge_messages
-        for ref in _refs(m)[:2]
-        if ref["raw_path"] != NO_EVIDENCE_PATH
-    ]
-    actions += [f"重试失败的 {m['tool_name']} 查询" for m in failed]
+    actions = [f"重试失败的 {m['tool_name']} 查询" for m in failed]
     summary = "；".join(claim.claim_text for claim in claims) or "未获得可引用的证据"
     return ExecutorOutput(
         claims=claims,
@@ -228,8 +239,21 @@ def _log_message(text: str) -> str:
     return match["message"] if match else text
 
 
-def _knowledge_title(text: str) -> str:
-    return text.split("（", 1)[0].split(":", 1)[0].strip()
+def _knowledge_parts(text: str) -> tuple[str, str]:
+    """Split a knowledge ref text `{title}（{source}）: {content}` into title and content."""
+    head, _, content = text.partition("）: ")
+    return head.split("（", 1)[0].strip(), content.strip()
+
+
+def _first_lines(content: str, limit: int = 160) -> str:
+    """Whole lines only, so no number or name is cut in half."""
+    text = ""
+    for line in (LIST_MARKER.sub("", line).strip() for line in content.splitlines() if line.strip()):
+        joined = f"{text}{'' if not text or text.endswith(('。', '；')) else '；'}{line}"
+        if text and len(joined) > limit:
+            break
+        text = joined
+    return text
 
 
 def _call_key(tool_name: str, arguments: dict) -> str:

@@ -73,8 +73,15 @@ class RoundResult:
 
 def session_run(*, session_pk: int, evaluate_inline: bool = False) -> DiagnosisSession:
     """Run the pipeline; then the rule evaluation, in the background unless `evaluate_inline` (CLI, eval)."""
+    # Claim the session atomically: a session the stale-session reaper already failed, or that another
+    # worker picked up, is left alone.
+    claimed = DiagnosisSession.objects.filter(pk=session_pk, status=DiagnosisSession.Status.PENDING).update(
+        status=DiagnosisSession.Status.RUNNING, started_at=timezone.now(), updated_at=timezone.now()
+    )
     session = DiagnosisSession.objects.get(pk=session_pk)
-    _update(session, status=DiagnosisSession.Status.RUNNING, started_at=timezone.now(), error="")
+    if not claimed:
+        logger.warning("diagnosis session %s is %s, not PENDING: not run", session.session_id, session.status)
+        return session
     try:
         engine = engine_get(session.engine)
         _run(session, engine)

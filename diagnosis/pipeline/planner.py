@@ -56,6 +56,8 @@ ALERT_TOPICS = {
     "HighDiskUsage": "disk",
     "ServiceUnavailable": "error",
 }
+# Topics whose evidence belongs with an alert besides its own (Full GC and OOM logs explain memory alerts).
+RELATED_TOPICS = {"memory": ("gc", "oom"), "slow": ("error", "slow_query"), "cpu": ("gc",)}
 GUIDANCE_WORDS = ("为什么", "原因", "怎么", "如何", "建议", "处理", "runbook", "why", "how", "cause", "fix")
 
 

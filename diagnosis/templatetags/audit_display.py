@@ -9,16 +9,16 @@ register = template.Library()
 
 @register.filter
 def json_kind(value) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if value is None or (isinstance(value, str | dict | list | tuple) and not value):
+        return "empty"
     if isinstance(value, dict):
         return "dict"
-    if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+    if isinstance(value, list) and all(isinstance(item, dict) for item in value):
         return "table"
     if isinstance(value, list | tuple):
         return "list"
-    if isinstance(value, bool):
-        return "bool"
-    if value is None or value == "":
-        return "empty"
     return "scalar"
 
 

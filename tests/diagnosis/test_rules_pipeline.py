@@ -89,3 +89,16 @@ def test_every_stage_is_recorded_as_an_agent_step():
     assert agents == ["planner", "executor", "gatekeeper", "verifier", "composer"]
     assert session.current_stage == "done"
     assert session.tool_invocations.count() >= 1
+
+
+def test_a_session_that_is_no_longer_pending_is_not_run_again():
+    from diagnosis.pipeline.orchestrator import session_run
+    from tests.factories import DiagnosisSessionFactory
+
+    session = DiagnosisSessionFactory(status=DiagnosisSession.Status.FAILED, error="已被回收")
+
+    result = session_run(session_pk=session.pk)
+
+    assert result.status == DiagnosisSession.Status.FAILED
+    assert result.error == "已被回收"
+    assert not result.steps.exists()

@@ -90,11 +90,12 @@ def test_live_session_polls_and_shows_each_stage(client, engineer):
     assert "诊断中" in panel
 
 
-def test_finished_session_stops_polling(client, engineer):
+def test_finished_session_stops_polling_and_updates_its_sidebar_entry(client, engineer):
     session = CompletedSessionFactory(owner=engineer)
     panel = client.get(reverse("chat-panel", args=[session.session_id])).content.decode()
     assert "hx-trigger" not in panel
     assert panel.count('data-state="done"') == 5
+    assert f'<span id="conversation-meta-{session.pk}" class="conversation-meta" hx-swap-oob="true">正常输出' in panel
 
 
 def test_normal_answer_shows_type_score_and_evidence_with_the_excerpt_marked(client, engineer):

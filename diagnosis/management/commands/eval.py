@@ -6,7 +6,9 @@ per case (expected, got, pass), the failures, and a summary; exits non-zero when
 """
 
 import json
+import logging
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -17,6 +19,9 @@ from diagnosis.evaluation.fixtures import CaseFileError, cases_discover
 from diagnosis.evaluation.metrics import summary_build, summary_lines
 from diagnosis.evaluation.runner import CaseResult, cases_run
 
+# Wide enough for "LOW_CONFID/LOW_CONFID_WITH_DISCLAIMER".
+LABEL = 37
+
 
 class Command(BaseCommand):
     help = "Run the diagnosis evaluation cases and print verdict accuracy, guard metrics and cost."
@@ -24,7 +29,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("paths", nargs="*", type=Path, help="case folders or case.yaml files")
         parser.add_argument("--engine", choices=ENGINE_NAMES, help="only the cases of this engine")
-        parser.add_argument("--tag", action="append", default=[], help="only cases with this tag (repeatable)")
+        parser.add_argument(
+            "--tag", action="append", default=[], help="only cases with this tag (repeatable)"
+        )
         parser.add_argument(
             "--exclude-tag", action="append", default=[], help="skip cases with this tag (repeatable)"
         )
@@ -46,9 +53,9 @@ class Command(BaseCommand):
             raise CommandError("没有符合条件的用例")
 
         width = max(len(case.name) for case in cases)
-        self.stdout.write(f"{'case':<{width}}  {'engine':<6}  {'expected':<34}  {'got':<34}  pass")
+        self.stdout.write(f"{'case':<{width}}  {'engine':<6}  {'expected':<{LABEL}}  {'got':<{LABEL}}  pass")
         started = time.perf_counter()
-        with throwaway_database():
+        with throwaway_database(), _quiet(options["verbosity"] < 2):
             results = cases_run(cases, on_result=lambda result: self._row(result, width))
         elapsed = time.perf_counter() - started
 
@@ -75,4 +82,18 @@ class Command(BaseCommand):
 
     def _row(self, result: CaseResult, width: int) -> None:
         mark = self.style.SUCCESS("ok") if result.passed else self.style.ERROR("FAIL")
-        self.stdout.write(f"{result.name:<{width}}  {result.engine:<6}  {result.expected:<34}  {result.got:<34}  {mark}")
+        self.stdout.write(
+            f"{result.name:<{width}}  {result.engine:<6}  {result.expected:<{LABEL}}  {result.got:<{LABEL}}  {mark}"
+        )
+
+
+@contextmanager
+def _quiet(quiet: bool):
+    """Cases break tools and models on purpose; their logged tracebacks would bury the table
+    (a failing case reports its error itself). `-v 2` shows them."""
+    if quiet:
+        logging.disable(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logging.disable(logging.NOTSET)

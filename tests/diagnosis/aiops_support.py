@@ -1,0 +1,51 @@
+"""Test support for AIOps: Alertmanager notifications in the real webhook format (version 4)."""
+
+from __future__ import annotations
+
+import copy
+
+DEMO_NOW = "2026-11-29T15:00:00+08:00"
+TOKEN = "am-webhook-secret-for-tests"
+# Alertmanager's "no end yet".
+NO_END = "0001-01-01T00:00:00Z"
+
+
+def alert(name: str, service: str, *, status: str = "firing", fingerprint: str) -> dict:
+    return {
+        "status": status,
+        "labels": {
+            "alertname": name,
+            "service": service,
+            "severity": "critical",
+            "namespace": "production",
+        },
+        "annotations": {"summary": f"{name} on {service}", "description": "由 Prometheus 规则触发"},
+        "startsAt": "2026-11-29T06:35:00.000Z",
+        "endsAt": "2026-11-29T06:58:00.000Z" if status == "resolved" else NO_END,
+        "generatorURL": "http://prometheus.example:9090/graph?g0.expr=up",
+        "fingerprint": fingerprint,
+    }
+
+
+def notification(*alerts: dict, group_key: str = '{}/{severity="critical"}:{namespace="production"}') -> dict:
+    """A notification as Alertmanager posts it: two firing alerts and a resolved one by default."""
+    alerts = alerts or (
+        alert("HighCPUUsage", "payment-service", fingerprint="a1b2c3d4e5f60718"),
+        alert("HighMemoryUsage", "order-service", fingerprint="b2c3d4e5f6071829"),
+        alert("SlowResponse", "user-service", status="resolved", fingerprint="c3d4e5f60718293a"),
+    )
+    firing = any(a["status"] == "firing" for a in alerts)
+    return copy.deepcopy(
+        {
+            "receiver": "aiops-diagnosis",
+            "status": "firing" if firing else "resolved",
+            "alerts": list(alerts),
+            "groupLabels": {"namespace": "production"},
+            "commonLabels": {"namespace": "production", "severity": "critical"},
+            "commonAnnotations": {},
+            "externalURL": "http://alertmanager.example:9093",
+            "version": "4",
+            "groupKey": group_key,
+            "truncatedAlerts": 0,
+        }
+    )

@@ -1,0 +1,365 @@
+"""AIOps analysis on the demo world: child sessions, the 告警分析报告 and aiops_rule_evaluation."""
+
+import re
+from collections import Counter
+
+import pytest
+from django.db import connection
+
+from diagnosis.models import DiagnosisSession
+from diagnosis.pipeline.aiops import AlertSubject, aiops_checks, alert_analysis_build, report_build
+from diagnosis.serializers_aiops import AlertmanagerNotificationSerializer
+from diagnosis.services.aiops import (
+    aiops_concurrency,
+    aiops_run,
+    aiops_start,
+    alertmanager_notification_receive,
+)
+from tests.diagnosis.aiops_support import DEMO_NOW, alert, notification
+from tests.factories import CompletedSessionFactory, DiagnosisSessionFactory
+
+pytestmark = pytest.mark.django_db
+
+Output = DiagnosisSession.OutputType
+CURRENT_READING = re.compile(r"当前\s*(\d+(?:\.\d+)?(?:%|s|GB))")
+
+
+@pytest.fixture(autouse=True)
+def pinned_demo_world(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"DEMO_NOW": DEMO_NOW, "ENGINE": "rules"}
+
+
+def received(payload: dict) -> DiagnosisSession:
+    serializer = AlertmanagerNotificationSerializer(data=payload)
+    serializer.is_valid(raise_exception=True)
+    return alertmanager_notification_receive(notification=serializer.validated_data)
+
+
+def section(report: str, alert_name: str) -> str:
+    """The report's section about one alert (its heading up to the next one)."""
+    match = re.search(rf"^## \d+\. {alert_name}\b.*?(?=^## |\Z)", report, re.M | re.S)
+    assert match, f"no section for {alert_name}"
+    return match.group(0)
+
+
+def test_demo_world_report_holds_each_alerts_verified_figures_and_passes_the_rule_evaluation():
+    session = aiops_run(session_pk=aiops_start().pk)
+
+    assert session.status == DiagnosisSession.Status.COMPLETED
+    assert session.output_type == Output.NORMAL
+    report = session.answer
+    assert report.startswith("# 告警分析报告")
+    assert "当前 92%" in section(report, "HighCPUUsage")
+    memory = section(report, "HighMemoryUsage")
+    assert "当前 91%" in memory and "3.8GB/4GB" in memory
+    assert "当前 4.2s" in section(report, "SlowResponse")
+    # Nothing contradicts them: every "current" reading in the report is one of the verified ones.
+    assert set(CURRENT_READING.findall(report)) == {"92%", "91%", "4.2s"}
+    assert "97%" not in report
+    evaluation = session.self_evaluation["aiops_rule_evaluation"]
+    assert evaluation["verdict"] == "pass"
+    assert [(c["name"], c["passed"]) for c in evaluation["checks"]] == [
+        ("final_report_exists", True),
+        ("report_focused_on_alerts", True),
+        ("evidence_tools_called", True),
+        ("no_unrelated_alert_expanded", True),
+    ]
+
+
+def test_each_firing_alert_is_diagnosed_by_its_own_verified_child_session():
+    session = aiops_run(session_pk=aiops_start().pk)
+
+    children = list(session.children.order_by("id"))
+    assert [child.query for child in children] == [
+        "只确认 payment-service 是否存在 HighCPUUsage 告警，并给出相关证据",
+        "只确认 order-service 是否存在 HighMemoryUsage 告警，并给出相关证据",
+        "只确认 user-service 是否存在 SlowResponse 告警，并给出相关证据",
+    ]
+    for child in children:
+        assert (child.kind, child.status, child.verdict, child.output_type) == (
+            DiagnosisSession.Kind.AIOPS,
+            DiagnosisSession.Status.COMPLETED,
+            "PASS",
+            Output.NORMAL,
+        )
+        assert {"query_metrics", "query_logs"} <= set(
+            child.tool_invocations.values_list("tool_name", flat=True)
+        )
+        assert "rule_evaluation" in child.self_evaluation
+    assert [a["session_id"] for a in session.alert_scope["alerts"]] == [c.session_id for c in children]
+    # The alerts active when the analysis started, recorded as evidence on the AIOps session itself.
+    inventory = session.tool_invocations.get()
+    assert (inventory.tool_name, inventory.input, inventory.output["total"]) == ("query_metrics", {}, 3)
+
+
+def test_notification_report_covers_exactly_its_firing_alerts_and_records_the_resolved_one():
+    session = aiops_run(session_pk=received(notification()).pk)
+
+    report = session.answer
+    assert "## 1. HighCPUUsage · payment-service" in report
+    assert "## 2. HighMemoryUsage · order-service" in report
+    assert "SlowResponse" not in report and "user-service" not in report
+    assert "另有 1 条已恢复（resolved）告警已记录" in report
+    for alert_name in ("HighCPUUsage", "HighMemoryUsage"):
+        assert "**已核验的发现**" in section(report, alert_name)
+        assert "证据：「" in section(report, alert_name)
+    assert session.children.count() == 2
+    scope = {a["alert_name"]: (a["state"], a["analysed"]) for a in session.alert_scope["alerts"]}
+    assert scope == {
+        "HighCPUUsage": ("firing", True),
+        "HighMemoryUsage": ("firing", True),
+        "SlowResponse": ("resolved", False),
+    }
+    evaluation = session.self_evaluation["aiops_rule_evaluation"]
+    assert (evaluation["verdict"], evaluation["mode"]) == ("pass", "alertmanager")
+
+
+def test_annotations_from_alertmanager_never_reach_the_report():
+    payload = notification()
+    payload["alerts"][0]["annotations"]["description"] = "CPU 当前 99%，建议立即重启 payment-service"
+
+    report = aiops_run(session_pk=received(payload).pk).answer
+
+    assert "99%" not in report and "重启" not in report
+
+
+def test_filter_narrows_the_analysis_and_leaves_other_active_alerts_unexpanded():
+    session = aiops_run(session_pk=aiops_start(services=["order-service"]).pk)
+
+    assert [a["alert_name"] for a in session.alert_scope["alerts"]] == ["HighMemoryUsage"]
+    assert "payment-service" not in session.answer and "SlowResponse" not in session.answer
+    checks = {c["name"]: c for c in session.self_evaluation["aiops_rule_evaluation"]["checks"]}
+    assert checks["no_unrelated_alert_expanded"] == {
+        "name": "no_unrelated_alert_expanded",
+        "passed": True,
+        "reason": "2 条无关的活跃告警未被展开",
+    }
+
+
+def test_filter_matching_no_firing_alert_completes_with_a_report_saying_so():
+    session = aiops_run(session_pk=aiops_start(alert_names=["HighDiskUsage"]).pk)
+
+    assert session.status == DiagnosisSession.Status.COMPLETED
+    assert "当前范围内没有处于 firing 状态的告警" in session.answer
+    assert not session.children.exists()
+    assert session.self_evaluation["aiops_rule_evaluation"]["verdict"] == "pass"
+
+
+def test_same_alert_on_several_instances_is_diagnosed_once():
+    payload = notification(
+        alert("HighCPUUsage", "payment-service", fingerprint="1111111111111111"),
+        alert("HighCPUUsage", "payment-service", fingerprint="2222222222222222"),
+    )
+
+    session = aiops_run(session_pk=received(payload).pk)
+
+    assert session.children.count() == 1
+    assert {a["session_id"] for a in session.alert_scope["alerts"]} == {session.children.get().session_id}
+
+
+def test_alert_the_metrics_do_not_know_is_reported_as_not_found_never_as_confirmed():
+    payload = notification(alert("KafkaConsumerLag", "billing-service", fingerprint="3333333333333333"))
+
+    report = aiops_run(session_pk=received(payload).pk).answer
+
+    kafka = section(report, "KafkaConsumerLag")
+    assert "query_metrics(service=billing-service) 未检索到匹配证据" in kafka
+    assert "存在 KafkaConsumerLag 告警" not in kafka
+    assert "只得到“未检索到匹配证据”的告警（不等于已排除）：KafkaConsumerLag（billing-service）" in report
+    assert "有已核验证据支撑的告警" not in report
+
+
+# --- The report only carries verified material ---
+
+
+def aiops_parent(*subjects: tuple[str, str]) -> DiagnosisSession:
+    alerts = [{"alert_name": name, "service": service, "state": "firing"} for name, service in subjects]
+    return DiagnosisSessionFactory(kind=DiagnosisSession.Kind.AIOPS, alert_scope={"alerts": alerts})
+
+
+def child_of(parent: DiagnosisSession, verdict: str) -> DiagnosisSession:
+    scope = {"alerts": [{"alert_name": "HighMemoryUsage", "service": "order-service", "state": "firing"}]}
+    return CompletedSessionFactory(
+        verdict=verdict, parent=parent, kind=DiagnosisSession.Kind.AIOPS, alert_scope=scope
+    )
+
+
+def report_of(child: DiagnosisSession) -> str:
+    analysis = alert_analysis_build(child=child, invocations=list(child.tool_invocations.all()))
+    return report_build(analyses=[analysis], scope_line="分析 1 条 firing 告警。", notes=[])
+
+
+def test_unsupported_claim_and_remediation_never_reach_the_report():
+    child = child_of(aiops_parent(("HighMemoryUsage", "order-service")), "LOW_CONFID")
+
+    report = report_of(child)
+
+    assert "order-service 存在 firing 状态的 HighMemoryUsage 告警，内存使用率当前 91%" in report
+    assert "缓存泄漏" not in report
+    assert "1 条断言缺少直接证据，未写入报告" in report
+    assert "重启" not in report
+    assert "以下结论基于当前已获取证据，仍存在部分证据缺口，请谨慎参考。" in report
+
+
+def test_degraded_alert_shows_no_claim_text_and_no_fabricated_excerpt():
+    child = child_of(aiops_parent(("HighMemoryUsage", "order-service")), "REJECT")
+
+    report = report_of(child)
+
+    assert "当前无法基于已获取证据生成可靠结论，建议人工介入。" in report
+    assert "内存使用率当前 91%" not in report
+    assert "97%" not in report
+    assert "的引用未通过核验（evidence.excerpt_mismatch）" in report
+    assert "DEGRADED（降级输出）" in report
+
+
+def test_failed_child_is_reported_as_failed_without_findings():
+    parent = aiops_parent(("HighMemoryUsage", "order-service"))
+    child = DiagnosisSessionFactory(
+        parent=parent,
+        kind=DiagnosisSession.Kind.AIOPS,
+        status=DiagnosisSession.Status.FAILED,
+        alert_scope={
+            "alerts": [{"alert_name": "HighMemoryUsage", "service": "order-service", "state": "firing"}]
+        },
+    )
+
+    report = report_of(child)
+
+    assert "| 1 | HighMemoryUsage | order-service | firing | 执行失败 | — |" in report
+    assert "诊断执行失败，未获得可用证据" in report
+    assert "**已核验的发现**" not in report
+
+
+# --- aiops_rule_evaluation checks ---
+
+PAYLOAD = [
+    {"alert_name": "HighCPUUsage", "service": "payment-service", "state": "firing"},
+    {"alert_name": "HighMemoryUsage", "service": "order-service", "state": "firing"},
+]
+ACTIVE = [
+    {"alert_name": "HighCPUUsage", "service": "payment-service", "state": "firing"},
+    {"alert_name": "HighMemoryUsage", "service": "order-service", "state": "firing"},
+    {"alert_name": "SlowResponse", "service": "user-service", "state": "firing"},
+]
+EVIDENCE_CALLS = {
+    AlertSubject("HighCPUUsage", "payment-service"): Counter(query_metrics=1, query_logs=1),
+    AlertSubject("HighMemoryUsage", "order-service"): Counter(query_metrics=1, query_logs=1),
+}
+
+
+@pytest.fixture
+def focused_report() -> str:
+    session = aiops_run(session_pk=received(notification(*notification()["alerts"][:2])).pk)
+    assert session.self_evaluation["aiops_rule_evaluation"]["verdict"] == "pass"
+    return session.answer
+
+
+def checks_of(report: str, analysed=EVIDENCE_CALLS) -> dict[str, dict]:
+    result = aiops_checks(report=report, scope_alerts=PAYLOAD, active_alerts=ACTIVE, analysed=analysed)
+    return {check["name"]: check for check in result["checks"]} | {"verdict": result["verdict"]}
+
+
+def test_report_that_strays_to_an_active_alert_outside_the_payload_fails_the_focus_check(focused_report):
+    strayed = focused_report.replace(
+        "## 总结",
+        "## 3. SlowResponse · user-service\n\n**已核验的发现**\n- user-service 当前存在 SlowResponse 告警\n\n## 总结",
+    )
+
+    checks = checks_of(strayed)
+
+    assert checks["verdict"] == "fail"
+    assert checks["report_focused_on_alerts"]["passed"] is False
+    assert "SlowResponse" in checks["report_focused_on_alerts"]["reason"]
+    assert "user-service" in checks["report_focused_on_alerts"]["reason"]
+    assert checks["no_unrelated_alert_expanded"]["passed"] is False
+    assert checks["no_unrelated_alert_expanded"]["reason"].endswith("SlowResponse（user-service）")
+
+
+def test_passing_mention_of_another_service_fails_focus_but_is_no_expanded_subject(focused_report):
+    strayed = focused_report.replace("## 总结", "## 总结\n\n- inventory-service 可能也受到影响。")
+
+    checks = checks_of(strayed)
+
+    assert checks["report_focused_on_alerts"]["passed"] is False
+    assert checks["report_focused_on_alerts"]["reason"].endswith("inventory-service")
+    assert checks["no_unrelated_alert_expanded"]["passed"] is True
+
+
+def test_evidence_quoted_from_tools_is_not_a_diagnosis_subject(focused_report):
+    quoted = focused_report.replace(
+        "## 总结",
+        "- 证据：「SlowResponse firing service=user-service」（来源：query_metrics #1 $.alerts[2]）\n\n## 总结",
+    )
+
+    assert checks_of(quoted)["verdict"] == "pass"
+
+
+def test_alert_analysed_without_logs_fails_the_evidence_tools_check(focused_report):
+    analysed = EVIDENCE_CALLS | {AlertSubject("HighMemoryUsage", "order-service"): Counter(query_metrics=1)}
+
+    check = checks_of(focused_report, analysed)["evidence_tools_called"]
+
+    assert check == {
+        "name": "evidence_tools_called",
+        "passed": False,
+        "reason": "HighMemoryUsage（order-service） 未调用 query_logs",
+    }
+
+
+def test_missing_report_or_missing_alert_section_fails_the_report_check(focused_report):
+    assert checks_of("")["final_report_exists"]["passed"] is False
+    without_memory = re.sub(r"^## 2\. HighMemoryUsage.*$", "", focused_report, flags=re.M)
+    check = checks_of(without_memory)["final_report_exists"]
+    assert (check["passed"], check["reason"]) == (
+        False,
+        "报告缺少这些告警的分析章节：HighMemoryUsage（order-service）",
+    )
+
+
+# --- Concurrency ---
+
+
+def most_at_once(sessions) -> int:
+    """The largest number of sessions running at the same moment."""
+    events = sorted(
+        [(s.started_at, 1) for s in sessions] + [(s.finished_at, -1) for s in sessions],
+        key=lambda event: (event[0], event[1]),
+    )
+    running = peak = 0
+    for _, step in events:
+        running += step
+        peak = max(peak, running)
+    return peak
+
+
+@pytest.mark.django_db(transaction=True)
+def test_alerts_are_diagnosed_concurrently_within_the_configured_bound(settings):
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite diagnoses alerts one at a time (see the next test)")
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"AIOPS_CONCURRENCY": 2}
+
+    session = aiops_run(session_pk=aiops_start().pk)
+
+    children = list(session.children.all())
+    assert [child.status for child in children] == [DiagnosisSession.Status.COMPLETED] * 3
+    assert most_at_once(children) == 2
+    assert session.self_evaluation["aiops_rule_evaluation"]["verdict"] == "pass"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sqlite_diagnoses_alerts_one_at_a_time(settings):
+    if connection.vendor != "sqlite":
+        pytest.skip("only SQLite serialises the alerts")
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"AIOPS_CONCURRENCY": 3}
+
+    session = aiops_run(session_pk=aiops_start().pk)
+
+    assert most_at_once(list(session.children.all())) == 1
+    assert session.self_evaluation["aiops_rule_evaluation"]["verdict"] == "pass"
+
+
+def test_a_caller_holding_a_transaction_gets_no_threads(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"AIOPS_CONCURRENCY": 3}
+
+    assert aiops_concurrency(alert_count=3) == 1
