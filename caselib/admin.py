@@ -38,6 +38,7 @@ class CaseLibraryAdmin(admin.ModelAdmin):
         "created_at",
     )
     show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
 
     @admin.display(description=_("diagnosis session"))
     def diagnosis(self, case: CaseLibrary) -> str:

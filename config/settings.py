@@ -165,6 +165,7 @@ SPECTACULAR_SETTINGS = {
         "SessionStatusEnum": "diagnosis.models.DiagnosisSession.Status",
         "StepStatusEnum": "diagnosis.models.AgentStep.Status",
         "FeedbackEnum": "diagnosis.models.DiagnosisSession.Feedback",
+        "AlertStatusEnum": [("firing", "firing"), ("resolved", "resolved")],
     },
 }
 

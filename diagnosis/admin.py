@@ -256,6 +256,8 @@ class DiagnosisSessionAdmin(admin.ModelAdmin):
     ordering = ("-created_at", "-id")
     list_per_page = 50
     show_full_result_count = False
+    # Facet counts are one COUNT per filter option: far too many over 100,000 sessions.
+    show_facets = admin.ShowFacets.NEVER
     fields = ("overview",)
     readonly_fields = ("overview",)
     inlines = (AgentStepInline, ToolInvocationInline)

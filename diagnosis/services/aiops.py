@@ -103,8 +103,15 @@ def alertmanager_notification_receive(*, notification: dict) -> DiagnosisSession
 
 def aiops_run(*, session_pk: int) -> DiagnosisSession:
     """Analyse the session's alerts, write the report and the rule evaluation (background task body)."""
+    # Claimed atomically, like a chat session: a task delivered twice, or a session the stale-session
+    # reaper already failed, is left alone.
+    claimed = DiagnosisSession.objects.filter(pk=session_pk, status=Status.PENDING).update(
+        status=Status.RUNNING, started_at=timezone.now(), current_stage="executor", updated_at=timezone.now()
+    )
     session = DiagnosisSession.objects.get(pk=session_pk)
-    _update(session, status=Status.RUNNING, started_at=timezone.now(), error="", current_stage="executor")
+    if not claimed:
+        logger.warning("AIOps session %s is %s, not PENDING: not run", session.session_id, session.status)
+        return session
     try:
         _analyse(session)
     except Exception as exc:

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+from django.db import connections
 from django.utils.module_loading import import_string
 from django_q.brokers import get_broker
 from django_q.signing import SignedPackage
@@ -25,6 +26,9 @@ def chromium(monkeypatch):
             args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
         )
         yield chromium
+        # ORM calls made while Playwright's loop runs get their own connections (context-local):
+        # close them here, or the test database cannot be dropped at the end of the run.
+        connections.close_all()
         chromium.close()
 
 

@@ -363,3 +363,14 @@ def test_a_caller_holding_a_transaction_gets_no_threads(settings):
     settings.DIAGNOSIS = settings.DIAGNOSIS | {"AIOPS_CONCURRENCY": 3}
 
     assert aiops_concurrency(alert_count=3) == 1
+
+
+def test_an_analysis_runs_once_even_if_its_task_is_delivered_twice():
+    session = aiops_start()
+    aiops_run(session_pk=session.pk)
+
+    again = aiops_run(session_pk=session.pk)
+
+    assert again.status == DiagnosisSession.Status.COMPLETED
+    assert again.children.count() == 3
+    assert again.tool_invocations.count() == 1

@@ -95,7 +95,10 @@ def test_finished_session_stops_polling_and_updates_its_sidebar_entry(client, en
     panel = client.get(reverse("chat-panel", args=[session.session_id])).content.decode()
     assert "hx-trigger" not in panel
     assert panel.count('data-state="done"') == 5
-    assert f'<span id="conversation-meta-{session.pk}" class="conversation-meta" hx-swap-oob="true">正常输出' in panel
+    assert (
+        f'<span id="conversation-meta-{session.pk}" class="conversation-meta" hx-swap-oob="true">正常输出'
+        in panel
+    )
 
 
 def test_normal_answer_shows_type_score_and_evidence_with_the_excerpt_marked(client, engineer):

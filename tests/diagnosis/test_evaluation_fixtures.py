@@ -1,0 +1,164 @@
+"""Evaluation fixtures: the shipped cases load and cover what they must; broken files say where."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from diagnosis.evaluation.fixtures import CASES_DIR, CaseFileError, case_load, cases_discover
+from diagnosis.pipeline.gatekeeper import RULE_SEVERITY
+
+SEED_003_QUESTIONS = {
+    "只确认 payment-service 当前是否存在 HighCPUUsage 告警",
+    "只确认 order-service 是否存在 HighMemoryUsage 告警",
+    "只确认 user-service 是否存在 SlowResponse 告警和慢请求日志",
+    "确认 order-service 是否存在 HikariCP 连接池耗尽",
+    "确认 inventory-service 是否存在 HikariCP 连接池耗尽",
+    "只确认 HighCPUUsage，不要分析订单123、OOM、数据库慢查询、连接池或 user-service",
+}
+VALID = {
+    "question": "只确认 order-service 是否存在 HighMemoryUsage 告警",
+    "tags": ["positive"],
+    "expect": {"verdict": "PASS"},
+}
+
+
+def write_case(folder: Path, data: dict | str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    text = data if isinstance(data, str) else yaml.safe_dump(data, allow_unicode=True)
+    (folder / "case.yaml").write_text(text, encoding="utf-8")
+    return folder
+
+
+def test_at_least_forty_shipped_cases_load_with_unique_names():
+    cases = cases_discover()
+
+    assert len(cases) >= 40
+    assert len({case.name for case in cases}) == len(cases)
+    assert all(case.tags for case in cases)
+
+
+def test_shipped_cases_cover_the_seed_003_matrix():
+    questions = {case.question for case in cases_discover()}
+
+    assert questions >= SEED_003_QUESTIONS
+
+
+def test_shipped_cases_expect_every_gatekeeper_rule():
+    expected_rules = set()
+    for case in cases_discover():
+        expected_rules |= set(case.expect.failed_rules or []) | set(case.expect.warnings_include)
+
+    assert set(RULE_SEVERITY) <= expected_rules
+
+
+def test_shipped_cases_cover_both_engines_and_the_required_situations():
+    cases = cases_discover()
+    tags = {tag for case in cases for tag in case.tags}
+
+    assert {case.engine for case in cases} == {"rules", "llm"}
+    assert {
+        "positive",
+        "negative",
+        "adversarial",
+        "fabricated",
+        "narrow",
+        "retry",
+        "english",
+        "tool_failure",
+        "injection",
+        "unknown",
+        "parse",
+        "composer",
+        "verifier",
+    } <= tags
+
+
+def test_a_case_is_named_after_its_folder(tmp_path):
+    case = case_load(write_case(tmp_path / "memory-alert", VALID))
+
+    assert case.name == "memory-alert"
+    assert case.engine == "rules"
+    assert case.now.isoformat() == "2026-11-29T15:00:00+08:00"
+
+
+def test_an_invalid_value_is_reported_with_the_file_and_the_field(tmp_path):
+    folder = write_case(tmp_path / "bad", VALID | {"expect": {"verdict": "MAYBE"}})
+
+    with pytest.raises(CaseFileError) as error:
+        case_load(folder)
+
+    assert str(folder / "case.yaml") in str(error.value)
+    assert "expect.verdict" in str(error.value)
+
+
+def test_an_unknown_field_is_reported_by_its_path(tmp_path):
+    folder = write_case(tmp_path / "typo", VALID | {"tools": {"query_logs": {"logz": []}}})
+
+    with pytest.raises(CaseFileError, match=r"tools\.query_logs\.logz"):
+        case_load(folder)
+
+
+def test_an_unknown_tag_lists_the_known_ones(tmp_path):
+    folder = write_case(tmp_path / "tag", VALID | {"tags": ["fabricted"]})
+
+    with pytest.raises(CaseFileError, match=r"unknown tag.*fabricted.*known"):
+        case_load(folder)
+
+
+def test_an_unknown_rule_name_is_rejected(tmp_path):
+    folder = write_case(
+        tmp_path / "rule", VALID | {"expect": {"verdict": "REJECT", "failed_rules": ["excerpt"]}}
+    )
+
+    with pytest.raises(CaseFileError, match=r"expect\.failed_rules.*unknown rule"):
+        case_load(folder)
+
+
+def test_a_script_needs_the_llm_engine(tmp_path):
+    folder = write_case(tmp_path / "script", VALID | {"script": {"composer": [{"answer": "x"}]}})
+
+    with pytest.raises(CaseFileError, match="script is only for engine: llm"):
+        case_load(folder)
+
+
+def test_a_fabricated_case_must_expect_reject(tmp_path):
+    folder = write_case(tmp_path / "fabricated", VALID | {"tags": ["fabricated"]})
+
+    with pytest.raises(CaseFileError, match="fabricated must expect verdict REJECT"):
+        case_load(folder)
+
+
+def test_a_completed_case_must_expect_something(tmp_path):
+    folder = write_case(tmp_path / "empty", VALID | {"expect": {"rounds": 1}})
+
+    with pytest.raises(CaseFileError, match="expected verdict or output_type"):
+        case_load(folder)
+
+
+def test_broken_yaml_names_the_file(tmp_path):
+    folder = write_case(tmp_path / "yaml", "question: [unclosed\n")
+
+    with pytest.raises(CaseFileError, match="not valid YAML") as error:
+        case_load(folder)
+
+    assert str(folder / "case.yaml") in str(error.value)
+
+
+def test_discovery_takes_folders_of_cases_single_cases_and_files(tmp_path):
+    write_case(tmp_path / "suite" / "b-case", VALID)
+    write_case(tmp_path / "suite" / "a-case", VALID)
+    single = write_case(tmp_path / "single", VALID)
+
+    found = cases_discover([tmp_path / "suite", single, single / "case.yaml"])
+
+    assert [case.name for case in found] == ["a-case", "b-case", "single"]
+
+
+def test_discovery_of_a_missing_path_says_so(tmp_path):
+    with pytest.raises(CaseFileError, match="no such case"):
+        cases_discover([tmp_path / "nowhere"])
+
+
+def test_the_default_is_the_shipped_cases_folder():
+    assert {case.path for case in cases_discover()} == {str(path) for path in CASES_DIR.rglob("case.yaml")}
