@@ -13,11 +13,13 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-# Debian's Chromium for the browser tests (Playwright's own browser download cannot work here).
+# Debian's Chromium (+ a CJK font for the screenshots) for the browser tests; Playwright's own browser
+# download cannot work here.
+BROWSER_PACKAGES := chromium fonts-wqy-microhei
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-microhei; \
-	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-microhei; fi; }
+	@dpkg -s $(BROWSER_PACKAGES) >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BROWSER_PACKAGES); }
 
 run: install
 	DIAGNOSIS_DEV=1 $(PY) manage.py quickstart

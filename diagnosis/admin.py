@@ -24,12 +24,13 @@ from caselib.services import case_create_from_session
 from diagnosis.models import AgentStep, DiagnosisSession, SessionReview, ToolInvocation
 from diagnosis.selectors.audit import session_audit
 from diagnosis.selectors.sessions import needs_review_condition, session_review_annotated
+from diagnosis.services.case_export import cases_export_file
 from diagnosis.services.reviews import VERDICTS, review_record
 
 REVIEW_PERMISSION = "diagnosis.review_session"
 PROMOTE_PERMISSION = "caselib.add_caselibrary"
 # Heavy columns the list never shows: leave them in the database.
-LIST_DEFERRED_FIELDS = ("self_evaluation", "answer", "error")
+LIST_DEFERRED_FIELDS = ("self_evaluation", "answer", "error", "alert_scope")
 
 
 class FixedChoicesFilter(admin.SimpleListFilter):
@@ -67,6 +68,12 @@ class GatekeeperSeverityFilter(FixedChoicesFilter):
     title = _("gatekeeper severity")
     parameter_name = field_name = "gatekeeper_severity"
     options = (("none", "none"), ("low_confid", "low_confid"), ("reject", "reject"))
+
+
+class KindFilter(FixedChoicesFilter):
+    title = _("kind")
+    parameter_name = field_name = "kind"
+    options = DiagnosisSession.Kind.choices
 
 
 class EngineFilter(FixedChoicesFilter):
@@ -225,6 +232,40 @@ class ToolInvocationInline(ReadOnlyInline):
         )
 
 
+class AlertSessionInline(ReadOnlyInline):
+    """An AIOps analysis's per-alert sessions, each linking to its own audit page."""
+
+    model = DiagnosisSession
+    fk_name = "parent"
+    verbose_name = _("alert diagnosis")
+    verbose_name_plural = _("per-alert diagnoses")
+    show_change_link = True
+    ordering = ("id",)
+    fields = ("alert", "status_display", "output_type_display", "verdict_display", "groundedness")
+    readonly_fields = fields
+
+    @admin.display(description=_("alert"))
+    def alert(self, session: DiagnosisSession) -> str:
+        alert = (session.alert_scope.get("alerts") or [{}])[0]
+        return " · ".join(part for part in (alert.get("alert_name"), alert.get("service")) if part) or "—"
+
+    @admin.display(description=_("status"))
+    def status_display(self, session: DiagnosisSession) -> str:
+        return session.get_status_display()
+
+    @admin.display(description=_("output type"))
+    def output_type_display(self, session: DiagnosisSession) -> str:
+        return session.get_output_type_display() or "—"
+
+    @admin.display(description=_("verdict"))
+    def verdict_display(self, session: DiagnosisSession) -> str:
+        return session.verdict or "—"
+
+    @admin.display(description=_("groundedness"))
+    def groundedness(self, session: DiagnosisSession) -> str:
+        return "—" if session.groundedness_score is None else f"{session.groundedness_score:.2f}"
+
+
 @admin.register(DiagnosisSession)
 class DiagnosisSessionAdmin(admin.ModelAdmin):
     change_form_template = "admin/diagnosis/diagnosissession/change_form.html"
@@ -248,6 +289,7 @@ class DiagnosisSessionAdmin(admin.ModelAdmin):
         VerdictFilter,
         GatekeeperSeverityFilter,
         FeedbackFilter,
+        KindFilter,
         EngineFilter,
         ("created_at", CreatedFilter),
     )
@@ -261,7 +303,7 @@ class DiagnosisSessionAdmin(admin.ModelAdmin):
     fields = ("overview",)
     readonly_fields = ("overview",)
     inlines = (AgentStepInline, ToolInvocationInline)
-    actions = ("promote_to_case_library",)
+    actions = ("promote_to_case_library", "export_regression_cases")
 
     class Media:
         css = {"all": ("diagnosis/admin.css",)}
@@ -271,6 +313,11 @@ class DiagnosisSessionAdmin(admin.ModelAdmin):
 
     def get_changelist(self, request, **kwargs):
         return SessionChangeList
+
+    def get_inlines(self, request, obj):
+        if obj is not None and obj.kind == DiagnosisSession.Kind.AIOPS and obj.parent_id is None:
+            return (AlertSessionInline, *self.inlines)
+        return self.inlines
 
     def has_add_permission(self, request):
         return False
@@ -358,6 +405,17 @@ class DiagnosisSessionAdmin(admin.ModelAdmin):
                 continue
             created += was_created
         self.message_user(request, _("%(count)d case(s) created.") % {"count": created}, messages.SUCCESS)
+
+    @admin.action(description="导出为回归用例")
+    def export_regression_cases(self, request: HttpRequest, queryset) -> HttpResponse | None:
+        try:
+            export = cases_export_file(sessions=queryset.order_by("created_at", "id"))
+        except ValidationError as error:
+            self.message_user(request, " ".join(error.messages), messages.WARNING)
+            return None
+        response = HttpResponse(export.content, content_type=export.content_type)
+        response["Content-Disposition"] = f'attachment; filename="{export.filename}"'
+        return response
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         session = self.get_object(request, unquote(object_id))

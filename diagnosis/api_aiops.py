@@ -12,6 +12,7 @@ import hmac
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
@@ -60,6 +61,16 @@ class AlertmanagerTokenAuthentication(BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="alertmanager"'
+
+
+class AlertmanagerTokenScheme(OpenApiAuthenticationExtension):
+    """How the OpenAPI schema describes the webhook's authentication."""
+
+    target_class = AlertmanagerTokenAuthentication
+    name = "alertmanagerBearer"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer", "description": "DIAGNOSIS_ALERTMANAGER_TOKEN"}
 
 
 class IsAlertmanager(BasePermission):

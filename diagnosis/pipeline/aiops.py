@@ -341,7 +341,7 @@ def _focus_check(report: str, scope_alerts: list[dict], active_alerts: list[dict
     for line in report.splitlines():
         text = QUOTED.sub(" ", line)
         mentioned_services |= {m.group(0).lower() for m in SERVICE_PATTERN.finditer(text)}
-        mentioned_services |= {s for s in known_services if _names(text, s)}
+        mentioned_services |= {s.lower() for s in known_services if _names(text, s)}
         mentioned_names |= {n for n in known_names if _names(text, n)}
         if _is_subject_line(line):
             mentioned_names |= {m.group(0) for m in ALERT_PATTERN.finditer(text)}

@@ -32,9 +32,12 @@ def session_list(*, user, filters: dict) -> QuerySet[DiagnosisSession]:
 
 
 def session_sidebar(*, user) -> list[DiagnosisSession]:
-    """The user's own recent conversations for the chat sidebar (staff too: it is their chat)."""
+    """The user's own recent conversations for the chat sidebar (staff too: it is their chat).
+
+    An AIOps analysis is one conversation: its per-alert sessions are reached from its report.
+    """
     return list(
-        DiagnosisSession.objects.filter(owner=user)
+        DiagnosisSession.objects.filter(owner=user, parent__isnull=True)
         .only("session_id", "query", "status", "output_type", "created_at")
         .order_by("-created_at", "-id")[:SIDEBAR_SIZE]
     )

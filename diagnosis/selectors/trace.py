@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from diagnosis.models import AgentStep, DiagnosisSession, ToolInvocation
+from diagnosis.selectors.aiops import aiops_summary
 from diagnosis.selectors.self_evaluation import AIOPS_RULE_EVALUATION, VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.selectors.sessions import session_get
 
@@ -52,7 +53,7 @@ def _invocation(invocation: ToolInvocation) -> dict:
 
 def session_trace(*, session: DiagnosisSession) -> dict:
     self_evaluation = self_evaluation_of(session=session)
-    return {
+    trace = {
         "session": {
             "session_id": session.session_id,
             "query": session.query,
@@ -73,6 +74,11 @@ def session_trace(*, session: DiagnosisSession) -> dict:
         "steps": [_step(step) for step in session.steps.all()],
         "tool_invocations": [_invocation(invocation) for invocation in session.tool_invocations.all()],
     }
+    # AIOps sessions only: the alerts and each alert's child session (or, for a child, its parent).
+    aiops = aiops_summary(session=session)
+    if aiops is not None:
+        trace["aiops"] = aiops
+    return trace
 
 
 def session_trace_for_user(*, user, session_id: str) -> dict:

@@ -126,7 +126,7 @@ def aiops_run(*, session_pk: int) -> DiagnosisSession:
             current_stage="failed",
             finished_at=timezone.now(),
         )
-    aiops_rule_evaluation_run(session_pk=session.pk)
+        aiops_rule_evaluation_run(session_pk=session.pk)
     session.refresh_from_db()
     return session
 
@@ -193,14 +193,10 @@ def _analyse(session: DiagnosisSession) -> None:
     answer = report_build(
         analyses=analyses, scope_line=_scope_line(scope, len(analysed)), notes=_notes(scope, skipped)
     )
-    _update(
-        session,
-        status=Status.COMPLETED,
-        answer=answer,
-        output_type=report_output_type(analyses),
-        current_stage="done",
-        finished_at=timezone.now(),
-    )
+    _update(session, answer=answer, output_type=report_output_type(analyses))
+    # Before COMPLETED: whoever sees the analysis finished also sees its rule evaluation.
+    aiops_rule_evaluation_run(session_pk=session.pk)
+    _update(session, status=Status.COMPLETED, current_stage="done", finished_at=timezone.now())
 
 
 def _children_run(child_pks: list[int]) -> None:

@@ -1,4 +1,4 @@
-"""A tiny Markdown subset for answers: the text is escaped first, then headings, lists, bold and code.
+"""A tiny Markdown subset for answers: the text is escaped first, then headings, lists, tables, bold and code.
 
 Answers come from models and tools, so no HTML in them may ever reach the page: everything is
 escaped before any tag is added, and the only tags added are the ones below (no links, no images,
@@ -23,6 +23,10 @@ NESTED_INDENT = 2
 FENCE = re.compile(r"^\s*```")
 INLINE_CODE = re.compile(r"`([^`]+)`")
 BOLD = re.compile(r"\*\*(.+?)\*\*")
+# Pipe tables (the AIOps report's alert table): `| a | b |` rows; a `|---|` rule ends the header.
+TABLE_ROW = re.compile(r"^\s*\|(.*)\|\s*$")
+TABLE_RULE = re.compile(r"^\s*\|(?:\s*:?-{3,}:?\s*\|)+\s*$")
+CELL_SEPARATOR = re.compile(r"(?<!\\)\|")
 # The answer sits under the page's own headings: Markdown "#" becomes <h3>, never a page title.
 HEADING_OFFSET = 2
 
@@ -40,6 +44,8 @@ class _Writer:
         self.html: list[str] = []
         self.paragraph: list[str] = []
         self.list_tag = ""
+        self.table: list[list[str]] = []
+        self.header_rows = 0
 
     def flush(self) -> None:
         if self.paragraph:
@@ -48,6 +54,26 @@ class _Writer:
         if self.list_tag:
             self.html.append(f"</{self.list_tag}>")
             self.list_tag = ""
+        if self.table:
+            self.html.append(self._table_html())
+            self.table, self.header_rows = [], 0
+
+    def table_row(self, line: str) -> None:
+        if not self.table:
+            self.flush()
+        if TABLE_RULE.match(line):
+            self.header_rows = 1 if len(self.table) == 1 else self.header_rows
+            return
+        cells = CELL_SEPARATOR.split(TABLE_ROW.match(line).group(1))
+        self.table.append([cell.strip().replace("\\|", "|") for cell in cells])
+
+    def _table_html(self) -> str:
+        def row(cells: list[str], tag: str) -> str:
+            return "<tr>" + "".join(f"<{tag}>{_inline(cell)}</{tag}>" for cell in cells) + "</tr>"
+
+        head = "".join(row(cells, "th") for cells in self.table[: self.header_rows])
+        body = "".join(row(cells, "td") for cells in self.table[self.header_rows :])
+        return "<table>" + (f"<thead>{head}</thead>" if head else "") + f"<tbody>{body}</tbody></table>"
 
     def list_item(self, tag: str, indent: str, text: str) -> None:
         nested = len(indent.expandtabs(4)) >= NESTED_INDENT and self.list_tag
@@ -84,10 +110,12 @@ def markdown_to_html(text: str) -> str:
             writer.list_item("ul", bullet.group(1), bullet.group(2))
         elif numbered:
             writer.list_item("ol", numbered.group(1), numbered.group(2))
+        elif TABLE_ROW.match(line):
+            writer.table_row(line)
         elif not line.strip():
             writer.flush()
         else:
-            if writer.list_tag:
+            if writer.list_tag or writer.table:
                 writer.flush()
             writer.paragraph.append(line.strip())
     if code is not None:

@@ -374,3 +374,20 @@ def test_an_analysis_runs_once_even_if_its_task_is_delivered_twice():
     assert again.status == DiagnosisSession.Status.COMPLETED
     assert again.children.count() == 3
     assert again.tool_invocations.count() == 1
+
+
+def test_analysis_that_breaks_ends_failed_and_its_rule_evaluation_fails():
+    corrupt = {"source": "alertmanager", "alerts": [{"alert_name": "HighCPUUsage"}]}  # no state
+    session = DiagnosisSessionFactory(kind=DiagnosisSession.Kind.AIOPS, alert_scope=corrupt)
+
+    session = aiops_run(session_pk=session.pk)
+
+    assert session.status == DiagnosisSession.Status.FAILED
+    assert session.answer.startswith("告警分析执行失败：KeyError")
+    evaluation = session.self_evaluation["aiops_rule_evaluation"]
+    assert evaluation["verdict"] == "fail"
+    assert evaluation["checks"][0] == {
+        "name": "final_report_exists",
+        "passed": False,
+        "reason": "没有以“告警分析报告”为标题的最终报告",
+    }

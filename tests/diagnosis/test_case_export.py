@@ -7,11 +7,13 @@ import pytest
 import yaml
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 
 from diagnosis.evaluation.fixtures import case_load
 from diagnosis.evaluation.runner import CaseResult, case_run
 from diagnosis.models import DiagnosisSession
 from diagnosis.services.case_export import case_export, cases_export_file
+from diagnosis.services.reviewers import reviewer_group_ensure
 from diagnosis.services.reviews import review_record
 from diagnosis.services.sessions import session_start
 from tests.factories import DiagnosisSessionFactory, StaffUserFactory
@@ -19,6 +21,7 @@ from tests.factories import DiagnosisSessionFactory, StaffUserFactory
 pytestmark = pytest.mark.django_db
 
 MEMORY_QUESTION = "只确认 order-service 是否存在 HighMemoryUsage 告警"
+CHANGELIST = reverse("admin:diagnosis_diagnosissession_changelist")
 REAL_ALERT = {
     "tool_name": "query_metrics",
     "source_invocation_id": "{{inv:query_metrics}}",
@@ -36,6 +39,14 @@ REAL_LOG = {
 @pytest.fixture(autouse=True)
 def pinned_demo_clock(settings):
     settings.DIAGNOSIS = settings.DIAGNOSIS | {"DEMO_NOW": "2026-11-29T15:00:00+08:00"}
+
+
+@pytest.fixture
+def reviewer(client):
+    user = StaffUserFactory()
+    user.groups.add(reviewer_group_ensure())
+    client.force_login(user)
+    return user
 
 
 def executor_answer(
@@ -217,3 +228,41 @@ def test_the_command_writes_the_case_folder_and_never_overwrites(tmp_path):
 def test_the_command_names_an_unknown_session():
     with pytest.raises(CommandError, match="会话 nope 不存在"):
         call_command("export_case", "nope")
+
+
+def test_a_session_exported_from_admin_replays_to_the_same_verdict(client, reviewer, fake_llm, tmp_path):
+    fake_llm(
+        {
+            "executor": [
+                {"tool_calls": [{"name": "query_metrics", "arguments": {"service": "order-service"}}]},
+                executor_answer(REAL_ALERT | {"raw_path": None}),
+            ]
+        }
+    )
+    session = session_start(query=MEMORY_QUESTION, engine="llm", run_inline=True, session_id="prod-admin")
+    review_record(session=session, reviewer=reviewer, opinion="agree")
+
+    response = client.post(
+        CHANGELIST, {"action": "export_regression_cases", "_selected_action": [session.pk]}
+    )
+
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == 'attachment; filename="exported-prod-admin.yaml"'
+    folder = tmp_path / "exported-prod-admin"
+    folder.mkdir()
+    (folder / "case.yaml").write_bytes(response.content)
+    result = case_run(case_load(folder))
+    assert result.passed, result.failures
+    # Round 1's citation lacks its raw_path (low_confid); round 2 cites properly.
+    assert (result.verdict, result.rounds) == (session.verdict, session.rounds) == ("PASS", 2)
+
+
+def test_the_admin_action_explains_why_a_session_cannot_be_exported(client, reviewer):
+    failed = DiagnosisSessionFactory(status=DiagnosisSession.Status.FAILED, session_id="broken-run")
+
+    response = client.post(
+        CHANGELIST, {"action": "export_regression_cases", "_selected_action": [failed.pk]}, follow=True
+    )
+
+    assert "Content-Disposition" not in response
+    assert "会话 broken-run 未完成" in response.content.decode()

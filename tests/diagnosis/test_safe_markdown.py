@@ -48,3 +48,12 @@ def test_an_indented_item_stays_inside_the_list_above_it():
         "<li>第二条</li>",
         "</ul>",
     ]
+
+
+def test_pipe_table_becomes_an_escaped_table_with_its_header():
+    html = markdown_to_html("| 告警 | 服务 |\n|---|---|\n| <b>HighCPUUsage</b> | a\\|b |\n结论")
+    assert html.splitlines() == [
+        "<table><thead><tr><th>告警</th><th>服务</th></tr></thead>"
+        "<tbody><tr><td>&lt;b&gt;HighCPUUsage&lt;/b&gt;</td><td>a|b</td></tr></tbody></table>",
+        "<p>结论</p>",
+    ]

@@ -1,0 +1,17 @@
+"""The chat page's "AI Ops" button: analyse every firing alert, then show the report as a conversation."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_POST
+
+from diagnosis.services.aiops import aiops_start
+
+
+@login_required
+@require_POST
+def ai_ops(request: HttpRequest) -> HttpResponse:
+    session = aiops_start(owner=request.user)
+    return redirect("chat-conversation", session_id=session.session_id)

@@ -1,0 +1,110 @@
+"""AIOps in the chat page (the "AI Ops" button), the trace JSON and the reviewers' admin."""
+
+import pytest
+from django.urls import reverse
+from django_q.conf import Conf
+from rest_framework.test import APIClient
+
+from diagnosis.models import DiagnosisSession
+from diagnosis.services.aiops import aiops_run, aiops_start
+from tests.diagnosis.aiops_support import DEMO_NOW
+from tests.factories import StaffUserFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def pinned_demo_world(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"DEMO_NOW": DEMO_NOW, "ENGINE": "rules"}
+
+
+@pytest.fixture
+def analysis() -> DiagnosisSession:
+    """A finished analysis of the demo world's three firing alerts, owned by an engineer."""
+    return aiops_run(session_pk=aiops_start(owner=UserFactory()).pk)
+
+
+def test_ai_ops_button_starts_an_analysis_and_shows_its_report(
+    client, monkeypatch, django_capture_on_commit_callbacks
+):
+    monkeypatch.setattr(Conf, "SYNC", True)
+    client.force_login(UserFactory())
+    assert f'action="{reverse("chat-ai-ops")}"' in client.get("/").content.decode()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("chat-ai-ops"))
+
+    session = DiagnosisSession.objects.get(parent__isnull=True)
+    assert response.status_code == 302
+    assert response.url == reverse("chat-conversation", args=[session.session_id])
+    page = client.get(response.url).content.decode()
+    assert "<th>告警</th>" in page and "<td>HighCPUUsage</td>" in page
+    assert 'class="stages"' not in page  # the analysis runs no stages itself; its alerts' sessions do
+    for child in session.children.all():
+        assert reverse("chat-conversation", args=[child.session_id]) in page
+
+
+def test_sidebar_shows_the_analysis_but_not_its_per_alert_sessions(client, analysis):
+    client.force_login(analysis.owner)
+
+    conversations = client.get("/").context["page"].conversations
+
+    assert [c.session_id for c in conversations] == [analysis.session_id]
+
+
+def test_ai_ops_button_needs_a_signed_in_post(client):
+    assert client.post(reverse("chat-ai-ops")).status_code == 302
+    client.force_login(UserFactory())
+    assert client.get(reverse("chat-ai-ops")).status_code == 405
+    assert not DiagnosisSession.objects.exists()
+
+
+def test_trace_of_an_analysis_lists_each_alerts_session_and_the_rule_evaluation(analysis):
+    client = APIClient()
+    client.force_authenticate(analysis.owner)
+
+    trace = client.get(reverse("api-session-trace", args=[analysis.session_id])).json()
+
+    assert trace["hasAiOpsRuleEvaluation"] is True
+    assert trace["self_evaluation"]["aiops_rule_evaluation"]["verdict"] == "pass"
+    children = trace["aiops"]["children"]
+    assert [(c["alert_name"], c["service"], c["verdict"], c["output_type"]) for c in children] == [
+        ("HighCPUUsage", "payment-service", "PASS", "NORMAL"),
+        ("HighMemoryUsage", "order-service", "PASS", "NORMAL"),
+        ("SlowResponse", "user-service", "PASS", "NORMAL"),
+    ]
+    child_trace = client.get(reverse("api-session-trace", args=[children[0]["session_id"]])).json()
+    assert child_trace["aiops"]["parent_session_id"] == analysis.session_id
+    assert child_trace["hasVerifierEvaluation"] is True
+
+
+def test_admin_change_page_shows_per_alert_results_and_the_aiops_checks(client, analysis):
+    client.force_login(StaffUserFactory(is_superuser=True))
+
+    page = client.get(reverse("admin:diagnosis_diagnosissession_change", args=[analysis.pk])).content.decode()
+
+    assert "各告警的诊断" in page
+    for child in analysis.children.all():
+        assert reverse("admin:diagnosis_diagnosissession_change", args=[child.pk]) in page
+    assert "HighMemoryUsage · order-service" in page
+    assert "分析范围内的告警" in page
+    for check in ("final_report_exists", "report_focused_on_alerts", "evidence_tools_called"):
+        assert check in page
+
+
+def test_admin_page_of_a_per_alert_session_links_its_analysis(client, analysis):
+    client.force_login(StaffUserFactory(is_superuser=True))
+    child = analysis.children.first()
+
+    page = client.get(reverse("admin:diagnosis_diagnosissession_change", args=[child.pk])).content.decode()
+
+    assert reverse("admin:diagnosis_diagnosissession_change", args=[analysis.pk]) in page
+    assert "各告警的诊断" not in page
+
+
+def test_admin_list_filters_analyses_by_kind(client, analysis):
+    client.force_login(StaffUserFactory(is_superuser=True))
+
+    response = client.get(reverse("admin:diagnosis_diagnosissession_changelist") + "?kind=aiops")
+
+    assert len(response.context["cl"].result_list) == 4
