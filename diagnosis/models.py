@@ -41,14 +41,19 @@ class DiagnosisSession(models.Model):
     rounds = models.PositiveSmallIntegerField(default=0)
     # The stage the pipeline is in now, for the live view (planner / executor / ... / done).
     current_stage = models.CharField(max_length=16, blank=True, default="")
-    feedback = models.CharField(max_length=16, choices=Feedback.choices, null=True, blank=True)
+    # null = no feedback yet (contracts §3), distinct from any value a user can send.
+    feedback = models.CharField(max_length=16, choices=Feedback.choices, null=True, blank=True)  # noqa: DJ001
     self_evaluation = models.JSONField(default=dict, blank=True)
     # Denormalised from self_evaluation at write time so reviewers can filter and sort cheaply.
     verdict = models.CharField(max_length=16, blank=True, default="")
     groundedness_score = models.FloatField(null=True, blank=True)
     gatekeeper_severity = models.CharField(max_length=16, blank=True, default="")
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="diagnosis_sessions"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="diagnosis_sessions",
     )
     # AIOps (seed 004 §6): an analysis session holds its alerts in `alert_scope`; each analysed
     # alert runs as a child session (`parent` set) through the ordinary verified pipeline.
@@ -139,6 +144,9 @@ class ToolInvocation(models.Model):
         verbose_name_plural = "工具调用"
         indexes = [models.Index(fields=["session", "round"], name="invocation_session_round_idx")]
 
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.tool_name}"
+
     @property
     def evidence_status(self) -> str:
         return self.retrieval_details.get("evidence_status", "")
@@ -146,9 +154,6 @@ class ToolInvocation(models.Model):
     @property
     def evidence_refs(self) -> list[dict]:
         return self.retrieval_details.get("evidence_refs", [])
-
-    def __str__(self) -> str:
-        return f"#{self.pk} {self.tool_name}"
 
 
 class SessionReview(models.Model):

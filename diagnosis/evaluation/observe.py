@@ -14,7 +14,6 @@ from diagnosis.models import DiagnosisSession
 from diagnosis.pipeline.composer import composer_material_build
 from diagnosis.pipeline.executor import ExecutorOutput
 from diagnosis.pipeline.gatekeeper import GatekeeperResult
-from diagnosis.pipeline.scope import scope_guard
 from diagnosis.pipeline.verifier import Verification
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 
@@ -78,11 +77,7 @@ def _read_evaluation(observation: Observation, session: DiagnosisSession, evalua
     observation.executor_parse_status = (evaluation.get("executor_output_parse_status") or {}).get(
         "status", ""
     )
-    # The scope guard is deterministic: run again, it gives the claims the round went on with.
-    kept = scope_guard(
-        executor_output=ExecutorOutput.model_validate(evaluation["executor_structured_output"]),
-        excluded_topics=evaluation["planner_output"]["excluded_topics"],
-    ).kept_output
+    kept = ExecutorOutput.model_validate(evaluation["executor_structured_output"])
     observation.kept_claims = len(kept.claims)
     observation.cited_tools = [
         {binding.tool_name for binding in gatekeeper.passed_for(claim.claim_id)} for claim in kept.claims

@@ -8,6 +8,7 @@ the user sees for each output type (`user_facing_text`, the templates of contrac
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
@@ -15,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from diagnosis.models import DiagnosisSession
 from diagnosis.pipeline.facts import unsupported_facts
 from diagnosis.pipeline.gatekeeper import EMPTY_BINDINGS
+from diagnosis.pipeline.scope import text_mentions_excluded
 from diagnosis.pipeline.verifier import FACT_CLASS
 
 if TYPE_CHECKING:
@@ -92,13 +94,15 @@ def composer_material_build(
     )
 
 
-def composer_guard(*, answer: str, material: ComposerInput) -> list[str]:
-    """What in the answer is not backed by the material: fact tokens absent from it, leaked JSON."""
+def composer_guard(*, answer: str, material: ComposerInput, excluded_topics: Sequence[str] = ()) -> list[str]:
+    """What in the answer is not backed by the material: fact tokens absent from it, leaked JSON,
+    topics the user excluded."""
     material_texts = _strings(
         [material.confirmed_findings, material.reasonable_inferences, material.gaps, material.allowed_actions]
     )
     offending = unsupported_facts(answer, material_texts)
     offending += [match.group(0) for match in LEAKAGE.finditer(answer)]
+    offending += text_mentions_excluded(answer, list(excluded_topics))
     return list(dict.fromkeys(offending))
 
 

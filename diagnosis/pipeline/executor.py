@@ -81,8 +81,9 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
         gathered.messages.append(message)
         return message
 
-    for arguments in _metrics_calls(services, alerts):
-        gathered.alert_messages.append(call("query_metrics", arguments))
+    if "query_metrics" in planned:
+        for arguments in _metrics_calls(services, alerts):
+            gathered.alert_messages.append(call("query_metrics", arguments))
     log_services = services or _alert_services(gathered.alert_messages) or [None]
     if "query_logs" in planned:
         for topic in topics or ["error"]:
@@ -172,7 +173,7 @@ def _claims_from(gathered: _Gathered, *, alerts_asked: list[str], topics_asked: 
                 )
 
     for message in gathered.messages:
-        if message["tool_name"] != "lookup_knowledge" and message["evidence_status"] == "no_evidence":
+        if message["evidence_status"] == "no_evidence":
             ref = _refs(message)[0]
             add("negative_observation", ref["text"], [_binding(message, ref)])
 

@@ -43,7 +43,7 @@ from diagnosis.pipeline.executor import ExecutorOutput
 from diagnosis.pipeline.gatekeeper import GatekeeperResult, gatekeep
 from diagnosis.pipeline.planner import PlannerOutput
 from diagnosis.pipeline.routing import route
-from diagnosis.pipeline.scope import scope_guard
+from diagnosis.pipeline.scope import scope_guard, scope_parse
 from diagnosis.pipeline.toolbox import RecordingToolbox
 from diagnosis.pipeline.verifier import verification_finalize, verifier_output_for_gatekeeper_reject
 from diagnosis.services.invocations import tool_message_build
@@ -185,7 +185,8 @@ def _run_round(
         ),
     )
 
-    scoped = scope_guard(executor_output=executor_call.output, excluded_topics=plan.excluded_topics)
+    excluded = excluded_topics(session, plan)
+    scoped = scope_guard(executor_output=executor_call.output, excluded_topics=excluded)
     invocations = list(session.tool_invocations.all())
     started = time.perf_counter()
     _update(session, current_stage=Stage.GATEKEEPER)
@@ -251,7 +252,9 @@ def _run_round(
         "engine": engine.name,
         "planner_output": plan.model_dump(),
         "executor_output_parse_status": executor_call.parse_status.as_dict(),
-        "executor_structured_output": executor_call.output.model_dump(),
+        # What the verifier judged: the executor's claims after the scope guard (raw output is on its step).
+        "executor_structured_output": scoped.kept_output.model_dump(),
+        "excluded_topics": excluded,
         "blocked_claims": [claim.model_dump() for claim in scoped.blocked_claims],
         "gatekeeper_result": gatekeeper_result.model_dump(),
         "tool_trace_summary": trace_summary,
@@ -274,7 +277,9 @@ def _compose(session: DiagnosisSession, engine: Engine, final: RoundResult) -> t
     )
     call = _stage(session, final.round, Stage.COMPOSER, lambda: engine.compose(material))
     answer = call.output.answer.strip()
-    offending = composer_guard(answer=answer, material=material)
+    offending = composer_guard(
+        answer=answer, material=material, excluded_topics=final.evaluation["excluded_topics"]
+    )
     if answer and not offending:
         return answer, {"status": "valid", "answer": answer, "offending_tokens": []}
     replacement = answer_from_material(material)
@@ -287,6 +292,12 @@ def _compose(session: DiagnosisSession, engine: Engine, final: RoundResult) -> t
         "offending_tokens": offending,
         "parse_status": call.parse_status.as_dict(),
     }
+
+
+def excluded_topics(session: DiagnosisSession, plan: PlannerOutput) -> list[str]:
+    """What the user excluded, read by code from the question too: the boundary must not depend on the
+    planner (a model) remembering it."""
+    return list(dict.fromkeys([*plan.excluded_topics, *scope_parse(session.query)[1]]))
 
 
 def _stage(

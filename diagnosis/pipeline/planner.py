@@ -65,10 +65,13 @@ def plan_by_rules(query: str) -> PlannerOutput:
     narrow, excluded = scope_parse(query)
     services, alerts, topics = question_subjects(query, excluded)
 
-    steps = [PlanStep(tool="query_metrics", purpose="确认相关告警是否处于 firing 状态")]
-    if topics or not alerts:
+    asks_guidance = not narrow and any(word in query.lower() for word in GUIDANCE_WORDS)
+    steps = []
+    # A how-to question about nothing in the system ("如何轮换 … token") is for the runbooks alone.
+    if services or alerts or topics or not asks_guidance:
+        steps.append(PlanStep(tool="query_metrics", purpose="确认相关告警是否处于 firing 状态"))
         steps.append(PlanStep(tool="query_logs", purpose="检索与问题相关的日志记录"))
-    if not narrow and any(word in query.lower() for word in GUIDANCE_WORDS):
+    if asks_guidance:
         steps.append(PlanStep(tool="lookup_knowledge", purpose="查找处理手册作为排查参考（非当前事实）"))
     return PlannerOutput(
         goal=query.strip(),

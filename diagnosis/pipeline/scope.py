@@ -96,19 +96,29 @@ def scope_guard(*, executor_output: ExecutorOutput, excluded_topics: list[str]) 
     result = ScopeResult(kept_output=executor_output)
     kept_claims = []
     for claim in executor_output.claims:
-        texts = [claim.claim_text, *(b.evidence_excerpt for b in claim.evidence_bindings)]
-        topics = text_mentions_excluded("\n".join(texts), excluded_topics)
-        if topics:
-            result.blocked_claims.append(claim)
-            result.warnings.append(
-                RuleMessage(
-                    rule=SCOPE_RULE,
-                    message=f"断言涉及用户排除的主题（{'、'.join(topics)}），已拦截，不参与校验与撰写",
-                    claim_id=claim.claim_id,
+        # Evidence about an excluded topic is dropped from a claim; a claim that is itself about one,
+        # or has nothing left to stand on, is blocked.
+        bindings = []
+        for binding in claim.evidence_bindings:
+            topics = text_mentions_excluded(binding.evidence_excerpt, excluded_topics)
+            if topics:
+                result.warnings.append(
+                    _scope_warning(
+                        f"证据 {binding.raw_path} 涉及用户排除的主题（{'、'.join(topics)}），已从断言中移除",
+                        claim,
+                    )
                 )
+            else:
+                bindings.append(binding)
+        topics = text_mentions_excluded(claim.claim_text, excluded_topics)
+        if topics or (claim.evidence_bindings and not bindings):
+            result.blocked_claims.append(claim)
+            reason = (
+                f"涉及用户排除的主题（{'、'.join(topics)}）" if topics else "的证据全部涉及用户排除的主题"
             )
+            result.warnings.append(_scope_warning(f"断言{reason}，已拦截，不参与校验与撰写", claim))
         else:
-            kept_claims.append(claim)
+            kept_claims.append(claim.model_copy(update={"evidence_bindings": bindings}))
     result.kept_output = executor_output.model_copy(
         update={
             "claims": kept_claims,
@@ -122,6 +132,10 @@ def scope_guard(*, executor_output: ExecutorOutput, excluded_topics: list[str]) 
         }
     )
     return result
+
+
+def _scope_warning(message: str, claim: Claim) -> RuleMessage:
+    return RuleMessage(rule=SCOPE_RULE, message=message, claim_id=claim.claim_id)
 
 
 def _exclusion_items(rest: str) -> list[str]:

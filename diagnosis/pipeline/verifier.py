@@ -110,7 +110,15 @@ FACT_SCORE: dict[str, float] = {
     "contradicted": 0.0,
 }
 # A grounding failure caps a claim at `unsupported`; worse classes stay as they are.
-CAPPED_BY_GROUNDING = ("direct_observation", "reasonable_inference")
+# How strong a claim check is; code caps may only lower it.
+VERIFICATION_STRENGTH = {
+    "direct_observation": 3,
+    "reasonable_inference": 2,
+    "overstated": 1,
+    "unsupported": 1,
+    "external_unknown": 0,
+    "contradicted": 0,
+}
 # "未检索到" is all a no-hit can support; these say more than that.
 OVERSTATED_NEGATION = re.compile(
     r"已排除|排除了|确认没有|确定没有|肯定没有|不存在|没有发生|未发生|ruled out|confirmed no|does not exist",
@@ -261,17 +269,15 @@ def _claim_checks_capped(
                     reason="校验器未给出该断言的核查结果",
                 )
             )
-        if check.grounding_reason and check.verification in CAPPED_BY_GROUNDING:
+        cap = evidence_cap(claim, gatekeeper_result.passed_for(claim.claim_id))
+        if check.grounding_reason:
+            cap = ("unsupported", check.grounding_reason)
+        if cap and VERIFICATION_STRENGTH[check.verification] > VERIFICATION_STRENGTH[cap[0]]:
             overrides.append(
-                Override(
-                    subject=claim.claim_id,
-                    model=check.verification,
-                    code="unsupported",
-                    reason=check.grounding_reason,
-                )
+                Override(subject=claim.claim_id, model=check.verification, code=cap[0], reason=cap[1])
             )
-            check.verification = "unsupported"
-            check.detail = "；".join(part for part in (check.detail, check.grounding_reason) if part)
+            check.verification = cap[0]
+            check.detail = "；".join(part for part in (check.detail, cap[1]) if part)
         checks.append(check)
     return checks
 
@@ -323,7 +329,9 @@ def _gap(claim: Claim, check: CheckedClaim) -> str:
     if check.grounding_reason:
         return f"“{claim.claim_text}”缺少直接证据：{check.grounding_reason}"
     if check.verification == "overstated":
-        return f"“{claim.claim_text}”表述超出了证据：未检索到证据只能说明未发现，不能说明已排除"
+        # Quote the no-hit, not the overstated claim: its wording ("已排除…") must not reach the user.
+        searched = claim.evidence_bindings[0].evidence_excerpt if claim.evidence_bindings else "相关检索"
+        return f"{searched}：只能说明当前未发现匹配证据，不能据此下排除结论"
     return f"“{claim.claim_text}”缺少直接证据"
 
 
@@ -359,16 +367,24 @@ def _rules_classify(
 ) -> tuple[ClaimVerification, str]:
     if grounding_reason:  # also when no binding passed
         return "unsupported", grounding_reason
-    if all(b.raw_path == NO_EVIDENCE_PATH for b in passed):
+    cap = evidence_cap(claim, passed)
+    if cap:
+        return cap
+    if claim.claim_type in ("root_cause", "risk"):
+        return "reasonable_inference", "根因或风险是基于已核验证据的推断，不是直接观察"
+    if len(passed) < len(cited):
+        return "reasonable_inference", "部分引用未通过核验，仅由其余证据支持"
+    return "direct_observation", "断言由已核验的证据直接支持"
+
+
+def evidence_cap(claim: Claim, passed: list[CheckedBinding]) -> tuple[ClaimVerification, str] | None:
+    """The strongest class the kind of evidence allows, whichever engine judged the claim."""
+    if passed and all(b.raw_path == NO_EVIDENCE_PATH for b in passed):
         if claim.claim_type != "negative_observation":
             return "unsupported", "未检索到证据不能支持正向断言"
         if OVERSTATED_NEGATION.search(claim.claim_text):
             return "overstated", "未检索到证据只能支持“未检索到”，不能支持“已排除/确认没有”"
-        return "direct_observation", "工具如实返回未检索到匹配证据"
-    if claim.claim_type in ("root_cause", "risk"):
-        return "reasonable_inference", "根因或风险是基于已核验证据的推断，不是直接观察"
-    if all(b.tool_name == KNOWLEDGE_TOOL for b in passed):
+        return None
+    if passed and all(b.tool_name == KNOWLEDGE_TOOL for b in passed):
         return "reasonable_inference", "只有处理手册支持：手册是排查指引，不是当前事实"
-    if len(passed) < len(cited):
-        return "reasonable_inference", "部分引用未通过核验，仅由其余证据支持"
-    return "direct_observation", "断言由已核验的证据直接支持"
+    return None
