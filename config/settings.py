@@ -32,10 +32,14 @@ DEVELOPMENT_SECRET_KEY = "dev-only-insecure-key-change-me"
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
 if not SECRET_KEY:
     if not (DEBUG or TESTING or env_bool("DIAGNOSIS_DEV")):
-        raise ImproperlyConfigured("DJANGO_SECRET_KEY is required unless DJANGO_DEBUG or DIAGNOSIS_DEV is set.")
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY is required unless DJANGO_DEBUG or DIAGNOSIS_DEV is set."
+        )
     SECRET_KEY = DEVELOPMENT_SECRET_KEY
 
-ALLOWED_HOSTS = [h for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h]
+ALLOWED_HOSTS = [
+    h for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h
+]
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
 INSTALLED_APPS = [
@@ -213,7 +217,9 @@ DIAGNOSIS = {
     "TOOL_BACKENDS": {
         "query_metrics": os.environ.get("DIAGNOSIS_METRICS_BACKEND", "tools.backends.demo.DemoWorldBackend"),
         "query_logs": os.environ.get("DIAGNOSIS_LOGS_BACKEND", "tools.backends.demo.DemoWorldBackend"),
-        "lookup_knowledge": os.environ.get("DIAGNOSIS_KNOWLEDGE_BACKEND", "tools.backends.demo.DemoWorldBackend"),
+        "lookup_knowledge": os.environ.get(
+            "DIAGNOSIS_KNOWLEDGE_BACKEND", "tools.backends.demo.DemoWorldBackend"
+        ),
     },
     # Pins "now" for the demo world (ISO 8601); unset = the real clock.
     "DEMO_NOW": os.environ.get("DIAGNOSIS_DEMO_NOW") or None,

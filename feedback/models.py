@@ -5,7 +5,9 @@ from django.db import models
 
 
 class BadCase(models.Model):
-    session = models.OneToOneField("diagnosis.DiagnosisSession", on_delete=models.CASCADE, related_name="bad_case")
+    session = models.OneToOneField(
+        "diagnosis.DiagnosisSession", on_delete=models.CASCADE, related_name="bad_case"
+    )
     reported_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
     comment = models.TextField(blank=True, default="")
     resolved = models.BooleanField(default=False)

@@ -46,9 +46,7 @@ class ToolInvocationFactory(factory.django.DjangoModelFactory):
     tool_name = "query_metrics"
     input = factory.LazyFunction(dict)
     output = factory.LazyFunction(lambda: {"success": True, "alerts": [], "message": ""})
-    retrieval_details = factory.LazyFunction(
-        lambda: {"evidence_status": "no_evidence", "evidence_refs": []}
-    )
+    retrieval_details = factory.LazyFunction(lambda: {"evidence_status": "no_evidence", "evidence_refs": []})
 
 
 class CaseLibraryFactory(factory.django.DjangoModelFactory):
