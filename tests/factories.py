@@ -5,6 +5,7 @@ from django.contrib.auth import get_user_model
 
 from caselib.models import CaseLibrary
 from diagnosis.models import AgentStep, DiagnosisSession, ToolInvocation
+from diagnosis.pipeline.executor import EvidenceBinding
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -344,3 +345,20 @@ class CompletedSessionFactory(DiagnosisSessionFactory):
 
 def _verdict_of(session: DiagnosisSession) -> str:
     return {output_type: verdict for verdict, output_type in OUTPUT_TYPES.items()}[session.output_type]
+
+
+def recorded_invocation(session, tool_name, raw_path, text, **fields):
+    """A recorded tool call with one evidence ref, as the recorder would extract it."""
+    details = {"evidence_status": "supported", "evidence_refs": [{"raw_path": raw_path, "text": text}]}
+    return ToolInvocationFactory(session=session, tool_name=tool_name, retrieval_details=details, **fields)
+
+
+def binding_for(invocation, excerpt=None):
+    """An evidence binding that cites the invocation's first ref exactly (or with `excerpt`)."""
+    ref = invocation.retrieval_details["evidence_refs"][0]
+    return EvidenceBinding(
+        tool_name=invocation.tool_name,
+        source_invocation_id=invocation.pk,
+        raw_path=ref["raw_path"],
+        evidence_excerpt=excerpt or ref["text"],
+    )

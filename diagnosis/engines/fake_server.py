@@ -36,11 +36,13 @@ Usage is reported with prompt/completion tokens ≈ characters / 4.
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -63,6 +65,25 @@ Reply = Any  # dict | str | Callable[[dict], "Reply"]
 
 class ScriptError(ValueError):
     """A scripted reply cannot be served (e.g. a placeholder without a matching tool message)."""
+
+
+SDK_ENVIRONMENT = ("OPENAI_BASE_URL", "OPENAI_API_KEY")
+
+
+@contextmanager
+def fake_llm_environment(script: Mapping[str, Iterable[Reply]] | None = None) -> Iterator[FakeOpenAIServer]:
+    """Serve `script` and point the openai SDK at it through its environment; restore it afterwards."""
+    saved = {key: os.environ.get(key) for key in SDK_ENVIRONMENT}
+    with FakeOpenAIServer(script) as server:
+        os.environ.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="fake-key")
+        try:
+            yield server
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
 
 
 class FakeOpenAIServer:

@@ -5,7 +5,6 @@ each other's sessions. Use it on a throwaway database (`diagnosis.evaluation.dat
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,7 +14,7 @@ from django.conf import settings
 from django.db import transaction
 from django.test import override_settings
 
-from diagnosis.engines.fake_server import FakeOpenAIServer
+from diagnosis.engines.fake_server import FakeOpenAIServer, fake_llm_environment
 from diagnosis.evaluation.fixtures import EvalCase, Expectation
 from diagnosis.evaluation.observe import Observation, session_observe
 from diagnosis.services.sessions import session_start
@@ -185,14 +184,5 @@ def _model_endpoint(case: EvalCase) -> Iterator[FakeOpenAIServer | None]:
     if case.engine != "llm":
         yield None
         return
-    with FakeOpenAIServer(case.script) as server:
-        saved = {key: os.environ.get(key) for key in ("OPENAI_BASE_URL", "OPENAI_API_KEY")}
-        os.environ.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="eval")
-        try:
-            yield server
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+    with fake_llm_environment(case.script) as server:
+        yield server

@@ -9,19 +9,11 @@ from django_q.tasks import async_task
 
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.selectors.self_evaluation import RULE_EVALUATION
+from diagnosis.services.invocations import is_evidence_call
 from diagnosis.services.self_evaluation import self_evaluation_merge
-from tools.base import UnknownToolError, get_tool
 
 RETRIEVAL_TOOL = "lookup_knowledge"
 SCORE_MIN, SCORE_MAX = 0, 100
-
-
-def _counts_as_evidence_call(tool_name: str) -> bool:
-    # A call to a tool that does not exist was still an attempt to gather evidence (and failed).
-    try:
-        return get_tool(tool_name).is_evidence
-    except UnknownToolError:
-        return True
 
 
 def _factor(name: str, delta: int, detail: str) -> dict:
@@ -66,7 +58,7 @@ def rule_evaluation_run(*, session_pk: int) -> dict:
         for call in ToolInvocation.objects.filter(session_id=session_pk).only(
             "tool_name", "success", "retrieval_details"
         )
-        if _counts_as_evidence_call(call.tool_name)
+        if is_evidence_call(call.tool_name)
     ]
     factors = _factors(session=session, calls=calls)
     score = sum(factor["delta"] for factor in factors)

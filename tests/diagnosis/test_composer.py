@@ -7,7 +7,7 @@ from diagnosis.pipeline.composer import (
     composer_material_build,
     user_facing_text,
 )
-from diagnosis.pipeline.executor import Claim, EvidenceBinding, ExecutorOutput
+from diagnosis.pipeline.executor import Claim, ExecutorOutput
 from diagnosis.pipeline.gatekeeper import gatekeep
 from diagnosis.pipeline.verifier import (
     ClaimCheck,
@@ -15,26 +15,17 @@ from diagnosis.pipeline.verifier import (
     verification_finalize,
     verifier_output_for_gatekeeper_reject,
 )
-from tests.factories import HIKARI_LOG_TEXT, MEMORY_ALERT_TEXT, DiagnosisSessionFactory, ToolInvocationFactory
+from tests.factories import (
+    HIKARI_LOG_TEXT,
+    MEMORY_ALERT_TEXT,
+    DiagnosisSessionFactory,
+    binding_for,
+    recorded_invocation,
+)
 
 pytestmark = pytest.mark.django_db
 
 EXECUTOR_ANSWER = "order-service 内存泄漏已确认，建议立即重启"
-
-
-def recorded(session, tool_name, raw_path, text):
-    details = {"evidence_status": "supported", "evidence_refs": [{"raw_path": raw_path, "text": text}]}
-    return ToolInvocationFactory(session=session, tool_name=tool_name, retrieval_details=details)
-
-
-def bind(invocation, excerpt=None):
-    ref = invocation.retrieval_details["evidence_refs"][0]
-    return EvidenceBinding(
-        tool_name=invocation.tool_name,
-        source_invocation_id=invocation.pk,
-        raw_path=ref["raw_path"],
-        evidence_excerpt=excerpt or ref["text"],
-    )
 
 
 def executor_output(*claims, actions=()):
@@ -82,20 +73,20 @@ def session():
 
 @pytest.fixture
 def alert(session):
-    return recorded(session, "query_metrics", "$.alerts[0]", MEMORY_ALERT_TEXT)
+    return recorded_invocation(session, "query_metrics", "$.alerts[0]", MEMORY_ALERT_TEXT)
 
 
 @pytest.fixture
 def log(session):
-    return recorded(session, "query_logs", "$.logs[0]", HIKARI_LOG_TEXT)
+    return recorded_invocation(session, "query_logs", "$.logs[0]", HIKARI_LOG_TEXT)
 
 
 def test_material_holds_only_what_the_verifier_allowed(alert, log):
     output = executor_output(
-        ("order-service 当前存在 HighMemoryUsage 告警，内存使用率 91%", [bind(alert)]),
-        ("order-service 连接池可能是内存升高的原因", [bind(log)]),
-        ("order-service 内存泄漏已确认", [bind(alert)]),
-        ("order-service 堆内存 3.9GB", [bind(alert)]),
+        ("order-service 当前存在 HighMemoryUsage 告警，内存使用率 91%", [binding_for(alert)]),
+        ("order-service 连接池可能是内存升高的原因", [binding_for(log)]),
+        ("order-service 内存泄漏已确认", [binding_for(alert)]),
+        ("order-service 堆内存 3.9GB", [binding_for(alert)]),
         actions=[
             "继续查看 order-service 的 GC 日志与堆转储",
             "立即重启 order-service",
@@ -130,7 +121,9 @@ def test_material_holds_only_what_the_verifier_allowed(alert, log):
 
 @pytest.fixture
 def material(alert):
-    output = executor_output(("order-service 当前存在 HighMemoryUsage 告警，内存使用率 91%", [bind(alert)]))
+    output = executor_output(
+        ("order-service 当前存在 HighMemoryUsage 告警，内存使用率 91%", [binding_for(alert)])
+    )
     verification, result = pipeline(output, ["direct_observation"], [alert])
     return composer_material_build(
         query="order-service 是否有内存告警",
@@ -182,7 +175,7 @@ def test_a_faithful_composer_answer_passes_the_guard(material):
 
 
 def test_an_answer_without_findings_says_so(alert):
-    output = executor_output(("order-service 内存泄漏已确认", [bind(alert)]))
+    output = executor_output(("order-service 内存泄漏已确认", [binding_for(alert)]))
     verification, result = pipeline(output, ["unsupported"], [alert])
     material = composer_material_build(
         query="q", executor_output=output, verification=verification, gatekeeper_result=result
@@ -192,7 +185,7 @@ def test_an_answer_without_findings_says_so(alert):
 
 
 def test_normal_shows_the_composer_answer_as_is(material, alert):
-    output = executor_output(("order-service 当前存在 HighMemoryUsage 告警", [bind(alert)]))
+    output = executor_output(("order-service 当前存在 HighMemoryUsage 告警", [binding_for(alert)]))
     verification, result = pipeline(output, ["direct_observation"], [alert])
 
     text = user_facing_text(
@@ -207,8 +200,8 @@ def test_normal_shows_the_composer_answer_as_is(material, alert):
 
 def test_low_confid_uses_the_disclaimer_template_with_verifier_gaps(alert):
     output = executor_output(
-        ("order-service 当前存在 HighMemoryUsage 告警", [bind(alert)]),
-        ("order-service 内存泄漏已确认", [bind(alert)]),
+        ("order-service 当前存在 HighMemoryUsage 告警", [binding_for(alert)]),
+        ("order-service 内存泄漏已确认", [binding_for(alert)]),
     )
     verification, result = pipeline(output, ["direct_observation", "unsupported"], [alert])
 
@@ -229,7 +222,7 @@ def test_low_confid_uses_the_disclaimer_template_with_verifier_gaps(alert):
 
 def test_low_confid_without_gaps_has_no_gap_section(alert):
     output = executor_output(
-        ("order-service 当前存在 HighMemoryUsage 告警", [bind(alert), bind(alert, "firing")])
+        ("order-service 当前存在 HighMemoryUsage 告警", [binding_for(alert), binding_for(alert, "firing")])
     )
     verification, result = pipeline(output, ["direct_observation"], [alert])
 
@@ -246,8 +239,8 @@ def test_low_confid_without_gaps_has_no_gap_section(alert):
 def test_degraded_quotes_only_verified_evidence_and_never_executor_claims(alert, log):
     claim_texts = ["order-service 内存使用率达到 97%", "order-service 的连接池已被确认耗尽"]
     output = executor_output(
-        (claim_texts[0], [bind(alert, "HighMemoryUsage firing service=order-service: 当前 97%")]),
-        (claim_texts[1], [bind(log)]),
+        (claim_texts[0], [binding_for(alert, "HighMemoryUsage firing service=order-service: 当前 97%")]),
+        (claim_texts[1], [binding_for(log)]),
     )
     verification, result = pipeline(output, [], [alert, log])
 

@@ -7,6 +7,7 @@ from tests.factories import (
     MEMORY_ALERT_TEXT,
     DiagnosisSessionFactory,
     ToolInvocationFactory,
+    recorded_invocation,
 )
 
 pytestmark = pytest.mark.django_db
@@ -38,11 +39,6 @@ RUNBOOK_TEXT = (
     "HikariCP 数据库连接池耗尽处置手册（hikaricp-connection-pool.md）: 应用日志出现 HikariPool-1 - "
     "Connection is not available, request timed out after 30000ms，表示请求在 30 秒内没有拿到数据库连接。"
 )
-
-
-def recorded(session, tool_name, raw_path, text, **fields):
-    details = {"evidence_status": "supported", "evidence_refs": [{"raw_path": raw_path, "text": text}]}
-    return ToolInvocationFactory(session=session, tool_name=tool_name, retrieval_details=details, **fields)
 
 
 def cite(invocation, *, raw_path="$.alerts[0]", excerpt=MEMORY_ALERT_TEXT, tool_name=None, invocation_id=-1):
@@ -80,7 +76,7 @@ def session():
 
 @pytest.fixture
 def alert(session):
-    return recorded(session, "query_metrics", "$.alerts[0]", MEMORY_ALERT_TEXT)
+    return recorded_invocation(session, "query_metrics", "$.alerts[0]", MEMORY_ALERT_TEXT)
 
 
 def test_an_exact_citation_passes_with_the_matched_text(session, alert):
@@ -105,7 +101,9 @@ def test_a_fabricated_invocation_id_is_rejected(session, alert):
 
 
 def test_an_invocation_of_another_session_is_rejected(session, alert):
-    foreign = recorded(DiagnosisSessionFactory(), "query_metrics", "$.alerts[0]", MEMORY_ALERT_TEXT)
+    foreign = recorded_invocation(
+        DiagnosisSessionFactory(), "query_metrics", "$.alerts[0]", MEMORY_ALERT_TEXT
+    )
 
     result = gatekeep(executor_output=claims([cite(foreign)]), invocations=[alert])
 
@@ -198,7 +196,7 @@ def test_auto_backfill_never_fills_the_raw_path(session, alert):
 
 
 def test_no_backfill_when_the_tool_has_several_candidates(session, alert):
-    second = recorded(session, "query_metrics", "$.alerts[0]", CPU_ALERT_TEXT)
+    second = recorded_invocation(session, "query_metrics", "$.alerts[0]", CPU_ALERT_TEXT)
 
     result = gatekeep(executor_output=claims([cite(alert, invocation_id=None)]), invocations=[alert, second])
 
@@ -218,7 +216,7 @@ def test_reject_dominates_low_confid(session, alert):
 
 
 def test_a_no_hit_reference_is_citable(session):
-    no_hit = recorded(session, "query_logs", "$.no_evidence", NO_HIT_TEXT)
+    no_hit = recorded_invocation(session, "query_logs", "$.no_evidence", NO_HIT_TEXT)
 
     result = gatekeep(
         executor_output=claims([cite(no_hit, raw_path="$.no_evidence", excerpt=NO_HIT_TEXT)]),
@@ -229,7 +227,7 @@ def test_a_no_hit_reference_is_citable(session):
 
 
 def test_each_binding_is_checked_on_its_own(session, alert):
-    log = recorded(session, "query_logs", "$.logs[0]", HIKARI_LOG_TEXT)
+    log = recorded_invocation(session, "query_logs", "$.logs[0]", HIKARI_LOG_TEXT)
     output = claims(
         [cite(alert), cite(log, raw_path="$.logs[0]", excerpt="HikariPool-1 - Connection is not available")]
     )

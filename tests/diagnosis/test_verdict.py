@@ -1,7 +1,7 @@
 import pytest
 
 from diagnosis.engines.base import VerifierInput
-from diagnosis.pipeline.executor import Claim, EvidenceBinding, ExecutorOutput
+from diagnosis.pipeline.executor import Claim, ExecutorOutput
 from diagnosis.pipeline.gatekeeper import gatekeep
 from diagnosis.pipeline.verifier import (
     ClaimCheck,
@@ -13,7 +13,13 @@ from diagnosis.pipeline.verifier import (
     verifier_output_for_gatekeeper_reject,
     verify_by_rules,
 )
-from tests.factories import HIKARI_LOG_TEXT, MEMORY_ALERT_TEXT, DiagnosisSessionFactory, ToolInvocationFactory
+from tests.factories import (
+    HIKARI_LOG_TEXT,
+    MEMORY_ALERT_TEXT,
+    DiagnosisSessionFactory,
+    binding_for,
+    recorded_invocation,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -56,21 +62,6 @@ def test_verdict_matrix_and_score(classes, verdict, score):
 # --- A session with real recorded invocations, checked by the real gatekeeper. ---
 
 
-def recorded(session, tool_name, raw_path, text):
-    details = {"evidence_status": "supported", "evidence_refs": [{"raw_path": raw_path, "text": text}]}
-    return ToolInvocationFactory(session=session, tool_name=tool_name, retrieval_details=details)
-
-
-def bind(invocation, excerpt=None):
-    ref = invocation.retrieval_details["evidence_refs"][0]
-    return EvidenceBinding(
-        tool_name=invocation.tool_name,
-        source_invocation_id=invocation.pk,
-        raw_path=ref["raw_path"],
-        evidence_excerpt=excerpt or ref["text"],
-    )
-
-
 def executor_output(*claims):
     return ExecutorOutput(
         claims=[
@@ -105,7 +96,7 @@ def session():
 
 @pytest.fixture
 def alert(session):
-    return recorded(session, "query_metrics", "$.alerts[0]", MEMORY_ALERT_TEXT)
+    return recorded_invocation(session, "query_metrics", "$.alerts[0]", MEMORY_ALERT_TEXT)
 
 
 def finalize(output, verifier_output, invocations):
@@ -117,7 +108,7 @@ def finalize(output, verifier_output, invocations):
 
 def test_a_grounded_direct_observation_passes(alert):
     output = executor_output(
-        ("observation", "order-service 当前存在 HighMemoryUsage 告警，内存使用率 91%", [bind(alert)])
+        ("observation", "order-service 当前存在 HighMemoryUsage 告警，内存使用率 91%", [binding_for(alert)])
     )
 
     verification = finalize(output, verifier_says("direct_observation"), [alert])
@@ -132,7 +123,7 @@ def test_a_grounded_direct_observation_passes(alert):
 
 def test_a_lenient_verifier_cannot_pass_a_claim_that_changed_91_into_97(alert):
     output = executor_output(
-        ("observation", "order-service 当前存在 HighMemoryUsage 告警，内存使用率 97%", [bind(alert)])
+        ("observation", "order-service 当前存在 HighMemoryUsage 告警，内存使用率 97%", [binding_for(alert)])
     )
 
     verification = finalize(output, verifier_says("direct_observation", verdict="PASS", score=1.0), [alert])
@@ -146,8 +137,12 @@ def test_a_lenient_verifier_cannot_pass_a_claim_that_changed_91_into_97(alert):
 
 def test_grounding_check_names_the_missing_fact_tokens_per_claim(alert):
     output = executor_output(
-        ("observation", "order-service 存在 HighMemoryUsage 告警，JVM 堆内存 3.8GB/4GB", [bind(alert)]),
-        ("observation", "payment-service 存在 HighMemoryUsage 告警", [bind(alert)]),
+        (
+            "observation",
+            "order-service 存在 HighMemoryUsage 告警，JVM 堆内存 3.8GB/4GB",
+            [binding_for(alert)],
+        ),
+        ("observation", "payment-service 存在 HighMemoryUsage 告警", [binding_for(alert)]),
         ("observation", "order-service 内存很高", []),
     )
     result = gatekeep(executor_output=output, invocations=[alert])
@@ -161,8 +156,8 @@ def test_grounding_check_names_the_missing_fact_tokens_per_claim(alert):
 
 def test_a_missing_claim_check_counts_as_unsupported(alert):
     output = executor_output(
-        ("observation", "order-service 当前存在 HighMemoryUsage 告警", [bind(alert)]),
-        ("observation", "order-service 内存使用率 91%", [bind(alert)]),
+        ("observation", "order-service 当前存在 HighMemoryUsage 告警", [binding_for(alert)]),
+        ("observation", "order-service 内存使用率 91%", [binding_for(alert)]),
     )
 
     verification = finalize(output, verifier_says("direct_observation"), [alert])
@@ -173,7 +168,9 @@ def test_a_missing_claim_check_counts_as_unsupported(alert):
 
 
 def test_the_models_own_verdict_and_score_are_ignored(alert):
-    output = executor_output(("observation", "order-service 当前存在 HighMemoryUsage 告警", [bind(alert)]))
+    output = executor_output(
+        ("observation", "order-service 当前存在 HighMemoryUsage 告警", [binding_for(alert)])
+    )
 
     verification = finalize(output, verifier_says("direct_observation", verdict="REJECT", score=0.1), [alert])
 
@@ -185,7 +182,9 @@ def test_the_models_own_verdict_and_score_are_ignored(alert):
 
 
 def test_a_verifier_saying_pass_over_a_contradicted_claim_is_overridden(alert):
-    output = executor_output(("observation", "order-service 当前存在 HighMemoryUsage 告警", [bind(alert)]))
+    output = executor_output(
+        ("observation", "order-service 当前存在 HighMemoryUsage 告警", [binding_for(alert)])
+    )
 
     verification = finalize(output, verifier_says("contradicted", verdict="PASS", score=1.0), [alert])
 
@@ -193,7 +192,9 @@ def test_a_verifier_saying_pass_over_a_contradicted_claim_is_overridden(alert):
 
 
 def test_a_critical_contradiction_the_model_found_beyond_the_claims_rejects(alert):
-    output = executor_output(("observation", "order-service 当前存在 HighMemoryUsage 告警", [bind(alert)]))
+    output = executor_output(
+        ("observation", "order-service 当前存在 HighMemoryUsage 告警", [binding_for(alert)])
+    )
     contradiction = FactCheck(
         fact="根因已确认", is_critical=True, verification=CON, detail="答案编造", evidence_refs=[]
     )
@@ -204,7 +205,9 @@ def test_a_critical_contradiction_the_model_found_beyond_the_claims_rejects(aler
 
 
 def test_external_unknown_counts_as_contradicted(alert):
-    output = executor_output(("observation", "order-service 当前存在 HighMemoryUsage 告警", [bind(alert)]))
+    output = executor_output(
+        ("observation", "order-service 当前存在 HighMemoryUsage 告警", [binding_for(alert)])
+    )
 
     verification = finalize(output, verifier_says("external_unknown"), [alert])
 
@@ -213,7 +216,7 @@ def test_external_unknown_counts_as_contradicted(alert):
 
 def test_gatekeeper_low_confid_caps_a_pass_at_low_confid_and_keeps_the_score(alert):
     claim_text = "order-service 当前存在 HighMemoryUsage 告警"
-    output = executor_output(("observation", claim_text, [bind(alert), bind(alert, "firing")]))
+    output = executor_output(("observation", claim_text, [binding_for(alert), binding_for(alert, "firing")]))
 
     verification = finalize(output, verifier_says("direct_observation"), [alert])
 
@@ -223,8 +226,8 @@ def test_gatekeeper_low_confid_caps_a_pass_at_low_confid_and_keeps_the_score(ale
 
 def test_gatekeeper_reject_skips_the_model_and_rejects(alert):
     output = executor_output(
-        ("observation", "order-service 内存使用率 97%", [bind(alert, "当前 97%")]),
-        ("observation", "order-service 当前存在 HighMemoryUsage 告警", [bind(alert)]),
+        ("observation", "order-service 内存使用率 97%", [binding_for(alert, "当前 97%")]),
+        ("observation", "order-service 当前存在 HighMemoryUsage 告警", [binding_for(alert)]),
     )
     result = gatekeep(executor_output=output, invocations=[alert])
 
@@ -240,9 +243,9 @@ def test_gatekeeper_reject_skips_the_model_and_rejects(alert):
 
 def test_gaps_name_the_facts_without_direct_evidence(alert):
     output = executor_output(
-        ("observation", "order-service 当前存在 HighMemoryUsage 告警", [bind(alert)]),
-        ("root_cause", "order-service 内存升高由订单缓存引起", [bind(alert)]),
-        ("observation", "order-service 内存泄漏已确认", [bind(alert)]),
+        ("observation", "order-service 当前存在 HighMemoryUsage 告警", [binding_for(alert)]),
+        ("root_cause", "order-service 内存升高由订单缓存引起", [binding_for(alert)]),
+        ("observation", "order-service 内存泄漏已确认", [binding_for(alert)]),
     )
 
     verification = finalize(
@@ -273,7 +276,7 @@ def verify_rules(output, invocations):
 
 def test_rules_verifier_takes_a_grounded_observation_as_direct(alert):
     output = executor_output(
-        ("observation", "order-service 当前存在 HighMemoryUsage 告警，当前 91%", [bind(alert)])
+        ("observation", "order-service 当前存在 HighMemoryUsage 告警，当前 91%", [binding_for(alert)])
     )
 
     [(verification, _)] = verify_rules(output, [alert])
@@ -283,19 +286,19 @@ def test_rules_verifier_takes_a_grounded_observation_as_direct(alert):
 
 def test_rules_verifier_takes_root_causes_and_risks_as_inferences(alert):
     output = executor_output(
-        ("root_cause", "order-service JVM 堆内存 3.8GB/4GB 接近上限", [bind(alert)]),
-        ("risk", "order-service 可能继续触发 HighMemoryUsage", [bind(alert)]),
+        ("root_cause", "order-service JVM 堆内存 3.8GB/4GB 接近上限", [binding_for(alert)]),
+        ("risk", "order-service 可能继续触发 HighMemoryUsage", [binding_for(alert)]),
     )
 
     assert [v for v, _ in verify_rules(output, [alert])] == ["reasonable_inference", "reasonable_inference"]
 
 
 def test_rules_verifier_treats_no_hits_honestly(session):
-    no_hit = recorded(session, "query_logs", "$.no_evidence", NO_HIT_TEXT)
+    no_hit = recorded_invocation(session, "query_logs", "$.no_evidence", NO_HIT_TEXT)
     output = executor_output(
-        ("negative_observation", NO_HIT_TEXT, [bind(no_hit)]),
-        ("negative_observation", "已排除 inventory-service 的连接池问题", [bind(no_hit)]),
-        ("observation", "inventory-service 存在连接池耗尽", [bind(no_hit)]),
+        ("negative_observation", NO_HIT_TEXT, [binding_for(no_hit)]),
+        ("negative_observation", "已排除 inventory-service 的连接池问题", [binding_for(no_hit)]),
+        ("observation", "inventory-service 存在连接池耗尽", [binding_for(no_hit)]),
     )
 
     assert [v for v, _ in verify_rules(output, [no_hit])] == [
@@ -306,8 +309,8 @@ def test_rules_verifier_treats_no_hits_honestly(session):
 
 
 def test_rules_verifier_never_takes_a_runbook_as_a_current_fact(session):
-    runbook = recorded(session, "lookup_knowledge", "$.evidence_blocks[0]", RUNBOOK_TEXT)
-    output = executor_output(("observation", "HikariCP 连接池已耗尽", [bind(runbook)]))
+    runbook = recorded_invocation(session, "lookup_knowledge", "$.evidence_blocks[0]", RUNBOOK_TEXT)
+    output = executor_output(("observation", "HikariCP 连接池已耗尽", [binding_for(runbook)]))
 
     [(verification, detail)] = verify_rules(output, [runbook])
 
@@ -315,15 +318,15 @@ def test_rules_verifier_never_takes_a_runbook_as_a_current_fact(session):
 
 
 def test_rules_verifier_rejects_claims_without_passing_evidence(session, alert):
-    log = recorded(session, "query_logs", "$.logs[0]", HIKARI_LOG_TEXT)
+    log = recorded_invocation(session, "query_logs", "$.logs[0]", HIKARI_LOG_TEXT)
     output = executor_output(
-        ("observation", "order-service 当前存在 HighMemoryUsage 告警", [bind(alert, "firing")]),
+        ("observation", "order-service 当前存在 HighMemoryUsage 告警", [binding_for(alert, "firing")]),
         (
             "observation",
             "order-service 当前存在 HighMemoryUsage 告警（firing）",
-            [bind(alert), bind(log, "firing")],
+            [binding_for(alert), binding_for(log, "firing")],
         ),
-        ("observation", "order-service 内存使用率 97%", [bind(alert)]),
+        ("observation", "order-service 内存使用率 97%", [binding_for(alert)]),
     )
 
     assert [v for v, _ in verify_rules(output, [alert, log])] == [

@@ -27,7 +27,7 @@ SERVICE_WORD = re.compile(r"(?<![a-z0-9-])[a-z0-9]+(?:-[a-z0-9]+)*-service(?![a-
 
 
 @dataclass(frozen=True)
-class _LogRecord:
+class LogRecord:
     fields: dict
     text: str
     groups: frozenset[str]
@@ -43,13 +43,13 @@ def _alerts() -> tuple[dict, ...]:
 
 
 @cache
-def _logs() -> tuple[_LogRecord, ...]:
+def _logs() -> tuple[LogRecord, ...]:
     records = sorted(_read_json("logs.json"), key=lambda record: record["minutes_ago"])
     texts = [
         " ".join((r["level"], r["service"], r["instance"], r["topic"], r["message"])).lower() for r in records
     ]
     return tuple(
-        _LogRecord(fields=record, text=text, groups=frozenset(groups_in(text)))
+        LogRecord(fields=record, text=text, groups=frozenset(groups_in(text)))
         for record, text in zip(records, texts, strict=True)
     )
 
@@ -83,11 +83,11 @@ def _runbook_blocks() -> tuple[KnowledgeBlock, ...]:
     return tuple(blocks)
 
 
-def _same(wanted: str | None, value: str) -> bool:
+def filter_matches(wanted: str | None, value: str) -> bool:
     return not wanted or wanted.strip().lower() == value.lower()
 
 
-def _log_matches(record: _LogRecord, query: str) -> bool:
+def log_matches(record: LogRecord, query: str) -> bool:
     """By service and topic keywords with synonyms; a query naming neither is matched literally."""
     names = mentioned(_known_names(), query) | set(SERVICE_WORD.findall(query.lower()))
     if names and not names & {record.fields["service"], record.fields["instance"]}:
@@ -101,25 +101,25 @@ def _log_matches(record: _LogRecord, query: str) -> bool:
 class DemoWorldBackend:
     def query_alerts(self, *, service: str | None, alert_name: str | None, now: datetime) -> list[dict]:
         return [
-            _rendered_alert(alert, now)
+            alert_rendered(alert, now)
             for alert in _alerts()
-            if _same(service, alert["service"]) and _same(alert_name, alert["alert_name"])
+            if filter_matches(service, alert["service"]) and filter_matches(alert_name, alert["alert_name"])
         ]
 
     def query_logs(self, *, query: str, service: str | None, topic: str | None, now: datetime) -> list[dict]:
         return [
-            _rendered_log(record.fields, now)
+            log_rendered(record.fields, now)
             for record in _logs()
-            if _same(service, record.fields["service"])
-            and _same(topic, record.fields["topic"])
-            and _log_matches(record, query)
+            if filter_matches(service, record.fields["service"])
+            and filter_matches(topic, record.fields["topic"])
+            and log_matches(record, query)
         ]
 
     def knowledge_blocks(self) -> list[KnowledgeBlock]:
         return list(_runbook_blocks())
 
 
-def _rendered_alert(alert: dict, now: datetime) -> dict:
+def alert_rendered(alert: dict, now: datetime) -> dict:
     minutes = alert["started_minutes_ago"]
     return {
         "alert_name": alert["alert_name"],
@@ -135,7 +135,7 @@ def _rendered_alert(alert: dict, now: datetime) -> dict:
     }
 
 
-def _rendered_log(record: dict, now: datetime) -> dict:
+def log_rendered(record: dict, now: datetime) -> dict:
     return {
         "timestamp": local_text(now - timedelta(minutes=record["minutes_ago"])),
         "level": record["level"],

@@ -21,11 +21,11 @@ from django.conf import settings
 
 from tools.backends.demo import (
     DemoWorldBackend,
-    _log_matches,
-    _LogRecord,
-    _rendered_alert,
-    _rendered_log,
-    _same,
+    LogRecord,
+    alert_rendered,
+    filter_matches,
+    log_matches,
+    log_rendered,
 )
 from tools.matching import groups_in
 from tools.retrieval import KnowledgeBlock
@@ -46,9 +46,9 @@ class FixtureBackend:
         if recorded is not None:
             return recorded
         own = [
-            _rendered_alert(alert, now)
+            alert_rendered(alert, now)
             for alert in data.get("records", [])
-            if _same(service, alert["service"]) and _same(alert_name, alert["alert_name"])
+            if filter_matches(service, alert["service"]) and filter_matches(alert_name, alert["alert_name"])
         ]
         if data.get("mode", MERGE) == REPLACE:
             return own
@@ -60,11 +60,11 @@ class FixtureBackend:
         if recorded is not None:
             return recorded
         logs = [
-            _rendered_log(fields, now)
+            log_rendered(fields, now)
             for fields in data.get("records", [])
-            if _same(service, fields["service"])
-            and _same(topic, fields["topic"])
-            and _log_matches(_log_record(fields), query)
+            if filter_matches(service, fields["service"])
+            and filter_matches(topic, fields["topic"])
+            and log_matches(_log_record(fields), query)
         ]
         if data.get("mode", MERGE) == MERGE:
             logs = [*DemoWorldBackend().query_logs(query=query, service=service, topic=topic, now=now), *logs]
@@ -107,8 +107,8 @@ def _recorded(data: dict, tool_name: str, **call: str | None) -> list[dict] | No
     return None
 
 
-def _log_record(fields: dict) -> _LogRecord:
+def _log_record(fields: dict) -> LogRecord:
     text = " ".join(
         (fields["level"], fields["service"], fields["instance"], fields["topic"], fields["message"])
     ).lower()
-    return _LogRecord(fields=fields, text=text, groups=frozenset(groups_in(text)))
+    return LogRecord(fields=fields, text=text, groups=frozenset(groups_in(text)))

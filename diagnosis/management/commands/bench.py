@@ -6,17 +6,16 @@ queries per session and, for the llm engine, prompt tokens per stage. The llm en
 local fake OpenAI-compatible server with zero latency, so what it measures is our overhead.
 """
 
-import os
 import statistics
 import time
-from contextlib import contextmanager
+from contextlib import nullcontext
 
 from django.core.management.base import BaseCommand
 from django.db import connection
 from django.db.models import Avg, Sum
 from django.test.utils import CaptureQueriesContext
 
-from diagnosis.engines.fake_server import FakeOpenAIServer
+from diagnosis.engines.fake_server import fake_llm_environment
 from diagnosis.evaluation.database import throwaway_database
 from diagnosis.models import AgentStep
 from diagnosis.services.sessions import session_start
@@ -42,7 +41,7 @@ class Command(BaseCommand):
         engines = options["engine"] or ["rules", "llm"]
         with throwaway_database():
             for engine in engines:
-                with _fake_llm() if engine == "llm" else _nothing():
+                with fake_llm_environment() if engine == "llm" else nullcontext():
                     self._bench(engine, options["sessions"])
 
     def _bench(self, engine: str, count: int) -> None:
@@ -78,23 +77,3 @@ class Command(BaseCommand):
 def _percentile(values: list[float], pct: int) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
-
-
-@contextmanager
-def _fake_llm():
-    with FakeOpenAIServer() as server:
-        saved = {k: os.environ.get(k) for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY")}
-        os.environ.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="bench")
-        try:
-            yield
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
-
-
-@contextmanager
-def _nothing():
-    yield
