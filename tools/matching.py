@@ -70,6 +70,11 @@ def query_groups(query: str, table: str = "groups") -> set[str]:
     return {group for group, _ in query_terms(query, table)}
 
 
+def group_term(group: str) -> str:
+    """The group's canonical term (listed first): what to search for when a topic is meant."""
+    return _synonyms()["groups"][group][0]
+
+
 def mentioned(names: set[str], text: str) -> set[str]:
     """Which of the names (services, instances, or their aliases) the text mentions."""
     lowered = text.lower()

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from diagnosis.pipeline.planner import ALERT_TOPICS, RELATED_TOPICS, TOPICS, question_subjects
+from diagnosis.pipeline.planner import ALERT_TOPICS, RELATED_TOPICS, question_subjects
+from tools.matching import group_term
 
 if TYPE_CHECKING:
     from diagnosis.engines.base import ExecutorInput, Toolbox
@@ -88,7 +89,7 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
     if "query_logs" in planned:
         for topic in topics or ["error"]:
             for service in log_services:
-                arguments = {"query": TOPICS[topic][0]} | ({"service": service} if service else {})
+                arguments = {"query": group_term(topic)} | ({"service": service} if service else {})
                 gathered.log_searches.append((topic, call("query_logs", arguments)))
     if "lookup_knowledge" in planned or (stage_input.retry_context and not plan.narrow_scope):
         gathered.knowledge_messages.append(call("lookup_knowledge", {"query": stage_input.query[:200]}))
@@ -206,6 +207,8 @@ TOPIC_LABELS = {
     "redis": "缓存",
     "mq": "消息队列",
     "disk": "磁盘",
+    "timeout": "超时",
+    "availability": "可用性",
 }
 LOG_TEXT = re.compile(
     r"^\[(?P<timestamp>[^\]]*)\]\[(?P<level>[^\]]*)\]\[(?P<service>[^\]]*)\] (?P<message>.*)$", re.S

@@ -7,6 +7,7 @@ import re
 from pydantic import BaseModel, ConfigDict, Field
 
 from diagnosis.pipeline.scope import scope_parse
+from tools.matching import query_terms
 
 
 class PlanStep(BaseModel):
@@ -34,30 +35,20 @@ SERVICE_PATTERN = re.compile(
 )
 ALERT_PATTERN = re.compile(r"(?<![A-Za-z0-9])[A-Z][a-z]+(?:[A-Z][A-Za-z0-9]*)+(?![A-Za-z0-9])")
 
-# Topic → the log query that finds it and the words a user types for it. The query words are chosen
-# to hit the demo world's synonym groups (tools/data), so one topic maps to one log search.
-TOPICS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "cpu": ("CPU", ("cpu", "处理器", "负载")),
-    "memory": ("内存", ("内存", "memory", "heap", "堆", "jvm")),
-    "gc": ("Full GC", ("gc", "垃圾回收")),
-    "oom": ("OOM", ("oom", "outofmemory", "内存溢出", "oomkilled")),
-    "slow": ("慢请求", ("慢", "slow", "响应", "latency", "延迟", "p99", "耗时")),
-    "error": ("500", ("500", "error", "报错", "异常", "错误")),
-    "connection_pool": ("连接池", ("hikari", "连接池", "connection pool", "active=50/50")),
-    "slow_query": ("慢查询", ("慢查询", "slow query", "sql", "mysql")),
-    "redis": ("Redis", ("redis",)),
-    "mq": ("RabbitMQ", ("rabbitmq", "mq", "消息队列", "积压")),
-    "disk": ("磁盘", ("磁盘", "disk", "/data")),
-}
 ALERT_TOPICS = {
     "HighCPUUsage": "cpu",
     "HighMemoryUsage": "memory",
     "SlowResponse": "slow",
     "HighDiskUsage": "disk",
-    "ServiceUnavailable": "error",
+    "ServiceUnavailable": "availability",
 }
 # Topics whose evidence belongs with an alert besides its own (Full GC and OOM logs explain memory alerts).
-RELATED_TOPICS = {"memory": ("gc", "oom"), "slow": ("error", "slow_query"), "cpu": ("gc",)}
+RELATED_TOPICS = {
+    "memory": ("gc", "oom"),
+    "slow": ("error", "slow_query", "timeout"),
+    "cpu": ("gc",),
+    "availability": ("oom", "error"),
+}
 GUIDANCE_WORDS = ("为什么", "原因", "怎么", "如何", "建议", "处理", "runbook", "why", "how", "cause", "fix")
 
 
@@ -92,8 +83,9 @@ def question_subjects(query: str, excluded: list[str]) -> tuple[list[str], list[
 
 
 def topics_in(text: str) -> list[str]:
-    lowered = text.lower()
-    return [topic for topic, (_, words) in TOPICS.items() if any(word in lowered for word in words)]
+    """The synonym groups (tools/data/synonyms.json) the text is about, in the order it names them."""
+    terms = sorted(query_terms(text), key=lambda term: term[1][0])
+    return list(dict.fromkeys(group for group, _ in terms))
 
 
 def _without_excluded(query: str, excluded: list[str]) -> str:
