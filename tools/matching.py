@@ -75,6 +75,16 @@ def group_term(group: str) -> str:
     return _synonyms()["groups"][group][0]
 
 
+def services_aliased(text: str) -> list[str]:
+    """Services the text names by an alias (订单服务 → order-service)."""
+    lowered = text.lower()
+    return [
+        service
+        for service, aliases in _synonyms()["service_aliases"].items()
+        if any(term_pattern(alias).search(lowered) for alias in aliases)
+    ]
+
+
 def mentioned(names: set[str], text: str) -> set[str]:
     """Which of the names (services, instances, or their aliases) the text mentions."""
     lowered = text.lower()

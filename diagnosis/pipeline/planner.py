@@ -7,7 +7,7 @@ import re
 from pydantic import BaseModel, ConfigDict, Field
 
 from diagnosis.pipeline.scope import scope_parse
-from tools.matching import query_terms
+from tools.matching import query_terms, services_aliased
 
 
 class PlanStep(BaseModel):
@@ -76,7 +76,8 @@ def plan_by_rules(query: str) -> PlannerOutput:
 def question_subjects(query: str, excluded: list[str]) -> tuple[list[str], list[str], list[str]]:
     """Services, alert names and topics the question asks about, leaving out what the user excluded."""
     scoped_text = _without_excluded(query, excluded)
-    services = _unique(m.group(0).lower() for m in SERVICE_PATTERN.finditer(scoped_text))
+    named = [m.group(0).lower() for m in SERVICE_PATTERN.finditer(scoped_text)]
+    services = _unique([*named, *services_aliased(scoped_text)])
     alerts = _unique(m.group(0) for m in ALERT_PATTERN.finditer(scoped_text) if m.group(0) in ALERT_TOPICS)
     topics = topics_in(scoped_text) or [ALERT_TOPICS[a] for a in alerts]
     return services, alerts, topics

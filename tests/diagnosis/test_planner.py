@@ -34,3 +34,13 @@ def test_excluded_topics_are_not_planned_as_focus():
 def test_why_questions_look_up_runbooks_but_narrow_questions_do_not():
     assert "lookup_knowledge" in {s.tool for s in plan_by_rules("order-service 为什么频繁 Full GC？").steps}
     assert "lookup_knowledge" not in {s.tool for s in plan_by_rules("只确认 order-service 是否有告警").steps}
+
+
+def test_services_named_by_their_chinese_alias_are_in_focus():
+    assert plan_by_rules("订单服务是不是连接池耗尽了").focus == ["order-service"]
+
+
+def test_english_connection_questions_are_about_the_connection_pool():
+    from diagnosis.pipeline.planner import topics_in
+
+    assert topics_in("Is order-service running out of database connections?") == ["connection_pool"]
