@@ -27,25 +27,20 @@ from diagnosis.pipeline.gatekeeper import GatekeeperResult
 from diagnosis.pipeline.verifier import Verification
 from diagnosis.selectors.evidence import ClaimView, session_rounds
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
+from tools.matching import groups_in
 
 logger = logging.getLogger(__name__)
 
 TITLE_CHARS = 100
-ALERT_CATEGORIES = {
-    "HighCPUUsage": "CPU",
-    "HighMemoryUsage": "MEMORY",
-    "SlowResponse": "LATENCY",
-    "HighDiskUsage": "DISK",
-    "ServiceUnavailable": "AVAILABILITY",
-}
+# Fault categories by synonym group (`tools.matching`, the table the tools file records under).
 # First match wins: a pool exhaustion shows up as timeouts, so the specific category is tried first.
-CATEGORY_KEYWORDS = (
-    ("CONNECTION_POOL", ("hikari", "connection pool", "连接池")),
-    ("MEMORY", ("内存", "memory", "oom", "heap", "堆", "full gc")),
-    ("CPU", ("cpu",)),
-    ("DISK", ("磁盘", "disk")),
-    ("LATENCY", ("p99", "响应", "latency", "slow", "慢", "延迟")),
-    ("AVAILABILITY", ("unavailable", "不可用", "http 500", "5xx")),
+CATEGORY_GROUPS = (
+    ("CONNECTION_POOL", {"connection_pool"}),
+    ("MEMORY", {"memory", "oom", "gc"}),
+    ("CPU", {"cpu"}),
+    ("DISK", {"disk"}),
+    ("LATENCY", {"slow"}),
+    ("AVAILABILITY", {"availability"}),
 )
 ERROR_CODE = re.compile(r"(?:Error|Exception|Killed)$|^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
 
@@ -93,15 +88,16 @@ def _verified_material(*, session: DiagnosisSession) -> ComposerInput | None:
         return None
 
 
+def _category(groups: set[str]) -> str | None:
+    return next((category for category, members in CATEGORY_GROUPS if members & groups), None)
+
+
 def _fault_category(alert_names: list[str], texts: list[str]) -> str:
+    """An alert's name is a term of its topic ("HighCPUUsage"), so it decides; else the findings' words."""
     for alert_name in alert_names:
-        if alert_name in ALERT_CATEGORIES:
-            return ALERT_CATEGORIES[alert_name]
-    corpus = " ".join(texts).lower()
-    for category, keywords in CATEGORY_KEYWORDS:
-        if any(keyword in corpus for keyword in keywords):
+        if category := _category(groups_in(alert_name)):
             return category
-    return "GENERAL"
+    return _category(groups_in(" ".join(texts))) or "GENERAL"
 
 
 def case_fields_extract(*, session: DiagnosisSession) -> CaseFields:
@@ -145,6 +141,11 @@ def case_fields_extract(*, session: DiagnosisSession) -> CaseFields:
     )
 
 
+def session_may_become_case(*, session: DiagnosisSession) -> bool:
+    """Only a completed diagnosis has verified findings to keep; a failed one has none."""
+    return session.status == DiagnosisSession.Status.COMPLETED
+
+
 def case_create_from_session(
     *,
     session: DiagnosisSession,
@@ -153,7 +154,7 @@ def case_create_from_session(
 ) -> tuple[CaseLibrary, bool]:
     """The session's case, created on first call and returned as is afterwards (also under a race:
     the unique `diagnosis_id` lets exactly one insert win and the loser reads the winner's row)."""
-    if session.status != DiagnosisSession.Status.COMPLETED:
+    if not session_may_become_case(session=session):
         raise ValidationError(_("Only a completed diagnosis can become a case."))
     existing = CaseLibrary.objects.filter(diagnosis_id=session.session_id).first()
     if existing is not None:

@@ -153,7 +153,6 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 20,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_THROTTLE_RATES": {"chat": os.environ.get("DIAGNOSIS_CHAT_THROTTLE", "30/min")},
 }
 
 SPECTACULAR_SETTINGS = {
@@ -208,6 +207,9 @@ DIAGNOSIS = {
     "MAX_ROUNDS": env_int("DIAGNOSIS_MAX_ROUNDS", 2),
     "MAX_TOOL_CALLS": env_int("DIAGNOSIS_MAX_TOOL_CALLS", 8),
     "ALERTMANAGER_TOKEN": os.environ.get("DIAGNOSIS_ALERTMANAGER_TOKEN") or None,
+    # Sessions one user may start per period (N/s|min|hour|day), over the web form, the API and AI Ops
+    # alike; an AI Ops analysis counts as many as the alert sessions it may start.
+    "CHAT_RATE": os.environ.get("DIAGNOSIS_CHAT_THROTTLE", "30/min"),
     # Alerts of one AIOps analysis diagnosed at the same time (threads). SQLite always runs them one
     # by one: its single writer would only make the threads wait for each other's locks.
     "AIOPS_CONCURRENCY": env_int("DIAGNOSIS_AIOPS_CONCURRENCY", 3),

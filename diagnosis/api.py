@@ -8,10 +8,9 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, status
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound, Throttled, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from diagnosis.models import DiagnosisSession
@@ -27,15 +26,24 @@ from diagnosis.serializers import (
     TraceSerializer,
     trace_url,
 )
-from diagnosis.services.sessions import session_start
+from diagnosis.services.sessions import SessionRateLimited, session_start
 from feedback.services import feedback_record
 
 NOT_FOUND_MESSAGE = _("No such diagnosis session.")
+RATE_LIMITED = "Too many sessions started lately (DIAGNOSIS_CHAT_THROTTLE); see Retry-After."
+
+
+class RateLimited(Throttled):
+    """429 with the service's message as is and its wait as `Retry-After`."""
+
+    def __init__(self, error: SessionRateLimited):
+        super().__init__(detail=error.message)
+        self.wait = error.retry_after
 
 
 @contextmanager
 def service_errors_as_api_errors():
-    """Services speak Django (ValidationError, DoesNotExist); the API answers 400 / 404."""
+    """Services speak Django (ValidationError, DoesNotExist) and rate limits; the API answers 400 / 404 / 429."""
     try:
         yield
     except DjangoValidationError as error:
@@ -44,13 +52,25 @@ def service_errors_as_api_errors():
         ) from error
     except DiagnosisSession.DoesNotExist as error:
         raise NotFound(NOT_FOUND_MESSAGE) from error
+    except SessionRateLimited as error:
+        raise RateLimited(error) from error
+
+
+def session_accepted_response(session: DiagnosisSession) -> Response:
+    """202 `{sessionId, status, traceUrl}`: the session runs in the background, poll its trace."""
+    body = {
+        "sessionId": session.session_id,
+        "status": session.status,
+        "traceUrl": trace_url(session.session_id),
+    }
+    return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
 class ChatApi(APIView):
-    throttle_classes = [ScopedRateThrottle]
-    throttle_scope = "chat"
-
-    @extend_schema(request=ChatRequestSerializer, responses={202: ChatAcceptedSerializer})
+    @extend_schema(
+        request=ChatRequestSerializer,
+        responses={202: ChatAcceptedSerializer, 429: OpenApiResponse(description=RATE_LIMITED)},
+    )
     def post(self, request: Request) -> Response:
         """Start a diagnosis in the background; poll `traceUrl` for its progress and result."""
         serializer = ChatRequestSerializer(data=request.data)
@@ -61,12 +81,7 @@ class ChatApi(APIView):
                 owner=request.user,
                 session_id=serializer.validated_data.get("session_id"),
             )
-        body = {
-            "sessionId": session.session_id,
-            "status": session.status,
-            "traceUrl": trace_url(session.session_id),
-        }
-        return Response(body, status=status.HTTP_202_ACCEPTED)
+        return session_accepted_response(session)
 
 
 @extend_schema(parameters=[SessionListFilterSerializer])

@@ -14,31 +14,20 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import status
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.exceptions import AuthenticationFailed, NotFound
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
-from diagnosis.models import DiagnosisSession
-from diagnosis.serializers import ChatAcceptedSerializer, trace_url
+from diagnosis.api import RATE_LIMITED, service_errors_as_api_errors, session_accepted_response
+from diagnosis.serializers import ChatAcceptedSerializer
 from diagnosis.serializers_aiops import AiOpsRequestSerializer, AlertmanagerNotificationSerializer
 from diagnosis.services.aiops import aiops_start, alertmanager_notification_receive
 
 ALERTMANAGER = "alertmanager"
 WEBHOOK_DISABLED = "Alertmanager webhook 未启用（未配置 DIAGNOSIS_ALERTMANAGER_TOKEN）"
-
-
-def _accepted(session: DiagnosisSession) -> Response:
-    body = {
-        "sessionId": session.session_id,
-        "status": session.status,
-        "traceUrl": trace_url(session.session_id),
-    }
-    return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
 class AlertmanagerTokenAuthentication(BaseAuthentication):
@@ -79,22 +68,25 @@ class IsAlertmanager(BasePermission):
 
 
 class AiOpsApi(APIView):
-    # One click starts a diagnosis per firing alert: it shares the chat's rate limit.
-    throttle_classes = [ScopedRateThrottle]
-    throttle_scope = "chat"
-
-    @extend_schema(request=AiOpsRequestSerializer, responses={202: ChatAcceptedSerializer})
+    @extend_schema(
+        request=AiOpsRequestSerializer,
+        responses={202: ChatAcceptedSerializer, 429: OpenApiResponse(description=RATE_LIMITED)},
+    )
     def post(self, request: Request) -> Response:
-        """Analyse the firing alerts (all, or those matching the filter) into one report, in the background."""
+        """Analyse the firing alerts (all, or those matching the filter) into one report, in the background.
+
+        One click may start a diagnosis per firing alert: it counts that much against the chat's rate limit.
+        """
         serializer = AiOpsRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        return _accepted(aiops_start(owner=request.user, **serializer.validated_data))
+        with service_errors_as_api_errors():
+            session = aiops_start(owner=request.user, **serializer.validated_data)
+        return session_accepted_response(session)
 
 
 class AlertmanagerWebhookApi(APIView):
     authentication_classes = [AlertmanagerTokenAuthentication]
     permission_classes = [IsAlertmanager]
-    throttle_classes = []
 
     @extend_schema(
         request=AlertmanagerNotificationSerializer,
@@ -112,4 +104,6 @@ class AlertmanagerWebhookApi(APIView):
         """
         serializer = AlertmanagerNotificationSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        return _accepted(alertmanager_notification_receive(notification=serializer.validated_data))
+        return session_accepted_response(
+            alertmanager_notification_receive(notification=serializer.validated_data)
+        )

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from diagnosis.models import DiagnosisSession
 from diagnosis.selectors.chat import chat_page, chat_panel
-from diagnosis.services.sessions import session_start
+from diagnosis.services.sessions import SessionRateLimited, session_start
 from feedback.services import feedback_record
 
 
@@ -57,9 +57,16 @@ def ask(request: HttpRequest) -> HttpResponse:
     try:
         session = session_start(query=question, owner=request.user)
     except ValidationError as error:
-        context = {"page": chat_page(user=request.user), "errors": error.messages, "question": question}
-        return render(request, "diagnosis/chat.html", context, status=400)
+        return _ask_again(request, question=question, errors=error.messages, status=400)
+    except SessionRateLimited as error:
+        return _ask_again(request, question=question, errors=[error.message], status=429)
     return redirect("chat-conversation", session_id=session.session_id)
+
+
+def _ask_again(request: HttpRequest, *, question: str, errors: list[str], status: int) -> HttpResponse:
+    """The chat page again, the question kept in the form and the reason it was not started below it."""
+    context = {"page": chat_page(user=request.user), "errors": errors, "question": question}
+    return render(request, "diagnosis/chat.html", context, status=status)
 
 
 @login_required

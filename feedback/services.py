@@ -8,12 +8,13 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from caselib.services import case_create_from_session
+from caselib.services import case_create_from_session, session_may_become_case
 from diagnosis.models import DiagnosisSession
 from diagnosis.selectors.sessions import session_visible_queryset
 from feedback.models import BadCase
@@ -28,9 +29,11 @@ class FeedbackResult:
     case_id: uuid.UUID | None
 
 
-def feedback_record(*, session_id: str, feedback: str, user) -> FeedbackResult:
-    """Store the feedback on a session the user may see.
+def feedback_record(*, session_id: str, feedback: str, user: AbstractBaseUser) -> FeedbackResult:
+    """Store the feedback on a finished (completed or failed) session the user may see.
 
+    `useful` on a completed session also saves it as a case; a failed one has no findings to keep,
+    so its feedback is recorded without a case.
     Raises `DiagnosisSession.DoesNotExist` for an unknown (or someone else's) session and
     `ValidationError` for any other value than useful / not_useful or a session still running.
     """
@@ -47,6 +50,12 @@ def feedback_record(*, session_id: str, feedback: str, user) -> FeedbackResult:
         DiagnosisSession.objects.filter(pk=session.pk).update(feedback=feedback, updated_at=timezone.now())
         session.feedback = feedback
         if feedback == DiagnosisSession.Feedback.USEFUL:
+            if not session_may_become_case(session=session):
+                return FeedbackResult(
+                    success=True,
+                    message=_("Feedback recorded; a failed diagnosis is not saved as a case."),
+                    case_id=None,
+                )
             case, _created = case_create_from_session(session=session)
             return FeedbackResult(
                 success=True, message=_("Feedback recorded; saved as a case."), case_id=case.case_id

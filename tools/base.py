@@ -16,6 +16,9 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 from pydantic import BaseModel, ConfigDict
 
+# raw_path of the one evidence ref of a call that found nothing (contracts §4).
+NO_EVIDENCE_PATH = "$.no_evidence"
+
 
 class ToolArguments(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -36,6 +39,9 @@ class EvidenceTool(ABC):
     arguments_model: ClassVar[type[ToolArguments]]
     # Key of the record list in the output (`alerts`, `logs`, `evidence_blocks`); None = helper tool.
     collection_key: ClassVar[str | None] = None
+    # Guidance (runbooks, past cases), never a current-incident fact: it can support a claim only
+    # indirectly. Its records are knowledge blocks, deduped per session and ranked by layer.
+    is_guidance: ClassVar[bool] = False
 
     @property
     def is_evidence(self) -> bool:

@@ -1,4 +1,5 @@
-"""`lookup_knowledge`: runbooks and past cases for a question (contracts §4).
+"""`lookup_knowledge`: runbooks and past cases for a question (contracts §4), from the blocks its
+backend serves, ranked by `tools.retrieval`.
 
 Results are guidance, never current-incident facts. A block already returned earlier in the
 session comes back `deduped: true`: it is not new evidence.
@@ -10,12 +11,8 @@ from typing import Any
 
 from pydantic import Field
 
-from caselib.models import CaseLibrary
 from tools.base import EvidenceTool, ToolArguments, ToolContext, register
-from tools.retrieval import KnowledgeBlock, knowledge_rank
-
-# The newest cases searched per call; older ones are still in the library, just not in reach.
-MAX_CASES = 500
+from tools.retrieval import knowledge_rank
 
 
 class LookupKnowledgeArguments(ToolArguments):
@@ -33,10 +30,12 @@ class LookupKnowledgeTool(EvidenceTool):
     description = "检索运维知识库（处理手册与历史案例）。结果只是排查参考，不能当作当前故障的事实。"
     arguments_model = LookupKnowledgeArguments
     collection_key = "evidence_blocks"
+    is_guidance = True
 
     def run(self, arguments: LookupKnowledgeArguments, context: ToolContext) -> dict[str, Any]:
-        blocks = [*self.backend().knowledge_blocks(), *case_blocks()]
-        hits = knowledge_rank(query=arguments.query, blocks=blocks, top_k=arguments.top_k)
+        hits = knowledge_rank(
+            query=arguments.query, blocks=self.backend().knowledge_blocks(), top_k=arguments.top_k
+        )
         evidence_blocks = [
             {
                 "block_id": hit.block.block_id,
@@ -61,27 +60,3 @@ class LookupKnowledgeTool(EvidenceTool):
 
     def evidence_text(self, record: dict[str, Any]) -> str:
         return f"{record['title']}（{record['source_document']}）: {record['content']}"
-
-
-def case_blocks() -> list[KnowledgeBlock]:
-    """Past cases as searchable blocks, marked by a `case:<case_id>` source document."""
-    cases = CaseLibrary.objects.order_by("-created_at")[:MAX_CASES]
-    return [
-        KnowledgeBlock(
-            block_id=f"case:{case.case_id}",
-            source_document=f"case:{case.case_id}",
-            title=f"历史案例：{case.title}",
-            content="\n".join(
-                f"{label}：{value}"
-                for label, value in (
-                    ("服务", case.service),
-                    ("根因", case.root_cause),
-                    ("处置", case.solution),
-                )
-                if value
-            ),
-            exact_terms=tuple(term for term in (case.alert_name, case.error_code) if term),
-            section="根因与处置",
-        )
-        for case in cases
-    ]

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from diagnosis.pipeline.planner import ALERT_TOPICS, RELATED_TOPICS, question_subjects
-from tools.matching import group_term
+from tools.base import NO_EVIDENCE_PATH
+from tools.matching import group_term, groups_in
 
 if TYPE_CHECKING:
     from diagnosis.engines.base import ExecutorInput, Toolbox
@@ -57,7 +58,6 @@ class ExecutorOutput(BaseModel):
 MAX_BINDINGS_PER_CLAIM = 6
 MAX_GUIDANCE_CLAIMS = 2
 LIST_MARKER = re.compile(r"^\s*(?:[-*]|\d+\.)\s+")
-NO_EVIDENCE_PATH = "$.no_evidence"
 
 
 @dataclass
@@ -67,6 +67,8 @@ class _Gathered:
     # (topic, message) pairs of log searches, in call order.
     log_searches: list[tuple[str, dict]] = field(default_factory=list)
     knowledge_messages: list[dict] = field(default_factory=list)
+    # Searches left out because the round's tool-call budget ran out.
+    skipped: list[str] = field(default_factory=list)
 
 
 def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOutput:
@@ -76,23 +78,37 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
     gathered = _Gathered()
     earlier = {_call_key(m["tool_name"], m.get("arguments", {})): m for m in stage_input.prior_tool_messages}
 
-    def call(tool_name: str, arguments: dict) -> dict:
-        # Round 2 must not repeat a search already done: reuse its recorded message instead.
-        message = earlier.get(_call_key(tool_name, arguments)) or toolbox.call(tool_name, arguments)
+    wants_guidance = "lookup_knowledge" in planned or (stage_input.retry_context and not plan.narrow_scope)
+    # Keep one call of the round's budget for the runbooks when they were asked for.
+    reserved = 1 if wants_guidance else 0
+
+    def call(tool_name: str, arguments: dict) -> dict | None:
+        key = _call_key(tool_name, arguments)
+        if key in earlier:  # round 2 must not repeat a search already done: reuse its record
+            message = earlier[key]
+        elif toolbox.remaining_calls > reserved:
+            message = toolbox.call(tool_name, arguments)
+        else:
+            gathered.skipped.append(_call_label(tool_name, arguments))
+            return None
         gathered.messages.append(message)
         return message
 
     if "query_metrics" in planned:
         for arguments in _metrics_calls(services, alerts):
-            gathered.alert_messages.append(call("query_metrics", arguments))
+            if message := call("query_metrics", arguments):
+                gathered.alert_messages.append(message)
     log_services = services or _alert_services(gathered.alert_messages) or [None]
     if "query_logs" in planned:
         for topic in topics or ["error"]:
             for service in log_services:
                 arguments = {"query": group_term(topic)} | ({"service": service} if service else {})
-                gathered.log_searches.append((topic, call("query_logs", arguments)))
-    if "lookup_knowledge" in planned or (stage_input.retry_context and not plan.narrow_scope):
-        gathered.knowledge_messages.append(call("lookup_knowledge", {"query": stage_input.query[:200]}))
+                if message := call("query_logs", arguments):
+                    gathered.log_searches.append((topic, message))
+    if wants_guidance:
+        reserved = 0
+        if message := call("lookup_knowledge", {"query": stage_input.query[:200]}):
+            gathered.knowledge_messages.append(message)
     return _claims_from(gathered, alerts_asked=alerts, topics_asked=topics)
 
 
@@ -153,10 +169,12 @@ def _claims_from(gathered: _Gathered, *, alerts_asked: list[str], topics_asked: 
             if ref["raw_path"] != NO_EVIDENCE_PATH
             and (message["invocation_id"], ref["raw_path"]) not in used_log_refs
         ]
-        by_service: dict[str, list[dict]] = {}
+        # One claim per observed fact: lines of one service about the same things (OOM apart from pool).
+        by_fact: dict[tuple[str, frozenset[str]], list[dict]] = {}
         for ref in fresh:
-            by_service.setdefault(_log_service(ref["text"]), []).append(ref)
-        for service, refs in by_service.items():
+            fact = (_log_service(ref["text"]), frozenset(groups_in(_log_message(ref["text"]))))
+            by_fact.setdefault(fact, []).append(ref)
+        for (service, _), refs in by_fact.items():
             add(
                 "observation",
                 f"{service} 的{TOPIC_LABELS[topic]}日志记录：{_log_message(refs[0]['text'])}",
@@ -180,6 +198,7 @@ def _claims_from(gathered: _Gathered, *, alerts_asked: list[str], topics_asked: 
 
     failed = [m for m in gathered.messages if not m["success"]]
     missing_info = [f"{m['tool_name']} 调用失败，相关证据缺失" for m in failed]
+    missing_info += [f"本轮工具调用次数已用完，未执行 {label}" for label in gathered.skipped]
     if alerts_asked and not gathered.alert_messages:
         missing_info.append("未能查询告警状态")
     actions = [f"重试失败的 {m['tool_name']} 查询" for m in failed]
@@ -258,6 +277,10 @@ def _first_lines(content: str, limit: int = 160) -> str:
             break
         text = joined
     return text
+
+
+def _call_label(tool_name: str, arguments: dict) -> str:
+    return f"{tool_name}({', '.join(f'{k}={v}' for k, v in arguments.items())})"
 
 
 def _call_key(tool_name: str, arguments: dict) -> str:

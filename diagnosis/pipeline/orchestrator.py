@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +31,7 @@ from diagnosis.engines.base import (
     StageCall,
     VerifierInput,
 )
-from diagnosis.models import AgentStep, DiagnosisSession, ToolInvocation
+from diagnosis.models import AgentStep, DiagnosisSession
 from diagnosis.pipeline.composer import (
     answer_from_material,
     composer_guard,
@@ -44,18 +43,21 @@ from diagnosis.pipeline.gatekeeper import GatekeeperResult, gatekeep
 from diagnosis.pipeline.planner import PlannerOutput
 from diagnosis.pipeline.routing import route
 from diagnosis.pipeline.scope import scope_guard, scope_parse
-from diagnosis.pipeline.toolbox import RecordingToolbox
-from diagnosis.pipeline.verifier import verification_finalize, verifier_output_for_gatekeeper_reject
-from diagnosis.services.invocations import tool_message_build
+from diagnosis.pipeline.toolbox import RecordingToolbox, invocation_message
+from diagnosis.pipeline.verifier import (
+    Verification,
+    verification_finalize,
+    verifier_output_for_gatekeeper_reject,
+)
 from diagnosis.services.rule_evaluation import rule_evaluation_enqueue, rule_evaluation_run
 from diagnosis.services.self_evaluation import self_evaluation_merge
+from diagnosis.services.session_lifecycle import session_execute, session_update
 from diagnosis.services.trace_summary import tool_trace_summary_build
 
 logger = logging.getLogger(__name__)
 
 TRACEABILITY_VERSION = "v1"
 RETRY_INSTRUCTION = "仅补充以上断言相关证据，不要重复已完成检索"
-FAILED_ANSWER = "诊断执行失败：{error}。请稍后重试或联系值班人员。"
 Stage = AgentStep.Agent
 StepStatus = AgentStep.Status
 
@@ -66,42 +68,18 @@ class RoundResult:
     plan: PlannerOutput
     executor_output: ExecutorOutput
     gatekeeper_result: GatekeeperResult
-    verification: Any
+    verification: Verification
     route: str
     evaluation: dict
 
 
 def session_run(*, session_pk: int, evaluate_inline: bool = False) -> DiagnosisSession:
     """Run the pipeline; then the rule evaluation, in the background unless `evaluate_inline` (CLI, eval)."""
-    # Claim the session atomically: a session the stale-session reaper already failed, or that another
-    # worker picked up, is left alone.
-    claimed = DiagnosisSession.objects.filter(pk=session_pk, status=DiagnosisSession.Status.PENDING).update(
-        status=DiagnosisSession.Status.RUNNING, started_at=timezone.now(), updated_at=timezone.now()
-    )
-    session = DiagnosisSession.objects.get(pk=session_pk)
-    if not claimed:
-        logger.warning("diagnosis session %s is %s, not PENDING: not run", session.session_id, session.status)
-        return session
-    try:
-        engine = engine_get(session.engine)
-        _run(session, engine)
-    except Exception as exc:
-        logger.exception("diagnosis session %s failed", session.session_id)
-        error = f"{type(exc).__name__}: {exc}"
-        _update(
-            session,
-            status=DiagnosisSession.Status.FAILED,
-            error=error + "\n" + traceback.format_exc(limit=5),
-            answer=FAILED_ANSWER.format(error=error),
-            output_type="",
-            current_stage="failed",
-            finished_at=timezone.now(),
-        )
+    session = session_execute(session_pk=session_pk, body=lambda s: _run(s, engine_get(s.engine)))
     if evaluate_inline:
         rule_evaluation_run(session_pk=session.pk)
     else:
         rule_evaluation_enqueue(session_pk=session.pk)
-    session.refresh_from_db()
     return session
 
 
@@ -136,7 +114,7 @@ def _run(session: DiagnosisSession, engine: Engine) -> None:
         slot="verifier_evaluation",
         value=final.evaluation | {"composer_output": composer_output, "output_type": output_type},
     )
-    _update(
+    session_update(
         session,
         status=DiagnosisSession.Status.COMPLETED,
         output_type=output_type,
@@ -155,7 +133,6 @@ def _run_round(
     earlier: list[RoundResult],
 ) -> RoundResult:
     config = settings.DIAGNOSIS
-    _update(session, rounds=round_number)
 
     plan_call = _stage(
         session,
@@ -168,7 +145,9 @@ def _run_round(
     plan = plan_call.output
 
     toolbox = RecordingToolbox(session=session, round=round_number, max_calls=config["MAX_TOOL_CALLS"])
-    prior_messages = [_prior_message(i) for i in session.tool_invocations.filter(round__lt=round_number)]
+    prior_messages = [
+        invocation_message(i) for i in (earlier and session.tool_invocations.filter(round__lt=round_number))
+    ]
     executor_call = _stage(
         session,
         round_number,
@@ -189,7 +168,7 @@ def _run_round(
     scoped = scope_guard(executor_output=executor_call.output, excluded_topics=excluded)
     invocations = list(session.tool_invocations.all())
     started = time.perf_counter()
-    _update(session, current_stage=Stage.GATEKEEPER)
+    session_update(session, current_stage=Stage.GATEKEEPER)
     gatekeeper_result = gatekeep(executor_output=scoped.kept_output, invocations=invocations)
     gatekeeper_result.warnings.extend(scoped.warnings)
     _record(
@@ -262,7 +241,8 @@ def _run_round(
         "route": next_step,
     }
     evaluation["rounds"] = [*(r.evaluation | {"rounds": []} for r in earlier), evaluation | {"rounds": []}]
-    self_evaluation_merge(session_pk=session.pk, slot="verifier_evaluation", value=evaluation)
+    if next_step == "RETRY":  # a final round's record is written once, with the composer's outcome
+        self_evaluation_merge(session_pk=session.pk, slot="verifier_evaluation", value=evaluation)
     return RoundResult(
         round_number, plan, scoped.kept_output, gatekeeper_result, verification, next_step, evaluation
     )
@@ -304,7 +284,7 @@ def _stage(
     session: DiagnosisSession, round_number: int, agent: str, run: Callable[[], StageCall]
 ) -> StageCall:
     """Run one engine stage and record it as an AgentStep (also on failure, then re-raise)."""
-    _update(session, current_stage=agent)
+    session_update(session, current_stage=agent, rounds=round_number)
     started = time.perf_counter()
     try:
         call = run()
@@ -367,16 +347,6 @@ def _json_safe(model_output: Any, parse_status: ParseStatus | None) -> dict:
     return snapshot
 
 
-def _prior_message(invocation: ToolInvocation) -> dict:
-    return tool_message_build(invocation=invocation) | {"arguments": invocation.input}
-
-
 def _gatekeeper_thought(result: GatekeeperResult) -> str:
     rules = "、".join(result.failed_rules) or "无"
     return f"引用核验 {result.status}（{result.severity}）；失败规则：{rules}"
-
-
-def _update(session: DiagnosisSession, **fields: Any) -> None:
-    for name, value in fields.items():
-        setattr(session, name, value)
-    DiagnosisSession.objects.filter(pk=session.pk).update(**fields, updated_at=timezone.now())

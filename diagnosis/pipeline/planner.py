@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -13,7 +14,7 @@ from tools.matching import query_terms, services_aliased
 class PlanStep(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    tool: str = Field(description="query_metrics / query_logs / lookup_knowledge")
+    tool: Literal["query_metrics", "query_logs", "lookup_knowledge"]
     purpose: str
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from diagnosis.pipeline.facts import normalize
 from diagnosis.pipeline.gatekeeper import RuleMessage
+from tools.matching import groups_in, mentioned, query_groups, services_aliased
 
 if TYPE_CHECKING:  # the executor module imports the planner, which imports this module
     from diagnosis.pipeline.executor import Claim, ExecutorOutput
@@ -43,28 +44,6 @@ TRAILING_FILLER = re.compile(
 )
 ITEM_STRIP = " \t\"'“”‘’「」《》()（）:：.…"
 
-# Topic groups: an excluded topic naming one member excludes them all.
-TOPIC_SYNONYMS: tuple[tuple[str, ...], ...] = (
-    ("连接池", "数据库连接池", "连接池耗尽", "HikariCP", "HikariPool", "Hikari", "connection pool"),
-    (
-        "数据库慢查询",
-        "慢查询",
-        "慢SQL",
-        "slow query",
-        "slow queries",
-        "slow sql",
-        "MySQL",
-        "数据库",
-        "database",
-    ),
-    ("OOM", "OutOfMemoryError", "OOMKilled", "内存溢出", "out of memory", "exit code 137"),
-    ("内存", "memory", "堆内存", "heap", "HighMemoryUsage"),
-    ("CPU", "HighCPUUsage", "处理器"),
-    ("慢请求", "慢响应", "响应慢", "SlowResponse", "slow response", "latency"),
-    ("Redis", "redis-cluster"),
-    ("消息队列", "RabbitMQ", "MQ", "消息积压"),
-    ("磁盘", "disk", "HighDiskUsage"),
-)
 ORDER_TOPIC = re.compile(r"(?:订单|order)\s*[-_#:]?\s*(\d+)", re.IGNORECASE)
 
 
@@ -86,8 +65,13 @@ def scope_parse(query: str) -> tuple[bool, list[str]]:
 
 
 def text_mentions_excluded(text: str, excluded_topics: list[str]) -> list[str]:
-    """The excluded topics (as the user wrote them) that `text` mentions, synonyms included."""
-    return [topic for topic in excluded_topics if _topic_pattern(topic).search(_folded(text))]
+    """The excluded topics (as the user wrote them) that `text` mentions, synonyms included.
+
+    A topic naming synonym groups (`tools.matching`, the table the tools file records under) is
+    mentioned by any text filed under one of them; any other topic (a service, an order) by name."""
+    normalized = normalize(text)
+    groups = groups_in(normalized)
+    return [topic for topic in excluded_topics if _topic_groups(topic) & groups or _named(topic, normalized)]
 
 
 def scope_guard(*, executor_output: ExecutorOutput, excluded_topics: list[str]) -> ScopeResult:
@@ -168,34 +152,17 @@ def _kept_items(
     return kept
 
 
-def _folded(text: str) -> str:
-    return normalize(text).casefold()
+def _topic_groups(topic: str) -> set[str]:
+    # Longer terms win, so "内存溢出" names the OOM group only, not memory as well.
+    return query_groups(normalize(topic))
 
 
-def _topic_terms(topic: str) -> list[str]:
-    """The topic plus the synonyms of the groups it names, e.g. 连接池 → HikariCP, connection pool."""
-    folded = _folded(topic).strip()
-    hits = []  # (group, longest member of that group contained in the topic)
-    for group in TOPIC_SYNONYMS:
-        contained = [m for m in group if _folded(m) in folded]
-        if contained:
-            hits.append((group, max(contained, key=len)))
-    # "内存溢出" names the OOM group; the memory group's "内存" inside it does not count.
-    groups = [g for g, m in hits if not any(_folded(m) in _folded(o) and m != o for _, o in hits)]
-    return [topic, *(member for group in groups for member in group)]
-
-
-def _topic_pattern(topic: str) -> re.Pattern:
-    alternatives = [_term_pattern(term) for term in _topic_terms(topic)]
-    order = ORDER_TOPIC.fullmatch(_folded(topic).strip())
-    if order:
-        alternatives.append(rf"(?:订单|order)\s*[-_#:]?\s*{order[1]}(?!\d)")
-    return re.compile("|".join(alternatives))
-
-
-def _term_pattern(term: str) -> str:
-    """ASCII edges must be word edges ("OOM" is not in "room"); CJK terms match anywhere."""
-    folded = re.escape(_folded(term).strip()).replace(r"\ ", r"\s*")
-    before = r"(?<![a-z0-9])" if re.match(r"[a-z0-9]", _folded(term)) else ""
-    after = r"(?![a-z0-9])" if re.search(r"[a-z0-9]$", _folded(term).strip()) else ""
-    return before + folded + after
+def _named(topic: str, text: str) -> bool:
+    """The topic itself, a service by its aliases too, and "订单123" as "order-123"."""
+    topic = normalize(topic).strip()
+    if not topic:
+        return False
+    if mentioned({topic, *services_aliased(topic)}, text):
+        return True
+    order = ORDER_TOPIC.fullmatch(topic)
+    return bool(order and re.search(rf"(?:订单|order)\s*[-_#:]?\s*{order[1]}(?!\d)", text, re.IGNORECASE))

@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict
 from diagnosis.pipeline.executor import Claim, ExecutorOutput
 from diagnosis.pipeline.facts import unsupported_facts
 from diagnosis.pipeline.gatekeeper import RULE_SEVERITY, CheckedBinding, GatekeeperResult
-from diagnosis.services.invocations import KNOWLEDGE_TOOL, NO_EVIDENCE_PATH
+from diagnosis.services.invocations import is_guidance_call
+from tools.base import NO_EVIDENCE_PATH
 
 if TYPE_CHECKING:
     from diagnosis.engines.base import VerifierInput
@@ -110,6 +111,7 @@ FACT_SCORE: dict[str, float] = {
     "contradicted": 0.0,
 }
 # A grounding failure caps a claim at `unsupported`; worse classes stay as they are.
+UNVERIFIED_MARK = "〔未核验〕"
 # How strong a claim check is; code caps may only lower it.
 VERIFICATION_STRENGTH = {
     "direct_observation": 3,
@@ -136,7 +138,8 @@ def grounding_check(
         if not passed:
             reasons[claim.claim_id] = "没有通过引用核验的证据"
             continue
-        evidence = [text for b in passed for text in (b.evidence_excerpt, b.matched_text or "")]
+        # The recorded text, not the model's excerpt of it: a truncated excerpt may cut a number.
+        evidence = [b.matched_text or "" for b in passed]
         missing = unsupported_facts(claim.claim_text, evidence)
         if missing:
             reasons[claim.claim_id] = f"断言中的 {'、'.join(missing)} 不在已核验的证据中"
@@ -181,7 +184,7 @@ def verification_finalize(
         gaps=[
             gap
             for claim, check in zip(executor_output.claims, checks, strict=True)
-            if (gap := _gap(claim, check))
+            if (gap := _gap(claim, check, gatekeeper_result))
         ],
         overrides=overrides,
     )
@@ -319,20 +322,26 @@ def _verdict_overrides(
         )
 
 
-def _gap(claim: Claim, check: CheckedClaim) -> str:
-    """A Chinese sentence for a critical fact without direct evidence (retry context, 当前缺口)."""
+def _gap(claim: Claim, check: CheckedClaim, gatekeeper_result: GatekeeperResult) -> str:
+    """A Chinese sentence for a critical fact without direct evidence (retry context, 当前缺口).
+
+    Gaps reach the user and the composer's material, so a claim is quoted with its unverified
+    numbers and names masked: "97%" must not come back as if it were evidence."""
     fact_class = FACT_CLASS[check.verification]
     if fact_class == "indirect_support":
         return f"“{claim.claim_text}”只有间接支持，缺少直接证据"
     if fact_class != "no_evidence":
         return ""
-    if check.grounding_reason:
-        return f"“{claim.claim_text}”缺少直接证据：{check.grounding_reason}"
     if check.verification == "overstated":
         # Quote the no-hit, not the overstated claim: its wording ("已排除…") must not reach the user.
         searched = claim.evidence_bindings[0].evidence_excerpt if claim.evidence_bindings else "相关检索"
         return f"{searched}：只能说明当前未发现匹配证据，不能据此下排除结论"
-    return f"“{claim.claim_text}”缺少直接证据"
+    verified = [b.matched_text or "" for b in gatekeeper_result.passed_for(claim.claim_id)]
+    masked = claim.claim_text
+    for token in unsupported_facts(claim.claim_text, verified):
+        masked = masked.replace(token, UNVERIFIED_MARK)
+    detail = "：其中标为〔未核验〕的内容不在已核验的证据中" if masked != claim.claim_text else ""
+    return f"“{masked}”缺少直接证据{detail}"
 
 
 def _facts_of(executor_output: ExecutorOutput, checks: Sequence[ClaimCheck]) -> list[FactCheck]:
@@ -385,6 +394,6 @@ def evidence_cap(claim: Claim, passed: list[CheckedBinding]) -> tuple[ClaimVerif
         if OVERSTATED_NEGATION.search(claim.claim_text):
             return "overstated", "未检索到证据只能支持“未检索到”，不能支持“已排除/确认没有”"
         return None
-    if passed and all(b.tool_name == KNOWLEDGE_TOOL for b in passed):
+    if passed and all(is_guidance_call(b.tool_name) for b in passed):
         return "reasonable_inference", "只有处理手册支持：手册是排查指引，不是当前事实"
     return None

@@ -12,10 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import traceback
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -36,6 +34,8 @@ from diagnosis.pipeline.aiops import (
 from diagnosis.selectors.self_evaluation import AIOPS_RULE_EVALUATION
 from diagnosis.services.invocations import invocation_record
 from diagnosis.services.self_evaluation import self_evaluation_merge
+from diagnosis.services.session_lifecycle import session_enqueue, session_execute, session_update
+from diagnosis.services.sessions import session_rate_check
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +44,6 @@ INVENTORY_TOOL = "query_metrics"
 # One analysis runs inside one django-q task (its timeout bounds the whole run): past this many
 # distinct firing alerts the rest are recorded as not analysed rather than risk the timeout.
 MAX_ANALYSED_ALERTS = 10
-FAILED_ANSWER = "告警分析执行失败：{error}。请稍后重试或联系值班人员。"
 Status = DiagnosisSession.Status
 
 
@@ -52,6 +51,7 @@ def aiops_start(
     *, owner=None, alert_names: list[str] | None = None, services: list[str] | None = None
 ) -> DiagnosisSession:
     """An analysis of the firing alerts (all, or those matching the filter), run in the background."""
+    session_rate_check(owner=owner, cost=MAX_ANALYSED_ALERTS)
     alert_filter = {"alert_names": list(alert_names or []), "services": list(services or [])}
     session = DiagnosisSession.objects.create(
         query=_manual_query(alert_filter),
@@ -60,7 +60,7 @@ def aiops_start(
         kind=DiagnosisSession.Kind.AIOPS,
         alert_scope={"source": SOURCE_MANUAL, "filter": alert_filter, "alerts": []},
     )
-    transaction.on_commit(lambda: _enqueue(session.pk))
+    session_enqueue(session=session, task="diagnosis.tasks.aiops_run_task")
     return session
 
 
@@ -97,37 +97,16 @@ def alertmanager_notification_receive(*, notification: dict) -> DiagnosisSession
     except IntegrityError:
         # The same notification arrived twice at once: the other request created it.
         return DiagnosisSession.objects.get(idempotency_key=key)
-    transaction.on_commit(lambda: _enqueue(session.pk))
+    session_enqueue(session=session, task="diagnosis.tasks.aiops_run_task")
     return session
 
 
 def aiops_run(*, session_pk: int) -> DiagnosisSession:
     """Analyse the session's alerts, write the report and the rule evaluation (background task body)."""
-    # Claimed atomically, like a chat session: a task delivered twice, or a session the stale-session
-    # reaper already failed, is left alone.
-    claimed = DiagnosisSession.objects.filter(pk=session_pk, status=Status.PENDING).update(
-        status=Status.RUNNING, started_at=timezone.now(), current_stage="executor", updated_at=timezone.now()
-    )
-    session = DiagnosisSession.objects.get(pk=session_pk)
-    if not claimed:
-        logger.warning("AIOps session %s is %s, not PENDING: not run", session.session_id, session.status)
-        return session
-    try:
-        _analyse(session)
-    except Exception as exc:
-        logger.exception("AIOps session %s failed", session.session_id)
-        error = f"{type(exc).__name__}: {exc}"
-        _update(
-            session,
-            status=Status.FAILED,
-            error=error + "\n" + traceback.format_exc(limit=5),
-            answer=FAILED_ANSWER.format(error=error),
-            output_type="",
-            current_stage="failed",
-            finished_at=timezone.now(),
-        )
+    session = session_execute(session_pk=session_pk, body=_analyse, first_stage="executor")
+    if session.status == Status.FAILED:
         aiops_rule_evaluation_run(session_pk=session.pk)
-    session.refresh_from_db()
+        session.refresh_from_db()
     return session
 
 
@@ -178,7 +157,7 @@ def _analyse(session: DiagnosisSession) -> None:
         child = children.get(AlertSubject(alert["alert_name"], alert.get("service") or ""))
         alert["analysed"] = child is not None and alert["state"] == FIRING
         alert["session_id"] = child.session_id if alert["analysed"] else None
-    _update(session, alert_scope=scope)
+    session_update(session, alert_scope=scope)
 
     _children_run([child.pk for child in children.values()])
 
@@ -189,14 +168,14 @@ def _analyse(session: DiagnosisSession) -> None:
     analyses = [
         alert_analysis_build(child=child, invocations=by_child.get(child.pk, [])) for child in finished
     ]
-    _update(session, current_stage="composer")
+    session_update(session, current_stage="composer")
     answer = report_build(
         analyses=analyses, scope_line=_scope_line(scope, len(analysed)), notes=_notes(scope, skipped)
     )
-    _update(session, answer=answer, output_type=report_output_type(analyses))
+    session_update(session, answer=answer, output_type=report_output_type(analyses))
     # Before COMPLETED: whoever sees the analysis finished also sees its rule evaluation.
     aiops_rule_evaluation_run(session_pk=session.pk)
-    _update(session, status=Status.COMPLETED, current_stage="done", finished_at=timezone.now())
+    session_update(session, status=Status.COMPLETED, current_stage="done", finished_at=timezone.now())
 
 
 def _children_run(child_pks: list[int]) -> None:
@@ -325,15 +304,3 @@ def _notes(scope: dict, skipped: list[AlertSubject]) -> list[str]:
             f"另有 {len(skipped)} 条 firing 告警超出单次分析上限（{MAX_ANALYSED_ALERTS} 条），已记录未分析。"
         )
     return notes
-
-
-def _enqueue(session_pk: int) -> None:
-    from django_q.tasks import async_task
-
-    async_task("diagnosis.tasks.aiops_run_task", session_pk, task_name=f"aiops-session-{session_pk}")
-
-
-def _update(session: DiagnosisSession, **fields: Any) -> None:
-    for name, value in fields.items():
-        setattr(session, name, value)
-    DiagnosisSession.objects.filter(pk=session.pk).update(**fields, updated_at=timezone.now())

@@ -16,15 +16,13 @@ from pydantic import BaseModel, ValidationError
 
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from tools import clock
-from tools.base import EvidenceTool, ToolContext, UnknownToolError, get_tool
+from tools.base import NO_EVIDENCE_PATH, EvidenceTool, ToolContext, UnknownToolError, get_tool
 
 logger = logging.getLogger(__name__)
 
 SUPPORTED, NO_EVIDENCE, FAILED = "supported", "no_evidence", "failed"
 # evidence_status of helper tools (get_current_datetime): never evidence, never a gap.
 NOT_EVIDENCE = "not_evidence"
-NO_EVIDENCE_PATH = "$.no_evidence"
-KNOWLEDGE_TOOL = "lookup_knowledge"
 
 ERROR_CHARS = 1000
 # The tool message is bounded; the stored output stays complete and raw_paths index into it.
@@ -42,7 +40,9 @@ def invocation_record(
     try:
         tool = get_tool(tool_name)
         parsed = tool.arguments_model.model_validate(arguments or {})
-        context = ToolContext(now=clock.now(), seen_block_ids=_seen_block_ids(session))
+        # Only guidance lookups dedup, so only they pay the query for what the session has seen.
+        seen = _seen_block_ids(session, tool_name) if tool.is_guidance else set()
+        context = ToolContext(now=clock.now(), seen_block_ids=seen)
         # Round-tripped so an output that cannot be stored fails here, as this tool's failure.
         output = json.loads(json.dumps(tool.run(parsed, context), ensure_ascii=False))
         error = "" if output.get("success", True) else str(output.get("message") or "工具返回失败")
@@ -108,10 +108,18 @@ def is_evidence_call(tool_name: str) -> bool:
         return True
 
 
-def _seen_block_ids(session: DiagnosisSession) -> set[str]:
+def is_guidance_call(tool_name: str) -> bool:
+    """A call of a guidance tool (runbooks, past cases): indirect support at best, never a fact."""
+    try:
+        return get_tool(tool_name).is_guidance
+    except UnknownToolError:
+        return False
+
+
+def _seen_block_ids(session: DiagnosisSession, tool_name: str) -> set[str]:
     """Knowledge blocks already returned as evidence earlier in this session (per-session dedup)."""
     seen: set[str] = set()
-    for details in session.tool_invocations.filter(tool_name=KNOWLEDGE_TOOL, success=True).values_list(
+    for details in session.tool_invocations.filter(tool_name=tool_name, success=True).values_list(
         "retrieval_details", flat=True
     ):
         seen.update((details or {}).get("evidence_blocks") or ())
@@ -142,7 +150,7 @@ def _retrieval_details(
         details: dict[str, Any] = {"evidence_status": FAILED, "evidence_refs": []}
     else:
         details = _evidence(tool=tool, parsed=parsed, records=records)
-    if tool_name == KNOWLEDGE_TOOL:
+    if tool is not None and tool.is_guidance:
         details |= _knowledge_details(records)
     return details
 

@@ -9,10 +9,9 @@ from django_q.tasks import async_task
 
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.selectors.self_evaluation import RULE_EVALUATION
-from diagnosis.services.invocations import is_evidence_call
+from diagnosis.services.invocations import is_evidence_call, is_guidance_call
 from diagnosis.services.self_evaluation import self_evaluation_merge
 
-RETRIEVAL_TOOL = "lookup_knowledge"
 SCORE_MIN, SCORE_MAX = 0, 100
 
 
@@ -37,7 +36,7 @@ def _factors(*, session: DiagnosisSession, calls: list[ToolInvocation]) -> list[
         factors.append(
             _factor("has_successful_tool_call", 30, f"{len(calls)} 次证据工具调用中 {len(succeeded)} 次成功")
         )
-    retrievals = [call for call in calls if call.tool_name == RETRIEVAL_TOOL]
+    retrievals = [call for call in calls if is_guidance_call(call.tool_name)]
     layers = set().union(*(_retrieval_layers(call) for call in retrievals))
     if "L0" in layers:
         factors.append(_factor("l0_exact_match", 35, "知识检索有 L0 精确命中"))

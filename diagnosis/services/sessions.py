@@ -2,29 +2,99 @@
 
 from __future__ import annotations
 
+import math
 import re
+from datetime import timedelta
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.exceptions import ImproperlyConfigured, ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from diagnosis.engines import ENGINE_NAMES
 from diagnosis.models import DiagnosisSession
+from diagnosis.services.session_lifecycle import session_enqueue
 
 SESSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_QUERY_CHARS = 2000
+# DRF-style rate periods ("30/min" → 30 per 60 s), keyed by the period's first letter.
+RATE_PERIODS = {"s": (1, "秒"), "m": (60, "分钟"), "h": (3600, "小时"), "d": (86400, "天")}
+
+
+class SessionRateLimited(Exception):
+    """The owner started as many sessions as `DIAGNOSIS["CHAT_RATE"]` allows; retry in `retry_after` s."""
+
+    def __init__(self, *, limit: int, period_label: str, retry_after: int):
+        self.retry_after = retry_after
+        self.message = f"发起诊断过于频繁（每{period_label}最多 {limit} 次），请 {retry_after} 秒后再试。"
+        super().__init__(self.message)
+
+
+def _chat_rate() -> tuple[int, int, str]:
+    """`DIAGNOSIS["CHAT_RATE"]` as (sessions, period in seconds, period label)."""
+    rate = settings.DIAGNOSIS["CHAT_RATE"]
+    count, _, period = rate.partition("/")
+    if not count.isdigit() or int(count) < 1 or period[:1] not in RATE_PERIODS:
+        raise ImproperlyConfigured(f"DIAGNOSIS_CHAT_THROTTLE={rate!r}：应为 次数/周期，如 30/min")
+    seconds, label = RATE_PERIODS[period[:1]]
+    return int(count), seconds, label
+
+
+def session_rate_check(*, owner: AbstractBaseUser | None, cost: int = 1) -> None:
+    """Raise `SessionRateLimited` when starting `cost` more sessions would exceed the owner's rate.
+
+    Counted from the database, so every entry point and process shares one limit: the owner's
+    top-level sessions created within the period, an AI Ops analysis weighing as much as the most
+    alert sessions it may start. Sessions without an owner (CLI, eval, Alertmanager) are not limited.
+    """
+    if owner is None:
+        return
+    # Imported here: aiops_start calls this check, so a module-level import would be circular.
+    from diagnosis.services.aiops import MAX_ANALYSED_ALERTS
+
+    limit, period_seconds, period_label = _chat_rate()
+    now = timezone.now()
+    recent = (
+        DiagnosisSession.objects.filter(
+            owner=owner, parent__isnull=True, created_at__gt=now - timedelta(seconds=period_seconds)
+        )
+        .order_by("created_at")
+        .values_list("created_at", "kind")
+    )
+    # A single start never needs more than the whole budget, or it could never start at all.
+    aiops_weight = min(MAX_ANALYSED_ALERTS, limit)
+    weights = [
+        (created_at, aiops_weight if kind == DiagnosisSession.Kind.AIOPS else 1)
+        for created_at, kind in recent
+    ]
+    excess = sum(weight for _, weight in weights) + min(cost, limit) - limit
+    if excess <= 0:
+        return
+    # Allowed again once enough of the oldest sessions have left the window (`cost` ≤ the sum).
+    for created_at, weight in weights:
+        excess -= weight
+        if excess <= 0:
+            wait = created_at + timedelta(seconds=period_seconds) - now
+            raise SessionRateLimited(
+                limit=limit, period_label=period_label, retry_after=max(1, math.ceil(wait.total_seconds()))
+            )
 
 
 def session_start(
     *,
     query: str,
-    owner=None,
+    owner: AbstractBaseUser | None = None,
     engine: str | None = None,
     session_id: str | None = None,
     kind: str = DiagnosisSession.Kind.CHAT,
     run_inline: bool = False,
 ) -> DiagnosisSession:
-    """Create a PENDING session and run it: in the background (django-q2), or inline for the CLI."""
+    """Create a PENDING session and run it: in the background (django-q2), or inline for the CLI.
+
+    Raises `ValidationError` for a bad question, engine or session id (also one already taken) and
+    `SessionRateLimited` when the owner has started too many sessions lately.
+    """
     query = (query or "").strip()
     engine = engine or settings.DIAGNOSIS["ENGINE"]
     errors = {}
@@ -34,28 +104,27 @@ def session_start(
         errors["message"] = f"问题过长（最多 {MAX_QUERY_CHARS} 字）"
     if engine not in ENGINE_NAMES:
         errors["engine"] = f"未知引擎 {engine!r}，可选：{', '.join(ENGINE_NAMES)}"
-    if session_id is not None:
-        if not SESSION_ID_PATTERN.match(session_id):
-            errors["session_id"] = "session_id 只能包含字母、数字、-、_、.，最长 64 个字符"
-        elif DiagnosisSession.objects.filter(session_id=session_id).exists():
-            errors["session_id"] = f"会话 {session_id} 已存在"
+    if session_id is not None and not SESSION_ID_PATTERN.match(session_id):
+        errors["session_id"] = "session_id 只能包含字母、数字、-、_、.，最长 64 个字符"
     if errors:
         raise ValidationError(errors)
+    session_rate_check(owner=owner)
 
     fields = {"query": query, "owner": owner, "engine": engine, "kind": kind}
     if session_id is not None:
         fields["session_id"] = session_id
-    session = DiagnosisSession.objects.create(**fields)
+    try:
+        # The unique column decides a taken id, also between two requests choosing it at once.
+        with transaction.atomic():
+            session = DiagnosisSession.objects.create(**fields)
+    except IntegrityError as error:
+        if session_id is None:
+            raise
+        raise ValidationError({"session_id": f"会话 {session_id} 已存在"}) from error
 
     if run_inline:
         from diagnosis.pipeline.orchestrator import session_run
 
         return session_run(session_pk=session.pk, evaluate_inline=True)
-    transaction.on_commit(lambda: _enqueue(session.pk))
+    session_enqueue(session=session, task="diagnosis.tasks.session_run_task")
     return session
-
-
-def _enqueue(session_pk: int) -> None:
-    from django_q.tasks import async_task
-
-    async_task("diagnosis.tasks.session_run_task", session_pk, task_name=f"diagnosis-session-{session_pk}")

@@ -15,11 +15,11 @@ from collections.abc import Iterable
 from diagnosis.models import ToolInvocation
 from diagnosis.services.invocations import (
     FAILED,
-    KNOWLEDGE_TOOL,
     NO_EVIDENCE,
     SUPPORTED,
     collection_key_of,
     is_evidence_call,
+    is_guidance_call,
 )
 from tools.matching import query_groups
 
@@ -52,8 +52,8 @@ def _entry(trace_ref: str, calls: list[ToolInvocation]) -> dict:
     statuses = [call.evidence_status if call.success else FAILED for call in calls]
     hits = [call for call, status in zip(calls, statuses, strict=True) if status == SUPPORTED]
     tool_name = calls[0].tool_name
-    # Knowledge is guidance (runbooks, past cases), never a direct observation of the incident.
-    hit_level = "indirect" if tool_name == KNOWLEDGE_TOOL else "direct"
+    # Guidance (runbooks, past cases) is never a direct observation of the incident.
+    hit_level = "indirect" if is_guidance_call(tool_name) else "direct"
     return {
         "trace_ref": trace_ref,
         "tool_name": tool_name,

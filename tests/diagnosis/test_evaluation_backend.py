@@ -4,7 +4,7 @@ import pytest
 
 from diagnosis.evaluation.fixtures import ToolOverrides
 from diagnosis.services.invocations import invocation_record
-from tests.factories import DiagnosisSessionFactory
+from tests.factories import CaseLibraryFactory, DiagnosisSessionFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -21,6 +21,12 @@ DISK_ALERT = {
     "service": "inventory-service",
     "started_minutes_ago": 12,
     "description": "磁盘使用率持续超过85%，当前 93%",
+}
+QUANTUM_BLOCK = {
+    "block_id": "quantum#1",
+    "title": "quantum scheduler token 轮换",
+    "content": "先在密钥库生成新 token，再滚动更新调度器。",
+    "exact_terms": ["quantum scheduler"],
 }
 
 
@@ -137,21 +143,7 @@ def test_a_recorded_failure_fails_again(serve):
 
 
 def test_case_knowledge_blocks_are_searchable(serve):
-    serve(
-        {
-            "lookup_knowledge": {
-                "mode": "replace",
-                "blocks": [
-                    {
-                        "block_id": "quantum#1",
-                        "title": "quantum scheduler token 轮换",
-                        "content": "先在密钥库生成新 token，再滚动更新调度器。",
-                        "exact_terms": ["quantum scheduler"],
-                    }
-                ],
-            }
-        }
-    )
+    serve({"lookup_knowledge": {"mode": "replace", "blocks": [QUANTUM_BLOCK]}})
 
     found = call("lookup_knowledge", query="如何轮换 quantum scheduler token")
     runbook = call("lookup_knowledge", query="HikariCP 连接池耗尽怎么处理")
@@ -159,3 +151,21 @@ def test_case_knowledge_blocks_are_searchable(serve):
     assert found.retrieval_details["evidence_blocks"] == ["quantum#1"]
     assert found.retrieval_details["retrieval_layers"] == ["L0"]
     assert runbook.evidence_status == "no_evidence"
+
+
+def test_replaced_knowledge_leaves_out_the_case_library(serve):
+    CaseLibraryFactory(title="quantum scheduler token 过期", error_code="QuantumTokenExpired")
+    serve({"lookup_knowledge": {"mode": "replace", "blocks": [QUANTUM_BLOCK]}})
+
+    invocation = call("lookup_knowledge", query="QuantumTokenExpired quantum scheduler token")
+
+    assert invocation.retrieval_details["evidence_blocks"] == ["quantum#1"]
+
+
+def test_merged_knowledge_keeps_the_case_library(serve):
+    case = CaseLibraryFactory(title="quantum scheduler token 过期", error_code="QuantumTokenExpired")
+    serve({"lookup_knowledge": {"blocks": [QUANTUM_BLOCK]}})
+
+    invocation = call("lookup_knowledge", query="QuantumTokenExpired quantum scheduler token")
+
+    assert set(invocation.retrieval_details["evidence_blocks"]) == {"quantum#1", f"case:{case.case_id}"}

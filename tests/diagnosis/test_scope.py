@@ -1,7 +1,10 @@
+import json
+
 import pytest
 
 from diagnosis.pipeline.executor import Claim, EvidenceBinding, ExecutorOutput
 from diagnosis.pipeline.scope import scope_guard, scope_parse, text_mentions_excluded
+from tools.matching import SYNONYMS_FILE
 
 EXCLUDED = ["订单123", "OOM", "数据库慢查询", "连接池", "user-service"]
 CPU_ALERT_TEXT = (
@@ -47,6 +50,7 @@ def test_scope_parse_finds_narrow_questions_and_exclusions(query, narrow, exclud
         ("订单 123 已创建", ["订单123"]),
         ("order 1234 已创建", []),
         ("HikariPool-1 - Connection is not available", ["连接池"]),
+        ("Connection is not available, request timed out after 30000ms", ["连接池"]),
         ("HikariCP pool stats: active=50/50", ["连接池"]),
         ("the connection pool is exhausted", ["连接池"]),
         ("容器重启，原因 OOMKilled", ["OOM"]),
@@ -55,8 +59,10 @@ def test_scope_parse_finds_narrow_questions_and_exclusions(query, narrow, exclud
         ("mysql-primary-01 slow query", ["数据库慢查询"]),
         ("慢查询: SELECT * FROM orders", ["数据库慢查询"]),
         ("pod-user-service-6b8c7d9e2-k7j5q 重启", ["user-service"]),
+        ("用户服务响应变慢", ["user-service"]),
         ("the room is booming", []),
         (CPU_ALERT_TEXT, []),
+        ("[2026-11-29 14:58:00][WARN][payment-service] CPU使用率过高: 92.0%", []),
         ("order-service 存在 HighMemoryUsage 告警，内存使用率 91%", []),
     ],
 )
@@ -68,6 +74,23 @@ def test_a_topic_inside_a_longer_one_does_not_widen_the_exclusion():
     # "内存溢出" excludes OOM, not every mention of 内存.
     assert text_mentions_excluded("内存使用率持续超过85%", ["内存溢出"]) == []
     assert text_mentions_excluded("OOMKilled", ["内存溢出"]) == ["内存溢出"]
+
+
+def test_every_term_the_tools_file_under_an_excluded_topic_counts():
+    # One synonym table: a log line the tools file under the connection pool is about the pool.
+    terms = json.loads(SYNONYMS_FILE.read_text(encoding="utf-8"))["groups"]["connection_pool"]
+    assert [term for term in terms if text_mentions_excluded(f"日志: {term}", ["连接池"]) != ["连接池"]] == []
+
+
+def test_excluding_oom_keeps_plain_memory_evidence():
+    memory_log = "[2026-11-29 14:58:00][WARN][order-service] 内存使用率过高: 91.0%, JVM堆内存: 3.8GB/4GB"
+    assert text_mentions_excluded(memory_log, ["OOM"]) == []
+    assert text_mentions_excluded(memory_log, ["内存"]) == ["内存"]
+    assert text_mentions_excluded("内核 OOM Killer: Out of memory: Killed process (java)", ["OOM"]) == ["OOM"]
+
+
+def test_a_blank_topic_excludes_nothing():
+    assert text_mentions_excluded(CPU_ALERT_TEXT, ["", " "]) == []
 
 
 def claim(claim_id, text, excerpt=CPU_ALERT_TEXT):

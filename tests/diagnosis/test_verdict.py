@@ -132,7 +132,25 @@ def test_a_lenient_verifier_cannot_pass_a_claim_that_changed_91_into_97(alert):
     [check] = verification.claim_checks
     assert check.verification == "unsupported" and "97%" in check.grounding_reason
     assert {o.subject for o in verification.overrides} == {"claim-1", "verdict", "groundedness_score"}
-    assert "97%" in verification.gaps[0]
+    assert "97%" not in verification.gaps[0] and "〔未核验〕" in verification.gaps[0]
+
+
+def test_a_number_cut_short_in_the_excerpt_cannot_ground_a_claim(session):
+    log = recorded_invocation(
+        session,
+        "query_logs",
+        "$.logs[0]",
+        "[2026-11-29 14:59:00][WARN][order-service] 内存使用率过高: 91.0%, GC次数: 128",
+    )
+    truncated = binding_for(
+        log, excerpt="[2026-11-29 14:59:00][WARN][order-service] 内存使用率过高: 91.0%, GC次数: 12"
+    )
+    output = executor_output(("observation", "order-service 最新 GC次数为 12", [truncated]))
+
+    verification = finalize(output, verifier_says("direct_observation", verdict="PASS", score=1.0), [log])
+
+    assert verification.verdict == "LOW_CONFID"
+    assert verification.claim_checks[0].verification == "unsupported"
 
 
 def test_grounding_check_names_the_missing_fact_tokens_per_claim(alert):

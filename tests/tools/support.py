@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from tools.clock import local_text
+from tools.retrieval import KnowledgeBlock
 
 DEMO_NOW = "2026-11-29T15:00:00+08:00"
 
@@ -41,4 +42,20 @@ class FiveHundredLogsBackend:
                 "metrics": {},
             }
             for index in range(500)
+        ]
+
+
+class WikiBackend:
+    """A team's own knowledge base: one page, no case library."""
+
+    def knowledge_blocks(self) -> list[KnowledgeBlock]:
+        return [
+            KnowledgeBlock(
+                block_id="wiki:redis-failover",
+                source_document="wiki/redis-failover",
+                title="Redis 主从切换演练",
+                content="切换期间客户端会短暂出现 RedisConnectionTimeout，应开启重试退避。",
+                exact_terms=("RedisConnectionTimeout",),
+                section="处置措施",
+            )
         ]

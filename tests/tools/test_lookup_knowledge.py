@@ -4,6 +4,7 @@ import pytest
 from pydantic import ValidationError
 
 from tests.factories import CaseLibraryFactory
+from tests.tools.support import WikiBackend, use_backend
 from tools.backends.demo import DemoWorldBackend
 from tools.lookup_knowledge import LookupKnowledgeArguments
 
@@ -99,6 +100,28 @@ def test_past_case_is_searchable_and_marked_as_a_case(run_tool):
     assert blocks[0]["retrieval_layer"] == "L0"
     assert blocks[0]["title"] == "历史案例：payment-service Redis 连接超时导致支付失败"
     assert "根因：redis-cluster-01 主节点切换期间连接超时" in blocks[0]["content"]
+
+
+def test_the_demo_backend_serves_past_cases_beside_the_runbooks():
+    case = CaseLibraryFactory(title="order-service 连接池耗尽", alert_name="HighMemoryUsage")
+
+    blocks = DemoWorldBackend().knowledge_blocks()
+
+    assert [block.block_id for block in blocks if block.source_document.startswith("case:")] == [
+        f"case:{case.case_id}"
+    ]
+    assert len(blocks) > 1
+
+
+def test_cases_come_only_from_the_configured_backend(run_tool, settings):
+    CaseLibraryFactory(title="payment-service Redis 连接超时", error_code="RedisConnectionTimeout")
+    use_backend(settings, "lookup_knowledge", WikiBackend)
+
+    blocks = run_tool("lookup_knowledge", query="RedisConnectionTimeout")["evidence_blocks"]
+
+    assert [(block["block_id"], block["retrieval_layer"]) for block in blocks] == [
+        ("wiki:redis-failover", "L0")
+    ]
 
 
 def test_block_returned_earlier_in_the_session_comes_back_deduped(run_tool):

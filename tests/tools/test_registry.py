@@ -23,6 +23,10 @@ def test_the_four_tools_are_registered_under_their_contract_names():
     }
 
 
+def test_only_the_knowledge_lookup_is_guidance_rather_than_current_fact():
+    assert {tool.name for tool in all_tools() if tool.is_guidance} == {"lookup_knowledge"}
+
+
 def test_openai_definitions_carry_the_argument_schemas():
     definitions = {
         tool.openai_tool()["function"]["name"]: tool.openai_tool()["function"] for tool in all_tools()

@@ -4,7 +4,8 @@ Plugged in per tool like any backend (`DIAGNOSIS["TOOL_BACKENDS"][tool] =
 "tools.backends.fixture.FixtureBackend"`); what it serves is read from
 `DIAGNOSIS["FIXTURE_TOOL_DATA"][tool]` (plain JSON, validated by `diagnosis.evaluation.fixtures`):
 
-- `mode`: `merge` (the demo world plus these records) or `replace` (these records only);
+- `mode`: `merge` (the demo world, for lookup_knowledge its runbooks and past cases, plus these
+  records) or `replace` (these records only: nothing from the demo world or the case library);
 - `records`: alerts / logs in the demo world's stored shape (times as minutes before now), matched
   exactly as the demo world matches its own; knowledge blocks for lookup_knowledge;
 - `responses`: recorded calls `[{arguments, records | error}]` answered exactly as recorded
