@@ -78,6 +78,7 @@ def session_run(*, session_pk: int, evaluate_inline: bool = False) -> DiagnosisS
     session = session_execute(session_pk=session_pk, body=lambda s: _run(s, engine_get(s.engine)))
     if evaluate_inline:
         rule_evaluation_run(session_pk=session.pk)
+        session.refresh_from_db()
     else:
         rule_evaluation_enqueue(session_pk=session.pk)
     return session

@@ -1,0 +1,52 @@
+"""`manage.py diagnose` (contracts §10): answer or trace JSON, exit 0 when completed, 1 when failed."""
+
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from diagnosis.models import DiagnosisSession
+
+pytestmark = pytest.mark.django_db
+
+QUESTION = "只确认 order-service 是否存在 HighMemoryUsage 告警"
+
+
+@pytest.fixture(autouse=True)
+def pinned_demo_clock(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"DEMO_NOW": "2026-11-29T15:00:00+08:00"}
+
+
+def test_a_completed_session_prints_its_answer_and_exits_zero(capsys):
+    call_command("diagnose", QUESTION, "--session-id", "cli-memory")
+
+    out = capsys.readouterr().out
+    assert out.startswith("[cli-memory] COMPLETED · NORMAL · verdict PASS")
+    assert "91%" in out
+    assert DiagnosisSession.objects.get(session_id="cli-memory").owner is None
+
+
+def test_json_prints_exactly_the_trace(capsys):
+    call_command("diagnose", QUESTION, "--json", "--session-id", "cli-json")
+
+    trace = json.loads(capsys.readouterr().out)
+    assert trace["session"]["session_id"] == "cli-json"
+    assert trace["session"]["status"] == "COMPLETED"
+    assert {"hasFeedback", "hasVerifierEvaluation", "self_evaluation", "steps", "tool_invocations"} <= set(trace)
+    assert trace["self_evaluation"]["rule_evaluation"]["source"] == "rule"
+
+
+def test_a_failed_session_exits_one(fake_llm, capsys):
+    fake_llm({"planner": [{"http_status": 500}] * 3})
+
+    with pytest.raises(SystemExit) as exited:
+        call_command("diagnose", QUESTION, "--engine", "llm", "--session-id", "cli-failed")
+
+    assert exited.value.code == 1
+    assert "FAILED" in capsys.readouterr().out
+    assert DiagnosisSession.objects.get(session_id="cli-failed").status == DiagnosisSession.Status.FAILED
+
+
+def test_an_empty_question_is_a_clear_error():
+    with pytest.raises(CommandError, match="问题不能为空"):
+        call_command("diagnose", "   ")
