@@ -27,6 +27,9 @@ QUESTIONS = [
     "确认 order-service 是否存在 HikariCP 连接池耗尽",
     "确认 inventory-service 是否存在 HikariCP 连接池耗尽",
     "order-service 为什么频繁 Full GC？应该怎么处理",
+    # Broad questions: more tool calls per session than the narrow ones above.
+    "现在系统有哪些告警",
+    "order-service 和 user-service 的内存、GC 和慢请求情况",
 ]
 
 

@@ -1,0 +1,58 @@
+"""The rules engine's executor: tool calls within budget, one claim per observed fact, exact quotes."""
+
+import pytest
+
+from diagnosis.models import DiagnosisSession
+from diagnosis.services.sessions import session_start
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def pinned_demo_clock(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"DEMO_NOW": "2026-11-29T15:00:00+08:00"}
+
+
+def claims_of(session: DiagnosisSession) -> list[dict]:
+    return session.self_evaluation["verifier_evaluation"]["executor_structured_output"]["claims"]
+
+
+def test_a_spent_tool_budget_leaves_the_rest_as_gaps_and_the_session_completes(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"MAX_TOOL_CALLS": 2, "MAX_ROUNDS": 1}
+
+    session = session_start(
+        query="payment-service、order-service、user-service 的 CPU 和内存怎么样",
+        engine="rules",
+        run_inline=True,
+    )
+
+    assert session.status == DiagnosisSession.Status.COMPLETED
+    assert session.tool_invocations.count() == 2
+    missing = session.self_evaluation["verifier_evaluation"]["executor_structured_output"]["missing_info"]
+    assert any("工具调用次数已用完" in item for item in missing)
+
+
+def test_unrelated_log_lines_of_one_service_are_separate_claims():
+    session = session_start(query="现在系统有哪些告警", engine="rules", run_inline=True)
+
+    order_logs = [c for c in claims_of(session) if c["claim_text"].startswith("order-service 的")]
+    texts = [" ".join(b["evidence_excerpt"] for b in c["evidence_bindings"]) for c in order_logs]
+    assert not any("OutOfMemoryError" in text and "HikariPool" in text for text in texts)
+
+
+def test_every_excerpt_is_the_recorded_evidence_text_verbatim():
+    session = session_start(
+        query="只确认 user-service 是否存在 SlowResponse 告警和慢请求日志", engine="rules", run_inline=True
+    )
+
+    recorded = {
+        (invocation.pk, ref["raw_path"]): ref["text"]
+        for invocation in session.tool_invocations.all()
+        for ref in invocation.evidence_refs
+    }
+    for claim in claims_of(session):
+        for binding in claim["evidence_bindings"]:
+            assert (
+                binding["evidence_excerpt"]
+                == recorded[(binding["source_invocation_id"], binding["raw_path"])]
+            )

@@ -1,0 +1,93 @@
+"""The orchestration of rounds: one retry at most, never after a REJECT, every stage recorded."""
+
+import pytest
+
+from diagnosis.models import AgentStep, DiagnosisSession
+from diagnosis.pipeline.orchestrator import RETRY_INSTRUCTION
+from diagnosis.services.sessions import session_start
+
+pytestmark = pytest.mark.django_db
+
+QUERY = "只确认 order-service 是否存在 HighMemoryUsage 告警"
+NOTHING_CHECKED = {"claim_checks": [], "facts_checked": [], "rationale": "没有核查"}
+FABRICATED_CITATION = [
+    {"tool_calls": [{"name": "query_metrics", "arguments": {"service": "order-service"}}]},
+    {
+        "answer_version": "executor_evidence_v2",
+        "claims": [
+            {
+                "claim_id": "claim-1",
+                "claim_type": "observation",
+                "claim_text": "order-service 存在 HighMemoryUsage 告警",
+                "evidence_bindings": [
+                    {
+                        "tool_name": "query_metrics",
+                        "source_invocation_id": 999999,
+                        "raw_path": "$.alerts[0]",
+                        "evidence_excerpt": "{{ref:query_metrics:0:$.alerts[0]}}",
+                    }
+                ],
+            }
+        ],
+        "hypotheses": [],
+        "missing_info": [],
+        "recommended_actions": [],
+        "diagnosis_summary": "",
+        "user_facing_answer": "",
+    },
+]
+
+
+@pytest.fixture(autouse=True)
+def pinned_demo_clock(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"DEMO_NOW": "2026-11-29T15:00:00+08:00", "MAX_ROUNDS": 3}
+
+
+def planner_rounds(session: DiagnosisSession) -> list[int]:
+    return list(session.steps.filter(agent=AgentStep.Agent.PLANNER).values_list("round", flat=True))
+
+
+def test_low_confidence_is_retried_once_with_the_gaps_and_never_a_third_time(fake_llm, settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"MAX_ROUNDS": 2}
+    fake_llm({"verifier": [NOTHING_CHECKED, NOTHING_CHECKED, NOTHING_CHECKED]})
+
+    session = session_start(query=QUERY, engine="llm", run_inline=True)
+
+    assert planner_rounds(session) == [1, 2]
+    assert session.rounds == 2
+    assert session.output_type == DiagnosisSession.OutputType.LOW_CONFID_WITH_DISCLAIMER
+    evaluation = session.self_evaluation["verifier_evaluation"]
+    assert evaluation["retry_context"]["round"] == 1
+    assert evaluation["retry_context"]["instruction"] == RETRY_INSTRUCTION
+    assert evaluation["retry_context"]["missing_evidence_facts"]
+    assert [r["round"] for r in evaluation["rounds"]] == [1, 2]
+
+
+def test_a_reject_is_degraded_at_once_even_with_rounds_left(fake_llm):
+    fake_llm({"executor": FABRICATED_CITATION})
+
+    session = session_start(query=QUERY, engine="llm", run_inline=True)
+
+    assert planner_rounds(session) == [1]
+    assert session.output_type == DiagnosisSession.OutputType.DEGRADED
+    assert session.verdict == "REJECT"
+    verifier_step = session.steps.get(agent=AgentStep.Agent.VERIFIER)
+    assert verifier_step.status == AgentStep.Status.SKIPPED
+    assert not session.steps.filter(agent=AgentStep.Agent.COMPOSER).exists()
+
+
+def test_a_stage_that_raises_ends_the_session_failed_with_the_failed_step_recorded(monkeypatch):
+    def broken_verifier(self, stage_input):
+        raise RuntimeError("verifier exploded")
+
+    monkeypatch.setattr("diagnosis.engines.rules.RulesEngine.verify", broken_verifier)
+
+    session = session_start(query=QUERY, engine="rules", run_inline=True)
+
+    assert session.status == DiagnosisSession.Status.FAILED
+    assert session.error == "RuntimeError: verifier exploded"
+    assert "Traceback" not in session.error
+    assert session.output_type == ""
+    failed = session.steps.get(agent=AgentStep.Agent.VERIFIER)
+    assert failed.status == AgentStep.Status.FAILED
+    assert session.self_evaluation["rule_evaluation"]["evidence_score"] == 0
