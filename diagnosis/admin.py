@@ -325,6 +325,11 @@ class DiagnosisSessionAdmin(admin.ModelAdmin):
     def has_change_permission(self, request, obj=None):
         return False
 
+    def has_delete_permission(self, request, obj=None):
+        # Sessions are the audit record: nobody deletes one here, superusers included (this also
+        # removes the "delete selected" action).
+        return False
+
     def has_review_permission(self, request) -> bool:
         return request.user.has_perm(REVIEW_PERMISSION)
 

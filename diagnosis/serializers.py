@@ -10,6 +10,7 @@ from django.urls import reverse
 from rest_framework import serializers
 
 from diagnosis.models import AgentStep, DiagnosisSession
+from diagnosis.services.invocations import FAILED, NO_EVIDENCE, NOT_EVIDENCE, SUPPORTED
 from diagnosis.services.reviews import VERDICTS
 
 
@@ -110,7 +111,10 @@ class TraceInvocationSerializer(serializers.Serializer):
     tool_name = serializers.CharField()
     input = serializers.DictField()
     success = serializers.BooleanField()
-    evidence_status = serializers.ChoiceField(choices=("supported", "no_evidence", "failed"))
+    evidence_status = serializers.ChoiceField(
+        choices=(SUPPORTED, NO_EVIDENCE, FAILED, NOT_EVIDENCE),
+        help_text=f"{NOT_EVIDENCE}: a helper tool (the clock), neither evidence nor a gap.",
+    )
     retrieval_details = serializers.DictField()
     latency_ms = serializers.IntegerField()
     output = serializers.DictField()

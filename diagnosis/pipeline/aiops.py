@@ -13,18 +13,29 @@ report text, so a report that strays from its alerts fails whoever wrote it.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 
 from diagnosis.models import DiagnosisSession, ToolInvocation
-from diagnosis.pipeline.composer import DEGRADED_HEADER, DISCLAIMER, composer_material_build
-from diagnosis.pipeline.executor import ExecutorOutput
-from diagnosis.pipeline.gatekeeper import GatekeeperResult
+from diagnosis.pipeline.composer import (
+    ACTIONS_HEADING,
+    DEGRADED_HEADER,
+    DISCLAIMER,
+    INFERENCES_HEADING,
+    NO_CONCLUSION,
+    bullets,
+    composer_material_from_record,
+    evidence_gap_lines,
+    finding_lines,
+    verified_evidence_lines,
+)
 from diagnosis.pipeline.planner import ALERT_PATTERN, ALERT_TOPICS, SERVICE_PATTERN
-from diagnosis.pipeline.scope import scope_guard
-from diagnosis.pipeline.verifier import FACT_CLASS, Verification
+from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.services.invocations import NO_EVIDENCE
+
+logger = logging.getLogger(__name__)
 
 OutputType = DiagnosisSession.OutputType
 
@@ -36,11 +47,6 @@ OUTPUT_TYPE_LABELS = {
     OutputType.NORMAL: "NORMAL（正常输出）",
     OutputType.LOW_CONFID_WITH_DISCLAIMER: "LOW_CONFID_WITH_DISCLAIMER（带声明输出）",
     OutputType.DEGRADED: "DEGRADED（降级输出）",
-}
-GAP_LABELS = {
-    "contradicted": "条断言与证据矛盾或无法核实，已剔除",
-    "no_evidence": "条断言缺少直接证据，未写入报告",
-    "indirect_support": "条断言只有间接支持，列为合理推断",
 }
 SUMMARY_LABELS = {
     OutputType.NORMAL: "结论已通过校验（NORMAL）",
@@ -81,7 +87,7 @@ class AlertAnalysis:
     # Some finding observes something (not only "未检索到…": a no-hit never confirms an alert).
     confirmed: bool = False
     inferences: list[dict] = field(default_factory=list)
-    verified_evidence: list[tuple[str, str]] = field(default_factory=list)  # (source, excerpt)
+    verified_evidence: list[str] = field(default_factory=list)  # quoted excerpts with their sources
     gaps: list[str] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
 
@@ -114,32 +120,30 @@ def alert_analysis_build(*, child: DiagnosisSession, invocations: list[ToolInvoc
         verdict=child.verdict,
         groundedness_score=child.groundedness_score,
     )
-    evaluation = child.self_evaluation.get("verifier_evaluation") or {}
-    if not analysis.completed or not evaluation:
+    recorded = None
+    if analysis.completed:
+        record = self_evaluation_of(session=child).get(VERIFIER_EVALUATION)
+        recorded = composer_material_from_record(query=child.query, record=record)
+        if recorded is None:
+            logger.warning("AIOps child %s has no readable verifier record", child.session_id)
+    if recorded is None:
         analysis.gaps = [FAILED_GAP]
         analysis.actions = _next_steps(analysis, allowed_actions=[])
         return analysis
 
-    verification = Verification.model_validate({name: evaluation[name] for name in Verification.model_fields})
-    gatekeeper_result = GatekeeperResult.model_validate(evaluation["gatekeeper_result"])
-    executor_output = ExecutorOutput.model_validate(evaluation["executor_structured_output"])
-    excluded_topics = (evaluation.get("planner_output") or {}).get("excluded_topics") or []
-    kept_output = scope_guard(executor_output=executor_output, excluded_topics=excluded_topics).kept_output
-    material = composer_material_build(
-        query=child.query,
-        executor_output=kept_output,
-        verification=verification,
-        gatekeeper_result=gatekeeper_result,
-    )
+    material = recorded.material
     # DEGRADED text never carries claim text (contracts §6), whatever the material holds.
     if child.output_type != OutputType.DEGRADED:
         analysis.findings = material.confirmed_findings
         analysis.inferences = material.reasonable_inferences
-    claim_types = {claim.claim_id: claim.claim_type for claim in kept_output.claims}
+    claim_types = {claim.claim_id: claim.claim_type for claim in recorded.executor_output.claims}
     analysis.confirmed = any(claim_types[f["claim_id"]] != "negative_observation" for f in analysis.findings)
     if not analysis.findings and not analysis.inferences:
-        analysis.verified_evidence = _gatekeeper_passed_evidence(gatekeeper_result)
-    analysis.gaps = _gaps(verification, gatekeeper_result, invocations)
+        analysis.verified_evidence = verified_evidence_lines(recorded.gatekeeper_result)
+    analysis.gaps = [
+        *evidence_gap_lines(verification=recorded.verification, gatekeeper_result=recorded.gatekeeper_result),
+        *_tool_gaps(invocations),
+    ]
     analysis.actions = _next_steps(analysis, allowed_actions=material.allowed_actions)
     return analysis
 
@@ -189,16 +193,15 @@ def _alert_section(number: int, analysis: AlertAnalysis) -> list[str]:
     elif analysis.output_type == OutputType.DEGRADED:
         lines += ["", DEGRADED_HEADER]
     if analysis.findings:
-        lines += ["", "**已核验的发现**", *_item_lines(analysis.findings)]
+        lines += ["", "**已核验的发现**", *finding_lines(analysis.findings)]
     if analysis.inferences:
-        lines += ["", "**合理推断**（基于已核验证据，尚未直接证实）", *_item_lines(analysis.inferences)]
+        lines += ["", INFERENCES_HEADING, *finding_lines(analysis.inferences)]
     if analysis.verified_evidence:
-        lines += ["", "**已通过引用核验的证据**（未形成结论）"]
-        lines += [f"- 「{text}」（来源：{source}）" for source, text in analysis.verified_evidence]
+        lines += ["", "**已通过引用核验的证据**（未形成结论）", *bullets(analysis.verified_evidence)]
     if analysis.completed and not (analysis.findings or analysis.inferences or analysis.verified_evidence):
-        lines += ["", "**已核验的发现**", "- 当前未获得可直接确认的结论。"]
-    lines += ["", "**证据缺口**", *(f"- {gap}" for gap in analysis.gaps or ["暂无"])]
-    lines += ["", "**建议的取证动作**", *(f"- {action}" for action in analysis.actions)]
+        lines += ["", "**已核验的发现**", *bullets([NO_CONCLUSION])]
+    lines += ["", "**证据缺口**", *bullets(analysis.gaps or ["暂无"])]
+    lines += ["", ACTIONS_HEADING, *bullets(analysis.actions)]
     return lines
 
 
@@ -224,32 +227,8 @@ def _summary(analyses: list[AlertAnalysis], notes: list[str]) -> list[str]:
     return lines
 
 
-def _item_lines(items: list[dict]) -> list[str]:
-    lines = []
-    for item in items:
-        lines.append(f"- {item['claim_text']}")
-        lines += [f"  - 证据：「{e['excerpt']}」（来源：{e['source']}）" for e in item["evidence"]]
-    return lines
-
-
-def _gatekeeper_passed_evidence(gatekeeper_result: GatekeeperResult) -> list[tuple[str, str]]:
-    passed: dict[str, str] = {}
-    for binding in gatekeeper_result.checked_bindings:
-        if binding.status == "pass" and binding.matched_text:
-            passed.setdefault(binding.source_label(), binding.matched_text)
-    return list(passed.items())
-
-
-def _gaps(
-    verification: Verification, gatekeeper_result: GatekeeperResult, invocations: list[ToolInvocation]
-) -> list[str]:
-    gaps = [
-        f"{binding.source_label()} 的引用未通过核验（{binding.rule}）"
-        for binding in gatekeeper_result.checked_bindings
-        if binding.status == "fail"
-    ]
-    classes = Counter(FACT_CLASS[check.verification] for check in verification.claim_checks)
-    gaps += [f"{classes[kind]} {label}" for kind, label in GAP_LABELS.items() if classes[kind]]
+def _tool_gaps(invocations: list[ToolInvocation]) -> list[str]:
+    gaps = []
     for invocation in invocations:
         if not invocation.success:
             gaps.append(f"{invocation.tool_name} #{invocation.pk} 调用失败")

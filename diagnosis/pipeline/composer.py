@@ -1,29 +1,32 @@
 """Composer stage: writes the Chinese answer from verifier-allowed material only.
 
-Code decides what the composer may see (`composer_material_build`), checks what it wrote
-(`composer_guard`), can write the answer itself (`answer_from_material`), and assembles the text
-the user sees for each output type (`user_facing_text`, the templates of contracts §6).
+Code decides what the composer may see (`composer_material_build`, or read back from a stored
+record: `composer_material_from_record`), checks what it wrote (`composer_guard`), can write the
+answer itself (`answer_from_material`), and assembles the text the user sees for each output type
+(`user_facing_text`, the templates of contracts §6). The Markdown parts (`finding_lines`,
+`evidence_quote`, `verified_evidence_lines`, `evidence_gap_lines`, `bullets`) are shared with the
+AIOps report, so both show evidence and gaps alike.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from diagnosis.models import DiagnosisSession
+from diagnosis.pipeline.executor import ExecutorOutput
 from diagnosis.pipeline.facts import unsupported_facts
-from diagnosis.pipeline.gatekeeper import EMPTY_BINDINGS
+from diagnosis.pipeline.gatekeeper import EMPTY_BINDINGS, GatekeeperResult
 from diagnosis.pipeline.scope import text_mentions_excluded
-from diagnosis.pipeline.verifier import FACT_CLASS
+from diagnosis.pipeline.verifier import FACT_CLASS, Verification
 
 if TYPE_CHECKING:
     from diagnosis.engines.base import ComposerInput
-    from diagnosis.pipeline.executor import Claim, ExecutorOutput
-    from diagnosis.pipeline.gatekeeper import GatekeeperResult
-    from diagnosis.pipeline.verifier import Verification
+    from diagnosis.pipeline.executor import Claim
 
 
 class ComposerOutput(BaseModel):
@@ -37,8 +40,10 @@ OutputType = DiagnosisSession.OutputType
 DISCLAIMER = "以下结论基于当前已获取证据，仍存在部分证据缺口，请谨慎参考。"
 DEGRADED_HEADER = "当前无法基于已获取证据生成可靠结论，建议人工介入。"
 NO_CONCLUSION = "当前未获得可直接确认的结论。"
-# Counts only: DEGRADED text never repeats an executor claim.
-DEGRADED_GAP_LABELS = {
+INFERENCES_HEADING = "**合理推断**（基于已核验证据，尚未直接证实）"
+ACTIONS_HEADING = "**建议的取证动作**"
+# Counts only: gap lines never repeat an executor claim.
+GAP_LABELS = {
     "contradicted": "条断言与证据矛盾或无法核实",
     "no_evidence": "条断言缺少直接证据",
     "indirect_support": "条断言只有间接支持",
@@ -94,6 +99,45 @@ def composer_material_build(
     )
 
 
+@dataclass(frozen=True)
+class RecordedMaterial:
+    """A final round read back from its `verifier_evaluation` record, with its composer material."""
+
+    executor_output: ExecutorOutput
+    verification: Verification
+    gatekeeper_result: GatekeeperResult
+    material: ComposerInput
+
+
+def composer_material_from_record(*, query: str, record: Any) -> RecordedMaterial | None:
+    """The composer material of a stored `verifier_evaluation` record; None when it is missing or
+    unreadable (an older pipeline's record), so nothing from it counts as confirmed.
+
+    The record's `executor_structured_output` is already past the scope guard: no re-filtering here.
+    """
+    if not isinstance(record, dict) or not record:
+        return None
+    try:
+        executor_output = ExecutorOutput.model_validate(record.get("executor_structured_output"))
+        verification = Verification.model_validate(
+            {name: record[name] for name in Verification.model_fields if name in record}
+        )
+        gatekeeper_result = GatekeeperResult.model_validate(record.get("gatekeeper_result"))
+    except ValidationError:
+        return None
+    return RecordedMaterial(
+        executor_output=executor_output,
+        verification=verification,
+        gatekeeper_result=gatekeeper_result,
+        material=composer_material_build(
+            query=query,
+            executor_output=executor_output,
+            verification=verification,
+            gatekeeper_result=gatekeeper_result,
+        ),
+    )
+
+
 def composer_guard(*, answer: str, material: ComposerInput, excluded_topics: Sequence[str] = ()) -> list[str]:
     """What in the answer is not backed by the material: fact tokens absent from it, leaked JSON,
     topics the user excluded."""
@@ -110,15 +154,13 @@ def answer_from_material(material: ComposerInput) -> str:
     """A Chinese Markdown answer written by code from the material alone."""
     sections = []
     if material.confirmed_findings:
-        sections.append(["**已确认的发现**", *_item_lines(material.confirmed_findings)])
+        sections.append(["**已确认的发现**", *finding_lines(material.confirmed_findings)])
     if material.reasonable_inferences:
-        sections.append(
-            ["**合理推断**（基于已核验证据，尚未直接证实）", *_item_lines(material.reasonable_inferences)]
-        )
+        sections.append([INFERENCES_HEADING, *finding_lines(material.reasonable_inferences)])
     if not sections:
         sections.append([NO_CONCLUSION])
     if material.allowed_actions:
-        sections.append(["**建议的取证动作**", *(f"- {action}" for action in material.allowed_actions)])
+        sections.append([ACTIONS_HEADING, *bullets(material.allowed_actions)])
     return "\n\n".join("\n".join(lines) for lines in sections)
 
 
@@ -135,7 +177,7 @@ def user_facing_text(
     if output_type == OutputType.LOW_CONFID_WITH_DISCLAIMER:
         text = f"{DISCLAIMER}\n\n{composer_answer}"
         if verification.gaps:
-            text += "\n\n当前缺口：\n" + _bullets(verification.gaps)
+            text += "\n\n当前缺口：\n" + "\n".join(bullets(verification.gaps))
         return text
     return _degraded_text(verification, gatekeeper_result)
 
@@ -151,35 +193,34 @@ def _material_item(claim: Claim, gatekeeper_result: GatekeeperResult) -> dict[st
     }
 
 
-def _item_lines(items: list[dict]) -> list[str]:
+def finding_lines(items: list[dict]) -> list[str]:
+    """Material items (findings or inferences) as Markdown bullets, each with its quoted evidence."""
     lines = []
     for item in items:
-        lines.append(f"- {item['claim_text']}")
+        lines.append(f"- {_one_line(item['claim_text'])}")
         lines += [
-            f"  - 证据：「{_shortened(evidence['excerpt'])}」（来源：{evidence['source']}）"
+            f"  - 证据：{evidence_quote(excerpt=evidence['excerpt'], source=evidence['source'])}"
             for evidence in item["evidence"]
         ]
     return lines
 
 
-def _degraded_text(verification: Verification, gatekeeper_result: GatekeeperResult) -> str:
-    """Only gatekeeper-verified evidence with its source, the gaps and next steps: never claim text."""
-    confirmed = {}
+def evidence_quote(*, excerpt: str, source: str) -> str:
+    """Evidence as users see it: one quoted line (a runbook block spans several) and its source."""
+    return f"「{_shortened(excerpt)}」（来源：{source}）"
+
+
+def verified_evidence_lines(gatekeeper_result: GatekeeperResult) -> list[str]:
+    """The tool records whose citation the gatekeeper verified, each quoted once: never claim text."""
+    verified: dict[str, str] = {}
     for binding in gatekeeper_result.checked_bindings:
         if binding.status == "pass" and binding.matched_text:
-            confirmed.setdefault(binding.source_label(), binding.matched_text)
-    confirmed_lines = [f"「{_shortened(text)}」（来源：{source}）" for source, text in confirmed.items()]
-    return "\n\n".join(
-        [
-            DEGRADED_HEADER,
-            "已确认信息：\n" + _bullets(confirmed_lines or ["暂无通过核验的证据"]),
-            "证据缺口：\n" + _bullets(_degraded_gaps(verification, gatekeeper_result)),
-            "建议下一步：\n" + _bullets(DEGRADED_NEXT_STEPS),
-        ]
-    )
+            verified.setdefault(binding.source_label(), binding.matched_text)
+    return [evidence_quote(excerpt=text, source=source) for source, text in verified.items()]
 
 
-def _degraded_gaps(verification: Verification, gatekeeper_result: GatekeeperResult) -> list[str]:
+def evidence_gap_lines(*, verification: Verification, gatekeeper_result: GatekeeperResult) -> list[str]:
+    """What kept claims from being confirmed: failed citations, unbound claims, counts per fact class."""
     gaps = [
         f"{binding.source_label()} 的引用未通过核验（{binding.rule}）"
         for binding in gatekeeper_result.checked_bindings
@@ -189,19 +230,35 @@ def _degraded_gaps(verification: Verification, gatekeeper_result: GatekeeperResu
     if unbound:
         gaps.append(f"{unbound} 条断言没有任何证据引用")
     classes = [FACT_CLASS[check.verification] for check in verification.claim_checks]
-    gaps += [
-        f"{classes.count(kind)} {label}" for kind, label in DEGRADED_GAP_LABELS.items() if kind in classes
-    ]
-    return gaps or ["暂无可以确认的结论"]
+    gaps += [f"{classes.count(kind)} {label}" for kind, label in GAP_LABELS.items() if kind in classes]
+    return gaps
 
 
-def _bullets(lines) -> str:
-    return "\n".join(f"- {line}" for line in lines)
+def bullets(lines: Iterable[str]) -> list[str]:
+    return [f"- {line}" for line in lines]
+
+
+def _degraded_text(verification: Verification, gatekeeper_result: GatekeeperResult) -> str:
+    """Only gatekeeper-verified evidence with its source, the gaps and next steps: never claim text."""
+    gaps = evidence_gap_lines(verification=verification, gatekeeper_result=gatekeeper_result)
+    return "\n\n".join(
+        [
+            DEGRADED_HEADER,
+            "已确认信息：\n"
+            + "\n".join(bullets(verified_evidence_lines(gatekeeper_result) or ["暂无通过核验的证据"])),
+            "证据缺口：\n" + "\n".join(bullets(gaps or ["暂无可以确认的结论"])),
+            "建议下一步：\n" + "\n".join(bullets(DEGRADED_NEXT_STEPS)),
+        ]
+    )
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _shortened(text: str) -> str:
-    """One line (a runbook block spans several); long evidence is cut at a separator, never inside a number."""
-    text = " ".join(text.split())
+    """One line; long evidence is cut at a separator, never inside a number."""
+    text = _one_line(text)
     if len(text) <= EXCERPT_CHARS:
         return text
     cut = max(text.rfind(sep, 0, EXCERPT_CHARS) for sep in ("，", "。", "；", "; ", ", ", " "))

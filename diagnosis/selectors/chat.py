@@ -2,27 +2,38 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from diagnosis.models import DiagnosisSession
 from diagnosis.selectors.evidence import SessionPanel, session_panel
 from diagnosis.selectors.sessions import session_sidebar, session_visible_queryset
 
 
+@dataclass
+class ChatPanel(SessionPanel):
+    """A session's panel; for an AIOps analysis also the sessions that diagnosed its alerts."""
+
+    alert_sessions: list[DiagnosisSession] = field(default_factory=list)
+
+
 @dataclass(frozen=True)
 class ChatPage:
     conversations: list[DiagnosisSession]
-    panel: SessionPanel | None
+    panel: ChatPanel | None
 
 
-def chat_panel(*, user, session_id: str) -> SessionPanel:
+def chat_panel(*, user, session_id: str) -> ChatPanel:
     """The panel of a session the user may see; `DiagnosisSession.DoesNotExist` otherwise."""
     session = (
         session_visible_queryset(user=user)
         .prefetch_related("steps", "tool_invocations")
         .get(session_id=session_id)
     )
-    return session_panel(session=session)
+    is_analysis = session.kind == DiagnosisSession.Kind.AIOPS and session.parent_id is None
+    return ChatPanel(
+        **vars(session_panel(session=session)),
+        alert_sessions=list(session.children.order_by("id")) if is_analysis else [],
+    )
 
 
 def chat_page(*, user, session_id: str | None = None) -> ChatPage:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.translation import gettext as _
@@ -13,7 +14,12 @@ VERDICTS = ("PASS", "LOW_CONFID", "REJECT")
 
 
 def review_record(
-    *, session: DiagnosisSession, reviewer, opinion: str, expected_verdict: str = "", note: str = ""
+    *,
+    session: DiagnosisSession,
+    reviewer: AbstractBaseUser,
+    opinion: str,
+    expected_verdict: str = "",
+    note: str = "",
 ) -> SessionReview:
     """Store the review and close the session's open user report, if any: it has now been looked at.
 

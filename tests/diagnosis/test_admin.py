@@ -8,6 +8,7 @@ from diagnosis.models import DiagnosisSession, SessionReview
 from diagnosis.services.reviewers import reviewer_group_ensure
 from feedback.models import BadCase
 from tests.factories import (
+    AgentStepFactory,
     CompletedSessionFactory,
     DiagnosisSessionFactory,
     StaffUserFactory,
@@ -198,6 +199,21 @@ def test_reviewers_cannot_edit_add_or_delete_sessions(client, reviewer):
     session.refresh_from_db()
     assert session.query != "changed"
     assert session.status == DiagnosisSession.Status.COMPLETED
+
+
+def test_sessions_are_audit_records_nobody_deletes_not_even_a_superuser(client, superuser):
+    session = CompletedSessionFactory()
+    AgentStepFactory(session=session)
+    delete_url = reverse("admin:diagnosis_diagnosissession_delete", args=[session.pk])
+    assert client.post(delete_url, {"post": "yes"}).status_code == 403
+    changelist = client.get(CHANGELIST)
+    assert "delete_selected" not in dict(changelist.context["action_form"].fields["action"].choices)
+    response = client.post(CHANGELIST, {"action": "delete_selected", "_selected_action": [session.pk]})
+    assert response.status_code == 302
+    inlines = client.get(change_url(session)).context["inline_admin_formsets"]
+    assert inlines and not any(inline.has_delete_permission for inline in inlines)
+    assert DiagnosisSession.objects.filter(pk=session.pk).exists()
+    assert session.steps.exists()
 
 
 def test_reviewers_cannot_promote_sessions_to_cases(client, reviewer):

@@ -196,7 +196,7 @@ def test_unsupported_claim_and_remediation_never_reach_the_report():
 
     assert "order-service 存在 firing 状态的 HighMemoryUsage 告警，内存使用率当前 91%" in report
     assert "缓存泄漏" not in report
-    assert "1 条断言缺少直接证据，未写入报告" in report
+    assert "1 条断言缺少直接证据" in report
     assert "重启" not in report
     assert "以下结论基于当前已获取证据，仍存在部分证据缺口，请谨慎参考。" in report
 
@@ -211,6 +211,35 @@ def test_degraded_alert_shows_no_claim_text_and_no_fabricated_excerpt():
     assert "97%" not in report
     assert "的引用未通过核验（evidence.excerpt_mismatch）" in report
     assert "DEGRADED（降级输出）" in report
+
+
+def test_multi_line_runbook_excerpt_is_quoted_on_one_report_line():
+    child = child_of(aiops_parent(("HighMemoryUsage", "order-service")), "PASS")
+    record = child.self_evaluation["verifier_evaluation"]
+    record["gatekeeper_result"]["checked_bindings"][0]["evidence_excerpt"] = (
+        "HighMemoryUsage 处理手册（runbook.md）: 1. 查看 JVM 堆内存\n2. 查看 GC 日志\n\n| 指标 | 阈值 |"
+    )
+    child.save()
+
+    report = report_of(child)
+
+    assert (
+        "  - 证据：「HighMemoryUsage 处理手册（runbook.md）: 1. 查看 JVM 堆内存 2. 查看 GC 日志 | 指标 | 阈值 |」"
+        in report
+    )
+    assert "\n2. 查看 GC 日志" not in report and "\n| 指标" not in report
+
+
+def test_completed_child_with_an_unreadable_record_contributes_no_findings():
+    child = child_of(aiops_parent(("HighMemoryUsage", "order-service")), "PASS")
+    child.self_evaluation["verifier_evaluation"]["gatekeeper_result"] = {"status": "pass"}
+    child.save()
+
+    report = report_of(child)
+
+    assert "诊断执行失败，未获得可用证据" in report
+    assert "内存使用率当前 91%" not in report
+    assert "有已核验证据支撑的告警" not in report
 
 
 def test_failed_child_is_reported_as_failed_without_findings():

@@ -7,14 +7,13 @@ transaction commits, exactly as a worker would run it after the 202.
 import json
 
 import pytest
-from django.core.cache import cache
 from django_q.conf import Conf
 from django_q.models import OrmQ
 from rest_framework.test import APIClient
 
 from diagnosis.models import DiagnosisSession
 from tests.diagnosis.aiops_support import DEMO_NOW, TOKEN, alert, notification
-from tests.factories import StaffUserFactory, UserFactory
+from tests.factories import DiagnosisSessionFactory, StaffUserFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -29,7 +28,6 @@ def aiops_settings(settings, monkeypatch):
         "ENGINE": "rules",
         "ALERTMANAGER_TOKEN": TOKEN,
     }
-    cache.clear()
 
 
 @pytest.fixture
@@ -246,6 +244,21 @@ def test_ai_ops_filter_limits_the_alerts(committed):
         "只确认 user-service 是否存在 SlowResponse 告警，并给出相关证据"
     ]
     assert "HighCPUUsage" not in session.answer
+
+
+def test_ai_ops_over_the_rate_limit_answers_429_and_starts_nothing(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"CHAT_RATE": "10/min"}
+    user = UserFactory()
+    DiagnosisSessionFactory(owner=user)
+    client = APIClient()
+    client.force_authenticate(user)
+
+    response = client.post(AI_OPS, {}, format="json")
+
+    assert response.status_code == 429
+    assert 1 <= int(response["Retry-After"]) <= 60
+    assert response.json()["detail"].startswith("发起诊断过于频繁（每分钟最多 10 次）")
+    assert not DiagnosisSession.objects.filter(kind=DiagnosisSession.Kind.AIOPS).exists()
 
 
 def test_ai_ops_refuses_a_malformed_filter_and_anonymous_callers():

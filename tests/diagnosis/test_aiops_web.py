@@ -6,9 +6,10 @@ from django_q.conf import Conf
 from rest_framework.test import APIClient
 
 from diagnosis.models import DiagnosisSession
+from diagnosis.selectors.chat import chat_panel
 from diagnosis.services.aiops import aiops_run, aiops_start
 from tests.diagnosis.aiops_support import DEMO_NOW
-from tests.factories import StaffUserFactory, UserFactory
+from tests.factories import DiagnosisSessionFactory, StaffUserFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -50,6 +51,27 @@ def test_sidebar_shows_the_analysis_but_not_its_per_alert_sessions(client, analy
     conversations = client.get("/").context["page"].conversations
 
     assert [c.session_id for c in conversations] == [analysis.session_id]
+
+
+def test_ai_ops_button_over_the_rate_limit_shows_why_and_starts_nothing(client, settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"CHAT_RATE": "5/min"}
+    engineer = UserFactory()
+    DiagnosisSessionFactory(owner=engineer)
+    client.force_login(engineer)
+
+    response = client.post(reverse("chat-ai-ops"), follow=True)
+
+    assert response.redirect_chain == [(reverse("chat"), 302)]
+    assert "发起诊断过于频繁（每分钟最多 5 次）" in response.content.decode()
+    assert not DiagnosisSession.objects.filter(kind=DiagnosisSession.Kind.AIOPS).exists()
+
+
+def test_analysis_panel_lists_its_alert_sessions_in_order(analysis):
+    panel = chat_panel(user=analysis.owner, session_id=analysis.session_id)
+
+    assert panel.alert_sessions == list(analysis.children.order_by("id"))
+    assert len(panel.alert_sessions) == 3
+    assert chat_panel(user=analysis.owner, session_id=panel.alert_sessions[0].session_id).alert_sessions == []
 
 
 def test_ai_ops_button_needs_a_signed_in_post(client):

@@ -2,13 +2,12 @@ import threading
 from pathlib import Path
 
 import pytest
-from django.core.cache import cache
+import yaml
 from django.core.management import call_command
 from django.db import connection
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
-from rest_framework.throttling import ScopedRateThrottle
 
 from caselib.models import CaseLibrary
 from diagnosis.models import DiagnosisSession
@@ -49,11 +48,6 @@ INVOCATION_KEYS = {
     "retrieval_details",
     "latency_ms",
 }
-
-
-@pytest.fixture(autouse=True)
-def empty_throttle_history():
-    cache.clear()
 
 
 def client_for(user) -> APIClient:
@@ -111,12 +105,49 @@ def test_chat_with_an_empty_message_is_a_validation_error():
     assert not DiagnosisSession.objects.exists()
 
 
-def test_chat_is_throttled_per_user(monkeypatch):
-    monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"chat": "2/min"})
+def test_chat_over_the_rate_limit_answers_429_with_retry_after(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"CHAT_RATE": "2/min"}
     client = client_for(UserFactory())
-    statuses = [client.post("/api/chat", {"message": f"问题 {n}"}).status_code for n in range(3)]
-    assert statuses == [202, 202, 429]
+    responses = [client.post("/api/chat", {"message": f"问题 {n}"}) for n in range(3)]
+    assert [response.status_code for response in responses] == [202, 202, 429]
+    retry_after = int(responses[2]["Retry-After"])
+    assert 1 <= retry_after <= 60
+    assert responses[2].data["detail"] == f"发起诊断过于频繁（每分钟最多 2 次），请 {retry_after} 秒后再试。"
     assert DiagnosisSession.objects.count() == 2
+
+
+def test_the_rate_limit_is_per_user(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"CHAT_RATE": "1/min"}
+    assert client_for(UserFactory()).post("/api/chat", {"message": "问题"}).status_code == 202
+    assert client_for(UserFactory()).post("/api/chat", {"message": "问题"}).status_code == 202
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_concurrent_chats_with_one_session_id_start_one_session(postgres_only):
+    user = UserFactory()
+    start = threading.Barrier(2)
+    responses = []
+
+    def chat():
+        try:
+            start.wait()
+            responses.append(
+                client_for(user).post(
+                    "/api/chat", {"message": "order-service 内存", "session_id": "incident-7"}
+                )
+            )
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=chat) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(response.status_code for response in responses) == [202, 400]
+    refused = next(response for response in responses if response.status_code == 400)
+    assert refused.data == {"session_id": ["会话 incident-7 已存在"]}
+    assert DiagnosisSession.objects.filter(session_id="incident-7").count() == 1
 
 
 def test_token_authentication_works():
@@ -271,13 +302,33 @@ def test_feedback_on_another_users_session_is_not_found():
     assert not CaseLibrary.objects.exists()
 
 
-def test_feedback_on_a_running_session_is_refused():
-    session = DiagnosisSessionFactory(status=DiagnosisSession.Status.RUNNING)
+@pytest.mark.parametrize("status", [DiagnosisSession.Status.PENDING, DiagnosisSession.Status.RUNNING])
+def test_feedback_on_an_unfinished_session_is_refused_on_the_session_field(status):
+    session = DiagnosisSessionFactory(status=status)
     response = client_for(session.owner).post(
         "/api/feedback", {"sessionId": session.session_id, "feedback": "useful"}, format="json"
     )
     assert response.status_code == 400
+    assert response.data == {"sessionId": ["诊断仍在进行中，请在结束后再反馈。"]}
     assert not CaseLibrary.objects.exists()
+    session.refresh_from_db()
+    assert (session.feedback, session.status) == (None, status)
+
+
+def test_useful_on_a_failed_session_is_recorded_without_a_case():
+    session = DiagnosisSessionFactory(status=DiagnosisSession.Status.FAILED)
+    response = client_for(session.owner).post(
+        "/api/feedback", {"sessionId": session.session_id, "feedback": "useful"}, format="json"
+    )
+    assert response.status_code == 200
+    assert response.data == {
+        "success": True,
+        "message": "反馈已记录；失败的诊断不沉淀为案例",
+        "caseId": None,
+    }
+    assert not CaseLibrary.objects.exists()
+    session.refresh_from_db()
+    assert (session.feedback, session.status) == ("useful", DiagnosisSession.Status.FAILED)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -313,6 +364,8 @@ def test_openapi_schema_validates_without_warnings(tmp_path: Path):
     schema = schema_file.read_text()
     for path in ("/api/chat:", "/api/sessions:", "/api/sessions/{session_id}/trace:", "/api/feedback:"):
         assert path in schema
+    evidence_statuses = yaml.safe_load(schema)["components"]["schemas"]["EvidenceStatusEnum"]["enum"]
+    assert evidence_statuses == ["supported", "no_evidence", "failed", "not_evidence"]
 
 
 def test_swagger_ui_is_served_from_the_app_without_a_cdn():

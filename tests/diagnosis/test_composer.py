@@ -5,6 +5,8 @@ from diagnosis.pipeline.composer import (
     compose_by_rules,
     composer_guard,
     composer_material_build,
+    composer_material_from_record,
+    finding_lines,
     user_facing_text,
 )
 from diagnosis.pipeline.executor import Claim, ExecutorOutput
@@ -18,6 +20,7 @@ from diagnosis.pipeline.verifier import (
 from tests.factories import (
     HIKARI_LOG_TEXT,
     MEMORY_ALERT_TEXT,
+    CompletedSessionFactory,
     DiagnosisSessionFactory,
     binding_for,
     recorded_invocation,
@@ -265,3 +268,56 @@ def test_degraded_quotes_only_verified_evidence_and_never_executor_claims(alert,
     )
     assert not any(claim in text for claim in claim_texts)
     assert EXECUTOR_ANSWER not in text and "97%" not in text
+
+
+def test_multi_line_and_long_excerpts_are_quoted_on_one_line():
+    runbook = "HighMemoryUsage 处理手册（runbook.md）: 1. 查看 JVM 堆内存\n2. 查看 GC 日志"
+    long_log = "[2026-11-29 14:52:00][ERROR][order-service] " + "连接池等待超时，" * 40
+    item = {
+        "claim_text": "order-service 内存告警\n有处理手册",
+        "evidence": [{"excerpt": runbook, "source": "lookup_knowledge #7 $.evidence_blocks[0]"}],
+    }
+
+    lines = finding_lines(
+        [item, item | {"evidence": [{"excerpt": long_log, "source": "query_logs #8 $.logs[0]"}]}]
+    )
+
+    assert lines[:2] == [
+        "- order-service 内存告警 有处理手册",
+        "  - 证据：「HighMemoryUsage 处理手册（runbook.md）: 1. 查看 JVM 堆内存 2. 查看 GC 日志」"
+        "（来源：lookup_knowledge #7 $.evidence_blocks[0]）",
+    ]
+    assert lines[3].endswith("连接池等待超时…」（来源：query_logs #8 $.logs[0]）") and len(lines[3]) < 340
+
+
+def test_material_is_read_back_from_a_stored_verifier_record():
+    session = CompletedSessionFactory(verdict="LOW_CONFID")
+
+    recorded = composer_material_from_record(
+        query=session.query, record=session.self_evaluation["verifier_evaluation"]
+    )
+
+    material = recorded.material
+    assert [item["claim_id"] for item in material.confirmed_findings] == ["c1"]
+    assert material.reasonable_inferences == []
+    assert material.gaps == ["“内存升高由订单缓存泄漏引起”缺少直接证据"]
+    assert material.allowed_actions == ["查询 order-service 的 GC 日志"]
+    assert [claim.claim_id for claim in recorded.executor_output.claims] == ["c1", "c2"]
+    assert recorded.verification.verdict == "LOW_CONFID"
+
+
+UNREADABLE_RECORDS = {
+    "missing": lambda record: None,
+    "empty": lambda record: {},
+    "not a dict": lambda record: "PASS",
+    "only a verdict (older pipeline)": lambda record: {"verdict": "PASS", "groundedness_score": 1.0},
+    "bad gatekeeper result": lambda record: record | {"gatekeeper_result": {"status": "pass"}},
+    "bad claim": lambda record: record | {"executor_structured_output": {"claims": [{"claim_id": "c1"}]}},
+}
+
+
+@pytest.mark.parametrize("damage", UNREADABLE_RECORDS.values(), ids=UNREADABLE_RECORDS.keys())
+def test_a_missing_or_unreadable_record_gives_no_material(damage):
+    record = CompletedSessionFactory().self_evaluation["verifier_evaluation"]
+
+    assert composer_material_from_record(query="q", record=damage(record)) is None

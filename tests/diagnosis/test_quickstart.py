@@ -1,3 +1,4 @@
+import re
 from io import StringIO
 
 import pytest
@@ -10,7 +11,7 @@ from django_q.models import Schedule
 from diagnosis.models import DiagnosisSession
 from diagnosis.services.accounts import engineer_account_ensure, reviewer_account_ensure
 from diagnosis.services.reviewers import reviewer_group_ensure
-from tests.factories import DiagnosisSessionFactory, UserFactory
+from tests.factories import DiagnosisSessionFactory, StaffUserFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -56,27 +57,48 @@ def test_reviewer_group_setup_removes_permissions_added_by_hand():
 
 
 def test_reviewer_account_is_staff_in_the_reviewers_group_and_cannot_edit_sessions():
-    reviewer = reviewer_account_ensure(username="auditor", password="auditor-pass-2026")
+    account = reviewer_account_ensure(username="auditor", password="auditor-pass-2026")
 
-    reviewer = get_user_model().objects.get(pk=reviewer.pk)
+    reviewer = get_user_model().objects.get(pk=account.user.pk)
     assert reviewer.is_staff and not reviewer.is_superuser
     assert list(reviewer.groups.values_list("name", flat=True)) == ["reviewers"]
     assert reviewer.has_perm("diagnosis.view_diagnosissession")
     assert reviewer.has_perm("diagnosis.review_session")
     assert not reviewer.has_perm("diagnosis.change_diagnosissession")
     assert reviewer.check_password("auditor-pass-2026")
+    assert (account.password, account.generated) == ("auditor-pass-2026", False)
 
 
-def test_existing_account_gets_the_configured_password_back():
+def test_a_configured_password_resets_an_existing_account():
     UserFactory(username="engineer")
 
-    engineer = engineer_account_ensure(username="engineer", password="engineer-pass-2026")
+    account = engineer_account_ensure(username="engineer", password="configured-secret-1")
 
-    assert engineer.check_password("engineer-pass-2026")
-    assert not engineer.is_staff
+    assert get_user_model().objects.get(username="engineer").check_password("configured-secret-1")
+    assert not account.user.is_staff
 
 
-def test_setup_creates_the_default_accounts_and_prints_them(static_root, monkeypatch):
+def test_a_new_account_without_a_configured_password_gets_a_random_one():
+    first = engineer_account_ensure(username="engineer", password=None)
+    second = reviewer_account_ensure(username="reviewer", password=None)
+
+    assert first.generated and second.generated
+    assert len(first.password) >= 16 and first.password != second.password
+    users = get_user_model().objects
+    assert users.get(username="engineer").check_password(first.password)
+    assert users.get(username="reviewer").check_password(second.password)
+
+
+def test_an_existing_account_without_a_configured_password_keeps_its_own():
+    UserFactory(username="engineer")
+
+    account = engineer_account_ensure(username="engineer", password=None)
+
+    assert account.password is None
+    assert get_user_model().objects.get(username="engineer").check_password("pw-for-tests-123")
+
+
+def _clear_environment(monkeypatch) -> None:
     for variable in (
         "DIAGNOSIS_DEMO_USER",
         "DIAGNOSIS_DEMO_PASSWORD",
@@ -87,15 +109,35 @@ def test_setup_creates_the_default_accounts_and_prints_them(static_root, monkeyp
     ):
         monkeypatch.delenv(variable, raising=False)
 
+
+def test_setup_creates_the_default_accounts_with_random_passwords_and_prints_them(static_root, monkeypatch):
+    _clear_environment(monkeypatch)
+
     output = _quickstart_setup()
 
     users = get_user_model().objects
-    assert users.get(username="engineer").check_password("engineer-pass-2026")
-    assert users.get(username="reviewer").check_password("reviewer-pass-2026")
-    assert "engineer / engineer-pass-2026" in output
-    assert "reviewer / reviewer-pass-2026" in output
+    for username in ("engineer", "reviewer"):
+        password = re.search(rf"{username} / (\S+)（随机生成，只显示这一次）", output).group(1)
+        assert users.get(username=username).check_password(password)
+    assert "pass-2026" not in output
     assert "http://127.0.0.1:8000/" in output
     assert (static_root / "admin").is_dir()
+
+
+def test_setup_again_keeps_the_passwords_and_says_how_to_reset_them(static_root, monkeypatch):
+    _clear_environment(monkeypatch)
+    UserFactory(username="engineer")
+    StaffUserFactory(username="reviewer")
+
+    output = _quickstart_setup()
+
+    assert "engineer（已存在，密码未改动；设置 DIAGNOSIS_DEMO_PASSWORD 后重新运行即重置为该密码）" in output
+    assert (
+        "reviewer（已存在，密码未改动；设置 DIAGNOSIS_REVIEWER_PASSWORD 后重新运行即重置为该密码）" in output
+    )
+    users = get_user_model().objects
+    assert users.get(username="engineer").check_password("pw-for-tests-123")
+    assert users.get(username="reviewer").check_password("pw-for-tests-123")
 
 
 def test_setup_takes_credentials_and_address_from_the_environment(static_root, monkeypatch):

@@ -71,6 +71,17 @@ def test_asking_an_empty_question_shows_the_error(client, engineer):
     assert not DiagnosisSession.objects.exists()
 
 
+def test_asking_over_the_rate_limit_shows_why_and_keeps_the_question(client, engineer, settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"CHAT_RATE": "1/min"}
+    DiagnosisSessionFactory(owner=engineer)
+    response = client.post(reverse("chat-ask"), {"message": "order-service 连接池是否耗尽？"})
+    page = response.content.decode()
+    assert response.status_code == 429
+    assert "发起诊断过于频繁（每分钟最多 1 次）" in page
+    assert "order-service 连接池是否耗尽？</textarea>" in page
+    assert DiagnosisSession.objects.count() == 1
+
+
 def test_ask_form_carries_a_csrf_token(client, engineer):
     assert 'name="csrfmiddlewaretoken"' in client.get("/").content.decode()
 
@@ -187,6 +198,19 @@ def test_not_useful_button_without_javascript_redirects_back(client, engineer):
     assert response.status_code == 302
     assert BadCase.objects.get().session == session
     assert "已转人工审核" in client.get(response.url).content.decode()
+
+
+def test_failed_session_offers_feedback_and_useful_is_recorded_without_a_case(client, engineer):
+    session = DiagnosisSessionFactory(owner=engineer, status=DiagnosisSession.Status.FAILED)
+    assert 'name="feedback" value="useful"' in page_of(client, session)
+    response = client.post(
+        reverse("chat-feedback", args=[session.session_id]), {"feedback": "useful"}, HTTP_HX_REQUEST="true"
+    )
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "反馈已记录；失败的诊断不沉淀为案例" in body
+    assert 'value="useful" class="feedback-button chosen"' in body
+    assert not CaseLibrary.objects.exists()
 
 
 def test_feedback_on_another_users_session_is_not_found(client, engineer):

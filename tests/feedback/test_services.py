@@ -4,7 +4,7 @@ from django.core.exceptions import ValidationError
 from caselib.models import CaseLibrary
 from diagnosis.models import DiagnosisSession
 from feedback.models import BadCase
-from feedback.services import feedback_record
+from feedback.services import FeedbackResult, feedback_record
 from tests.factories import CompletedSessionFactory, DiagnosisSessionFactory, StaffUserFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -36,12 +36,13 @@ def test_not_useful_on_a_failed_session_is_accepted():
     assert (session.feedback, session.status) == ("not_useful", DiagnosisSession.Status.FAILED)
 
 
-def test_useful_on_a_failed_session_is_refused_and_not_stored():
+def test_useful_on_a_failed_session_is_recorded_without_a_case():
     session = DiagnosisSessionFactory(status=DiagnosisSession.Status.FAILED)
-    with pytest.raises(ValidationError):
-        feedback_record(session_id=session.session_id, feedback="useful", user=session.owner)
+    result = feedback_record(session_id=session.session_id, feedback="useful", user=session.owner)
+    assert result == FeedbackResult(success=True, message="反馈已记录；失败的诊断不沉淀为案例", case_id=None)
+    assert not CaseLibrary.objects.exists()
     session.refresh_from_db()
-    assert session.feedback is None
+    assert (session.feedback, session.status) == ("useful", DiagnosisSession.Status.FAILED)
 
 
 def test_a_later_useful_after_not_useful_keeps_the_bad_case_for_reviewers():
@@ -75,8 +76,12 @@ def test_staff_may_give_feedback_on_any_session():
     assert result.case_id is not None
 
 
-def test_a_running_session_takes_no_feedback_yet():
-    session = DiagnosisSessionFactory(status=DiagnosisSession.Status.RUNNING)
-    with pytest.raises(ValidationError):
+@pytest.mark.parametrize("status", [DiagnosisSession.Status.PENDING, DiagnosisSession.Status.RUNNING])
+def test_an_unfinished_session_takes_no_feedback_yet(status):
+    session = DiagnosisSessionFactory(status=status)
+    with pytest.raises(ValidationError) as refused:
         feedback_record(session_id=session.session_id, feedback="not_useful", user=session.owner)
+    assert set(refused.value.message_dict) == {"sessionId"}
     assert not BadCase.objects.exists()
+    session.refresh_from_db()
+    assert (session.feedback, session.status) == (None, status)

@@ -10,23 +10,34 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from diagnosis.services.accounts import engineer_account_ensure, reviewer_account_ensure
+from diagnosis.services.accounts import DemoAccount, engineer_account_ensure, reviewer_account_ensure
 from diagnosis.services.sessions_maintenance import stale_sessions_fail, stale_sessions_schedule_ensure
 
-DEFAULT_ENGINEER = ("engineer", "engineer-pass-2026")
-DEFAULT_REVIEWER = ("reviewer", "reviewer-pass-2026")
 # How long a child may take to finish its current work after SIGTERM before it is killed.
 STOP_GRACE_SECONDS = 15
 POLL_SECONDS = 0.5
 
 
-def _credentials(*, user_variable: str, password_variable: str, default: tuple[str, str]) -> tuple[str, str]:
-    return os.environ.get(user_variable) or default[0], os.environ.get(password_variable) or default[1]
+def _demo_account(
+    *, ensure: Callable[..., DemoAccount], user_variable: str, default_user: str, password_variable: str
+) -> str:
+    """Create or update the account from the environment; its login line."""
+    account = ensure(
+        username=os.environ.get(user_variable) or default_user,
+        password=os.environ.get(password_variable) or None,
+    )
+    username = account.user.get_username()
+    if account.password is None:
+        return f"{username}（已存在，密码未改动；设置 {password_variable} 后重新运行即重置为该密码）"
+    if account.generated:
+        return f"{username} / {account.password}（随机生成，只显示这一次）"
+    return f"{username} / {account.password}"
 
 
 def _raise_keyboard_interrupt(signum, frame):
@@ -53,26 +64,26 @@ class Command(BaseCommand):
     def setup(self, *, url: str) -> None:
         call_command("migrate", interactive=False, verbosity=0)
         call_command("collectstatic", interactive=False, verbosity=0)
-        engineer = _credentials(
+        engineer = _demo_account(
+            ensure=engineer_account_ensure,
             user_variable="DIAGNOSIS_DEMO_USER",
+            default_user="engineer",
             password_variable="DIAGNOSIS_DEMO_PASSWORD",
-            default=DEFAULT_ENGINEER,
         )
-        reviewer = _credentials(
+        reviewer = _demo_account(
+            ensure=reviewer_account_ensure,
             user_variable="DIAGNOSIS_REVIEWER_USER",
+            default_user="reviewer",
             password_variable="DIAGNOSIS_REVIEWER_PASSWORD",
-            default=DEFAULT_REVIEWER,
         )
-        engineer_account_ensure(username=engineer[0], password=engineer[1])
-        reviewer_account_ensure(username=reviewer[0], password=reviewer[1])
         stale_sessions_schedule_ensure()
         reaped = stale_sessions_fail(older_than_seconds=settings.DIAGNOSIS["STALE_AFTER_SECONDS"])
 
         self.stdout.write(self.style.SUCCESS("诊断助手已就绪"))
         self.stdout.write(f"  对话页面:   {url}")
         self.stdout.write(f"  审核后台:   {url}admin/")
-        self.stdout.write(f"  工程师账号: {engineer[0]} / {engineer[1]}")
-        self.stdout.write(f"  审核员账号: {reviewer[0]} / {reviewer[1]}（staff，reviewers 组）")
+        self.stdout.write(f"  工程师账号: {engineer}")
+        self.stdout.write(f"  审核员账号: {reviewer}（staff，reviewers 组）")
         self.stdout.write(f"  诊断引擎:   {settings.DIAGNOSIS['ENGINE']}")
         if reaped:
             self.stdout.write(self.style.WARNING(f"  已将 {reaped} 个长时间未结束的会话标记为失败"))

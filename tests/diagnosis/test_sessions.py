@@ -1,0 +1,143 @@
+"""Starting sessions: validation, a taken session id, and the one rate limit every entry point shares."""
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured, ValidationError
+from django.db import connection
+from django.utils import timezone
+
+from diagnosis.models import DiagnosisSession
+from diagnosis.services.aiops import MAX_ANALYSED_ALERTS, aiops_start
+from diagnosis.services.sessions import SessionRateLimited, session_rate_check, session_start
+from tests.factories import DiagnosisSessionFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def rate(settings):
+    def set_rate(value: str) -> None:
+        settings.DIAGNOSIS = settings.DIAGNOSIS | {"CHAT_RATE": value}
+
+    return set_rate
+
+
+def created_ago(session: DiagnosisSession, seconds: int) -> None:
+    DiagnosisSession.objects.filter(pk=session.pk).update(
+        created_at=timezone.now() - timedelta(seconds=seconds)
+    )
+
+
+def test_the_owner_may_start_as_many_sessions_as_the_rate_allows_and_no_more(rate):
+    rate("2/min")
+    owner = UserFactory()
+    session_start(query="order-service 内存", owner=owner)
+    session_start(query="order-service 内存", owner=owner)
+
+    with pytest.raises(SessionRateLimited) as refused:
+        session_start(query="order-service 内存", owner=owner)
+
+    assert DiagnosisSession.objects.filter(owner=owner).count() == 2
+    assert 1 <= refused.value.retry_after <= 60
+    assert refused.value.message == (
+        f"发起诊断过于频繁（每分钟最多 2 次），请 {refused.value.retry_after} 秒后再试。"
+    )
+
+
+def test_retry_after_is_when_the_oldest_session_leaves_the_period(rate):
+    rate("2/min")
+    owner = UserFactory()
+    created_ago(DiagnosisSessionFactory(owner=owner), 45)
+    DiagnosisSessionFactory(owner=owner)
+
+    with pytest.raises(SessionRateLimited) as refused:
+        session_rate_check(owner=owner)
+
+    assert refused.value.retry_after == 15
+
+
+def test_only_the_owners_recent_top_level_sessions_count(rate):
+    rate("2/min")
+    owner = UserFactory()
+    created_ago(DiagnosisSessionFactory(owner=owner), 61)
+    DiagnosisSessionFactory(owner=UserFactory())
+    analysis = DiagnosisSessionFactory(owner=UserFactory(), kind=DiagnosisSession.Kind.AIOPS)
+    DiagnosisSessionFactory.create_batch(3, owner=owner, parent=analysis, kind=DiagnosisSession.Kind.AIOPS)
+    DiagnosisSessionFactory(owner=owner)
+
+    session_rate_check(owner=owner)
+
+    with pytest.raises(SessionRateLimited):
+        session_rate_check(owner=owner, cost=2)
+
+
+def test_sessions_without_an_owner_are_not_limited(rate):
+    rate("1/min")
+    session_start(query="order-service 内存", engine="rules")
+    session_start(query="order-service 内存", engine="rules")
+    aiops_start()
+    assert DiagnosisSession.objects.count() == 3
+
+
+def test_an_ai_ops_analysis_counts_as_the_alert_sessions_it_may_start(rate):
+    rate(f"{MAX_ANALYSED_ALERTS + 1}/hour")
+    owner = UserFactory()
+    aiops_start(owner=owner)
+    session_start(query="order-service 内存", owner=owner)
+
+    with pytest.raises(SessionRateLimited) as refused:
+        aiops_start(owner=owner)
+    with pytest.raises(SessionRateLimited):
+        session_start(query="order-service 内存", owner=owner)
+
+    assert DiagnosisSession.objects.filter(owner=owner).count() == 2
+    assert "每小时最多" in refused.value.message
+
+
+def test_an_ai_ops_analysis_takes_all_of_a_rate_below_its_alert_cap(rate):
+    rate("3/min")
+    owner = UserFactory()
+    aiops_start(owner=owner)
+    with pytest.raises(SessionRateLimited):
+        session_start(query="order-service 内存", owner=owner)
+
+
+@pytest.mark.parametrize("value", ["", "30", "ten/min", "0/min", "30/fortnight"])
+def test_a_malformed_rate_is_a_configuration_error(rate, value):
+    rate(value)
+    with pytest.raises(ImproperlyConfigured, match="DIAGNOSIS_CHAT_THROTTLE"):
+        session_rate_check(owner=UserFactory())
+
+
+def test_a_taken_session_id_is_a_validation_error_on_the_field():
+    session_start(query="order-service 内存", session_id="incident-42")
+    with pytest.raises(ValidationError) as refused:
+        session_start(query="order-service 内存", session_id="incident-42")
+    assert refused.value.message_dict == {"session_id": ["会话 incident-42 已存在"]}
+    assert DiagnosisSession.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_concurrent_starts_with_one_session_id_create_one_session(postgres_only):
+    start = threading.Barrier(4)
+    outcomes = []
+
+    def begin():
+        try:
+            start.wait()
+            session_start(query="order-service 内存", session_id="incident-42")
+            outcomes.append("started")
+        except ValidationError as error:
+            outcomes.append(error.message_dict)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=begin) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes, key=str) == ["started"] + [{"session_id": ["会话 incident-42 已存在"]}] * 3
+    assert DiagnosisSession.objects.filter(session_id="incident-42").count() == 1
