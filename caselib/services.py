@@ -13,18 +13,14 @@ import logging
 import re
 from dataclasses import asdict, dataclass
 
-import pydantic
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 
 from caselib.models import CaseLibrary
 from diagnosis.engines.base import ComposerInput
 from diagnosis.models import DiagnosisSession
-from diagnosis.pipeline.composer import composer_material_build
-from diagnosis.pipeline.executor import ExecutorOutput
+from diagnosis.pipeline.composer import composer_material_from_record
 from diagnosis.pipeline.facts import fact_tokens
-from diagnosis.pipeline.gatekeeper import GatekeeperResult
-from diagnosis.pipeline.verifier import Verification
 from diagnosis.selectors.evidence import ClaimView, session_rounds
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from tools.matching import groups_in
@@ -70,22 +66,15 @@ def _bullets(lines: list[str]) -> str:
 
 def _verified_material(*, session: DiagnosisSession) -> ComposerInput | None:
     """The final round's Composer material, rebuilt from the stored verifier record."""
-    evaluation = self_evaluation_of(session=session).get(VERIFIER_EVALUATION) or {}
-    try:
-        return composer_material_build(
-            query=session.query,
-            executor_output=ExecutorOutput.model_validate(evaluation.get("executor_structured_output")),
-            verification=Verification.model_validate(
-                {name: evaluation.get(name) for name in Verification.model_fields}
-            ),
-            gatekeeper_result=GatekeeperResult.model_validate(evaluation.get("gatekeeper_result")),
-        )
-    except pydantic.ValidationError:
+    record = self_evaluation_of(session=session).get(VERIFIER_EVALUATION)
+    recorded = composer_material_from_record(query=session.query, record=record)
+    if recorded is None:
         # A record from an older pipeline: without a verifiable record nothing counts as confirmed.
         logger.warning(
             "session %s has no readable verifier record; its case has no findings", session.session_id
         )
         return None
+    return recorded.material
 
 
 def _category(groups: set[str]) -> str | None:
