@@ -3,6 +3,7 @@ from contextlib import ExitStack
 import pytest
 
 from diagnosis.engines.fake_server import FakeOpenAIServer
+from tests.factories import MEMORY_ALERT_TEXT, DiagnosisSessionFactory, recorded_invocation
 
 
 @pytest.fixture
@@ -18,3 +19,14 @@ def fake_llm(monkeypatch, settings):
             return server
 
         yield start
+
+
+@pytest.fixture
+def session(db):
+    return DiagnosisSessionFactory()
+
+
+@pytest.fixture
+def alert(session):
+    """The demo world's HighMemoryUsage alert, recorded in `session` with its evidence ref."""
+    return recorded_invocation(session, "query_metrics", "$.alerts[0]", MEMORY_ALERT_TEXT)

@@ -21,7 +21,6 @@ from tests.factories import (
     HIKARI_LOG_TEXT,
     MEMORY_ALERT_TEXT,
     CompletedSessionFactory,
-    DiagnosisSessionFactory,
     binding_for,
     recorded_invocation,
 )
@@ -67,16 +66,6 @@ def pipeline(output, verifications, invocations):
         verifier_output=verifier_output, executor_output=output, gatekeeper_result=result
     )
     return verification, result
-
-
-@pytest.fixture
-def session():
-    return DiagnosisSessionFactory()
-
-
-@pytest.fixture
-def alert(session):
-    return recorded_invocation(session, "query_metrics", "$.alerts[0]", MEMORY_ALERT_TEXT)
 
 
 @pytest.fixture

@@ -32,7 +32,9 @@ def test_json_prints_exactly_the_trace(capsys):
     trace = json.loads(capsys.readouterr().out)
     assert trace["session"]["session_id"] == "cli-json"
     assert trace["session"]["status"] == "COMPLETED"
-    assert {"hasFeedback", "hasVerifierEvaluation", "self_evaluation", "steps", "tool_invocations"} <= set(trace)
+    assert {"hasFeedback", "hasVerifierEvaluation", "self_evaluation", "steps", "tool_invocations"} <= set(
+        trace
+    )
     assert trace["self_evaluation"]["rule_evaluation"]["source"] == "rule"
 
 

@@ -69,16 +69,6 @@ def claims(*bindings_per_claim):
     )
 
 
-@pytest.fixture
-def session():
-    return DiagnosisSessionFactory()
-
-
-@pytest.fixture
-def alert(session):
-    return recorded_invocation(session, "query_metrics", "$.alerts[0]", MEMORY_ALERT_TEXT)
-
-
 def test_an_exact_citation_passes_with_the_matched_text(session, alert):
     result = gatekeep(executor_output=claims([cite(alert)]), invocations=[alert])
 

@@ -21,11 +21,6 @@ def demo_now(settings):
     pin_demo_now(settings)
 
 
-@pytest.fixture
-def session():
-    return DiagnosisSessionFactory()
-
-
 def record(session, tool_name, round=1, **arguments):
     return invocation_record(session=session, round=round, tool_name=tool_name, arguments=arguments)
 

@@ -4,7 +4,6 @@ import pytest
 
 from diagnosis.services.invocations import invocation_record
 from diagnosis.services.trace_summary import SUMMARY_CHARS, tool_trace_summary_build
-from tests.factories import DiagnosisSessionFactory
 from tests.tools.support import BrokenBackend, FiveHundredLogsBackend, pin_demo_now, use_backend
 
 pytestmark = pytest.mark.django_db
@@ -13,11 +12,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def demo_now(settings):
     pin_demo_now(settings)
-
-
-@pytest.fixture
-def session():
-    return DiagnosisSessionFactory()
 
 
 def record(session, tool_name, round=1, **arguments):

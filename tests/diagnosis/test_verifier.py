@@ -15,8 +15,6 @@ from diagnosis.pipeline.verifier import (
 )
 from tests.factories import (
     HIKARI_LOG_TEXT,
-    MEMORY_ALERT_TEXT,
-    DiagnosisSessionFactory,
     binding_for,
     recorded_invocation,
 )
@@ -87,16 +85,6 @@ def verifier_says(*verifications, verdict="PASS", score=1.0, facts=()):
         verdict=verdict,
         groundedness_score=score,
     )
-
-
-@pytest.fixture
-def session():
-    return DiagnosisSessionFactory()
-
-
-@pytest.fixture
-def alert(session):
-    return recorded_invocation(session, "query_metrics", "$.alerts[0]", MEMORY_ALERT_TEXT)
 
 
 def finalize(output, verifier_output, invocations):
