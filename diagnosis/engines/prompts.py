@@ -1,13 +1,15 @@
 """Prompt files (`prompts/<name>.md`, Chinese Jinja2 templates) rendered for the LLM engine.
 
 Undefined variables are errors (StrictUndefined), so a renamed stage input can never silently
-render an empty section. Each file opens with `{# version: <name>-vN #}`; the version is recorded on
-every AgentStep so a reviewer knows exactly which prompt produced an output.
+render an empty section. Each file opens with `{# version: <name>-vN #}`; the version, plus a short
+hash of the file's content (so an edit without a version bump still shows), is recorded on every
+AgentStep so a reviewer knows exactly which prompt produced an output.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -63,4 +65,5 @@ def _prompt_template(name: str) -> tuple[Template, str]:
     match = VERSION_PATTERN.match(source)
     if match is None:
         raise PromptVersionMissingError(name)
-    return environment.get_template(filename), match.group("version")
+    digest = hashlib.sha256(source.encode()).hexdigest()[:8]
+    return environment.get_template(filename), f"{match.group('version')}+{digest}"

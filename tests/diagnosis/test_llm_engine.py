@@ -113,7 +113,7 @@ def test_planner_sends_a_strict_schema_named_planner_output(fake_llm, settings):
 
     assert call.output == PlannerOutput(**PLAN)
     assert call.parse_status.status == "valid"
-    assert call.prompt_version == "planner-v1"
+    assert call.prompt_version.startswith("planner-v1+")
     request = server.requests[0]
     assert request["model"] == settings.DIAGNOSIS["LLM_MODEL"]
     assert request["response_format"]["type"] == "json_schema"

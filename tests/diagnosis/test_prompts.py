@@ -50,7 +50,9 @@ def test_undefined_variable_is_an_error():
 def test_every_prompt_carries_its_version(name):
     rendered = prompt_render(name, **STAGE_VARIABLES[name])
 
-    assert rendered.version == f"{name}-v1"
+    declared, digest = rendered.version.split("+")
+    assert declared == f"{name}-v1"
+    assert len(digest) == 8  # a content hash: an edit without a version bump still changes it
     assert "version:" not in rendered.text  # the marker is a template comment, never sent to the model
 
 
