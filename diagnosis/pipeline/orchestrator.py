@@ -42,7 +42,7 @@ from diagnosis.pipeline.executor import ExecutorOutput
 from diagnosis.pipeline.gatekeeper import GatekeeperResult, gatekeep
 from diagnosis.pipeline.planner import PlannerOutput
 from diagnosis.pipeline.routing import route
-from diagnosis.pipeline.scope import scope_guard, scope_parse
+from diagnosis.pipeline.scope import excluded_topics_of, scope_guard
 from diagnosis.pipeline.toolbox import RecordingToolbox, invocation_message
 from diagnosis.pipeline.verifier import (
     Verification,
@@ -146,9 +146,9 @@ def _run_round(
     plan = plan_call.output
 
     toolbox = RecordingToolbox(session=session, round=round_number, max_calls=config["MAX_TOOL_CALLS"])
-    prior_messages = [
-        invocation_message(i) for i in (earlier and session.tool_invocations.filter(round__lt=round_number))
-    ]
+    # A retry round may cite (and must not repeat) what earlier rounds found.
+    prior = session.tool_invocations.filter(round__lt=round_number) if earlier else []
+    prior_messages = [invocation_message(invocation) for invocation in prior]
     executor_call = _stage(
         session,
         round_number,
@@ -165,7 +165,7 @@ def _run_round(
         ),
     )
 
-    excluded = excluded_topics(session, plan)
+    excluded = excluded_topics_of(query=session.query, planned=plan.excluded_topics)
     scoped = scope_guard(executor_output=executor_call.output, excluded_topics=excluded)
     invocations = list(session.tool_invocations.all())
     started = time.perf_counter()
@@ -273,12 +273,6 @@ def _compose(session: DiagnosisSession, engine: Engine, final: RoundResult) -> t
         "offending_tokens": offending,
         "parse_status": call.parse_status.as_dict(),
     }
-
-
-def excluded_topics(session: DiagnosisSession, plan: PlannerOutput) -> list[str]:
-    """What the user excluded, read by code from the question too: the boundary must not depend on the
-    planner (a model) remembering it."""
-    return list(dict.fromkeys([*plan.excluded_topics, *scope_parse(session.query)[1]]))
 
 
 def _stage(
