@@ -7,11 +7,10 @@ import pytest
 from diagnosis.services.invocations import (
     MESSAGE_OUTPUT_CHARS,
     MESSAGE_REFS,
-    invocation_record,
     tool_message_build,
 )
 from tests.factories import DiagnosisSessionFactory
-from tests.tools.support import BrokenBackend, FiveHundredLogsBackend, pin_demo_now, use_backend
+from tests.tools.support import BrokenBackend, FiveHundredLogsBackend, pin_demo_now, record, use_backend
 
 pytestmark = pytest.mark.django_db
 
@@ -19,10 +18,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def demo_now(settings):
     pin_demo_now(settings)
-
-
-def record(session, tool_name, round=1, **arguments):
-    return invocation_record(session=session, round=round, tool_name=tool_name, arguments=arguments)
 
 
 def test_alert_refs_have_the_agreed_text(session):

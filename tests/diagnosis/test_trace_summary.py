@@ -2,9 +2,8 @@
 
 import pytest
 
-from diagnosis.services.invocations import invocation_record
 from diagnosis.services.trace_summary import SUMMARY_CHARS, tool_trace_summary_build
-from tests.tools.support import BrokenBackend, FiveHundredLogsBackend, pin_demo_now, use_backend
+from tests.tools.support import BrokenBackend, FiveHundredLogsBackend, pin_demo_now, record, use_backend
 
 pytestmark = pytest.mark.django_db
 
@@ -12,10 +11,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def demo_now(settings):
     pin_demo_now(settings)
-
-
-def record(session, tool_name, round=1, **arguments):
-    return invocation_record(session=session, round=round, tool_name=tool_name, arguments=arguments)
 
 
 def summary_of(session):

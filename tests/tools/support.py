@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from diagnosis.services.invocations import invocation_record
 from tools.clock import local_text
 from tools.retrieval import KnowledgeBlock
 
@@ -12,6 +13,11 @@ DEMO_NOW = "2026-11-29T15:00:00+08:00"
 
 def pin_demo_now(settings) -> None:
     settings.DIAGNOSIS = {**settings.DIAGNOSIS, "DEMO_NOW": DEMO_NOW}
+
+
+def record(session, tool_name: str, round: int = 1, **arguments: object):
+    """One real tool call, recorded through the service the pipeline uses."""
+    return invocation_record(session=session, round=round, tool_name=tool_name, arguments=arguments)
 
 
 def use_backend(settings, tool_name: str, backend_class: type) -> None:
