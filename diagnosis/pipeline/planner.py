@@ -50,6 +50,7 @@ RELATED_TOPICS = {
     "cpu": ("gc",),
     "availability": ("oom", "error"),
 }
+ALERTS_ONLY = re.compile(r"告警|alerts?\b|firing", re.IGNORECASE)
 GUIDANCE_WORDS = ("为什么", "原因", "怎么", "如何", "建议", "处理", "runbook", "why", "how", "cause", "fix")
 
 
@@ -62,7 +63,9 @@ def plan_by_rules(query: str) -> PlannerOutput:
     # A how-to question about nothing in the system ("如何轮换 … token") is for the runbooks alone.
     if services or alerts or topics or not asks_guidance:
         steps.append(PlanStep(tool="query_metrics", purpose="确认相关告警是否处于 firing 状态"))
-        steps.append(PlanStep(tool="query_logs", purpose="检索与问题相关的日志记录"))
+        # "有哪些告警" asks about alerts only; logs answer questions about a topic or a problem.
+        if topics or not ALERTS_ONLY.search(query):
+            steps.append(PlanStep(tool="query_logs", purpose="检索与问题相关的日志记录"))
     if asks_guidance:
         steps.append(PlanStep(tool="lookup_knowledge", purpose="查找处理手册作为排查参考（非当前事实）"))
     return PlannerOutput(

@@ -44,3 +44,8 @@ def test_english_connection_questions_are_about_the_connection_pool():
     from diagnosis.pipeline.planner import topics_in
 
     assert topics_in("Is order-service running out of database connections?") == ["connection_pool"]
+
+
+def test_a_question_about_alerts_alone_does_not_search_logs():
+    assert [s.tool for s in plan_by_rules("现在系统有哪些告警").steps] == ["query_metrics"]
+    assert "query_logs" in {s.tool for s in plan_by_rules("order-service 有什么异常").steps}
