@@ -1,12 +1,10 @@
-import threading
-
 import pytest
 from django.core.exceptions import ValidationError
-from django.db import connection
 
 from caselib.models import CaseLibrary
 from caselib.services import case_create_from_session
 from diagnosis.models import DiagnosisSession
+from tests.concurrency import run_concurrently
 from tests.factories import (
     CompletedSessionFactory,
     DiagnosisSessionFactory,
@@ -120,21 +118,8 @@ def test_only_completed_sessions_become_cases():
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_calls_create_exactly_one_case(postgres_only):
     session = CompletedSessionFactory()
-    start = threading.Barrier(4)
-    results = []
+    results = run_concurrently(lambda: case_create_from_session(session=session), threads=4)
 
-    def create():
-        try:
-            start.wait()
-            results.append(case_create_from_session(session=session))
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=create) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
     assert CaseLibrary.objects.count() == 1
     assert len({case.pk for case, _ in results}) == 1
     assert sum(created for _, created in results) == 1

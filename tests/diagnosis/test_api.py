@@ -1,10 +1,8 @@
-import threading
 from pathlib import Path
 
 import pytest
 import yaml
 from django.core.management import call_command
-from django.db import connection
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -12,6 +10,7 @@ from rest_framework.test import APIClient
 from caselib.models import CaseLibrary
 from diagnosis.models import DiagnosisSession
 from feedback.models import BadCase
+from tests.concurrency import run_concurrently
 from tests.factories import CompletedSessionFactory, DiagnosisSessionFactory, StaffUserFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -125,25 +124,13 @@ def test_the_rate_limit_is_per_user(settings):
 @pytest.mark.django_db(transaction=True)
 def test_two_concurrent_chats_with_one_session_id_start_one_session(postgres_only):
     user = UserFactory()
-    start = threading.Barrier(2)
-    responses = []
+    responses = run_concurrently(
+        lambda: client_for(user).post(
+            "/api/chat", {"message": "order-service 内存", "session_id": "incident-7"}
+        ),
+        threads=2,
+    )
 
-    def chat():
-        try:
-            start.wait()
-            responses.append(
-                client_for(user).post(
-                    "/api/chat", {"message": "order-service 内存", "session_id": "incident-7"}
-                )
-            )
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=chat) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
     assert sorted(response.status_code for response in responses) == [202, 400]
     refused = next(response for response in responses if response.status_code == 400)
     assert refused.data == {"session_id": ["会话 incident-7 已存在"]}
@@ -334,25 +321,13 @@ def test_useful_on_a_failed_session_is_recorded_without_a_case():
 @pytest.mark.django_db(transaction=True)
 def test_two_concurrent_useful_clicks_create_one_case(postgres_only):
     session = CompletedSessionFactory()
-    start = threading.Barrier(2)
-    responses = []
+    responses = run_concurrently(
+        lambda: client_for(session.owner).post(
+            "/api/feedback", {"sessionId": session.session_id, "feedback": "useful"}, format="json"
+        ),
+        threads=2,
+    )
 
-    def click():
-        try:
-            start.wait()
-            responses.append(
-                client_for(session.owner).post(
-                    "/api/feedback", {"sessionId": session.session_id, "feedback": "useful"}, format="json"
-                )
-            )
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=click) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
     assert [response.status_code for response in responses] == [200, 200]
     assert responses[0].data["caseId"] == responses[1].data["caseId"]
     assert CaseLibrary.objects.count() == 1

@@ -1,16 +1,15 @@
 """Starting sessions: validation, a taken session id, and the one rate limit every entry point shares."""
 
-import threading
 from datetime import timedelta
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured, ValidationError
-from django.db import connection
 from django.utils import timezone
 
 from diagnosis.models import DiagnosisSession
 from diagnosis.services.aiops import MAX_ANALYSED_ALERTS, aiops_start
 from diagnosis.services.sessions import SessionRateLimited, session_rate_check, session_start
+from tests.concurrency import run_concurrently
 from tests.factories import DiagnosisSessionFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -121,23 +120,12 @@ def test_a_taken_session_id_is_a_validation_error_on_the_field():
 
 @pytest.mark.django_db(transaction=True)
 def test_two_concurrent_starts_with_one_session_id_create_one_session(postgres_only):
-    start = threading.Barrier(4)
-    outcomes = []
+    outcomes = run_concurrently(
+        lambda: session_start(query="order-service 内存", session_id="incident-42"), threads=4
+    )
 
-    def begin():
-        try:
-            start.wait()
-            session_start(query="order-service 内存", session_id="incident-42")
-            outcomes.append("started")
-        except ValidationError as error:
-            outcomes.append(error.message_dict)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=begin) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert sorted(outcomes, key=str) == ["started"] + [{"session_id": ["会话 incident-42 已存在"]}] * 3
+    started = [o for o in outcomes if isinstance(o, DiagnosisSession)]
+    refused = [o.message_dict for o in outcomes if isinstance(o, ValidationError)]
+    assert len(started) == 1
+    assert refused == [{"session_id": ["会话 incident-42 已存在"]}] * 3
     assert DiagnosisSession.objects.filter(session_id="incident-42").count() == 1
