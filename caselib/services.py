@@ -28,6 +28,7 @@ from tools.matching import groups_in
 logger = logging.getLogger(__name__)
 
 TITLE_CHARS = 100
+NAME_CHARS = CaseLibrary._meta.get_field("service").max_length
 # Fault categories by synonym group (`tools.matching`, the table the tools file records under).
 # First match wins: a pool exhaustion shows up as timeouts, so the specific category is tried first.
 CATEGORY_GROUPS = (
@@ -57,7 +58,8 @@ def _unique(values) -> list[str]:
 
 
 def _first(values) -> str:
-    return next(iter(_unique(values)), "")
+    # Names come from tool records and can be longer than the column; PostgreSQL would refuse them.
+    return next(iter(_unique(values)), "")[:NAME_CHARS]
 
 
 def _bullets(lines: list[str]) -> str:

@@ -52,6 +52,8 @@ class CaseResult:
 
 
 def case_run(case: EvalCase) -> CaseResult:
+    # The one place a transaction spans model calls, on purpose: the throwaway eval database is rolled
+    # back after each case so cases never see each other, and the "model" is the local fake server.
     with _case_settings(case), _model_endpoint(case) as server, transaction.atomic():
         started = time.perf_counter()
         session = session_start(query=case.question, engine=case.engine, run_inline=True)

@@ -153,7 +153,6 @@ class ClaimView:
 class FactView:
     fact: str
     is_critical: bool
-    verification: str
     label: str
     detail: str
 
@@ -162,7 +161,6 @@ class FactView:
 class RoundView:
     round: int
     verdict: str
-    verdict_tone: str
     groundedness_score: float | None
     critical_fact_count: int | None
     claims: list[ClaimView]
@@ -184,7 +182,6 @@ class StageView:
     agent: str
     label: str
     state: str
-    latency_ms: int | None
 
     @property
     def state_label(self) -> str:
@@ -331,11 +328,9 @@ def _claim_views(evaluation: dict, invocations: dict[int, ToolInvocation]) -> li
 
 def _round_view(evaluation: dict, invocations: dict[int, ToolInvocation]) -> RoundView:
     executor_output = evaluation.get("executor_structured_output") or {}
-    verdict = evaluation.get("verdict") or ""
     return RoundView(
         round=evaluation.get("round") or 1,
-        verdict=verdict,
-        verdict_tone=VERDICT_TONES.get(verdict, "none"),
+        verdict=evaluation.get("verdict") or "",
         groundedness_score=evaluation.get("groundedness_score"),
         critical_fact_count=evaluation.get("critical_fact_count"),
         claims=_claim_views(evaluation, invocations),
@@ -343,7 +338,6 @@ def _round_view(evaluation: dict, invocations: dict[int, ToolInvocation]) -> Rou
             FactView(
                 fact=fact.get("fact") or "",
                 is_critical=bool(fact.get("is_critical")),
-                verification=fact.get("verification") or "",
                 label=FACT_LABELS.get(fact.get("verification"), fact.get("verification") or ""),
                 detail=fact.get("detail") or "",
             )
@@ -414,7 +408,6 @@ def _stages(session: DiagnosisSession) -> list[StageView]:
             agent=agent,
             label=label,
             state=_stage_state(session, agent, latest.get(agent)),
-            latency_ms=latest[agent].latency_ms if agent in latest else None,
         )
         for agent, label in AgentStep.Agent.choices
     ]
