@@ -16,6 +16,7 @@ from django.utils.translation import gettext_lazy as _
 from rapidfuzz import fuzz
 
 from diagnosis.models import AgentStep, DiagnosisSession, ToolInvocation
+from diagnosis.pipeline.scope import SCOPE_RULE
 from diagnosis.selectors.self_evaluation import (
     AIOPS_RULE_EVALUATION,
     RULE_EVALUATION,
@@ -26,7 +27,6 @@ from diagnosis.selectors.self_evaluation import (
 # Below this rapidfuzz alignment score a fuzzy highlight would mark the wrong words: mark nothing.
 FUZZY_HIGHLIGHT_MIN_SCORE = 70
 ALLOWED_VERIFICATIONS = ("direct_observation", "reasonable_inference")
-SCOPE_BLOCK_RULE = "scope.excluded_topic"
 RAW_PATH_PATTERN = re.compile(r"^\$\.(\w+)\[(\d+)\]$")
 # Keys of a round's verifier record that RoundView lays out itself; any other key goes to `extra`.
 ROUND_KEYS_LAID_OUT = frozenset(
@@ -298,7 +298,7 @@ def _claim_views(evaluation: dict, invocations: dict[int, ToolInvocation]) -> li
     blocked = {
         warning.get("claim_id")
         for warning in gatekeeper.get("warnings") or []
-        if warning.get("rule") == SCOPE_BLOCK_RULE
+        if warning.get("rule") == SCOPE_RULE
     } | {claim.get("claim_id") for claim in evaluation.get("blocked_claims") or []}
     claims = []
     for claim in executor_output.get("claims") or []:
