@@ -17,9 +17,9 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 
 from caselib.models import CaseLibrary
-from diagnosis.engines.base import ComposerInput
 from diagnosis.models import DiagnosisSession
 from diagnosis.pipeline.composer import composer_material_from_record
+from diagnosis.pipeline.contracts import ComposerInput
 from diagnosis.pipeline.facts import fact_tokens
 from diagnosis.selectors.evidence import ClaimView, session_rounds
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of

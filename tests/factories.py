@@ -5,7 +5,7 @@ from django.contrib.auth import get_user_model
 
 from caselib.models import CaseLibrary
 from diagnosis.models import AgentStep, DiagnosisSession, ToolInvocation
-from diagnosis.pipeline.executor import EvidenceBinding
+from diagnosis.pipeline.contracts import EvidenceBinding
 
 
 class UserFactory(factory.django.DjangoModelFactory):

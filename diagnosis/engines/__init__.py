@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from diagnosis.engines.base import Engine
+from diagnosis.pipeline.interfaces import Engine
 
 ENGINE_NAMES = ("rules", "llm")
 

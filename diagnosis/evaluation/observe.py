@@ -12,7 +12,7 @@ from django.db.models import Sum
 
 from diagnosis.models import DiagnosisSession
 from diagnosis.pipeline.composer import composer_material_build
-from diagnosis.pipeline.executor import ExecutorOutput
+from diagnosis.pipeline.contracts import ExecutorOutput
 from diagnosis.pipeline.gatekeeper import GatekeeperResult
 from diagnosis.pipeline.verifier import Verification
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of

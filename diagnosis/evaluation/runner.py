@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import transaction
 from django.test import override_settings
 
-from diagnosis.engines.fake_server import FakeOpenAIServer, fake_llm_environment
+from diagnosis.evaluation.fake_llm import FakeOpenAIServer, fake_llm_environment
 from diagnosis.evaluation.fixtures import EvalCase, Expectation
 from diagnosis.evaluation.observe import Observation, session_observe
 from diagnosis.services.sessions import session_start

@@ -18,6 +18,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from diagnosis.engines.rules.planner import ALERT_PATTERN, ALERT_TOPICS, SERVICE_PATTERN
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.composer import (
     ACTIONS_HEADING,
@@ -31,7 +32,6 @@ from diagnosis.pipeline.composer import (
     finding_lines,
     verified_evidence_lines,
 )
-from diagnosis.pipeline.planner import ALERT_PATTERN, ALERT_TOPICS, SERVICE_PATTERN
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.services.invocations import NO_EVIDENCE
 

@@ -13,27 +13,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from diagnosis.models import DiagnosisSession
-from diagnosis.pipeline.executor import ExecutorOutput
+from diagnosis.pipeline.contracts import Claim, ComposerInput, ExecutorOutput
 from diagnosis.pipeline.facts import unsupported_facts
 from diagnosis.pipeline.gatekeeper import EMPTY_BINDINGS, GatekeeperResult
 from diagnosis.pipeline.scope import text_mentions_excluded
 from diagnosis.pipeline.verifier import FACT_CLASS, Verification
-
-if TYPE_CHECKING:
-    from diagnosis.engines.base import ComposerInput
-    from diagnosis.pipeline.executor import Claim
-
-
-class ComposerOutput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    answer: str
-
 
 OutputType = DiagnosisSession.OutputType
 
@@ -74,9 +63,6 @@ def composer_material_build(
     gatekeeper_result: GatekeeperResult,
 ) -> ComposerInput:
     """Only what the verifier allowed: never a blocked, unsupported or contradicted claim."""
-    # Imported here: diagnosis.engines.base imports ComposerOutput from this module.
-    from diagnosis.engines.base import ComposerInput
-
     verification_of = {check.claim_id: check.verification for check in verification.claim_checks}
     findings, inferences = [], []
     for claim in executor_output.claims:
@@ -162,10 +148,6 @@ def answer_from_material(material: ComposerInput) -> str:
     if material.allowed_actions:
         sections.append([ACTIONS_HEADING, *bullets(material.allowed_actions)])
     return "\n\n".join("\n".join(lines) for lines in sections)
-
-
-def compose_by_rules(stage_input: ComposerInput) -> ComposerOutput:
-    return ComposerOutput(answer=answer_from_material(stage_input))
 
 
 def user_facing_text(

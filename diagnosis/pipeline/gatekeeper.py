@@ -23,7 +23,7 @@ from diagnosis.pipeline.facts import ELLIPSIS, normalize, unsupported_facts
 # Type-only: the executor module imports the planner → scope guard → this module.
 if TYPE_CHECKING:
     from diagnosis.models import ToolInvocation
-    from diagnosis.pipeline.executor import EvidenceBinding, ExecutorOutput
+    from diagnosis.pipeline.contracts import EvidenceBinding, ExecutorOutput
 
 Severity = Literal["none", "low_confid", "reject"]
 

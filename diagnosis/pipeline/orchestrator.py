@@ -22,15 +22,6 @@ from django.conf import settings
 from django.utils import timezone
 
 from diagnosis.engines import engine_get
-from diagnosis.engines.base import (
-    ComposerInput,
-    Engine,
-    ExecutorInput,
-    ParseStatus,
-    PlannerInput,
-    StageCall,
-    VerifierInput,
-)
 from diagnosis.models import AgentStep, DiagnosisSession
 from diagnosis.pipeline.composer import (
     answer_from_material,
@@ -38,9 +29,16 @@ from diagnosis.pipeline.composer import (
     composer_material_build,
     user_facing_text,
 )
-from diagnosis.pipeline.executor import ExecutorOutput
+from diagnosis.pipeline.contracts import (
+    ComposerInput,
+    ExecutorInput,
+    ExecutorOutput,
+    PlannerInput,
+    PlannerOutput,
+    VerifierInput,
+)
 from diagnosis.pipeline.gatekeeper import GatekeeperResult, gatekeep
-from diagnosis.pipeline.planner import PlannerOutput
+from diagnosis.pipeline.interfaces import Engine, ParseStatus, StageCall
 from diagnosis.pipeline.routing import route
 from diagnosis.pipeline.scope import excluded_topics_of, scope_guard
 from diagnosis.pipeline.toolbox import RecordingToolbox, invocation_message

@@ -17,7 +17,7 @@ from diagnosis.pipeline.gatekeeper import RuleMessage
 from tools.matching import groups_in, mentioned, query_groups, services_aliased
 
 if TYPE_CHECKING:  # the executor module imports the planner, which imports this module
-    from diagnosis.pipeline.executor import Claim, ExecutorOutput
+    from diagnosis.pipeline.contracts import Claim, ExecutorOutput
 
 SCOPE_RULE = "scope.excluded_topic"
 

@@ -11,59 +11,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from diagnosis.pipeline.executor import Claim, ExecutorOutput
+from diagnosis.pipeline.contracts import (
+    Claim,
+    ClaimCheck,
+    ClaimVerification,
+    ExecutorOutput,
+    FactCheck,
+    FactVerification,
+    Verdict,
+    VerifierOutput,
+)
 from diagnosis.pipeline.facts import unsupported_facts
 from diagnosis.pipeline.gatekeeper import RULE_SEVERITY, CheckedBinding, GatekeeperResult
 from diagnosis.services.invocations import is_guidance_call
 from tools.base import NO_EVIDENCE_PATH
-
-if TYPE_CHECKING:
-    from diagnosis.engines.base import VerifierInput
-
-ClaimVerification = Literal[
-    "direct_observation",
-    "reasonable_inference",
-    "overstated",
-    "unsupported",
-    "external_unknown",
-    "contradicted",
-]
-FactVerification = Literal["direct_evidence", "indirect_support", "no_evidence", "contradicted"]
-Verdict = Literal["PASS", "LOW_CONFID", "REJECT"]
-
-
-class ClaimCheck(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    claim_id: str
-    verification: ClaimVerification
-    detail: str
-    evidence_refs: list[str]
-
-
-class FactCheck(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    fact: str
-    is_critical: bool
-    verification: FactVerification
-    detail: str
-    evidence_refs: list[str]
-
-
-class VerifierOutput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    claim_checks: list[ClaimCheck]
-    facts_checked: list[FactCheck]
-    rationale: str
-    # The model may say these; code recomputes both and never trusts them.
-    verdict: Verdict | None = None
-    groundedness_score: float | None = None
 
 
 class CheckedClaim(ClaimCheck):
@@ -163,7 +127,7 @@ def verification_finalize(
 ) -> Verification:
     overrides: list[Override] = []
     checks = _claim_checks_capped(verifier_output, executor_output, gatekeeper_result, overrides)
-    facts = _facts_of(executor_output, checks)
+    facts = facts_of(executor_output, checks)
     # A contradiction the model found beyond the claims can only make the verdict stricter.
     claim_texts = {claim.claim_text for claim in executor_output.claims}
     facts += [
@@ -212,28 +176,8 @@ def verifier_output_for_gatekeeper_reject(
     rules = "、".join(gatekeeper_result.failed_rules)
     return VerifierOutput(
         claim_checks=checks,
-        facts_checked=_facts_of(executor_output, checks),
+        facts_checked=facts_of(executor_output, checks),
         rationale=f"引用核验失败（{rules}），属于伪造或不匹配的证据引用，未调用校验模型。",
-    )
-
-
-def verify_by_rules(stage_input: VerifierInput) -> VerifierOutput:
-    """The rules engine's verifier: classifies each claim from its gatekeeper-checked bindings."""
-    executor_output = ExecutorOutput.model_validate(stage_input.executor_structured_output)
-    gatekeeper_result = GatekeeperResult.model_validate(stage_input.gatekeeper_result)
-    grounding = grounding_check(executor_output=executor_output, gatekeeper_result=gatekeeper_result)
-    checks = [
-        _rules_claim_check(claim, gatekeeper_result, grounding.get(claim.claim_id, ""))
-        for claim in executor_output.claims
-    ]
-    counts = {kind: sum(c.verification == kind for c in checks) for kind in FACT_CLASS}
-    rationale = (
-        f"规则校验 {len(checks)} 条断言：直接观察 {counts['direct_observation']} 条，"
-        f"合理推断 {counts['reasonable_inference']} 条，"
-        f"证据不足或表述过度 {counts['unsupported'] + counts['overstated']} 条。"
-    )
-    return VerifierOutput(
-        claim_checks=checks, facts_checked=_facts_of(executor_output, checks), rationale=rationale
     )
 
 
@@ -344,7 +288,7 @@ def _gap(claim: Claim, check: CheckedClaim, gatekeeper_result: GatekeeperResult)
     return f"“{masked}”缺少直接证据{detail}"
 
 
-def _facts_of(executor_output: ExecutorOutput, checks: Sequence[ClaimCheck]) -> list[FactCheck]:
+def facts_of(executor_output: ExecutorOutput, checks: Sequence[ClaimCheck]) -> list[FactCheck]:
     return [
         FactCheck(
             fact=claim.claim_text,
@@ -355,35 +299,6 @@ def _facts_of(executor_output: ExecutorOutput, checks: Sequence[ClaimCheck]) -> 
         )
         for claim, check in zip(executor_output.claims, checks, strict=True)
     ]
-
-
-def _rules_claim_check(
-    claim: Claim, gatekeeper_result: GatekeeperResult, grounding_reason: str
-) -> ClaimCheck:
-    passed = gatekeeper_result.passed_for(claim.claim_id)
-    cited = [b for b in gatekeeper_result.checked_bindings if b.claim_id == claim.claim_id]
-    verification, detail = _rules_classify(claim, passed, cited, grounding_reason)
-    return ClaimCheck(
-        claim_id=claim.claim_id,
-        verification=verification,
-        detail=detail,
-        evidence_refs=[b.source_label() for b in passed],
-    )
-
-
-def _rules_classify(
-    claim: Claim, passed: list[CheckedBinding], cited: list[CheckedBinding], grounding_reason: str
-) -> tuple[ClaimVerification, str]:
-    if grounding_reason:  # also when no binding passed
-        return "unsupported", grounding_reason
-    cap = evidence_cap(claim, passed)
-    if cap:
-        return cap
-    if claim.claim_type in ("root_cause", "risk"):
-        return "reasonable_inference", "根因或风险是基于已核验证据的推断，不是直接观察"
-    if len(passed) < len(cited):
-        return "reasonable_inference", "部分引用未通过核验，仅由其余证据支持"
-    return "direct_observation", "断言由已核验的证据直接支持"
 
 
 def evidence_cap(claim: Claim, passed: list[CheckedBinding]) -> tuple[ClaimVerification, str] | None:

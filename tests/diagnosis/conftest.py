@@ -2,7 +2,7 @@ from contextlib import ExitStack
 
 import pytest
 
-from diagnosis.engines.fake_server import FakeOpenAIServer
+from diagnosis.evaluation.fake_llm import FakeOpenAIServer
 from tests.factories import MEMORY_ALERT_TEXT, DiagnosisSessionFactory, recorded_invocation
 
 

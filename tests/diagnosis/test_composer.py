@@ -1,19 +1,17 @@
 import pytest
 
+from diagnosis.engines.rules.composer import compose_by_rules
 from diagnosis.pipeline.composer import (
     answer_from_material,
-    compose_by_rules,
     composer_guard,
     composer_material_build,
     composer_material_from_record,
     finding_lines,
     user_facing_text,
 )
-from diagnosis.pipeline.executor import Claim, ExecutorOutput
+from diagnosis.pipeline.contracts import Claim, ClaimCheck, ExecutorOutput, VerifierOutput
 from diagnosis.pipeline.gatekeeper import gatekeep
 from diagnosis.pipeline.verifier import (
-    ClaimCheck,
-    VerifierOutput,
     verification_finalize,
     verifier_output_for_gatekeeper_reject,
 )

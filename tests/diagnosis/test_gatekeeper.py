@@ -1,6 +1,6 @@
 import pytest
 
-from diagnosis.pipeline.executor import Claim, EvidenceBinding, ExecutorOutput
+from diagnosis.pipeline.contracts import Claim, EvidenceBinding, ExecutorOutput
 from diagnosis.pipeline.gatekeeper import MATCH_THRESHOLD, excerpt_match, gatekeep
 from tests.factories import (
     HIKARI_LOG_TEXT,

@@ -5,10 +5,15 @@ import json
 
 import pytest
 
-from diagnosis.engines.base import ComposerInput, ExecutorInput, PlannerInput, VerifierInput
 from diagnosis.engines.llm import LLMEngine, LLMUnavailableError
 from diagnosis.models import ToolInvocation
-from diagnosis.pipeline.planner import PlannerOutput
+from diagnosis.pipeline.contracts import (
+    ComposerInput,
+    ExecutorInput,
+    PlannerInput,
+    PlannerOutput,
+    VerifierInput,
+)
 from diagnosis.pipeline.toolbox import RecordingToolbox
 from tests.factories import DiagnosisSessionFactory
 

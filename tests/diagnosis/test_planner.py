@@ -1,6 +1,6 @@
 import pytest
 
-from diagnosis.pipeline.planner import plan_by_rules
+from diagnosis.engines.rules.planner import plan_by_rules
 
 
 @pytest.mark.parametrize(
@@ -41,7 +41,7 @@ def test_services_named_by_their_chinese_alias_are_in_focus():
 
 
 def test_english_connection_questions_are_about_the_connection_pool():
-    from diagnosis.pipeline.planner import topics_in
+    from diagnosis.engines.rules.planner import topics_in
 
     assert topics_in("Is order-service running out of database connections?") == ["connection_pool"]
 

@@ -3,7 +3,7 @@ import json
 import pytest
 from jinja2 import UndefinedError
 
-from diagnosis.engines.prompts import prompt_render
+from diagnosis.engines.llm.prompts import prompt_render
 
 PLANNER_VARIABLES = {
     "query": "只确认 order-service 是否存在 HighMemoryUsage 告警",

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from diagnosis.pipeline.executor import Claim, EvidenceBinding, ExecutorOutput
+from diagnosis.pipeline.contracts import Claim, EvidenceBinding, ExecutorOutput
 from diagnosis.pipeline.scope import scope_guard, scope_parse, text_mentions_excluded
 from tools.matching import SYNONYMS_FILE
 

@@ -1,17 +1,20 @@
 import pytest
 
-from diagnosis.engines.base import VerifierInput
-from diagnosis.pipeline.executor import Claim, ExecutorOutput
+from diagnosis.engines.rules.verifier import verify_by_rules
+from diagnosis.pipeline.contracts import (
+    Claim,
+    ClaimCheck,
+    ExecutorOutput,
+    FactCheck,
+    VerifierInput,
+    VerifierOutput,
+)
 from diagnosis.pipeline.gatekeeper import gatekeep
 from diagnosis.pipeline.verifier import (
-    ClaimCheck,
-    FactCheck,
-    VerifierOutput,
     grounding_check,
     verdict_compute,
     verification_finalize,
     verifier_output_for_gatekeeper_reject,
-    verify_by_rules,
 )
 from tests.factories import (
     HIKARI_LOG_TEXT,

@@ -15,8 +15,8 @@ from django.db import connection
 from django.db.models import Avg, Sum
 from django.test.utils import CaptureQueriesContext
 
-from diagnosis.engines.fake_server import fake_llm_environment
 from diagnosis.evaluation.database import throwaway_database
+from diagnosis.evaluation.fake_llm import fake_llm_environment
 from diagnosis.models import AgentStep
 from diagnosis.services.sessions import session_start
 

@@ -1,59 +1,17 @@
-"""Executor stage: gathers evidence with the tools and states claims that cite it exactly."""
+"""The rules engine's executor: calls the tools the plan needs, then states one claim per observed
+fact, quoting evidence_refs text exactly (seed 003: limit claims, not evidence)."""
 
 from __future__ import annotations
 
 import json
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from diagnosis.pipeline.planner import ALERT_TOPICS, RELATED_TOPICS, question_subjects
+from diagnosis.engines.rules.planner import ALERT_TOPICS, RELATED_TOPICS, question_subjects
+from diagnosis.pipeline.contracts import Claim, ClaimType, EvidenceBinding, ExecutorInput, ExecutorOutput
+from diagnosis.pipeline.interfaces import Toolbox
 from tools.base import NO_EVIDENCE_PATH
 from tools.matching import group_term, groups_in
-
-if TYPE_CHECKING:
-    from diagnosis.engines.base import ExecutorInput, Toolbox
-
-ANSWER_VERSION = "executor_evidence_v2"
-
-ClaimType = Literal["observation", "negative_observation", "root_cause", "risk"]
-
-
-class EvidenceBinding(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    tool_name: str
-    # Optional so a missing id can be seen (and auto-backfilled) instead of failing the parse.
-    source_invocation_id: int | None
-    raw_path: str | None
-    evidence_excerpt: str
-
-
-class Claim(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    claim_id: str
-    claim_type: ClaimType
-    claim_text: str
-    evidence_bindings: list[EvidenceBinding]
-
-
-class ExecutorOutput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    answer_version: Literal["executor_evidence_v2"] = ANSWER_VERSION
-    claims: list[Claim]
-    hypotheses: list[str] = Field(description="suspicions, never confirmed facts")
-    missing_info: list[str]
-    recommended_actions: list[str] = Field(description="evidence-gathering actions only, no fixes")
-    diagnosis_summary: str
-    user_facing_answer: str = Field(description="Chinese; debug/fallback only, never shown as is")
-
-
-# --- The rules engine's executor: calls the tools the plan needs, then states one claim per observed
-# fact, quoting evidence_refs text exactly (seed 003: limit claims, not evidence). ---
 
 MAX_BINDINGS_PER_CLAIM = 6
 MAX_GUIDANCE_CLAIMS = 2

@@ -1,35 +1,14 @@
-"""Planner stage: what to look at, how narrow the question is, what the user excluded."""
+"""The rules engine's planner: what to look at, how narrow the question is, what the user excluded."""
 
 from __future__ import annotations
 
 import re
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from diagnosis.pipeline.contracts import PlannerOutput, PlanStep
 from diagnosis.pipeline.scope import scope_parse
 from tools.matching import query_terms, services_aliased
 
-
-class PlanStep(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    tool: Literal["query_metrics", "query_logs", "lookup_knowledge"]
-    purpose: str
-
-
-class PlannerOutput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    goal: str
-    steps: list[PlanStep]
-    narrow_scope: bool = Field(description="the user asked to only confirm / only look at one thing")
-    focus: list[str] = Field(description="services and alert names the question is about")
-    excluded_topics: list[str] = Field(description="what the user said not to analyse")
-
-
-# --- The rules engine's planner: reads the question with code (Chinese and English). ---
-
+# The question is read with code (Chinese and English).
 # Lookarounds instead of \b: Chinese characters count as word characters, so "确认order-service" has no \b.
 SERVICE_PATTERN = re.compile(
     r"(?<![A-Za-z0-9-])[a-z][a-z0-9]*(?:-[a-z0-9]+)*-service(?![A-Za-z0-9-])", re.IGNORECASE

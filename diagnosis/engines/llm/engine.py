@@ -24,21 +24,22 @@ from openai.lib._pydantic import to_strict_json_schema
 from openai.types.chat import ChatCompletionMessage
 from pydantic import BaseModel, ValidationError
 
-from diagnosis.engines.base import (
+from diagnosis.engines.llm.prompts import RenderedPrompt, prompt_render
+from diagnosis.engines.rules.planner import plan_by_rules
+from diagnosis.pipeline.contracts import (
+    ClaimCheck,
     ComposerInput,
+    ComposerOutput,
     ExecutorInput,
-    ParseStatus,
+    ExecutorOutput,
+    FactCheck,
     PlannerInput,
-    StageCall,
-    Toolbox,
-    Usage,
+    PlannerOutput,
+    PlanStep,
     VerifierInput,
+    VerifierOutput,
 )
-from diagnosis.engines.prompts import RenderedPrompt, prompt_render
-from diagnosis.pipeline.composer import ComposerOutput
-from diagnosis.pipeline.executor import ExecutorOutput
-from diagnosis.pipeline.planner import PlannerOutput, PlanStep, plan_by_rules
-from diagnosis.pipeline.verifier import ClaimCheck, FactCheck, VerifierOutput
+from diagnosis.pipeline.interfaces import ParseStatus, StageCall, Toolbox, Usage
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
 

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from diagnosis.engines.base import (
+from diagnosis.engines.rules.composer import compose_by_rules
+from diagnosis.engines.rules.executor import execute_by_rules
+from diagnosis.engines.rules.planner import plan_by_rules
+from diagnosis.engines.rules.verifier import verify_by_rules
+from diagnosis.pipeline.contracts import (
     ComposerInput,
+    ComposerOutput,
     ExecutorInput,
+    ExecutorOutput,
     PlannerInput,
-    StageCall,
-    Toolbox,
+    PlannerOutput,
     VerifierInput,
+    VerifierOutput,
 )
-from diagnosis.pipeline.composer import ComposerOutput, compose_by_rules
-from diagnosis.pipeline.executor import ExecutorOutput, execute_by_rules
-from diagnosis.pipeline.planner import PlannerOutput, plan_by_rules
-from diagnosis.pipeline.verifier import VerifierOutput, verify_by_rules
+from diagnosis.pipeline.interfaces import StageCall, Toolbox
 
 RULES_VERSION = "rules-v1"
 

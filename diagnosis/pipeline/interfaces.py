@@ -1,4 +1,6 @@
-"""The stage interface both engines implement. The guards never know which engine ran.
+"""The interfaces a round runs over: the engine (both engines implement it) and the toolbox.
+
+The guards never know which engine ran.
 
 Each stage method returns a `StageCall`: the validated stage output plus what the orchestrator
 records on the `AgentStep` (thought, model output snapshot, prompt version, usage, parse status).
@@ -10,10 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from diagnosis.pipeline.composer import ComposerOutput
-from diagnosis.pipeline.executor import ExecutorOutput
-from diagnosis.pipeline.planner import PlannerOutput
-from diagnosis.pipeline.verifier import VerifierOutput
+from diagnosis.pipeline.contracts import (
+    ComposerInput,
+    ComposerOutput,
+    ExecutorInput,
+    ExecutorOutput,
+    PlannerInput,
+    PlannerOutput,
+    VerifierInput,
+    VerifierOutput,
+)
 
 T = TypeVar("T")
 
@@ -52,46 +60,6 @@ class StageCall(Generic[T]):
     prompt_version: str = ""
     usage: Usage = field(default_factory=Usage)
     parse_status: ParseStatus = field(default_factory=ParseStatus)
-
-
-@dataclass
-class PlannerInput:
-    query: str
-    round: int
-    retry_context: dict | None = None
-
-
-@dataclass
-class ExecutorInput:
-    query: str
-    plan: PlannerOutput
-    round: int
-    retry_context: dict | None = None
-    # Tool messages (contracts §4 shape) of earlier rounds' invocations, citable again.
-    prior_tool_messages: list[dict] = field(default_factory=list)
-
-
-@dataclass
-class VerifierInput:
-    """Assembled explicitly (seed 000): never the planner's or executor's intermediate reasoning."""
-
-    original_query: str
-    executor_structured_output: dict
-    gatekeeper_result: dict
-    tool_trace_summary: list[dict]
-    executor_output_parse_status: dict
-    retry_context: dict | None = None
-
-
-@dataclass
-class ComposerInput:
-    """Only verifier-allowed material (contracts §6)."""
-
-    query: str
-    confirmed_findings: list[dict]
-    reasonable_inferences: list[dict]
-    gaps: list[str]
-    allowed_actions: list[str]
 
 
 class Toolbox(Protocol):

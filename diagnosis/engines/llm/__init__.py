@@ -1,0 +1,5 @@
+"""The LLM engine: any OpenAI-compatible endpoint through the official openai SDK."""
+
+from diagnosis.engines.llm.engine import LLMEngine, LLMUnavailableError
+
+__all__ = ["LLMEngine", "LLMUnavailableError"]

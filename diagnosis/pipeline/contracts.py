@@ -1,0 +1,150 @@
+"""The stage contracts (contracts §5): what each stage receives and what it must return.
+
+A leaf module: it imports nothing from the project, so engines, guards and the Django side can all
+depend on it without a cycle. The output models are also the JSON schemas sent as `response_format`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ANSWER_VERSION = "executor_evidence_v2"
+
+ClaimType = Literal["observation", "negative_observation", "root_cause", "risk"]
+ClaimVerification = Literal[
+    "direct_observation",
+    "reasonable_inference",
+    "overstated",
+    "unsupported",
+    "external_unknown",
+    "contradicted",
+]
+FactVerification = Literal["direct_evidence", "indirect_support", "no_evidence", "contradicted"]
+Verdict = Literal["PASS", "LOW_CONFID", "REJECT"]
+
+
+class PlanStep(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tool: Literal["query_metrics", "query_logs", "lookup_knowledge"]
+    purpose: str
+
+
+class PlannerOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    goal: str
+    steps: list[PlanStep]
+    narrow_scope: bool = Field(description="the user asked to only confirm / only look at one thing")
+    focus: list[str] = Field(description="services and alert names the question is about")
+    excluded_topics: list[str] = Field(description="what the user said not to analyse")
+
+
+class EvidenceBinding(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tool_name: str
+    # Optional so a missing id can be seen (and auto-backfilled) instead of failing the parse.
+    source_invocation_id: int | None
+    raw_path: str | None
+    evidence_excerpt: str
+
+
+class Claim(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    claim_id: str
+    claim_type: ClaimType
+    claim_text: str
+    evidence_bindings: list[EvidenceBinding]
+
+
+class ExecutorOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    answer_version: Literal["executor_evidence_v2"] = ANSWER_VERSION
+    claims: list[Claim]
+    hypotheses: list[str] = Field(description="suspicions, never confirmed facts")
+    missing_info: list[str]
+    recommended_actions: list[str] = Field(description="evidence-gathering actions only, no fixes")
+    diagnosis_summary: str
+    user_facing_answer: str = Field(description="Chinese; debug/fallback only, never shown as is")
+
+
+class ClaimCheck(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    claim_id: str
+    verification: ClaimVerification
+    detail: str
+    evidence_refs: list[str]
+
+
+class FactCheck(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    fact: str
+    is_critical: bool
+    verification: FactVerification
+    detail: str
+    evidence_refs: list[str]
+
+
+class VerifierOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    claim_checks: list[ClaimCheck]
+    facts_checked: list[FactCheck]
+    rationale: str
+    # The model may say these; code recomputes both and never trusts them.
+    verdict: Verdict | None = None
+    groundedness_score: float | None = None
+
+
+class ComposerOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    answer: str
+
+
+@dataclass
+class PlannerInput:
+    query: str
+    round: int
+    retry_context: dict | None = None
+
+
+@dataclass
+class ExecutorInput:
+    query: str
+    plan: PlannerOutput
+    round: int
+    retry_context: dict | None = None
+    # Tool messages (contracts §4 shape) of earlier rounds' invocations, citable again.
+    prior_tool_messages: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class VerifierInput:
+    """Assembled explicitly (seed 000): never the planner's or executor's intermediate reasoning."""
+
+    original_query: str
+    executor_structured_output: dict
+    gatekeeper_result: dict
+    tool_trace_summary: list[dict]
+    executor_output_parse_status: dict
+    retry_context: dict | None = None
+
+
+@dataclass
+class ComposerInput:
+    """Only verifier-allowed material (contracts §6)."""
+
+    query: str
+    confirmed_findings: list[dict]
+    reasonable_inferences: list[dict]
+    gaps: list[str]
+    allowed_actions: list[str]
