@@ -5,6 +5,9 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from diagnosis.pipeline import routing
+from diagnosis.pipeline.interfaces import Stage, StepStatus
+
 
 def new_session_id() -> str:
     return str(uuid.uuid4())
@@ -18,9 +21,9 @@ class DiagnosisSession(models.Model):
         FAILED = "FAILED", "失败"
 
     class OutputType(models.TextChoices):
-        NORMAL = "NORMAL", "正常输出"
-        LOW_CONFID_WITH_DISCLAIMER = "LOW_CONFID_WITH_DISCLAIMER", "带声明输出"
-        DEGRADED = "DEGRADED", "降级输出"
+        NORMAL = routing.OutputType.NORMAL.value, "正常输出"
+        LOW_CONFID_WITH_DISCLAIMER = routing.OutputType.LOW_CONFID_WITH_DISCLAIMER.value, "带声明输出"
+        DEGRADED = routing.OutputType.DEGRADED.value, "降级输出"
 
     class Feedback(models.TextChoices):
         USEFUL = "useful", "有用"
@@ -87,17 +90,17 @@ class DiagnosisSession(models.Model):
 
 class AgentStep(models.Model):
     class Agent(models.TextChoices):
-        PLANNER = "planner", "规划"
-        EXECUTOR = "executor", "取证"
-        GATEKEEPER = "gatekeeper", "核验引用"
-        VERIFIER = "verifier", "校验"
-        COMPOSER = "composer", "撰写"
+        PLANNER = Stage.PLANNER.value, "规划"
+        EXECUTOR = Stage.EXECUTOR.value, "取证"
+        GATEKEEPER = Stage.GATEKEEPER.value, "核验引用"
+        VERIFIER = Stage.VERIFIER.value, "校验"
+        COMPOSER = Stage.COMPOSER.value, "撰写"
 
     class Status(models.TextChoices):
-        OK = "ok", "成功"
-        FALLBACK = "fallback", "回退"
-        SKIPPED = "skipped", "跳过"
-        FAILED = "failed", "失败"
+        OK = StepStatus.OK.value, "成功"
+        FALLBACK = StepStatus.FALLBACK.value, "回退"
+        SKIPPED = StepStatus.SKIPPED.value, "跳过"
+        FAILED = StepStatus.FAILED.value, "失败"
 
     session = models.ForeignKey(DiagnosisSession, on_delete=models.CASCADE, related_name="steps")
     round = models.PositiveSmallIntegerField(default=1)

@@ -8,7 +8,7 @@ from diagnosis.services.sessions_maintenance import stale_sessions_fail as stale
 
 def session_run_task(session_pk: int) -> None:
     # Imported here: the orchestrator pulls in the engines, which only the worker needs.
-    from diagnosis.pipeline.orchestrator import session_run
+    from diagnosis.services.session_runner import session_run
 
     session_run(session_pk=session_pk)
 

@@ -16,9 +16,6 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 from pydantic import BaseModel, ConfigDict
 
-# raw_path of the one evidence ref of a call that found nothing (contracts §4).
-NO_EVIDENCE_PATH = "$.no_evidence"
-
 
 class ToolArguments(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -85,6 +82,11 @@ def get_tool(name: str) -> EvidenceTool:
 
 def all_tools() -> list[EvidenceTool]:
     return list(_REGISTRY.values())
+
+
+def guidance_tool_names() -> frozenset[str]:
+    """The registered guidance tools (the pipeline's verdict caps what they can support)."""
+    return frozenset(tool.name for tool in all_tools() if tool.is_guidance)
 
 
 class UnknownToolError(LookupError):

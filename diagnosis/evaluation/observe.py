@@ -14,7 +14,7 @@ from diagnosis.models import DiagnosisSession
 from diagnosis.pipeline.composer import composer_material_build
 from diagnosis.pipeline.contracts import ExecutorOutput
 from diagnosis.pipeline.gatekeeper import GatekeeperResult
-from diagnosis.pipeline.verifier import Verification
+from diagnosis.pipeline.verdict import Verification
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 
 

@@ -17,14 +17,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from diagnosis.models import DiagnosisSession
 from diagnosis.pipeline.contracts import Claim, ComposerInput, ExecutorOutput
 from diagnosis.pipeline.facts import unsupported_facts
 from diagnosis.pipeline.gatekeeper import EMPTY_BINDINGS, GatekeeperResult
+from diagnosis.pipeline.routing import OutputType
 from diagnosis.pipeline.scope import text_mentions_excluded
-from diagnosis.pipeline.verifier import FACT_CLASS, Verification
-
-OutputType = DiagnosisSession.OutputType
+from diagnosis.pipeline.verdict import FACT_CLASS, Verification
 
 DISCLAIMER = "以下结论基于当前已获取证据，仍存在部分证据缺口，请谨慎参考。"
 DEGRADED_HEADER = "当前无法基于已获取证据生成可靠结论，建议人工介入。"

@@ -12,6 +12,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 ANSWER_VERSION = "executor_evidence_v2"
+# raw_path of the one evidence ref of a tool call that found nothing (contracts §4).
+NO_EVIDENCE_PATH = "$.no_evidence"
 
 ClaimType = Literal["observation", "negative_observation", "root_cause", "risk"]
 ClaimVerification = Literal[

@@ -12,18 +12,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 from rapidfuzz import fuzz
 from rapidfuzz.distance import LCSseq
 
+from diagnosis.pipeline.contracts import EvidenceBinding, ExecutorOutput
 from diagnosis.pipeline.facts import ELLIPSIS, normalize, unsupported_facts
-
-# Type-only: the executor module imports the planner → scope guard → this module.
-if TYPE_CHECKING:
-    from diagnosis.models import ToolInvocation
-    from diagnosis.pipeline.contracts import EvidenceBinding, ExecutorOutput
+from diagnosis.pipeline.interfaces import RecordedInvocation
 
 Severity = Literal["none", "low_confid", "reject"]
 
@@ -122,7 +119,9 @@ class ExcerptMatch:
         return self.kind in ("exact", "substring", "fuzzy")
 
 
-def gatekeep(*, executor_output: ExecutorOutput, invocations: Sequence[ToolInvocation]) -> GatekeeperResult:
+def gatekeep(
+    *, executor_output: ExecutorOutput, invocations: Sequence[RecordedInvocation]
+) -> GatekeeperResult:
     """Check every evidence binding of every claim against THIS session's recorded invocations."""
     checked: list[CheckedBinding] = []
     findings: list[RuleMessage] = []
@@ -156,7 +155,7 @@ def excerpt_match(excerpt: str, ref_text: str) -> ExcerptMatch:
 
 
 def _binding_check(
-    claim_id: str, binding: EvidenceBinding, invocations: Sequence[ToolInvocation]
+    claim_id: str, binding: EvidenceBinding, invocations: Sequence[RecordedInvocation]
 ) -> tuple[CheckedBinding, list[RuleMessage]]:
     row = CheckedBinding(
         claim_id=claim_id,
@@ -176,7 +175,7 @@ def _binding_check(
 
 
 def _binding_failures(
-    row: CheckedBinding, binding: EvidenceBinding, invocations: Sequence[ToolInvocation]
+    row: CheckedBinding, binding: EvidenceBinding, invocations: Sequence[RecordedInvocation]
 ) -> Iterator[tuple[str, str]]:
     """The rules one binding breaks, in order; what was found is filled in on `row` on the way."""
     if row.source_invocation_id is None:

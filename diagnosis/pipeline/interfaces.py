@@ -1,15 +1,18 @@
-"""The interfaces a round runs over: the engine (both engines implement it) and the toolbox.
+"""The small interfaces a round runs over: the engine, the toolbox and the recorder.
 
-The guards never know which engine ran.
-
-Each stage method returns a `StageCall`: the validated stage output plus what the orchestrator
-records on the `AgentStep` (thought, model output snapshot, prompt version, usage, parse status).
-Engines never touch the database except through the `Toolbox` handed to `execute`.
+- `Engine`: both engines implement it; the guards never know which engine ran. Each stage method
+  returns a `StageCall`: the validated stage output plus what is recorded about the step (thought,
+  model output snapshot, prompt version, usage, parse status).
+- `Toolbox`: the engine's only access to tools (and so to the outside world) during `execute`.
+- `Recorder`: where the pipeline writes what happened and reads what the tools recorded. The Django
+  adapter (`diagnosis.services.session_runner`) implements it; the pipeline never sees a database.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Generic, Protocol, TypeVar
 
 from diagnosis.pipeline.contracts import (
@@ -24,6 +27,21 @@ from diagnosis.pipeline.contracts import (
 )
 
 T = TypeVar("T")
+
+
+class Stage(StrEnum):
+    PLANNER = "planner"
+    EXECUTOR = "executor"
+    GATEKEEPER = "gatekeeper"
+    VERIFIER = "verifier"
+    COMPOSER = "composer"
+
+
+class StepStatus(StrEnum):
+    OK = "ok"
+    FALLBACK = "fallback"
+    SKIPPED = "skipped"
+    FAILED = "failed"
 
 
 @dataclass
@@ -62,8 +80,30 @@ class StageCall(Generic[T]):
     parse_status: ParseStatus = field(default_factory=ParseStatus)
 
 
+@dataclass
+class StepRecord:
+    """One stage of one round as it is recorded (an `AgentStep` row on the Django side)."""
+
+    round: int
+    stage: Stage
+    status: StepStatus
+    latency_ms: int
+    thought: str = ""
+    model_output: dict = field(default_factory=dict)
+    usage: Usage | None = None
+    prompt_version: str = "code-v1"
+
+
+class RecordedInvocation(Protocol):
+    """A recorded tool call as the gatekeeper reads it (a `ToolInvocation` row is one)."""
+
+    pk: Any
+    tool_name: str
+    retrieval_details: dict
+
+
 class Toolbox(Protocol):
-    """Records every call as a `ToolInvocation`; bounded by DIAGNOSIS_MAX_TOOL_CALLS per round."""
+    """Records every call; bounded by DIAGNOSIS_MAX_TOOL_CALLS per round."""
 
     remaining_calls: int
 
@@ -86,3 +126,33 @@ class Engine(Protocol):
     def verify(self, stage_input: VerifierInput) -> StageCall[VerifierOutput]: ...
 
     def compose(self, stage_input: ComposerInput) -> StageCall[ComposerOutput]: ...
+
+
+class Recorder(Protocol):
+    """The session's record, as the pipeline sees it."""
+
+    guidance_tools: Collection[str]
+
+    def stage_started(self, *, stage: Stage, round: int) -> None:
+        """The session is now in this stage (the live view shows it)."""
+        ...
+
+    def step_recorded(self, step: StepRecord) -> None: ...
+
+    def toolbox(self, *, round: int, max_calls: int) -> Toolbox:
+        """A toolbox that records this round's calls."""
+        ...
+
+    def tool_messages_before(self, *, round: int) -> list[dict]:
+        """Tool messages (with their arguments) of the calls of earlier rounds, citable again."""
+        ...
+
+    def invocations(self) -> Sequence[RecordedInvocation]:
+        """Every tool call this session recorded so far: the only evidence a claim may cite."""
+        ...
+
+    def tool_trace_summary(self, invocations: Sequence[RecordedInvocation]) -> list[dict]: ...
+
+    def round_recorded(self, record: dict) -> None:
+        """A round that is retried: its record is kept at once, before the next round runs."""
+        ...

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Literal
 
-from diagnosis.models import DiagnosisSession
+
+class OutputType(StrEnum):
+    NORMAL = "NORMAL"
+    LOW_CONFID_WITH_DISCLAIMER = "LOW_CONFID_WITH_DISCLAIMER"
+    DEGRADED = "DEGRADED"
+
 
 Route = Literal["NORMAL", "LOW_CONFID_WITH_DISCLAIMER", "DEGRADED", "RETRY"]
 RETRY: Route = "RETRY"
-OutputType = DiagnosisSession.OutputType
 
 
 def route(*, verdict: str, score: float, round: int, max_rounds: int, threshold: float) -> Route:

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from diagnosis.pipeline.contracts import Claim, ExecutorOutput
 from diagnosis.pipeline.facts import normalize
 from diagnosis.pipeline.gatekeeper import RuleMessage
 from tools.matching import groups_in, mentioned, query_groups, services_aliased
-
-if TYPE_CHECKING:  # the executor module imports the planner, which imports this module
-    from diagnosis.pipeline.contracts import Claim, ExecutorOutput
 
 SCOPE_RULE = "scope.excluded_topic"
 

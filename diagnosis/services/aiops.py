@@ -190,7 +190,7 @@ def _children_run(child_pks: list[int]) -> None:
 
 def _child_run(session_pk: int) -> None:
     # Imported here: the orchestrator pulls in the engines, which only the worker needs.
-    from diagnosis.pipeline.orchestrator import session_run
+    from diagnosis.services.session_runner import session_run
 
     # The rule evaluation inline: this already is the background task, no need to queue another.
     session_run(session_pk=session_pk, evaluate_inline=True)

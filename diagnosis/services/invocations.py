@@ -15,8 +15,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from diagnosis.models import DiagnosisSession, ToolInvocation
+from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH
 from tools import clock
-from tools.base import NO_EVIDENCE_PATH, EvidenceTool, ToolContext, UnknownToolError, get_tool
+from tools.base import EvidenceTool, ToolContext, UnknownToolError, get_tool
 
 logger = logging.getLogger(__name__)
 

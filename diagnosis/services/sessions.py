@@ -123,7 +123,7 @@ def session_start(
         raise ValidationError({"session_id": f"会话 {session_id} 已存在"}) from error
 
     if run_inline:
-        from diagnosis.pipeline.orchestrator import session_run
+        from diagnosis.services.session_runner import session_run
 
         return session_run(session_pk=session.pk, evaluate_inline=True)
     session_enqueue(session=session, task="diagnosis.tasks.session_run_task")

@@ -10,11 +10,7 @@ from diagnosis.pipeline.composer import (
     user_facing_text,
 )
 from diagnosis.pipeline.contracts import Claim, ClaimCheck, ExecutorOutput, VerifierOutput
-from diagnosis.pipeline.gatekeeper import gatekeep
-from diagnosis.pipeline.verifier import (
-    verification_finalize,
-    verifier_output_for_gatekeeper_reject,
-)
+from tests.diagnosis.pipeline_support import one_round
 from tests.factories import (
     HIKARI_LOG_TEXT,
     MEMORY_ALERT_TEXT,
@@ -45,25 +41,17 @@ def executor_output(*claims, actions=()):
 
 
 def pipeline(output, verifications, invocations):
-    """Gatekeeper + verdict for `output`, as the orchestrator runs them."""
-    result = gatekeep(executor_output=output, invocations=invocations)
-    if result.severity == "reject":
-        verifier_output = verifier_output_for_gatekeeper_reject(
-            executor_output=output, gatekeeper_result=result
-        )
-    else:
-        verifier_output = VerifierOutput(
-            claim_checks=[
-                ClaimCheck(claim_id=f"claim-{i}", verification=v, detail="", evidence_refs=[])
-                for i, v in enumerate(verifications, start=1)
-            ],
-            facts_checked=[],
-            rationale="",
-        )
-    verification = verification_finalize(
-        verifier_output=verifier_output, executor_output=output, gatekeeper_result=result
+    """One round for `output` (gatekeeper, verifier as scripted, verdict), as the orchestrator runs it."""
+    verifier_output = VerifierOutput(
+        claim_checks=[
+            ClaimCheck(claim_id=f"claim-{i}", verification=v, detail="", evidence_refs=[])
+            for i, v in enumerate(verifications, start=1)
+        ],
+        facts_checked=[],
+        rationale="",
     )
-    return verification, result
+    result = one_round(executor_output=output, verifier_output=verifier_output, invocations=invocations)
+    return result.verification, result.gatekeeper_result
 
 
 @pytest.fixture

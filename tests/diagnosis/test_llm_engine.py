@@ -14,7 +14,7 @@ from diagnosis.pipeline.contracts import (
     PlannerOutput,
     VerifierInput,
 )
-from diagnosis.pipeline.toolbox import RecordingToolbox
+from diagnosis.services.toolbox import RecordingToolbox
 from tests.factories import DiagnosisSessionFactory
 
 QUERY = "只确认 order-service 是否存在 HighMemoryUsage 告警"

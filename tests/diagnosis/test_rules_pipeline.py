@@ -92,7 +92,7 @@ def test_every_stage_is_recorded_as_an_agent_step():
 
 
 def test_a_session_that_is_no_longer_pending_is_not_run_again():
-    from diagnosis.pipeline.orchestrator import session_run
+    from diagnosis.services.session_runner import session_run
     from tests.factories import DiagnosisSessionFactory
 
     session = DiagnosisSessionFactory(status=DiagnosisSession.Status.FAILED, error="已被回收")

@@ -10,7 +10,7 @@ from diagnosis.pipeline.contracts import (
     VerifierOutput,
 )
 from diagnosis.pipeline.gatekeeper import gatekeep
-from diagnosis.pipeline.verifier import (
+from diagnosis.pipeline.verdict import (
     grounding_check,
     verdict_compute,
     verification_finalize,
@@ -21,6 +21,7 @@ from tests.factories import (
     binding_for,
     recorded_invocation,
 )
+from tools.base import guidance_tool_names
 
 pytestmark = pytest.mark.django_db
 
@@ -93,7 +94,10 @@ def verifier_says(*verifications, verdict="PASS", score=1.0, facts=()):
 def finalize(output, verifier_output, invocations):
     result = gatekeep(executor_output=output, invocations=invocations)
     return verification_finalize(
-        verifier_output=verifier_output, executor_output=output, gatekeeper_result=result
+        verifier_output=verifier_output,
+        executor_output=output,
+        gatekeeper_result=result,
+        guidance_tools=guidance_tool_names(),
     )
 
 
@@ -242,7 +246,10 @@ def test_gatekeeper_reject_skips_the_model_and_rejects(alert):
 
     verifier_output = verifier_output_for_gatekeeper_reject(executor_output=output, gatekeeper_result=result)
     verification = verification_finalize(
-        verifier_output=verifier_output, executor_output=output, gatekeeper_result=result
+        verifier_output=verifier_output,
+        executor_output=output,
+        gatekeeper_result=result,
+        guidance_tools=guidance_tool_names(),
     )
 
     assert [c.verification for c in verifier_output.claim_checks] == ["contradicted", "unsupported"]

@@ -8,9 +8,15 @@ import re
 from dataclasses import dataclass, field
 
 from diagnosis.engines.rules.planner import ALERT_TOPICS, RELATED_TOPICS, question_subjects
-from diagnosis.pipeline.contracts import Claim, ClaimType, EvidenceBinding, ExecutorInput, ExecutorOutput
+from diagnosis.pipeline.contracts import (
+    NO_EVIDENCE_PATH,
+    Claim,
+    ClaimType,
+    EvidenceBinding,
+    ExecutorInput,
+    ExecutorOutput,
+)
 from diagnosis.pipeline.interfaces import Toolbox
-from tools.base import NO_EVIDENCE_PATH
 from tools.matching import group_term, groups_in
 
 MAX_BINDINGS_PER_CLAIM = 6

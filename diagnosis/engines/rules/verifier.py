@@ -11,7 +11,8 @@ from diagnosis.pipeline.contracts import (
     VerifierOutput,
 )
 from diagnosis.pipeline.gatekeeper import CheckedBinding, GatekeeperResult
-from diagnosis.pipeline.verifier import FACT_CLASS, evidence_cap, facts_of, grounding_check
+from diagnosis.pipeline.verdict import FACT_CLASS, evidence_cap, facts_of, grounding_check
+from tools.base import guidance_tool_names
 
 
 def verify_by_rules(stage_input: VerifierInput) -> VerifierOutput:
@@ -51,7 +52,7 @@ def _classify(
 ) -> tuple[ClaimVerification, str]:
     if grounding_reason:  # also when no binding passed
         return "unsupported", grounding_reason
-    cap = evidence_cap(claim, passed)
+    cap = evidence_cap(claim, passed, guidance_tool_names())
     if cap:
         return cap
     if claim.claim_type in ("root_cause", "risk"):

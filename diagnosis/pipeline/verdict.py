@@ -10,11 +10,12 @@ and score are ignored; every difference is recorded in `overrides`.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
 from diagnosis.pipeline.contracts import (
+    NO_EVIDENCE_PATH,
     Claim,
     ClaimCheck,
     ClaimVerification,
@@ -26,8 +27,6 @@ from diagnosis.pipeline.contracts import (
 )
 from diagnosis.pipeline.facts import unsupported_facts
 from diagnosis.pipeline.gatekeeper import RULE_SEVERITY, CheckedBinding, GatekeeperResult
-from diagnosis.services.invocations import is_guidance_call
-from tools.base import NO_EVIDENCE_PATH
 
 
 class CheckedClaim(ClaimCheck):
@@ -123,10 +122,16 @@ def verdict_compute(fact_classes: Sequence[FactVerification]) -> tuple[Verdict, 
 
 
 def verification_finalize(
-    *, verifier_output: VerifierOutput, executor_output: ExecutorOutput, gatekeeper_result: GatekeeperResult
+    *,
+    verifier_output: VerifierOutput,
+    executor_output: ExecutorOutput,
+    gatekeeper_result: GatekeeperResult,
+    guidance_tools: Collection[str],
 ) -> Verification:
     overrides: list[Override] = []
-    checks = _claim_checks_capped(verifier_output, executor_output, gatekeeper_result, overrides)
+    checks = _claim_checks_capped(
+        verifier_output, executor_output, gatekeeper_result, overrides, guidance_tools
+    )
     facts = facts_of(executor_output, checks)
     # A contradiction the model found beyond the claims can only make the verdict stricter.
     claim_texts = {claim.claim_text for claim in executor_output.claims}
@@ -186,6 +191,7 @@ def _claim_checks_capped(
     executor_output: ExecutorOutput,
     gatekeeper_result: GatekeeperResult,
     overrides: list[Override],
+    guidance_tools: Collection[str],
 ) -> list[CheckedClaim]:
     """One check per executor claim: missing ones count as unsupported, ungrounded ones are capped."""
     by_claim = {check.claim_id: check for check in verifier_output.claim_checks}
@@ -216,7 +222,7 @@ def _claim_checks_capped(
                     reason="校验器未给出该断言的核查结果",
                 )
             )
-        cap = evidence_cap(claim, gatekeeper_result.passed_for(claim.claim_id))
+        cap = evidence_cap(claim, gatekeeper_result.passed_for(claim.claim_id), guidance_tools)
         if check.grounding_reason:
             cap = ("unsupported", check.grounding_reason)
         if cap and VERIFICATION_STRENGTH[check.verification] > VERIFICATION_STRENGTH[cap[0]]:
@@ -301,14 +307,18 @@ def facts_of(executor_output: ExecutorOutput, checks: Sequence[ClaimCheck]) -> l
     ]
 
 
-def evidence_cap(claim: Claim, passed: list[CheckedBinding]) -> tuple[ClaimVerification, str] | None:
-    """The strongest class the kind of evidence allows, whichever engine judged the claim."""
+def evidence_cap(
+    claim: Claim, passed: list[CheckedBinding], guidance_tools: Collection[str]
+) -> tuple[ClaimVerification, str] | None:
+    """The strongest class the kind of evidence allows, whichever engine judged the claim.
+
+    `guidance_tools` are the tools whose records are guidance (runbooks, past cases), never facts."""
     if passed and all(b.raw_path == NO_EVIDENCE_PATH for b in passed):
         if claim.claim_type != "negative_observation":
             return "unsupported", "未检索到证据不能支持正向断言"
         if OVERSTATED_NEGATION.search(claim.claim_text):
             return "overstated", "未检索到证据只能支持“未检索到”，不能支持“已排除/确认没有”"
         return None
-    if passed and all(is_guidance_call(b.tool_name) for b in passed):
+    if passed and all(b.tool_name in guidance_tools for b in passed):
         return "reasonable_inference", "只有处理手册支持：手册是排查指引，不是当前事实"
     return None

@@ -1,0 +1,239 @@
+"""One round, as a function over the engine and the recorder:
+
+    planner → executor (tool loop) → scope guard → gatekeeper → verifier → verdict (code) → route
+
+Stages run by the engine are recorded as steps, also when they fail (then the error goes up).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from diagnosis.pipeline.contracts import (
+    ExecutorInput,
+    ExecutorOutput,
+    PlannerInput,
+    PlannerOutput,
+    VerifierInput,
+)
+from diagnosis.pipeline.gatekeeper import GatekeeperResult, gatekeep
+from diagnosis.pipeline.interfaces import (
+    Engine,
+    ParseStatus,
+    Recorder,
+    Stage,
+    StageCall,
+    StepRecord,
+    StepStatus,
+)
+from diagnosis.pipeline.routing import Route, route
+from diagnosis.pipeline.scope import excluded_topics_of, scope_guard
+from diagnosis.pipeline.verdict import (
+    Verification,
+    verification_finalize,
+    verifier_output_for_gatekeeper_reject,
+)
+
+TRACEABILITY_VERSION = "v1"
+
+
+@dataclass(frozen=True)
+class RoundLimits:
+    max_rounds: int
+    max_tool_calls: int
+    low_confidence_threshold: float
+
+
+@dataclass
+class RoundResult:
+    round: int
+    plan: PlannerOutput
+    executor_output: ExecutorOutput
+    gatekeeper_result: GatekeeperResult
+    verification: Verification
+    route: Route
+    excluded_topics: list[str]
+    # The round's `verifier_evaluation` record (contracts §7).
+    evaluation: dict
+
+
+def round_run(
+    *,
+    query: str,
+    round_number: int,
+    retry_context: dict | None,
+    earlier: list[RoundResult],
+    engine: Engine,
+    recorder: Recorder,
+    limits: RoundLimits,
+) -> RoundResult:
+    plan = stage_run(
+        recorder,
+        round_number,
+        Stage.PLANNER,
+        lambda: engine.plan(PlannerInput(query=query, round=round_number, retry_context=retry_context)),
+    ).output
+
+    toolbox = recorder.toolbox(round=round_number, max_calls=limits.max_tool_calls)
+    # A retry round may cite (and must not repeat) what earlier rounds found.
+    prior_messages = recorder.tool_messages_before(round=round_number) if earlier else []
+    executor_call = stage_run(
+        recorder,
+        round_number,
+        Stage.EXECUTOR,
+        lambda: engine.execute(
+            ExecutorInput(
+                query=query,
+                plan=plan,
+                round=round_number,
+                retry_context=retry_context,
+                prior_tool_messages=prior_messages,
+            ),
+            toolbox,
+        ),
+    )
+
+    excluded = excluded_topics_of(query=query, planned=plan.excluded_topics)
+    scoped = scope_guard(executor_output=executor_call.output, excluded_topics=excluded)
+    invocations = recorder.invocations()
+    started = time.perf_counter()
+    recorder.stage_started(stage=Stage.GATEKEEPER, round=round_number)
+    gatekeeper_result = gatekeep(executor_output=scoped.kept_output, invocations=invocations)
+    gatekeeper_result.warnings.extend(scoped.warnings)
+    recorder.step_recorded(
+        StepRecord(
+            round=round_number,
+            stage=Stage.GATEKEEPER,
+            status=StepStatus.OK,
+            latency_ms=_elapsed_ms(started),
+            thought=_gatekeeper_thought(gatekeeper_result),
+            model_output=gatekeeper_result.model_dump(),
+        )
+    )
+
+    trace_summary = recorder.tool_trace_summary(invocations)
+    if gatekeeper_result.severity == "reject":
+        verifier_output = verifier_output_for_gatekeeper_reject(
+            executor_output=scoped.kept_output, gatekeeper_result=gatekeeper_result
+        )
+        recorder.step_recorded(
+            StepRecord(
+                round=round_number,
+                stage=Stage.VERIFIER,
+                status=StepStatus.SKIPPED,
+                latency_ms=0,
+                thought="引用核验判定为伪造证据（reject），未调用校验模型",
+                model_output=verifier_output.model_dump(),
+            )
+        )
+    else:
+        verifier_output = stage_run(
+            recorder,
+            round_number,
+            Stage.VERIFIER,
+            lambda: engine.verify(
+                VerifierInput(
+                    original_query=query,
+                    executor_structured_output=scoped.kept_output.model_dump(),
+                    gatekeeper_result=gatekeeper_result.model_dump(),
+                    tool_trace_summary=trace_summary,
+                    executor_output_parse_status=executor_call.parse_status.as_dict(),
+                    retry_context=retry_context,
+                )
+            ),
+        ).output
+
+    verification = verification_finalize(
+        verifier_output=verifier_output,
+        executor_output=scoped.kept_output,
+        gatekeeper_result=gatekeeper_result,
+        guidance_tools=recorder.guidance_tools,
+    )
+    next_step = route(
+        verdict=verification.verdict,
+        score=verification.groundedness_score,
+        round=round_number,
+        max_rounds=limits.max_rounds,
+        threshold=limits.low_confidence_threshold,
+    )
+    evaluation = {
+        **verification.model_dump(),
+        "round": round_number,
+        "traceability_version": TRACEABILITY_VERSION,
+        "engine": engine.name,
+        "planner_output": plan.model_dump(),
+        "executor_output_parse_status": executor_call.parse_status.as_dict(),
+        # What the verifier judged: the executor's claims after the scope guard (raw output is on its step).
+        "executor_structured_output": scoped.kept_output.model_dump(),
+        "excluded_topics": excluded,
+        "blocked_claims": [claim.model_dump() for claim in scoped.blocked_claims],
+        "gatekeeper_result": gatekeeper_result.model_dump(),
+        "tool_trace_summary": trace_summary,
+        "retry_context": retry_context,
+        "route": next_step,
+    }
+    evaluation["rounds"] = [*(r.evaluation | {"rounds": []} for r in earlier), evaluation | {"rounds": []}]
+    return RoundResult(
+        round=round_number,
+        plan=plan,
+        executor_output=scoped.kept_output,
+        gatekeeper_result=gatekeeper_result,
+        verification=verification,
+        route=next_step,
+        excluded_topics=excluded,
+        evaluation=evaluation,
+    )
+
+
+def stage_run(recorder: Recorder, round_number: int, stage: Stage, run: Callable[[], StageCall]) -> StageCall:
+    """Run one engine stage and record it as a step (also on failure, then re-raise)."""
+    recorder.stage_started(stage=stage, round=round_number)
+    started = time.perf_counter()
+    try:
+        call = run()
+    except Exception as exc:
+        recorder.step_recorded(
+            StepRecord(
+                round=round_number,
+                stage=stage,
+                status=StepStatus.FAILED,
+                latency_ms=_elapsed_ms(started),
+                thought=f"{type(exc).__name__}: {exc}",
+                model_output=_snapshot(None, None),
+            )
+        )
+        raise
+    recorder.step_recorded(
+        StepRecord(
+            round=round_number,
+            stage=stage,
+            status=StepStatus.FALLBACK if call.parse_status.status == "parse_failed" else StepStatus.OK,
+            latency_ms=_elapsed_ms(started),
+            thought=call.thought,
+            model_output=_snapshot(
+                call.model_output if call.model_output is not None else call.output.model_dump(),
+                call.parse_status,
+            ),
+            usage=call.usage,
+            prompt_version=call.prompt_version,
+        )
+    )
+    return call
+
+
+def _elapsed_ms(started: float) -> int:
+    return int((time.perf_counter() - started) * 1000)
+
+
+def _snapshot(model_output: object, parse_status: ParseStatus | None) -> dict:
+    snapshot = model_output if isinstance(model_output, dict) else {"raw": model_output}
+    if parse_status is not None:
+        snapshot = snapshot | {"parse_status": parse_status.as_dict()}
+    return snapshot
+
+
+def _gatekeeper_thought(result: GatekeeperResult) -> str:
+    rules = "、".join(result.failed_rules) or "无"
+    return f"引用核验 {result.status}（{result.severity}）；失败规则：{rules}"

@@ -1,0 +1,103 @@
+"""A round run without Django: a scripted engine and an in-memory recorder over given invocations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from diagnosis.pipeline.contracts import (
+    ComposerInput,
+    ComposerOutput,
+    ExecutorInput,
+    ExecutorOutput,
+    PlannerInput,
+    PlannerOutput,
+    VerifierInput,
+    VerifierOutput,
+)
+from diagnosis.pipeline.interfaces import RecordedInvocation, Stage, StageCall, StepRecord, Toolbox
+from diagnosis.pipeline.round import RoundLimits, RoundResult, round_run
+from tools.base import guidance_tool_names
+
+ONE_ROUND = RoundLimits(max_rounds=1, max_tool_calls=8, low_confidence_threshold=0.6)
+
+
+@dataclass
+class ScriptedEngine:
+    """Answers every stage with the given outputs; its executor calls no tool."""
+
+    executor_output: ExecutorOutput
+    verifier_output: VerifierOutput
+    name: str = "scripted"
+    verified: list[VerifierInput] = field(default_factory=list)
+
+    def plan(self, stage_input: PlannerInput) -> StageCall[PlannerOutput]:
+        plan = PlannerOutput(
+            goal=stage_input.query, steps=[], narrow_scope=False, focus=[], excluded_topics=[]
+        )
+        return StageCall(output=plan)
+
+    def execute(self, stage_input: ExecutorInput, toolbox: Toolbox) -> StageCall[ExecutorOutput]:
+        return StageCall(output=self.executor_output)
+
+    def verify(self, stage_input: VerifierInput) -> StageCall[VerifierOutput]:
+        self.verified.append(stage_input)
+        return StageCall(output=self.verifier_output)
+
+    def compose(self, stage_input: ComposerInput) -> StageCall[ComposerOutput]:
+        return StageCall(output=ComposerOutput(answer=""))
+
+
+class NoTools:
+    remaining_calls = 0
+
+    def call(self, tool_name: str, arguments: dict) -> dict:
+        raise AssertionError("a scripted engine calls no tool")
+
+    def tool_definitions(self) -> list[dict]:
+        return []
+
+
+@dataclass
+class MemoryRecorder:
+    """The pipeline's recorder over invocations recorded beforehand; steps are kept in a list."""
+
+    recorded: list[RecordedInvocation]
+    steps: list[StepRecord] = field(default_factory=list)
+    stages: list[Stage] = field(default_factory=list)
+    guidance_tools: frozenset[str] = field(default_factory=guidance_tool_names)
+
+    def stage_started(self, *, stage: Stage, round: int) -> None:
+        self.stages.append(stage)
+
+    def step_recorded(self, step: StepRecord) -> None:
+        self.steps.append(step)
+
+    def toolbox(self, *, round: int, max_calls: int) -> Toolbox:
+        return NoTools()
+
+    def tool_messages_before(self, *, round: int) -> list[dict]:
+        return []
+
+    def invocations(self) -> list[RecordedInvocation]:
+        return list(self.recorded)
+
+    def tool_trace_summary(self, invocations) -> list[dict]:
+        return []
+
+    def round_recorded(self, record: dict) -> None:
+        raise AssertionError("one round only")
+
+
+def one_round(
+    *, executor_output: ExecutorOutput, verifier_output: VerifierOutput, invocations: list
+) -> RoundResult:
+    """The first round of a question, as the orchestrator runs it, over these recorded invocations."""
+    return round_run(
+        query="order-service 有什么异常",
+        round_number=1,
+        retry_context=None,
+        earlier=[],
+        engine=ScriptedEngine(executor_output=executor_output, verifier_output=verifier_output),
+        recorder=MemoryRecorder(recorded=invocations),
+        limits=ONE_ROUND,
+    )
