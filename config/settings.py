@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "diagnosis",
     "caselib",
     "feedback",
+    "aiops",
 ]
 
 MIDDLEWARE = [
@@ -225,6 +226,14 @@ DIAGNOSIS = {
             "DIAGNOSIS_KNOWLEDGE_BACKEND", "tools.backends.demo.DemoWorldBackend"
         ),
     },
+    # Knowledge other apps keep, added to the demo world's runbooks (dotted class paths, comma-separated).
+    "KNOWLEDGE_SOURCES": [
+        path.strip()
+        for path in os.environ.get(
+            "DIAGNOSIS_KNOWLEDGE_SOURCES", "caselib.knowledge.CaseLibraryKnowledge"
+        ).split(",")
+        if path.strip()
+    ],
     # Pins "now" for the demo world (ISO 8601); unset = the real clock.
     "DEMO_NOW": os.environ.get("DIAGNOSIS_DEMO_NOW") or None,
 }

@@ -1,4 +1,4 @@
-"""The JSON API (contracts §10): chat, session list, trace, feedback."""
+"""The JSON API (contracts §10): chat, session list, trace (feedback: `feedback.api`)."""
 
 from __future__ import annotations
 
@@ -19,15 +19,12 @@ from diagnosis.selectors.trace import session_trace_for_user
 from diagnosis.serializers import (
     ChatAcceptedSerializer,
     ChatRequestSerializer,
-    FeedbackRequestSerializer,
-    FeedbackResponseSerializer,
     SessionListFilterSerializer,
     SessionSummarySerializer,
     TraceSerializer,
     trace_url,
 )
 from diagnosis.services.sessions import SessionRateLimited, session_start
-from feedback.services import feedback_record
 
 NOT_FOUND_MESSAGE = _("No such diagnosis session.")
 RATE_LIMITED = "Too many sessions started lately (DIAGNOSIS_CHAT_THROTTLE); see Retry-After."
@@ -102,21 +99,3 @@ class SessionTraceApi(APIView):
         """Everything recorded about one session: steps, tool invocations and self-evaluation."""
         with service_errors_as_api_errors():
             return Response(session_trace_for_user(user=request.user, session_id=session_id))
-
-
-class FeedbackApi(APIView):
-    @extend_schema(
-        request=FeedbackRequestSerializer,
-        responses={200: FeedbackResponseSerializer, 404: OpenApiResponse(description=NOT_FOUND_MESSAGE)},
-    )
-    def post(self, request: Request) -> Response:
-        """`useful` saves the session as a case (once); `not_useful` queues it for review."""
-        serializer = FeedbackRequestSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        with service_errors_as_api_errors():
-            result = feedback_record(
-                session_id=serializer.validated_data["sessionId"],
-                feedback=serializer.validated_data["feedback"],
-                user=request.user,
-            )
-        return Response({"success": result.success, "message": result.message, "caseId": result.case_id})

@@ -63,17 +63,6 @@ class SessionSummarySerializer(serializers.ModelSerializer):
         return trace_url(session.session_id)
 
 
-class FeedbackRequestSerializer(serializers.Serializer):
-    sessionId = serializers.CharField(max_length=64)
-    feedback = serializers.ChoiceField(choices=DiagnosisSession.Feedback.values)
-
-
-class FeedbackResponseSerializer(serializers.Serializer):
-    success = serializers.BooleanField()
-    message = serializers.CharField()
-    caseId = serializers.UUIDField(allow_null=True)
-
-
 class TraceSessionSerializer(serializers.Serializer):
     session_id = serializers.CharField()
     query = serializers.CharField()

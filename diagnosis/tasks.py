@@ -3,13 +3,11 @@
 from django.conf import settings
 
 from diagnosis.services.rule_evaluation import rule_evaluation_run
+from diagnosis.services.session_runner import session_run
 from diagnosis.services.sessions_maintenance import stale_sessions_fail as stale_sessions_fail_service
 
 
 def session_run_task(session_pk: int) -> None:
-    # Imported here: the orchestrator pulls in the engines, which only the worker needs.
-    from diagnosis.services.session_runner import session_run
-
     session_run(session_pk=session_pk)
 
 
@@ -19,9 +17,3 @@ def rule_evaluation_task(session_pk: int) -> dict:
 
 def stale_sessions_fail() -> int:
     return stale_sessions_fail_service(older_than_seconds=settings.DIAGNOSIS["STALE_AFTER_SECONDS"])
-
-
-def aiops_run_task(session_pk: int) -> None:
-    from diagnosis.services.aiops import aiops_run
-
-    aiops_run(session_pk=session_pk)

@@ -10,7 +10,6 @@ urlpatterns = [
     path("chat", api.ChatApi.as_view(), name="api-chat"),
     path("sessions", api.SessionListApi.as_view(), name="api-sessions"),
     path("sessions/<str:session_id>/trace", api.SessionTraceApi.as_view(), name="api-session-trace"),
-    path("feedback", api.FeedbackApi.as_view(), name="api-feedback"),
     # Like the rest of the API, its description is for signed-in users only.
     path("schema", SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]), name="api-schema"),
     path(

@@ -5,7 +5,6 @@ Every page also works without JavaScript (plain form posts and redirects, a refr
 
 from __future__ import annotations
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
@@ -15,10 +14,9 @@ from django.views.decorators.http import require_GET, require_POST
 from diagnosis.models import DiagnosisSession
 from diagnosis.selectors.chat import chat_page, chat_panel
 from diagnosis.services.sessions import SessionRateLimited, session_start
-from feedback.services import feedback_record
 
 
-def _is_htmx(request: HttpRequest) -> bool:
+def is_htmx(request: HttpRequest) -> bool:
     return request.headers.get("HX-Request") == "true"
 
 
@@ -67,21 +65,3 @@ def _ask_again(request: HttpRequest, *, question: str, errors: list[str], status
     """The chat page again, the question kept in the form and the reason it was not started below it."""
     context = {"page": chat_page(user=request.user), "errors": errors, "question": question}
     return render(request, "diagnosis/chat.html", context, status=status)
-
-
-@login_required
-@require_POST
-def feedback(request: HttpRequest, session_id: str) -> HttpResponse:
-    value = request.POST.get("feedback", "")
-    context = {"session_id": session_id, "feedback": value}
-    try:
-        result = feedback_record(session_id=session_id, feedback=value, user=request.user)
-    except DiagnosisSession.DoesNotExist as error:
-        raise Http404 from error
-    except ValidationError as error:
-        context.update(feedback=None, errors=error.messages)
-        return render(request, "diagnosis/_feedback.html", context, status=400)
-    if not _is_htmx(request):
-        messages.success(request, result.message)
-        return redirect("chat-conversation", session_id=session_id)
-    return render(request, "diagnosis/_feedback.html", context | {"message": result.message})

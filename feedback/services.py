@@ -14,9 +14,9 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from caselib.services import case_create_from_session, session_may_become_case
 from diagnosis.models import DiagnosisSession
 from diagnosis.selectors.sessions import session_visible_queryset
+from diagnosis.services.cases import case_create_from_session, session_may_become_case
 from feedback.models import BadCase
 
 FINISHED_STATUSES = (DiagnosisSession.Status.COMPLETED, DiagnosisSession.Status.FAILED)
@@ -64,3 +64,8 @@ def feedback_record(*, session_id: str, feedback: str, user: AbstractBaseUser) -
         return FeedbackResult(
             success=True, message=_("Feedback recorded; the diagnosis is queued for review."), case_id=None
         )
+
+
+def bad_case_resolve_on_review(*, session: DiagnosisSession, **_signal) -> None:
+    """A review closes the session's open user report: it has now been looked at."""
+    BadCase.objects.filter(session=session, resolved=False).update(resolved=True)

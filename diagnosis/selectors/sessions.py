@@ -5,7 +5,6 @@ from __future__ import annotations
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from diagnosis.models import DiagnosisSession, SessionReview
-from feedback.models import BadCase
 
 SIDEBAR_SIZE = 50
 LIST_FILTERS = ("status", "output_type", "verdict", "feedback")
@@ -49,7 +48,10 @@ def session_review_annotated(*, queryset: QuerySet[DiagnosisSession]) -> QuerySe
     return queryset.annotate(
         reviewed=Exists(reviews),
         disagreed=Exists(reviews.filter(opinion=SessionReview.Opinion.DISAGREE)),
-        has_open_bad_case=Exists(BadCase.objects.filter(session=OuterRef("pk"), resolved=False)),
+        # Through the reverse relation of feedback's BadCase: diagnosis does not import the feedback app.
+        has_open_bad_case=Exists(
+            DiagnosisSession.objects.filter(pk=OuterRef("pk"), bad_case__resolved=False)
+        ),
     )
 
 

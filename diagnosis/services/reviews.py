@@ -8,7 +8,7 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from diagnosis.models import DiagnosisSession, SessionReview
-from feedback.models import BadCase
+from diagnosis.signals import session_reviewed
 
 VERDICTS = ("PASS", "LOW_CONFID", "REJECT")
 
@@ -21,7 +21,8 @@ def review_record(
     expected_verdict: str = "",
     note: str = "",
 ) -> SessionReview:
-    """Store the review and close the session's open user report, if any: it has now been looked at.
+    """Store the review and announce it (`session_reviewed`, in the same transaction): the feedback
+    app closes the session's open user report, if any, since it has now been looked at.
 
     Agreeing means the verifier's verdict was right, so the expected verdict is that verdict.
     Disagreeing needs the verdict the reviewer expected instead, and it must differ.
@@ -44,5 +45,5 @@ def review_record(
             expected_verdict=expected_verdict,
             note=note.strip(),
         )
-        BadCase.objects.filter(session=session, resolved=False).update(resolved=True)
+        session_reviewed.send(sender=SessionReview, session=session, review=review)
     return review

@@ -15,9 +15,14 @@ from django.utils import timezone
 from diagnosis.engines import ENGINE_NAMES
 from diagnosis.models import DiagnosisSession
 from diagnosis.services.session_lifecycle import session_enqueue
+from diagnosis.services.session_runner import session_run
 
 SESSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_QUERY_CHARS = 2000
+# An alert analysis runs inside one django-q task (its timeout bounds the whole run): past this many
+# distinct firing alerts the rest are recorded as not analysed rather than risk the timeout. The
+# rate limit weighs an analysis as this many sessions.
+MAX_ANALYSED_ALERTS = 10
 # DRF-style rate periods ("30/min" → 30 per 60 s), keyed by the period's first letter.
 RATE_PERIODS = {"s": (1, "秒"), "m": (60, "分钟"), "h": (3600, "小时"), "d": (86400, "天")}
 
@@ -50,9 +55,6 @@ def session_rate_check(*, owner: AbstractBaseUser | None, cost: int = 1) -> None
     """
     if owner is None:
         return
-    # Imported here: aiops_start calls this check, so a module-level import would be circular.
-    from diagnosis.services.aiops import MAX_ANALYSED_ALERTS
-
     limit, period_seconds, period_label = _chat_rate()
     now = timezone.now()
     recent = (
@@ -123,8 +125,6 @@ def session_start(
         raise ValidationError({"session_id": f"会话 {session_id} 已存在"}) from error
 
     if run_inline:
-        from diagnosis.services.session_runner import session_run
-
         return session_run(session_pk=session.pk, evaluate_inline=True)
     session_enqueue(session=session, task="diagnosis.tasks.session_run_task")
     return session

@@ -6,9 +6,14 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.utils import timezone
 
+from aiops.services import aiops_start
 from diagnosis.models import DiagnosisSession
-from diagnosis.services.aiops import MAX_ANALYSED_ALERTS, aiops_start
-from diagnosis.services.sessions import SessionRateLimited, session_rate_check, session_start
+from diagnosis.services.sessions import (
+    MAX_ANALYSED_ALERTS,
+    SessionRateLimited,
+    session_rate_check,
+    session_start,
+)
 from tests.concurrency import run_concurrently
 from tests.factories import DiagnosisSessionFactory, UserFactory
 

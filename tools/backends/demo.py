@@ -15,8 +15,9 @@ from functools import cache
 from pathlib import Path
 
 import yaml
+from django.conf import settings
+from django.utils.module_loading import import_string
 
-from caselib.models import CaseLibrary
 from tools.clock import local_text
 from tools.matching import groups_in, mentioned, query_groups
 from tools.retrieval import KnowledgeBlock
@@ -26,8 +27,6 @@ DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "demo_world"
 LITERAL_WORD = re.compile(r"[a-z0-9_.:/\-]{4,}|[\u4e00-\u9fff]{2,}")
 # A service the query names that the world does not know must narrow to nothing, not be ignored.
 SERVICE_WORD = re.compile(r"(?<![a-z0-9-])[a-z0-9]+(?:-[a-z0-9]+)*-service(?![a-z0-9-])")
-# The newest cases searched per call; older ones are still in the library, just not in reach.
-MAX_CASES = 500
 
 
 @dataclass(frozen=True)
@@ -120,31 +119,17 @@ class DemoWorldBackend:
         ]
 
     def knowledge_blocks(self) -> list[KnowledgeBlock]:
-        """The runbooks and the case library's past cases."""
-        return [*_runbook_blocks(), *case_blocks()]
+        """The runbooks and the blocks of the configured knowledge sources (the case library's past cases)."""
+        return [*_runbook_blocks(), *knowledge_source_blocks()]
 
 
-def case_blocks() -> list[KnowledgeBlock]:
-    """Past cases as searchable blocks, marked by a `case:<case_id>` source document."""
-    cases = CaseLibrary.objects.order_by("-created_at")[:MAX_CASES]
+def knowledge_source_blocks() -> list[KnowledgeBlock]:
+    """Blocks of `settings.DIAGNOSIS["KNOWLEDGE_SOURCES"]` (dotted class paths with `knowledge_blocks()`):
+    knowledge kept by other apps reaches lookup_knowledge without this package importing them."""
     return [
-        KnowledgeBlock(
-            block_id=f"case:{case.case_id}",
-            source_document=f"case:{case.case_id}",
-            title=f"历史案例：{case.title}",
-            content="\n".join(
-                f"{label}：{value}"
-                for label, value in (
-                    ("服务", case.service),
-                    ("根因", case.root_cause),
-                    ("处置", case.solution),
-                )
-                if value
-            ),
-            exact_terms=tuple(term for term in (case.alert_name, case.error_code) if term),
-            section="根因与处置",
-        )
-        for case in cases
+        block
+        for path in settings.DIAGNOSIS["KNOWLEDGE_SOURCES"]
+        for block in import_string(path)().knowledge_blocks()
     ]
 
 

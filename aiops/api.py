@@ -21,10 +21,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from aiops.serializers import AiOpsRequestSerializer, AlertmanagerNotificationSerializer
+from aiops.services import aiops_start, alertmanager_notification_receive
 from diagnosis.api import RATE_LIMITED, service_errors_as_api_errors, session_accepted_response
 from diagnosis.serializers import ChatAcceptedSerializer
-from diagnosis.serializers_aiops import AiOpsRequestSerializer, AlertmanagerNotificationSerializer
-from diagnosis.services.aiops import aiops_start, alertmanager_notification_receive
 
 ALERTMANAGER = "alertmanager"
 WEBHOOK_DISABLED = "Alertmanager webhook 未启用（未配置 DIAGNOSIS_ALERTMANAGER_TOKEN）"

@@ -5,10 +5,10 @@ from django.urls import reverse
 from django_q.conf import Conf
 from rest_framework.test import APIClient
 
+from aiops.services import aiops_run, aiops_start
 from diagnosis.models import DiagnosisSession
 from diagnosis.selectors.chat import chat_panel
-from diagnosis.services.aiops import aiops_run, aiops_start
-from tests.diagnosis.aiops_support import DEMO_NOW
+from tests.aiops.support import DEMO_NOW
 from tests.factories import DiagnosisSessionFactory, StaffUserFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

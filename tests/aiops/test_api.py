@@ -12,7 +12,7 @@ from django_q.models import OrmQ
 from rest_framework.test import APIClient
 
 from diagnosis.models import DiagnosisSession
-from tests.diagnosis.aiops_support import DEMO_NOW, TOKEN, alert, notification
+from tests.aiops.support import DEMO_NOW, TOKEN, alert, notification
 from tests.factories import DiagnosisSessionFactory, StaffUserFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -19,31 +19,29 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from diagnosis.models import DiagnosisSession, ToolInvocation
-from diagnosis.pipeline.aiops import (
+from aiops.checks import aiops_checks
+from aiops.report import (
     FIRING,
     RESOLVED,
     AlertSubject,
-    aiops_checks,
     alert_analysis_build,
     alert_question,
     alert_subjects,
     report_build,
     report_output_type,
 )
+from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.selectors.self_evaluation import AIOPS_RULE_EVALUATION
 from diagnosis.services.invocations import invocation_record
 from diagnosis.services.self_evaluation import self_evaluation_merge
 from diagnosis.services.session_lifecycle import session_enqueue, session_execute, session_update
-from diagnosis.services.sessions import session_rate_check
+from diagnosis.services.session_runner import session_run
+from diagnosis.services.sessions import MAX_ANALYSED_ALERTS, session_rate_check
 
 logger = logging.getLogger(__name__)
 
 SOURCE_ALERTMANAGER, SOURCE_MANUAL = "alertmanager", "manual"
 INVENTORY_TOOL = "query_metrics"
-# One analysis runs inside one django-q task (its timeout bounds the whole run): past this many
-# distinct firing alerts the rest are recorded as not analysed rather than risk the timeout.
-MAX_ANALYSED_ALERTS = 10
 Status = DiagnosisSession.Status
 
 
@@ -60,7 +58,7 @@ def aiops_start(
         kind=DiagnosisSession.Kind.AIOPS,
         alert_scope={"source": SOURCE_MANUAL, "filter": alert_filter, "alerts": []},
     )
-    session_enqueue(session=session, task="diagnosis.tasks.aiops_run_task")
+    session_enqueue(session=session, task="aiops.tasks.aiops_run_task")
     return session
 
 
@@ -97,7 +95,7 @@ def alertmanager_notification_receive(*, notification: dict) -> DiagnosisSession
     except IntegrityError:
         # The same notification arrived twice at once: the other request created it.
         return DiagnosisSession.objects.get(idempotency_key=key)
-    session_enqueue(session=session, task="diagnosis.tasks.aiops_run_task")
+    session_enqueue(session=session, task="aiops.tasks.aiops_run_task")
     return session
 
 
@@ -189,9 +187,6 @@ def _children_run(child_pks: list[int]) -> None:
 
 
 def _child_run(session_pk: int) -> None:
-    # Imported here: the orchestrator pulls in the engines, which only the worker needs.
-    from diagnosis.services.session_runner import session_run
-
     # The rule evaluation inline: this already is the background task, no need to queue another.
     session_run(session_pk=session_pk, evaluate_inline=True)
 

@@ -7,8 +7,7 @@ gatekeeper-passed excerpts alone. Claim text of blocked, unsupported or contradi
 reaches it: gaps are told as counts and failed or empty tool calls, never by repeating a claim.
 Alertmanager annotations are unverified input and stay out of the report too.
 
-`aiops_checks` is the light rule evaluation of seed 004 §6 (`aiops_rule_evaluation`); it reads the
-report text, so a report that strays from its alerts fails whoever wrote it.
+The light rule checks of the finished report are in `aiops.checks`.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from diagnosis.engines.rules.planner import ALERT_PATTERN, ALERT_TOPICS, SERVICE_PATTERN
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.composer import (
     ACTIONS_HEADING,
@@ -267,128 +265,3 @@ def _output_type_text(analysis: AlertAnalysis) -> str:
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
-
-
-# --- aiops_rule_evaluation (seed 004 §6): light rule checks, not a verifier. ---
-
-
-def aiops_checks(
-    *,
-    report: str,
-    scope_alerts: list[dict],
-    active_alerts: list[dict],
-    analysed: dict[AlertSubject, Counter],
-) -> dict:
-    """The four checks of seed 004 §6 on a finished analysis, and the verdict (pass/fail).
-
-    `scope_alerts` are the alerts of the request (payload or filter), any state; `active_alerts`
-    the alerts query_metrics reported as current when the analysis started; `analysed` maps each
-    analysed alert to the tool calls of its child session, by tool name.
-    """
-    checks = [
-        _final_report_check(report, list(analysed)),
-        _focus_check(report, scope_alerts, active_alerts),
-        _evidence_tools_check(analysed),
-        _unrelated_alert_check(report, scope_alerts, active_alerts),
-    ]
-    return {
-        "verdict": "pass" if all(check["passed"] for check in checks) else "fail",
-        "source": "rule",
-        "checks": checks,
-    }
-
-
-def _check(name: str, passed: bool, reason: str) -> dict:
-    return {"name": name, "passed": passed, "reason": reason}
-
-
-def _final_report_check(report: str, subjects: list[AlertSubject]) -> dict:
-    if not report.lstrip().startswith(f"# {REPORT_TITLE}"):
-        return _check("final_report_exists", False, f"没有以“{REPORT_TITLE}”为标题的最终报告")
-    headings = [line for line in report.splitlines() if line.startswith("#")]
-    missing = [s.label for s in subjects if not any(_names(line, s.alert_name) for line in headings)]
-    if missing:
-        return _check("final_report_exists", False, "报告缺少这些告警的分析章节：" + "、".join(missing))
-    return _check("final_report_exists", True, f"最终报告存在，覆盖 {len(subjects)} 条分析的告警")
-
-
-def _focus_check(report: str, scope_alerts: list[dict], active_alerts: list[dict]) -> dict:
-    names, services = _scope_vocabulary(scope_alerts)
-    known_names = names | {a["alert_name"] for a in active_alerts} | set(ALERT_TOPICS)
-    known_services = services | {a["service"] for a in active_alerts if a.get("service")}
-    mentioned_names, mentioned_services = set(), set()
-    for line in report.splitlines():
-        text = QUOTED.sub(" ", line)
-        mentioned_services |= {m.group(0).lower() for m in SERVICE_PATTERN.finditer(text)}
-        mentioned_services |= {s.lower() for s in known_services if _names(text, s)}
-        mentioned_names |= {n for n in known_names if _names(text, n)}
-        if _is_subject_line(line):
-            mentioned_names |= {m.group(0) for m in ALERT_PATTERN.finditer(text)}
-    strays = sorted(mentioned_names - names) + sorted(mentioned_services - services)
-    if strays:
-        return _check("report_focused_on_alerts", False, "报告涉及输入告警之外的对象：" + "、".join(strays))
-    return _check(
-        "report_focused_on_alerts",
-        True,
-        "报告只涉及输入的告警与服务：" + "、".join(sorted(names) + sorted(services))
-        if names
-        else "报告未涉及任何告警",
-    )
-
-
-def _evidence_tools_check(analysed: dict[AlertSubject, Counter]) -> dict:
-    if not analysed:
-        return _check("evidence_tools_called", True, "没有需要分析的 firing 告警")
-    lacking, called = [], []
-    for subject, tools in analysed.items():
-        missing = [tool for tool in REQUIRED_EVIDENCE_TOOLS if not tools[tool]]
-        if missing:
-            lacking.append(f"{subject.label} 未调用 {'、'.join(missing)}")
-        called.append(
-            f"{subject.label}：" + ("、".join(f"{t}×{n}" for t, n in sorted(tools.items())) or "无")
-        )
-    if lacking:
-        return _check("evidence_tools_called", False, "；".join(lacking))
-    return _check("evidence_tools_called", True, "；".join(called))
-
-
-def _unrelated_alert_check(report: str, scope_alerts: list[dict], active_alerts: list[dict]) -> dict:
-    in_scope = {(a["alert_name"], a.get("service") or "") for a in scope_alerts}
-    scope_names = {name for name, _ in in_scope}
-    unrelated = [
-        AlertSubject(a["alert_name"], a.get("service") or "")
-        for a in active_alerts
-        if (a["alert_name"], a.get("service") or "") not in in_scope
-    ]
-    subject_lines = [QUOTED.sub(" ", line) for line in report.splitlines() if _is_subject_line(line)]
-    expanded = [
-        alert.label
-        for alert in dict.fromkeys(unrelated)
-        if any(
-            _names(line, alert.alert_name)
-            and (alert.alert_name not in scope_names or (alert.service and _names(line, alert.service)))
-            for line in subject_lines
-        )
-    ]
-    if expanded:
-        return _check(
-            "no_unrelated_alert_expanded", False, "无关的活跃告警被展开为诊断对象：" + "、".join(expanded)
-        )
-    reason = f"{len(unrelated)} 条无关的活跃告警未被展开" if unrelated else "没有输入之外的活跃告警"
-    return _check("no_unrelated_alert_expanded", True, reason)
-
-
-def _scope_vocabulary(scope_alerts: list[dict]) -> tuple[set[str], set[str]]:
-    names = {a["alert_name"] for a in scope_alerts}
-    services = {a["service"].lower() for a in scope_alerts if a.get("service")}
-    return names, services
-
-
-def _is_subject_line(line: str) -> bool:
-    """Headings and table rows name the report's diagnosis subjects."""
-    return line.startswith("#") or line.startswith("|")
-
-
-def _names(text: str, name: str) -> bool:
-    """`name` appears in `text` as a whole word (Chinese text around it counts as a boundary)."""
-    return bool(re.search(rf"(?<![A-Za-z0-9_-]){re.escape(name)}(?![A-Za-z0-9_-])", text, re.IGNORECASE))

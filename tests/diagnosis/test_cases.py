@@ -2,8 +2,8 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from caselib.models import CaseLibrary
-from caselib.services import case_create_from_session
 from diagnosis.models import DiagnosisSession
+from diagnosis.services.cases import case_create_from_session
 from tests.concurrency import run_concurrently
 from tests.factories import (
     CompletedSessionFactory,

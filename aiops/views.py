@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from diagnosis.services.aiops import aiops_start
+from aiops.services import aiops_start
 from diagnosis.services.sessions import SessionRateLimited
 
 

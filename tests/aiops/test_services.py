@@ -6,16 +6,17 @@ from collections import Counter
 import pytest
 from django.db import connection
 
-from diagnosis.models import DiagnosisSession
-from diagnosis.pipeline.aiops import AlertSubject, aiops_checks, alert_analysis_build, report_build
-from diagnosis.serializers_aiops import AlertmanagerNotificationSerializer
-from diagnosis.services.aiops import (
+from aiops.checks import aiops_checks
+from aiops.report import AlertSubject, alert_analysis_build, report_build
+from aiops.serializers import AlertmanagerNotificationSerializer
+from aiops.services import (
     aiops_concurrency,
     aiops_run,
     aiops_start,
     alertmanager_notification_receive,
 )
-from tests.diagnosis.aiops_support import DEMO_NOW, alert, notification
+from diagnosis.models import DiagnosisSession
+from tests.aiops.support import DEMO_NOW, alert, notification
 from tests.factories import CompletedSessionFactory, DiagnosisSessionFactory
 
 pytestmark = pytest.mark.django_db
