@@ -26,6 +26,7 @@ run: install
 
 test: install browser
 	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest $(PYTEST_ARGS)
 	DIAGNOSIS_DEV=1 $(PY) manage.py eval --exclude-tag known_bug
 

@@ -20,10 +20,10 @@ from django.utils.text import Truncator
 from django.utils.translation import gettext_lazy as _
 
 from caselib.models import CaseLibrary
+from diagnosis.evaluation.case_export import cases_export_file
 from diagnosis.models import AgentStep, DiagnosisSession, SessionReview, ToolInvocation
 from diagnosis.selectors.audit import session_audit
 from diagnosis.selectors.sessions import needs_review_condition, session_review_annotated
-from diagnosis.services.case_export import cases_export_file
 from diagnosis.services.cases import case_create_from_session
 from diagnosis.services.reviews import VERDICTS, review_record
 

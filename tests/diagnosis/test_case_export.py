@@ -9,10 +9,10 @@ from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from diagnosis.evaluation.case_export import case_export, cases_export_file
 from diagnosis.evaluation.fixtures import case_load
 from diagnosis.evaluation.runner import CaseResult, case_run
 from diagnosis.models import DiagnosisSession
-from diagnosis.services.case_export import case_export, cases_export_file
 from diagnosis.services.reviewers import reviewer_group_ensure
 from diagnosis.services.reviews import review_record
 from diagnosis.services.sessions import session_start

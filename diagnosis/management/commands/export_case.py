@@ -5,9 +5,9 @@ from pathlib import Path
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from diagnosis.evaluation.case_export import case_export
 from diagnosis.evaluation.fixtures import CASE_FILE, CASES_DIR
 from diagnosis.models import DiagnosisSession
-from diagnosis.services.case_export import case_export
 
 
 class Command(BaseCommand):
