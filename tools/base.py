@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
 
-from django.conf import settings
-from django.utils.module_loading import import_string
 from pydantic import BaseModel, ConfigDict
 
 # raw_path of the one evidence ref of a call that found nothing (contracts §4).
@@ -48,7 +46,14 @@ class EvidenceTool(ABC):
         return self.collection_key is not None
 
     def backend(self) -> Any:
-        return import_string(settings.DIAGNOSIS["TOOL_BACKENDS"][self.name])()
+        """The tool's source, chosen by environment (`tools.sources`); the tool never knows which."""
+        from tools.sources import source_for  # the sources read the case library's models
+
+        return source_for(self.name)
+
+    def available(self) -> bool:
+        """Whether the tool's source can answer it (PromQL needs Prometheus)."""
+        return True
 
     @abstractmethod
     def run(self, arguments: ToolArguments, context: ToolContext) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from tools import clock
 from tools.base import NO_EVIDENCE_PATH, EvidenceTool, ToolContext, UnknownToolError, get_tool
+from tools.sources import provenance_of, source_for
 
 logger = logging.getLogger(__name__)
 
@@ -37,8 +38,11 @@ def invocation_record(
     started = time.perf_counter()
     tool: EvidenceTool | None = None
     parsed: BaseModel | None = None
+    source = location = ""
     try:
         tool = get_tool(tool_name)
+        if tool.is_evidence:
+            source, location = provenance_of(source_for(tool_name))
         parsed = tool.arguments_model.model_validate(arguments or {})
         # Only guidance lookups dedup, so only they pay the query for what the session has seen.
         seen = _seen_block_ids(session, tool_name) if tool.is_guidance else set()
@@ -67,6 +71,8 @@ def invocation_record(
         error=error,
         retrieval_details=details,
         latency_ms=latency_ms,
+        source=source[:64],
+        source_location=location[:500],
     )
 
 
