@@ -82,6 +82,7 @@ def tool_message_build(*, invocation: ToolInvocation) -> dict[str, Any]:
     message = {
         "invocation_id": invocation.pk,
         "tool_name": invocation.tool_name,
+        "source": invocation.source,
         "success": invocation.success,
         "evidence_status": invocation.evidence_status,
         "evidence_refs": [
