@@ -13,3 +13,4 @@ class ToolsConfig(AppConfig):
     def ready(self) -> None:
         for module in TOOL_MODULES:
             import_module(f"{self.name}.{module}")
+        import_module(f"{self.name}.checks")

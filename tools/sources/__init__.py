@@ -63,3 +63,10 @@ def provenance_of(source: Any) -> tuple[str, str]:
 
 def is_demo(source: Any) -> bool:
     return provenance_of(source)[0] == DEMO
+
+
+def sources_in_use() -> list[tuple[str, str, str]]:
+    """(tool, source kind, location) of every evidence tool, without contacting any source."""
+    from tools.base import all_tools
+
+    return [(tool.name, *provenance_of(source_for(tool.name))) for tool in all_tools() if tool.is_evidence]
