@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test lint bench eval install browser
+.PHONY: run test lint bench eval install browser sources-stack
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,10 +21,18 @@ browser:
 	@dpkg -s $(BROWSER_PACKAGES) >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BROWSER_PACKAGES); }
 
+# Debian's Prometheus, Alertmanager and node_exporter for the integration tests (marker `integration`);
+# the tests start them on free 127.0.0.1 ports with temporary config and data. The packages' own
+# services are not used.
+STACK_PACKAGES := prometheus prometheus-alertmanager prometheus-node-exporter
+sources-stack:
+	@dpkg -s $(STACK_PACKAGES) >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(STACK_PACKAGES); }
+
 run: install
 	DIAGNOSIS_DEV=1 $(PY) manage.py quickstart
 
-test: install browser
+test: install browser sources-stack
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -88,6 +88,8 @@ class AlertAnalysis:
     verified_evidence: list[str] = field(default_factory=list)  # quoted excerpts with their sources
     gaps: list[str] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
+    # Where the evidence came from (contracts §11): `演示数据` for the demo world.
+    sources: list[str] = field(default_factory=list)
 
     @property
     def completed(self) -> bool:
@@ -117,6 +119,7 @@ def alert_analysis_build(*, child: DiagnosisSession, invocations: list[ToolInvoc
         output_type=child.output_type,
         verdict=child.verdict,
         groundedness_score=child.groundedness_score,
+        sources=_sources(invocations),
     )
     recorded = None
     if analysis.completed:
@@ -186,6 +189,8 @@ def _alert_section(number: int, analysis: AlertAnalysis) -> list[str]:
         f"校验结论：{_verdict_text(analysis)}｜输出类型：{_output_type_text(analysis)}｜"
         f"子会话：`{analysis.session_id}`",
     ]
+    if analysis.sources:
+        lines += ["", "证据来源：" + "、".join(analysis.sources)]
     if analysis.output_type == OutputType.LOW_CONFID_WITH_DISCLAIMER:
         lines += ["", DISCLAIMER]
     elif analysis.output_type == OutputType.DEGRADED:
@@ -223,6 +228,17 @@ def _summary(analyses: list[AlertAnalysis], notes: list[str]) -> list[str]:
     lines += [f"- {note}" for note in notes]
     lines.append("- 本报告只包含通过引用核验与校验的材料；告警注释等未经核验的输入不作为结论。")
     return lines
+
+
+def _sources(invocations: list[ToolInvocation]) -> list[str]:
+    labels = (
+        "演示数据"
+        if invocation.is_demo
+        else "`" + " ".join(part for part in (invocation.source, invocation.source_location) if part) + "`"
+        for invocation in invocations
+        if invocation.source
+    )
+    return list(dict.fromkeys(labels))
 
 
 def _tool_gaps(invocations: list[ToolInvocation]) -> list[str]:

@@ -4,6 +4,7 @@ Development defaults: SQLite file in the project, rules engine, DEBUG only when 
 Outside development (DJANGO_DEBUG unset and not running tests) a real DJANGO_SECRET_KEY is required.
 """
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -24,6 +25,22 @@ def env_int(name: str, default: int) -> int:
 
 def env_float(name: str, default: float) -> float:
     return float(os.environ.get(name, default))
+
+
+def env_json_object(name: str) -> dict:
+    """A JSON object of objects (`{"prometheus": {"Authorization": "Bearer …"}}`); bad JSON is an error."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} is not valid JSON: {exc}") from None
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise ImproperlyConfigured(
+            f'{name} must be a JSON object like {{"prometheus": {{"Header": "value"}}}}'
+        )
+    return {source: {str(k): str(v) for k, v in headers.items()} for source, headers in value.items()}
 
 
 DEBUG = env_bool("DJANGO_DEBUG")
@@ -218,13 +235,16 @@ DIAGNOSIS = {
     "AIOPS_CONCURRENCY": env_int("DIAGNOSIS_AIOPS_CONCURRENCY", 3),
     # Sessions RUNNING longer than this are considered orphaned by a dead worker and end FAILED.
     "STALE_AFTER_SECONDS": env_int("DIAGNOSIS_STALE_AFTER_SECONDS", 900),
-    # Tool backends by tool name: dotted path of the backend class.
+    # A backend class named for a tool (dotted path) replaces its configured source: for evaluation
+    # fixtures and a team's own Python backend. Unset = the source chosen below, else the demo world.
     "TOOL_BACKENDS": {
-        "query_metrics": os.environ.get("DIAGNOSIS_METRICS_BACKEND", "tools.backends.demo.DemoWorldBackend"),
-        "query_logs": os.environ.get("DIAGNOSIS_LOGS_BACKEND", "tools.backends.demo.DemoWorldBackend"),
-        "lookup_knowledge": os.environ.get(
-            "DIAGNOSIS_KNOWLEDGE_BACKEND", "tools.backends.demo.DemoWorldBackend"
-        ),
+        tool: os.environ[variable]
+        for tool, variable in (
+            ("query_metrics", "DIAGNOSIS_METRICS_BACKEND"),
+            ("query_logs", "DIAGNOSIS_LOGS_BACKEND"),
+            ("lookup_knowledge", "DIAGNOSIS_KNOWLEDGE_BACKEND"),
+        )
+        if os.environ.get(variable)
     },
     # Knowledge other apps keep, added to the demo world's runbooks (dotted class paths, comma-separated).
     "KNOWLEDGE_SOURCES": [
@@ -234,6 +254,20 @@ DIAGNOSIS = {
         ).split(",")
         if path.strip()
     ],
+    # Evidence sources (contracts §11); unset = the demo world answers that tool.
+    "PROMETHEUS_URL": os.environ.get("DIAGNOSIS_PROMETHEUS_URL") or None,
+    "ALERTMANAGER_URL": os.environ.get("DIAGNOSIS_ALERTMANAGER_URL") or None,
+    "LOKI_URL": os.environ.get("DIAGNOSIS_LOKI_URL") or None,
+    "LOKI_TENANT": os.environ.get("DIAGNOSIS_LOKI_TENANT") or None,
+    "RUNBOOKS_DIR": os.environ.get("DIAGNOSIS_RUNBOOKS_DIR") or None,
+    "SOURCE_HEADERS": env_json_object("DIAGNOSIS_SOURCE_HEADERS"),
+    "SERVICE_LABELS": [
+        label.strip()
+        for label in os.environ.get("DIAGNOSIS_SERVICE_LABELS", "service,app,job").split(",")
+        if label.strip()
+    ],
+    "LOGS_WINDOW_MINUTES": env_int("DIAGNOSIS_LOGS_WINDOW_MINUTES", 60),
+    "SOURCE_TIMEOUT": env_float("DIAGNOSIS_SOURCE_TIMEOUT", 10.0),
     # Pins "now" for the demo world (ISO 8601); unset = the real clock.
     "DEMO_NOW": os.environ.get("DIAGNOSIS_DEMO_NOW") or None,
 }

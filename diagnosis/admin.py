@@ -205,6 +205,7 @@ class ToolInvocationInline(ReadOnlyInline):
         "invocation_id",
         labelled("round", _("round")),
         labelled("tool_name", _("tool")),
+        "source_shown",
         "arguments",
         labelled("success", _("succeeded"), boolean=True),
         "evidence",
@@ -216,6 +217,12 @@ class ToolInvocationInline(ReadOnlyInline):
     @admin.display(description=_("invocation id"))
     def invocation_id(self, invocation: ToolInvocation) -> str:
         return f"#{invocation.pk}"
+
+    @admin.display(description=_("source"))
+    def source_shown(self, invocation: ToolInvocation) -> str:
+        if invocation.is_demo:
+            return "演示数据 (demo)"
+        return " ".join(part for part in (invocation.source, invocation.source_location) if part) or "—"
 
     @admin.display(description=_("arguments"))
     def arguments(self, invocation: ToolInvocation) -> str:

@@ -139,6 +139,10 @@ class ToolInvocation(models.Model):
     error = models.TextField(blank=True, default="")
     retrieval_details = models.JSONField(default=dict, blank=True)
     latency_ms = models.PositiveIntegerField(default=0)
+    # Where the evidence came from (contracts §11): `prometheus`, `loki`, `runbooks`, `demo`, … and
+    # the URL or folder; empty for helpers and unknown tools.
+    source = models.CharField("来源", max_length=64, blank=True, default="")
+    source_location = models.CharField("来源地址", max_length=500, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -157,6 +161,10 @@ class ToolInvocation(models.Model):
     @property
     def evidence_refs(self) -> list[dict]:
         return self.retrieval_details.get("evidence_refs", [])
+
+    @property
+    def is_demo(self) -> bool:
+        return self.source == "demo"
 
 
 class SessionReview(models.Model):

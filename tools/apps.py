@@ -3,7 +3,7 @@ from importlib import import_module
 from django.apps import AppConfig
 
 # One module per tool; importing it registers the tool (contracts §4).
-TOOL_MODULES = ("query_metrics", "query_logs", "lookup_knowledge", "get_current_datetime")
+TOOL_MODULES = ("query_metrics", "query_promql", "query_logs", "lookup_knowledge", "get_current_datetime")
 
 
 class ToolsConfig(AppConfig):
@@ -13,3 +13,4 @@ class ToolsConfig(AppConfig):
     def ready(self) -> None:
         for module in TOOL_MODULES:
             import_module(f"{self.name}.{module}")
+        import_module(f"{self.name}.checks")

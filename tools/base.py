@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
 
-from django.conf import settings
-from django.utils.module_loading import import_string
 from pydantic import BaseModel, ConfigDict
+
+from tools.sources import source_for
 
 
 class ToolArguments(BaseModel):
@@ -45,7 +45,12 @@ class EvidenceTool(ABC):
         return self.collection_key is not None
 
     def backend(self) -> Any:
-        return import_string(settings.DIAGNOSIS["TOOL_BACKENDS"][self.name])()
+        """The tool's source, chosen by environment (`tools.sources`); the tool never knows which."""
+        return source_for(self.name)
+
+    def available(self) -> bool:
+        """Whether the tool's source can answer it (PromQL needs Prometheus)."""
+        return True
 
     @abstractmethod
     def run(self, arguments: ToolArguments, context: ToolContext) -> dict[str, Any]:

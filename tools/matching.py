@@ -94,3 +94,8 @@ def mentioned(names: set[str], text: str) -> set[str]:
         for name in names
         if any(term_pattern(alias).search(lowered) for alias in [name, *aliases.get(name, [])])
     }
+
+
+def group_terms(group: str) -> list[str]:
+    """Every term of a group: what a log store is searched for when the group is meant."""
+    return list(_synonyms()["groups"][group])

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from tools.base import EvidenceTool, ToolArguments, ToolContext, register
+from tools.sources.records import number_text
 
 
 class QueryMetricsArguments(ToolArguments):
@@ -31,7 +32,12 @@ class QueryMetricsTool(EvidenceTool):
         return {"success": True, "alerts": alerts, "total": len(alerts), "message": message}
 
     def evidence_text(self, record: dict[str, Any]) -> str:
-        return (
+        text = (
             f"{record['alert_name']} {record['state']} service={record['service']}: "
             f"{record['description']} duration={record['duration']}"
         )
+        # A number in an answer must come from a sample, not only from an annotation someone typed.
+        value = record.get("value")
+        if value not in (None, "") and str(value) not in record["description"]:
+            text += f" 当前值 {number_text(str(value))}"
+        return text

@@ -99,6 +99,10 @@ BINDING_STATUS_LABELS = {
 LIVE_STATUSES = (DiagnosisSession.Status.PENDING, DiagnosisSession.Status.RUNNING)
 
 
+DEMO_SOURCE = "demo"
+DEMO_LABEL = "演示数据"
+
+
 @dataclass(frozen=True)
 class Highlight:
     before: str
@@ -117,6 +121,15 @@ class BindingView:
     excerpt: str
     ref: Highlight | None
     record: dict | None
+    # Provenance of the cited invocation (contracts §11): `prometheus`, `demo`, … and where.
+    source: str = ""
+    source_location: str = ""
+
+    @property
+    def source_label(self) -> str:
+        if self.source == DEMO_SOURCE:
+            return DEMO_LABEL
+        return " ".join(part for part in (self.source, self.source_location) if part)
 
     @property
     def passed(self) -> bool:
@@ -200,6 +213,8 @@ class SessionPanel:
     claims: list[ClaimView] = field(default_factory=list)
     verified_bindings: list[BindingView] = field(default_factory=list)
     hidden_claim_count: int = 0
+    # Some evidence came from the demo world: the page says 演示数据 beside the answer.
+    uses_demo_data: bool = False
 
 
 def _compacted(text: str) -> tuple[str, list[int]]:
@@ -285,6 +300,8 @@ def _binding_view(binding: dict, invocations: dict[int, ToolInvocation]) -> Bind
         if ref_text is None
         else excerpt_highlight(text=ref_text, excerpt=binding.get("matched_text") or excerpt),
         record=record if isinstance(record, dict) else None,
+        source=invocation.source if invocation is not None else "",
+        source_location=invocation.source_location if invocation is not None else "",
     )
 
 
@@ -428,6 +445,7 @@ def session_panel(*, session: DiagnosisSession) -> SessionPanel:
     )
     if panel.live:
         return panel
+    panel.uses_demo_data = any(invocation.is_demo for invocation in session.tool_invocations.all())
     rounds = session_rounds(session=session)
     if not rounds:
         return panel

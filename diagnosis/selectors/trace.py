@@ -40,6 +40,8 @@ def _invocation(invocation: ToolInvocation) -> dict:
         "id": invocation.pk,
         "round": invocation.round,
         "tool_name": invocation.tool_name,
+        "source": invocation.source,
+        "source_location": invocation.source_location,
         "input": invocation.input,
         "success": invocation.success,
         "evidence_status": invocation.evidence_status,

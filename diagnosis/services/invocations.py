@@ -18,6 +18,7 @@ from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH
 from tools import clock
 from tools.base import EvidenceTool, ToolContext, UnknownToolError, get_tool
+from tools.sources import provenance_of, source_for
 
 logger = logging.getLogger(__name__)
 
@@ -38,8 +39,11 @@ def invocation_record(
     started = time.perf_counter()
     tool: EvidenceTool | None = None
     parsed: BaseModel | None = None
+    source = location = ""
     try:
         tool = get_tool(tool_name)
+        if tool.is_evidence:
+            source, location = provenance_of(source_for(tool_name))
         parsed = tool.arguments_model.model_validate(arguments or {})
         # Only guidance lookups dedup, so only they pay the query for what the session has seen.
         seen = _seen_block_ids(session, tool_name) if tool.is_guidance else set()
@@ -68,6 +72,8 @@ def invocation_record(
         error=error,
         retrieval_details=details,
         latency_ms=latency_ms,
+        source=source[:64],
+        source_location=location[:500],
     )
 
 
@@ -77,6 +83,7 @@ def tool_message_build(*, invocation: ToolInvocation) -> dict[str, Any]:
     message = {
         "invocation_id": invocation.pk,
         "tool_name": invocation.tool_name,
+        "source": invocation.source,
         "success": invocation.success,
         "evidence_status": invocation.evidence_status,
         "evidence_refs": [

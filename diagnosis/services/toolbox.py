@@ -35,4 +35,4 @@ class RecordingToolbox:
         return invocation_message(invocation)
 
     def tool_definitions(self) -> list[dict]:
-        return [tool.openai_tool() for tool in all_tools()]
+        return [tool.openai_tool() for tool in all_tools() if tool.available()]

@@ -185,6 +185,7 @@ def test_tool_message_carries_what_the_model_cites(session):
     assert message == {
         "invocation_id": invocation.pk,
         "tool_name": "query_logs",
+        "source": "demo",
         "success": True,
         "evidence_status": "supported",
         "evidence_refs": invocation.evidence_refs,

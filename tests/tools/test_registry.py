@@ -9,15 +9,17 @@ PLACEHOLDER = "-".join(("generic", "service"))
 TOOLS_DIR = DATA_DIR.parent.parent
 
 
-def test_the_four_tools_are_registered_under_their_contract_names():
+def test_the_tools_are_registered_under_their_contract_names():
     assert {tool.name for tool in all_tools()} == {
         "query_metrics",
+        "query_promql",
         "query_logs",
         "lookup_knowledge",
         "get_current_datetime",
     }
     assert {tool.name for tool in all_tools() if tool.is_evidence} == {
         "query_metrics",
+        "query_promql",
         "query_logs",
         "lookup_knowledge",
     }

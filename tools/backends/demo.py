@@ -102,6 +102,9 @@ def log_matches(record: LogRecord, query: str) -> bool:
 
 
 class DemoWorldBackend:
+    def provenance(self) -> tuple[str, str]:
+        return "demo", "tools/data/demo_world"
+
     def query_alerts(self, *, service: str | None, alert_name: str | None, now: datetime) -> list[dict]:
         return [
             alert_rendered(alert, now)

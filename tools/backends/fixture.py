@@ -41,6 +41,10 @@ class FixtureToolError(RuntimeError):
 
 
 class FixtureBackend:
+    def provenance(self) -> tuple[str, str]:
+        """An evaluation case's data; `merge` mode also serves the demo world."""
+        return "fixture", "evaluation case"
+
     def query_alerts(self, *, service: str | None, alert_name: str | None, now: datetime) -> list[dict]:
         data = _data("query_metrics")
         recorded = _recorded(data, "query_metrics", service=service, alert_name=alert_name)

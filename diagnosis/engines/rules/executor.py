@@ -18,6 +18,8 @@ from diagnosis.pipeline.contracts import (
 )
 from diagnosis.pipeline.interfaces import Toolbox
 from tools.matching import group_term, groups_in
+from tools.sources.records import number_text
+from tools.topic_queries import topic_queries
 
 MAX_BINDINGS_PER_CLAIM = 6
 MAX_GUIDANCE_CLAIMS = 2
@@ -31,6 +33,10 @@ class _Gathered:
     # (topic, message) pairs of log searches, in call order.
     log_searches: list[tuple[str, dict]] = field(default_factory=list)
     knowledge_messages: list[dict] = field(default_factory=list)
+    # query_promql re-evaluations of firing alerts' own `expr`, by expr.
+    expr_messages: dict[str, dict] = field(default_factory=dict)
+    # (topic, service, message) of the topic's PromQL queries (tools/data/promql_topics.json).
+    metric_queries: list[tuple[str, str, dict]] = field(default_factory=list)
     # Searches left out because the round's tool-call budget ran out.
     skipped: list[str] = field(default_factory=list)
 
@@ -58,10 +64,15 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
         gathered.messages.append(message)
         return message
 
+    # PromQL only when a Prometheus source answers it (the demo world has none).
+    promql = "query_promql" in {tool["function"]["name"] for tool in toolbox.tool_definitions()}
     if "query_metrics" in planned:
         for arguments in _metrics_calls(services, alerts):
             if message := call("query_metrics", arguments):
                 gathered.alert_messages.append(message)
+        for expr in _firing_exprs(gathered.alert_messages) if promql else []:
+            if message := call("query_promql", {"query": expr}):
+                gathered.expr_messages[expr] = message
     log_services = services or _alert_services(gathered.alert_messages) or [None]
     if "query_logs" in planned:
         for topic in topics or ["error"]:
@@ -69,6 +80,11 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
                 arguments = {"query": group_term(topic)} | ({"service": service} if service else {})
                 if message := call("query_logs", arguments):
                     gathered.log_searches.append((topic, message))
+        for topic in topics if promql else []:
+            for service in filter(None, log_services):
+                for query in topic_queries(topic, service=service):
+                    if message := call("query_promql", {"query": query}):
+                        gathered.metric_queries.append((topic, service, message))
     if wants_guidance:
         reserved = 0
         if message := call("lookup_knowledge", {"query": stage_input.query[:200]}):
@@ -82,6 +98,30 @@ def _metrics_calls(services: list[str], alerts: list[str]) -> list[dict]:
     if services:
         return [{"service": service} for service in services]
     return [{}]
+
+
+def _firing_exprs(alert_messages: list[dict]) -> list[str]:
+    return list(
+        dict.fromkeys(
+            alert["expr"]
+            for message in alert_messages
+            for alert in _records(message, "alerts")
+            if alert.get("expr") and alert["state"] == "firing"
+        )
+    )
+
+
+def _series_of(message: dict | None, labels: dict) -> list[dict]:
+    """The refs of the series of an alert's expr that this alert is about (its labels carry theirs)."""
+    if not message:
+        return []
+    series = _records(message, "series")
+    return [
+        ref
+        for record, ref in zip(series, _refs(message), strict=False)
+        if (record.get("metric") or {}).items() - {("__name__", record["metric"].get("__name__"))}
+        <= labels.items()
+    ]
 
 
 def _alert_services(alert_messages: list[dict]) -> list[str]:
@@ -120,10 +160,21 @@ def _claims_from(gathered: _Gathered, *, alerts_asked: list[str], topics_asked: 
                     if f"[{alert['service']}]" in log_ref["text"]:
                         log_bindings.append(_binding(log_message, log_ref))
                         used_log_refs.add((log_message["invocation_id"], log_ref["raw_path"]))
+            sample_message = gathered.expr_messages.get(alert.get("expr") or "")
+            sample_bindings = [
+                _binding(sample_message, series_ref)
+                for series_ref in _series_of(sample_message, alert.get("labels") or {})
+            ]
+            value = alert.get("value")
+            value_text = (
+                f"，当前值 {number_text(str(value))}"
+                if value not in (None, "") and str(value) not in alert["description"]
+                else ""
+            )
             add(
                 "observation",
-                f"{alert['service']} 当前存在 {alert['alert_name']} 告警（{alert['state']}）：{alert['description']}",
-                [_binding(message, ref), *log_bindings],
+                f"{alert['service']} 当前存在 {alert['alert_name']} 告警（{alert['state']}）：{alert['description']}{value_text}",
+                [_binding(message, ref), *sample_bindings, *log_bindings],
             )
 
     for topic, message in gathered.log_searches:
@@ -145,6 +196,15 @@ def _claims_from(gathered: _Gathered, *, alerts_asked: list[str], topics_asked: 
                 [_binding(message, ref) for ref in refs],
             )
 
+    for topic, service, message in gathered.metric_queries:
+        for ref in _refs(message):
+            if ref["raw_path"] != NO_EVIDENCE_PATH:
+                add(
+                    "observation",
+                    f"{service} 的{TOPIC_LABELS[topic]}指标：{ref['text']}",
+                    [_binding(message, ref)],
+                )
+
     for message in gathered.knowledge_messages:
         for ref in _refs(message)[:MAX_GUIDANCE_CLAIMS]:
             if ref["raw_path"] != NO_EVIDENCE_PATH:
@@ -161,11 +221,11 @@ def _claims_from(gathered: _Gathered, *, alerts_asked: list[str], topics_asked: 
             add("negative_observation", ref["text"], [_binding(message, ref)])
 
     failed = [m for m in gathered.messages if not m["success"]]
-    missing_info = [f"{m['tool_name']} 调用失败，相关证据缺失" for m in failed]
+    missing_info = [f"{m['tool_name']} 调用失败{_failed_source(m)}，相关证据缺失" for m in failed]
     missing_info += [f"本轮工具调用次数已用完，未执行 {label}" for label in gathered.skipped]
     if alerts_asked and not gathered.alert_messages:
         missing_info.append("未能查询告警状态")
-    actions = [f"重试失败的 {m['tool_name']} 查询" for m in failed]
+    actions = [f"重试失败的 {m['tool_name']} 查询{_failed_source(m)}" for m in failed]
     summary = "；".join(claim.claim_text for claim in claims) or "未获得可引用的证据"
     return ExecutorOutput(
         claims=claims,
@@ -241,6 +301,11 @@ def _first_lines(content: str, limit: int = 160) -> str:
             break
         text = joined
     return text
+
+
+def _failed_source(message: dict) -> str:
+    """Which source failed, so the answer says so (contracts §11)."""
+    return f"（数据源 {message['source']} 不可用）" if message.get("source") else ""
 
 
 def _call_label(tool_name: str, arguments: dict) -> str:

@@ -18,6 +18,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from diagnosis.services.accounts import DemoAccount, engineer_account_ensure, reviewer_account_ensure
 from diagnosis.services.sessions_maintenance import stale_sessions_fail, stale_sessions_schedule_ensure
+from tools.sources_report import sources_in_use
 
 # How long a child may take to finish its current work after SIGTERM before it is killed.
 STOP_GRACE_SECONDS = 15
@@ -85,6 +86,10 @@ class Command(BaseCommand):
         self.stdout.write(f"  工程师账号: {engineer}")
         self.stdout.write(f"  审核员账号: {reviewer}（staff，reviewers 组）")
         self.stdout.write(f"  诊断引擎:   {settings.DIAGNOSIS['ENGINE']}")
+        self.stdout.write("  证据来源:   （manage.py sources 检查是否可达）")
+        for tool, source, location in sources_in_use():
+            label = "演示数据" if source == "demo" else source
+            self.stdout.write(f"    {tool:<18} {label} {location}")
         if reaped:
             self.stdout.write(self.style.WARNING(f"  已将 {reaped} 个长时间未结束的会话标记为失败"))
 

@@ -1,0 +1,57 @@
+"""Provenance beside the evidence (contracts §11): the chat panel and the admin name each excerpt's
+source, and say 演示数据 when the demo world answered."""
+
+import pytest
+from django.urls import reverse
+
+from tests.factories import CompletedSessionFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def engineer(client):
+    user = UserFactory()
+    client.force_login(user)
+    return user
+
+
+def sourced(session, source: str, location: str):
+    session.tool_invocations.update(source=source, source_location=location)
+    return session
+
+
+def page_of(client, session) -> str:
+    return client.get(reverse("chat-conversation", args=[session.session_id])).content.decode()
+
+
+def test_demo_world_evidence_is_marked_as_demo_data_beside_the_answer_and_each_excerpt(client, engineer):
+    session = sourced(
+        CompletedSessionFactory(owner=engineer, verdict="PASS"), "demo", "tools/data/demo_world"
+    )
+
+    page = page_of(client, session)
+
+    assert 'class="badge tone-warn demo-data"' in page
+    assert 'data-source="demo">演示数据</span>' in page
+
+
+def test_evidence_from_a_team_source_names_it_and_is_not_called_demo_data(client, engineer):
+    session = sourced(
+        CompletedSessionFactory(owner=engineer, verdict="PASS"), "prometheus", "http://prom.internal:9090"
+    )
+
+    page = page_of(client, session)
+
+    assert 'data-source="prometheus">prometheus http://prom.internal:9090</span>' in page
+    assert "演示数据" not in page
+
+
+def test_the_admin_shows_each_invocation_source(admin_client):
+    session = sourced(CompletedSessionFactory(verdict="PASS"), "loki", "http://loki:3100")
+
+    page = admin_client.get(
+        reverse("admin:diagnosis_diagnosissession_change", args=[session.pk])
+    ).content.decode()
+
+    assert "loki http://loki:3100" in page

@@ -1,0 +1,86 @@
+"""`query_logs` from Loki (contracts §11), against the Loki-HTTP-API server of the tests."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.loki_server import FakeLoki
+from tests.tools.support import record
+
+pytestmark = pytest.mark.django_db
+STREAMS = json.loads((Path(__file__).parents[1] / "world" / "loki_streams.json").read_text())
+
+
+@pytest.fixture
+def session():
+    from tests.factories import DiagnosisSessionFactory
+
+    return DiagnosisSessionFactory()
+
+
+@pytest.fixture
+def loki(settings):
+    with FakeLoki(STREAMS, tenant="team-a") as server:
+        settings.DIAGNOSIS = settings.DIAGNOSIS | {
+            "LOKI_URL": server.url,
+            "LOKI_TENANT": "team-a",
+            "DEMO_NOW": None,
+        }
+        yield server
+
+
+def test_logs_of_a_service_come_newest_first_with_labels_and_level(loki, session):
+    invocation = record(session, "query_logs", query="billing", service="billing")
+
+    assert (invocation.source, invocation.source_location) == ("loki", loki.url)
+    logs = invocation.output["logs"]
+    assert [log["message"] for log in logs] == [
+        "payment capture failed: upstream timeout after 5000ms",
+        "WARN retrying ledger sync, attempt 3",
+        "container exited with OOMKilled, restarting",
+    ]
+    assert [log["level"] for log in logs] == ["ERROR", "WARN", "ERROR"]
+    assert logs[0]["labels"] == {"service": "billing", "pod": "billing-7c9d-x1", "level": "error"}
+    assert logs[0]["instance"] == "billing-7c9d-x1"
+    assert invocation.evidence_refs[0]["text"].endswith(
+        "[ERROR][billing] payment capture failed: upstream timeout after 5000ms"
+    )
+
+
+def test_the_logql_names_the_service_label_and_the_topic_terms_and_sends_the_tenant(loki, session):
+    invocation = record(session, "query_logs", query="超时", service="billing")
+
+    [request] = [r for r in loki.requests if r["path"] == "/loki/api/v1/query_range"]
+    assert request["headers"]["X-Scope-OrgID"] == "team-a"
+    assert request["params"]["query"].startswith('{service="billing"} |~ `(?i)(')
+    assert "timeout" in request["params"]["query"]
+    assert request["params"]["direction"] == "backward"
+    assert [log["message"] for log in invocation.output["logs"]] == [
+        "payment capture failed: upstream timeout after 5000ms"
+    ]
+
+
+def test_lines_outside_the_look_back_window_are_not_returned(loki, session, settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"LOGS_WINDOW_MINUTES": 1}
+
+    invocation = record(session, "query_logs", query="startup", service="billing")
+
+    assert invocation.evidence_status == "no_evidence"
+
+
+def test_a_level_from_detected_level_label(loki, session):
+    invocation = record(session, "query_logs", query="replication", service="ledger-service")
+
+    [log] = invocation.output["logs"]
+    assert log["level"] == "INFO"
+    assert log["service"] == "ledger-service"
+
+
+def test_a_wrong_tenant_is_a_failed_call_naming_loki(loki, session, settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"LOKI_TENANT": "team-b"}
+
+    invocation = record(session, "query_logs", query="OOM", service="billing")
+
+    assert not invocation.success
+    assert f"loki {loki.url}: HTTP 401: no org id" in invocation.error

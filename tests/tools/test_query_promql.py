@@ -1,0 +1,96 @@
+"""`query_promql` (contracts §11): series refs name the series and its numbers, and the gatekeeper's
+number rules hold for them as for any evidence."""
+
+from datetime import datetime
+
+import pytest
+
+from diagnosis.pipeline.contracts import Claim, EvidenceBinding, ExecutorOutput
+from diagnosis.pipeline.gatekeeper import gatekeep
+from tests.tools.support import record
+
+pytestmark = pytest.mark.django_db
+AT = datetime.fromisoformat("2026-11-29T13:20:00+08:00").timestamp()
+SERIES = {"__name__": "node_load1", "instance": "web-1:9100", "job": "node"}
+
+
+class SecondWorldPrometheus:
+    def query_promql(self, *, query: str, minutes: int, now) -> dict:
+        if minutes:
+            values = [[AT - 120, "0.31"], [AT - 60, "0.88"], [AT, "0.52"]]
+            return {"result_type": "matrix", "series": [{"metric": SERIES, "values": values}]}
+        return {"result_type": "vector", "series": [{"metric": SERIES, "value": [AT, "1.6450887680e+10"]}]}
+
+
+@pytest.fixture
+def session(settings):
+    from tests.factories import DiagnosisSessionFactory
+
+    backends = settings.DIAGNOSIS["TOOL_BACKENDS"] | {"query_promql": f"{__name__}.SecondWorldPrometheus"}
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"TOOL_BACKENDS": backends}
+    return DiagnosisSessionFactory()
+
+
+def test_a_range_ref_names_the_series_its_latest_value_and_the_range(session, settings):
+    invocation = record(session, "query_promql", query="node_load1", minutes=30)
+
+    assert invocation.evidence_refs == [
+        {
+            "raw_path": "$.series[0]",
+            "text": 'node_load1{instance="web-1:9100",job="node"} 最新值 0.52（13:20:00），区间最小 0.31，最大 0.88',
+        }
+    ]
+
+
+def test_an_instant_ref_prints_the_sample_in_plain_decimals(session):
+    invocation = record(session, "query_promql", query="node_memory_MemTotal_bytes")
+
+    assert invocation.evidence_refs[0]["text"] == (
+        'node_load1{instance="web-1:9100",job="node"} 当前值 16450887680（13:20:00）'
+    )
+
+
+def citing(invocation, excerpt: str) -> ExecutorOutput:
+    binding = EvidenceBinding(
+        tool_name="query_promql",
+        source_invocation_id=invocation.pk,
+        raw_path="$.series[0]",
+        evidence_excerpt=excerpt,
+    )
+    claim = Claim(
+        claim_id="claim-1", claim_type="observation", claim_text=excerpt, evidence_bindings=[binding]
+    )
+    return ExecutorOutput(
+        claims=[claim],
+        hypotheses=[],
+        missing_info=[],
+        recommended_actions=[],
+        diagnosis_summary="",
+        user_facing_answer="",
+    )
+
+
+@pytest.mark.parametrize(
+    ("excerpt", "severity"),
+    [
+        ('node_load1{instance="web-1:9100",job="node"} 最新值 0.52（13:20:00）', "none"),
+        (
+            'node_load1{instance="web-1:9100",job="node"} 最新值 0.62（13:20:00），区间最小 0.31，最大 0.88',
+            "reject",
+        ),
+        (
+            'node_load1{instance="web-1:9100",job="node"} 最新值 0.52（13:20:00），区间最小 0.31，最大 0.98',
+            "reject",
+        ),
+        (
+            'node_load1{instance="web-2:9100",job="node"} 最新值 0.52（13:20:00），区间最小 0.31，最大 0.88',
+            "reject",
+        ),
+    ],
+)
+def test_a_changed_number_in_a_series_excerpt_is_rejected(session, excerpt, severity):
+    invocation = record(session, "query_promql", query="node_load1", minutes=30)
+
+    result = gatekeep(executor_output=citing(invocation, excerpt), invocations=[invocation])
+
+    assert result.severity == severity

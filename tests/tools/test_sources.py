@@ -1,0 +1,159 @@
+"""Sources chosen by environment, and how a failing source is recorded (contracts §11)."""
+
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from tests.tools.support import record
+from tools.sources import source_for
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def session():
+    from tests.factories import DiagnosisSessionFactory
+
+    return DiagnosisSessionFactory()
+
+
+class Answering(BaseHTTPRequestHandler):
+    """Answers every GET with the server's (status, body, delay)."""
+
+    def log_message(self, *_):
+        pass
+
+    def do_GET(self):
+        status, body, delay = self.server.answer
+        self.server.seen_headers.append(dict(self.headers))
+        time.sleep(delay)
+        data = body.encode()
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def http_server():
+    servers = []
+
+    def start(status: int, body: str, delay: float = 0.0) -> str:
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Answering)
+        server.answer, server.seen_headers = (status, body, delay), []
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}"
+
+    start.servers = servers
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def configure(settings, **values):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | values
+
+
+def test_with_nothing_configured_every_tool_uses_the_demo_world(session):
+    invocation = record(session, "query_metrics", alert_name="HighMemoryUsage")
+
+    assert (invocation.source, invocation.source_location) == ("demo", "tools/data/demo_world")
+
+
+def test_promql_without_prometheus_is_a_failed_call_that_says_what_to_configure(session):
+    invocation = record(session, "query_promql", query="up")
+
+    assert not invocation.success
+    assert "DIAGNOSIS_PROMETHEUS_URL" in invocation.error
+
+
+def test_an_explicit_backend_class_wins_over_the_configured_source(settings):
+    configure(
+        settings,
+        PROMETHEUS_URL="http://prom:9090",
+        TOOL_BACKENDS={"query_metrics": "tools.backends.demo.DemoWorldBackend"},
+    )
+
+    assert source_for("query_metrics").provenance()[0] == "demo"
+    assert source_for("query_promql").provenance() == ("prometheus", "http://prom:9090")
+
+
+def test_credentials_in_a_url_are_never_recorded(settings):
+    configure(settings, LOKI_URL="https://user:secret@loki.example.org/")
+
+    assert source_for("query_logs").provenance() == ("loki", "https://loki.example.org")
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "cause"),
+    [
+        (500, "upstream exploded", "HTTP 500: upstream exploded"),
+        (401, "", "HTTP 401"),
+        (
+            400,
+            '{"status":"error","errorType":"bad_data","error":"1:6: parse error: unexpected end"}',
+            "HTTP 400: 1:6: parse error: unexpected end",
+        ),
+        (200, "<html>not json</html>", "返回的不是 JSON"),
+        (200, '{"status":"error","error":"x"}', "非 success"),
+    ],
+)
+def test_a_source_answering_badly_is_a_failed_call_naming_it_and_the_cause(
+    settings, session, http_server, status, body, cause
+):
+    url = http_server(status, body)
+    configure(settings, PROMETHEUS_URL=url)
+
+    invocation = record(session, "query_metrics")
+
+    assert not invocation.success
+    assert invocation.evidence_status == "failed"
+    assert invocation.source == "prometheus"
+    assert f"prometheus {url}: " in invocation.error
+    assert cause in invocation.error
+    assert invocation.output.get("alerts") is None
+
+
+def test_a_refused_connection_names_the_source(settings, session):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    configure(settings, ALERTMANAGER_URL=f"http://127.0.0.1:{port}")
+
+    invocation = record(session, "query_metrics")
+
+    assert invocation.source == "alertmanager"
+    assert f"alertmanager http://127.0.0.1:{port}: 无法连接" in invocation.error
+
+
+def test_a_slow_source_costs_at_most_the_source_timeout(settings, session, http_server):
+    configure(settings, PROMETHEUS_URL=http_server(200, "{}", delay=3.0), SOURCE_TIMEOUT=0.5)
+
+    started = time.monotonic()
+    invocation = record(session, "query_promql", query="up")
+
+    assert time.monotonic() - started < 2.0
+    assert not invocation.success
+    assert "超时" in invocation.error
+
+
+def test_each_source_sends_its_own_headers(settings, session, http_server):
+    url = http_server(200, '{"status":"success","data":{"groups":[]}}')
+    configure(
+        settings,
+        PROMETHEUS_URL=url,
+        SOURCE_HEADERS={"prometheus": {"Authorization": "Bearer team-token"}, "loki": {"X-Other": "no"}},
+    )
+
+    invocation = record(session, "query_metrics")
+
+    assert invocation.evidence_status == "no_evidence"
+    [headers] = http_server.servers[-1].seen_headers
+    assert headers["Authorization"] == "Bearer team-token"
+    assert "X-Other" not in headers

@@ -1,0 +1,62 @@
+"""`manage.py sources` and the webhook-on-demo system check (contracts §11)."""
+
+import socket
+
+import pytest
+from django.core import checks
+from django.core.management import call_command
+
+from tools.checks import WEBHOOK_ON_DEMO
+
+RUNBOOKS = "tests/world/runbooks"
+
+
+def closed_port_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+@pytest.mark.django_db
+def test_with_the_demo_world_every_line_is_ok_or_not_configured_and_it_exits_zero(capsys):
+    call_command("sources")
+
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == [
+        "query_metrics",
+        "query_promql",
+        "query_logs",
+        "lookup_knowledge",
+    ]
+    assert lines[0].split()[1:] == ["demo", "tools/data/demo_world", "ok"]
+    assert "unavailable: 需要 DIAGNOSIS_PROMETHEUS_URL" in lines[1]
+
+
+@pytest.mark.django_db
+def test_an_unreachable_configured_source_is_named_with_its_cause_and_exits_one(settings, capsys):
+    down = closed_port_url()
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"PROMETHEUS_URL": down, "RUNBOOKS_DIR": RUNBOOKS}
+
+    with pytest.raises(SystemExit) as exit_info:
+        call_command("sources")
+
+    assert exit_info.value.code == 1
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert lines["query_metrics"].split()[1:3] == ["prometheus", down]
+    assert "unreachable: 无法连接" in lines["query_metrics"]
+    assert lines["lookup_knowledge"].split()[1:] == ["runbooks", RUNBOOKS, "ok"]
+
+
+def test_the_webhook_with_demo_alerts_is_warned_about(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"ALERTMANAGER_TOKEN": "secret"}
+
+    assert WEBHOOK_ON_DEMO in {message.id for message in checks.run_checks()}
+
+
+def test_the_webhook_with_a_real_alert_source_is_fine(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {
+        "ALERTMANAGER_TOKEN": "secret",
+        "ALERTMANAGER_URL": "http://am:9093",
+    }
+
+    assert WEBHOOK_ON_DEMO not in {message.id for message in checks.run_checks()}

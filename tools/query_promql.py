@@ -1,0 +1,93 @@
+"""`query_promql`: a PromQL query against Prometheus, instant or over the last minutes (contracts §11).
+
+Each series is one evidence ref whose text names the series and its numbers, so an answer can only
+quote a number Prometheus returned: `node_load1{instance="web-1:9100",job="node"} 最新值 0.52（13:20:00），
+区间最小 0.31，最大 0.88`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from pydantic import Field
+
+from tools.base import EvidenceTool, ToolArguments, ToolContext, register
+from tools.clock import local_text
+from tools.sources.records import number_text
+
+MAX_MINUTES = 7 * 24 * 60
+
+
+class QueryPromqlArguments(ToolArguments):
+    query: str = Field(
+        min_length=1,
+        max_length=2000,
+        description='PromQL 表达式，如 node_load1{job="node"} 或 rate(http_requests_total[5m])',
+    )
+    minutes: int = Field(
+        default=0, ge=0, le=MAX_MINUTES, description="0 为即时查询；大于 0 时查询最近这么多分钟的区间"
+    )
+
+
+class PromqlUnavailableError(RuntimeError):
+    pass
+
+
+@register
+class QueryPromqlTool(EvidenceTool):
+    name = "query_promql"
+    description = "执行 PromQL 查询（即时或最近 N 分钟区间），返回每条时间序列的标签与采样值。"
+    arguments_model = QueryPromqlArguments
+    collection_key = "series"
+
+    def available(self) -> bool:
+        return hasattr(self.backend(), "query_promql")
+
+    def run(self, arguments: QueryPromqlArguments, context: ToolContext) -> dict[str, Any]:
+        source = self.backend()
+        if not hasattr(source, "query_promql"):
+            raise PromqlUnavailableError("PromQL 需要 Prometheus 数据源：未设置 DIAGNOSIS_PROMETHEUS_URL")
+        answer = source.query_promql(query=arguments.query, minutes=arguments.minutes, now=context.now)
+        series = answer["series"]
+        message = f"返回 {len(series)} 条时间序列" if series else "查询结果为空"
+        return {"success": True, "result_type": answer["result_type"], "series": series, "message": message}
+
+    def evidence_text(self, record: dict[str, Any]) -> str:
+        return f"{series_name(record.get('metric') or {})} {samples_text(record)}"
+
+
+def series_name(metric: dict[str, str]) -> str:
+    labels = ",".join(f'{name}="{value}"' for name, value in sorted(metric.items()) if name != "__name__")
+    name = metric.get("__name__", "")
+    return f"{name}{{{labels}}}" if labels or not name else name
+
+
+def _sample(pair: list) -> tuple[str, str]:
+    timestamp, value = pair
+    return local_text(datetime.fromtimestamp(float(timestamp)).astimezone())[11:], str(value)
+
+
+def samples_text(record: dict[str, Any]) -> str:
+    if "value" in record:
+        at, value = _sample(record["value"])
+        return f"当前值 {number_text(value)}（{at}）"
+    points = [_sample(pair) for pair in record.get("values") or []]
+    if not points:
+        return "区间内无采样"
+    at, latest = points[-1]
+    text = f"最新值 {number_text(latest)}（{at}）"
+    numbers = [_decimal(value) for _, value in points]
+    finite = [number for number in numbers if number is not None]
+    if len(finite) > 1:
+        text += f"，区间最小 {number_text(str(min(finite)))}，最大 {number_text(str(max(finite)))}"
+    return text
+
+
+def _decimal(value: str) -> Decimal | None:
+    try:
+        number = Decimal(value)
+    except InvalidOperation:
+        return None
+    return number if number.is_finite() else None

@@ -1,0 +1,75 @@
+"""Alertmanager API v2: the alert list with silences and inhibitions; with Prometheus configured too,
+each alert's current value and `expr` come from Prometheus, joined on labels (contracts §11)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from tools.sources.http import HttpSource
+from tools.sources.prometheus import PrometheusSource, matches
+from tools.sources.records import duration_text, parsed_time, service_of, time_text
+
+
+def alert_state(status: dict) -> str:
+    if status.get("silencedBy"):
+        return "silenced"
+    if status.get("inhibitedBy"):
+        return "inhibited"
+    return "firing"
+
+
+class AlertmanagerSource(HttpSource):
+    kind = "alertmanager"
+
+    def __init__(self, base_url: str, *, prometheus: PrometheusSource | None = None) -> None:
+        super().__init__(base_url)
+        self.prometheus = prometheus
+
+    def provenance(self) -> tuple[str, str]:
+        if self.prometheus is None:
+            return super().provenance()
+        return f"{self.kind}+{self.prometheus.kind}", f"{self.location} + {self.prometheus.location}"
+
+    def check(self) -> None:
+        self.get_json("/api/v2/status")
+        if self.prometheus is not None:
+            self.prometheus.check()
+
+    def query_alerts(self, *, service: str | None, alert_name: str | None, now: datetime) -> list[dict]:
+        payload = self.get_json("/api/v2/alerts")
+        if not isinstance(payload, list):
+            raise self.error(f"/api/v2/alerts 返回的不是告警列表（{str(payload)[:200]}）")
+        samples = self.prometheus.alert_records(now=now) if self.prometheus is not None else []
+        records = [alert_record(alert, samples=samples, now=now) for alert in payload]
+        return [
+            record
+            for record in records
+            if matches(service, record["service"]) and matches(alert_name, record["alert_name"])
+        ]
+
+
+def alert_record(alert: dict, *, samples: list[dict], now: datetime) -> dict:
+    labels = dict(alert.get("labels") or {})
+    annotations = dict(alert.get("annotations") or {})
+    starts_at = alert.get("startsAt", "")
+    # Alertmanager adds external labels: the Prometheus alert's labels are a subset of its own.
+    sample = next(
+        (s for s in samples if s["labels"].items() <= labels.items()),
+        None,
+    )
+    return {
+        "alert_name": labels.get("alertname", ""),
+        "service": service_of(labels),
+        "state": alert_state(alert.get("status") or {}),
+        "severity": labels.get("severity", ""),
+        "description": annotations.get("description") or annotations.get("summary") or "",
+        "active_at": time_text(starts_at),
+        "duration": duration_text(parsed_time(starts_at), now),
+        "labels": labels,
+        "annotations": annotations,
+        "fingerprint": alert.get("fingerprint", ""),
+        "silenced_by": list((alert.get("status") or {}).get("silencedBy") or []),
+        "inhibited_by": list((alert.get("status") or {}).get("inhibitedBy") or []),
+        "value": sample["value"] if sample else None,
+        "expr": sample["expr"] if sample else "",
+    }

@@ -1,0 +1,101 @@
+"""The one HTTP client of the evidence sources: timeouts, per-source auth headers, errors that name
+the source and the cause (contracts §11).
+
+A request costs at most `DIAGNOSIS_SOURCE_TIMEOUT` seconds in all: connect, send and the whole body,
+so a server that trickles its answer cannot hold a session longer than that.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, ClassVar
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx2
+from django.conf import settings
+
+MAX_BODY_BYTES = 20 * 1024 * 1024
+ERROR_BODY_CHARS = 300
+
+
+class SourceError(RuntimeError):
+    """A source did not answer usefully: refused, timed out, HTTP error status or not JSON."""
+
+    def __init__(self, *, kind: str, location: str, cause: str) -> None:
+        super().__init__(f"{kind} {location}: {cause}")
+        self.kind = kind
+        self.location = location
+        self.cause = cause
+
+
+def redacted(url: str) -> str:
+    """The URL without credentials, as shown in records and pages."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+
+
+def source_timeout() -> float:
+    return float(settings.DIAGNOSIS["SOURCE_TIMEOUT"])
+
+
+class HttpSource:
+    """Base of the HTTP sources: `get_json(path, params)` against the configured base URL."""
+
+    kind: ClassVar[str]
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.location = redacted(base_url)
+
+    def provenance(self) -> tuple[str, str]:
+        """What `ToolInvocation.source` / `source_location` record for a call answered by this source."""
+        return self.kind, self.location
+
+    def headers(self) -> dict[str, str]:
+        return dict(settings.DIAGNOSIS["SOURCE_HEADERS"].get(self.kind, {}))
+
+    def error(self, cause: str) -> SourceError:
+        return SourceError(kind=self.kind, location=self.location, cause=cause)
+
+    def get_json(self, path: str, params: dict[str, Any] | list[tuple[str, str]] | None = None) -> Any:
+        timeout = source_timeout()
+        deadline = time.monotonic() + timeout
+        body = bytearray()
+        try:
+            with (
+                httpx2.Client(timeout=httpx2.Timeout(timeout), headers=self.headers()) as client,
+                client.stream("GET", f"{self.base_url}{path}", params=params) as response,
+            ):
+                for chunk in response.iter_bytes():
+                    body.extend(chunk)
+                    if time.monotonic() > deadline:
+                        raise self.error(f"超时（{timeout:g}s 内未返回完整响应）")
+                    if len(body) > MAX_BODY_BYTES:
+                        raise self.error(f"响应超过 {MAX_BODY_BYTES // (1024 * 1024)} MB")
+        except httpx2.TimeoutException:
+            raise self.error(f"超时（{timeout:g}s 内无响应）") from None
+        except httpx2.ConnectError as exc:
+            raise self.error(f"无法连接（{exc}）") from None
+        except httpx2.HTTPError as exc:
+            raise self.error(f"请求失败（{type(exc).__name__}: {exc}）") from None
+        text = body.decode("utf-8", errors="replace")
+        try:
+            payload = json.loads(text)
+        except ValueError:
+            payload = None
+        if response.status_code >= 400:
+            raise self.error(f"HTTP {response.status_code}: {_error_text(payload, text)}")
+        if payload is None:
+            raise self.error(f"返回的不是 JSON（{text[:ERROR_BODY_CHARS]!r}）")
+        return payload
+
+
+def _error_text(payload: Any, text: str) -> str:
+    """Prometheus and Loki say what went wrong in `error`; otherwise the start of the body."""
+    if isinstance(payload, dict) and payload.get("error"):
+        return str(payload["error"])[:ERROR_BODY_CHARS]
+    return text.strip()[:ERROR_BODY_CHARS] or "（空响应）"

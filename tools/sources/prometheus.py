@@ -1,0 +1,93 @@
+"""Prometheus HTTP API: alerts with their current value and rule `expr`, PromQL, label values."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+from typing import Any
+
+from tools.sources.http import HttpSource
+from tools.sources.records import duration_text, parsed_time, service_of, time_text
+
+# A range query keeps at most this many points per series (contracts §11).
+MAX_POINTS = 120
+ALERT_STATES = ("firing", "pending")
+
+
+def matches(wanted: str | None, value: str) -> bool:
+    return not wanted or wanted.strip().lower() == value.lower()
+
+
+class PrometheusSource(HttpSource):
+    kind = "prometheus"
+
+    def data(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        payload = self.get_json(path, params)
+        if not isinstance(payload, dict) or payload.get("status") != "success":
+            raise self.error(f"{path} 返回了非 success 的响应（{str(payload)[:200]}）")
+        return payload.get("data")
+
+    def check(self) -> None:
+        self.data("/api/v1/status/buildinfo")
+
+    def alerting_rules(self) -> list[dict]:
+        groups = (self.data("/api/v1/rules", {"type": "alert"}) or {}).get("groups") or []
+        return [
+            rule for group in groups for rule in group.get("rules") or [] if rule.get("type") == "alerting"
+        ]
+
+    def alert_records(self, *, now: datetime) -> list[dict]:
+        """Every pending or firing alert, each with its rule's `expr` and its current sample value."""
+        return [
+            alert_record(alert, expr=rule.get("query", ""), now=now)
+            for rule in self.alerting_rules()
+            for alert in rule.get("alerts") or []
+            if alert.get("state") in ALERT_STATES
+        ]
+
+    def query_alerts(self, *, service: str | None, alert_name: str | None, now: datetime) -> list[dict]:
+        return [
+            record
+            for record in self.alert_records(now=now)
+            if matches(service, record["service"]) and matches(alert_name, record["alert_name"])
+        ]
+
+    def query_promql(self, *, query: str, minutes: int, now: datetime) -> dict[str, Any]:
+        if minutes <= 0:
+            data = self.data("/api/v1/query", {"query": query, "time": now.timestamp()})
+        else:
+            start = now - timedelta(minutes=minutes)
+            step = max(1, math.ceil(minutes * 60 / (MAX_POINTS - 1)))
+            data = self.data(
+                "/api/v1/query_range",
+                {"query": query, "start": start.timestamp(), "end": now.timestamp(), "step": step},
+            )
+        result_type = data.get("resultType", "")
+        result = data.get("result")
+        if result_type in ("scalar", "string"):
+            series = [{"metric": {}, "value": result}]
+        else:
+            series = list(result or [])
+        return {"result_type": result_type, "series": series}
+
+    def label_values(self, label: str) -> list[str]:
+        return list(self.data(f"/api/v1/label/{label}/values") or [])
+
+
+def alert_record(alert: dict, *, expr: str, now: datetime) -> dict:
+    labels = dict(alert.get("labels") or {})
+    annotations = dict(alert.get("annotations") or {})
+    active_at = alert.get("activeAt", "")
+    return {
+        "alert_name": labels.get("alertname", ""),
+        "service": service_of(labels),
+        "state": alert.get("state", ""),
+        "severity": labels.get("severity", ""),
+        "description": annotations.get("description") or annotations.get("summary") or "",
+        "active_at": time_text(active_at),
+        "duration": duration_text(parsed_time(active_at), now),
+        "labels": labels,
+        "annotations": annotations,
+        "value": alert.get("value"),
+        "expr": expr,
+    }

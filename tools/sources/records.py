@@ -1,0 +1,65 @@
+"""Shapes shared by the real sources: the service a label set names, times and sample numbers as the
+tools print them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
+
+from django.conf import settings
+
+from tools.clock import local_text
+
+SIGNIFICANT_DIGITS = 6
+
+
+def service_of(labels: dict[str, str]) -> str:
+    """The first of `DIAGNOSIS_SERVICE_LABELS` the labels carry, else empty."""
+    return next((labels[name] for name in settings.DIAGNOSIS["SERVICE_LABELS"] if labels.get(name)), "")
+
+
+def parsed_time(text: str) -> datetime | None:
+    """RFC 3339 as Prometheus and Alertmanager write it (nanoseconds, `Z`)."""
+    if not text or text.startswith("0001-01-01"):
+        return None
+    head, _, zone = text.replace("Z", "+00:00").partition("+")
+    if "." in head:
+        whole, fraction = head.split(".", 1)
+        head = f"{whole}.{fraction[:6]}"
+    try:
+        return datetime.fromisoformat(f"{head}+{zone}" if zone else head)
+    except ValueError:
+        return None
+
+
+def time_text(text: str) -> str:
+    moment = parsed_time(text)
+    return local_text(moment) if moment else ""
+
+
+def duration_text(start: datetime | None, now: datetime) -> str:
+    """`15m` like the demo world; under a minute `42s`, over a day `2d3h`."""
+    if start is None:
+        return ""
+    seconds = max(0, int((now - start).total_seconds()))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes = seconds // 60
+    if minutes < 24 * 60:
+        return f"{minutes}m"
+    return f"{minutes // (24 * 60)}d{minutes % (24 * 60) // 60}h"
+
+
+def number_text(raw: str) -> str:
+    """A sample value in plain decimals (Prometheus writes alert values as `1.6450887e+10`): whole
+    numbers exactly, others to six significant digits. NaN and ±Inf stay as Prometheus writes them."""
+    try:
+        value = Decimal(str(raw))
+    except InvalidOperation:
+        return str(raw)
+    if not value.is_finite():
+        return str(raw)
+    if value == value.to_integral_value():
+        return f"{value.quantize(Decimal(1)):f}"
+    rounded = round(value, max(0, SIGNIFICANT_DIGITS - 1 - value.adjusted()))
+    return f"{rounded.normalize():f}"

@@ -1,0 +1,98 @@
+"""A folder of Markdown runbooks (sub-folders too), YAML front matter optional (contracts §11).
+
+One document per file, one block per heading. A block's exact terms are the front matter's
+`alerts` and `title` and the file's stem (`KubePodCrashLooping.md` names the alert
+`KubePodCrashLooping`), so a question or an alert's `runbook_url` naming the file finds it. A file
+that cannot be read or whose front matter is not a mapping is skipped with a warning.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import yaml
+
+from tools.backends.demo import knowledge_source_blocks
+from tools.retrieval import KnowledgeBlock
+
+logger = logging.getLogger(__name__)
+
+HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)^---[ \t]*\n?", re.DOTALL | re.MULTILINE)
+
+
+class RunbookError(ValueError):
+    pass
+
+
+class RunbooksSource:
+    kind = "runbooks"
+
+    def __init__(self, folder: str) -> None:
+        self.folder = Path(folder)
+        self.location = str(self.folder)
+
+    def provenance(self) -> tuple[str, str]:
+        return self.kind, self.location
+
+    def check(self) -> None:
+        if not self.folder.is_dir():
+            raise RunbookError(f"{self.kind} {self.location}: 不是可读的目录")
+
+    def knowledge_blocks(self) -> list[KnowledgeBlock]:
+        """The folder's runbooks and the case library's past cases."""
+        self.check()
+        return [*runbook_blocks(self.folder), *knowledge_source_blocks()]
+
+
+def runbook_blocks(folder: Path) -> list[KnowledgeBlock]:
+    blocks: list[KnowledgeBlock] = []
+    for path in sorted(folder.rglob("*.md")):
+        try:
+            blocks += document_blocks(path, relative=path.relative_to(folder).as_posix())
+        except (OSError, UnicodeDecodeError, yaml.YAMLError, RunbookError) as exc:
+            logger.warning("runbook %s skipped: %s", path, exc)
+    return blocks
+
+
+def document_blocks(path: Path, *, relative: str) -> list[KnowledgeBlock]:
+    text = path.read_text(encoding="utf-8")
+    meta: dict = {}
+    if match := FRONT_MATTER.match(text):
+        meta = yaml.safe_load(match[1]) or {}
+        if not isinstance(meta, dict):
+            raise RunbookError("front matter is not a mapping")
+        text = text[match.end() :]
+    alerts = meta.get("alerts") or []
+    if isinstance(alerts, str):
+        alerts = [alerts]
+    if not isinstance(alerts, list):
+        raise RunbookError("front matter `alerts` is not a list")
+    headings = list(HEADING.finditer(text))
+    title = str(meta.get("title") or (headings[0][1] if headings else path.stem)).strip()
+    terms = tuple(dict.fromkeys(str(term) for term in [*alerts, meta.get("title") or "", path.stem] if term))
+    sections = _sections(text, headings)
+    return [
+        KnowledgeBlock(
+            block_id=f"runbooks/{relative}#{index}",
+            source_document=f"runbooks/{relative}",
+            title=title if not heading or heading == title else f"{title} · {heading}",
+            content=content,
+            exact_terms=terms,
+            section=heading,
+        )
+        for index, (heading, content) in enumerate(sections, start=1)
+    ]
+
+
+def _sections(text: str, headings: list[re.Match[str]]) -> list[tuple[str, str]]:
+    """(heading, content) per heading with content; text before the first heading is its own block."""
+    bounds = [(None, 0), *((m, m.end()) for m in headings)]
+    sections = []
+    for (match, start), following in zip(bounds, [*headings, None], strict=True):
+        content = text[start : following.start() if following else len(text)].strip()
+        if content:
+            sections.append((match[1].strip() if match else "", content))
+    return sections
