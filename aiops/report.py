@@ -30,6 +30,7 @@ from diagnosis.pipeline.composer import (
     finding_lines,
     verified_evidence_lines,
 )
+from diagnosis.pipeline.disclosure import output_type_shows_claims
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.services.invocations import NO_EVIDENCE
 
@@ -133,8 +134,7 @@ def alert_analysis_build(*, child: DiagnosisSession, invocations: list[ToolInvoc
         return analysis
 
     material = recorded.material
-    # DEGRADED text never carries claim text (contracts §6), whatever the material holds.
-    if child.output_type != OutputType.DEGRADED:
+    if output_type_shows_claims(child.output_type):
         analysis.findings = material.confirmed_findings
         analysis.inferences = material.reasonable_inferences
     claim_types = {claim.claim_id: claim.claim_type for claim in recorded.executor_output.claims}

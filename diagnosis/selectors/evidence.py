@@ -16,6 +16,7 @@ from django.utils.translation import gettext_lazy as _
 from rapidfuzz import fuzz
 
 from diagnosis.models import AgentStep, DiagnosisSession, ToolInvocation
+from diagnosis.pipeline.disclosure import claim_shown
 from diagnosis.pipeline.scope import SCOPE_RULE
 from diagnosis.selectors.self_evaluation import (
     AIOPS_RULE_EVALUATION,
@@ -26,7 +27,6 @@ from diagnosis.selectors.self_evaluation import (
 
 # Below this rapidfuzz alignment score a fuzzy highlight would mark the wrong words: mark nothing.
 FUZZY_HIGHLIGHT_MIN_SCORE = 70
-ALLOWED_VERIFICATIONS = ("direct_observation", "reasonable_inference")
 RAW_PATH_PATTERN = re.compile(r"^\$\.(\w+)\[(\d+)\]$")
 # Keys of a round's verifier record that RoundView lays out itself; any other key goes to `extra`.
 ROUND_KEYS_LAID_OUT = frozenset(
@@ -156,10 +156,8 @@ class ClaimView:
     verification_tone: str
     detail: str
     scope_blocked: bool
-
-    @property
-    def allowed(self) -> bool:
-        return self.verification in ALLOWED_VERIFICATIONS and not self.scope_blocked
+    # Whether the user was shown this claim: only the final round's, by `claim_shown`.
+    shown: bool = False
 
 
 @dataclass(frozen=True)
@@ -390,13 +388,31 @@ def _invocations_by_id(session: DiagnosisSession) -> dict[int, ToolInvocation]:
 
 
 def session_rounds(*, session: DiagnosisSession) -> list[RoundView]:
-    """Each round's claims, checked bindings and verifier classes, for reviewers."""
+    """Each round's claims, checked bindings and verifier classes, for reviewers; the final round's
+    claims marked `shown` where the session's output type let the user see them."""
     verifier_evaluation = self_evaluation_of(session=session).get(VERIFIER_EVALUATION) or {}
     invocations = _invocations_by_id(session)
-    return [
+    rounds = [
         _round_view(evaluation, invocations)
         for evaluation in verifier_rounds(verifier_evaluation=verifier_evaluation)
     ]
+    if rounds:
+        final = rounds[-1]
+        rounds[-1] = replace(
+            final,
+            claims=[
+                replace(
+                    claim,
+                    shown=claim_shown(
+                        output_type=session.output_type,
+                        verification=claim.verification,
+                        scope_blocked=claim.scope_blocked,
+                    ),
+                )
+                for claim in final.claims
+            ],
+        )
+    return rounds
 
 
 def session_slots(*, session: DiagnosisSession) -> dict:
@@ -431,10 +447,10 @@ def _stages(session: DiagnosisSession) -> list[StageView]:
 
 
 def session_panel(*, session: DiagnosisSession) -> SessionPanel:
-    """The chat page's view: live stages, and once done only the claims the verifier allowed.
+    """The chat page's view: live stages, and once done only the claims its output type may show.
 
-    Blocked or unverified claims are counted, never shown: no blocked claim reaches the user. When
-    no claim was allowed (a rejected round), only the gatekeeper-verified excerpts are listed.
+    Other claims are counted, never shown: no blocked, unverified or DEGRADED claim reaches the user.
+    When no claim is shown (a rejected round), only the gatekeeper-verified excerpts are listed.
     """
     panel = SessionPanel(
         session=session,
@@ -453,7 +469,7 @@ def session_panel(*, session: DiagnosisSession) -> SessionPanel:
     panel.claims = [
         replace(claim, bindings=[binding for binding in claim.bindings if binding.passed])
         for claim in claims
-        if claim.allowed
+        if claim.shown
     ]
     panel.hidden_claim_count = len(claims) - len(panel.claims)
     if not panel.claims:

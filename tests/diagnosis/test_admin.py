@@ -271,3 +271,11 @@ def test_reviewers_see_cases_and_bad_cases(client, reviewer):
     assert "order-service 内存告警" in cases
     bad_cases = client.get(reverse("admin:feedback_badcase_changelist")).content.decode()
     assert "没用的回答" in bad_cases
+
+
+def test_the_change_page_marks_the_claims_the_user_was_shown(client, reviewer):
+    shown = CompletedSessionFactory(verdict="PASS")
+    degraded = CompletedSessionFactory(verdict="REJECT")
+
+    assert "已向用户展示" in client.get(change_url(shown)).content.decode()
+    assert "已向用户展示" not in client.get(change_url(degraded)).content.decode()

@@ -16,9 +16,15 @@ from tests.factories import DiagnosisSessionFactory, StaffUserFactory, UserFacto
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(scope="module")
+def collected_static(tmp_path_factory):
+    """One STATIC_ROOT for the module: collectstatic copies every file once, later runs skip them."""
+    return tmp_path_factory.mktemp("static")
+
+
 @pytest.fixture
-def static_root(settings, tmp_path):
-    settings.STATIC_ROOT = tmp_path / "static"
+def static_root(settings, collected_static):
+    settings.STATIC_ROOT = collected_static
     settings.STORAGES = {
         **settings.STORAGES,
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},

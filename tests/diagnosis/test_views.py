@@ -3,6 +3,7 @@ from django.urls import reverse
 
 from caselib.models import CaseLibrary
 from diagnosis.models import AgentStep, DiagnosisSession
+from diagnosis.services.sessions import session_start
 from feedback.models import BadCase
 from tests.factories import (
     AgentStepFactory,
@@ -144,6 +145,81 @@ def test_degraded_answer_never_shows_executor_claim_text(client, engineer):
     assert "当前无法基于已获取证据生成可靠结论" in page
     assert "order-service 存在 firing 状态的 HighMemoryUsage 告警" not in page
     assert "当前 97%" not in page
+
+
+DIRECT_CLAIM = "order-service 存在 HighMemoryUsage 告警，内存使用率当前 91%"
+CONTRADICTED_CLAIM = "order-service 的 HighMemoryUsage 告警已经恢复"
+ALERT_BINDING = {
+    "tool_name": "query_metrics",
+    "source_invocation_id": "{{inv:query_metrics}}",
+    "raw_path": "$.alerts[0]",
+    "evidence_excerpt": "{{ref:query_metrics:0:$.alerts[0]}}",
+}
+
+
+def claim(claim_id: str, text: str) -> dict:
+    return {
+        "claim_id": claim_id,
+        "claim_type": "observation",
+        "claim_text": text,
+        "evidence_bindings": [ALERT_BINDING],
+    }
+
+
+def check(claim_id: str, verification: str) -> dict:
+    return {"claim_id": claim_id, "verification": verification, "detail": "…", "evidence_refs": []}
+
+
+@pytest.fixture
+def mixed_reject(fake_llm, settings, engineer):
+    """A real session through the pipeline: one directly observed claim and one contradicted one,
+    so REJECT and DEGRADED although a claim was verified."""
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"DEMO_NOW": "2026-11-29T15:00:00+08:00"}
+    fake_llm(
+        {
+            "executor": [
+                {"tool_calls": [{"name": "query_metrics", "arguments": {"service": "order-service"}}]},
+                {
+                    "answer_version": "executor_evidence_v2",
+                    "claims": [claim("claim-1", DIRECT_CLAIM), claim("claim-2", CONTRADICTED_CLAIM)],
+                    "hypotheses": [],
+                    "missing_info": [],
+                    "recommended_actions": [],
+                    "diagnosis_summary": "告警存在",
+                    "user_facing_answer": DIRECT_CLAIM,
+                },
+            ],
+            "verifier": [
+                {
+                    "claim_checks": [
+                        check("claim-1", "direct_observation"),
+                        check("claim-2", "contradicted"),
+                    ],
+                    "facts_checked": [],
+                    "rationale": "第二条断言与告警状态矛盾",
+                }
+            ],
+        }
+    )
+    session = session_start(
+        query="只确认 order-service 是否存在 HighMemoryUsage 告警",
+        owner=engineer,
+        engine="llm",
+        run_inline=True,
+    )
+    assert (session.verdict, session.output_type) == ("REJECT", DiagnosisSession.OutputType.DEGRADED)
+    return session
+
+
+def test_a_degraded_panel_shows_no_claim_text_not_even_a_directly_observed_one(client, mixed_reject):
+    page = page_of(client, mixed_reject)
+
+    assert "当前无法基于已获取证据生成可靠结论" in page
+    assert DIRECT_CLAIM not in page
+    assert CONTRADICTED_CLAIM not in page
+    assert "2 条断言未通过校验，未展示" in page
+    # Only the gatekeeper-verified excerpt is listed, as the degraded template quotes it.
+    assert "HighMemoryUsage firing service=order-service" in page
 
 
 def test_failed_session_shows_the_failure(client, engineer):

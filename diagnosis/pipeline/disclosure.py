@@ -1,0 +1,21 @@
+"""Which claims an output type may show the user (contracts §6): the one rule.
+
+The chat panel, the AIOps report and the admin's "shown to the user" mark all ask it. A DEGRADED
+answer shows no claim text at all, only gatekeeper-verified evidence; NORMAL and the disclaimer show
+the claims the verifier allowed (direct observation, reasonable inference) that stayed in scope.
+"""
+
+from __future__ import annotations
+
+from diagnosis.pipeline.routing import OutputType
+
+SHOWN_VERIFICATIONS = frozenset({"direct_observation", "reasonable_inference"})
+OUTPUT_TYPES_SHOWING_CLAIMS = frozenset({OutputType.NORMAL, OutputType.LOW_CONFID_WITH_DISCLAIMER})
+
+
+def output_type_shows_claims(output_type: str) -> bool:
+    return output_type in OUTPUT_TYPES_SHOWING_CLAIMS
+
+
+def claim_shown(*, output_type: str, verification: str, scope_blocked: bool) -> bool:
+    return output_type_shows_claims(output_type) and verification in SHOWN_VERIFICATIONS and not scope_blocked
