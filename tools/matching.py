@@ -1,4 +1,5 @@
-"""Synonym groups shared by log matching and knowledge retrieval, read once from `data/synonyms.json`.
+"""Synonym groups shared by log matching and knowledge retrieval, from the world vocabulary
+(`tools.vocabulary`: a data file per world).
 
 Two tables: `groups` (what a question is about: connection pool, CPU, memory, ...) and `intents`
 (what it wants to know: cause, mitigation, ...; only knowledge retrieval uses these).
@@ -10,13 +11,11 @@ Chinese terms match as substrings.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 
-SYNONYMS_FILE = Path(__file__).parent / "data" / "synonyms.json"
+from tools.vocabulary import Vocabulary, current_vocabulary
 
 
 @dataclass(frozen=True)
@@ -33,19 +32,22 @@ def term_pattern(text: str) -> re.Pattern[str]:
     return re.compile(start + re.escape(text.lower()) + end)
 
 
-@cache
-def _synonyms() -> dict:
-    return json.loads(SYNONYMS_FILE.read_text(encoding="utf-8"))
+# Terms by (vocabulary, table); the vocabulary object is kept so its id is never reused.
+_TERMS: dict[tuple[int, str], tuple[Vocabulary, tuple[Term, ...]]] = {}
 
 
-@cache
 def _terms(table: str) -> tuple[Term, ...]:
-    terms = [
-        Term(group=group, pattern=term_pattern(text), length=len(text))
-        for group, texts in _synonyms()[table].items()
-        for text in texts
-    ]
-    return tuple(sorted(terms, key=lambda term: -term.length))
+    vocabulary = current_vocabulary()
+    key = (id(vocabulary), table)
+    cached = _TERMS.get(key)
+    if cached is None or cached[0] is not vocabulary:
+        terms = [
+            Term(group=group, pattern=term_pattern(text), length=len(text))
+            for group, texts in getattr(vocabulary, table).items()
+            for text in texts
+        ]
+        cached = _TERMS[key] = (vocabulary, tuple(sorted(terms, key=lambda term: -term.length)))
+    return cached[1]
 
 
 def groups_in(text: str, table: str = "groups") -> set[str]:
@@ -72,7 +74,7 @@ def query_groups(query: str, table: str = "groups") -> set[str]:
 
 def group_term(group: str) -> str:
     """The group's canonical term (listed first): what to search for when a topic is meant."""
-    return _synonyms()["groups"][group][0]
+    return current_vocabulary().canonical_term(group)
 
 
 def services_aliased(text: str) -> list[str]:
@@ -80,7 +82,7 @@ def services_aliased(text: str) -> list[str]:
     lowered = text.lower()
     return [
         service
-        for service, aliases in _synonyms()["service_aliases"].items()
+        for service, aliases in current_vocabulary().service_aliases.items()
         if any(term_pattern(alias).search(lowered) for alias in aliases)
     ]
 
@@ -88,7 +90,7 @@ def services_aliased(text: str) -> list[str]:
 def mentioned(names: set[str], text: str) -> set[str]:
     """Which of the names (services, instances, or their aliases) the text mentions."""
     lowered = text.lower()
-    aliases = _synonyms()["service_aliases"]
+    aliases = current_vocabulary().service_aliases
     return {
         name
         for name in names

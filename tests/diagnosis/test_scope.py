@@ -4,7 +4,7 @@ import pytest
 
 from diagnosis.pipeline.contracts import Claim, EvidenceBinding, ExecutorOutput
 from diagnosis.pipeline.scope import scope_guard, scope_parse, text_mentions_excluded
-from tools.matching import SYNONYMS_FILE
+from tools.vocabulary import DEFAULT_VOCABULARY_FILE
 
 EXCLUDED = ["订单123", "OOM", "数据库慢查询", "连接池", "user-service"]
 CPU_ALERT_TEXT = (
@@ -78,7 +78,7 @@ def test_a_topic_inside_a_longer_one_does_not_widen_the_exclusion():
 
 def test_every_term_the_tools_file_under_an_excluded_topic_counts():
     # One synonym table: a log line the tools file under the connection pool is about the pool.
-    terms = json.loads(SYNONYMS_FILE.read_text(encoding="utf-8"))["groups"]["connection_pool"]
+    terms = json.loads(DEFAULT_VOCABULARY_FILE.read_text(encoding="utf-8"))["groups"]["connection_pool"]
     assert [term for term in terms if text_mentions_excluded(f"日志: {term}", ["连接池"]) != ["连接池"]] == []
 
 

@@ -18,6 +18,7 @@ import yaml
 
 from caselib.models import CaseLibrary
 from tools.clock import local_text
+from tools.inventory import SourceInventory
 from tools.matching import groups_in, mentioned, query_groups
 from tools.retrieval import KnowledgeBlock
 
@@ -122,6 +123,13 @@ class DemoWorldBackend:
     def knowledge_blocks(self) -> list[KnowledgeBlock]:
         """The runbooks and the case library's past cases."""
         return [*_runbook_blocks(), *case_blocks()]
+
+    def inventory(self, *, now: datetime) -> SourceInventory:
+        return SourceInventory(
+            services={alert["service"] for alert in _alerts()} | {r.fields["service"] for r in _logs()},
+            alerts={alert["alert_name"] for alert in _alerts()},
+            runbooks={block.source_document for block in _runbook_blocks()},
+        )
 
 
 def case_blocks() -> list[KnowledgeBlock]:
