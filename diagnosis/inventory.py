@@ -261,3 +261,11 @@ def _examples(inventory: Inventory) -> tuple[str, ...]:
     if inventory.alerts:
         examples.append(f"「只确认是否存在 {min(inventory.alerts)} 告警」")
     return tuple(examples)
+
+
+def focus_of_question(*, query: str, excluded: Iterable[str] = ()) -> tuple[QuestionFocus, Inventory]:
+    """The question's focus against the sources' inventory now, and that inventory."""
+    inventory, vocabulary = current_inventory()
+    return question_focus(
+        query=query, inventory=inventory, vocabulary=vocabulary, excluded=excluded
+    ), inventory

@@ -22,6 +22,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from diagnosis.engines import engine_get
+from diagnosis.inventory import focus_of_question
 from diagnosis.models import AgentStep, DiagnosisSession
 from diagnosis.pipeline.composer import (
     answer_from_material,
@@ -40,7 +41,7 @@ from diagnosis.pipeline.contracts import (
 from diagnosis.pipeline.gatekeeper import GatekeeperResult, gatekeep
 from diagnosis.pipeline.interfaces import Engine, ParseStatus, StageCall
 from diagnosis.pipeline.routing import route
-from diagnosis.pipeline.scope import excluded_topics_of, scope_guard
+from diagnosis.pipeline.scope import excluded_topics_of, out_of_focus, record_subjects, scope_guard
 from diagnosis.pipeline.toolbox import RecordingToolbox, invocation_message
 from diagnosis.pipeline.verifier import (
     Verification,
@@ -108,6 +109,7 @@ def _run(session: DiagnosisSession, engine: Engine) -> None:
         verification=final.verification,
         gatekeeper_result=final.gatekeeper_result,
     )
+    answer = _with_focus_notes(answer, output_type=output_type, notes=final.evaluation["focus_notes"])
     self_evaluation_merge(
         session_pk=session.pk,
         slot="verifier_evaluation",
@@ -166,6 +168,17 @@ def _run_round(
     excluded = excluded_topics_of(query=session.query, planned=plan.excluded_topics)
     scoped = scope_guard(executor_output=executor_call.output, excluded_topics=excluded)
     invocations = list(session.tool_invocations.all())
+    # Focus guard (contracts §12): claims about subjects the question did not ask are blocked.
+    focus, inventory = focus_of_question(query=session.query, excluded=excluded)
+    focused = out_of_focus(
+        executor_output=scoped.kept_output,
+        focus=focus,
+        subjects=record_subjects(invocations=invocations, inventory=inventory),
+        inventory=inventory,
+    )
+    scoped.kept_output = focused.kept_output
+    scoped.blocked_claims += focused.blocked_claims
+    scoped.warnings += focused.warnings
     started = time.perf_counter()
     session_update(session, current_stage=Stage.GATEKEEPER)
     gatekeeper_result = gatekeep(executor_output=scoped.kept_output, invocations=invocations)
@@ -216,11 +229,15 @@ def _run_round(
         executor_output=scoped.kept_output,
         gatekeeper_result=gatekeeper_result,
     )
+    notes = focus.notes()
+    if notes:  # unknown subjects, nothing understood: said to the user, listed as gaps
+        verification = verification.model_copy(update={"gaps": [*notes, *verification.gaps]})
     next_step = route(
         verdict=verification.verdict,
         score=verification.groundedness_score,
         round=round_number,
-        max_rounds=config["MAX_ROUNDS"],
+        # A question nothing of which is understood has nothing a second round could look for.
+        max_rounds=config["MAX_ROUNDS"] if focus.understood else round_number,
         threshold=config["LOW_CONFIDENCE_THRESHOLD"],
     )
     evaluation = {
@@ -233,6 +250,8 @@ def _run_round(
         # What the verifier judged: the executor's claims after the scope guard (raw output is on its step).
         "executor_structured_output": scoped.kept_output.model_dump(),
         "excluded_topics": excluded,
+        "focus": focus.as_dict(),
+        "focus_notes": notes,
         "blocked_claims": [claim.model_dump() for claim in scoped.blocked_claims],
         "gatekeeper_result": gatekeeper_result.model_dump(),
         "tool_trace_summary": trace_summary,
@@ -245,6 +264,17 @@ def _run_round(
     return RoundResult(
         round_number, plan, scoped.kept_output, gatekeeper_result, verification, next_step, evaluation
     )
+
+
+def _with_focus_notes(answer: str, *, output_type: str, notes: list[str]) -> str:
+    """A NORMAL answer opens with what the question named that is unknown; a DEGRADED one ends with it
+    (the disclaimer lists the notes among its gaps already)."""
+    if not notes or output_type == DiagnosisSession.OutputType.LOW_CONFID_WITH_DISCLAIMER:
+        return answer
+    lines = "\n".join(f"- {note}" for note in notes)
+    if output_type == DiagnosisSession.OutputType.DEGRADED:
+        return f"{answer}\n\n说明：\n{lines}"
+    return f"{lines}\n\n{answer}"
 
 
 def _compose(session: DiagnosisSession, engine: Engine, final: RoundResult) -> tuple[str, dict]:

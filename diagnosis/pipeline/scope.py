@@ -9,9 +9,11 @@ keeps excluded topics out of any text shown to the user.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from diagnosis.inventory import Inventory, QuestionFocus
 from diagnosis.pipeline.facts import normalize
 from diagnosis.pipeline.gatekeeper import RuleMessage
 from tools.matching import groups_in, mentioned, query_groups, services_aliased
@@ -172,3 +174,135 @@ def _named(topic: str, text: str) -> bool:
         return True
     order = ORDER_TOPIC.fullmatch(topic)
     return bool(order and re.search(rf"(?:订单|order)\s*[-_#:]?\s*{order[1]}(?!\d)", text, re.IGNORECASE))
+
+
+# --- Focus (contracts §12): a question that names services or alerts is about them. ---
+
+FOCUS_RULE = "scope.out_of_focus"
+# Record fields and labels that name a service (DIAGNOSIS_SERVICE_LABELS' default order).
+SERVICE_FIELDS = ("service", "app", "job")
+RAW_PATH = re.compile(r"^\$\.(?P<key>[A-Za-z_]+)\[(?P<index>\d+)\]$")
+
+
+@dataclass(frozen=True)
+class RecordSubject:
+    """What one evidence record is about: the services and alerts it belongs to."""
+
+    services: frozenset[str] = frozenset()
+    alerts: frozenset[str] = frozenset()
+
+
+def record_subjects(
+    *, invocations: Sequence[Any], inventory: Inventory
+) -> dict[tuple[int, str], RecordSubject]:
+    """The subject of every evidence ref of the recorded invocations, by (invocation id, raw_path).
+
+    Alerts by their name and service labels, log lines and series by their service, guidance by
+    the services and alerts its title and text name, a call that found nothing by its arguments."""
+    subjects = {}
+    for invocation in invocations:
+        output = invocation.output or {}
+        for ref in (invocation.retrieval_details or {}).get("evidence_refs") or []:
+            record = _record_at(output, ref.get("raw_path", ""))
+            subjects[(invocation.pk, ref.get("raw_path", ""))] = _subject_of(
+                record if record is not None else invocation.input or {}, inventory
+            )
+    return subjects
+
+
+def out_of_focus(
+    *,
+    executor_output: ExecutorOutput,
+    focus: QuestionFocus,
+    subjects: dict[tuple[int, str], RecordSubject],
+    inventory: Inventory,
+) -> ScopeResult:
+    """Block claims about subjects the question did not ask (warning `scope.out_of_focus`).
+
+    Nothing understood → no claim stands. A question naming no service or alert ("有哪些告警")
+    has everything in focus. Otherwise a binding whose record is about another service or alert is
+    dropped from its claim, and a claim left with nothing, or naming only other subjects, is blocked."""
+    result = ScopeResult(kept_output=executor_output)
+    if focus.understood and not focus.names_subjects:
+        return result
+    wanted_services = {*focus.services, *focus.unknown_services}
+    wanted_alerts = {*focus.alerts, *focus.unknown_alerts}
+    # Asked about an alert only: its services are the subject of the logs too.
+    alert_services = {
+        service
+        for subject in subjects.values()
+        if subject.alerts & wanted_alerts
+        for service in subject.services
+    }
+
+    def in_focus(subject: RecordSubject | None) -> bool:
+        if subject is None:
+            return True
+        services = wanted_services or alert_services
+        if services and subject.services and not _any_same(subject.services, services, inventory):
+            return False
+        return not (wanted_alerts and subject.alerts and not subject.alerts & wanted_alerts)
+
+    kept_claims = []
+    for claim in executor_output.claims:
+        if not focus.understood:
+            result.blocked_claims.append(claim)
+            result.warnings.append(
+                _focus_warning("问题未涉及任何已识别的服务、告警或主题，断言已拦截", claim)
+            )
+            continue
+        bindings = []
+        for binding in claim.evidence_bindings:
+            subject = subjects.get((binding.source_invocation_id, binding.raw_path or ""))
+            if in_focus(subject):
+                bindings.append(binding)
+            else:
+                result.warnings.append(
+                    _focus_warning(f"证据 {binding.raw_path} 涉及问题之外的服务或告警，已从断言中移除", claim)
+                )
+        named_services = set(inventory.services_in(claim.claim_text))
+        named_alerts = set(inventory.alerts_in(claim.claim_text))
+        names_other = bool(
+            wanted_services and named_services and not _any_same(named_services, wanted_services, inventory)
+        ) or bool(wanted_alerts and named_alerts and not named_alerts & wanted_alerts)
+        if names_other or (claim.evidence_bindings and not bindings):
+            result.blocked_claims.append(claim)
+            result.warnings.append(
+                _focus_warning("断言涉及问题之外的服务或告警，已拦截，不参与校验与撰写", claim)
+            )
+        else:
+            kept_claims.append(claim.model_copy(update={"evidence_bindings": bindings}))
+    result.kept_output = executor_output.model_copy(update={"claims": kept_claims})
+    return result
+
+
+def _any_same(names: set[str] | frozenset[str], wanted: set[str], inventory: Inventory) -> bool:
+    return any(inventory.same_service(name, other) for name in names for other in wanted)
+
+
+def _focus_warning(message: str, claim: Claim) -> RuleMessage:
+    return RuleMessage(rule=FOCUS_RULE, message=message, claim_id=claim.claim_id)
+
+
+def _record_at(output: dict, raw_path: str) -> dict | None:
+    match = RAW_PATH.match(raw_path)
+    if not match:
+        return None
+    records = output.get(match["key"])
+    index = int(match["index"])
+    if isinstance(records, list) and index < len(records) and isinstance(records[index], dict):
+        return records[index]
+    return None
+
+
+def _subject_of(record: dict, inventory: Inventory) -> RecordSubject:
+    if "content" in record or "block_id" in record:  # guidance: what its title and text name
+        text = f"{record.get('title', '')}\n{record.get('content', '')}"
+        return RecordSubject(
+            services=frozenset(inventory.services_in(text)),
+            alerts=frozenset(inventory.alerts_in(str(record.get("title", "")))),
+        )
+    labels = record.get("labels") or record.get("metric") or {}
+    services = {str(value) for key in SERVICE_FIELDS for value in (record.get(key), labels.get(key)) if value}
+    alert = record.get("alert_name")
+    return RecordSubject(services=frozenset(services), alerts=frozenset({alert} if alert else ()))
