@@ -46,6 +46,17 @@ def name_pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![a-z0-9_])(?<![a-z0-9]-){body}(?![a-z0-9_])(?!-[a-z0-9])", re.IGNORECASE)
 
 
+def _alert_topics(alert: str, vocabulary: Vocabulary) -> list[str]:
+    """An alert's topic: the vocabulary's, else the groups its name is a term of."""
+    topic = vocabulary.alert_topics.get(alert)
+    if topic:
+        return [topic]
+    lowered = alert.lower()
+    return sorted(
+        g for g, terms in vocabulary.groups.items() if any(term_pattern(t).search(lowered) for t in terms)
+    )
+
+
 def _folded(name: str) -> str:
     return re.sub(r"[-_\s]+", "", name).casefold()
 
@@ -57,6 +68,17 @@ class Inventory:
     runbooks: frozenset[str] = frozenset()
     # Service → its other names (vocabulary `service_aliases`); an alias also makes the service known.
     aliases: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # Topic → the topics that explain it (vocabulary `related_topics`), and each known alert's topics.
+    related: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    alert_topics: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def topics_of_alert(self, alert: str) -> set[str]:
+        return set(dict(self.alert_topics).get(alert, ()))
+
+    def widened(self, topics: Iterable[str]) -> set[str]:
+        """The topics and the topics related to them."""
+        related = dict(self.related)
+        return {wider for topic in topics for wider in (topic, *related.get(topic, ()))}
 
     @classmethod
     def build(
@@ -68,11 +90,14 @@ class Inventory:
         vocabulary: Vocabulary,
     ) -> Inventory:
         aliases = tuple(sorted((s, tuple(a)) for s, a in vocabulary.service_aliases.items()))
+        all_alerts = frozenset(alerts) | frozenset(vocabulary.alert_topics)
         return cls(
             services=frozenset(services) | {service for service, _ in aliases},
-            alerts=frozenset(alerts) | frozenset(vocabulary.alert_topics),
+            alerts=all_alerts,
             runbooks=frozenset(runbooks),
             aliases=aliases,
+            related=tuple(sorted((t, tuple(vocabulary.related(t))) for t in vocabulary.groups)),
+            alert_topics=tuple(sorted((a, tuple(_alert_topics(a, vocabulary))) for a in all_alerts)),
         )
 
     def services_in(self, text: str) -> list[str]:
@@ -193,10 +218,24 @@ def question_focus(
     services = inventory.services_in(text)
     alerts = inventory.alerts_in(text)
     masked = _masked(text, inventory.spans(text))
-    unknown = _unknown_names(masked, inventory, vocabulary)
+    unknown = []
+    for candidate in _unknown_names(masked, inventory, vocabulary):
+        # `check-out` is `checkout`: separators never make a name unknown.
+        same = [
+            name for name in inventory.services | inventory.alerts if _folded(name) == _folded(candidate.name)
+        ]
+        if not same:
+            unknown.append(candidate)
+        elif same[0] in inventory.alerts:
+            alerts.append(same[0])
+        else:
+            services.append(same[0])
     # A service's name is not a topic ("postgres" the service, not the database topic).
     topic_text = _masked(text, inventory.service_spans(text))
-    topics = [group for group, _ in sorted(query_terms(topic_text), key=lambda term: term[1][0])]
+    topics = [
+        group
+        for group, _ in sorted(query_terms(topic_text, vocabulary=vocabulary), key=lambda term: term[1][0])
+    ]
     topics += [topic for alert in alerts if (topic := vocabulary.alert_topics.get(alert))]
     lowered = query.lower()
     return QuestionFocus(

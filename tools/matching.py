@@ -36,8 +36,8 @@ def term_pattern(text: str) -> re.Pattern[str]:
 _TERMS: dict[tuple[int, str], tuple[Vocabulary, tuple[Term, ...]]] = {}
 
 
-def _terms(table: str) -> tuple[Term, ...]:
-    vocabulary = current_vocabulary()
+def _terms(table: str, vocabulary: Vocabulary | None = None) -> tuple[Term, ...]:
+    vocabulary = vocabulary or current_vocabulary()
     key = (id(vocabulary), table)
     cached = _TERMS.get(key)
     if cached is None or cached[0] is not vocabulary:
@@ -56,12 +56,14 @@ def groups_in(text: str, table: str = "groups") -> set[str]:
     return {term.group for term in _terms(table) if term.pattern.search(lowered)}
 
 
-def query_terms(query: str, table: str = "groups") -> list[tuple[str, tuple[int, int]]]:
+def query_terms(
+    query: str, table: str = "groups", vocabulary: Vocabulary | None = None
+) -> list[tuple[str, tuple[int, int]]]:
     """(group, span in the lowered query) of each term the query uses. Longer terms win overlaps,
     so `数据库连接池` means the connection pool, not the database."""
     lowered = query.lower()
     found: list[tuple[str, tuple[int, int]]] = []
-    for term in _terms(table):
+    for term in _terms(table, vocabulary):
         for match in term.pattern.finditer(lowered):
             if all(match.end() <= start or match.start() >= end for _, (start, end) in found):
                 found.append((term.group, match.span()))

@@ -10,10 +10,12 @@ from typing import Any
 
 from django.db.models import Sum
 
+from diagnosis.inventory import focus_of_question
 from diagnosis.models import DiagnosisSession
 from diagnosis.pipeline.composer import composer_material_build
 from diagnosis.pipeline.contracts import ExecutorOutput
 from diagnosis.pipeline.gatekeeper import GatekeeperResult
+from diagnosis.pipeline.scope import out_of_focus, record_subjects
 from diagnosis.pipeline.verifier import Verification
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 
@@ -41,6 +43,8 @@ class Observation:
     user_facing: list[str] = field(default_factory=list)
     llm_calls: int = 0
     tokens: int = 0
+    # A PASS only: ids of kept claims about a subject the question did not ask.
+    off_topic_claims: list[str] = field(default_factory=list)
 
 
 def session_observe(*, session: DiagnosisSession) -> Observation:
@@ -65,7 +69,24 @@ def session_observe(*, session: DiagnosisSession) -> Observation:
     )
     if evaluation.get("gatekeeper_result"):
         _read_evaluation(observation, session, evaluation)
+    if observation.verdict == "PASS" and evaluation.get("executor_structured_output"):
+        observation.off_topic_claims = off_topic_claims(session=session, evaluation=evaluation)
     return observation
+
+
+def off_topic_claims(*, session: DiagnosisSession, evaluation: dict) -> list[str]:
+    """Kept claims about a subject the question did not ask (contracts §12: verified means on topic),
+    judged afresh from the question and the recorded tool calls, not from the guard's own record."""
+    focus, inventory = focus_of_question(
+        query=session.query, excluded=evaluation.get("excluded_topics") or []
+    )
+    result = out_of_focus(
+        executor_output=ExecutorOutput.model_validate(evaluation["executor_structured_output"]),
+        focus=focus,
+        subjects=record_subjects(invocations=list(session.tool_invocations.all()), inventory=inventory),
+        inventory=inventory,
+    )
+    return list(dict.fromkeys(warning.claim_id or "" for warning in result.warnings))
 
 
 def _read_evaluation(observation: Observation, session: DiagnosisSession, evaluation: dict) -> None:

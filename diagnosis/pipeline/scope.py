@@ -190,6 +190,8 @@ class RecordSubject:
 
     services: frozenset[str] = frozenset()
     alerts: frozenset[str] = frozenset()
+    # A runbook or past case: about an alert only when that alert fits the question's topics.
+    guidance: bool = False
 
 
 def record_subjects(
@@ -235,9 +237,26 @@ def out_of_focus(
         for service in subject.services
     }
 
+    # Topics guidance may be about: the question's, related ones, and those of the subject's alerts.
+    subject_alerts = {
+        alert
+        for subject in subjects.values()
+        if not subject.guidance
+        and subject.services
+        and _any_same(subject.services, wanted_services, inventory)
+        for alert in subject.alerts
+    } | wanted_alerts
+    guidance_topics = inventory.widened(
+        [*focus.topics, *(t for alert in subject_alerts for t in inventory.topics_of_alert(alert))]
+    )
+
     def in_focus(subject: RecordSubject | None) -> bool:
         if subject is None:
             return True
+        if subject.guidance and subject.alerts and not subject.alerts & subject_alerts:
+            topics = {t for alert in subject.alerts for t in inventory.topics_of_alert(alert)}
+            if topics and not topics & guidance_topics:
+                return False  # a runbook for another alert on another topic
         services = wanted_services or alert_services
         if services and subject.services and not _any_same(subject.services, services, inventory):
             return False
@@ -301,6 +320,7 @@ def _subject_of(record: dict, inventory: Inventory) -> RecordSubject:
         return RecordSubject(
             services=frozenset(inventory.services_in(text)),
             alerts=frozenset(inventory.alerts_in(str(record.get("title", "")))),
+            guidance=True,
         )
     labels = record.get("labels") or record.get("metric") or {}
     services = {str(value) for key in SERVICE_FIELDS for value in (record.get(key), labels.get(key)) if value}
