@@ -9,7 +9,8 @@ import re
 from collections import Counter
 
 from aiops.report import QUOTED, REPORT_TITLE, REQUIRED_EVIDENCE_TOOLS, AlertSubject
-from diagnosis.engines.rules.planner import ALERT_PATTERN, ALERT_TOPICS, SERVICE_PATTERN
+from diagnosis.pipeline.focus import CAMEL_WORD
+from tools.world import current_vocabulary
 
 
 def aiops_checks(
@@ -54,16 +55,19 @@ def _final_report_check(report: str, subjects: list[AlertSubject]) -> dict:
 
 def _focus_check(report: str, scope_alerts: list[dict], active_alerts: list[dict]) -> dict:
     names, services = _scope_vocabulary(scope_alerts)
-    known_names = names | {a["alert_name"] for a in active_alerts} | set(ALERT_TOPICS)
-    known_services = services | {a["service"] for a in active_alerts if a.get("service")}
+    # The world vocabulary names alerts and services beyond the active ones (contracts §12).
+    vocabulary = current_vocabulary()
+    known_names = names | {a["alert_name"] for a in active_alerts} | set(vocabulary.alert_topics)
+    known_services = (
+        services | {a["service"] for a in active_alerts if a.get("service")} | set(vocabulary.service_aliases)
+    )
     mentioned_names, mentioned_services = set(), set()
     for line in report.splitlines():
         text = QUOTED.sub(" ", line)
-        mentioned_services |= {m.group(0).lower() for m in SERVICE_PATTERN.finditer(text)}
         mentioned_services |= {s.lower() for s in known_services if _names(text, s)}
         mentioned_names |= {n for n in known_names if _names(text, n)}
         if _is_subject_line(line):
-            mentioned_names |= {m.group(0) for m in ALERT_PATTERN.finditer(text)}
+            mentioned_names |= {m.group(0) for m in CAMEL_WORD.finditer(text)}
     strays = sorted(mentioned_names - names) + sorted(mentioned_services - services)
     if strays:
         return _check("report_focused_on_alerts", False, "报告涉及输入告警之外的对象：" + "、".join(strays))

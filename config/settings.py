@@ -270,4 +270,6 @@ DIAGNOSIS = {
     "SOURCE_TIMEOUT": env_float("DIAGNOSIS_SOURCE_TIMEOUT", 10.0),
     # Pins "now" for the demo world (ISO 8601); unset = the real clock.
     "DEMO_NOW": os.environ.get("DIAGNOSIS_DEMO_NOW") or None,
+    # The world vocabulary (contracts §12); unset = the demo world's (tools/data/demo_world/vocabulary.json).
+    "VOCABULARY_FILE": os.environ.get("DIAGNOSIS_VOCABULARY_FILE") or None,
 }

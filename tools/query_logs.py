@@ -15,10 +15,9 @@ class QueryLogsArguments(ToolArguments):
     query: str = Field(
         min_length=1,
         max_length=500,
-        description="检索内容，中英文关键词均可，"
-        "如 “order-service 连接池耗尽”、“HikariCP”、“Full GC”、“慢请求”",
+        description="检索内容，中英文关键词均可，如 “连接池耗尽”、“Full GC”、“慢请求”",
     )
-    service: str | None = Field(default=None, description="只看该服务的日志，如 order-service")
+    service: str | None = Field(default=None, description="只看该服务的日志（服务标签值）")
     topic: LogTopic | None = Field(
         default=None,
         description="日志类别：system-metrics 资源指标 / application-logs 应用日志 / "

@@ -11,9 +11,11 @@ from tools.sources.records import number_text
 
 
 class QueryMetricsArguments(ToolArguments):
-    service: str | None = Field(default=None, description="服务名，如 order-service；不填则查询全部服务")
+    service: str | None = Field(
+        default=None, description="服务名（告警或日志的服务标签值）；不填则查询全部服务"
+    )
     alert_name: str | None = Field(
-        default=None, description="告警名，如 HighMemoryUsage；不填则不按告警名过滤"
+        default=None, description="告警名（告警列表或告警规则中的名称）；不填则不按告警名过滤"
     )
 
 

@@ -25,6 +25,9 @@ L0_FLOOR = 0.5
 MEANING_WEIGHT = 2.0
 RELEVANCE_LEVELS = ((0.7, "high"), (0.45, "medium"), (0.0, "low"))
 
+# Past cases (`case:<id>`) are ranked by how closely their topics fit the question: a broad case
+# ("现在系统有哪些告警") touching every topic must not outrank the runbook of the one asked.
+CASE_PREFIX = "case:"
 TOKEN = re.compile(r"[a-z0-9](?:[a-z0-9_.=/\-]*[a-z0-9])?")
 CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 
@@ -98,9 +101,20 @@ def knowledge_rank(*, query: str, blocks: list[KnowledgeBlock], top_k: int) -> l
         # Sharing only the intent ("怎么处理") says nothing about the subject.
         topical = any(not feature.startswith("i:") for feature in shared)
         similarity = sum(weight(feature) for feature in shared) / total if total and topical else 0.0
+        if similarity and block.source_document.startswith(CASE_PREFIX):
+            similarity *= _topic_precision(wanted, block_features)
         if any(term_pattern(term).search(lowered) for term in block.exact_terms):
             hits.append(Hit(block, "L0", round(L0_FLOOR + (1 - L0_FLOOR) * similarity, 3)))
         elif similarity >= L1_MIN_SCORE:
             hits.append(Hit(block, "L1", round(similarity, 3)))
     hits.sort(key=lambda hit: (-hit.score, hit.layer, hit.block.block_id))
     return hits[:top_k]
+
+
+def _topic_precision(wanted: frozenset[str], block_features: frozenset[str]) -> float:
+    """Share of the block's topics (synonym groups) that the question asks about; 1.0 when either has none."""
+    asked = {f for f in wanted if f.startswith("g:")}
+    topics = {f for f in block_features if f.startswith("g:")}
+    if not asked or not topics:
+        return 1.0
+    return len(asked & topics) / len(topics)

@@ -27,10 +27,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from diagnosis.pipeline.gatekeeper import RULE_SEVERITY
-from diagnosis.pipeline.scope import SCOPE_RULE
+from diagnosis.pipeline.scope import FOCUS_RULE, SCOPE_RULE
 
 CASE_FILE = "case.yaml"
 CASES_DIR = Path(__file__).resolve().parent / "cases"
+# Worlds other than the demo one: `worlds/<name>/world.yaml` (its tools' records) and `vocabulary.json`.
+WORLDS_DIR = Path(__file__).resolve().parent / "worlds"
+VOCABULARY_FILE = "vocabulary.json"
 # The demo clock every case runs at unless it says otherwise (the tests pin the same moment).
 DEFAULT_NOW = "2026-11-29T15:00:00+08:00"
 
@@ -56,10 +59,14 @@ TAGS = {
     "seed003": "from seed 003's eval / E2E matrix",
     "exported": "exported from a reviewed session",
     "known_bug": "documents a known pipeline bug; skipped by CI until fixed",
+    "focus": "answers only what was asked: focus guard, inventory, unknown subjects (contracts §12)",
+    "vocabulary": "the world vocabulary as data",
+    "polarity": "an excerpt that drops or adds a negation",
+    "second_world": "a world other than the demo one (`world:`)",
 }
 Stage = Literal["planner", "executor", "verifier", "composer"]
 ToolName = Literal["query_metrics", "query_logs", "lookup_knowledge"]
-KNOWN_RULES = {*RULE_SEVERITY, SCOPE_RULE}
+KNOWN_RULES = {*RULE_SEVERITY, SCOPE_RULE, FOCUS_RULE}
 
 
 class _Strict(BaseModel):
@@ -219,6 +226,8 @@ class EvalCase(_Strict):
     description: str = ""
     now: datetime = datetime.fromisoformat(DEFAULT_NOW)
     settings: CaseSettings = CaseSettings()
+    # Another world (`worlds/<name>`): its records replace the demo world's, its vocabulary is used.
+    world: str | None = None
     tools: ToolOverrides = ToolOverrides()
     script: dict[Stage, list[Any]] = {}
     expect: Expectation
@@ -233,6 +242,30 @@ class EvalCase(_Strict):
         if unknown:
             raise ValueError(f"unknown tag(s) {unknown}; known: {sorted(TAGS)}")
         return tags
+
+    @field_validator("world")
+    @classmethod
+    def _known_world(cls, world: str | None) -> str | None:
+        if world is not None and not (WORLDS_DIR / world / "world.yaml").is_file():
+            known = sorted(path.name for path in WORLDS_DIR.iterdir() if path.is_dir())
+            raise ValueError(f"unknown world {world!r}; known: {known}")
+        return world
+
+    def tool_overrides(self) -> ToolOverrides:
+        """The case's own tool data over its world's (a tool the case sets is the case's)."""
+        if not self.world:
+            return self.tools
+        world = world_tools(self.world)
+        return ToolOverrides(
+            **{name: getattr(self.tools, name) or getattr(world, name) for name in ToolOverrides.model_fields}
+        )
+
+    def vocabulary_file(self) -> Path | None:
+        """The case folder's vocabulary.json (it may extend its world's), else its world's."""
+        own = Path(self.path).parent / VOCABULARY_FILE if self.path else None
+        if own and own.is_file():
+            return own
+        return WORLDS_DIR / self.world / VOCABULARY_FILE if self.world else None
 
     @model_validator(mode="after")
     def _consistent(self) -> EvalCase:
@@ -251,6 +284,11 @@ class EvalCase(_Strict):
         if self.expect.status == "FAILED":
             return "FAILED"
         return "/".join(part for part in (self.expect.verdict, self.expect.output_type) if part)
+
+
+def world_tools(name: str) -> ToolOverrides:
+    raw = yaml.safe_load((WORLDS_DIR / name / "world.yaml").read_text(encoding="utf-8")) or {}
+    return ToolOverrides.model_validate(raw.get("tools") or {})
 
 
 class CaseFileError(ValueError):

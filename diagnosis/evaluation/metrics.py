@@ -24,6 +24,8 @@ class Summary:
     # Share of grounded cases that ended REJECT anyway.
     grounded_false_reject_rate: float | None
     forbidden_leaks: int
+    # PASS verdicts with a kept claim about a subject the question did not ask.
+    off_topic_pass: int
     leaking_cases: int
     mean_rounds: float | None
     llm_sessions: int
@@ -53,6 +55,7 @@ def summary_build(results: list[CaseResult]) -> Summary:
         grounded_cases=len(grounded),
         grounded_false_reject_rate=_share(grounded, lambda r: r.verdict == "REJECT"),
         forbidden_leaks=sum(len(r.leaks) for r in results),
+        off_topic_pass=sum(r.off_topic for r in results),
         leaking_cases=sum(bool(r.leaks) for r in results),
         mean_rounds=_mean([r.rounds for r in results if r.rounds]),
         llm_sessions=len(llm),
@@ -76,6 +79,7 @@ def summary_lines(summary: Summary) -> list[str]:
         f"REJECT recall (fabricated)     {ratio(summary.fabricated_reject_recall, summary.fabricated_cases)}",
         f"false-reject rate (grounded)   {ratio(summary.grounded_false_reject_rate, summary.grounded_cases)}",
         f"forbidden-term leaks           {summary.forbidden_leaks} in {summary.leaking_cases} case(s)",
+        f"off-topic PASS                 {summary.off_topic_pass}",
         f"mean rounds                    {number(summary.mean_rounds)}",
         f"LLM calls / session (llm)      {number(summary.llm_calls_per_session)}  (n={summary.llm_sessions})",
         f"tokens / session (llm)         {number(summary.tokens_per_session)}",

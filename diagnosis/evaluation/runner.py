@@ -42,6 +42,8 @@ class CaseResult:
     tokens: int
     session_id: str
     answer: str = field(repr=False, default="")
+    # A PASS with claims about a subject the question did not ask (contracts §12): always a failure.
+    off_topic: bool = False
 
     @property
     def passed(self) -> bool:
@@ -64,6 +66,8 @@ def case_run(case: EvalCase) -> CaseResult:
     failures = expectation_failures(case.expect, observed) + [
         f"用户可见内容出现禁止词：{term}" for term in leaks
     ]
+    if observed.off_topic_claims:
+        failures.append(f"PASS 中含有问题之外主题的断言：{'、'.join(observed.off_topic_claims)}")
     if server is not None:
         failures += _script_failures(case, server)
     return CaseResult(
@@ -83,6 +87,7 @@ def case_run(case: EvalCase) -> CaseResult:
         tokens=observed.tokens,
         session_id=session.session_id,
         answer=observed.answer,
+        off_topic=bool(observed.off_topic_claims),
     )
 
 
@@ -168,8 +173,10 @@ def _got_label(observed: Observation) -> str:
 @contextmanager
 def _case_settings(case: EvalCase) -> Iterator[None]:
     config = settings.DIAGNOSIS
-    tool_data = case.tools.backend_data()
+    tool_data = case.tool_overrides().backend_data()
+    vocabulary_file = case.vocabulary_file()
     overrides = {
+        "VOCABULARY_FILE": str(vocabulary_file) if vocabulary_file else config.get("VOCABULARY_FILE"),
         "DEMO_NOW": case.now.isoformat(),
         "LLM_TIMEOUT": min(config["LLM_TIMEOUT"], EVAL_LLM_TIMEOUT),
         **case.settings.overrides(),

@@ -23,12 +23,15 @@ from diagnosis.pipeline.gatekeeper import EMPTY_BINDINGS, GatekeeperResult
 from diagnosis.pipeline.routing import OutputType
 from diagnosis.pipeline.scope import text_mentions_excluded
 from diagnosis.pipeline.verdict import FACT_CLASS, Verification
+from tools.vocabulary import Vocabulary
 
 DISCLAIMER = "以下结论基于当前已获取证据，仍存在部分证据缺口，请谨慎参考。"
 DEGRADED_HEADER = "当前无法基于已获取证据生成可靠结论，建议人工介入。"
 NO_CONCLUSION = "当前未获得可直接确认的结论。"
 INFERENCES_HEADING = "**合理推断**（基于已核验证据，尚未直接证实）"
 ACTIONS_HEADING = "**建议的取证动作**"
+# Excluded topics matched by name only, when no world vocabulary is given.
+NO_VOCABULARY = Vocabulary()
 # Counts only: gap lines never repeat an executor claim.
 GAP_LABELS = {
     "contradicted": "条断言与证据矛盾或无法核实",
@@ -122,15 +125,21 @@ def composer_material_from_record(*, query: str, record: Any) -> RecordedMateria
     )
 
 
-def composer_guard(*, answer: str, material: ComposerInput, excluded_topics: Sequence[str] = ()) -> list[str]:
+def composer_guard(
+    *,
+    answer: str,
+    material: ComposerInput,
+    excluded_topics: Sequence[str] = (),
+    vocabulary: Vocabulary = NO_VOCABULARY,
+) -> list[str]:
     """What in the answer is not backed by the material: fact tokens absent from it, leaked JSON,
-    topics the user excluded."""
+    topics the user excluded (by their synonyms in the world `vocabulary`, else by name)."""
     material_texts = _strings(
         [material.confirmed_findings, material.reasonable_inferences, material.gaps, material.allowed_actions]
     )
     offending = unsupported_facts(answer, material_texts)
     offending += [match.group(0) for match in LEAKAGE.finditer(answer)]
-    offending += text_mentions_excluded(answer, list(excluded_topics))
+    offending += text_mentions_excluded(answer, list(excluded_topics), vocabulary=vocabulary)
     return list(dict.fromkeys(offending))
 
 

@@ -1,7 +1,7 @@
 """The stage contracts (contracts §5): what each stage receives and what it must return.
 
-A leaf module: it imports nothing from the project, so engines, guards and the Django side can all
-depend on it without a cycle. The output models are also the JSON schemas sent as `response_format`.
+Nearly a leaf: it imports only the question's focus (`diagnosis.pipeline.focus`, plain data over the
+world vocabulary), so engines, guards and the Django side can all depend on it without a cycle. The output models are also the JSON schemas sent as `response_format`.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from diagnosis.pipeline.focus import QuestionFocus
 
 ANSWER_VERSION = "executor_evidence_v2"
 # raw_path of the one evidence ref of a tool call that found nothing (contracts §4).
@@ -117,6 +119,8 @@ class PlannerInput:
     query: str
     round: int
     retry_context: dict | None = None
+    # What the question names and asks, read by code against the sources' inventory (contracts §12).
+    focus: QuestionFocus = field(default_factory=QuestionFocus)
 
 
 @dataclass
@@ -127,6 +131,7 @@ class ExecutorInput:
     retry_context: dict | None = None
     # Tool messages (contracts §4 shape) of earlier rounds' invocations, citable again.
     prior_tool_messages: list[dict] = field(default_factory=list)
+    focus: QuestionFocus = field(default_factory=QuestionFocus)
 
 
 @dataclass

@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 from rapidfuzz import fuzz
-from rapidfuzz.distance import LCSseq
+from rapidfuzz.distance import Indel, LCSseq
 
 from diagnosis.pipeline.contracts import EvidenceBinding, ExecutorOutput
 from diagnosis.pipeline.facts import ELLIPSIS, normalize, unsupported_facts
@@ -104,8 +104,12 @@ GENERIC_WORDS = re.compile(
     "未检索到匹配证据|告警|日志|错误|异常|服务|证据|超时|失败|当前|"
     "firing|resolved|error|warning|warn|info|fatal|alerts?|logs?|service|exception|timeout"
 )
-# A fuzzy match must not add a negation the evidence does not have ("未超过" for "持续超过").
-NEGATION = re.compile(r"[未不没无非]|(?<![a-z_])(?:not|no|never)(?![a-z_])")
+# Polarity: an excerpt may not add or drop a negation ("未超过" for "持续超过", "is available" for
+# "is not available", "发现" cut out of "未发现"). Checked on the characters the match leaves out
+# or adds, and on what the ref says just before where the excerpt starts.
+NEGATION = re.compile(r"[未不没无非否]|(?<![a-z_])(?:not|no|never|without|cannot)(?![a-z_])|n't")
+ENGLISH_NEGATION = re.compile(r"(?<![a-z_])(?:not|no|never|without|cannot)(?![a-z_])|n't")
+NEGATION_BEFORE = re.compile(r"(?:[未不没无非否]|没有|(?<![a-z])(?:not|no|never|without|cannot)|n't)\W*$")
 
 
 @dataclass(frozen=True)
@@ -151,6 +155,8 @@ def excerpt_match(excerpt: str, ref_text: str) -> ExcerptMatch:
         )
     if similarity < 1.0 and _adds_negation(excerpt, ref_text):
         return ExcerptMatch("mismatch", similarity, "摘录加入了证据原文没有的否定词")
+    if dropped := _polarity_change(excerpt, ref_text):
+        return ExcerptMatch("mismatch", similarity, f"摘录与证据原文的否定不一致（{dropped}）")
     return ExcerptMatch(_match_kind(excerpt, ref_text, similarity), similarity)
 
 
@@ -290,3 +296,55 @@ def _meaningful_length(excerpt: str) -> int:
 def _adds_negation(excerpt: str, ref_text: str) -> bool:
     ref = normalize(ref_text).casefold()
     return any(word not in ref for word in NEGATION.findall(normalize(excerpt).casefold()))
+
+
+def _polarity_change(excerpt: str, ref_text: str) -> str:
+    """The negation the excerpt drops or adds against the ref ("" when polarity is kept). Fails closed:
+    a negation anywhere in what the alignment leaves out or adds counts."""
+    ref_normal = normalize(ref_text).casefold()
+    ref, positions = _skeleton_map(ref_normal)
+    for piece in _pieces(excerpt):
+        start = ref.find(piece)
+        if start >= 0:
+            if start and NEGATION_BEFORE.search(ref_normal[: positions[start]]):
+                return "摘录从否定词之后开始截取"
+            continue
+        alignment = fuzz.partial_ratio_alignment(piece, ref)
+        slack = len(piece) // 2 + 1
+        low, high = max(0, alignment.dest_start - slack), alignment.dest_end + slack
+        window = ref[low:high]
+        # English negations are words: compare them word by word over the aligned stretch of the ref.
+        aligned = ref_normal[positions[alignment.dest_start] : positions[max(alignment.dest_end - 1, 0)] + 1]
+        if sorted(ENGLISH_NEGATION.findall(aligned)) != sorted(
+            ENGLISH_NEGATION.findall(_piece_text(excerpt, piece))
+        ):
+            return "摘录改动了英文否定词"
+        for tag, i1, i2, j1, j2 in Indel.opcodes(piece, window).as_list():
+            if tag == "equal":
+                continue
+            changed = piece[i1:i2] + " " + window[j1:j2]
+            if (i2 > i1 and NEGATION.search(piece[i1:i2])) or (j2 > j1 and _negation_in(window, j1, j2)):
+                return f"摘录改动了否定词：{changed.strip()}"
+    return ""
+
+
+def _negation_in(text: str, start: int, end: int) -> bool:
+    """A negation among the skeleton characters text[start:end] (English words need their whole span)."""
+    return bool(
+        NEGATION.search(text[start:end])
+        and (re.search(r"[未不没无非否]", text[start:end]) or end - start >= 2)
+    )
+
+
+def _skeleton_map(text: str) -> tuple[str, list[int]]:
+    """The skeleton of an already normalized, casefolded text, and each skeleton character's index in it."""
+    kept = [(ch, index) for index, ch in enumerate(text) if ch.isalnum()]
+    return "".join(ch for ch, _ in kept), [index for _, index in kept]
+
+
+def _piece_text(excerpt: str, piece: str) -> str:
+    """The normalized words of the excerpt part a skeleton piece came from."""
+    for part in ELLIPSIS.split(normalize(excerpt).casefold()):
+        if _skeleton(part) == piece:
+            return part
+    return normalize(excerpt).casefold()

@@ -99,6 +99,8 @@ class RecordedInvocation(Protocol):
 
     pk: Any
     tool_name: str
+    input: dict
+    output: dict
     retrieval_details: dict
 
 

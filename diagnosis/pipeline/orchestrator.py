@@ -1,9 +1,10 @@
 """One diagnosis, top to bottom (contracts §0):
 
-    round: planner → executor (tool loop) → scope guard → gatekeeper → verifier → verdict (code)
+    round: planner → executor (tool loop) → scope and focus guards → gatekeeper → verifier → verdict (code)
       → route: PASS → NORMAL · LOW_CONFID ≥ threshold → disclaimer · LOW_CONFID < threshold → retry once
                · REJECT → DEGRADED
     → composer (allowed material only, guarded) → user-facing text (templates, code)
+      → what the question named that is unknown, or that nothing was understood (contracts §12)
 
 The result comes back as a value; what happened on the way is written through the `Recorder`.
 """
@@ -18,9 +19,11 @@ from diagnosis.pipeline.composer import (
     composer_material_build,
     user_facing_text,
 )
+from diagnosis.pipeline.focus import World
 from diagnosis.pipeline.interfaces import Engine, Recorder, Stage
 from diagnosis.pipeline.round import RoundLimits, RoundResult, round_run, stage_run
 from diagnosis.pipeline.routing import RETRY, OutputType
+from tools.vocabulary import Vocabulary
 
 RETRY_INSTRUCTION = "仅补充以上断言相关证据，不要重复已完成检索"
 
@@ -34,7 +37,9 @@ class Diagnosis:
     evaluation: dict
 
 
-def diagnose(*, query: str, engine: Engine, recorder: Recorder, limits: RoundLimits) -> Diagnosis:
+def diagnose(
+    *, query: str, engine: Engine, recorder: Recorder, limits: RoundLimits, world: World
+) -> Diagnosis:
     retry_context: dict | None = None
     rounds: list[RoundResult] = []
     for round_number in range(1, limits.max_rounds + 1):
@@ -46,6 +51,7 @@ def diagnose(*, query: str, engine: Engine, recorder: Recorder, limits: RoundLim
             engine=engine,
             recorder=recorder,
             limits=limits,
+            world=world,
         )
         rounds.append(result)
         if result.route != RETRY:
@@ -61,13 +67,14 @@ def diagnose(*, query: str, engine: Engine, recorder: Recorder, limits: RoundLim
 
     composer_answer, composer_output = "", {"status": "skipped", "detail": "DEGRADED 输出由代码模板生成"}
     if output_type != OutputType.DEGRADED:
-        composer_answer, composer_output = _compose(query, engine, recorder, final)
+        composer_answer, composer_output = _compose(query, engine, recorder, final, world.vocabulary)
     answer = user_facing_text(
         output_type=output_type,
         composer_answer=composer_answer,
         verification=final.verification,
         gatekeeper_result=final.gatekeeper_result,
     )
+    answer = _with_focus_notes(answer, output_type=output_type, notes=final.evaluation["focus_notes"])
     return Diagnosis(
         output_type=output_type,
         answer=answer,
@@ -76,7 +83,20 @@ def diagnose(*, query: str, engine: Engine, recorder: Recorder, limits: RoundLim
     )
 
 
-def _compose(query: str, engine: Engine, recorder: Recorder, final: RoundResult) -> tuple[str, dict]:
+def _with_focus_notes(answer: str, *, output_type: OutputType, notes: list[str]) -> str:
+    """A NORMAL answer opens with what the question named that is unknown; a DEGRADED one ends with it
+    (the disclaimer lists the notes among its gaps already)."""
+    if not notes or output_type == OutputType.LOW_CONFID_WITH_DISCLAIMER:
+        return answer
+    lines = "\n".join(f"- {note}" for note in notes)
+    if output_type == OutputType.DEGRADED:
+        return f"{answer}\n\n说明：\n{lines}"
+    return f"{lines}\n\n{answer}"
+
+
+def _compose(
+    query: str, engine: Engine, recorder: Recorder, final: RoundResult, vocabulary: Vocabulary
+) -> tuple[str, dict]:
     material = composer_material_build(
         query=query,
         executor_output=final.executor_output,
@@ -85,7 +105,9 @@ def _compose(query: str, engine: Engine, recorder: Recorder, final: RoundResult)
     )
     call = stage_run(recorder, final.round, Stage.COMPOSER, lambda: engine.compose(material))
     answer = call.output.answer.strip()
-    offending = composer_guard(answer=answer, material=material, excluded_topics=final.excluded_topics)
+    offending = composer_guard(
+        answer=answer, material=material, excluded_topics=final.excluded_topics, vocabulary=vocabulary
+    )
     if answer and not offending:
         return answer, {"status": "valid", "answer": answer, "offending_tokens": []}
     replacement = answer_from_material(material)

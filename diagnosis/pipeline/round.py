@@ -1,6 +1,10 @@
 """One round, as a function over the engine and the recorder:
 
-    planner → executor (tool loop) → scope guard → gatekeeper → verifier → verdict (code) → route
+    planner → executor (tool loop) → scope guard → focus guard → gatekeeper → verifier → verdict (code)
+    → route
+
+The question's focus is read by code against the session's `World` (vocabulary and the sources'
+inventory, computed once by the adapter) and handed to the planner and executor as plain data.
 
 Stages run by the engine are recorded as steps, also when they fail (then the error goes up).
 """
@@ -18,6 +22,7 @@ from diagnosis.pipeline.contracts import (
     PlannerOutput,
     VerifierInput,
 )
+from diagnosis.pipeline.focus import QuestionFocus, World
 from diagnosis.pipeline.gatekeeper import GatekeeperResult, gatekeep
 from diagnosis.pipeline.interfaces import (
     Engine,
@@ -29,7 +34,13 @@ from diagnosis.pipeline.interfaces import (
     StepStatus,
 )
 from diagnosis.pipeline.routing import Route, route
-from diagnosis.pipeline.scope import excluded_topics_of, scope_guard
+from diagnosis.pipeline.scope import (
+    excluded_topics_of,
+    out_of_focus,
+    record_subjects,
+    scope_guard,
+    scope_parse,
+)
 from diagnosis.pipeline.verdict import (
     Verification,
     verification_finalize,
@@ -55,6 +66,7 @@ class RoundResult:
     verification: Verification
     route: Route
     excluded_topics: list[str]
+    focus: QuestionFocus
     # The round's `verifier_evaluation` record (contracts §7).
     evaluation: dict
 
@@ -68,12 +80,18 @@ def round_run(
     engine: Engine,
     recorder: Recorder,
     limits: RoundLimits,
+    world: World,
 ) -> RoundResult:
+    # Read before planning (what the question itself excludes), again below if the planner excluded more.
+    parsed_excluded = scope_parse(query)[1]
+    asked = world.focus_of(query=query, excluded=parsed_excluded)
     plan = stage_run(
         recorder,
         round_number,
         Stage.PLANNER,
-        lambda: engine.plan(PlannerInput(query=query, round=round_number, retry_context=retry_context)),
+        lambda: engine.plan(
+            PlannerInput(query=query, round=round_number, retry_context=retry_context, focus=asked)
+        ),
     ).output
 
     toolbox = recorder.toolbox(round=round_number, max_calls=limits.max_tool_calls)
@@ -90,14 +108,30 @@ def round_run(
                 round=round_number,
                 retry_context=retry_context,
                 prior_tool_messages=prior_messages,
+                focus=asked,
             ),
             toolbox,
         ),
     )
 
     excluded = excluded_topics_of(query=query, planned=plan.excluded_topics)
-    scoped = scope_guard(executor_output=executor_call.output, excluded_topics=excluded)
+    scoped = scope_guard(
+        executor_output=executor_call.output, excluded_topics=excluded, vocabulary=world.vocabulary
+    )
     invocations = recorder.invocations()
+    # Focus guard (contracts §12): claims about subjects the question did not ask are blocked.
+    focus = asked if set(excluded) == set(parsed_excluded) else world.focus_of(query=query, excluded=excluded)
+    focused = out_of_focus(
+        executor_output=scoped.kept_output,
+        focus=focus,
+        subjects=record_subjects(
+            invocations=invocations, inventory=world.inventory, service_labels=world.service_labels
+        ),
+        inventory=world.inventory,
+    )
+    scoped.kept_output = focused.kept_output
+    scoped.blocked_claims += focused.blocked_claims
+    scoped.warnings += focused.warnings
     started = time.perf_counter()
     recorder.stage_started(stage=Stage.GATEKEEPER, round=round_number)
     gatekeeper_result = gatekeep(executor_output=scoped.kept_output, invocations=invocations)
@@ -151,11 +185,15 @@ def round_run(
         gatekeeper_result=gatekeeper_result,
         guidance_tools=recorder.guidance_tools,
     )
+    notes = focus.notes()
+    if notes:  # unknown subjects, nothing understood: said to the user, listed as gaps
+        verification = verification.model_copy(update={"gaps": [*notes, *verification.gaps]})
     next_step = route(
         verdict=verification.verdict,
         score=verification.groundedness_score,
         round=round_number,
-        max_rounds=limits.max_rounds,
+        # A question nothing of which is understood has nothing a second round could look for.
+        max_rounds=limits.max_rounds if focus.understood else round_number,
         threshold=limits.low_confidence_threshold,
     )
     evaluation = {
@@ -168,6 +206,10 @@ def round_run(
         # What the verifier judged: the executor's claims after the scope guard (raw output is on its step).
         "executor_structured_output": scoped.kept_output.model_dump(),
         "excluded_topics": excluded,
+        "focus": focus.as_dict(),
+        "focus_notes": notes,
+        # What the sources knew when the question was read: the off-topic judgement is made against it.
+        "inventory": world.inventory.as_dict(),
         "blocked_claims": [claim.model_dump() for claim in scoped.blocked_claims],
         "gatekeeper_result": gatekeeper_result.model_dump(),
         "tool_trace_summary": trace_summary,
@@ -183,6 +225,7 @@ def round_run(
         verification=verification,
         route=next_step,
         excluded_topics=excluded,
+        focus=focus,
         evaluation=evaluation,
     )
 

@@ -9,12 +9,16 @@ keeps excluded topics out of any text shown to the user.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from diagnosis.pipeline.contracts import Claim, ExecutorOutput
 from diagnosis.pipeline.facts import normalize
+from diagnosis.pipeline.focus import Inventory, QuestionFocus
 from diagnosis.pipeline.gatekeeper import RuleMessage
-from tools.matching import groups_in, mentioned, query_groups, services_aliased
+from tools.terms import groups_in, mentioned, query_groups, services_aliased
+from tools.vocabulary import Vocabulary
 
 SCOPE_RULE = "scope.excluded_topic"
 
@@ -67,17 +71,23 @@ def excluded_topics_of(*, query: str, planned: list[str]) -> list[str]:
     return list(dict.fromkeys([*planned, *scope_parse(query)[1]]))
 
 
-def text_mentions_excluded(text: str, excluded_topics: list[str]) -> list[str]:
+def text_mentions_excluded(text: str, excluded_topics: list[str], *, vocabulary: Vocabulary) -> list[str]:
     """The excluded topics (as the user wrote them) that `text` mentions, synonyms included.
 
-    A topic naming synonym groups (`tools.matching`, the table the tools file records under) is
+    A topic naming synonym groups (the world vocabulary, the table the tools file records under) is
     mentioned by any text filed under one of them; any other topic (a service, an order) by name."""
     normalized = normalize(text)
-    groups = groups_in(normalized)
-    return [topic for topic in excluded_topics if _topic_groups(topic) & groups or _named(topic, normalized)]
+    groups = groups_in(normalized, vocabulary=vocabulary)
+    return [
+        topic
+        for topic in excluded_topics
+        if _topic_groups(topic, vocabulary) & groups or _named(topic, normalized, vocabulary)
+    ]
 
 
-def scope_guard(*, executor_output: ExecutorOutput, excluded_topics: list[str]) -> ScopeResult:
+def scope_guard(
+    *, executor_output: ExecutorOutput, excluded_topics: list[str], vocabulary: Vocabulary
+) -> ScopeResult:
     if not excluded_topics:
         return ScopeResult(kept_output=executor_output)
     result = ScopeResult(kept_output=executor_output)
@@ -87,7 +97,7 @@ def scope_guard(*, executor_output: ExecutorOutput, excluded_topics: list[str]) 
         # or has nothing left to stand on, is blocked.
         bindings = []
         for binding in claim.evidence_bindings:
-            topics = text_mentions_excluded(binding.evidence_excerpt, excluded_topics)
+            topics = text_mentions_excluded(binding.evidence_excerpt, excluded_topics, vocabulary=vocabulary)
             if topics:
                 result.warnings.append(
                     _scope_warning(
@@ -97,7 +107,7 @@ def scope_guard(*, executor_output: ExecutorOutput, excluded_topics: list[str]) 
                 )
             else:
                 bindings.append(binding)
-        topics = text_mentions_excluded(claim.claim_text, excluded_topics)
+        topics = text_mentions_excluded(claim.claim_text, excluded_topics, vocabulary=vocabulary)
         if topics or (claim.evidence_bindings and not bindings):
             result.blocked_claims.append(claim)
             reason = (
@@ -109,12 +119,14 @@ def scope_guard(*, executor_output: ExecutorOutput, excluded_topics: list[str]) 
     result.kept_output = executor_output.model_copy(
         update={
             "claims": kept_claims,
-            "hypotheses": _kept_items(executor_output.hypotheses, excluded_topics, "假设", result.warnings),
+            "hypotheses": _kept_items(
+                executor_output.hypotheses, excluded_topics, "假设", result.warnings, vocabulary
+            ),
             "missing_info": _kept_items(
-                executor_output.missing_info, excluded_topics, "缺口", result.warnings
+                executor_output.missing_info, excluded_topics, "缺口", result.warnings, vocabulary
             ),
             "recommended_actions": _kept_items(
-                executor_output.recommended_actions, excluded_topics, "建议动作", result.warnings
+                executor_output.recommended_actions, excluded_topics, "建议动作", result.warnings, vocabulary
             ),
         }
     )
@@ -139,11 +151,15 @@ def _exclusion_items(rest: str) -> list[str]:
 
 
 def _kept_items(
-    items: list[str], excluded_topics: list[str], label: str, warnings: list[RuleMessage]
+    items: list[str],
+    excluded_topics: list[str],
+    label: str,
+    warnings: list[RuleMessage],
+    vocabulary: Vocabulary,
 ) -> list[str]:
     kept = []
     for item in items:
-        topics = text_mentions_excluded(item, excluded_topics)
+        topics = text_mentions_excluded(item, excluded_topics, vocabulary=vocabulary)
         if topics:
             warnings.append(
                 RuleMessage(
@@ -155,17 +171,171 @@ def _kept_items(
     return kept
 
 
-def _topic_groups(topic: str) -> set[str]:
+def _topic_groups(topic: str, vocabulary: Vocabulary) -> set[str]:
     # Longer terms win, so "内存溢出" names the OOM group only, not memory as well.
-    return query_groups(normalize(topic))
+    return query_groups(normalize(topic), vocabulary=vocabulary)
 
 
-def _named(topic: str, text: str) -> bool:
+def _named(topic: str, text: str, vocabulary: Vocabulary) -> bool:
     """The topic itself, a service by its aliases too, and "订单123" as "order-123"."""
     topic = normalize(topic).strip()
     if not topic:
         return False
-    if mentioned({topic, *services_aliased(topic)}, text):
+    if mentioned({topic, *services_aliased(topic, vocabulary=vocabulary)}, text, vocabulary=vocabulary):
         return True
     order = ORDER_TOPIC.fullmatch(topic)
     return bool(order and re.search(rf"(?:订单|order)\s*[-_#:]?\s*{order[1]}(?!\d)", text, re.IGNORECASE))
+
+
+# --- Focus (contracts §12): a question that names services or alerts is about them. ---
+
+FOCUS_RULE = "scope.out_of_focus"
+RAW_PATH = re.compile(r"^\$\.(?P<key>[A-Za-z_]+)\[(?P<index>\d+)\]$")
+
+
+@dataclass(frozen=True)
+class RecordSubject:
+    """What one evidence record is about: the services and alerts it belongs to."""
+
+    services: frozenset[str] = frozenset()
+    alerts: frozenset[str] = frozenset()
+    # A runbook or past case: about an alert only when that alert fits the question's topics.
+    guidance: bool = False
+
+
+def record_subjects(
+    *, invocations: Sequence[Any], inventory: Inventory, service_labels: Sequence[str]
+) -> dict[tuple[int, str], RecordSubject]:
+    """The subject of every evidence ref of the recorded invocations, by (invocation id, raw_path).
+
+    Alerts by their name and service labels, log lines and series by their service, guidance by
+    the services and alerts its title and text name, a call that found nothing by its arguments.
+    `service_labels` (DIAGNOSIS_SERVICE_LABELS) are the record fields and labels naming a service."""
+    fields = ("service", *service_labels)
+    subjects = {}
+    for invocation in invocations:
+        output = invocation.output or {}
+        for ref in (invocation.retrieval_details or {}).get("evidence_refs") or []:
+            record = _record_at(output, ref.get("raw_path", ""))
+            subjects[(invocation.pk, ref.get("raw_path", ""))] = _subject_of(
+                record if record is not None else invocation.input or {}, inventory, fields
+            )
+    return subjects
+
+
+def out_of_focus(
+    *,
+    executor_output: ExecutorOutput,
+    focus: QuestionFocus,
+    subjects: dict[tuple[int, str], RecordSubject],
+    inventory: Inventory,
+) -> ScopeResult:
+    """Block claims about subjects the question did not ask (warning `scope.out_of_focus`).
+
+    Nothing understood → no claim stands. A question naming no service or alert ("有哪些告警")
+    has everything in focus. Otherwise a binding whose record is about another service or alert is
+    dropped from its claim, and a claim left with nothing, or naming only other subjects, is blocked."""
+    result = ScopeResult(kept_output=executor_output)
+    if focus.understood and not focus.names_subjects:
+        return result
+    wanted_services = {*focus.services, *focus.unknown_services}
+    wanted_alerts = {*focus.alerts, *focus.unknown_alerts}
+    # Asked about an alert only: its services are the subject of the logs too.
+    alert_services = {
+        service
+        for subject in subjects.values()
+        if subject.alerts & wanted_alerts
+        for service in subject.services
+    }
+
+    # Topics guidance may be about: the question's, related ones, and those of the subject's alerts.
+    subject_alerts = {
+        alert
+        for subject in subjects.values()
+        if not subject.guidance
+        and subject.services
+        and _any_same(subject.services, wanted_services, inventory)
+        for alert in subject.alerts
+    } | wanted_alerts
+    guidance_topics = inventory.widened(
+        [*focus.topics, *(t for alert in subject_alerts for t in inventory.topics_of_alert(alert))]
+    )
+
+    def in_focus(subject: RecordSubject | None) -> bool:
+        if subject is None:
+            return True
+        if subject.guidance and subject.alerts and not subject.alerts & subject_alerts:
+            topics = {t for alert in subject.alerts for t in inventory.topics_of_alert(alert)}
+            if topics and not topics & guidance_topics:
+                return False  # a runbook for another alert on another topic
+        services = wanted_services or alert_services
+        if services and subject.services and not _any_same(subject.services, services, inventory):
+            return False
+        return not (wanted_alerts and subject.alerts and not subject.alerts & wanted_alerts)
+
+    kept_claims = []
+    for claim in executor_output.claims:
+        if not focus.understood:
+            result.blocked_claims.append(claim)
+            result.warnings.append(
+                _focus_warning("问题未涉及任何已识别的服务、告警或主题，断言已拦截", claim)
+            )
+            continue
+        bindings = []
+        for binding in claim.evidence_bindings:
+            subject = subjects.get((binding.source_invocation_id, binding.raw_path or ""))
+            if in_focus(subject):
+                bindings.append(binding)
+            else:
+                result.warnings.append(
+                    _focus_warning(f"证据 {binding.raw_path} 涉及问题之外的服务或告警，已从断言中移除", claim)
+                )
+        named_services = set(inventory.services_in(claim.claim_text))
+        named_alerts = set(inventory.alerts_in(claim.claim_text))
+        names_other = bool(
+            wanted_services and named_services and not _any_same(named_services, wanted_services, inventory)
+        ) or bool(wanted_alerts and named_alerts and not named_alerts & wanted_alerts)
+        if names_other or (claim.evidence_bindings and not bindings):
+            result.blocked_claims.append(claim)
+            result.warnings.append(
+                _focus_warning("断言涉及问题之外的服务或告警，已拦截，不参与校验与撰写", claim)
+            )
+        else:
+            kept_claims.append(claim.model_copy(update={"evidence_bindings": bindings}))
+    result.kept_output = executor_output.model_copy(update={"claims": kept_claims})
+    return result
+
+
+def _any_same(names: set[str] | frozenset[str], wanted: set[str], inventory: Inventory) -> bool:
+    return any(inventory.same_service(name, other) for name in names for other in wanted)
+
+
+def _focus_warning(message: str, claim: Claim) -> RuleMessage:
+    return RuleMessage(rule=FOCUS_RULE, message=message, claim_id=claim.claim_id)
+
+
+def _record_at(output: dict, raw_path: str) -> dict | None:
+    match = RAW_PATH.match(raw_path)
+    if not match:
+        return None
+    records = output.get(match["key"])
+    index = int(match["index"])
+    if isinstance(records, list) and index < len(records) and isinstance(records[index], dict):
+        return records[index]
+    return None
+
+
+def _subject_of(record: dict, inventory: Inventory, fields: Sequence[str]) -> RecordSubject:
+    if "content" in record or "block_id" in record:  # guidance: what its title and text name
+        text = f"{record.get('title', '')}\n{record.get('content', '')}"
+        return RecordSubject(
+            services=frozenset(inventory.services_in(text)),
+            alerts=frozenset(inventory.alerts_in(str(record.get("title", "")))),
+            guidance=True,
+        )
+    labels = record.get("labels") or record.get("metric") or {}
+    services = {
+        str(value) for key in dict.fromkeys(fields) for value in (record.get(key), labels.get(key)) if value
+    }
+    alert = record.get("alert_name")
+    return RecordSubject(services=frozenset(services), alerts=frozenset({alert} if alert else ()))

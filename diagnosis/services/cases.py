@@ -24,21 +24,12 @@ from diagnosis.pipeline.facts import fact_tokens
 from diagnosis.selectors.evidence import ClaimView, session_rounds
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from tools.matching import groups_in
+from tools.world import current_vocabulary
 
 logger = logging.getLogger(__name__)
 
 TITLE_CHARS = 100
 NAME_CHARS = CaseLibrary._meta.get_field("service").max_length
-# Fault categories by synonym group (`tools.matching`, the table the tools file records under).
-# First match wins: a pool exhaustion shows up as timeouts, so the specific category is tried first.
-CATEGORY_GROUPS = (
-    ("CONNECTION_POOL", {"connection_pool"}),
-    ("MEMORY", {"memory", "oom", "gc"}),
-    ("CPU", {"cpu"}),
-    ("DISK", {"disk"}),
-    ("LATENCY", {"slow"}),
-    ("AVAILABILITY", {"availability"}),
-)
 ERROR_CODE = re.compile(r"(?:Error|Exception|Killed)$|^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
 
 
@@ -80,7 +71,10 @@ def _verified_material(*, session: DiagnosisSession) -> ComposerInput | None:
 
 
 def _category(groups: set[str]) -> str | None:
-    return next((category for category, members in CATEGORY_GROUPS if members & groups), None)
+    """Fault categories by synonym group, from the world vocabulary. First match wins: a pool
+    exhaustion shows up as timeouts, so the vocabulary lists the specific category first."""
+    categories = current_vocabulary().categories
+    return next((c.category for c in categories if set(c.groups) & groups), None)
 
 
 def _fault_category(alert_names: list[str], texts: list[str]) -> str:

@@ -1,16 +1,19 @@
 """Rule evaluation: how well a session gathered evidence, scored by code (contracts §8, seed 004 §4).
 
 It measures evidence collection only, not whether the answer reasons correctly (that is the
-verifier's job), and needs no LLM. It runs in the background once a session has ended.
+verifier's job), and needs no LLM. It runs in the background once a session has ended. A PASS
+whose kept claims are about a subject the question did not ask scores 0 (contracts §12: verified
+means quoted and on topic).
 """
 
 from django.db import transaction
 from django_q.tasks import async_task
 
 from diagnosis.models import DiagnosisSession, ToolInvocation
-from diagnosis.selectors.self_evaluation import RULE_EVALUATION
+from diagnosis.selectors.self_evaluation import RULE_EVALUATION, VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.services.invocations import is_evidence_call, is_guidance_call
 from diagnosis.services.self_evaluation import self_evaluation_merge
+from diagnosis.world import off_topic_claims
 
 SCORE_MIN, SCORE_MAX = 0, 100
 
@@ -46,12 +49,23 @@ def _factors(*, session: DiagnosisSession, calls: list[ToolInvocation]) -> list[
         factors.append(_factor("retrieval_no_hit", -10, f"{len(retrievals)} 次知识检索均未命中"))
     if not succeeded:
         factors.append(_factor("all_tool_calls_failed", -20, f"{len(calls)} 次证据工具调用全部失败"))
+    record = self_evaluation_of(session=session).get(VERIFIER_EVALUATION) or {}
+    if record.get("verdict") == "PASS":
+        off_topic = off_topic_claims(
+            query=session.query, record=record, invocations=list(session.tool_invocations.all())
+        )
+        if off_topic:
+            factors.append(
+                _factor(
+                    "off_topic_pass", -SCORE_MAX, "PASS 中含有问题之外主题的断言：" + "、".join(off_topic)
+                )
+            )
     return factors
 
 
 def rule_evaluation_run(*, session_pk: int) -> dict:
     """Score the session's evidence gathering and store it in the `rule_evaluation` slot."""
-    session = DiagnosisSession.objects.only("pk", "status").get(pk=session_pk)
+    session = DiagnosisSession.objects.only("pk", "status", "query", "self_evaluation").get(pk=session_pk)
     calls = [
         call
         for call in ToolInvocation.objects.filter(session_id=session_pk).only(

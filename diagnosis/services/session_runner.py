@@ -25,6 +25,7 @@ from diagnosis.services.self_evaluation import self_evaluation_merge
 from diagnosis.services.session_lifecycle import session_execute, session_update
 from diagnosis.services.toolbox import RecordingToolbox, invocation_message
 from diagnosis.services.trace_summary import tool_trace_summary_build
+from diagnosis.world import world_current
 from tools.base import guidance_tool_names
 
 THOUGHT_CHARS = 2000
@@ -52,6 +53,8 @@ def _diagnose(session: DiagnosisSession) -> None:
             max_tool_calls=config["MAX_TOOL_CALLS"],
             low_confidence_threshold=config["LOW_CONFIDENCE_THRESHOLD"],
         ),
+        # The sources' inventory is asked once per session, before any round (contracts §12).
+        world=world_current(),
     )
     self_evaluation_merge(session_pk=session.pk, slot=VERIFIER_EVALUATION, value=result.evaluation)
     session_update(

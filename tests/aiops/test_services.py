@@ -164,7 +164,8 @@ def test_alert_the_metrics_do_not_know_is_reported_as_not_found_never_as_confirm
     report = aiops_run(session_pk=received(payload).pk).answer
 
     kafka = section(report, "KafkaConsumerLag")
-    assert "query_metrics(service=billing-service) 未检索到匹配证据" in kafka
+    # The metrics query names both the service and the alert asked about.
+    assert "query_metrics(service=billing-service, alert_name=KafkaConsumerLag) 未检索到匹配证据" in kafka
     assert "存在 KafkaConsumerLag 告警" not in kafka
     assert "只得到“未检索到匹配证据”的告警（不等于已排除）：KafkaConsumerLag（billing-service）" in report
     assert "有已核验证据支撑的告警" not in report

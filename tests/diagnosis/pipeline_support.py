@@ -14,9 +14,19 @@ from diagnosis.pipeline.contracts import (
     VerifierInput,
     VerifierOutput,
 )
+from diagnosis.pipeline.focus import Inventory, World
 from diagnosis.pipeline.interfaces import RecordedInvocation, Stage, StageCall, StepRecord, Toolbox
 from diagnosis.pipeline.round import RoundLimits, RoundResult, round_run
 from tools.base import guidance_tool_names
+from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load
+
+DEMO_VOCABULARY = vocabulary_load(DEFAULT_VOCABULARY_FILE)
+# The demo world's vocabulary, and an inventory of what it names (no source asked).
+DEMO_WORLD = World(
+    vocabulary=DEMO_VOCABULARY,
+    inventory=Inventory.build(services=(), alerts=(), vocabulary=DEMO_VOCABULARY),
+    service_labels=("service", "app", "job"),
+)
 
 ONE_ROUND = RoundLimits(max_rounds=1, max_tool_calls=8, low_confidence_threshold=0.6)
 
@@ -100,4 +110,5 @@ def one_round(
         engine=ScriptedEngine(executor_output=executor_output, verifier_output=verifier_output),
         recorder=MemoryRecorder(recorded=invocations),
         limits=ONE_ROUND,
+        world=DEMO_WORLD,
     )

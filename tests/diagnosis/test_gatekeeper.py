@@ -232,7 +232,7 @@ def test_each_binding_is_checked_on_its_own(session, alert):
 
 # The tolerance table: real ref texts of the demo world (contracts §4 shapes) and excerpts a model
 # might write. It calibrates MATCH_THRESHOLD and pins what is never tolerated.
-HONEST, SHORT, CHANGED_FACT, MADE_UP = "honest", "too_short", "changed_fact", "made_up"
+HONEST, SHORT, CHANGED_FACT, MADE_UP, POLARITY = "honest", "too_short", "changed_fact", "made_up", "polarity"
 
 
 def rows(case, ref_text, *excerpts_and_kinds):
@@ -368,6 +368,42 @@ TOLERANCE_TABLE = [
     *rows(MADE_UP, SLOW_LOG_TEXT, ("慢请求: GET 响应正常，缓存全部命中", "mismatch")),
     *rows(MADE_UP, NO_HIT_TEXT, ("已确认 inventory-service 不存在连接池问题", "mismatch")),
     *rows(MADE_UP, RUNBOOK_TEXT, ("应用日志显示连接池已耗尽，需要扩容", "mismatch")),
+    # Polarity: similar enough to pass as fuzzy, but a negation dropped, added or cut off is a mismatch.
+    *rows(
+        POLARITY,
+        HIKARI_LOG_TEXT,
+        ("HikariPool-1 - Connection is available, request timed out after 30000ms", "mismatch"),
+        ("available, request timed out after 30000ms", "mismatch"),
+        ("HikariPool-1 - Connection is not available, request timed out after 30000ms", "substring"),
+    ),
+    *rows(POLARITY, "检查结果：未发现内存泄漏，堆内存回收正常", ("发现内存泄漏，堆内存回收正常", "mismatch")),
+    *rows(
+        POLARITY,
+        "检查结果：未发现内存泄漏，堆内存回收正常",
+        ("检查结果：发现内存泄漏，堆内存回收正常", "mismatch"),
+    ),
+    *rows(POLARITY, "检查结果：未发现内存泄漏，堆内存回收正常", ("检查结果：未发现内存泄漏", "substring")),
+    *rows(
+        POLARITY,
+        "磁盘使用率持续超过 85%，挂载点 /data",
+        ("磁盘使用率没有持续超过 85%，挂载点 /data", "mismatch"),
+    ),
+    *rows(
+        POLARITY,
+        "The retry queue is never drained by the worker",
+        ("The retry queue is drained by the worker", "mismatch"),
+    ),
+    *rows(
+        POLARITY,
+        "Pod restarted without a readiness probe failure",
+        ("Pod restarted with a readiness probe failure", "mismatch"),
+    ),
+    *rows(POLARITY, "健康检查非正常退出，容器被重启", ("健康检查正常退出，容器被重启", "mismatch")),
+    *rows(
+        POLARITY,
+        "配置项 cache.ttl 是否生效：否，仍为默认值",
+        ("配置项 cache.ttl 是否生效：仍为默认值", "mismatch"),
+    ),
 ]
 
 

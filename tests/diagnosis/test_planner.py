@@ -1,6 +1,14 @@
 import pytest
 
-from diagnosis.engines.rules.planner import plan_by_rules
+from diagnosis.engines.rules import planner
+from diagnosis.pipeline.scope import scope_parse
+from diagnosis.world import world_current
+
+
+def plan_by_rules(question: str):
+    """The rules plan of a question read against the world now, as a round hands it the focus."""
+    focus = world_current().focus_of(query=question, excluded=scope_parse(question)[1])
+    return planner.plan_by_rules(question, focus=focus)
 
 
 @pytest.mark.parametrize(

@@ -167,3 +167,59 @@ def test_enqueue_queues_the_task_once_the_transaction_commits(django_capture_on_
 
     task = SignedPackage.loads(OrmQ.objects.get().payload)
     assert (task["func"], task["args"]) == ("diagnosis.tasks.rule_evaluation_task", (session.pk,))
+
+
+def _pass_record(*, invocation, claim_text: str) -> dict:
+    """A PASS round record whose one kept claim cites the invocation's first alert."""
+    claim = {
+        "claim_id": "claim-1",
+        "claim_type": "observation",
+        "claim_text": claim_text,
+        "evidence_bindings": [
+            {
+                "tool_name": "query_metrics",
+                "source_invocation_id": invocation.pk,
+                "raw_path": "$.alerts[0]",
+                "evidence_excerpt": claim_text,
+            }
+        ],
+    }
+    output = {
+        "claims": [claim],
+        "hypotheses": [],
+        "missing_info": [],
+        "recommended_actions": [],
+        "diagnosis_summary": "",
+        "user_facing_answer": "",
+    }
+    inventory = {"services": ["order-service", "payment-service"], "alerts": ["HighCPUUsage"], "runbooks": []}
+    return {
+        "verdict": "PASS",
+        "executor_structured_output": output,
+        "excluded_topics": [],
+        "inventory": inventory,
+    }
+
+
+@pytest.mark.parametrize(("service", "off_topic"), [("payment-service", True), ("order-service", False)])
+def test_a_pass_about_a_service_the_question_did_not_ask_scores_zero(service, off_topic):
+    from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION
+    from diagnosis.services.self_evaluation import self_evaluation_merge
+
+    session = _completed_session(query="order-service 有什么异常")
+    alert = {
+        "alert_name": "HighCPUUsage",
+        "service": service,
+        "state": "firing",
+        "labels": {"service": service},
+    }
+    invocation = ToolInvocationFactory(
+        session=session, output={"success": True, "alerts": [alert]}, retrieval_details=SUPPORTED
+    )
+    record = _pass_record(invocation=invocation, claim_text=f"{service} 当前存在 HighCPUUsage 告警")
+    self_evaluation_merge(session_pk=session.pk, slot=VERIFIER_EVALUATION, value=record)
+
+    evaluation = rule_evaluation_run(session_pk=session.pk)
+
+    assert ("off_topic_pass" in _factor_names(evaluation)) is off_topic
+    assert (evaluation["evidence_score"] == 0) is off_topic

@@ -4,7 +4,9 @@ import pytest
 
 from diagnosis.pipeline.contracts import Claim, EvidenceBinding, ExecutorOutput
 from diagnosis.pipeline.scope import scope_guard, scope_parse, text_mentions_excluded
-from tools.matching import SYNONYMS_FILE
+from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load
+
+VOCABULARY = vocabulary_load(DEFAULT_VOCABULARY_FILE)
 
 EXCLUDED = ["订单123", "OOM", "数据库慢查询", "连接池", "user-service"]
 CPU_ALERT_TEXT = (
@@ -67,30 +69,36 @@ def test_scope_parse_finds_narrow_questions_and_exclusions(query, narrow, exclud
     ],
 )
 def test_excluded_topics_are_found_with_their_synonyms(text, mentioned):
-    assert text_mentions_excluded(text, EXCLUDED) == mentioned
+    assert text_mentions_excluded(text, EXCLUDED, vocabulary=VOCABULARY) == mentioned
 
 
 def test_a_topic_inside_a_longer_one_does_not_widen_the_exclusion():
     # "内存溢出" excludes OOM, not every mention of 内存.
-    assert text_mentions_excluded("内存使用率持续超过85%", ["内存溢出"]) == []
-    assert text_mentions_excluded("OOMKilled", ["内存溢出"]) == ["内存溢出"]
+    assert text_mentions_excluded("内存使用率持续超过85%", ["内存溢出"], vocabulary=VOCABULARY) == []
+    assert text_mentions_excluded("OOMKilled", ["内存溢出"], vocabulary=VOCABULARY) == ["内存溢出"]
 
 
 def test_every_term_the_tools_file_under_an_excluded_topic_counts():
     # One synonym table: a log line the tools file under the connection pool is about the pool.
-    terms = json.loads(SYNONYMS_FILE.read_text(encoding="utf-8"))["groups"]["connection_pool"]
-    assert [term for term in terms if text_mentions_excluded(f"日志: {term}", ["连接池"]) != ["连接池"]] == []
+    terms = json.loads(DEFAULT_VOCABULARY_FILE.read_text(encoding="utf-8"))["groups"]["connection_pool"]
+    assert [
+        term
+        for term in terms
+        if text_mentions_excluded(f"日志: {term}", ["连接池"], vocabulary=VOCABULARY) != ["连接池"]
+    ] == []
 
 
 def test_excluding_oom_keeps_plain_memory_evidence():
     memory_log = "[2026-11-29 14:58:00][WARN][order-service] 内存使用率过高: 91.0%, JVM堆内存: 3.8GB/4GB"
-    assert text_mentions_excluded(memory_log, ["OOM"]) == []
-    assert text_mentions_excluded(memory_log, ["内存"]) == ["内存"]
-    assert text_mentions_excluded("内核 OOM Killer: Out of memory: Killed process (java)", ["OOM"]) == ["OOM"]
+    assert text_mentions_excluded(memory_log, ["OOM"], vocabulary=VOCABULARY) == []
+    assert text_mentions_excluded(memory_log, ["内存"], vocabulary=VOCABULARY) == ["内存"]
+    assert text_mentions_excluded(
+        "内核 OOM Killer: Out of memory: Killed process (java)", ["OOM"], vocabulary=VOCABULARY
+    ) == ["OOM"]
 
 
 def test_a_blank_topic_excludes_nothing():
-    assert text_mentions_excluded(CPU_ALERT_TEXT, ["", " "]) == []
+    assert text_mentions_excluded(CPU_ALERT_TEXT, ["", " "], vocabulary=VOCABULARY) == []
 
 
 def claim(claim_id, text, excerpt=CPU_ALERT_TEXT):
@@ -119,7 +127,9 @@ def test_scope_guard_blocks_claims_about_excluded_topics_and_keeps_the_rest():
     )
 
     result = scope_guard(
-        executor_output=executor_output([cpu, pool, oom_by_excerpt]), excluded_topics=EXCLUDED
+        executor_output=executor_output([cpu, pool, oom_by_excerpt]),
+        excluded_topics=EXCLUDED,
+        vocabulary=VOCABULARY,
     )
 
     assert [c.claim_id for c in result.kept_output.claims] == ["claim-1"]
@@ -138,7 +148,7 @@ def test_scope_guard_drops_hypotheses_and_actions_about_excluded_topics():
         recommended_actions=["继续查看 payment-service 的线程栈", "查看 user-service 的慢请求日志"],
     )
 
-    result = scope_guard(executor_output=output, excluded_topics=EXCLUDED)
+    result = scope_guard(executor_output=output, excluded_topics=EXCLUDED, vocabulary=VOCABULARY)
 
     assert result.kept_output.hypotheses == []
     assert result.kept_output.recommended_actions == ["继续查看 payment-service 的线程栈"]
@@ -148,6 +158,6 @@ def test_scope_guard_drops_hypotheses_and_actions_about_excluded_topics():
 def test_scope_guard_without_exclusions_changes_nothing():
     output = executor_output([claim("claim-1", "order-service 的 HikariCP 连接池已耗尽")])
 
-    result = scope_guard(executor_output=output, excluded_topics=[])
+    result = scope_guard(executor_output=output, excluded_topics=[], vocabulary=VOCABULARY)
 
     assert (result.kept_output, result.blocked_claims, result.warnings) == (output, [], [])

@@ -34,6 +34,7 @@ def team_sources(settings, stack, loki):
         "LOKI_URL": loki.url,
         "LOKI_TENANT": "team-a",
         "RUNBOOKS_DIR": str(WORLD / "runbooks"),
+        "VOCABULARY_FILE": str(WORLD / "vocabulary.json"),
         "DEMO_NOW": None,
     }
     return settings.DIAGNOSIS

@@ -97,3 +97,25 @@ def test_an_empty_promql_result_is_no_evidence(prometheus, session):
 
     assert invocation.success
     assert invocation.evidence_status == "no_evidence"
+
+
+def test_the_inventory_names_the_rules_alerts_and_service_label_values(settings, stack):
+    from tools.clock import now
+    from tools.sources import sources_inventory
+
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {
+        "PROMETHEUS_URL": stack.prometheus_url,
+        "ALERTMANAGER_URL": stack.alertmanager_url,
+        "DEMO_NOW": None,
+    }
+
+    inventory = sources_inventory(now=now())
+
+    # Rules (also the pending and the silenced one), the alert list, and the `service` label values.
+    assert {
+        "HighMemoryUsage",
+        "PostgresReplicationLag",
+        "KubePodCrashLooping",
+        "NodeFilesystemAlmostFull",
+    } <= (inventory.alerts)
+    assert {"billing", "ledger-service"} <= inventory.services

@@ -84,3 +84,10 @@ def test_a_wrong_tenant_is_a_failed_call_naming_loki(loki, session, settings):
 
     assert not invocation.success
     assert f"loki {loki.url}: HTTP 401: no org id" in invocation.error
+
+
+def test_the_inventory_names_the_values_of_the_service_label(loki):
+    from tools.clock import now
+    from tools.sources import sources_inventory
+
+    assert {"billing", "ledger-service"} <= sources_inventory(now=now()).services

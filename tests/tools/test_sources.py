@@ -4,13 +4,16 @@ import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
+from tests.integration.stack import free_port
 from tests.tools.support import record
 from tools.sources import source_for
 
 pytestmark = pytest.mark.django_db
+WORLD_RUNBOOKS = Path(__file__).parents[1] / "world" / "runbooks"
 
 
 @pytest.fixture
@@ -157,3 +160,19 @@ def test_each_source_sends_its_own_headers(settings, session, http_server):
     [headers] = http_server.servers[-1].seen_headers
     assert headers["Authorization"] == "Bearer team-token"
     assert "X-Other" not in headers
+
+
+def test_the_inventory_asks_the_sources_the_tools_use_and_skips_one_that_fails(settings, caplog):
+    from tools.clock import now
+    from tools.sources import sources_inventory
+
+    down = f"http://127.0.0.1:{free_port()}"
+    configure(settings, PROMETHEUS_URL=down, SOURCE_TIMEOUT=1.0, RUNBOOKS_DIR=str(WORLD_RUNBOOKS))
+
+    inventory = sources_inventory(now=now())
+
+    # Prometheus (alerts and PromQL) is down: logged and left out; the demo world answers the logs.
+    assert f"source prometheus {down} failed" in caplog.text
+    assert "PostgresReplicationLag" in inventory.alerts
+    assert {"KubePodCrashLooping", "postgres-replication"} <= inventory.runbooks
+    assert inventory.services

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 
 from tools.clock import local_text
+from tools.inventory import SourceInventory
 from tools.matching import groups_in, mentioned, query_groups
 from tools.retrieval import KnowledgeBlock
 
@@ -124,6 +125,13 @@ class DemoWorldBackend:
     def knowledge_blocks(self) -> list[KnowledgeBlock]:
         """The runbooks and the blocks of the configured knowledge sources (the case library's past cases)."""
         return [*_runbook_blocks(), *knowledge_source_blocks()]
+
+    def inventory(self, *, now: datetime) -> SourceInventory:
+        return SourceInventory(
+            services={alert["service"] for alert in _alerts()} | {r.fields["service"] for r in _logs()},
+            alerts={alert["alert_name"] for alert in _alerts()},
+            runbooks={block.source_document for block in _runbook_blocks()},
+        )
 
 
 def knowledge_source_blocks() -> list[KnowledgeBlock]:

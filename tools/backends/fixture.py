@@ -28,6 +28,7 @@ from tools.backends.demo import (
     log_matches,
     log_rendered,
 )
+from tools.inventory import SourceInventory
 from tools.matching import groups_in
 from tools.retrieval import KnowledgeBlock
 
@@ -93,6 +94,25 @@ class FixtureBackend:
         if data.get("mode", MERGE) == MERGE:
             return [*DemoWorldBackend().knowledge_blocks(), *own]
         return own
+
+    def inventory(self, *, now: datetime) -> SourceInventory:
+        """What the case's own records name, plus the demo world's where a tool merges with it."""
+        tool_data = settings.DIAGNOSIS.get("FIXTURE_TOOL_DATA", {})
+        demo = DemoWorldBackend().inventory(now=now)
+        inventory = SourceInventory()
+        for tool_name, data in tool_data.items():
+            records = [
+                *data.get("records", []),
+                *(record for response in data.get("responses", []) for record in response.get("records", [])),
+            ]
+            if tool_name == "lookup_knowledge":
+                inventory.runbooks |= {block["source_document"] for block in records}
+            else:
+                inventory.services |= {record["service"] for record in records if record.get("service")}
+                inventory.alerts |= {record["alert_name"] for record in records if record.get("alert_name")}
+            if data.get("mode", MERGE) == MERGE:
+                inventory = inventory.united(demo)
+        return inventory
 
 
 def _data(tool_name: str) -> dict[str, Any]:

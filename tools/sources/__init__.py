@@ -8,22 +8,37 @@ A source answers the methods its tools call (see `tools.backends`) plus `query_p
 Prometheus, and tells where its answers come from with `provenance() -> (kind, location)`.
 A source that fails raises; the recorder turns that into a failed invocation naming the source.
 There is no fallback: a configured source that is down never gives demo-world evidence.
+
+A source may also say what it knows now, `inventory(*, now) -> SourceInventory` (contracts §12);
+`sources_inventory` asks every source the tools would use, each once.
 """
 
 from __future__ import annotations
 
+import logging
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.utils.module_loading import import_string
 
 from tools.backends.demo import DemoWorldBackend
+from tools.inventory import SourceInventory
 from tools.sources.alertmanager import AlertmanagerSource
 from tools.sources.loki import LokiSource
 from tools.sources.prometheus import PrometheusSource
 from tools.sources.runbooks import RunbooksSource
 
+logger = logging.getLogger(__name__)
+
 DEMO = "demo"
+# The tools that read a source, and the method that tells whether a source serves the tool.
+SOURCE_TOOLS = {
+    "query_metrics": "query_alerts",
+    "query_promql": "query_promql",
+    "query_logs": "query_logs",
+    "lookup_knowledge": "knowledge_blocks",
+}
 
 
 def _prometheus() -> PrometheusSource | None:
@@ -63,3 +78,24 @@ def provenance_of(source: Any) -> tuple[str, str]:
 
 def is_demo(source: Any) -> bool:
     return provenance_of(source)[0] == DEMO
+
+
+def sources_inventory(*, now: datetime) -> SourceInventory:
+    """What the sources the tools would use know now, united; each distinct source asked once.
+
+    A source that fails is left out with a logged warning (its tool call will fail and say so);
+    one without `inventory` contributes nothing."""
+    chosen: dict[tuple[str, str], Any] = {}
+    for tool_name, method in SOURCE_TOOLS.items():
+        source = source_for(tool_name)
+        if hasattr(source, method):
+            chosen.setdefault(provenance_of(source), source)
+    inventory = SourceInventory()
+    for (kind, location), source in chosen.items():
+        if not hasattr(source, "inventory"):
+            continue
+        try:
+            inventory = inventory.united(source.inventory(now=now))
+        except Exception:  # a source being down must not stop the session
+            logger.warning("inventory of source %s %s failed; left out", kind, location, exc_info=True)
+    return inventory

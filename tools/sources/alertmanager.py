@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from tools.inventory import SourceInventory
 from tools.sources.http import HttpSource
 from tools.sources.prometheus import PrometheusSource, matches
 from tools.sources.records import duration_text, parsed_time, service_of, time_text
@@ -35,10 +36,22 @@ class AlertmanagerSource(HttpSource):
         if self.prometheus is not None:
             self.prometheus.check()
 
-    def query_alerts(self, *, service: str | None, alert_name: str | None, now: datetime) -> list[dict]:
+    def alert_list(self) -> list[dict]:
         payload = self.get_json("/api/v2/alerts")
         if not isinstance(payload, list):
             raise self.error(f"/api/v2/alerts 返回的不是告警列表（{str(payload)[:200]}）")
+        return payload
+
+    def inventory(self, *, now: datetime) -> SourceInventory:
+        """The alert list's alert names and services (Prometheus, if joined, is asked on its own)."""
+        labels = [alert.get("labels") or {} for alert in self.alert_list()]
+        return SourceInventory(
+            services={service for label_set in labels if (service := service_of(label_set))},
+            alerts={name for label_set in labels if (name := label_set.get("alertname"))},
+        )
+
+    def query_alerts(self, *, service: str | None, alert_name: str | None, now: datetime) -> list[dict]:
+        payload = self.alert_list()
         samples = self.prometheus.alert_records(now=now) if self.prometheus is not None else []
         records = [alert_record(alert, samples=samples, now=now) for alert in payload]
         return [

@@ -13,6 +13,7 @@ from typing import Any
 from django.conf import settings
 
 from tools.clock import local_text
+from tools.inventory import SourceInventory
 from tools.matching import group_terms, query_terms
 from tools.sources.http import HttpSource
 from tools.sources.records import service_of
@@ -53,6 +54,18 @@ class LokiSource(HttpSource):
 
     def label_values(self, label: str) -> list[str]:
         return list(self.data(f"/loki/api/v1/label/{label}/values") or [])
+
+    def inventory(self, *, now: datetime) -> SourceInventory:
+        """Services: the values of the service labels Loki has."""
+        known = set(self.labels())
+        return SourceInventory(
+            services={
+                value
+                for label in settings.DIAGNOSIS["SERVICE_LABELS"]
+                if label in known
+                for value in self.label_values(label)
+            }
+        )
 
     def logql(self, *, query: str, service: str | None) -> str:
         known = set(self.labels())

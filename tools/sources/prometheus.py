@@ -6,6 +6,9 @@ import math
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
+
+from tools.inventory import SourceInventory
 from tools.sources.http import HttpSource
 from tools.sources.records import duration_text, parsed_time, service_of, time_text
 
@@ -72,6 +75,19 @@ class PrometheusSource(HttpSource):
 
     def label_values(self, label: str) -> list[str]:
         return list(self.data(f"/api/v1/label/{label}/values") or [])
+
+    def inventory(self, *, now: datetime) -> SourceInventory:
+        """Alert names of the alerting rules and their alerts; services: the service labels' values."""
+        rules = self.alerting_rules()
+        alerts = [alert for rule in rules for alert in rule.get("alerts") or []]
+        return SourceInventory(
+            services={
+                value for label in settings.DIAGNOSIS["SERVICE_LABELS"] for value in self.label_values(label)
+            }
+            | {service for alert in alerts if (service := service_of(alert.get("labels") or {}))},
+            alerts={rule["name"] for rule in rules if rule.get("name")}
+            | {name for alert in alerts if (name := (alert.get("labels") or {}).get("alertname"))},
+        )
 
 
 def alert_record(alert: dict, *, expr: str, now: datetime) -> dict:

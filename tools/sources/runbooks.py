@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import logging
 import re
+from datetime import datetime
 from pathlib import Path
 
 import yaml
 
 from tools.backends.demo import knowledge_source_blocks
+from tools.inventory import SourceInventory
 from tools.retrieval import KnowledgeBlock
 
 logger = logging.getLogger(__name__)
@@ -46,6 +48,20 @@ class RunbooksSource:
         self.check()
         return [*runbook_blocks(self.folder), *knowledge_source_blocks()]
 
+    def inventory(self, *, now: datetime) -> SourceInventory:
+        """Alerts the front matter names; runbooks by title and file stem."""
+        self.check()
+        inventory = SourceInventory()
+        for path in sorted(self.folder.rglob("*.md")):
+            try:
+                meta, text = front_matter(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, yaml.YAMLError, RunbookError) as exc:
+                logger.warning("runbook %s skipped: %s", path, exc)
+                continue
+            inventory.alerts |= set(meta_alerts(meta))
+            inventory.runbooks |= {path.stem, document_title(meta, text, path)}
+        return inventory
+
 
 def runbook_blocks(folder: Path) -> list[KnowledgeBlock]:
     blocks: list[KnowledgeBlock] = []
@@ -57,21 +73,36 @@ def runbook_blocks(folder: Path) -> list[KnowledgeBlock]:
     return blocks
 
 
-def document_blocks(path: Path, *, relative: str) -> list[KnowledgeBlock]:
-    text = path.read_text(encoding="utf-8")
-    meta: dict = {}
-    if match := FRONT_MATTER.match(text):
-        meta = yaml.safe_load(match[1]) or {}
-        if not isinstance(meta, dict):
-            raise RunbookError("front matter is not a mapping")
-        text = text[match.end() :]
+def front_matter(text: str) -> tuple[dict, str]:
+    """(front matter, the text after it) of a runbook."""
+    match = FRONT_MATTER.match(text)
+    if not match:
+        return {}, text
+    meta = yaml.safe_load(match[1]) or {}
+    if not isinstance(meta, dict):
+        raise RunbookError("front matter is not a mapping")
+    return meta, text[match.end() :]
+
+
+def meta_alerts(meta: dict) -> list[str]:
     alerts = meta.get("alerts") or []
     if isinstance(alerts, str):
         alerts = [alerts]
     if not isinstance(alerts, list):
         raise RunbookError("front matter `alerts` is not a list")
+    return [str(alert) for alert in alerts]
+
+
+def document_title(meta: dict, text: str, path: Path) -> str:
+    heading = HEADING.search(text)
+    return str(meta.get("title") or (heading[1] if heading else path.stem)).strip()
+
+
+def document_blocks(path: Path, *, relative: str) -> list[KnowledgeBlock]:
+    meta, text = front_matter(path.read_text(encoding="utf-8"))
+    alerts = meta_alerts(meta)
     headings = list(HEADING.finditer(text))
-    title = str(meta.get("title") or (headings[0][1] if headings else path.stem)).strip()
+    title = document_title(meta, text, path)
     terms = tuple(dict.fromkeys(str(term) for term in [*alerts, meta.get("title") or "", path.stem] if term))
     sections = _sections(text, headings)
     return [

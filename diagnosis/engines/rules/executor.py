@@ -7,7 +7,6 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from diagnosis.engines.rules.planner import ALERT_TOPICS, RELATED_TOPICS, question_subjects
 from diagnosis.pipeline.contracts import (
     NO_EVIDENCE_PATH,
     Claim,
@@ -19,7 +18,8 @@ from diagnosis.pipeline.contracts import (
 from diagnosis.pipeline.interfaces import Toolbox
 from tools.matching import group_term, groups_in
 from tools.sources.records import number_text
-from tools.topic_queries import topic_queries
+from tools.vocabulary import Vocabulary
+from tools.world import current_vocabulary
 
 MAX_BINDINGS_PER_CLAIM = 6
 MAX_GUIDANCE_CLAIMS = 2
@@ -35,15 +35,24 @@ class _Gathered:
     knowledge_messages: list[dict] = field(default_factory=list)
     # query_promql re-evaluations of firing alerts' own `expr`, by expr.
     expr_messages: dict[str, dict] = field(default_factory=dict)
-    # (topic, service, message) of the topic's PromQL queries (tools/data/promql_topics.json).
+    # (topic, service, message) of the topic's PromQL queries (the vocabulary's `promql_topics`).
     metric_queries: list[tuple[str, str, dict]] = field(default_factory=list)
+    # Topics of the log searches: asked, related, and the fetched alerts' own (cause questions).
+    searched_topics: list[str] = field(default_factory=list)
     # Searches left out because the round's tool-call budget ran out.
     skipped: list[str] = field(default_factory=list)
 
 
 def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOutput:
     plan = stage_input.plan
-    services, alerts, topics = question_subjects(stage_input.query, plan.excluded_topics)
+    vocabulary = current_vocabulary()
+    focus = stage_input.focus
+    services = [*focus.services, *focus.unknown_services]
+    alerts = [*focus.alerts, *focus.unknown_alerts]
+    topics = list(focus.topics)
+    # A cause question is answered from everything about its subject: all its alerts, its logs on
+    # the related topics (contracts §12). A narrow one stays narrow.
+    asks_cause = focus.asks_cause and not plan.narrow_scope and bool(services or alerts)
     planned = {step.tool for step in plan.steps}
     gathered = _Gathered()
     earlier = {_call_key(m["tool_name"], m.get("arguments", {})): m for m in stage_input.prior_tool_messages}
@@ -74,27 +83,56 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
             if message := call("query_promql", {"query": expr}):
                 gathered.expr_messages[expr] = message
     log_services = services or _alert_services(gathered.alert_messages) or [None]
-    if "query_logs" in planned:
+    if "query_logs" in planned and asks_cause:
+        alert_topics = [
+            t
+            for m in gathered.alert_messages
+            for a in _records(m, "alerts")
+            for t in _alert_topics(a, vocabulary)
+        ]
+        wanted = [*topics, *alert_topics]
+        gathered.searched_topics = list(
+            dict.fromkeys([*wanted, *(r for t in wanted for r in vocabulary.related(t))])
+        )
+        query = " ".join(dict.fromkeys(group_term(topic) for topic in gathered.searched_topics or ["error"]))
+        for service in log_services:
+            arguments = {"query": query[:500]} | ({"service": service} if service else {})
+            if message := call("query_logs", arguments):
+                gathered.log_searches.append(("", message))
+    elif "query_logs" in planned:
         for topic in topics or ["error"]:
             for service in log_services:
                 arguments = {"query": group_term(topic)} | ({"service": service} if service else {})
                 if message := call("query_logs", arguments):
                     gathered.log_searches.append((topic, message))
-        for topic in topics if promql else []:
+    # The topic's PromQL queries (a cause question's related topics too), when Prometheus answers them.
+    if "query_logs" in planned and promql:
+        for topic in gathered.searched_topics if asks_cause else topics:
             for service in filter(None, log_services):
-                for query in topic_queries(topic, service=service):
+                for query in vocabulary.topic_queries(topic, service=service):
                     if message := call("query_promql", {"query": query}):
                         gathered.metric_queries.append((topic, service, message))
     if wants_guidance:
         reserved = 0
         if message := call("lookup_knowledge", {"query": stage_input.query[:200]}):
             gathered.knowledge_messages.append(message)
-    return _claims_from(gathered, alerts_asked=alerts, topics_asked=topics)
+    return _claims_from(
+        gathered,
+        alerts_asked=alerts,
+        topics_asked=[] if asks_cause else topics,
+        own_asked=topics if asks_cause else [],
+        vocabulary=vocabulary,
+    )
 
 
 def _metrics_calls(services: list[str], alerts: list[str]) -> list[dict]:
+    """A question naming a service and an alert asks about that alert on that service."""
     if alerts:
-        return [{"alert_name": alert} for alert in alerts]
+        return [
+            {"alert_name": alert} | ({"service": service} if service else {})
+            for alert in alerts
+            for service in services or [None]
+        ]
     if services:
         return [{"service": service} for service in services]
     return [{}]
@@ -128,9 +166,23 @@ def _alert_services(alert_messages: list[dict]) -> list[str]:
     return list(dict.fromkeys(alert["service"] for m in alert_messages for alert in _records(m, "alerts")))
 
 
-def _claims_from(gathered: _Gathered, *, alerts_asked: list[str], topics_asked: list[str]) -> ExecutorOutput:
+def _alert_topics(alert: dict, vocabulary: Vocabulary) -> list[str]:
+    """An alert's topic: the vocabulary's, else the groups its name is a term of."""
+    topic = vocabulary.alert_topics.get(alert["alert_name"])
+    return [topic] if topic else sorted(groups_in(alert["alert_name"]))
+
+
+def _claims_from(
+    gathered: _Gathered,
+    *,
+    alerts_asked: list[str],
+    topics_asked: list[str],
+    own_asked: list[str],
+    vocabulary: Vocabulary,
+) -> ExecutorOutput:
     claims: list[Claim] = []
     used_log_refs: set[tuple[int, str]] = set()
+    left_out: list[str] = []
 
     def add(claim_type: ClaimType, text: str, bindings: list[EvidenceBinding]) -> None:
         claims.append(
@@ -144,27 +196,46 @@ def _claims_from(gathered: _Gathered, *, alerts_asked: list[str], topics_asked: 
 
     for message in gathered.alert_messages:
         for alert, ref in zip(_records(message, "alerts"), _refs(message), strict=False):
-            topic = ALERT_TOPICS.get(alert["alert_name"])
-            alert_topics = {topic, *RELATED_TOPICS.get(topic, ())}
+            own = _alert_topics(alert, vocabulary)
+            alert_topics = {*own, *(related for topic in own for related in vocabulary.related(topic))}
             if (
                 topics_asked
                 and not alert_topics & set(topics_asked)
                 and alert["alert_name"] not in alerts_asked
             ):
-                continue  # an alert the question did not ask about: context, not a claim
-            log_bindings = []
+                # An alert the question did not ask about: context, not a claim, but never dropped silently.
+                left_out.append(f"{alert['service']} 的 {alert['alert_name']} 告警与所问主题无关，未纳入结论")
+                continue
+            # The alert's own topic first, then its related ones; a line about a topic the question
+            # asks for in its own right is not folded into the alert (it gets a claim of its own).
+            candidates = []
             for log_topic, log_message in gathered.log_searches:
-                if log_topic not in alert_topics:
-                    continue
                 for log_ref in _refs(log_message):
-                    if f"[{alert['service']}]" in log_ref["text"]:
-                        log_bindings.append(_binding(log_message, log_ref))
-                        used_log_refs.add((log_message["invocation_id"], log_ref["raw_path"]))
+                    if (
+                        log_ref["raw_path"] == NO_EVIDENCE_PATH
+                        or f"[{alert['service']}]" not in log_ref["text"]
+                    ):
+                        continue
+                    ref_topics = {log_topic} if log_topic else groups_in(_log_message(log_ref["text"]))
+                    if not ref_topics & alert_topics or (ref_topics & set(own_asked) - set(own)):
+                        continue
+                    candidates.append((not ref_topics & set(own), log_message, log_ref))
+            candidates.sort(key=lambda item: item[0])
+            # The alert's own expr re-evaluated (query_promql): the sample of this very alert.
             sample_message = gathered.expr_messages.get(alert.get("expr") or "")
             sample_bindings = [
                 _binding(sample_message, series_ref)
                 for series_ref in _series_of(sample_message, alert.get("labels") or {})
-            ]
+            ][: MAX_BINDINGS_PER_CLAIM - 1]
+            room = MAX_BINDINGS_PER_CLAIM - 1 - len(sample_bindings)
+            log_bindings = []
+            for _, log_message, log_ref in candidates[:room]:
+                log_bindings.append(_binding(log_message, log_ref))
+                used_log_refs.add((log_message["invocation_id"], log_ref["raw_path"]))
+            if overflow := candidates[room:]:
+                for _, log_message, log_ref in overflow:
+                    used_log_refs.add((log_message["invocation_id"], log_ref["raw_path"]))
+                left_out.append(f"另有 {len(overflow)} 条{alert['service']} 的相关日志未逐条引用")
             value = alert.get("value")
             value_text = (
                 f"，当前值 {number_text(str(value))}"
@@ -189,10 +260,11 @@ def _claims_from(gathered: _Gathered, *, alerts_asked: list[str], topics_asked: 
         for ref in fresh:
             fact = (_log_service(ref["text"]), frozenset(groups_in(_log_message(ref["text"]))))
             by_fact.setdefault(fact, []).append(ref)
-        for (service, _), refs in by_fact.items():
+        for (service, groups), refs in by_fact.items():
+            label_topic = topic or next((t for t in gathered.searched_topics if t in groups), "")
             add(
                 "observation",
-                f"{service} 的{TOPIC_LABELS[topic]}日志记录：{_log_message(refs[0]['text'])}",
+                f"{service} 的{vocabulary.label(label_topic)}日志记录：{_log_message(refs[0]['text'])}",
                 [_binding(message, ref) for ref in refs],
             )
 
@@ -201,7 +273,7 @@ def _claims_from(gathered: _Gathered, *, alerts_asked: list[str], topics_asked: 
             if ref["raw_path"] != NO_EVIDENCE_PATH:
                 add(
                     "observation",
-                    f"{service} 的{TOPIC_LABELS[topic]}指标：{ref['text']}",
+                    f"{service} 的{vocabulary.label(topic)}指标：{ref['text']}",
                     [_binding(message, ref)],
                 )
 
@@ -223,6 +295,7 @@ def _claims_from(gathered: _Gathered, *, alerts_asked: list[str], topics_asked: 
     failed = [m for m in gathered.messages if not m["success"]]
     missing_info = [f"{m['tool_name']} 调用失败{_failed_source(m)}，相关证据缺失" for m in failed]
     missing_info += [f"本轮工具调用次数已用完，未执行 {label}" for label in gathered.skipped]
+    missing_info += left_out
     if alerts_asked and not gathered.alert_messages:
         missing_info.append("未能查询告警状态")
     actions = [f"重试失败的 {m['tool_name']} 查询{_failed_source(m)}" for m in failed]
@@ -237,22 +310,6 @@ def _claims_from(gathered: _Gathered, *, alerts_asked: list[str], topics_asked: 
     )
 
 
-# Chinese labels only: a label must never add a fact token (number, name, code) the evidence lacks.
-TOPIC_LABELS = {
-    "cpu": "处理器使用率",
-    "memory": "内存",
-    "gc": "垃圾回收",
-    "oom": "内存溢出",
-    "slow": "慢请求",
-    "error": "错误",
-    "connection_pool": "数据库连接池",
-    "slow_query": "数据库慢查询",
-    "redis": "缓存",
-    "mq": "消息队列",
-    "disk": "磁盘",
-    "timeout": "超时",
-    "availability": "可用性",
-}
 LOG_TEXT = re.compile(
     r"^\[(?P<timestamp>[^\]]*)\]\[(?P<level>[^\]]*)\]\[(?P<service>[^\]]*)\] (?P<message>.*)$", re.S
 )

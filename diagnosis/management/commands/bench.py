@@ -9,6 +9,7 @@ local fake OpenAI-compatible server with zero latency, so what it measures is ou
 import statistics
 import time
 from contextlib import nullcontext
+from pathlib import Path
 
 from django.core.management.base import BaseCommand
 from django.db import connection
@@ -20,16 +21,12 @@ from diagnosis.evaluation.fake_llm import fake_llm_environment
 from diagnosis.models import AgentStep
 from diagnosis.services.sessions import session_start
 
+# The demo world's questions are data, next to the world they ask about.
+QUESTIONS_FILE = Path(__file__).resolve().parents[3] / "tools" / "data" / "demo_world" / "bench_questions.txt"
 QUESTIONS = [
-    "只确认 order-service 是否存在 HighMemoryUsage 告警",
-    "只确认 payment-service 当前是否存在 HighCPUUsage 告警",
-    "只确认 user-service 是否存在 SlowResponse 告警和慢请求日志",
-    "确认 order-service 是否存在 HikariCP 连接池耗尽",
-    "确认 inventory-service 是否存在 HikariCP 连接池耗尽",
-    "order-service 为什么频繁 Full GC？应该怎么处理",
-    # Broad questions: more tool calls per session than the narrow ones above.
-    "现在系统有哪些告警",
-    "order-service 和 user-service 的内存、GC 和慢请求情况",
+    line.strip()
+    for line in QUESTIONS_FILE.read_text(encoding="utf-8").splitlines()
+    if line.strip() and not line.startswith("#")
 ]
 
 

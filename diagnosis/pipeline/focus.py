@@ -1,0 +1,311 @@
+"""What a question is about (contracts §12): the services and alerts it names, known or not, its topics.
+
+Names come from the inventory (what the sources know now, `tools.inventory`) and the world
+vocabulary's aliases, never from Python: a name matches tolerantly (case, `-`/`_`/space, CamelCase
+humps, Chinese aliases). A word shaped like a name (`billing-service`, `KafkaConsumerLag`) that the
+inventory does not know is an unknown subject, reported with up to three nearest known names.
+
+Pure code over plain data: the Django adapter asks the sources once per session
+(`diagnosis.services.world`) and hands the round a `World`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from rapidfuzz import fuzz, process
+
+from tools.terms import query_terms, term_pattern
+from tools.vocabulary import Vocabulary
+
+NEAREST_LIMIT = 3
+NEAREST_MIN_SCORE = 60
+# Shapes of a name, not names: a hyphenated/snake_case word, a CamelCase word with two humps.
+COMPOUND_WORD = re.compile(
+    r"(?<![A-Za-z0-9_.\-/])[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+(?![A-Za-z0-9_\-])"
+)
+CAMEL_WORD = re.compile(r"(?<![A-Za-z0-9_\-])[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+(?![A-Za-z0-9_\-])")
+NAME_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+ALERT_WORD_AFTER = re.compile(r"^\s*(?:告警|报警|alert)", re.IGNORECASE)
+SERVICE_WORD_AFTER = re.compile(r"^\s*(?:服务|service\b|svc\b)", re.IGNORECASE)
+LISTS_ALERTS = re.compile(r"告警|报警|alerts?\b|firing", re.IGNORECASE)
+CAUSE_WORDS = re.compile(r"为什么|原因|根因|导致|慢|\bwhy\b|\bcause[sd]?\b|\bslow", re.IGNORECASE)
+GUIDANCE_WORDS = ("为什么", "原因", "怎么", "如何", "建议", "处理", "runbook", "why", "how", "cause", "fix")
+NOTHING_UNDERSTOOD = "未能识别问题涉及的服务、告警或主题"
+
+
+@lru_cache(maxsize=4096)
+def name_pattern(name: str) -> re.Pattern[str]:
+    """`order-service` also as `Order_Service` or `order service`; `HighCPUUsage` as `high cpu usage`."""
+    parts = [part.lower() for chunk in re.split(r"[-_\s]+", name) for part in NAME_PART.findall(chunk)]
+    if not parts:
+        return re.compile(re.escape(name.lower()))
+    body = r"[-_\s]*".join(re.escape(part) for part in parts)
+    return re.compile(rf"(?<![a-z0-9_])(?<![a-z0-9]-){body}(?![a-z0-9_])(?!-[a-z0-9])", re.IGNORECASE)
+
+
+def _alert_topics(alert: str, vocabulary: Vocabulary) -> list[str]:
+    """An alert's topic: the vocabulary's, else the groups its name is a term of."""
+    topic = vocabulary.alert_topics.get(alert)
+    if topic:
+        return [topic]
+    lowered = alert.lower()
+    return sorted(
+        g for g, terms in vocabulary.groups.items() if any(term_pattern(t).search(lowered) for t in terms)
+    )
+
+
+def _folded(name: str) -> str:
+    return re.sub(r"[-_\s]+", "", name).casefold()
+
+
+@dataclass(frozen=True)
+class Inventory:
+    services: frozenset[str] = frozenset()
+    alerts: frozenset[str] = frozenset()
+    runbooks: frozenset[str] = frozenset()
+    # Service → its other names (vocabulary `service_aliases`); an alias also makes the service known.
+    aliases: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # Topic → the topics that explain it (vocabulary `related_topics`), and each known alert's topics.
+    related: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    alert_topics: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def topics_of_alert(self, alert: str) -> set[str]:
+        return set(dict(self.alert_topics).get(alert, ()))
+
+    def widened(self, topics: Iterable[str]) -> set[str]:
+        """The topics and the topics related to them."""
+        related = dict(self.related)
+        return {wider for topic in topics for wider in (topic, *related.get(topic, ()))}
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        services: Iterable[str],
+        alerts: Iterable[str],
+        runbooks: Iterable[str] = (),
+        vocabulary: Vocabulary,
+    ) -> Inventory:
+        aliases = tuple(sorted((s, tuple(a)) for s, a in vocabulary.service_aliases.items()))
+        all_alerts = frozenset(alerts) | frozenset(vocabulary.alert_topics)
+        return cls(
+            services=frozenset(services) | {service for service, _ in aliases},
+            alerts=all_alerts,
+            runbooks=frozenset(runbooks),
+            aliases=aliases,
+            related=tuple(sorted((t, tuple(vocabulary.related(t))) for t in vocabulary.groups)),
+            alert_topics=tuple(sorted((a, tuple(_alert_topics(a, vocabulary))) for a in all_alerts)),
+        )
+
+    def as_dict(self) -> dict:
+        return {
+            "services": sorted(self.services),
+            "alerts": sorted(self.alerts),
+            "runbooks": sorted(self.runbooks),
+        }
+
+    def services_in(self, text: str) -> list[str]:
+        return list(dict.fromkeys(name for name, _ in self._spans(text, self.services, with_aliases=True)))
+
+    def alerts_in(self, text: str) -> list[str]:
+        return list(dict.fromkeys(name for name, _ in self._spans(text, self.alerts, with_aliases=False)))
+
+    def names_in(self, text: str) -> set[str]:
+        return {*self.services_in(text), *self.alerts_in(text)}
+
+    def same_service(self, a: str, b: str) -> bool:
+        return _folded(a) == _folded(b)
+
+    def nearest(self, name: str, *, kind: str) -> list[str]:
+        choices = sorted(self.alerts if kind == "alert" else self.services)
+        if kind not in ("alert", "service"):
+            choices = sorted(self.services | self.alerts)
+        found = process.extract(
+            _folded(name),
+            {choice: _folded(choice) for choice in choices},
+            scorer=fuzz.WRatio,
+            limit=NEAREST_LIMIT,
+            score_cutoff=NEAREST_MIN_SCORE,
+        )
+        return [choice for _, _, choice in found]
+
+    def _spans(
+        self, text: str, names: Iterable[str], *, with_aliases: bool
+    ) -> list[tuple[str, tuple[int, int]]]:
+        aliases = dict(self.aliases) if with_aliases else {}
+        found: list[tuple[str, tuple[int, int]]] = []
+        # Longer names first, so `order-service-api` is not read as `order-service`.
+        for name in sorted(names, key=lambda n: -len(n)):
+            patterns = [name_pattern(name), *(term_pattern(alias) for alias in aliases.get(name, ()))]
+            for pattern in patterns:
+                for match in pattern.finditer(text.lower()):
+                    if all(match.end() <= s or match.start() >= e for _, (s, e) in found):
+                        found.append((name, match.span()))
+        return sorted(found, key=lambda item: item[1][0])
+
+    def service_spans(self, text: str) -> list[tuple[int, int]]:
+        return [span for _, span in self._spans(text, self.services, with_aliases=True)]
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        return [
+            *self.service_spans(text),
+            *(span for _, span in self._spans(text, self.alerts, with_aliases=False)),
+        ]
+
+
+@dataclass(frozen=True)
+class World:
+    """What a session reads questions and records against, as plain data: the world vocabulary,
+    the sources' inventory (asked once per session) and the labels that name a service."""
+
+    vocabulary: Vocabulary
+    inventory: Inventory
+    service_labels: tuple[str, ...] = ("service",)
+
+    def focus_of(self, *, query: str, excluded: Iterable[str] = ()) -> QuestionFocus:
+        return question_focus(
+            query=query, inventory=self.inventory, vocabulary=self.vocabulary, excluded=excluded
+        )
+
+
+@dataclass(frozen=True)
+class UnknownName:
+    name: str
+    kind: str  # service / alert / either
+    nearest: tuple[str, ...]
+
+    def note(self) -> str:
+        kind = {"service": "服务", "alert": "告警"}.get(self.kind, "服务或告警")
+        text = f"未找到名为 {self.name} 的{kind}"
+        if self.nearest:
+            text += f"（最接近的已知名称：{'、'.join(self.nearest)}）"
+        return text
+
+
+@dataclass(frozen=True)
+class QuestionFocus:
+    services: tuple[str, ...] = ()
+    alerts: tuple[str, ...] = ()
+    unknown: tuple[UnknownName, ...] = ()
+    topics: tuple[str, ...] = ()
+    lists_alerts: bool = False
+    asks_cause: bool = False
+    asks_guidance: bool = False
+    examples: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def names_subjects(self) -> bool:
+        return bool(self.services or self.alerts or self.unknown)
+
+    @property
+    def understood(self) -> bool:
+        return self.names_subjects or bool(self.topics) or self.lists_alerts or self.asks_guidance
+
+    @property
+    def unknown_services(self) -> list[str]:
+        return [u.name for u in self.unknown if u.kind != "alert"]
+
+    @property
+    def unknown_alerts(self) -> list[str]:
+        return [u.name for u in self.unknown if u.kind == "alert"]
+
+    def notes(self) -> list[str]:
+        """What code tells the user about the question itself, before any evidence."""
+        if not self.understood:
+            return [f"{NOTHING_UNDERSTOOD}。可以这样问：{'；'.join(self.examples)}"]
+        return [unknown.note() for unknown in self.unknown]
+
+    def as_dict(self) -> dict:
+        return {
+            "services": list(self.services),
+            "alerts": list(self.alerts),
+            "unknown": [{"name": u.name, "kind": u.kind, "nearest": list(u.nearest)} for u in self.unknown],
+            "topics": list(self.topics),
+            "lists_alerts": self.lists_alerts,
+            "asks_cause": self.asks_cause,
+            "understood": self.understood,
+        }
+
+
+def question_focus(
+    *, query: str, inventory: Inventory, vocabulary: Vocabulary, excluded: Iterable[str] = ()
+) -> QuestionFocus:
+    """Services, alerts (known and unknown) and topics the question asks about, minus what it excludes."""
+    text = query
+    for topic in excluded:
+        text = text.replace(topic, " ")
+    services = inventory.services_in(text)
+    alerts = inventory.alerts_in(text)
+    masked = _masked(text, inventory.spans(text))
+    unknown = []
+    for candidate in _unknown_names(masked, inventory, vocabulary):
+        # `check-out` is `checkout`: separators never make a name unknown.
+        same = [
+            name for name in inventory.services | inventory.alerts if _folded(name) == _folded(candidate.name)
+        ]
+        if not same:
+            unknown.append(candidate)
+        elif same[0] in inventory.alerts:
+            alerts.append(same[0])
+        else:
+            services.append(same[0])
+    # A service's name is not a topic ("postgres" the service, not the database topic).
+    topic_text = _masked(text, inventory.service_spans(text))
+    topics = [
+        group
+        for group, _ in sorted(query_terms(topic_text, vocabulary=vocabulary), key=lambda term: term[1][0])
+    ]
+    topics += [topic for alert in alerts if (topic := vocabulary.alert_topics.get(alert))]
+    lowered = query.lower()
+    return QuestionFocus(
+        services=tuple(services),
+        alerts=tuple(alerts),
+        unknown=tuple(unknown),
+        topics=tuple(t for t in dict.fromkeys(topics) if t in vocabulary.groups),
+        lists_alerts=bool(LISTS_ALERTS.search(query)),
+        asks_cause=bool(CAUSE_WORDS.search(query)),
+        asks_guidance=any(word in lowered for word in GUIDANCE_WORDS),
+        examples=_examples(inventory),
+    )
+
+
+def _masked(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    for start, end in spans:
+        text = text[:start] + " " * (end - start) + text[end:]
+    return text
+
+
+def _unknown_names(text: str, inventory: Inventory, vocabulary: Vocabulary) -> list[UnknownName]:
+    terms = [
+        term for table in (vocabulary.groups, vocabulary.intents) for ts in table.values() for term in ts
+    ]
+    unknown: dict[str, UnknownName] = {}
+    for pattern, default_kind in ((COMPOUND_WORD, "service"), (CAMEL_WORD, "alert")):
+        for match in pattern.finditer(text):
+            word = match.group(0)
+            # A topic term (HikariCP, OutOfMemoryError) is what the question is about, not a subject.
+            if any(term_pattern(term).search(word.lower()) for term in terms):
+                continue
+            after = text[match.end() :]
+            kind = (
+                "alert"
+                if ALERT_WORD_AFTER.match(after)
+                else "service"
+                if SERVICE_WORD_AFTER.match(after)
+                else default_kind
+            )
+            unknown.setdefault(word, UnknownName(word, kind, tuple(inventory.nearest(word, kind=kind))))
+    return list(unknown.values())
+
+
+def _examples(inventory: Inventory) -> tuple[str, ...]:
+    examples = ["「现在有哪些告警？」"]
+    if inventory.services:
+        examples.append(f"「{min(inventory.services)} 为什么响应慢？」")
+    if inventory.alerts:
+        examples.append(f"「只确认是否存在 {min(inventory.alerts)} 告警」")
+    return tuple(examples)

@@ -1,0 +1,65 @@
+"""The session's `World` (contracts §12), built where Django is: the configured vocabulary file,
+what the configured sources know now, and `DIAGNOSIS_SERVICE_LABELS`. The session runner builds
+it once per session and hands it to the Django-free pipeline as plain data."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.conf import settings
+
+from diagnosis.pipeline.contracts import ExecutorOutput
+from diagnosis.pipeline.focus import Inventory, World
+from diagnosis.pipeline.interfaces import RecordedInvocation
+from diagnosis.pipeline.scope import out_of_focus, record_subjects
+from tools.clock import now
+from tools.sources import sources_inventory
+from tools.world import current_vocabulary
+
+
+def world_current() -> World:
+    """The world now: asks every configured source for its inventory (once)."""
+    vocabulary = current_vocabulary()
+    known = sources_inventory(now=now())
+    return World(
+        vocabulary=vocabulary,
+        inventory=Inventory.build(
+            services=known.services, alerts=known.alerts, runbooks=known.runbooks, vocabulary=vocabulary
+        ),
+        service_labels=tuple(settings.DIAGNOSIS["SERVICE_LABELS"]),
+    )
+
+
+def world_recorded(record: dict) -> World:
+    """The world a round record was read against (its `inventory`), with the configured vocabulary:
+    judging a finished session again never asks the sources."""
+    vocabulary = current_vocabulary()
+    known = record.get("inventory") or {}
+    return World(
+        vocabulary=vocabulary,
+        inventory=Inventory.build(
+            services=known.get("services", ()),
+            alerts=known.get("alerts", ()),
+            runbooks=known.get("runbooks", ()),
+            vocabulary=vocabulary,
+        ),
+        service_labels=tuple(settings.DIAGNOSIS["SERVICE_LABELS"]),
+    )
+
+
+def off_topic_claims(*, query: str, record: dict, invocations: Sequence[RecordedInvocation]) -> list[str]:
+    """Ids of the kept claims of a round record that are about a subject the question did not ask
+    (contracts §12: verified means quoted and on topic), judged afresh from the question, the
+    recorded tool calls and the recorded inventory, not from the guard's own record."""
+    if not record.get("executor_structured_output"):
+        return []
+    world = world_recorded(record)
+    result = out_of_focus(
+        executor_output=ExecutorOutput.model_validate(record["executor_structured_output"]),
+        focus=world.focus_of(query=query, excluded=record.get("excluded_topics") or []),
+        subjects=record_subjects(
+            invocations=invocations, inventory=world.inventory, service_labels=world.service_labels
+        ),
+        inventory=world.inventory,
+    )
+    return list(dict.fromkeys(warning.claim_id or "" for warning in result.warnings))

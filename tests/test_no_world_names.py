@@ -1,0 +1,87 @@
+"""Nothing wired to a world: no service or alert name of any world's data in product Python
+(contracts §12). Names are taken from the world data files themselves, so a new world is covered
+as soon as it has data."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO_DATA = ROOT / "tools" / "data" / "demo_world"
+WORLDS = ROOT / "diagnosis" / "evaluation" / "worlds"
+# The sources' test world (real Prometheus, Loki streams, runbooks): tests/world.
+SOURCES_WORLD = ROOT / "tests" / "world"
+NOT_PRODUCT = ("tests", ".venv", "node_modules")
+
+
+def world_names() -> set[str]:
+    alerts = json.loads((DEMO_DATA / "alerts.json").read_text(encoding="utf-8"))
+    logs = json.loads((DEMO_DATA / "logs.json").read_text(encoding="utf-8"))
+    names = {a["alert_name"] for a in alerts} | {a["service"] for a in alerts} | {r["service"] for r in logs}
+    for vocabulary_file in [
+        DEMO_DATA / "vocabulary.json",
+        *WORLDS.glob("*/vocabulary.json"),
+        SOURCES_WORLD / "vocabulary.json",
+    ]:
+        vocabulary = json.loads(vocabulary_file.read_text(encoding="utf-8"))
+        names |= set(vocabulary.get("service_aliases", {})) | set(vocabulary.get("alert_topics", {}))
+    for world_file in WORLDS.glob("*/world.yaml"):
+        tools = yaml.safe_load(world_file.read_text(encoding="utf-8"))["tools"]
+        records = [*tools["query_metrics"]["alerts"], *tools["query_logs"]["logs"]]
+        names |= {r["service"] for r in records} | {r["alert_name"] for r in records if "alert_name" in r}
+    streams = json.loads((SOURCES_WORLD / "loki_streams.json").read_text(encoding="utf-8"))
+    names |= {stream["stream"]["service"] for stream in streams}
+    names |= {path.stem for path in SOURCES_WORLD.rglob("*.md") if path.stem[0].isupper()}
+    return names
+
+
+def product_files() -> list[Path]:
+    return [path for path in ROOT.rglob("*.py") if not set(path.relative_to(ROOT).parts) & set(NOT_PRODUCT)]
+
+
+def code_strings(path: Path) -> list[tuple[int, str]]:
+    """String literals and identifiers of a module, without its docstrings and comments (which may
+    explain a shape by example): what the code does, not what it says about itself."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            found.append((node.lineno, node.value))
+        elif isinstance(node, ast.Name):
+            found.append((node.lineno, node.id))
+    return found
+
+
+def test_the_world_data_names_services_and_alerts_of_two_worlds():
+    names = world_names()
+
+    assert {"payment-service", "HighCPUUsage", "checkout", "KubePodCrashLooping"} <= names
+    assert {"ledger-service", "billing", "PostgresReplicationLag", "NodeFilesystemAlmostFull"} <= names
+
+
+def test_no_product_python_names_a_service_or_alert_of_any_world():
+    patterns = {
+        name: re.compile(rf"(?<![A-Za-z0-9_-]){re.escape(name)}(?![A-Za-z0-9_-])") for name in world_names()
+    }
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {name}"
+        for path in product_files()
+        for number, text in code_strings(path)
+        for name, pattern in patterns.items()
+        if pattern.search(text)
+    ]
+
+    assert found == []

@@ -1,0 +1,51 @@
+"""The world vocabulary is data: a file replaces or extends the shipped one; a new group needs no
+code; a broken file is a clear error naming the file and the field."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tools.matching import group_term, groups_in
+from tools.vocabulary import FALLBACK_LABEL, VocabularyError
+from tools.world import current_vocabulary
+
+
+def write(path, data):
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def test_the_demo_world_file_carries_the_tables_python_held(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"VOCABULARY_FILE": None}
+    vocabulary = current_vocabulary()
+
+    assert vocabulary.label("connection_pool") == "数据库连接池"
+    assert vocabulary.related("memory") == ["gc", "oom"]
+    assert vocabulary.categories[0].category == "CONNECTION_POOL"
+
+
+def test_an_extending_file_adds_a_group_with_no_code(settings, tmp_path):
+    path = write(tmp_path / "v.json", {"extends": True, "groups": {"broker": ["RabbitMQ", "消息队列"]}})
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"VOCABULARY_FILE": str(path)}
+
+    assert "broker" in groups_in("RabbitMQ 消息积压")
+    assert group_term("broker") == "RabbitMQ"
+    assert current_vocabulary().label("broker") == FALLBACK_LABEL
+    assert "connection_pool" in groups_in("HikariCP")  # the shipped groups are still there
+
+
+def test_a_replacing_file_is_the_whole_vocabulary(settings, tmp_path):
+    path = write(tmp_path / "v.json", {"groups": {"crashloop": ["CrashLoopBackOff"]}})
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"VOCABULARY_FILE": str(path)}
+
+    assert groups_in("HikariCP CrashLoopBackOff") == {"crashloop"}
+
+
+def test_a_broken_file_names_the_file_and_field(settings, tmp_path):
+    path = write(tmp_path / "v.json", {"groups": {"cpu": "CPU"}})
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"VOCABULARY_FILE": str(path)}
+
+    with pytest.raises(VocabularyError, match=r"v\.json: groups\.cpu"):
+        current_vocabulary()

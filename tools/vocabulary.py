@@ -1,0 +1,133 @@
+"""The world vocabulary (contracts §12): what words mean in the team's system, as data, one file per world.
+
+    groups           topic → terms (synonyms, Chinese and English); the first term is the canonical one
+    intents          what a question wants (cause, mitigation, ...) → terms; knowledge retrieval only
+    topic_labels     topic → Chinese label used in claim text (never a fact token)
+    related_topics   topic → topics whose evidence explains it (memory → gc, oom)
+    alert_topics     alert name → topic, for alerts whose name is not itself a group term
+    promql_topics    topic → PromQL templates with a `{service}` placeholder (`topic_queries`)
+    service_aliases  service → other names for it (订单服务)
+    categories       ordered [{category, groups}]: the fault category of a past case
+
+The demo world ships `data/demo_world/vocabulary.json`. `DIAGNOSIS_VOCABULARY_FILE` (settings
+`DIAGNOSIS["VOCABULARY_FILE"]`, read by `tools.world`; this module never reads settings) names another file, which replaces it, or extends the file its
+`extends` names (a path relative to it, or `true` for the shipped one): groups and aliases gain
+terms, the other tables gain or replace entries. Anything the file leaves out has a harmless
+default, so a new group needs no code. A file that does not validate raises `VocabularyError`
+naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+DEFAULT_VOCABULARY_FILE = Path(__file__).parent / "data" / "demo_world" / "vocabulary.json"
+# A topic without a label of its own is still named in Chinese, with no fact token.
+FALLBACK_LABEL = "相关"
+SERVICE_PLACEHOLDER = "{service}"
+
+
+class VocabularyError(ValueError):
+    """A vocabulary file that cannot be read or does not validate."""
+
+
+class Category(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    category: str = Field(min_length=1, max_length=32)
+    groups: list[str]
+
+
+class Vocabulary(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    groups: dict[str, list[str]] = {}
+    intents: dict[str, list[str]] = {}
+    topic_labels: dict[str, str] = {}
+    related_topics: dict[str, list[str]] = {}
+    alert_topics: dict[str, str] = {}
+    promql_topics: dict[str, list[str]] = {}
+    service_aliases: dict[str, list[str]] = {}
+    categories: list[Category] = []
+    extends: bool | str | None = None
+
+    @field_validator("promql_topics", mode="before")
+    @classmethod
+    def _queries_listed(cls, table: object) -> object:
+        """One query may be written as a string."""
+        if isinstance(table, dict):
+            return {topic: [q] if isinstance(q, str) else q for topic, q in table.items()}
+        return table
+
+    @field_validator("groups", "intents", "service_aliases")
+    @classmethod
+    def _no_empty_terms(cls, table: dict[str, list[str]]) -> dict[str, list[str]]:
+        return {name: [term for term in terms if term.strip()] for name, terms in table.items()}
+
+    def canonical_term(self, group: str) -> str:
+        terms = self.groups.get(group) or [group]
+        return terms[0]
+
+    def label(self, topic: str) -> str:
+        return self.topic_labels.get(topic, FALLBACK_LABEL)
+
+    def related(self, topic: str) -> list[str]:
+        return [t for t in self.related_topics.get(topic, []) if t in self.groups]
+
+    def topic_queries(self, topic: str, *, service: str) -> list[str]:
+        """The topic's PromQL queries for one service; the name is quoted so it cannot change a query."""
+        quoted = service.replace("\\", "\\\\").replace('"', '\\"')
+        return [query.replace(SERVICE_PLACEHOLDER, quoted) for query in self.promql_topics.get(topic, [])]
+
+    def extended_by(self, other: Vocabulary) -> Vocabulary:
+        def terms(mine: dict[str, list[str]], theirs: dict[str, list[str]]) -> dict[str, list[str]]:
+            merged = {name: list(values) for name, values in mine.items()}
+            for name, values in theirs.items():
+                merged[name] = list(dict.fromkeys([*merged.get(name, []), *values]))
+            return merged
+
+        extra_categories = {c.category for c in other.categories}
+        return Vocabulary(
+            groups=terms(self.groups, other.groups),
+            intents=terms(self.intents, other.intents),
+            topic_labels=self.topic_labels | other.topic_labels,
+            related_topics=self.related_topics | other.related_topics,
+            alert_topics=self.alert_topics | other.alert_topics,
+            promql_topics=self.promql_topics | other.promql_topics,
+            service_aliases=terms(self.service_aliases, other.service_aliases),
+            categories=[
+                *other.categories,
+                *(c for c in self.categories if c.category not in extra_categories),
+            ],
+        )
+
+
+@lru_cache(maxsize=16)
+def vocabulary_load(path: Path, stamp: int = 0) -> Vocabulary:
+    """The vocabulary of one file (`stamp`, its mtime, keys the cache so an edited file is re-read)."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        vocabulary = Vocabulary.model_validate(raw)
+    except OSError as exc:
+        raise VocabularyError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise VocabularyError(f"{path}: not valid JSON: {exc}") from exc
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()
+        )
+        raise VocabularyError(f"{path}: {problems}") from exc
+    if vocabulary.extends:
+        base_path = (
+            DEFAULT_VOCABULARY_FILE
+            if vocabulary.extends is True
+            else (path.parent / str(vocabulary.extends)).resolve()
+        )
+        if base_path.resolve() == path.resolve():
+            raise VocabularyError(f"{path}: extends: a file cannot extend itself")
+        return vocabulary_load(base_path, base_path.stat().st_mtime_ns).extended_by(vocabulary)
+    return vocabulary
