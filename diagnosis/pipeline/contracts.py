@@ -7,7 +7,7 @@ depend on it without a cycle. The output models are also the JSON schemas sent a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -150,3 +150,11 @@ class ComposerInput:
     reasonable_inferences: list[dict]
     gaps: list[str]
     allowed_actions: list[str]
+
+
+class RecordedInvocation(Protocol):
+    """A recorded tool call as the gatekeeper reads it (a `ToolInvocation` row is one)."""
+
+    pk: Any
+    tool_name: str
+    retrieval_details: dict

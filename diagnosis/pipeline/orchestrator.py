@@ -19,6 +19,7 @@ from diagnosis.pipeline.composer import (
     user_facing_text,
 )
 from diagnosis.pipeline.interfaces import Engine, Recorder, Stage
+from diagnosis.pipeline.records import ComposerOutcome, VerifierEvaluation
 from diagnosis.pipeline.round import RoundLimits, RoundResult, round_run, stage_run
 from diagnosis.pipeline.routing import RETRY, OutputType
 
@@ -31,7 +32,7 @@ class Diagnosis:
     answer: str
     rounds: int
     # The final round's `verifier_evaluation` record, with the composer's outcome.
-    evaluation: dict
+    evaluation: VerifierEvaluation
 
 
 def diagnose(*, query: str, engine: Engine, recorder: Recorder, limits: RoundLimits) -> Diagnosis:
@@ -50,7 +51,7 @@ def diagnose(*, query: str, engine: Engine, recorder: Recorder, limits: RoundLim
         rounds.append(result)
         if result.route != RETRY:
             break
-        recorder.round_recorded(result.evaluation)
+        recorder.round_recorded(result.record)
         retry_context = {
             "round": round_number,
             "missing_evidence_facts": list(result.verification.gaps),
@@ -59,7 +60,10 @@ def diagnose(*, query: str, engine: Engine, recorder: Recorder, limits: RoundLim
     final = rounds[-1]
     output_type = OutputType(final.route)
 
-    composer_answer, composer_output = "", {"status": "skipped", "detail": "DEGRADED 输出由代码模板生成"}
+    composer_answer, composer_output = (
+        "",
+        ComposerOutcome(status="skipped", detail="DEGRADED 输出由代码模板生成"),
+    )
     if output_type != OutputType.DEGRADED:
         composer_answer, composer_output = _compose(query, engine, recorder, final)
     answer = user_facing_text(
@@ -72,11 +76,15 @@ def diagnose(*, query: str, engine: Engine, recorder: Recorder, limits: RoundLim
         output_type=output_type,
         answer=answer,
         rounds=final.round,
-        evaluation=final.evaluation | {"composer_output": composer_output, "output_type": output_type.value},
+        evaluation=VerifierEvaluation(
+            **dict(final.record), composer_output=composer_output, output_type=output_type
+        ),
     )
 
 
-def _compose(query: str, engine: Engine, recorder: Recorder, final: RoundResult) -> tuple[str, dict]:
+def _compose(
+    query: str, engine: Engine, recorder: Recorder, final: RoundResult
+) -> tuple[str, ComposerOutcome]:
     material = composer_material_build(
         query=query,
         executor_output=final.executor_output,
@@ -87,14 +95,14 @@ def _compose(query: str, engine: Engine, recorder: Recorder, final: RoundResult)
     answer = call.output.answer.strip()
     offending = composer_guard(answer=answer, material=material, excluded_topics=final.excluded_topics)
     if answer and not offending:
-        return answer, {"status": "valid", "answer": answer, "offending_tokens": []}
+        return answer, ComposerOutcome(status="valid", answer=answer, offending_tokens=[])
     replacement = answer_from_material(material)
     detail = "撰写结果为空" if not answer else "撰写结果包含材料之外的事实：" + "、".join(offending)
-    return replacement, {
-        "status": "replaced",
-        "detail": detail,
-        "discarded_answer": answer,
-        "answer": replacement,
-        "offending_tokens": offending,
-        "parse_status": call.parse_status.as_dict(),
-    }
+    return replacement, ComposerOutcome(
+        status="replaced",
+        detail=detail,
+        discarded_answer=answer,
+        answer=replacement,
+        offending_tokens=offending,
+        parse_status=call.parse_status.as_dict(),
+    )
