@@ -93,15 +93,31 @@ TEMPLATES = [
 WSGI_APPLICATION = "config.wsgi.application"
 ASGI_APPLICATION = "config.asgi.application"
 
-DATABASES = {
-    "default": dj_database_url.config(
-        default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
-        conn_max_age=env_int("DJANGO_CONN_MAX_AGE", 0),
-    )
+# SQLite, the embedded default, is shared by the web server's threads and the worker processes (§15).
+SQLITE_OPTIONS = {
+    # BEGIN IMMEDIATE takes the write lock when a transaction starts, so a writer waits its turn (up to
+    # `timeout`) instead of failing with `database is locked` when it upgrades a read lock.
+    "transaction_mode": "IMMEDIATE",
+    "timeout": env_int("DIAGNOSIS_SQLITE_TIMEOUT", 20),
+    # WAL: readers never block the writer nor it them; NORMAL sync is durable in WAL except on power loss.
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
 }
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Background worker and web server share the file: wait for locks instead of failing at once.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+
+
+def database_config(url: str | None = None) -> dict:
+    """`DATABASE_URL` (or `url`) as Django's database settings, SQLite with `SQLITE_OPTIONS`."""
+    default = f"sqlite:///{BASE_DIR / 'db.sqlite3'}"
+    config = (
+        dj_database_url.parse(url, conn_max_age=env_int("DJANGO_CONN_MAX_AGE", 0))
+        if url
+        else dj_database_url.config(default=default, conn_max_age=env_int("DJANGO_CONN_MAX_AGE", 0))
+    )
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        config["OPTIONS"] = {**config.get("OPTIONS", {}), **SQLITE_OPTIONS}
+    return config
+
+
+DATABASES = {"default": database_config()}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
