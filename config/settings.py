@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -65,6 +66,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Before anything reads the session cookie or routes the path: NUL bytes end here as 400 / 404.
+    "diagnosis.input_rules.RejectNulMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -168,6 +172,22 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "chat"
 LOGOUT_REDIRECT_URL = "login"
 
+# Content-Security-Policy (django-csp): scripts and styles only from our own static files (htmx is
+# vendored, the pages have no inline script or style), no plugins, no framing, forms post to us only.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        # `data:` for the empty favicon and the admin's and Swagger UI's inline SVG icons.
+        "img-src": [SELF, "data:"],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
@@ -182,9 +202,22 @@ if not DEBUG and env_bool("DJANGO_SECURE", default=False):
     SECURE_HSTS_PRELOAD = True
 
 REST_FRAMEWORK = {
+    # Token first: an anonymous call gets 401 with `WWW-Authenticate: Token` (DRF takes the header from
+    # the first class; session authentication has none, which made it a bare 403).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    # The browsable API only while debugging: in production every endpoint answers JSON.
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        *(["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
+    ],
+    # JSON bounded in size, depth and content (NUL), the same rule as the web forms (issue 14).
+    "DEFAULT_PARSER_CLASSES": [
+        "diagnosis.input_rules.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
@@ -224,6 +257,8 @@ Q_CLUSTER = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    # A refused request (403) is logged as one line, not with the PermissionDenied traceback.
+    "filters": {"quiet_forbidden": {"()": "config.log_filters.QuietForbidden"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "INFO")},
     # The openai SDK's HTTP client logs every request at INFO (it ships as `httpx2` in openai 3.x).
@@ -231,6 +266,7 @@ LOGGING = {
         "httpx": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},
         "openai": {"level": "WARNING"},
+        "django.request": {"filters": ["quiet_forbidden"]},
     },
 }
 
