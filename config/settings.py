@@ -243,16 +243,26 @@ SPECTACULAR_SETTINGS = {
 }
 
 # django-q2 on the ORM broker: the database is the queue, no extra service.
+# `DIAGNOSIS_Q_BROKER=redis://host:6379/0` puts the queue on Redis instead, for workers on several hosts.
+# A task runs at most `timeout` s (its session then ends FAILED); the ORM broker delivers a task again
+# when no worker acknowledged it `retry` s after it was taken (its worker died), which must be later.
+Q_TIMEOUT = env_int("DIAGNOSIS_Q_TIMEOUT", 600)
 Q_CLUSTER = {
     "name": "diagnosis",
-    "orm": "default",
     "workers": env_int("DIAGNOSIS_Q_WORKERS", 2),
-    "timeout": env_int("DIAGNOSIS_Q_TIMEOUT", 600),
-    "retry": env_int("DIAGNOSIS_Q_TIMEOUT", 600) + 60,
+    "timeout": Q_TIMEOUT,
+    "retry": env_int("DIAGNOSIS_Q_RETRY", Q_TIMEOUT + 60),
     "max_attempts": 1,
     "catch_up": False,
     "sync": env_bool("DIAGNOSIS_Q_SYNC"),
 }
+Q_BROKER = os.environ.get("DIAGNOSIS_Q_BROKER", "")
+if Q_BROKER.startswith(("redis://", "rediss://", "unix://")):
+    Q_CLUSTER["redis"] = Q_BROKER
+elif Q_BROKER in ("", "orm"):
+    Q_CLUSTER["orm"] = "default"
+else:
+    raise ImproperlyConfigured(f"DIAGNOSIS_Q_BROKER={Q_BROKER!r}: expected redis://… or orm")
 
 LOGGING = {
     "version": 1,
@@ -288,6 +298,10 @@ DIAGNOSIS = {
     "AIOPS_CONCURRENCY": env_int("DIAGNOSIS_AIOPS_CONCURRENCY", 3),
     # Sessions RUNNING longer than this are considered orphaned by a dead worker and end FAILED.
     "STALE_AFTER_SECONDS": env_int("DIAGNOSIS_STALE_AFTER_SECONDS", 900),
+    # A running session's worker touches it this often; silent for the second time, its worker is gone
+    # (killed, out of memory, host lost) and the reaper (every minute) ends it FAILED.
+    "HEARTBEAT_SECONDS": env_float("DIAGNOSIS_HEARTBEAT_SECONDS", 10.0),
+    "WORKER_LOST_AFTER_SECONDS": env_int("DIAGNOSIS_WORKER_LOST_AFTER_SECONDS", 60),
     # Tool backends by tool name: dotted path of the backend class.
     "TOOL_BACKENDS": {
         "query_metrics": os.environ.get("DIAGNOSIS_METRICS_BACKEND", "tools.backends.demo.DemoWorldBackend"),
