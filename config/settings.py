@@ -160,7 +160,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT") or BASE_DIR / "staticfiles")
 # Tests serve static files straight from the apps, without a collectstatic step.
 WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = TESTING
 STORAGES = {
