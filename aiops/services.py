@@ -36,7 +36,7 @@ from diagnosis.services.invocations import invocation_record
 from diagnosis.services.self_evaluation import self_evaluation_merge
 from diagnosis.services.session_lifecycle import session_enqueue, session_execute, session_update
 from diagnosis.services.session_runner import session_run
-from diagnosis.services.sessions import MAX_ANALYSED_ALERTS, session_rate_check
+from diagnosis.services.sessions import MAX_ANALYSED_ALERTS, session_rate_slot
 
 logger = logging.getLogger(__name__)
 
@@ -49,16 +49,16 @@ def aiops_start(
     *, owner=None, alert_names: list[str] | None = None, services: list[str] | None = None
 ) -> DiagnosisSession:
     """An analysis of the firing alerts (all, or those matching the filter), run in the background."""
-    session_rate_check(owner=owner, cost=MAX_ANALYSED_ALERTS)
     alert_filter = {"alert_names": list(alert_names or []), "services": list(services or [])}
-    session = DiagnosisSession.objects.create(
-        query=_manual_query(alert_filter),
-        owner=owner,
-        engine=settings.DIAGNOSIS["ENGINE"],
-        kind=DiagnosisSession.Kind.AIOPS,
-        alert_scope={"source": SOURCE_MANUAL, "filter": alert_filter, "alerts": []},
-    )
-    session_enqueue(session=session, task="aiops.tasks.aiops_run_task")
+    with session_rate_slot(owner=owner, cost=MAX_ANALYSED_ALERTS):
+        session = DiagnosisSession.objects.create(
+            query=_manual_query(alert_filter),
+            owner=owner,
+            engine=settings.DIAGNOSIS["ENGINE"],
+            kind=DiagnosisSession.Kind.AIOPS,
+            alert_scope={"source": SOURCE_MANUAL, "filter": alert_filter, "alerts": []},
+        )
+        session_enqueue(session=session, task="aiops.tasks.aiops_run_task")
     return session
 
 

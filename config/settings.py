@@ -7,9 +7,11 @@ Outside development (DJANGO_DEBUG unset and not running tests) a real DJANGO_SEC
 import json
 import os
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -72,6 +74,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_q",
+    "axes",
     "tools",
     "diagnosis",
     "caselib",
@@ -81,6 +84,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Before anything reads the session cookie or routes the path: NUL bytes end here as 400 / 404.
+    "diagnosis.input_rules.RejectNulMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -89,6 +95,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes requires: it turns a locked-out login into its lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -111,15 +119,31 @@ TEMPLATES = [
 WSGI_APPLICATION = "config.wsgi.application"
 ASGI_APPLICATION = "config.asgi.application"
 
-DATABASES = {
-    "default": dj_database_url.config(
-        default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
-        conn_max_age=env_int("DJANGO_CONN_MAX_AGE", 0),
-    )
+# SQLite, the embedded default, is shared by the web server's threads and the worker processes (§15).
+SQLITE_OPTIONS = {
+    # BEGIN IMMEDIATE takes the write lock when a transaction starts, so a writer waits its turn (up to
+    # `timeout`) instead of failing with `database is locked` when it upgrades a read lock.
+    "transaction_mode": "IMMEDIATE",
+    "timeout": env_int("DIAGNOSIS_SQLITE_TIMEOUT", 20),
+    # WAL: readers never block the writer nor it them; NORMAL sync is durable in WAL except on power loss.
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
 }
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Background worker and web server share the file: wait for locks instead of failing at once.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+
+
+def database_config(url: str | None = None) -> dict:
+    """`DATABASE_URL` (or `url`) as Django's database settings, SQLite with `SQLITE_OPTIONS`."""
+    default = f"sqlite:///{BASE_DIR / 'db.sqlite3'}"
+    config = (
+        dj_database_url.parse(url, conn_max_age=env_int("DJANGO_CONN_MAX_AGE", 0))
+        if url
+        else dj_database_url.config(default=default, conn_max_age=env_int("DJANGO_CONN_MAX_AGE", 0))
+    )
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        config["OPTIONS"] = {**config.get("OPTIONS", {}), **SQLITE_OPTIONS}
+    return config
+
+
+DATABASES = {"default": database_config()}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -130,6 +154,21 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
+# Login throttling (django-axes) for the login page and the admin alike: after this many wrong passwords
+# for one username from one address, that pair is locked out for the cool-off time, also with the
+# right password. Behind a reverse proxy set AXES_IPWARE_PROXY_COUNT so the client's address is used.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("DIAGNOSIS_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("DIAGNOSIS_LOGIN_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# Failures are recorded (AccessAttempt, visible in the admin); successful logins are not.
+AXES_DISABLE_ACCESS_LOG = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+
 LANGUAGE_CODE = "zh-hans"
 LANGUAGES = [("zh-hans", "简体中文"), ("en", "English")]
 LOCALE_PATHS = [BASE_DIR / "locale"]
@@ -139,7 +178,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT") or BASE_DIR / "staticfiles")
 # Tests serve static files straight from the apps, without a collectstatic step.
 WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = TESTING
 STORAGES = {
@@ -150,6 +189,22 @@ STORAGES = {
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "chat"
 LOGOUT_REDIRECT_URL = "login"
+
+# Content-Security-Policy (django-csp): scripts and styles only from our own static files (htmx is
+# vendored, the pages have no inline script or style), no plugins, no framing, forms post to us only.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        # `data:` for the empty favicon and the admin's and Swagger UI's inline SVG icons.
+        "img-src": [SELF, "data:"],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
 
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
@@ -165,9 +220,22 @@ if not DEBUG and env_bool("DJANGO_SECURE", default=False):
     SECURE_HSTS_PRELOAD = True
 
 REST_FRAMEWORK = {
+    # Token first: an anonymous call gets 401 with `WWW-Authenticate: Token` (DRF takes the header from
+    # the first class; session authentication has none, which made it a bare 403).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    # The browsable API only while debugging: in production every endpoint answers JSON.
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        *(["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
+    ],
+    # JSON bounded in size, depth and content (NUL), the same rule as the web forms (issue 14).
+    "DEFAULT_PARSER_CLASSES": [
+        "diagnosis.input_rules.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
@@ -193,20 +261,32 @@ SPECTACULAR_SETTINGS = {
 }
 
 # django-q2 on the ORM broker: the database is the queue, no extra service.
+# `DIAGNOSIS_Q_BROKER=redis://host:6379/0` puts the queue on Redis instead, for workers on several hosts.
+# A task runs at most `timeout` s (its session then ends FAILED); the ORM broker delivers a task again
+# when no worker acknowledged it `retry` s after it was taken (its worker died), which must be later.
+Q_TIMEOUT = env_int("DIAGNOSIS_Q_TIMEOUT", 600)
 Q_CLUSTER = {
     "name": "diagnosis",
-    "orm": "default",
     "workers": env_int("DIAGNOSIS_Q_WORKERS", 2),
-    "timeout": env_int("DIAGNOSIS_Q_TIMEOUT", 600),
-    "retry": env_int("DIAGNOSIS_Q_TIMEOUT", 600) + 60,
+    "timeout": Q_TIMEOUT,
+    "retry": env_int("DIAGNOSIS_Q_RETRY", Q_TIMEOUT + 60),
     "max_attempts": 1,
     "catch_up": False,
     "sync": env_bool("DIAGNOSIS_Q_SYNC"),
 }
+Q_BROKER = os.environ.get("DIAGNOSIS_Q_BROKER", "")
+if Q_BROKER.startswith(("redis://", "rediss://", "unix://")):
+    Q_CLUSTER["redis"] = Q_BROKER
+elif Q_BROKER in ("", "orm"):
+    Q_CLUSTER["orm"] = "default"
+else:
+    raise ImproperlyConfigured(f"DIAGNOSIS_Q_BROKER={Q_BROKER!r}: expected redis://… or orm")
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    # A refused request (403) is logged as one line, not with the PermissionDenied traceback.
+    "filters": {"quiet_forbidden": {"()": "config.log_filters.QuietForbidden"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "INFO")},
     # The openai SDK's HTTP client logs every request at INFO (it ships as `httpx2` in openai 3.x).
@@ -214,6 +294,7 @@ LOGGING = {
         "httpx": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},
         "openai": {"level": "WARNING"},
+        "django.request": {"filters": ["quiet_forbidden"]},
     },
 }
 
@@ -235,6 +316,10 @@ DIAGNOSIS = {
     "AIOPS_CONCURRENCY": env_int("DIAGNOSIS_AIOPS_CONCURRENCY", 3),
     # Sessions RUNNING longer than this are considered orphaned by a dead worker and end FAILED.
     "STALE_AFTER_SECONDS": env_int("DIAGNOSIS_STALE_AFTER_SECONDS", 900),
+    # A running session's worker touches it this often; silent for the second time, its worker is gone
+    # (killed, out of memory, host lost) and the reaper (every minute) ends it FAILED.
+    "HEARTBEAT_SECONDS": env_float("DIAGNOSIS_HEARTBEAT_SECONDS", 10.0),
+    "WORKER_LOST_AFTER_SECONDS": env_int("DIAGNOSIS_WORKER_LOST_AFTER_SECONDS", 60),
     # A backend class named for a tool (dotted path) replaces its configured source: for evaluation
     # fixtures and a team's own Python backend. Unset = the source chosen below, else the demo world.
     "TOOL_BACKENDS": {

@@ -98,4 +98,5 @@ class SessionTraceApi(APIView):
     def get(self, request: Request, session_id: str) -> Response:
         """Everything recorded about one session: steps, tool invocations and self-evaluation."""
         with service_errors_as_api_errors():
-            return Response(session_trace_for_user(user=request.user, session_id=session_id))
+            trace = session_trace_for_user(user=request.user, session_id=session_id)
+        return Response(TraceSerializer(trace).data)

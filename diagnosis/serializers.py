@@ -1,7 +1,7 @@
 """Request validation and response shapes of the JSON API (contracts §10).
 
-The response serializers of chat, feedback and trace only describe the shape for the OpenAPI
-schema; the views build those bodies from the services' and selectors' results.
+The chat response serializers only describe the shape for the OpenAPI schema (the views build those
+bodies); `TraceSerializer` both produces the trace JSON and documents it.
 """
 
 from __future__ import annotations
@@ -63,6 +63,13 @@ class SessionSummarySerializer(serializers.ModelSerializer):
         return trace_url(session.session_id)
 
 
+class StoredDateTimeField(serializers.DateTimeField):
+    """ISO 8601 as stored, with its own offset: not converted to the display time zone."""
+
+    def to_representation(self, value):
+        return value.isoformat() if value else None
+
+
 class TraceSessionSerializer(serializers.Serializer):
     session_id = serializers.CharField()
     query = serializers.CharField()
@@ -75,8 +82,8 @@ class TraceSessionSerializer(serializers.Serializer):
     rounds = serializers.IntegerField()
     feedback = serializers.ChoiceField(choices=DiagnosisSession.Feedback.choices, allow_null=True)
     error = serializers.CharField()
-    created_at = serializers.DateTimeField()
-    finished_at = serializers.DateTimeField(allow_null=True)
+    created_at = StoredDateTimeField()
+    finished_at = StoredDateTimeField(allow_null=True)
 
 
 class TraceStepSerializer(serializers.Serializer):
@@ -91,13 +98,17 @@ class TraceStepSerializer(serializers.Serializer):
     completion_tokens = serializers.IntegerField()
     llm_calls = serializers.IntegerField()
     prompt_version = serializers.CharField()
-    created_at = serializers.DateTimeField()
+    created_at = StoredDateTimeField()
 
 
 class TraceInvocationSerializer(serializers.Serializer):
     id = serializers.IntegerField(help_text="The source_invocation_id claims cite.")
     round = serializers.IntegerField()
     tool_name = serializers.CharField()
+    source = serializers.CharField(
+        help_text="Provenance: prometheus, alertmanager, loki, runbooks, demo (the demo world), fixture, or a backend's dotted path."
+    )
+    source_location = serializers.CharField(help_text="The source's URL (credentials removed) or folder.")
     input = serializers.DictField()
     success = serializers.BooleanField()
     evidence_status = serializers.ChoiceField(
@@ -108,16 +119,28 @@ class TraceInvocationSerializer(serializers.Serializer):
     latency_ms = serializers.IntegerField()
     output = serializers.DictField()
     error = serializers.CharField()
-    created_at = serializers.DateTimeField()
+    created_at = StoredDateTimeField()
 
 
 class TraceSerializer(serializers.Serializer):
+    """The trace JSON of one `SessionTrace`: plain JSON types only, timestamps as ISO 8601 strings."""
+
     session = TraceSessionSerializer()
-    hasFeedback = serializers.BooleanField()
-    hasVerifierEvaluation = serializers.BooleanField()
-    hasAiOpsRuleEvaluation = serializers.BooleanField()
+    hasFeedback = serializers.BooleanField(source="has_feedback")
+    hasVerifierEvaluation = serializers.BooleanField(source="has_verifier_evaluation")
+    hasAiOpsRuleEvaluation = serializers.BooleanField(source="has_aiops_rule_evaluation")
     self_evaluation = serializers.DictField(
         help_text="Slots rule_evaluation, verifier_evaluation, aiops_rule_evaluation (contracts §7)."
     )
-    steps = TraceStepSerializer(many=True)
-    tool_invocations = TraceInvocationSerializer(many=True)
+    steps = TraceStepSerializer(many=True, source="session.steps")
+    tool_invocations = TraceInvocationSerializer(many=True, source="session.tool_invocations")
+    aiops = serializers.DictField(
+        required=False,
+        help_text="AIOps sessions only: the alert scope and each alert's child session (a child: its parent).",
+    )
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        if instance.aiops is None:
+            del data["aiops"]
+        return data

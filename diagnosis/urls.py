@@ -1,7 +1,8 @@
 """JSON API routes (contracts §10), mounted under /api/."""
 
+from csp.decorators import csp_update
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.permissions import IsAuthenticated
 
 from diagnosis import api
@@ -12,9 +13,13 @@ urlpatterns = [
     path("sessions/<str:session_id>/trace", api.SessionTraceApi.as_view(), name="api-session-trace"),
     # Like the rest of the API, its description is for signed-in users only.
     path("schema", SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]), name="api-schema"),
+    # The split view serves Swagger UI's start-up script as a file, as the Content-Security-Policy wants;
+    # the page's own small <style> block is the one inline style allowed, here only.
     path(
         "docs",
-        SpectacularSwaggerView.as_view(url_name="api-schema", permission_classes=[IsAuthenticated]),
+        csp_update({"style-src": ["'unsafe-inline'"]})(
+            SpectacularSwaggerSplitView.as_view(url_name="api-schema", permission_classes=[IsAuthenticated])
+        ),
         name="api-docs",
     ),
 ]

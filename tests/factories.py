@@ -6,6 +6,7 @@ from django.contrib.auth import get_user_model
 from caselib.models import CaseLibrary
 from diagnosis.models import AgentStep, DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.contracts import EvidenceBinding
+from diagnosis.pipeline.records import RoundRecord, VerifierEvaluation
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -145,7 +146,8 @@ FACT_CLASSES = {
 
 
 def verifier_evaluation_build(*, invocation: ToolInvocation, verdict: str = "PASS", round: int = 1) -> dict:
-    """A `verifier_evaluation` record (contracts §7) as the orchestrator writes it, citing `invocation`.
+    """A `verifier_evaluation` record (contracts §7) as the orchestrator writes it, citing `invocation`:
+    validated by the pipeline's own `VerifierEvaluation` model, so it has the shape production writes.
 
     PASS: one observation whose excerpt is in the record, seen directly. LOW_CONFID: plus a
     root-cause claim the verifier finds unsupported. REJECT: the excerpt was fabricated (97% where
@@ -207,7 +209,7 @@ def verifier_evaluation_build(*, invocation: ToolInvocation, verdict: str = "PAS
         }
         for claim, check in zip(claims, claim_checks, strict=True)
     ]
-    return {
+    record = {
         "verdict": verdict,
         "groundedness_score": {"PASS": 1.0, "LOW_CONFID": 0.5, "REJECT": 0.0}[verdict],
         "critical_fact_count": len(facts),
@@ -223,7 +225,15 @@ def verifier_evaluation_build(*, invocation: ToolInvocation, verdict: str = "PAS
         "round": round,
         "traceability_version": "v1",
         "engine": "rules",
-        "executor_output_parse_status": {"status": "ok", "attempts": 1, "error": None},
+        "planner_output": {
+            "goal": "确认 order-service 的 HighMemoryUsage 告警",
+            "steps": [{"tool": "query_metrics", "purpose": "确认相关告警是否处于 firing 状态"}],
+            "narrow_scope": True,
+            "focus": ["order-service", "HighMemoryUsage"],
+            "excluded_topics": [],
+        },
+        "executor_output_parse_status": {"status": "valid", "detail": ""},
+        "excluded_topics": [],
         "executor_structured_output": {
             "answer_version": "executor_evidence_v2",
             "claims": claims,
@@ -244,11 +254,9 @@ def verifier_evaluation_build(*, invocation: ToolInvocation, verdict: str = "PAS
             if rejected
             else [],
         },
-        "composer_output": {
-            "status": "skipped" if rejected else "valid",
-            "answer": "",
-            "offending_tokens": [],
-        },
+        "composer_output": {"status": "skipped", "detail": "DEGRADED 输出由代码模板生成"}
+        if rejected
+        else {"status": "valid", "answer": SESSION_ANSWERS[verdict], "offending_tokens": []},
         "tool_trace_summary": [
             {
                 "trace_ref": "t1",
@@ -261,7 +269,10 @@ def verifier_evaluation_build(*, invocation: ToolInvocation, verdict: str = "PAS
             }
         ],
         "retry_context": None,
+        "route": OUTPUT_TYPES[verdict].value,
+        "output_type": OUTPUT_TYPES[verdict].value,
     }
+    return VerifierEvaluation.model_validate(record).model_dump(mode="json")
 
 
 SESSION_ANSWERS = {
@@ -307,7 +318,10 @@ class CompletedSessionFactory(DiagnosisSessionFactory):
         invocation = AlertInvocationFactory(session=session, round=1)
         rounds = []
         if last_round == 2:
-            rounds.append(verifier_evaluation_build(invocation=invocation, verdict="LOW_CONFID", round=1))
+            first = verifier_evaluation_build(invocation=invocation, verdict="LOW_CONFID", round=1)
+            first.pop("composer_output")
+            first.pop("output_type")
+            rounds.append(first | {"route": "RETRY"})
         latest = verifier_evaluation_build(invocation=invocation, verdict=verdict, round=last_round)
         if rounds:
             latest["retry_context"] = {
@@ -315,7 +329,9 @@ class CompletedSessionFactory(DiagnosisSessionFactory):
                 "missing_evidence_facts": ["订单缓存泄漏"],
                 "instruction": "仅补充以上断言相关证据，不要重复已完成检索",
             }
-            latest["rounds"] = [*rounds, {**latest}]
+            final_round = {key: value for key, value in latest.items() if key in RoundRecord.model_fields}
+            latest["rounds"] = [*rounds, final_round]
+            latest = VerifierEvaluation.model_validate(latest).model_dump(mode="json")
         for round_number in range(1, last_round + 1):
             for agent, _label in AgentStep.Agent.choices:
                 skipped = verdict == "REJECT" and agent in ("verifier", "composer")

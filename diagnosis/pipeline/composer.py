@@ -15,11 +15,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
-
 from diagnosis.pipeline.contracts import Claim, ComposerInput, ExecutorOutput
 from diagnosis.pipeline.facts import unsupported_facts
 from diagnosis.pipeline.gatekeeper import EMPTY_BINDINGS, GatekeeperResult
+from diagnosis.pipeline.records import verifier_record_read
 from diagnosis.pipeline.routing import OutputType
 from diagnosis.pipeline.scope import text_mentions_excluded
 from diagnosis.pipeline.verdict import FACT_CLASS, Verification
@@ -98,29 +97,23 @@ class RecordedMaterial:
 
 def composer_material_from_record(*, query: str, record: Any) -> RecordedMaterial | None:
     """The composer material of a stored `verifier_evaluation` record; None when it is missing or
-    unreadable (an older pipeline's record), so nothing from it counts as confirmed.
+    unreadable (`verifier_record_read`), so nothing from it counts as confirmed.
 
     The record's `executor_structured_output` is already past the scope guard: no re-filtering here.
     """
-    if not isinstance(record, dict) or not record:
+    stored = verifier_record_read(record)
+    if stored is None:
         return None
-    try:
-        executor_output = ExecutorOutput.model_validate(record.get("executor_structured_output"))
-        verification = Verification.model_validate(
-            {name: record[name] for name in Verification.model_fields if name in record}
-        )
-        gatekeeper_result = GatekeeperResult.model_validate(record.get("gatekeeper_result"))
-    except ValidationError:
-        return None
+    verification = Verification.model_validate(stored.model_dump(include=set(Verification.model_fields)))
     return RecordedMaterial(
-        executor_output=executor_output,
+        executor_output=stored.executor_structured_output,
         verification=verification,
-        gatekeeper_result=gatekeeper_result,
+        gatekeeper_result=stored.gatekeeper_result,
         material=composer_material_build(
             query=query,
-            executor_output=executor_output,
+            executor_output=stored.executor_structured_output,
             verification=verification,
-            gatekeeper_result=gatekeeper_result,
+            gatekeeper_result=stored.gatekeeper_result,
         ),
     )
 

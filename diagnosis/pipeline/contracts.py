@@ -7,7 +7,7 @@ world vocabulary), so engines, guards and the Django side can all depend on it w
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -155,3 +155,11 @@ class ComposerInput:
     reasonable_inferences: list[dict]
     gaps: list[str]
     allowed_actions: list[str]
+
+
+class RecordedInvocation(Protocol):
+    """A recorded tool call as the gatekeeper reads it (a `ToolInvocation` row is one)."""
+
+    pk: Any
+    tool_name: str
+    retrieval_details: dict

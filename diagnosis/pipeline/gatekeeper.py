@@ -18,9 +18,8 @@ from pydantic import BaseModel, ConfigDict
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel, LCSseq
 
-from diagnosis.pipeline.contracts import EvidenceBinding, ExecutorOutput
+from diagnosis.pipeline.contracts import EvidenceBinding, ExecutorOutput, RecordedInvocation
 from diagnosis.pipeline.facts import ELLIPSIS, normalize, unsupported_facts
-from diagnosis.pipeline.interfaces import RecordedInvocation
 
 Severity = Literal["none", "low_confid", "reject"]
 

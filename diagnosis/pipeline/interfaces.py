@@ -22,9 +22,11 @@ from diagnosis.pipeline.contracts import (
     ExecutorOutput,
     PlannerInput,
     PlannerOutput,
+    RecordedInvocation,
     VerifierInput,
     VerifierOutput,
 )
+from diagnosis.pipeline.records import RoundRecord
 
 T = TypeVar("T")
 
@@ -94,16 +96,6 @@ class StepRecord:
     prompt_version: str = "code-v1"
 
 
-class RecordedInvocation(Protocol):
-    """A recorded tool call as the gatekeeper reads it (a `ToolInvocation` row is one)."""
-
-    pk: Any
-    tool_name: str
-    input: dict
-    output: dict
-    retrieval_details: dict
-
-
 class Toolbox(Protocol):
     """Records every call; bounded by DIAGNOSIS_MAX_TOOL_CALLS per round."""
 
@@ -155,6 +147,6 @@ class Recorder(Protocol):
 
     def tool_trace_summary(self, invocations: Sequence[RecordedInvocation]) -> list[dict]: ...
 
-    def round_recorded(self, record: dict) -> None:
+    def round_recorded(self, record: RoundRecord) -> None:
         """A round that is retried: its record is kept at once, before the next round runs."""
         ...

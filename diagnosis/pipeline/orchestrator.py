@@ -21,6 +21,7 @@ from diagnosis.pipeline.composer import (
 )
 from diagnosis.pipeline.focus import World
 from diagnosis.pipeline.interfaces import Engine, Recorder, Stage
+from diagnosis.pipeline.records import ComposerOutcome, VerifierEvaluation
 from diagnosis.pipeline.round import RoundLimits, RoundResult, round_run, stage_run
 from diagnosis.pipeline.routing import RETRY, OutputType
 from tools.vocabulary import Vocabulary
@@ -34,7 +35,7 @@ class Diagnosis:
     answer: str
     rounds: int
     # The final round's `verifier_evaluation` record, with the composer's outcome.
-    evaluation: dict
+    evaluation: VerifierEvaluation
 
 
 def diagnose(
@@ -56,7 +57,7 @@ def diagnose(
         rounds.append(result)
         if result.route != RETRY:
             break
-        recorder.round_recorded(result.evaluation)
+        recorder.round_recorded(result.record)
         retry_context = {
             "round": round_number,
             "missing_evidence_facts": list(result.verification.gaps),
@@ -65,7 +66,10 @@ def diagnose(
     final = rounds[-1]
     output_type = OutputType(final.route)
 
-    composer_answer, composer_output = "", {"status": "skipped", "detail": "DEGRADED 输出由代码模板生成"}
+    composer_answer, composer_output = (
+        "",
+        ComposerOutcome(status="skipped", detail="DEGRADED 输出由代码模板生成"),
+    )
     if output_type != OutputType.DEGRADED:
         composer_answer, composer_output = _compose(query, engine, recorder, final, world.vocabulary)
     answer = user_facing_text(
@@ -74,12 +78,14 @@ def diagnose(
         verification=final.verification,
         gatekeeper_result=final.gatekeeper_result,
     )
-    answer = _with_focus_notes(answer, output_type=output_type, notes=final.evaluation["focus_notes"])
+    answer = _with_focus_notes(answer, output_type=output_type, notes=final.record.focus_notes)
     return Diagnosis(
         output_type=output_type,
         answer=answer,
         rounds=final.round,
-        evaluation=final.evaluation | {"composer_output": composer_output, "output_type": output_type.value},
+        evaluation=VerifierEvaluation(
+            **dict(final.record), composer_output=composer_output, output_type=output_type
+        ),
     )
 
 
@@ -96,7 +102,7 @@ def _with_focus_notes(answer: str, *, output_type: OutputType, notes: list[str])
 
 def _compose(
     query: str, engine: Engine, recorder: Recorder, final: RoundResult, vocabulary: Vocabulary
-) -> tuple[str, dict]:
+) -> tuple[str, ComposerOutcome]:
     material = composer_material_build(
         query=query,
         executor_output=final.executor_output,
@@ -109,14 +115,14 @@ def _compose(
         answer=answer, material=material, excluded_topics=final.excluded_topics, vocabulary=vocabulary
     )
     if answer and not offending:
-        return answer, {"status": "valid", "answer": answer, "offending_tokens": []}
+        return answer, ComposerOutcome(status="valid", answer=answer, offending_tokens=[])
     replacement = answer_from_material(material)
     detail = "撰写结果为空" if not answer else "撰写结果包含材料之外的事实：" + "、".join(offending)
-    return replacement, {
-        "status": "replaced",
-        "detail": detail,
-        "discarded_answer": answer,
-        "answer": replacement,
-        "offending_tokens": offending,
-        "parse_status": call.parse_status.as_dict(),
-    }
+    return replacement, ComposerOutcome(
+        status="replaced",
+        detail=detail,
+        discarded_answer=answer,
+        answer=replacement,
+        offending_tokens=offending,
+        parse_status=call.parse_status.as_dict(),
+    )

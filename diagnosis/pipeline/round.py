@@ -33,6 +33,7 @@ from diagnosis.pipeline.interfaces import (
     StepRecord,
     StepStatus,
 )
+from diagnosis.pipeline.records import RoundRecord
 from diagnosis.pipeline.routing import Route, route
 from diagnosis.pipeline.scope import (
     excluded_topics_of,
@@ -46,8 +47,6 @@ from diagnosis.pipeline.verdict import (
     verification_finalize,
     verifier_output_for_gatekeeper_reject,
 )
-
-TRACEABILITY_VERSION = "v1"
 
 
 @dataclass(frozen=True)
@@ -68,7 +67,7 @@ class RoundResult:
     excluded_topics: list[str]
     focus: QuestionFocus
     # The round's `verifier_evaluation` record (contracts §7).
-    evaluation: dict
+    record: RoundRecord
 
 
 def round_run(
@@ -196,27 +195,25 @@ def round_run(
         max_rounds=limits.max_rounds if focus.understood else round_number,
         threshold=limits.low_confidence_threshold,
     )
-    evaluation = {
-        **verification.model_dump(),
-        "round": round_number,
-        "traceability_version": TRACEABILITY_VERSION,
-        "engine": engine.name,
-        "planner_output": plan.model_dump(),
-        "executor_output_parse_status": executor_call.parse_status.as_dict(),
-        # What the verifier judged: the executor's claims after the scope guard (raw output is on its step).
-        "executor_structured_output": scoped.kept_output.model_dump(),
-        "excluded_topics": excluded,
-        "focus": focus.as_dict(),
-        "focus_notes": notes,
+    record = RoundRecord(
+        **dict(verification),
+        round=round_number,
+        engine=engine.name,
+        planner_output=plan,
+        executor_output_parse_status=executor_call.parse_status.as_dict(),
+        executor_structured_output=scoped.kept_output,
+        excluded_topics=excluded,
+        focus=focus.as_dict(),
+        focus_notes=notes,
         # What the sources knew when the question was read: the off-topic judgement is made against it.
-        "inventory": world.inventory.as_dict(),
-        "blocked_claims": [claim.model_dump() for claim in scoped.blocked_claims],
-        "gatekeeper_result": gatekeeper_result.model_dump(),
-        "tool_trace_summary": trace_summary,
-        "retry_context": retry_context,
-        "route": next_step,
-    }
-    evaluation["rounds"] = [*(r.evaluation | {"rounds": []} for r in earlier), evaluation | {"rounds": []}]
+        inventory=world.inventory.as_dict(),
+        blocked_claims=scoped.blocked_claims,
+        gatekeeper_result=gatekeeper_result,
+        tool_trace_summary=trace_summary,
+        retry_context=retry_context,
+        route=next_step,
+    )
+    record.rounds = [*(r.record.model_copy(update={"rounds": []}) for r in earlier), record.model_copy()]
     return RoundResult(
         round=round_number,
         plan=plan,
@@ -226,7 +223,7 @@ def round_run(
         route=next_step,
         excluded_topics=excluded,
         focus=focus,
-        evaluation=evaluation,
+        record=record,
     )
 
 

@@ -1,7 +1,8 @@
 """The demo accounts `manage.py quickstart` prints: an engineer and a staff reviewer.
 
-No password is built in: a configured one is set (also on an existing account, which resets it),
-otherwise a new account gets a random one, and an existing account keeps the one it has.
+No password is built in: a configured one is set (also on an existing account, which resets it)
+once it passes the project's password validators, otherwise a new account gets a random one, and an
+existing account keeps the one it has.
 """
 
 import secrets
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.password_validation import validate_password
 from django.db import transaction
 
 from diagnosis.services.reviewers import reviewer_group_ensure
@@ -30,6 +32,9 @@ def _account_with_password(*, username: str, password: str | None) -> DemoAccoun
     generated = password is None
     if generated:
         password = secrets.token_urlsafe(12)
+    else:
+        # Raises ValidationError (too short, too common, like the username…); the transaction undoes the user.
+        validate_password(password, user)
     if not user.check_password(password):
         user.set_password(password)
     return DemoAccount(user=user, password=password, generated=generated)

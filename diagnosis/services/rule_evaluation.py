@@ -84,13 +84,14 @@ def rule_evaluation_run(*, session_pk: int) -> dict:
     return evaluation
 
 
-def rule_evaluation_enqueue(*, session_pk: int) -> None:
+def rule_evaluation_enqueue(*, session_pk: int, attempt: int = 1) -> None:
     """Queue the rule evaluation once the caller's transaction has committed the ended session."""
     transaction.on_commit(
         lambda: async_task(
             "diagnosis.tasks.rule_evaluation_task",
             session_pk,
-            task_name=f"rule_evaluation:{session_pk}",
+            attempt,
+            task_name=f"rule_evaluation:{session_pk}:{attempt}",
             group="rule_evaluation",
         )
     )

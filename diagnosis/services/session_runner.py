@@ -16,8 +16,10 @@ from django.utils import timezone
 
 from diagnosis.engines import engine_get
 from diagnosis.models import AgentStep, DiagnosisSession, ToolInvocation
-from diagnosis.pipeline.interfaces import RecordedInvocation, Stage, StepRecord
+from diagnosis.pipeline.contracts import RecordedInvocation
+from diagnosis.pipeline.interfaces import Stage, StepRecord
 from diagnosis.pipeline.orchestrator import diagnose
+from diagnosis.pipeline.records import RoundRecord
 from diagnosis.pipeline.round import RoundLimits
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION
 from diagnosis.services.rule_evaluation import rule_evaluation_enqueue, rule_evaluation_run
@@ -56,7 +58,9 @@ def _diagnose(session: DiagnosisSession) -> None:
         # The sources' inventory is asked once per session, before any round (contracts §12).
         world=world_current(),
     )
-    self_evaluation_merge(session_pk=session.pk, slot=VERIFIER_EVALUATION, value=result.evaluation)
+    self_evaluation_merge(
+        session_pk=session.pk, slot=VERIFIER_EVALUATION, value=result.evaluation.model_dump(mode="json")
+    )
     session_update(
         session,
         status=DiagnosisSession.Status.COMPLETED,
@@ -107,5 +111,7 @@ class SessionRecorder:
     def tool_trace_summary(self, invocations: Sequence[RecordedInvocation]) -> list[dict]:
         return tool_trace_summary_build(invocations=invocations)
 
-    def round_recorded(self, record: dict) -> None:
-        self_evaluation_merge(session_pk=self.session.pk, slot=VERIFIER_EVALUATION, value=record)
+    def round_recorded(self, record: RoundRecord) -> None:
+        self_evaluation_merge(
+            session_pk=self.session.pk, slot=VERIFIER_EVALUATION, value=record.model_dump(mode="json")
+        )

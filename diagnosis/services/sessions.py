@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import IntegrityError, transaction
@@ -83,6 +86,19 @@ def session_rate_check(*, owner: AbstractBaseUser | None, cost: int = 1) -> None
             )
 
 
+@contextmanager
+def session_rate_slot(*, owner: AbstractBaseUser | None, cost: int = 1) -> Iterator[None]:
+    """`session_rate_check`, then the block that creates the sessions, as one transaction the owner's
+    other starts wait for: the owner's user row is locked (PostgreSQL), or the database's single writer
+    is held from BEGIN (SQLite's immediate transactions), so concurrent starts cannot all pass the check
+    before any of them has inserted. Queued tasks go out when the block commits."""
+    with transaction.atomic():
+        if owner is not None:
+            list(get_user_model().objects.select_for_update().filter(pk=owner.pk).values_list("pk"))
+        session_rate_check(owner=owner, cost=cost)
+        yield
+
+
 def session_start(
     *,
     query: str,
@@ -110,21 +126,22 @@ def session_start(
         errors["session_id"] = "session_id 只能包含字母、数字、-、_、.，最长 64 个字符"
     if errors:
         raise ValidationError(errors)
-    session_rate_check(owner=owner)
 
     fields = {"query": query, "owner": owner, "engine": engine, "kind": kind}
     if session_id is not None:
         fields["session_id"] = session_id
-    try:
-        # The unique column decides a taken id, also between two requests choosing it at once.
-        with transaction.atomic():
-            session = DiagnosisSession.objects.create(**fields)
-    except IntegrityError as error:
-        if session_id is None:
-            raise
-        raise ValidationError({"session_id": f"会话 {session_id} 已存在"}) from error
+    with session_rate_slot(owner=owner):
+        try:
+            # The unique column decides a taken id, also between two requests choosing it at once.
+            with transaction.atomic():
+                session = DiagnosisSession.objects.create(**fields)
+        except IntegrityError as error:
+            if session_id is None:
+                raise
+            raise ValidationError({"session_id": f"会话 {session_id} 已存在"}) from error
+        if not run_inline:
+            session_enqueue(session=session, task="diagnosis.tasks.session_run_task")
 
     if run_inline:
         return session_run(session_pk=session.pk, evaluate_inline=True)
-    session_enqueue(session=session, task="diagnosis.tasks.session_run_task")
     return session

@@ -1,7 +1,8 @@
-"""Housekeeping for sessions a dead worker left behind (issue 4 item 2).
+"""Housekeeping for sessions a dead worker left behind (issue 4 item 2, issue 14).
 
-A worker that dies mid-session cannot mark it FAILED itself, so a periodic reaper ends sessions
-that have been PENDING or RUNNING for too long, saying why in `error`.
+A worker that dies mid-session cannot mark it FAILED itself, so a reaper ends sessions that have been
+PENDING or RUNNING for too long, or RUNNING without a heartbeat, saying why in `error`. It runs every
+minute on the cluster; `migrate` and every worker start make sure it is scheduled.
 """
 
 from datetime import timedelta
@@ -13,19 +14,24 @@ from django_q.models import Schedule
 
 from diagnosis.models import DiagnosisSession
 from diagnosis.services.rule_evaluation import rule_evaluation_enqueue
+from diagnosis.services.session_liveness import lost_before
 
 STALE_SESSIONS_SCHEDULE_NAME = "stale_sessions_fail"
-STALE_SESSIONS_EVERY_MINUTES = 5
+STALE_SESSIONS_EVERY_MINUTES = 1
+LOST = "lost"
 
 
 def _stale_reason(*, status: str, older_than_seconds: int) -> str:
     if status == DiagnosisSession.Status.PENDING:
         return f"会话排队超过 {older_than_seconds} 秒仍未开始执行（后台工作进程可能未运行），已标记为失败。"
+    if status == LOST:
+        return "执行该会话的后台工作进程已停止（会话已没有心跳），已标记为失败。"
     return f"会话执行超过 {older_than_seconds} 秒仍未结束（后台工作进程可能已退出），已标记为失败。"
 
 
 def stale_sessions_fail(*, older_than_seconds: int) -> int:
-    """End sessions stuck PENDING or RUNNING longer than the limit as FAILED; return how many."""
+    """End sessions stuck PENDING or RUNNING longer than the limit, or RUNNING without a heartbeat, as
+    FAILED; return how many."""
     now = timezone.now()
     cutoff = now - timedelta(seconds=older_than_seconds)
     stuck_pending = Q(status=DiagnosisSession.Status.PENDING, created_at__lt=cutoff)
@@ -33,30 +39,35 @@ def stale_sessions_fail(*, older_than_seconds: int) -> int:
     stuck_running = Q(status=DiagnosisSession.Status.RUNNING) & (
         Q(started_at__lt=cutoff) | Q(started_at__isnull=True, created_at__lt=cutoff)
     )
+    lost_cutoff = lost_before(now=now)
+    lost = Q(status=DiagnosisSession.Status.RUNNING, updated_at__lt=lost_cutoff)
     failed = 0
     with transaction.atomic():
         # Locked rows belong to a worker writing right now: alive, so not stale.
         stale = list(
             DiagnosisSession.objects.select_for_update(skip_locked=True)
-            .filter(stuck_pending | stuck_running)
-            .values_list("pk", "status")
+            .filter(stuck_pending | stuck_running | lost)
+            .values_list("pk", "status", "updated_at")
         )
-        for status in (DiagnosisSession.Status.PENDING, DiagnosisSession.Status.RUNNING):
-            pks = [pk for pk, stale_status in stale if stale_status == status]
+        for pk, status, updated_at in stale:
+            reason = (
+                LOST if status == DiagnosisSession.Status.RUNNING and updated_at < lost_cutoff else status
+            )
             # The status condition again: a session that ended meanwhile keeps its outcome.
-            failed += DiagnosisSession.objects.filter(pk__in=pks, status=status).update(
+            failed += DiagnosisSession.objects.filter(pk=pk, status=status).update(
                 status=DiagnosisSession.Status.FAILED,
-                error=_stale_reason(status=status, older_than_seconds=older_than_seconds),
+                error=_stale_reason(status=reason, older_than_seconds=older_than_seconds),
                 finished_at=now,
                 updated_at=now,
             )
-        for pk, _status in stale:
+        for pk, _status, _updated_at in stale:
             rule_evaluation_enqueue(session_pk=pk)
     return failed
 
 
 def stale_sessions_schedule_ensure() -> Schedule:
-    """Run the reaper every few minutes on the django-q2 cluster (idempotent)."""
+    """Run the reaper every minute on the django-q2 cluster (idempotent; worker processes starting
+    together may race to create it, the duplicates go)."""
     schedule, _ = Schedule.objects.update_or_create(
         name=STALE_SESSIONS_SCHEDULE_NAME,
         defaults={
@@ -66,4 +77,5 @@ def stale_sessions_schedule_ensure() -> Schedule:
             "repeats": -1,
         },
     )
+    Schedule.objects.filter(name=STALE_SESSIONS_SCHEDULE_NAME).exclude(pk=schedule.pk).delete()
     return schedule

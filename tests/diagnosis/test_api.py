@@ -69,9 +69,10 @@ def trace_path(session_id: str) -> str:
         ("get", "/api/schema", None),
     ],
 )
-def test_unauthenticated_requests_are_refused(method, path, body):
+def test_unauthenticated_requests_are_refused_with_401_saying_how_to_authenticate(method, path, body):
     response = getattr(APIClient(), method)(path, body, format="json")
-    assert response.status_code in (401, 403)
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == "Token"
     assert not DiagnosisSession.objects.exists()
 
 

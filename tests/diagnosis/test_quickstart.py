@@ -5,7 +5,7 @@ import pytest
 from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django_q.models import Schedule
 
 from diagnosis.models import DiagnosisSession
@@ -159,7 +159,8 @@ def test_setup_takes_credentials_and_address_from_the_environment(static_root, m
     users = get_user_model().objects
     assert users.get(username="alice").check_password("alice-secret-2026")
     assert users.get(username="bob").is_staff
-    assert "alice / alice-secret-2026" in output
+    assert "alice（密码取自 DIAGNOSIS_DEMO_PASSWORD）" in output
+    assert "secret-2026" not in output
     assert "http://0.0.0.0:9000/admin/" in output
     assert not users.filter(username__in=["engineer", "reviewer"]).exists()
 
@@ -176,3 +177,16 @@ def test_setup_is_idempotent_schedules_the_reaper_and_reaps_once(static_root):
     assert "已将 1 个长时间未结束的会话标记为失败" in first
     assert Schedule.objects.filter(func="diagnosis.tasks.stale_sessions_fail").count() == 1
     assert get_user_model().objects.filter(username__in=["engineer", "reviewer"]).count() == 2
+
+
+@pytest.mark.parametrize("password", ["a", "password", "12345678901", "alice-the-user"])
+def test_setup_refuses_a_configured_password_the_validators_reject(static_root, monkeypatch, password):
+    _clear_environment(monkeypatch)
+    monkeypatch.setenv("DIAGNOSIS_DEMO_USER", "alice-the-user")
+    monkeypatch.setenv("DIAGNOSIS_DEMO_PASSWORD", password)
+
+    with pytest.raises(CommandError, match="DIAGNOSIS_DEMO_PASSWORD 不符合密码要求") as refused:
+        _quickstart_setup()
+
+    assert len(password) == 1 or password not in str(refused.value)
+    assert not get_user_model().objects.filter(username="alice-the-user").exists()

@@ -166,7 +166,7 @@ def test_enqueue_queues_the_task_once_the_transaction_commits(django_capture_on_
         assert not OrmQ.objects.exists()
 
     task = SignedPackage.loads(OrmQ.objects.get().payload)
-    assert (task["func"], task["args"]) == ("diagnosis.tasks.rule_evaluation_task", (session.pk,))
+    assert (task["func"], task["args"]) == ("diagnosis.tasks.rule_evaluation_task", (session.pk, 1))
 
 
 def _pass_record(*, invocation, claim_text: str) -> dict:

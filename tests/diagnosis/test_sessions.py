@@ -134,3 +134,34 @@ def test_two_concurrent_starts_with_one_session_id_create_one_session(postgres_o
     assert len(started) == 1
     assert refused == [{"session_id": ["会话 incident-42 已存在"]}] * 3
     assert DiagnosisSession.objects.filter(session_id="incident-42").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_starts_by_one_owner_never_exceed_the_rate(postgres_only, rate):
+    rate("5/min")
+    owner = UserFactory()
+
+    outcomes = run_concurrently(lambda: session_start(query="order-service 内存", owner=owner), threads=12)
+
+    assert sum(isinstance(o, DiagnosisSession) for o in outcomes) == 5
+    assert sum(isinstance(o, SessionRateLimited) for o in outcomes) == 7
+    assert DiagnosisSession.objects.filter(owner=owner).count() == 5
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_ai_ops_starts_and_chats_share_one_atomic_budget(postgres_only, rate):
+    rate(f"{MAX_ANALYSED_ALERTS + 2}/hour")
+    owner = UserFactory()
+    starts = [
+        lambda: aiops_start(owner=owner),
+        lambda: aiops_start(owner=owner),
+        *[lambda: session_start(query="order-service 内存", owner=owner)] * 4,
+    ]
+    pending = iter(starts)
+
+    outcomes = run_concurrently(lambda: next(pending)(), threads=len(starts))
+
+    kinds = list(DiagnosisSession.objects.filter(owner=owner).values_list("kind", flat=True))
+    weight = sum(MAX_ANALYSED_ALERTS if kind == DiagnosisSession.Kind.AIOPS else 1 for kind in kinds)
+    assert weight <= MAX_ANALYSED_ALERTS + 2
+    assert len(kinds) == sum(isinstance(o, DiagnosisSession) for o in outcomes)

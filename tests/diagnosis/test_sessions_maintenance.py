@@ -3,6 +3,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 from django_q.models import OrmQ, Schedule
+from django_q.signals import post_spawn
 from django_q.signing import SignedPackage
 
 from diagnosis.models import DiagnosisSession
@@ -90,10 +91,10 @@ def test_failed_stale_sessions_get_their_rule_evaluation_queued(django_capture_o
         stale_sessions_fail(older_than_seconds=LIMIT)
 
     task = SignedPackage.loads(OrmQ.objects.get().payload)
-    assert (task["func"], task["args"]) == ("diagnosis.tasks.rule_evaluation_task", (session.pk,))
+    assert (task["func"], task["args"]) == ("diagnosis.tasks.rule_evaluation_task", (session.pk, 1))
 
 
-def test_reaper_schedule_is_created_once_every_five_minutes():
+def test_reaper_schedule_is_created_once_every_minute():
     stale_sessions_schedule_ensure()
     stale_sessions_schedule_ensure()
 
@@ -101,6 +102,43 @@ def test_reaper_schedule_is_created_once_every_five_minutes():
     assert (schedule.func, schedule.schedule_type, schedule.minutes, schedule.repeats) == (
         "diagnosis.tasks.stale_sessions_fail",
         Schedule.MINUTES,
-        5,
+        1,
         -1,
     )
+
+
+def test_a_running_session_without_a_heartbeat_has_lost_its_worker_and_ends_failed(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"WORKER_LOST_AFTER_SECONDS": 60}
+    lost = _session(status=Status.RUNNING, age_seconds=120)
+    alive = _session(status=Status.RUNNING, age_seconds=120)
+    DiagnosisSession.objects.filter(pk=lost.pk).update(updated_at=timezone.now() - timedelta(seconds=61))
+    DiagnosisSession.objects.filter(pk=alive.pk).update(updated_at=timezone.now() - timedelta(seconds=5))
+
+    assert stale_sessions_fail(older_than_seconds=LIMIT) == 1
+
+    lost.refresh_from_db()
+    alive.refresh_from_db()
+    assert (lost.status, alive.status) == (Status.FAILED, Status.RUNNING)
+    assert lost.error == "执行该会话的后台工作进程已停止（会话已没有心跳），已标记为失败。"
+
+
+def test_migrate_schedules_the_reaper():
+    """The test database was built by `migrate`: its post_migrate signal left the schedule."""
+    assert Schedule.objects.filter(
+        name="stale_sessions_fail", func="diagnosis.tasks.stale_sessions_fail"
+    ).exists()
+
+
+def test_a_worker_starting_schedules_the_reaper_and_reaps_what_a_dead_worker_left(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"WORKER_LOST_AFTER_SECONDS": 60}
+    Schedule.objects.all().delete()
+    left_behind = _session(status=Status.RUNNING, age_seconds=120)
+    DiagnosisSession.objects.filter(pk=left_behind.pk).update(
+        updated_at=timezone.now() - timedelta(seconds=90)
+    )
+
+    post_spawn.send(sender="django_q", proc_name="Process-1:1")
+
+    left_behind.refresh_from_db()
+    assert left_behind.status == Status.FAILED
+    assert Schedule.objects.filter(name="stale_sessions_fail").count() == 1

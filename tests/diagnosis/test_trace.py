@@ -3,7 +3,8 @@ import json
 import pytest
 
 from diagnosis.models import DiagnosisSession
-from diagnosis.selectors.trace import session_trace, session_trace_for_user
+from diagnosis.selectors import trace as traces
+from diagnosis.serializers import TraceSerializer
 from tests.factories import (
     AgentStepFactory,
     AlertInvocationFactory,
@@ -13,6 +14,14 @@ from tests.factories import (
 )
 
 pytestmark = pytest.mark.django_db
+
+
+def session_trace(*, session):
+    return TraceSerializer(traces.session_trace(session=session)).data
+
+
+def session_trace_for_user(*, user, session_id):
+    return TraceSerializer(traces.session_trace_for_user(user=user, session_id=session_id)).data
 
 
 def test_trace_is_plain_json():

@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from diagnosis.engines import ENGINE_NAMES
 from diagnosis.models import DiagnosisSession
 from diagnosis.selectors.trace import session_trace
+from diagnosis.serializers import TraceSerializer
 from diagnosis.services.sessions import session_start
 
 
@@ -32,7 +33,12 @@ class Command(BaseCommand):
             raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from exc
         if options["json"]:
             self.stdout.write(
-                json.dumps(session_trace(session=session), ensure_ascii=False, indent=2, default=str)
+                json.dumps(
+                    TraceSerializer(session_trace(session=session)).data,
+                    ensure_ascii=False,
+                    indent=2,
+                    default=str,
+                )
             )
         else:
             self.stdout.write(self._text(session))

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
@@ -28,17 +29,21 @@ POLL_SECONDS = 0.5
 def _demo_account(
     *, ensure: Callable[..., DemoAccount], user_variable: str, default_user: str, password_variable: str
 ) -> str:
-    """Create or update the account from the environment; its login line."""
-    account = ensure(
-        username=os.environ.get(user_variable) or default_user,
-        password=os.environ.get(password_variable) or None,
-    )
+    """Create or update the account from the environment; its login line (a configured password is never
+    printed: the terminal's scroll-back and CI logs are not the place for it)."""
+    try:
+        account = ensure(
+            username=os.environ.get(user_variable) or default_user,
+            password=os.environ.get(password_variable) or None,
+        )
+    except ValidationError as error:
+        raise CommandError(f"{password_variable} 不符合密码要求：{'；'.join(error.messages)}") from error
     username = account.user.get_username()
     if account.password is None:
         return f"{username}（已存在，密码未改动；设置 {password_variable} 后重新运行即重置为该密码）"
     if account.generated:
         return f"{username} / {account.password}（随机生成，只显示这一次）"
-    return f"{username} / {account.password}"
+    return f"{username}（密码取自 {password_variable}）"
 
 
 def _raise_keyboard_interrupt(signum, frame):

@@ -11,11 +11,12 @@ from diagnosis.pipeline.contracts import (
     ExecutorOutput,
     PlannerInput,
     PlannerOutput,
+    RecordedInvocation,
     VerifierInput,
     VerifierOutput,
 )
 from diagnosis.pipeline.focus import Inventory, World
-from diagnosis.pipeline.interfaces import RecordedInvocation, Stage, StageCall, StepRecord, Toolbox
+from diagnosis.pipeline.interfaces import Stage, StageCall, StepRecord, Toolbox
 from diagnosis.pipeline.round import RoundLimits, RoundResult, round_run
 from tools.base import guidance_tool_names
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load

@@ -10,7 +10,7 @@ from diagnosis.pipeline.composer import (
     user_facing_text,
 )
 from diagnosis.pipeline.contracts import Claim, ClaimCheck, ExecutorOutput, VerifierOutput
-from tests.diagnosis.pipeline_support import one_round
+from tests.diagnosis.pipeline.support import one_round
 from tests.factories import (
     HIKARI_LOG_TEXT,
     MEMORY_ALERT_TEXT,

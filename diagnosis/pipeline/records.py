@@ -1,0 +1,108 @@
+"""The `verifier_evaluation` slot (contracts §7) as typed records, validated when they are built.
+
+`RoundRecord` is one round's record; a retried round is stored as it is, the final one as a
+`VerifierEvaluation` (the round plus the composer's outcome and the output type), carrying every
+round under `rounds`. `verifier_record_read` is the one reader of stored records, also of rows an
+older pipeline wrote without the fields added since.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_serializer
+
+from diagnosis.pipeline.contracts import Claim, ExecutorOutput, PlannerOutput
+from diagnosis.pipeline.gatekeeper import GatekeeperResult
+from diagnosis.pipeline.routing import OutputType, Route
+from diagnosis.pipeline.verdict import Verification
+
+TRACEABILITY_VERSION = "v1"
+
+
+class ComposerOutcome(BaseModel):
+    """What became of the composer's answer: kept (`valid`), `replaced` by code, or `skipped` (DEGRADED)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: Literal["valid", "replaced", "skipped"]
+    detail: str | None = None
+    answer: str | None = None
+    discarded_answer: str | None = None
+    offending_tokens: list[str] | None = None
+    parse_status: dict[str, Any] | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent(self, handler: Any) -> dict:
+        # Each status has its own keys: one that does not apply is left out, not written as null.
+        return {key: value for key, value in handler(self).items() if value is not None}
+
+
+class RoundRecord(Verification):
+    round: int
+    traceability_version: str = TRACEABILITY_VERSION
+    engine: str
+    planner_output: PlannerOutput | None
+    executor_output_parse_status: dict[str, Any]
+    # What the verifier judged: the executor's claims after the scope guard (raw output is on its step).
+    executor_structured_output: ExecutorOutput
+    excluded_topics: list[str]
+    # What the question named (services, alerts, topics) and what it named that the sources do not know.
+    focus: dict[str, Any] = {}
+    focus_notes: list[str] = []
+    # The inventory the question was read against (contracts §12).
+    inventory: dict[str, Any] = {}
+    blocked_claims: list[Claim]
+    gatekeeper_result: GatekeeperResult
+    tool_trace_summary: list[dict]
+    retry_context: dict | None
+    route: Route | None
+    # Every round so far, oldest first, each without its own `rounds`.
+    rounds: list[RoundRecord] = []
+
+
+class VerifierEvaluation(RoundRecord):
+    composer_output: ComposerOutcome
+    # None only in rows an older pipeline wrote; the orchestrator always sets it.
+    output_type: OutputType | None
+
+
+# Fields an older pipeline did not write: read as "nothing recorded", never as a finding.
+LEGACY_DEFAULTS: dict[str, Any] = {
+    "gaps": [],
+    "overrides": [],
+    "engine": "",
+    "planner_output": None,
+    "excluded_topics": [],
+    "blocked_claims": [],
+    "route": None,
+    "rounds": [],
+    "output_type": None,
+}
+LEGACY_CLAIM_CHECK_DEFAULTS = {"grounding_reason": ""}
+
+
+def verifier_record_read(raw: Any) -> RoundRecord | None:
+    """The stored record as a `VerifierEvaluation` (a finished session) or a `RoundRecord` (a round
+    still retried); None when it is missing or unreadable, so nothing in it counts as verified."""
+    if not isinstance(raw, dict) or not raw:
+        return None
+    data = LEGACY_DEFAULTS | {
+        key: value for key, value in raw.items() if key in VerifierEvaluation.model_fields
+    }
+    if isinstance(data.get("claim_checks"), list):
+        data["claim_checks"] = [
+            LEGACY_CLAIM_CHECK_DEFAULTS | check if isinstance(check, dict) else check
+            for check in data["claim_checks"]
+        ]
+    if isinstance(data.get("rounds"), list):
+        data["rounds"] = [
+            record.model_dump()
+            for item in data["rounds"]
+            if (record := verifier_record_read(item)) is not None
+        ]
+    model = VerifierEvaluation if "composer_output" in raw else RoundRecord
+    try:
+        return model.model_validate({key: value for key, value in data.items() if key in model.model_fields})
+    except ValidationError:
+        return None
