@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 from diagnosis.input_rules import MAX_JSON_DEPTH, InputRejected, json_loads_bounded, structure_problem
 from diagnosis.models import DiagnosisSession
 from feedback.models import BadCase
-from tests.diagnosis.aiops_support import TOKEN, notification
+from tests.aiops.support import TOKEN, notification
 from tests.factories import CompletedSessionFactory, StaffUserFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
