@@ -91,22 +91,22 @@ def alertmanager_notification_receive(*, notification: dict) -> NotificationOutc
     episode on the report that analysed it. All of it or nothing is stored.
     """
     alerts = [_alertmanager_alert(alert) for alert in notification["alerts"]]
-    # One order for every request: concurrent notices sharing episodes lock them in the same order.
-    alerts.sort(key=lambda alert: (alert["fingerprint"], alert["starts_at"]))
     outcome = NotificationOutcome(session=None)
     closed: list[AlertEpisode] = []
     with transaction.atomic():
-        new_alerts, episodes = [], []
-        for alert in alerts:
+        new_ids, episodes = set(), []
+        # One order for every request: concurrent notices sharing episodes lock them in the same order.
+        for alert in sorted(alerts, key=lambda alert: (alert["fingerprint"], alert["starts_at"])):
             episode, created = _episode_get_or_create(alert)
             if created and alert["state"] == FIRING:
-                new_alerts.append(alert)
+                new_ids.add(episode.pk)
                 episodes.append(episode)
             elif alert["state"] == RESOLVED and episode.state == AlertEpisode.State.FIRING:
                 closed.append(_episode_close(episode, alert))
             else:
                 outcome.known += 1
             alert["episode_id"] = episode.pk
+        new_alerts = [alert for alert in alerts if alert["episode_id"] in new_ids]
         outcome.new, outcome.resolved = len(new_alerts), len(closed)
         if new_alerts:
             outcome.session = _notification_session_create(notification, new_alerts)
@@ -294,6 +294,9 @@ def _report_render(session: DiagnosisSession, scope: dict) -> tuple[str, str]:
                 summary=alert_summary(analysis),
             )
         analyses.append(analysis)
+    scope["evidence_sources"] = list(
+        dict.fromkeys(source.strip("`") for analysis in analyses for source in analysis.sources)
+    )
     not_analysed = [
         _alert_label(alert)
         for alert in scope["alerts"]
