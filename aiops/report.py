@@ -80,10 +80,12 @@ class AlertSubject:
 
     @classmethod
     def of(cls, alert: dict) -> AlertSubject:
+        # In `IDENTITY_LABELS` order: a stored JSON object (PostgreSQL jsonb) keeps no key order.
+        identity = alert.get("identity") or {}
         return cls(
             alert["alert_name"],
             alert.get("service") or "",
-            tuple((name, value) for name, value in (alert.get("identity") or {}).items()),
+            tuple((name, identity[name]) for name in IDENTITY_LABELS if identity.get(name)),
         )
 
     @property

@@ -105,7 +105,7 @@ def aiops_report(*, session: DiagnosisSession, children: list[DiagnosisSession])
             AlertRow(
                 alert_name=alert.get("alert_name", ""),
                 service=alert.get("service") or "",
-                where=[f"{name}={value}" for name, value in (alert.get("identity") or {}).items()],
+                where=[f"{name}={value}" for name, value in sorted((alert.get("identity") or {}).items())],
                 state=alert.get("state", ""),
                 ends_at=datetime.fromisoformat(alert["ends_at"]) if alert.get("ends_at") else None,
                 session_id=child.session_id if child else None,
