@@ -14,11 +14,10 @@ pytestmark = pytest.mark.django_db
 migration = importlib.import_module("aiops.migrations.0002_episodes_from_notification_sessions")
 
 
-def old_notification_session(key: str, *alerts: dict) -> DiagnosisSession:
-    """A session as the webhook stored it before episodes: keyed by group + fingerprint set."""
+def old_notification_session(*alerts: dict) -> DiagnosisSession:
+    """A session as the webhook stored it before episodes (then keyed by group + fingerprint set)."""
     return DiagnosisSessionFactory(
         kind=DiagnosisSession.Kind.AIOPS,
-        idempotency_key=key,
         alert_scope={"source": "alertmanager", "group_key": "{}:{}", "alerts": list(alerts)},
     )
 
@@ -40,13 +39,12 @@ def scope_alert(fingerprint: str, state: str, *, analysed: bool, ends_at: str | 
 
 def test_each_alert_of_the_old_sessions_becomes_one_episode_of_the_session_that_analysed_it():
     first = old_notification_session(
-        "alertmanager:1",
         scope_alert("f1", "firing", analysed=True),
         scope_alert("f2", "resolved", analysed=False),
     )
     # The same episode again, in a notice whose membership changed (then re-analysed), now resolved.
     later = old_notification_session(
-        "alertmanager:2", scope_alert("f1", "resolved", analysed=False, ends_at="2026-11-29T06:58:00+00:00")
+        scope_alert("f1", "resolved", analysed=False, ends_at="2026-11-29T06:58:00+00:00")
     )
 
     migration.episodes_from_sessions(apps, None)
