@@ -101,8 +101,8 @@ def alertmanager_notification_receive(*, notification: dict) -> NotificationOutc
             if created and alert["state"] == FIRING:
                 new_ids.add(episode.pk)
                 episodes.append(episode)
-            elif alert["state"] == RESOLVED and episode.state == AlertEpisode.State.FIRING:
-                closed.append(_episode_close(episode, alert))
+            elif alert["state"] == RESOLVED and _episode_close(episode, alert):
+                closed.append(episode)
             else:
                 outcome.known += 1
             alert["episode_id"] = episode.pk
@@ -137,10 +137,13 @@ def _episode_get_or_create(alert: dict) -> tuple[AlertEpisode, bool]:
     )
 
 
-def _episode_close(episode: AlertEpisode, alert: dict) -> AlertEpisode:
-    episode.state, episode.ends_at = AlertEpisode.State.RESOLVED, alert["ends_at_time"]
-    episode.save(update_fields=["state", "ends_at", "updated_at"])
-    return episode
+def _episode_close(episode: AlertEpisode, alert: dict) -> bool:
+    """Close a firing episode; False when it already was closed (by this or a concurrent notice:
+    the conditional UPDATE waits for the other's row lock, then finds nothing left to close)."""
+    closed = AlertEpisode.objects.filter(pk=episode.pk, state=AlertEpisode.State.FIRING).update(
+        state=AlertEpisode.State.RESOLVED, ends_at=alert["ends_at_time"], updated_at=timezone.now()
+    )
+    return bool(closed)
 
 
 def _report_resolved(report_pk: int) -> None:

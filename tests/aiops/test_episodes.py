@@ -238,3 +238,23 @@ def test_concurrent_deliveries_of_one_notice_create_one_analysis():
     assert len({o.session.pk for o in outcomes}) == 1
     assert DiagnosisSession.objects.filter(parent__isnull=True).count() == 1
     assert AlertEpisode.objects.filter(report=outcomes[0].session).count() == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_deliveries_of_one_resolve_close_the_episode_once():
+    if connection.vendor != "postgresql":
+        pytest.skip("the race needs PostgreSQL's concurrent writers")
+    AlertEpisode.objects.create(
+        fingerprint="c0ffee0000000001", starts_at="2026-11-29T06:35:00Z", state="firing", alert_name="X"
+    )
+    payload = notification(checkout(status="resolved"))
+
+    def receive():
+        serializer = AlertmanagerNotificationSerializer(data=payload)
+        serializer.is_valid(raise_exception=True)
+        return alertmanager_notification_receive(notification=serializer.validated_data)
+
+    outcomes = run_concurrently(receive, threads=4)
+
+    assert sorted(o.resolved for o in outcomes) == [0, 0, 0, 1]
+    assert AlertEpisode.objects.get().state == "resolved"
