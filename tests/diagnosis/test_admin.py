@@ -18,7 +18,8 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 CHANGELIST = reverse("admin:diagnosis_diagnosissession_changelist")
-# auth session, user, user + group permissions, the page count, the page of rows: whatever the table size.
+# auth session, user, user + group permissions, the (capped) page count, the page of rows: whatever the
+# table size; above the cap PostgreSQL's estimate replaces the count (one EXPLAIN more).
 CHANGELIST_QUERIES = 6
 
 
@@ -186,6 +187,46 @@ def test_changelist_filters_and_search(client, reviewer, query, expected):
     CompletedSessionFactory(session_id="reject", verdict="REJECT")
     DiagnosisSessionFactory(session_id="failed", status=DiagnosisSession.Status.FAILED, engine="llm")
     assert listed_ids(client, query) == expected
+
+
+def test_an_exact_session_id_finds_that_session_alone(client, reviewer):
+    CompletedSessionFactory(session_id="4f2a")
+    CompletedSessionFactory(session_id="4f2a-retry")
+    CompletedSessionFactory(session_id="other", query="为什么 4f2a 会话失败")
+    assert listed_ids(client, "q=4f2a") == {"4f2a"}
+
+
+def test_a_search_that_is_no_session_id_matches_id_prefixes_and_question_words(client, reviewer):
+    CompletedSessionFactory(session_id="4f2a-1")
+    CompletedSessionFactory(session_id="4f2a-2")
+    CompletedSessionFactory(session_id="x-4f2a")
+    CompletedSessionFactory(session_id="gc", query="order-service 为什么频繁 Full GC")
+    assert listed_ids(client, "q=4f2a") == {"4f2a-1", "4f2a-2"}
+    assert listed_ids(client, "q=full gc") == {"gc"}
+    assert listed_ids(client, "q=频繁") == {"gc"}
+
+
+def test_small_lists_are_counted_exactly(client, reviewer, monkeypatch):
+    monkeypatch.setattr("diagnosis.admin.EXACT_COUNT_LIMIT", 5)
+    DiagnosisSessionFactory.create_batch(4, verdict="REJECT")
+    assert client.get(f"{CHANGELIST}?verdict=REJECT").context["cl"].result_count == 4
+
+
+def test_above_the_cap_postgresql_estimates_the_count_instead_of_counting(
+    client, reviewer, monkeypatch, postgres_only
+):
+    monkeypatch.setattr("diagnosis.admin.EXACT_COUNT_LIMIT", 5)
+    DiagnosisSessionFactory.create_batch(60, verdict="REJECT")
+    with CaptureQueriesContext(connection) as captured:
+        changelist = client.get(CHANGELIST).context["cl"]
+    statements = [query["sql"] for query in captured.captured_queries]
+    assert any(sql.startswith("EXPLAIN") for sql in statements)
+    assert not any(
+        sql.startswith('SELECT COUNT(*) AS "__count" FROM "diagnosis_diagnosissession"') for sql in statements
+    )
+    # The estimate comes from the planner's statistics, never below what was counted.
+    assert changelist.result_count > 5
+    assert len(changelist.result_list) == min(50, changelist.result_count)
 
 
 def test_reviewers_cannot_edit_add_or_delete_sessions(client, reviewer):
