@@ -120,6 +120,7 @@ AUTH_PASSWORD_VALIDATORS = [
 LANGUAGE_CODE = "zh-hans"
 LANGUAGES = [("zh-hans", "简体中文"), ("en", "English")]
 LOCALE_PATHS = [BASE_DIR / "locale"]
+# Every time the pages show is in this zone, and the reviewers' desk names it (README: DJANGO_TIME_ZONE).
 TIME_ZONE = os.environ.get("DJANGO_TIME_ZONE", "Asia/Shanghai")
 USE_I18N = True
 USE_TZ = True
@@ -182,6 +183,8 @@ SPECTACULAR_SETTINGS = {
 # django-q2 on the ORM broker: the database is the queue, no extra service.
 Q_CLUSTER = {
     "name": "diagnosis",
+    # Its section in the admin.
+    "label": "后台任务",
     "orm": "default",
     "workers": env_int("DIAGNOSIS_Q_WORKERS", 2),
     "timeout": env_int("DIAGNOSIS_Q_TIMEOUT", 600),

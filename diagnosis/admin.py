@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.contrib.admin.views.main import ChangeList
@@ -26,7 +27,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllow
 from django.urls import path, reverse
 from django.utils.functional import cached_property
 from django.utils.html import format_html
-from django.utils.text import Truncator
+from django.utils.text import Truncator, format_lazy
 from django.utils.translation import gettext_lazy as _
 
 from caselib.models import CaseLibrary
@@ -36,12 +37,19 @@ from diagnosis.selectors.audit import session_audit
 from diagnosis.selectors.sessions import needs_review_condition, session_review_annotated
 from diagnosis.services.case_export import cases_export_file
 from diagnosis.services.reviews import VERDICTS, review_record
+from diagnosis.templatetags.desk_labels import code_text, local_time
 
 REVIEW_PERMISSION = "diagnosis.review_session"
 PROMOTE_PERMISSION = "caselib.add_caselibrary"
 # Heavy columns the list never shows: leave them in the database.
 LIST_DEFERRED_FIELDS = ("self_evaluation", "answer", "error", "alert_scope")
 
+
+admin.site.site_header = _("Diagnosis review desk")
+admin.site.site_title = _("Diagnosis review desk")
+admin.site.index_title = _("Review desk")
+
+VERDICT_CHOICES = tuple((verdict, code_text(verdict)) for verdict in VERDICTS)
 
 # Lists counted exactly up to this many rows; above it the count is PostgreSQL's estimate.
 EXACT_COUNT_LIMIT = 1000
@@ -95,13 +103,13 @@ class OutputTypeFilter(FixedChoicesFilter):
 class VerdictFilter(FixedChoicesFilter):
     title = _("verdict")
     parameter_name = field_name = "verdict"
-    options = tuple((verdict, verdict) for verdict in VERDICTS)
+    options = VERDICT_CHOICES
 
 
 class GatekeeperSeverityFilter(FixedChoicesFilter):
     title = _("gatekeeper severity")
     parameter_name = field_name = "gatekeeper_severity"
-    options = (("none", "none"), ("low_confid", "low_confid"), ("reject", "reject"))
+    options = tuple((severity, code_text(severity)) for severity in ("none", "low_confid", "reject"))
 
 
 class KindFilter(FixedChoicesFilter):
@@ -113,7 +121,7 @@ class KindFilter(FixedChoicesFilter):
 class EngineFilter(FixedChoicesFilter):
     title = _("engine")
     parameter_name = field_name = "engine"
-    options = (("rules", "rules"), ("llm", "llm"))
+    options = tuple((engine, code_text(engine)) for engine in ("rules", "llm"))
 
 
 class FeedbackFilter(admin.SimpleListFilter):
@@ -168,7 +176,7 @@ class ReviewForm(forms.Form):
     )
     expected_verdict = forms.ChoiceField(
         label=_("Expected verdict (when disagreeing)"),
-        choices=(("", "—"), *((verdict, verdict) for verdict in VERDICTS)),
+        choices=(("", "—"), *VERDICT_CHOICES),
         required=False,
         widget=forms.Select(attrs={"form": REVIEW_FORM_ID}),
     )
@@ -257,7 +265,7 @@ class ToolInvocationInline(ReadOnlyInline):
 
     @admin.display(description=_("evidence status"))
     def evidence(self, invocation: ToolInvocation) -> str:
-        return invocation.evidence_status or invocation.error or "—"
+        return code_text(invocation.evidence_status) or invocation.error or "—"
 
     @admin.display(description=_("evidence refs"))
     def refs(self, invocation: ToolInvocation) -> str:
@@ -293,7 +301,7 @@ class AlertSessionInline(ReadOnlyInline):
 
     @admin.display(description=_("verdict"))
     def verdict_display(self, session: DiagnosisSession) -> str:
-        return session.verdict or "—"
+        return code_text(session.verdict) or "—"
 
     @admin.display(description=_("groundedness"))
     def groundedness(self, session: DiagnosisSession) -> str:
@@ -334,8 +342,9 @@ class DiagnosisSessionAdmin(admin.ModelAdmin):
     show_full_result_count = False
     # Facet counts are one COUNT per filter option: far too many over 100,000 sessions.
     show_facets = admin.ShowFacets.NEVER
-    fields = ("overview",)
-    readonly_fields = ("overview",)
+    # The change page is the audit layout of its own template; the form itself shows nothing.
+    fields = ("query",)
+    readonly_fields = ("query",)
     inlines = (AgentStepInline, ToolInvocationInline)
     actions = ("promote_to_case_library", "export_regression_cases")
 
@@ -407,7 +416,10 @@ class DiagnosisSessionAdmin(admin.ModelAdmin):
         if not session.verdict:
             return "—"
         return format_html(
-            '<span class="verdict-badge verdict-{}">{}</span>', session.verdict, session.verdict
+            '<span class="verdict-badge verdict-{}" title="{}">{}</span>',
+            session.verdict,
+            session.verdict,
+            code_text(session.verdict),
         )
 
     @admin.display(description=_("groundedness"), ordering="groundedness_score")
@@ -416,7 +428,7 @@ class DiagnosisSessionAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("gatekeeper"), ordering="gatekeeper_severity")
     def severity(self, session: DiagnosisSession) -> str:
-        return session.gatekeeper_severity or "—"
+        return code_text(session.gatekeeper_severity) or "—"
 
     @admin.display(description=_("feedback"), ordering="feedback")
     def feedback_display(self, session: DiagnosisSession) -> str:
@@ -426,20 +438,11 @@ class DiagnosisSessionAdmin(admin.ModelAdmin):
     def reviewed(self, session: DiagnosisSession) -> bool:
         return session.reviewed
 
-    @admin.display(description=_("created"), ordering="created_at")
-    def created(self, session: DiagnosisSession):
-        return session.created_at
-
-    @admin.display(description=_("overview"))
-    def overview(self, session: DiagnosisSession) -> str:
-        return format_html(
-            "<code>{}</code> · {} · {} · {} · {}",
-            session.session_id,
-            session.get_kind_display(),
-            session.engine,
-            session.owner or "CLI",
-            session.created_at.strftime("%Y-%m-%d %H:%M:%S"),
-        )
+    @admin.display(
+        description=format_lazy("{}（{}）", _("created"), settings.TIME_ZONE), ordering="created_at"
+    )
+    def created(self, session: DiagnosisSession) -> str:
+        return local_time(session.created_at)
 
     @admin.action(description=_("Promote to the case library"), permissions=["promote"])
     def promote_to_case_library(self, request: HttpRequest, queryset) -> None:
