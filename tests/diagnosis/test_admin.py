@@ -211,6 +211,19 @@ def test_a_search_that_is_no_session_id_matches_id_prefixes_and_question_words(c
     assert listed_ids(client, "q=频繁") == {"gc"}
 
 
+def test_a_deep_page_lists_the_same_sessions_as_plain_paging(client, reviewer, monkeypatch):
+    DiagnosisSessionFactory.create_batch(120, verdict="REJECT")
+    plain = [listed_ids(client, f"verdict=REJECT&p={number}") for number in (1, 2, 3)]
+    monkeypatch.setattr("diagnosis.admin.DEEP_PAGE_OFFSET", 50)
+    deep = client.get(f"{CHANGELIST}?verdict=REJECT&p=2").context["cl"].result_list
+    assert [session.session_id for session in deep] == [
+        session.session_id for session in DiagnosisSession.objects.order_by("-created_at", "-id")[50:100]
+    ]
+    assert {session.session_id for session in deep} == plain[1]
+    assert listed_ids(client, "verdict=REJECT&p=3") == plain[2]
+    assert len(plain[2]) == 20
+
+
 def test_small_lists_are_counted_exactly(client, reviewer, monkeypatch):
     monkeypatch.setattr("diagnosis.admin.EXACT_COUNT_LIMIT", 5)
     DiagnosisSessionFactory.create_batch(4, verdict="REJECT")
