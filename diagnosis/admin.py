@@ -17,6 +17,7 @@ import json
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.admin.utils import unquote
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -372,6 +373,15 @@ class DiagnosisSessionAdmin(admin.ModelAdmin):
 
     def get_changelist(self, request, **kwargs):
         return SessionChangeList
+
+    def action_checkbox(self, obj):
+        # The same markup as Django's, without rendering a widget template per row (a fifth of the page).
+        return format_html(
+            '<input type="checkbox" name="{}" value="{}" class="action-select" aria-label="{}">',
+            helpers.ACTION_CHECKBOX_NAME,
+            obj.pk,
+            format_html(_("Select this object for an action - {}"), str(obj)),
+        )
 
     def get_paginator(self, request, queryset, per_page, orphans=0, allow_empty_first_page=True):
         return EstimatedCountPaginator(queryset, per_page, orphans, allow_empty_first_page)
