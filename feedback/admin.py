@@ -42,6 +42,13 @@ class BadCaseAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         return False
 
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        bad_case = self.get_object(request, object_id)
+        if bad_case is not None:
+            subtitle = _("Bad case of session %(session)s") % {"session": bad_case.session.session_id}
+            extra_context = {**(extra_context or {}), "subtitle": subtitle}
+        return super().change_view(request, object_id, form_url, extra_context)
+
     @admin.display(description=_("diagnosis session"))
     def diagnosis(self, bad_case: BadCase) -> str:
         url = reverse("admin:diagnosis_diagnosissession_change", args=[bad_case.session_id])

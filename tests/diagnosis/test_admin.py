@@ -408,7 +408,7 @@ def test_case_library_and_bad_case_pages_have_chinese_headings(client, superuser
     ]
     english = re.compile(
         r"\b(Title|Fault category|Service|Alert name|Error code|Root cause|Solution|Source type|Created by|"
-        r"Created at|Case id|Reported by|Resolved|Comment|By [a-z ]+)\b"
+        r"Created at|Case id|Reported by|Resolved|Comment|By [a-z ]+|bad case)\b"
     )
     for url in pages:
         text = visible_text(client.get(url).content.decode())
