@@ -83,7 +83,7 @@ class EstimatedCountPaginator(Paginator):
         bottom = (number - 1) * self.per_page
         if bottom < DEEP_PAGE_OFFSET:
             return super().page(number)
-        top = min(bottom + self.per_page, self.count)
+        top = bottom + self.per_page
         if top + self.orphans >= self.count:
             top = self.count
         ids = list(self.object_list.values_list("pk", flat=True)[bottom:top])
