@@ -349,7 +349,8 @@ class DiagnosisSessionAdmin(admin.ModelAdmin):
         "reviewed",
         "created",
     )
-    list_display_links = ("session", "question")
+    # One link a row: each link carries the list's filters back (a URL resolve each), 50 rows a page.
+    list_display_links = ("session",)
     list_filter = (
         NeedsReviewFilter,
         StatusFilter,

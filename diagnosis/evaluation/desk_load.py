@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
+from urllib.parse import quote
 
 from django.contrib.auth import get_user_model
 from django.db import connection, models
@@ -166,7 +167,9 @@ def desk_requests(*, sessions: int) -> list[DeskRequest]:
     middle = DiagnosisSession.objects.order_by("-created_at", "-id").values_list("session_id", flat=True)[
         sessions // 2
     ]
-    week_ago = (timezone.localdate() - timedelta(days=7)).isoformat()
+    # As the admin's own "past 7 days" link: local midnight, with its offset.
+    midnight = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
+    week_ago = quote(str(midnight - timedelta(days=7)))
     filters = [
         "needs_review=yes",
         "needs_review=disagreed",
@@ -178,12 +181,12 @@ def desk_requests(*, sessions: int) -> list[DeskRequest]:
         "feedback=none",
         "kind=aiops",
         "engine=llm",
-        f"created_at__gte={week_ago}",
     ]
     deep_page = sessions // 2 // 50
     return [
         DeskRequest("admin list", changelist),
         *(DeskRequest(f"admin ?{query}", f"{changelist}?{query}") for query in filters),
+        DeskRequest("admin created in the past 7 days", f"{changelist}?created_at__gte={week_ago}"),
         DeskRequest("admin search: exact id", f"{changelist}?q={middle}"),
         DeskRequest("admin search: id prefix", f"{changelist}?q={middle[:13]}"),
         DeskRequest("admin search: word", f"{changelist}?q=HikariCP"),
