@@ -39,7 +39,9 @@ XDIST := $(if $(findstring postgres,$(DATABASE_URL)),-n 2,)
 test: install browser sources-stack
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "not scale" $(PYTEST_ARGS)
+	# The timed 100,000-session desk test runs alone, so other tests do not share its two cores.
+	$(PY) -m pytest -m scale $(PYTEST_ARGS)
 	DIAGNOSIS_DEV=1 $(PY) manage.py eval --exclude-tag known_bug
 
 bench: install

@@ -9,6 +9,7 @@ from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import NotFound, Throttled, ValidationError
+from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -17,6 +18,7 @@ from diagnosis.models import DiagnosisSession
 from diagnosis.selectors.sessions import session_list
 from diagnosis.selectors.trace import session_trace_for_user
 from diagnosis.serializers import (
+    SESSION_LIST_COLUMNS,
     ChatAcceptedSerializer,
     ChatRequestSerializer,
     SessionListFilterSerializer,
@@ -81,16 +83,31 @@ class ChatApi(APIView):
         return session_accepted_response(session)
 
 
+class SessionCursorPagination(CursorPagination):
+    """Newest first, page by page through `next` / `previous` links.
+
+    A cursor is a position in the list, not a page number: every page is one index range however
+    deep it is, no page is counted, and sessions added meanwhile never shift a page.
+    """
+
+    ordering = ("-created_at", "-id")
+    page_size = 20
+
+
 @extend_schema(parameters=[SessionListFilterSerializer])
 class SessionListApi(generics.ListAPIView):
-    """The caller's sessions (staff: everyone's), newest first."""
+    """The caller's sessions (staff: everyone's), newest first; follow `next` for older ones."""
 
     serializer_class = SessionSummarySerializer
+    pagination_class = SessionCursorPagination
 
     def get_queryset(self):
         filters = SessionListFilterSerializer(data=self.request.query_params)
         filters.is_valid(raise_exception=True)
-        return session_list(user=self.request.user, filters=filters.validated_data)
+        # The list's own columns only: a session's self_evaluation alone is tens of KB.
+        return session_list(user=self.request.user, filters=filters.validated_data).only(
+            *SESSION_LIST_COLUMNS
+        )
 
 
 class SessionTraceApi(APIView):

@@ -75,13 +75,28 @@ class DiagnosisSession(models.Model):
         ordering = ["-created_at", "-id"]
         verbose_name = "诊断会话"
         verbose_name_plural = "诊断会话"
+        # Lists are newest first (`-created_at, -id`: a stable order for deep pages); each filter the
+        # reviewers' admin and the API offer leads an index in that order, so a filtered page is one
+        # index range however many sessions there are. The question's trigram index (PostgreSQL only)
+        # is in migration 0006.
         indexes = [
-            models.Index(fields=["status"], name="session_status_idx"),
-            models.Index(fields=["output_type"], name="session_output_type_idx"),
-            models.Index(fields=["feedback"], name="session_feedback_idx"),
-            models.Index(fields=["verdict"], name="session_verdict_idx"),
-            models.Index(fields=["-created_at"], name="session_created_idx"),
-            models.Index(fields=["owner", "-created_at"], name="session_owner_created_idx"),
+            models.Index(fields=["-created_at", "-id"], name="session_recent_idx"),
+            models.Index(fields=["owner", "-created_at", "-id"], name="session_owner_recent_idx"),
+            models.Index(fields=["status", "-created_at", "-id"], name="session_status_recent_idx"),
+            models.Index(fields=["output_type", "-created_at", "-id"], name="session_output_type_recent_idx"),
+            models.Index(fields=["verdict", "-created_at", "-id"], name="session_verdict_recent_idx"),
+            models.Index(
+                fields=["gatekeeper_severity", "-created_at", "-id"], name="session_gatekeeper_recent_idx"
+            ),
+            models.Index(fields=["feedback", "-created_at", "-id"], name="session_feedback_recent_idx"),
+            models.Index(fields=["engine", "-created_at", "-id"], name="session_engine_recent_idx"),
+            models.Index(fields=["kind", "-created_at", "-id"], name="session_kind_recent_idx"),
+            # The review queue: the low verdicts and user reports `needs_review_condition` looks at.
+            models.Index(
+                fields=["-created_at", "-id"],
+                condition=models.Q(verdict__in=("REJECT", "LOW_CONFID")) | models.Q(feedback="not_useful"),
+                name="session_review_queue_idx",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -38,26 +38,31 @@ class SessionListFilterSerializer(serializers.Serializer):
     feedback = serializers.ChoiceField(choices=DiagnosisSession.Feedback.choices, required=False)
 
 
+# The columns a session list row shows; the rest (answer, self_evaluation, ...) is in the trace.
+SESSION_LIST_COLUMNS = (
+    "session_id",
+    "query",
+    "status",
+    "output_type",
+    "verdict",
+    "groundedness_score",
+    "gatekeeper_severity",
+    "feedback",
+    "engine",
+    "rounds",
+    "created_at",
+    "finished_at",
+)
+
+
 class SessionSummarySerializer(serializers.ModelSerializer):
+    """One row of the session list: what a list shows, with the link to the full trace."""
+
     traceUrl = serializers.SerializerMethodField()
 
     class Meta:
         model = DiagnosisSession
-        fields = (
-            "session_id",
-            "query",
-            "status",
-            "output_type",
-            "verdict",
-            "groundedness_score",
-            "gatekeeper_severity",
-            "feedback",
-            "engine",
-            "rounds",
-            "created_at",
-            "finished_at",
-            "traceUrl",
-        )
+        fields = (*SESSION_LIST_COLUMNS, "traceUrl")
 
     def get_traceUrl(self, session: DiagnosisSession) -> str:
         return trace_url(session.session_id)

@@ -1,3 +1,7 @@
+import html
+import re
+from datetime import UTC, datetime
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -18,7 +22,8 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 CHANGELIST = reverse("admin:diagnosis_diagnosissession_changelist")
-# auth session, user, user + group permissions, the page count, the page of rows: whatever the table size.
+# auth session, user, user + group permissions, the (capped) page count, the page of rows: whatever the
+# table size; above the cap PostgreSQL's estimate replaces the count (one EXPLAIN more).
 CHANGELIST_QUERIES = 6
 
 
@@ -51,7 +56,8 @@ def listed_ids(client, query: str = "") -> set[str]:
 def test_changelist_shows_every_output_type_with_its_columns(client, reviewer, verdict):
     session = CompletedSessionFactory(verdict=verdict, feedback="useful")
     page = client.get(CHANGELIST).content.decode()
-    assert f'<span class="verdict-badge verdict-{verdict}">{verdict}</span>' in page
+    label = {"PASS": "通过", "LOW_CONFID": "低置信", "REJECT": "拒绝"}[verdict]
+    assert f'<span class="verdict-badge verdict-{verdict}" title="{verdict}">{label}</span>' in page
     assert session.get_output_type_display() in page
     assert "证据支撑度" in page
     assert "引用核验" in page
@@ -73,7 +79,7 @@ def test_change_page_lays_out_claims_bindings_and_verdicts(client, reviewer, ver
     assert 'data-round="1"' in page
     assert f"verdict-{verdict}" in page
     assert "规则评分" in page
-    assert "has_successful_tool_call" in page
+    assert "有成功的证据工具调用" in page
     assert "工具调用摘要" in page
     assert "&quot;claim_id&quot;" not in page
     if verdict == "REJECT":
@@ -188,6 +194,59 @@ def test_changelist_filters_and_search(client, reviewer, query, expected):
     assert listed_ids(client, query) == expected
 
 
+def test_an_exact_session_id_finds_that_session_alone(client, reviewer):
+    CompletedSessionFactory(session_id="4f2a")
+    CompletedSessionFactory(session_id="4f2a-retry")
+    CompletedSessionFactory(session_id="other", query="为什么 4f2a 会话失败")
+    assert listed_ids(client, "q=4f2a") == {"4f2a"}
+
+
+def test_a_search_that_is_no_session_id_matches_id_prefixes_and_question_words(client, reviewer):
+    CompletedSessionFactory(session_id="4f2a-1")
+    CompletedSessionFactory(session_id="4f2a-2")
+    CompletedSessionFactory(session_id="x-4f2a")
+    CompletedSessionFactory(session_id="gc", query="order-service 为什么频繁 Full GC")
+    assert listed_ids(client, "q=4f2a") == {"4f2a-1", "4f2a-2"}
+    assert listed_ids(client, "q=full gc") == {"gc"}
+    assert listed_ids(client, "q=频繁") == {"gc"}
+
+
+def test_a_deep_page_lists_the_same_sessions_as_plain_paging(client, reviewer, monkeypatch):
+    DiagnosisSessionFactory.create_batch(120, verdict="REJECT")
+    plain = [listed_ids(client, f"verdict=REJECT&p={number}") for number in (1, 2, 3)]
+    monkeypatch.setattr("diagnosis.admin.DEEP_PAGE_OFFSET", 50)
+    deep = client.get(f"{CHANGELIST}?verdict=REJECT&p=2").context["cl"].result_list
+    assert [session.session_id for session in deep] == [
+        session.session_id for session in DiagnosisSession.objects.order_by("-created_at", "-id")[50:100]
+    ]
+    assert {session.session_id for session in deep} == plain[1]
+    assert listed_ids(client, "verdict=REJECT&p=3") == plain[2]
+    assert len(plain[2]) == 20
+
+
+def test_small_lists_are_counted_exactly(client, reviewer, monkeypatch):
+    monkeypatch.setattr("diagnosis.admin.EXACT_COUNT_LIMIT", 5)
+    DiagnosisSessionFactory.create_batch(4, verdict="REJECT")
+    assert client.get(f"{CHANGELIST}?verdict=REJECT").context["cl"].result_count == 4
+
+
+def test_above_the_cap_postgresql_estimates_the_count_instead_of_counting(
+    client, reviewer, monkeypatch, postgres_only
+):
+    monkeypatch.setattr("diagnosis.admin.EXACT_COUNT_LIMIT", 5)
+    DiagnosisSessionFactory.create_batch(60, verdict="REJECT")
+    with CaptureQueriesContext(connection) as captured:
+        changelist = client.get(CHANGELIST).context["cl"]
+    statements = [query["sql"] for query in captured.captured_queries]
+    assert any(sql.startswith("EXPLAIN") for sql in statements)
+    assert not any(
+        sql.startswith('SELECT COUNT(*) AS "__count" FROM "diagnosis_diagnosissession"') for sql in statements
+    )
+    # The estimate comes from the planner's statistics, never below what was counted.
+    assert changelist.result_count > 5
+    assert len(changelist.result_list) == min(50, changelist.result_count)
+
+
 def test_reviewers_cannot_edit_add_or_delete_sessions(client, reviewer):
     session = CompletedSessionFactory()
     response = client.post(change_url(session), {"query": "changed", "status": "FAILED"})
@@ -279,3 +338,89 @@ def test_the_change_page_marks_the_claims_the_user_was_shown(client, reviewer):
 
     assert "已向用户展示" in client.get(change_url(shown)).content.decode()
     assert "已向用户展示" not in client.get(change_url(degraded)).content.decode()
+
+
+def visible_text(page: str) -> str:
+    """The words a reviewer reads: no markup, scripts, styles or attribute values."""
+    page = re.sub(r"<(script|style)\b.*?</\1>", " ", page, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", page))
+
+
+def test_the_desk_is_branded_in_chinese_without_django(client, reviewer):
+    for url in (reverse("admin:index"), CHANGELIST):
+        text = visible_text(client.get(url).content.decode())
+        assert "诊断审核台" in text
+        assert "Django" not in text
+        for english in ("Model name", "Add link", "Change or view list link"):
+            assert english not in text
+
+
+def test_the_audit_page_shows_codes_and_record_keys_in_chinese(client, reviewer):
+    session = CompletedSessionFactory(verdict="LOW_CONFID", retried=True, current_stage="done")
+    text = visible_text(client.get(change_url(session)).content.decode())
+    for raw in (
+        "offending_tokens",
+        "planner_output",
+        "trace_ref",
+        "no_hit_invocation_count",
+        "LOW_CONFID",
+        "(done)",
+        "has_successful_tool_call",
+        "traceability_version",
+        " none",
+        "rules",
+    ):
+        assert raw not in text, raw
+    for words in ("越界内容", "轨迹编号", "未命中次数", "低置信", "已结束", "规则引擎", "无问题"):
+        assert words in text, words
+
+
+@pytest.mark.parametrize("zone", ["Asia/Shanghai", "Europe/Berlin"])
+def test_every_time_on_the_desk_is_local_with_its_zone_named(client, reviewer, settings, zone):
+    settings.TIME_ZONE = zone
+    session = CompletedSessionFactory()
+    DiagnosisSession.objects.filter(pk=session.pk).update(
+        created_at=datetime(2026, 11, 29, 5, 31, 5, tzinfo=UTC),
+        started_at=datetime(2026, 11, 29, 5, 31, 6, tzinfo=UTC),
+    )
+    local = {"Asia/Shanghai": ("13:31:05", "UTC+08:00"), "Europe/Berlin": ("06:31:05", "UTC+01:00")}[zone]
+    audit = visible_text(client.get(change_url(session)).content.decode())
+    assert f"2026-11-29 {local[0]}" in audit
+    assert f"{zone}（{local[1]}）" in audit
+    assert "05:31:05" not in audit
+    listing = visible_text(client.get(CHANGELIST).content.decode())
+    assert f"2026-11-29 {local[0]}" in listing
+
+
+def test_the_audit_page_puts_claims_first_and_the_raw_records_last_folded(client, reviewer):
+    session = CompletedSessionFactory(verdict="PASS")
+    page = client.get(change_url(session)).content.decode()
+    claims = page.index("断言、引用核验与校验结论")
+    answer = page.index("展示给用户的回答")
+    steps = page.index("阶段记录")
+    raw = page.index('<details class="module audit raw-records">')
+    assert claims < answer < steps < raw
+    assert page.index("工具调用摘要") > raw
+    assert page.index("<h3>规则评分</h3>") > raw
+
+
+def test_case_library_and_bad_case_pages_have_chinese_headings(client, superuser):
+    session = CompletedSessionFactory()
+    case = CaseLibrary.objects.create(diagnosis_id=session.session_id, title="order-service 内存告警")
+    bad_case = BadCase.objects.create(session=CompletedSessionFactory(query="没用的回答"))
+    pages = [
+        reverse("admin:caselib_caselibrary_changelist"),
+        reverse("admin:caselib_caselibrary_change", args=[case.pk]),
+        reverse("admin:feedback_badcase_changelist"),
+        reverse("admin:feedback_badcase_change", args=[bad_case.pk]),
+    ]
+    english = re.compile(
+        r"\b(Title|Fault category|Service|Alert name|Error code|Root cause|Solution|Source type|Created by|"
+        r"Created at|Case id|Reported by|Resolved|Comment|By [a-z ]+|bad case)\b"
+    )
+    for url in pages:
+        text = visible_text(client.get(url).content.decode())
+        assert english.findall(text) == [], url
+    case_page = visible_text(client.get(pages[1]).content.decode())
+    for heading in ("标题", "故障类别", "服务", "告警", "错误码", "根因", "解决方案", "来源", "创建人"):
+        assert heading in case_page

@@ -3,6 +3,8 @@ from pathlib import Path
 import pytest
 import yaml
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -145,7 +147,7 @@ def test_token_authentication_works():
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
     response = client.get("/api/sessions")
     assert response.status_code == 200
-    assert response.data["count"] == 1
+    assert len(response.data["results"]) == 1
 
 
 def test_session_list_shows_only_the_users_own_sessions_and_staff_see_all():
@@ -153,18 +155,56 @@ def test_session_list_shows_only_the_users_own_sessions_and_staff_see_all():
     mine = CompletedSessionFactory(owner=user)
     CompletedSessionFactory(owner=other)
     own_list = client_for(user).get("/api/sessions").data
-    assert set(own_list) == {"count", "next", "previous", "results"}
+    assert set(own_list) == {"next", "previous", "results"}
     assert [row["session_id"] for row in own_list["results"]] == [mine.session_id]
-    assert client_for(StaffUserFactory()).get("/api/sessions").data["count"] == 2
+    assert len(client_for(StaffUserFactory()).get("/api/sessions").data["results"]) == 2
 
 
-def test_session_list_is_paginated():
+def test_session_list_pages_by_cursor_newest_first_through_every_session():
     user = UserFactory()
-    DiagnosisSessionFactory.create_batch(25, owner=user)
-    first_page = client_for(user).get("/api/sessions").data
-    assert first_page["count"] == 25
-    assert len(first_page["results"]) == 20
-    assert first_page["next"].endswith("page=2")
+    created = DiagnosisSessionFactory.create_batch(45, owner=user)
+    client = client_for(user)
+    page = client.get("/api/sessions").data
+    assert page["previous"] is None
+    pages = [page]
+    while page["next"]:
+        assert "cursor=" in page["next"]
+        assert "page=" not in page["next"]
+        page = client.get(page["next"]).data
+        pages.append(page)
+    assert [len(page["results"]) for page in pages] == [20, 20, 5]
+    listed = [row["session_id"] for page in pages for row in page["results"]]
+    assert listed == [session.session_id for session in reversed(created)]
+    back = client.get(pages[1]["previous"]).data
+    assert [row["session_id"] for row in back["results"]] == listed[:20]
+
+
+def test_a_session_started_meanwhile_does_not_shift_the_next_page():
+    user = UserFactory()
+    created = DiagnosisSessionFactory.create_batch(25, owner=user)
+    client = client_for(user)
+    first = client.get("/api/sessions").data
+    DiagnosisSessionFactory(owner=user)
+    second = client.get(first["next"]).data
+    assert [row["session_id"] for row in second["results"]] == [s.session_id for s in reversed(created[:5])]
+
+
+def test_session_list_rows_carry_no_self_evaluation_and_do_not_fetch_it():
+    user = UserFactory()
+    session = CompletedSessionFactory(owner=user)
+    client = client_for(user)
+    with CaptureQueriesContext(connection) as captured:
+        row = client.get("/api/sessions").data["results"][0]
+    assert "self_evaluation" not in row
+    assert "answer" not in row
+    assert row["traceUrl"] == f"/api/sessions/{session.session_id}/trace"
+    listing = next(
+        query["sql"] for query in captured.captured_queries if "diagnosis_diagnosissession" in query["sql"]
+    )
+    assert "self_evaluation" not in listing
+    trace = client.get(row["traceUrl"]).data
+    assert trace["self_evaluation"] == session.self_evaluation
+    assert trace["self_evaluation"]["verifier_evaluation"]
 
 
 @pytest.mark.parametrize(
@@ -340,8 +380,19 @@ def test_openapi_schema_validates_without_warnings(tmp_path: Path):
     schema = schema_file.read_text()
     for path in ("/api/chat:", "/api/sessions:", "/api/sessions/{session_id}/trace:", "/api/feedback:"):
         assert path in schema
-    evidence_statuses = yaml.safe_load(schema)["components"]["schemas"]["EvidenceStatusEnum"]["enum"]
+    document = yaml.safe_load(schema)
+    evidence_statuses = document["components"]["schemas"]["EvidenceStatusEnum"]["enum"]
     assert evidence_statuses == ["supported", "no_evidence", "failed", "not_evidence"]
+    session_list = document["paths"]["/api/sessions"]["get"]
+    assert "cursor" in {parameter["name"] for parameter in session_list["parameters"]}
+    page_schema = session_list["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].rsplit(
+        "/", 1
+    )[1]
+    assert set(document["components"]["schemas"][page_schema]["properties"]) == {
+        "next",
+        "previous",
+        "results",
+    }
 
 
 def test_swagger_ui_is_served_from_the_app_without_a_cdn():

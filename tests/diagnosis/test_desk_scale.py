@@ -1,0 +1,69 @@
+"""The reviewers' admin and the session API at 100,000 sessions on PostgreSQL: fixed queries, fast pages.
+
+The history is written once for the module (COPY) inside a transaction that is rolled back at the
+end. Each request is timed by `desk_measure` (best of five after a warm-up), the same code
+`manage.py bench_desk` reports with.
+"""
+
+import pytest
+from django.db import connection, transaction
+
+from diagnosis.management.desk_load import desk_measure, desk_requests, desk_reviewer_client, sessions_seed
+
+pytestmark = [pytest.mark.scale, pytest.mark.django_db]
+
+SESSIONS = 100_000
+BUDGET_MS = 150
+# auth session, user, capped count, planner estimate (above the cap), the page of rows.
+ADMIN_QUERIES = 5
+# A search that is no session id: the exact-id probe first. A deep page: its ids, then its rows.
+QUERIES = {"admin search: word": ADMIN_QUERIES + 1, "API first page": 3}
+DEEP_QUERIES = {"admin deep page": ADMIN_QUERIES + 1, "API page at row": 3}
+
+
+@pytest.fixture(scope="module")
+def long_history(django_db_setup, django_db_blocker):
+    with django_db_blocker.unblock():
+        if connection.vendor != "postgresql":
+            pytest.skip(
+                "the scale test measures PostgreSQL (set DATABASE_URL); SQLite is the small embedded default"
+            )
+        with transaction.atomic():
+            sessions_seed(count=SESSIONS)
+            yield desk_requests(sessions=SESSIONS)
+            transaction.set_rollback(True)
+
+
+def expected_queries(name: str) -> int:
+    deep = next((count for prefix, count in DEEP_QUERIES.items() if name.startswith(prefix)), None)
+    return deep or QUERIES.get(name, ADMIN_QUERIES)
+
+
+def test_every_desk_page_is_fast_with_a_fixed_number_of_queries(long_history):
+    results = desk_measure(client=desk_reviewer_client(), requests=long_history, runs=5)
+    table = "\n".join(
+        f"{result.request.name}: {result.status_code}, {result.best_ms:.0f} ms, {result.queries} queries"
+        for result in results
+    )
+    assert [result.status_code for result in results] == [200] * len(results), table
+    assert {result.request.name: result.queries for result in results} == {
+        result.request.name: expected_queries(result.request.name) for result in results
+    }, table
+    assert [result.request.name for result in results if result.best_ms > BUDGET_MS] == [], table
+
+
+def test_a_deep_admin_page_and_an_exact_id_show_the_right_sessions(long_history):
+    client = desk_reviewer_client()
+    by_name = {request.name: request.url for request in long_history}
+    exact = next(url for name, url in by_name.items() if name == "admin search: exact id")
+    found = client.get(exact).context["cl"]
+    assert [session.session_id for session in found.result_list] == [exact.rsplit("q=", 1)[1]]
+    assert found.result_count == 1
+    deep = client.get(
+        next(url for name, url in by_name.items() if name.startswith("admin deep page"))
+    ).context["cl"]
+    assert len(deep.result_list) == 50
+    assert deep.result_count >= SESSIONS * 0.9
+    assert [s.created_at for s in deep.result_list] == sorted(
+        (s.created_at for s in deep.result_list), reverse=True
+    )
