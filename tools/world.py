@@ -9,6 +9,9 @@ from django.conf import settings
 
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, Vocabulary, VocabularyError, vocabulary_load
 
+# Sample questions about the demo world (benchmarks, seeded histories): data, next to the world.
+DEMO_QUESTIONS_FILE = Path(__file__).resolve().parent / "data" / "demo_world" / "bench_questions.txt"
+
 
 def vocabulary_path() -> Path:
     configured = settings.DIAGNOSIS.get("VOCABULARY_FILE")
@@ -22,3 +25,9 @@ def current_vocabulary() -> Vocabulary:
     except OSError as exc:
         raise VocabularyError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     return vocabulary_load(path, stamp)
+
+
+def demo_questions() -> list[str]:
+    """The demo world's sample questions, narrow ones first."""
+    lines = DEMO_QUESTIONS_FILE.read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]

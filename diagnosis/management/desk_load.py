@@ -29,6 +29,7 @@ from rest_framework.test import APIRequestFactory
 
 from diagnosis.api import SessionListApi
 from diagnosis.models import DiagnosisSession, SessionReview
+from tools.world import demo_questions
 
 # Bad cases are the feedback app's, reached through the relation the review queue reads (diagnosis
 # never imports feedback).
@@ -37,13 +38,7 @@ BadCase = DiagnosisSession.bad_case.related.related_model
 BATCH = 5000
 # One session every 30 s, newest now: 100,000 sessions are about five weeks of history.
 SPACING = timedelta(seconds=30)
-QUESTIONS = (
-    "只确认 {service} 是否存在 HighMemoryUsage 告警",
-    "{service} 为什么频繁 Full GC？应该怎么处理",
-    "确认 {service} 是否存在 HikariCP 连接池耗尽",
-    "现在系统有哪些告警",
-)
-SERVICES = ("order-service", "payment-service", "user-service", "inventory-service", "gateway")
+QUESTIONS = demo_questions()
 
 
 def _session_values(index: int, *, owners: list[int], now, payload: str) -> dict:
@@ -63,7 +58,7 @@ def _session_values(index: int, *, owners: list[int], now, payload: str) -> dict
     return {
         "session_id": f"bench-{index:07d}-{(index * 2654435761) % 2**32:08x}",
         "kind": "aiops" if index % 50 == 0 else "chat",
-        "query": QUESTIONS[index % len(QUESTIONS)].format(service=SERVICES[index % len(SERVICES)]),
+        "query": QUESTIONS[index % len(QUESTIONS)],
         "answer": "" if failed else "结论：已核验的证据显示告警存在。",
         "output_type": output_type,
         "status": "FAILED" if failed else "COMPLETED",

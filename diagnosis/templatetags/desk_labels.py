@@ -82,6 +82,10 @@ KEY_LABELS = {
     "state": "状态",
     "summary": "概要",
     "engine": "引擎",
+    "route": "路由",
+    "focus": "问题焦点",
+    "focus_notes": "焦点说明",
+    "inventory": "当时已知的服务与告警",
 }
 
 VALUE_LABELS = {
@@ -94,6 +98,11 @@ VALUE_LABELS = {
     "reject": "拒绝",
     "pass": "通过",
     "fail": "未通过",
+    # output types and the route a round took
+    "NORMAL": "已核验",
+    "LOW_CONFID_WITH_DISCLAIMER": "有证据缺口（附免责声明）",
+    "DEGRADED": "已降级，需人工",
+    "RETRY": "补充取证（重试一轮）",
     # pipeline stages (current_stage) and step states
     "planner": "规划",
     "executor": "取证",

@@ -9,7 +9,6 @@ local fake OpenAI-compatible server with zero latency, so what it measures is ou
 import statistics
 import time
 from contextlib import nullcontext
-from pathlib import Path
 
 from django.core.management.base import BaseCommand
 from django.db import connection
@@ -20,14 +19,9 @@ from diagnosis.evaluation.database import throwaway_database
 from diagnosis.evaluation.fake_llm import fake_llm_environment
 from diagnosis.models import AgentStep
 from diagnosis.services.sessions import session_start
+from tools.world import demo_questions
 
-# The demo world's questions are data, next to the world they ask about.
-QUESTIONS_FILE = Path(__file__).resolve().parents[3] / "tools" / "data" / "demo_world" / "bench_questions.txt"
-QUESTIONS = [
-    line.strip()
-    for line in QUESTIONS_FILE.read_text(encoding="utf-8").splitlines()
-    if line.strip() and not line.startswith("#")
-]
+QUESTIONS = demo_questions()
 
 
 class Command(BaseCommand):
