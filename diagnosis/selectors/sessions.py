@@ -11,12 +11,26 @@ LIST_FILTERS = ("status", "output_type", "verdict", "feedback")
 VERDICTS_NEEDING_REVIEW = ("REJECT", "LOW_CONFID")
 
 
+# Reading everyone's sessions goes by the permission the admin already shows them by (the reviewers
+# group has it), never by `is_staff`: a staff flag alone reads no more than its own sessions.
+VIEW_ALL_PERMISSION = "diagnosis.view_diagnosissession"
+
+
+def user_may_view_all_sessions(*, user) -> bool:
+    return user.is_active and user.has_perm(VIEW_ALL_PERMISSION)
+
+
+def session_owned_queryset(*, user) -> QuerySet[DiagnosisSession]:
+    """The user's own sessions: what only an owner may act on (feedback)."""
+    return DiagnosisSession.objects.filter(owner=user)
+
+
 def session_visible_queryset(*, user) -> QuerySet[DiagnosisSession]:
-    """Staff see every session; everyone else only their own (another user's is simply not there)."""
-    sessions = DiagnosisSession.objects.all()
-    if user.is_staff:
-        return sessions
-    return sessions.filter(owner=user)
+    """Holders of `VIEW_ALL_PERMISSION` see every session; everyone else only their own (another
+    user's is simply not there)."""
+    if user_may_view_all_sessions(user=user):
+        return DiagnosisSession.objects.all()
+    return session_owned_queryset(user=user)
 
 
 def session_get(*, user, session_id: str) -> DiagnosisSession:
