@@ -10,6 +10,8 @@ from tests.factories import (
     AlertInvocationFactory,
     CompletedSessionFactory,
     DiagnosisSessionFactory,
+    ReviewerFactory,
+    StaffUserFactory,
     UserFactory,
 )
 
@@ -254,6 +256,24 @@ def test_another_users_conversation_is_not_found(client, engineer):
     session = CompletedSessionFactory()
     assert client.get(reverse("chat-conversation", args=[session.session_id])).status_code == 404
     assert client.get(reverse("chat-panel", args=[session.session_id])).status_code == 404
+
+
+def test_a_staff_flag_alone_does_not_open_another_users_conversation(client):
+    client.force_login(StaffUserFactory())
+    session = CompletedSessionFactory()
+    assert client.get(reverse("chat-conversation", args=[session.session_id])).status_code == 404
+    assert client.get(reverse("chat-panel", args=[session.session_id])).status_code == 404
+
+
+def test_a_reviewer_reads_another_users_conversation_without_its_feedback_bar(client):
+    client.force_login(ReviewerFactory())
+    session = CompletedSessionFactory()
+    page = page_of(client, session)
+    assert "HighMemoryUsage" in page
+    assert 'name="feedback"' not in page
+    response = client.post(reverse("chat-feedback", args=[session.session_id]), {"feedback": "useful"})
+    assert response.status_code == 404
+    assert not CaseLibrary.objects.exists()
 
 
 def test_useful_button_through_htmx_saves_a_case_and_shows_the_message(client, engineer):
