@@ -279,3 +279,15 @@ def test_the_change_page_marks_the_claims_the_user_was_shown(client, reviewer):
 
     assert "已向用户展示" in client.get(change_url(shown)).content.decode()
     assert "已向用户展示" not in client.get(change_url(degraded)).content.decode()
+
+
+def test_reviewers_see_a_failed_sessions_error_id_and_raw_cause(client, reviewer):
+    session = DiagnosisSessionFactory(
+        status=DiagnosisSession.Status.FAILED,
+        error="AttributeError: 'str' object has no attribute 'message'",
+        error_id="ab12cd34",
+    )
+    page = client.get(change_url(session)).content.decode()
+    assert "错误编号" in page
+    assert "ab12cd34" in page
+    assert "AttributeError: &#x27;str&#x27; object has no attribute &#x27;message&#x27;" in page

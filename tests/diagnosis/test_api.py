@@ -9,6 +9,7 @@ from rest_framework.test import APIClient
 
 from caselib.models import CaseLibrary
 from diagnosis.models import DiagnosisSession
+from diagnosis.services.session_lifecycle import session_execute
 from diagnosis.services.sessions import SESSION_ID_TAKEN
 from feedback.models import BadCase
 from tests.concurrency import run_concurrently
@@ -254,6 +255,24 @@ def test_trace_of_another_users_session_is_not_found_but_reviewers_may_read_it()
     assert client_for(UserFactory()).get(trace_path(session.session_id)).status_code == 404
     assert client_for(StaffUserFactory()).get(trace_path(session.session_id)).status_code == 404
     assert client_for(ReviewerFactory()).get(trace_path(session.session_id)).status_code == 200
+
+
+def test_a_failed_sessions_trace_shows_its_owner_the_stable_message_and_reviewers_the_cause():
+    session = DiagnosisSessionFactory()
+    session_execute(session_pk=session.pk, body=_broken)
+    session.refresh_from_db()
+    stable = f"诊断执行失败（错误编号 {session.error_id}），请稍后重试或联系管理员。"
+
+    owner_view = client_for(session.owner).get(trace_path(session.session_id)).json()["session"]
+    reviewer_view = client_for(ReviewerFactory()).get(trace_path(session.session_id)).json()["session"]
+
+    assert (owner_view["answer"], owner_view["error"]) == (stable, stable)
+    assert "AttributeError" not in str(owner_view)
+    assert reviewer_view["error"] == "AttributeError: 'str' object has no attribute 'message'"
+
+
+def _broken(session):
+    raise AttributeError("'str' object has no attribute 'message'")
 
 
 def test_trace_of_an_unknown_session_is_not_found():

@@ -3,6 +3,7 @@ from django.urls import reverse
 
 from caselib.models import CaseLibrary
 from diagnosis.models import AgentStep, DiagnosisSession
+from diagnosis.services.session_lifecycle import session_execute
 from diagnosis.services.sessions import session_start
 from feedback.models import BadCase
 from tests.factories import (
@@ -224,13 +225,19 @@ def test_a_degraded_panel_shows_no_claim_text_not_even_a_directly_observed_one(c
     assert "HighMemoryUsage firing service=order-service" in page
 
 
-def test_failed_session_shows_the_failure(client, engineer):
-    session = DiagnosisSessionFactory(
-        owner=engineer, status=DiagnosisSession.Status.FAILED, answer="诊断执行失败：RuntimeError: boom。"
-    )
+def test_failed_session_shows_the_stable_message_with_its_error_id_never_the_exception(client, engineer):
+    session = session_start(query="order-service 内存", owner=engineer)
+
+    def broken(_session):
+        raise AttributeError("'str' object has no attribute 'message'")
+
+    session = session_execute(session_pk=session.pk, body=broken)
     page = page_of(client, session)
+
     assert "诊断失败" in page
-    assert "RuntimeError: boom" in page
+    assert f"诊断执行失败（错误编号 {session.error_id}），请稍后重试或联系管理员。" in page
+    assert "AttributeError" not in page
+    assert "has no attribute" not in page
 
 
 def test_model_and_tool_text_is_escaped(client, engineer):
