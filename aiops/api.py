@@ -4,27 +4,36 @@ Both answer 202 `{sessionId, status, traceUrl}` at once; the analysis runs in th
 The webhook authenticates Alertmanager with `Authorization: Bearer <DIAGNOSIS_ALERTMANAGER_TOKEN>`.
 Without a configured token the webhook does not exist (404): Alertmanager does not retry a 4xx,
 so a receiver pointed at a disabled deployment fails visibly instead of retrying forever.
+Bounds of its own: `DIAGNOSIS_ALERTMANAGER_RATE` notifications per token (429), and a body over
+`DIAGNOSIS_ALERTMANAGER_MAX_BYTES` is refused with 413 before anything is parsed or stored.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
-from rest_framework.exceptions import AuthenticationFailed, NotFound
+from rest_framework.exceptions import APIException, AuthenticationFailed, NotFound
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.throttling import SimpleRateThrottle
 from rest_framework.views import APIView
 
-from aiops.serializers import AiOpsRequestSerializer, AlertmanagerNotificationSerializer
+from aiops.serializers import (
+    AiOpsRequestSerializer,
+    AlertmanagerAcceptedSerializer,
+    AlertmanagerNotificationSerializer,
+)
 from aiops.services import aiops_start, alertmanager_notification_receive
 from diagnosis.api import RATE_LIMITED, service_errors_as_api_errors, session_accepted_response
-from diagnosis.serializers import ChatAcceptedSerializer
+from diagnosis.serializers import ChatAcceptedSerializer, trace_url
 
 ALERTMANAGER = "alertmanager"
 WEBHOOK_DISABLED = "Alertmanager webhook 未启用（未配置 DIAGNOSIS_ALERTMANAGER_TOKEN）"
@@ -62,6 +71,24 @@ class AlertmanagerTokenScheme(OpenApiAuthenticationExtension):
         return {"type": "http", "scheme": "bearer", "description": "DIAGNOSIS_ALERTMANAGER_TOKEN"}
 
 
+class NotificationTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "notification_too_large"
+
+
+class AlertmanagerTokenThrottle(SimpleRateThrottle):
+    """`DIAGNOSIS_ALERTMANAGER_RATE` per bearer token (hashed: the cache never holds the secret)."""
+
+    scope = "alertmanager"
+
+    def get_rate(self) -> str:
+        return settings.DIAGNOSIS["ALERTMANAGER_RATE"]
+
+    def get_cache_key(self, request: Request, view) -> str:
+        token = get_authorization_header(request).split()[-1]
+        return self.cache_format % {"scope": self.scope, "ident": hashlib.sha256(token).hexdigest()}
+
+
 class IsAlertmanager(BasePermission):
     def has_permission(self, request: Request, view) -> bool:
         return request.auth == ALERTMANAGER
@@ -87,23 +114,47 @@ class AiOpsApi(APIView):
 class AlertmanagerWebhookApi(APIView):
     authentication_classes = [AlertmanagerTokenAuthentication]
     permission_classes = [IsAlertmanager]
+    throttle_classes = [AlertmanagerTokenThrottle]
 
     @extend_schema(
         request=AlertmanagerNotificationSerializer,
         responses={
-            202: ChatAcceptedSerializer,
+            202: AlertmanagerAcceptedSerializer,
             401: OpenApiResponse(description="Missing or wrong bearer token."),
             404: OpenApiResponse(description=WEBHOOK_DISABLED),
+            413: OpenApiResponse(description="Body larger than DIAGNOSIS_ALERTMANAGER_MAX_BYTES."),
+            429: OpenApiResponse(description="More notifications than DIAGNOSIS_ALERTMANAGER_RATE."),
         },
     )
     def post(self, request: Request) -> Response:
-        """Alertmanager webhook (version 4): firing alerts are analysed in the background, resolved ones recorded.
+        """Alertmanager webhook (version 4): new firing episodes are analysed in the background, resolved
+        ones closed on their report.
 
-        The same notification again (same group key and fingerprint set) returns the session it
-        created the first time and starts nothing new.
+        An episode is `fingerprint + startsAt`: one already seen (re-sent, in another group, or
+        delivered twice at once) starts nothing; the answer then names the report covering it.
         """
+        _refuse_oversized(request)
         serializer = AlertmanagerNotificationSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        return session_accepted_response(
-            alertmanager_notification_receive(notification=serializer.validated_data)
+        outcome = alertmanager_notification_receive(notification=serializer.validated_data)
+        session = outcome.session
+        body = {
+            "sessionId": session.session_id if session else None,
+            "status": session.status if session else None,
+            "traceUrl": trace_url(session.session_id) if session else None,
+            "episodes": {"new": outcome.new, "known": outcome.known, "resolved": outcome.resolved},
+        }
+        return Response(body, status=status.HTTP_202_ACCEPTED)
+
+
+def _refuse_oversized(request: Request) -> None:
+    limit = settings.DIAGNOSIS["ALERTMANAGER_MAX_BYTES"]
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        declared = 0
+    # The declared length first: a large body is never read; then what really arrived.
+    if declared > limit or len(request.body) > limit:
+        raise NotificationTooLarge(
+            f"通知体超过 {limit} 字节上限（DIAGNOSIS_ALERTMANAGER_MAX_BYTES），未保存任何内容"
         )

@@ -2,9 +2,8 @@ from django.apps import AppConfig
 
 
 class AiopsConfig(AppConfig):
-    """Alert analysis (seed 004 §6): per-alert sessions through the diagnosis pipeline, and the report.
-
-    No models of its own: analyses are diagnosis sessions of kind `aiops` with their alert scope."""
+    """Alert analysis (seed 004 §6, contracts §13): per-alert sessions through the diagnosis pipeline,
+    the report, Alertmanager's episodes and the deliveries of reports."""
 
     name = "aiops"
     verbose_name = "告警分析"

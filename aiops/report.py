@@ -16,6 +16,8 @@ import logging
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from urllib.parse import urlsplit
 
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.composer import (
@@ -55,20 +57,42 @@ SUMMARY_LABELS = {
 }
 FAILED_GAP = "诊断执行失败，未获得可用证据"
 MIXED_RESULTS_NOTE = "部分告警的结论存在证据缺口、已降级或执行失败，请按各告警的输出类型谨慎参考。"
+# Until tool invocations record their source (contracts §11), the configured backend tells it.
 # Where a report names evidence rather than a subject: quoted excerpts and their sources.
 QUOTED = re.compile(r"「[^」]*」|（来源：[^）]*）|`[^`]*`")
 
 
+# Labels that tell one alert's instances apart; the per-alert question names them (contracts §13).
+IDENTITY_LABELS = ("instance", "job", "namespace", "pod")
+
+
 @dataclass(frozen=True)
 class AlertSubject:
-    """What one child session diagnoses: an alert name on a service (service may be unknown)."""
+    """What one child session diagnoses: an alert name on a service (may be unknown) and where it fires."""
 
     alert_name: str
     service: str
+    # (label, value) pairs of `IDENTITY_LABELS` the alert carries, in that order.
+    identity: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, alert: dict) -> AlertSubject:
+        # In `IDENTITY_LABELS` order: a stored JSON object (PostgreSQL jsonb) keeps no key order.
+        identity = alert.get("identity") or {}
+        return cls(
+            alert["alert_name"],
+            alert.get("service") or "",
+            tuple((name, identity[name]) for name in IDENTITY_LABELS if identity.get(name)),
+        )
 
     @property
     def label(self) -> str:
         return f"{self.alert_name}（{self.service}）" if self.service else self.alert_name
+
+    @property
+    def where(self) -> str:
+        """`instance=web-1:9100，job=node`: the identity labels, for questions and headings."""
+        return "，".join(f'{name}="{value}"' for name, value in self.identity)
 
 
 @dataclass
@@ -89,8 +113,12 @@ class AlertAnalysis:
     verified_evidence: list[str] = field(default_factory=list)  # quoted excerpts with their sources
     gaps: list[str] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
+    # Runbook blocks found for the alert (guidance, never current facts), quoted with their sources.
+    runbooks: list[str] = field(default_factory=list)
     # Where the evidence came from (contracts §11): `演示数据` for the demo world.
     sources: list[str] = field(default_factory=list)
+    # The alert's episodes as the report shows them: firing, or resolved with the time.
+    state_text: str = FIRING
 
     @property
     def completed(self) -> bool:
@@ -98,29 +126,43 @@ class AlertAnalysis:
 
 
 def alert_question(subject: AlertSubject) -> str:
-    """The narrow question a child session answers about its alert."""
-    where = f"{subject.service} " if subject.service else ""
-    return f"只确认 {where}是否存在 {subject.alert_name} 告警，并给出相关证据"
+    """The narrow question a child session answers about its alert: its name, service and identity
+    labels, so the analysis stays on this alert and not on any alert of the same name."""
+    service = f"{subject.service} " if subject.service else ""
+    where = f"（{subject.where}）" if subject.identity else ""
+    return f"只确认 {service}是否存在 {subject.alert_name} 告警{where}，并给出相关证据"
+
+
+def runbook_query(alert: dict) -> str:
+    """The knowledge lookup for an alert's runbook: its `runbook_url`'s last path segment (a runbook
+    folder selects the file of that name) and its alert name (a runbook's exact term)."""
+    url = (alert.get("annotations") or {}).get("runbook_url") or ""
+    segment = PurePosixPath(urlsplit(url.strip()).path).name
+    stem = segment.rsplit(".", 1)[0] if "." in segment else segment
+    return " ".join(dict.fromkeys(term for term in (stem, alert["alert_name"]) if term))[:200]
 
 
 def alert_subjects(alerts: list[dict]) -> list[AlertSubject]:
-    """The distinct firing (alert name, service) pairs, in order: one child session each."""
-    subjects = [AlertSubject(a["alert_name"], a.get("service") or "") for a in alerts if a["state"] == FIRING]
-    return list(dict.fromkeys(subjects))
+    """The distinct firing subjects, in order: one child session each."""
+    return list(dict.fromkeys(AlertSubject.of(a) for a in alerts if a["state"] == FIRING))
 
 
-def alert_analysis_build(*, child: DiagnosisSession, invocations: list[ToolInvocation]) -> AlertAnalysis:
-    """What the report may say about one child session, taken from its verified records."""
+def alert_analysis_build(
+    *, child: DiagnosisSession, invocations: list[ToolInvocation], runbook: ToolInvocation | None = None
+) -> AlertAnalysis:
+    """What the report may say about one child session, taken from its verified records; `runbook` is
+    the analysis's knowledge lookup for this alert."""
     alerts = child.alert_scope.get("alerts") or [{}]
     analysis = AlertAnalysis(
-        subject=AlertSubject(alerts[0].get("alert_name", ""), alerts[0].get("service") or ""),
+        subject=AlertSubject.of({"alert_name": "", **alerts[0]}),
         state=alerts[0].get("state", FIRING),
         session_id=child.session_id,
         status=child.status,
         output_type=child.output_type,
         verdict=child.verdict,
         groundedness_score=child.groundedness_score,
-        sources=_sources(invocations),
+        runbooks=runbook_lines(runbook),
+        sources=_sources([*invocations, *([runbook] if runbook else [])]),
     )
     recorded = None
     if analysis.completed:
@@ -159,25 +201,78 @@ def report_output_type(analyses: list[AlertAnalysis]) -> str:
     return OutputType.LOW_CONFID_WITH_DISCLAIMER
 
 
-def report_build(*, analyses: list[AlertAnalysis], scope_line: str, notes: list[str]) -> str:
-    """The Chinese Markdown report: alert table, one section per alert, overall summary."""
-    lines = [f"# {REPORT_TITLE}", "", scope_line]
+def report_build(
+    *, analyses: list[AlertAnalysis], scope_line: str, notes: list[str], not_analysed: list[str] = ()
+) -> str:
+    """The Chinese Markdown report: the overall status first, the alert table, one section per alert,
+    the alerts left unanalysed, the summary. `not_analysed` are those alerts' labels."""
+    lines = [
+        f"# {REPORT_TITLE}",
+        "",
+        status_line(analyses, not_analysed_count=len(not_analysed)),
+        "",
+        scope_line,
+    ]
     if report_output_type(analyses) != OutputType.NORMAL:
         lines += ["", MIXED_RESULTS_NOTE]
     lines += ["", "## 告警一览", ""]
     if analyses:
         lines += ["| # | 告警 | 服务 | 状态 | 校验结论 | 输出类型 |", "|---|---|---|---|---|---|"]
         lines += [
-            f"| {number} | {_cell(a.subject.alert_name)} | {_cell(a.subject.service or '—')} | {a.state} | "
-            f"{_verdict_text(a)} | {_output_type_text(a)} |"
+            f"| {number} | {_cell(a.subject.alert_name)} | {_cell(a.subject.service or '—')} | "
+            f"{_cell(a.state_text)} | {_verdict_text(a)} | {_output_type_text(a)} |"
             for number, a in enumerate(analyses, start=1)
         ]
     else:
         lines.append("当前范围内没有处于 firing 状态的告警，无需分析。")
     for number, analysis in enumerate(analyses, start=1):
         lines += ["", *_alert_section(number, analysis)]
+    if not_analysed:
+        lines += ["", "## 未分析的告警", "", *bullets([f"`{label}`" for label in not_analysed])]
     lines += ["", "## 总结", "", *_summary(analyses, notes)]
     return "\n".join(lines).strip() + "\n"
+
+
+def alert_tally(analyses: list[AlertAnalysis]) -> Counter:
+    """Alerts by outcome: `verified` (NORMAL), `gaps` (with disclaimer), `degraded` (or failed)."""
+    return Counter(_outcome(a) for a in analyses)
+
+
+def status_line(analyses: list[AlertAnalysis], *, not_analysed_count: int = 0) -> str:
+    """The report's first line: how many alerts were verified, have gaps, were degraded."""
+    tally = alert_tally(analyses)
+    line = (
+        f"**总体状态**：分析 {len(analyses)} 条告警 — {tally['verified']} 条已核验，"
+        f"{tally['gaps']} 条有证据缺口，{tally['degraded']} 条已降级"
+    )
+    if not_analysed_count:
+        line += f"；另有 {not_analysed_count} 条未分析"
+    return line + "。"
+
+
+def alert_summary(analysis: AlertAnalysis) -> str:
+    """One line for a notification: the outcome and, when there is one, the first verified finding."""
+    outcome = SUMMARY_LABELS[analysis.output_type if analysis.completed else "FAILED"]
+    if analysis.findings:
+        return f"{outcome}：{' '.join(analysis.findings[0]['claim_text'].split())}"[:500]
+    return outcome
+
+
+def _outcome(analysis: AlertAnalysis) -> str:
+    if not analysis.completed or analysis.output_type == OutputType.DEGRADED:
+        return "degraded"
+    return "verified" if analysis.output_type == OutputType.NORMAL else "gaps"
+
+
+def runbook_lines(invocation: ToolInvocation | None) -> list[str]:
+    """The runbook blocks an alert's knowledge lookup found by name (L0), quoted with their source."""
+    if invocation is None or not invocation.success:
+        return []
+    return [
+        f"「{block['title']}」（来源：lookup_knowledge #{invocation.pk} {block['source_document']}）"
+        for block in invocation.output.get("evidence_blocks") or []
+        if block.get("retrieval_layer") == "L0"
+    ]
 
 
 def _alert_section(number: int, analysis: AlertAnalysis) -> list[str]:
@@ -187,8 +282,10 @@ def _alert_section(number: int, analysis: AlertAnalysis) -> list[str]:
         heading,
         "",
         f"校验结论：{_verdict_text(analysis)}｜输出类型：{_output_type_text(analysis)}｜"
-        f"子会话：`{analysis.session_id}`",
+        f"状态：{analysis.state_text}｜子会话：`{analysis.session_id}`",
     ]
+    if subject.identity:
+        lines += ["", "告警标签：" + "，".join(f"`{name}={value}`" for name, value in subject.identity)]
     if analysis.sources:
         lines += ["", "证据来源：" + "、".join(analysis.sources)]
     if analysis.output_type == OutputType.LOW_CONFID_WITH_DISCLAIMER:
@@ -203,6 +300,8 @@ def _alert_section(number: int, analysis: AlertAnalysis) -> list[str]:
         lines += ["", "**已通过引用核验的证据**（未形成结论）", *bullets(analysis.verified_evidence)]
     if analysis.completed and not (analysis.findings or analysis.inferences or analysis.verified_evidence):
         lines += ["", "**已核验的发现**", *bullets([NO_CONCLUSION])]
+    if analysis.runbooks:
+        lines += ["", "**处理手册**（排查参考，不是当前事实）", *bullets(analysis.runbooks)]
     lines += ["", "**证据缺口**", *bullets(analysis.gaps or ["暂无"])]
     lines += ["", ACTIONS_HEADING, *bullets(analysis.actions)]
     return lines

@@ -4,31 +4,41 @@ An AIOps session (kind `aiops`) holds its alerts in `alert_scope`. Its backgroun
 `query_metrics` call (the alerts active right now), diagnoses every firing alert in scope through
 its own child session (the ordinary verified pipeline, a narrow per-alert question), a bounded
 number at a time, writes the `告警分析报告` as the session's answer and then the
-`aiops_rule_evaluation` slot. Resolved alerts are recorded in the scope, never analysed.
+`aiops_rule_evaluation` slot.
+
+Alertmanager's notifications are taken apart into episodes (`aiops.models.AlertEpisode`, contracts
+§13): a notification starts one analysis of the firing episodes nobody has seen yet, and closes on
+their reports the episodes it says resolved. Resolved alerts are never analysed.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from aiops.checks import aiops_checks
+from aiops.delivery import delivery_queue
+from aiops.models import AlertEpisode, ReportDelivery
 from aiops.report import (
     FIRING,
+    IDENTITY_LABELS,
     RESOLVED,
     AlertSubject,
     alert_analysis_build,
     alert_question,
     alert_subjects,
+    alert_summary,
     report_build,
     report_output_type,
+    runbook_query,
 )
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.selectors.self_evaluation import AIOPS_RULE_EVALUATION
@@ -41,7 +51,7 @@ from diagnosis.services.sessions import MAX_ANALYSED_ALERTS, session_rate_slot
 logger = logging.getLogger(__name__)
 
 SOURCE_ALERTMANAGER, SOURCE_MANUAL = "alertmanager", "manual"
-INVENTORY_TOOL = "query_metrics"
+INVENTORY_TOOL, RUNBOOK_TOOL = "query_metrics", "lookup_knowledge"
 Status = DiagnosisSession.Status
 
 
@@ -62,17 +72,95 @@ def aiops_start(
     return session
 
 
-def alertmanager_notification_receive(*, notification: dict) -> DiagnosisSession:
-    """The session analysing one Alertmanager notification (webhook version 4, validated).
+@dataclass
+class NotificationOutcome:
+    """What one Alertmanager notification did: the analysis it started (or the report that already
+    covers its first alert) and how many episodes were new, already known, or closed."""
 
-    Idempotent per group key and fingerprint set: the same notification again returns the
-    session it created the first time and starts nothing.
+    session: DiagnosisSession | None
+    new: int = 0
+    known: int = 0
+    resolved: int = 0
+
+
+def alertmanager_notification_receive(*, notification: dict) -> NotificationOutcome:
+    """Record one Alertmanager notification (webhook version 4, validated) episode by episode.
+
+    Firing episodes not seen before start one analysis; episodes already seen (any group, any
+    re-send, a concurrent delivery of the same notice) start nothing; resolved ones close their
+    episode on the report that analysed it. All of it or nothing is stored.
     """
     alerts = [_alertmanager_alert(alert) for alert in notification["alerts"]]
-    key = _idempotency_key(notification["groupKey"], [alert["fingerprint"] for alert in alerts])
-    existing = DiagnosisSession.objects.filter(idempotency_key=key).first()
-    if existing is not None:
-        return existing
+    outcome = NotificationOutcome(session=None)
+    closed: list[AlertEpisode] = []
+    with transaction.atomic():
+        new_ids, episodes = set(), []
+        # One order for every request: concurrent notices sharing episodes lock them in the same order.
+        for alert in sorted(alerts, key=lambda alert: (alert["fingerprint"], alert["starts_at"])):
+            episode, created = _episode_get_or_create(alert)
+            if created and alert["state"] == FIRING:
+                new_ids.add(episode.pk)
+                episodes.append(episode)
+            elif alert["state"] == RESOLVED and _episode_close(episode, alert):
+                closed.append(episode)
+            else:
+                outcome.known += 1
+            alert["episode_id"] = episode.pk
+        new_alerts = [alert for alert in alerts if alert["episode_id"] in new_ids]
+        outcome.new, outcome.resolved = len(new_alerts), len(closed)
+        if new_alerts:
+            outcome.session = _notification_session_create(notification, new_alerts)
+            AlertEpisode.objects.filter(pk__in=[e.pk for e in episodes]).update(report=outcome.session)
+        for report_pk in dict.fromkeys(e.report_id for e in closed if e.report_id):
+            _report_resolved(report_pk)
+    if outcome.session is None:
+        known = AlertEpisode.objects.filter(
+            pk__in=[a["episode_id"] for a in alerts], report__isnull=False
+        ).select_related("report")
+        outcome.session = next((episode.report for episode in known), None)
+    return outcome
+
+
+def _episode_get_or_create(alert: dict) -> tuple[AlertEpisode, bool]:
+    resolved = alert["state"] == RESOLVED
+    return AlertEpisode.objects.get_or_create(
+        fingerprint=alert["fingerprint"],
+        starts_at=alert["starts_at_time"],
+        defaults={
+            "alert_name": alert["alert_name"],
+            "labels": alert["labels"],
+            "annotations": alert["annotations"],
+            # A resolve seen first records the episode closed: its late firing notice is stale.
+            "state": alert["state"],
+            "ends_at": alert["ends_at_time"] if resolved else None,
+        },
+    )
+
+
+def _episode_close(episode: AlertEpisode, alert: dict) -> bool:
+    """Close a firing episode; False when it already was closed (by this or a concurrent notice:
+    the conditional UPDATE waits for the other's row lock, then finds nothing left to close)."""
+    closed = AlertEpisode.objects.filter(pk=episode.pk, state=AlertEpisode.State.FIRING).update(
+        state=AlertEpisode.State.RESOLVED, ends_at=alert["ends_at_time"], updated_at=timezone.now()
+    )
+    return bool(closed)
+
+
+def _report_resolved(report_pk: int) -> None:
+    """Episodes of this report resolved: mirror their state into its scope and, once the report is
+    written, into its text; a completed report's receivers are told."""
+    report = DiagnosisSession.objects.select_for_update().get(pk=report_pk)
+    scope = _scope_with_episode_states(report)
+    if report.answer and report.status != Status.FAILED:
+        answer, _ = _report_render(report, scope)
+        session_update(report, alert_scope=scope, answer=answer)
+    else:
+        session_update(report, alert_scope=scope)
+    if report.status == Status.COMPLETED:
+        delivery_queue(report=report, event=ReportDelivery.Event.RESOLVED)
+
+
+def _notification_session_create(notification: dict, alerts: list[dict]) -> DiagnosisSession:
     scope = {
         "source": SOURCE_ALERTMANAGER,
         "receiver": notification["receiver"],
@@ -81,20 +169,14 @@ def alertmanager_notification_receive(*, notification: dict) -> DiagnosisSession
         "group_labels": notification.get("groupLabels") or {},
         "common_labels": notification.get("commonLabels") or {},
         "external_url": notification.get("externalURL") or "",
-        "alerts": alerts,
+        "alerts": [_scope_alert(alert) for alert in alerts],
     }
-    try:
-        with transaction.atomic():
-            session = DiagnosisSession.objects.create(
-                query=_notification_query(alerts),
-                engine=settings.DIAGNOSIS["ENGINE"],
-                kind=DiagnosisSession.Kind.AIOPS,
-                alert_scope=scope,
-                idempotency_key=key,
-            )
-    except IntegrityError:
-        # The same notification arrived twice at once: the other request created it.
-        return DiagnosisSession.objects.get(idempotency_key=key)
+    session = DiagnosisSession.objects.create(
+        query=_notification_query(alerts),
+        engine=settings.DIAGNOSIS["ENGINE"],
+        kind=DiagnosisSession.Kind.AIOPS,
+        alert_scope=scope,
+    )
     session_enqueue(session=session, task="aiops.tasks.aiops_run_task")
     return session
 
@@ -148,32 +230,119 @@ def _analyse(session: DiagnosisSession) -> None:
     if scope.get("source") == SOURCE_MANUAL:
         scope["alerts"] = _filtered_active_alerts(inventory, scope.get("filter") or {})
     subjects = alert_subjects(scope["alerts"])
-    analysed, skipped = subjects[:MAX_ANALYSED_ALERTS], subjects[MAX_ANALYSED_ALERTS:]
+    limit = settings.DIAGNOSIS["AIOPS_MAX_ALERTS"]
+    analysed = subjects[:limit]
 
     children = {subject: _child_create(session, subject, scope["alerts"]) for subject in analysed}
     for alert in scope["alerts"]:
-        child = children.get(AlertSubject(alert["alert_name"], alert.get("service") or ""))
+        child = children.get(AlertSubject.of(alert))
         alert["analysed"] = child is not None and alert["state"] == FIRING
         alert["session_id"] = child.session_id if alert["analysed"] else None
+        if alert["state"] == FIRING and child is None:
+            alert["not_analysed_reason"] = f"超出单次分析上限（{limit} 条）"
+    # Each alert's runbook, by its runbook_url or name: guidance the report lists beside the findings.
+    for child in children.values():
+        first = next(a for a in scope["alerts"] if a.get("session_id") == child.session_id)
+        lookup = invocation_record(
+            session=session, round=1, tool_name=RUNBOOK_TOOL, arguments={"query": runbook_query(first)}
+        )
+        for alert in scope["alerts"]:
+            if alert.get("session_id") == child.session_id:
+                alert["runbook_invocation_id"] = lookup.pk
     session_update(session, alert_scope=scope)
 
     _children_run([child.pk for child in children.values()])
 
-    finished = DiagnosisSession.objects.filter(pk__in=[c.pk for c in children.values()]).order_by("id")
-    by_child: dict[int, list[ToolInvocation]] = {}
-    for invocation in ToolInvocation.objects.filter(session__in=finished).order_by("id"):
-        by_child.setdefault(invocation.session_id, []).append(invocation)
-    analyses = [
-        alert_analysis_build(child=child, invocations=by_child.get(child.pk, [])) for child in finished
-    ]
     session_update(session, current_stage="composer")
-    answer = report_build(
-        analyses=analyses, scope_line=_scope_line(scope, len(analysed)), notes=_notes(scope, skipped)
-    )
-    session_update(session, answer=answer, output_type=report_output_type(analyses))
+    with transaction.atomic():
+        # Locked against a resolved notice closing one of its episodes while the text is written.
+        locked = DiagnosisSession.objects.select_for_update().get(pk=session.pk)
+        scope = _scope_with_episode_states(locked)
+        answer, output_type = _report_render(locked, scope)
+        session_update(session, answer=answer, output_type=output_type, alert_scope=scope)
     # Before COMPLETED: whoever sees the analysis finished also sees its rule evaluation.
     aiops_rule_evaluation_run(session_pk=session.pk)
-    session_update(session, status=Status.COMPLETED, current_stage="done", finished_at=timezone.now())
+    with transaction.atomic():
+        session_update(session, status=Status.COMPLETED, current_stage="done", finished_at=timezone.now())
+        if scope.get("source") == SOURCE_ALERTMANAGER:
+            delivery_queue(report=session, event=ReportDelivery.Event.COMPLETED)
+
+
+def _report_render(session: DiagnosisSession, scope: dict) -> tuple[str, str]:
+    """The report text and output type from the finished child sessions; fills each scope alert's
+    verdict, output type and one-line summary (what a notification tells)."""
+    children = list(session.children.order_by("id"))
+    invocations = ToolInvocation.objects.filter(Q(session__in=children) | Q(session=session)).order_by("id")
+    by_session: dict[int, list[ToolInvocation]] = {}
+    for invocation in invocations:
+        by_session.setdefault(invocation.session_id, []).append(invocation)
+    parent_calls = {invocation.pk: invocation for invocation in by_session.get(session.pk, [])}
+    alerts_by_child: dict[str, list[dict]] = {}
+    for alert in scope["alerts"]:
+        if alert.get("session_id"):
+            alerts_by_child.setdefault(alert["session_id"], []).append(alert)
+    analyses = []
+    for child in children:
+        own = alerts_by_child.get(child.session_id, [])
+        analysis = alert_analysis_build(
+            child=child,
+            invocations=by_session.get(child.pk, []),
+            runbook=parent_calls.get(own[0].get("runbook_invocation_id")) if own else None,
+        )
+        analysis.state_text = _state_text(own)
+        for alert in own:
+            alert.update(
+                verdict=child.verdict or None,
+                output_type=child.output_type or None,
+                summary=alert_summary(analysis),
+            )
+        analyses.append(analysis)
+    scope["evidence_sources"] = list(
+        dict.fromkeys(source.strip("`") for analysis in analyses for source in analysis.sources)
+    )
+    not_analysed = [
+        _alert_label(alert)
+        for alert in scope["alerts"]
+        if alert["state"] == FIRING and not alert.get("analysed")
+    ]
+    answer = report_build(
+        analyses=analyses,
+        scope_line=_scope_line(scope, len(analyses)),
+        notes=_notes(scope, not_analysed),
+        not_analysed=not_analysed,
+    )
+    return answer, report_output_type(analyses)
+
+
+def _scope_with_episode_states(session: DiagnosisSession) -> dict:
+    """The session's scope with each alert's state and end as its episode records them now."""
+    scope = dict(session.alert_scope)
+    episodes = {
+        episode.pk: episode
+        for episode in AlertEpisode.objects.filter(
+            pk__in=[a.get("episode_id") for a in scope.get("alerts") or []]
+        )
+    }
+    for alert in scope.get("alerts") or []:
+        if episode := episodes.get(alert.get("episode_id")):
+            alert["state"] = episode.state
+            alert["ends_at"] = episode.ends_at.isoformat() if episode.ends_at else None
+    return scope
+
+
+def _state_text(alerts: list[dict]) -> str:
+    if not alerts or any(alert["state"] == FIRING for alert in alerts):
+        return FIRING
+    ends = sorted(alert["ends_at"] for alert in alerts if alert.get("ends_at"))
+    if not ends:
+        return RESOLVED
+    ended = timezone.localtime(datetime.fromisoformat(ends[-1]))
+    return f"{RESOLVED}（恢复于 {ended:%Y-%m-%d %H:%M:%S}）"
+
+
+def _alert_label(alert: dict) -> str:
+    subject = AlertSubject.of(alert)
+    return subject.label + (f" {subject.where}" if subject.identity else "")
 
 
 def _children_run(child_pks: list[int]) -> None:
@@ -200,12 +369,7 @@ def _child_run_in_thread(session_pk: int) -> None:
 
 
 def _child_create(session: DiagnosisSession, subject: AlertSubject, alerts: list[dict]) -> DiagnosisSession:
-    own_alerts = [
-        alert
-        for alert in alerts
-        if alert["state"] == FIRING
-        and AlertSubject(alert["alert_name"], alert.get("service") or "") == subject
-    ]
+    own_alerts = [alert for alert in alerts if alert["state"] == FIRING and AlertSubject.of(alert) == subject]
     return DiagnosisSession.objects.create(
         query=alert_question(subject),
         owner=session.owner,
@@ -217,8 +381,7 @@ def _child_create(session: DiagnosisSession, subject: AlertSubject, alerts: list
 
 
 def _child_subject(child: DiagnosisSession) -> AlertSubject:
-    alert = (child.alert_scope.get("alerts") or [{}])[0]
-    return AlertSubject(alert.get("alert_name", ""), alert.get("service") or "")
+    return AlertSubject.of({"alert_name": "", **(child.alert_scope.get("alerts") or [{}])[0]})
 
 
 def _filtered_active_alerts(inventory: ToolInvocation, alert_filter: dict) -> list[dict]:
@@ -239,26 +402,37 @@ def _filtered_active_alerts(inventory: ToolInvocation, alert_filter: dict) -> li
     ]
 
 
+def alert_service(labels: dict) -> str:
+    """The alert's service: the first of `DIAGNOSIS_SERVICE_LABELS` it carries."""
+    return next((labels[name] for name in settings.DIAGNOSIS["SERVICE_LABELS"] if labels.get(name)), "")
+
+
 def _alertmanager_alert(alert: dict) -> dict:
     labels = alert["labels"]
     ends_at = alert.get("endsAt")
+    # Alertmanager sends year 1 as "no end yet"; a resolved alert without one ended when it was told.
+    ends_at = ends_at if ends_at and ends_at.year > 1 else None
+    if alert["status"] == RESOLVED and ends_at is None:
+        ends_at = timezone.now()
     return {
         "alert_name": labels["alertname"],
-        "service": labels.get("service", ""),
+        "service": alert_service(labels),
+        "identity": {name: labels[name] for name in IDENTITY_LABELS if labels.get(name)},
         "state": alert["status"],
         "fingerprint": alert["fingerprint"],
-        # Alertmanager sends year 1 as "no end yet".
         "starts_at": alert["startsAt"].isoformat(),
-        "ends_at": ends_at.isoformat() if ends_at and ends_at.year > 1 else None,
+        "starts_at_time": alert["startsAt"],
+        "ends_at": ends_at.isoformat() if ends_at else None,
+        "ends_at_time": ends_at,
         "labels": labels,
         "annotations": alert.get("annotations") or {},
         "generator_url": alert.get("generatorURL") or "",
     }
 
 
-def _idempotency_key(group_key: str, fingerprints: list[str]) -> str:
-    identity = json.dumps([group_key, sorted(set(fingerprints))], ensure_ascii=False)
-    return "alertmanager:" + hashlib.sha256(identity.encode()).hexdigest()
+def _scope_alert(alert: dict) -> dict:
+    """The alert as the report's scope stores it (JSON: no datetime objects)."""
+    return {key: value for key, value in alert.items() if not key.endswith("_time")}
 
 
 def _manual_query(alert_filter: dict) -> str:
@@ -271,12 +445,8 @@ def _manual_query(alert_filter: dict) -> str:
 
 
 def _notification_query(alerts: list[dict]) -> str:
-    firing = [AlertSubject(a["alert_name"], a["service"]).label for a in alerts if a["state"] == FIRING]
-    resolved = sum(a["state"] == RESOLVED for a in alerts)
-    text = "告警分析（Alertmanager）：" + ("、".join(dict.fromkeys(firing)) or "无 firing 告警")
-    if resolved:
-        text += f"；另有 {resolved} 条已恢复告警"
-    return text
+    firing = [AlertSubject.of(a).label for a in alerts]
+    return "告警分析（Alertmanager）：" + "、".join(dict.fromkeys(firing))
 
 
 def _scope_line(scope: dict, analysed_count: int) -> str:
@@ -289,13 +459,12 @@ def _scope_line(scope: dict, analysed_count: int) -> str:
     return f"分析来源：{origin}；分析 {analysed_count} 条 firing 告警。"
 
 
-def _notes(scope: dict, skipped: list[AlertSubject]) -> list[str]:
+def _notes(scope: dict, not_analysed: list[str]) -> list[str]:
     notes = []
     resolved = sum(alert["state"] == RESOLVED for alert in scope["alerts"])
     if resolved:
-        notes.append(f"另有 {resolved} 条已恢复（resolved）告警已记录，按约定不做分析。")
-    if skipped:
-        notes.append(
-            f"另有 {len(skipped)} 条 firing 告警超出单次分析上限（{MAX_ANALYSED_ALERTS} 条），已记录未分析。"
-        )
+        notes.append(f"{resolved} 条告警已恢复（resolved），恢复时间见告警一览。")
+    if not_analysed:
+        limit = settings.DIAGNOSIS["AIOPS_MAX_ALERTS"]
+        notes.append(f"另有 {len(not_analysed)} 条 firing 告警超出单次分析上限（{limit} 条），已列出未分析。")
     return notes

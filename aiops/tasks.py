@@ -1,7 +1,12 @@
 """django-q2 task entry points of the AIOps app."""
 
+from aiops.delivery import delivery_attempt
 from aiops.services import aiops_run
 
 
 def aiops_run_task(session_pk: int) -> None:
     aiops_run(session_pk=session_pk)
+
+
+def delivery_attempt_task(delivery_pk: int) -> None:
+    delivery_attempt(delivery_pk=delivery_pk)

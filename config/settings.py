@@ -314,6 +314,29 @@ DIAGNOSIS = {
     # Alerts of one AIOps analysis diagnosed at the same time (threads). SQLite always runs them one
     # by one: its single writer would only make the threads wait for each other's locks.
     "AIOPS_CONCURRENCY": env_int("DIAGNOSIS_AIOPS_CONCURRENCY", 3),
+    # Alerts one analysis diagnoses (contracts §13); the rest are listed in its report as not analysed.
+    "AIOPS_MAX_ALERTS": env_int("DIAGNOSIS_AIOPS_MAX_ALERTS", 20),
+    # Label names that name an alert's service, in order of preference (contracts §11).
+    "SERVICE_LABELS": [
+        name.strip()
+        for name in os.environ.get("DIAGNOSIS_SERVICE_LABELS", "service,app,job").split(",")
+        if name.strip()
+    ],
+    # Webhook bounds: notifications per token and period (N/s|min|hour|day); the largest body accepted.
+    "ALERTMANAGER_RATE": os.environ.get("DIAGNOSIS_ALERTMANAGER_RATE", "120/min"),
+    "ALERTMANAGER_MAX_BYTES": env_int("DIAGNOSIS_ALERTMANAGER_MAX_BYTES", 1024 * 1024),
+    # Where finished reports and resolved episodes are POSTed (contracts §13); unset = nowhere.
+    "NOTIFY_URL": os.environ.get("DIAGNOSIS_NOTIFY_URL") or None,
+    "NOTIFY_TOKEN": os.environ.get("DIAGNOSIS_NOTIFY_TOKEN") or None,
+    "NOTIFY_TIMEOUT": env_float("DIAGNOSIS_NOTIFY_TIMEOUT", 10.0),
+    # Seconds before each retry of a failed delivery; after the last one the delivery is given up.
+    "NOTIFY_RETRY_DELAYS": [
+        int(delay) for delay in os.environ.get("DIAGNOSIS_NOTIFY_RETRY_DELAYS", "20,60,300,1800").split(",")
+    ],
+    # The site's address as receivers reach it, for the links in notifications ("" = relative links).
+    "PUBLIC_URL": os.environ.get("DIAGNOSIS_PUBLIC_URL", "").rstrip("/"),
+    # Members of this group see the reports of Alertmanager's notifications (staff see them anyway).
+    "ONCALL_GROUP": os.environ.get("DIAGNOSIS_ONCALL_GROUP") or None,
     # Sessions RUNNING longer than this are considered orphaned by a dead worker and end FAILED.
     "STALE_AFTER_SECONDS": env_int("DIAGNOSIS_STALE_AFTER_SECONDS", 900),
     # A running session's worker touches it this often; silent for the second time, its worker is gone
@@ -346,11 +369,6 @@ DIAGNOSIS = {
     "LOKI_TENANT": os.environ.get("DIAGNOSIS_LOKI_TENANT") or None,
     "RUNBOOKS_DIR": os.environ.get("DIAGNOSIS_RUNBOOKS_DIR") or None,
     "SOURCE_HEADERS": env_json_object("DIAGNOSIS_SOURCE_HEADERS"),
-    "SERVICE_LABELS": [
-        label.strip()
-        for label in os.environ.get("DIAGNOSIS_SERVICE_LABELS", "service,app,job").split(",")
-        if label.strip()
-    ],
     "LOGS_WINDOW_MINUTES": env_int("DIAGNOSIS_LOGS_WINDOW_MINUTES", 60),
     "SOURCE_TIMEOUT": env_float("DIAGNOSIS_SOURCE_TIMEOUT", 10.0),
     # Pins "now" for the demo world (ISO 8601); unset = the real clock.

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+
 from diagnosis.models import DiagnosisSession
 
 
@@ -36,3 +40,97 @@ def _child_summary(child: DiagnosisSession) -> dict:
         "verdict": child.verdict,
         "groundedness_score": child.groundedness_score,
     }
+
+
+# The report page's verdict badge per child outcome (contracts §6 routing).
+OUTCOME_TONES = {
+    "verified": "good",
+    "gaps": "warn",
+    "degraded": "bad",
+    "running": "none",
+    "not_analysed": "none",
+}
+OUTCOME_LABELS = {
+    "verified": "已核验",
+    "gaps": "有证据缺口",
+    "degraded": "已降级",
+    "running": "诊断中",
+    "not_analysed": "未分析",
+}
+
+
+@dataclass(frozen=True)
+class AlertRow:
+    """One alert of an analysis as the report page lists it."""
+
+    alert_name: str
+    service: str
+    where: list[str]
+    state: str
+    ends_at: datetime | None
+    session_id: str | None
+    verdict: str
+    outcome: str
+    note: str
+
+    @property
+    def outcome_label(self) -> str:
+        return OUTCOME_LABELS[self.outcome]
+
+    @property
+    def outcome_tone(self) -> str:
+        return OUTCOME_TONES[self.outcome]
+
+
+@dataclass(frozen=True)
+class AiOpsReport:
+    """The head of an analysis's report: the overall status, each alert with its badge, the sources."""
+
+    rows: list[AlertRow]
+    tally: dict[str, int]
+    sources: list[str] = field(default_factory=list)
+
+    @property
+    def analysed_count(self) -> int:
+        return sum(self.tally.get(kind, 0) for kind in ("verified", "gaps", "degraded", "running"))
+
+
+def aiops_report(*, session: DiagnosisSession, children: list[DiagnosisSession]) -> AiOpsReport:
+    """The rows of an analysis's alerts (its scope), each with its child's current outcome."""
+    by_id = {child.session_id: child for child in children}
+    rows = []
+    for alert in session.alert_scope.get("alerts") or []:
+        child = by_id.get(alert.get("session_id") or "")
+        rows.append(
+            AlertRow(
+                alert_name=alert.get("alert_name", ""),
+                service=alert.get("service") or "",
+                where=[f"{name}={value}" for name, value in sorted((alert.get("identity") or {}).items())],
+                state=alert.get("state", ""),
+                ends_at=datetime.fromisoformat(alert["ends_at"]) if alert.get("ends_at") else None,
+                session_id=child.session_id if child else None,
+                verdict=child.verdict if child else "",
+                outcome=_outcome(child),
+                note=alert.get("not_analysed_reason", ""),
+            )
+        )
+    return AiOpsReport(
+        rows=rows,
+        tally=dict.fromkeys(OUTCOME_LABELS, 0) | Counter(row.outcome for row in rows),
+        sources=list(session.alert_scope.get("evidence_sources") or []),
+    )
+
+
+def _outcome(child: DiagnosisSession | None) -> str:
+    if child is None:
+        return "not_analysed"
+    if child.status in (DiagnosisSession.Status.PENDING, DiagnosisSession.Status.RUNNING):
+        return "running"
+    if (
+        child.status == DiagnosisSession.Status.FAILED
+        or child.output_type == DiagnosisSession.OutputType.DEGRADED
+    ):
+        return "degraded"
+    if child.output_type == DiagnosisSession.OutputType.NORMAL:
+        return "verified"
+    return "gaps"

@@ -5,15 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from diagnosis.models import DiagnosisSession
+from diagnosis.selectors.aiops import AiOpsReport, aiops_report
 from diagnosis.selectors.evidence import SessionPanel, session_panel
 from diagnosis.selectors.sessions import session_sidebar, session_visible_queryset
 
 
 @dataclass
 class ChatPanel(SessionPanel):
-    """A session's panel; for an AIOps analysis also the sessions that diagnosed its alerts."""
+    """A session's panel; for an AIOps analysis also the sessions that diagnosed its alerts and the
+    report's head; for one of those sessions the analysis it belongs to."""
 
     alert_sessions: list[DiagnosisSession] = field(default_factory=list)
+    report: AiOpsReport | None = None
+    parent_session_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -30,9 +34,13 @@ def chat_panel(*, user, session_id: str) -> ChatPanel:
         .get(session_id=session_id)
     )
     is_analysis = session.kind == DiagnosisSession.Kind.AIOPS and session.parent_id is None
+    children = list(session.children.order_by("id")) if is_analysis else []
+    parent = session.parent if session.parent_id else None
     return ChatPanel(
         **vars(session_panel(session=session)),
-        alert_sessions=list(session.children.order_by("id")) if is_analysis else [],
+        alert_sessions=children,
+        report=aiops_report(session=session, children=children) if is_analysis else None,
+        parent_session_id=parent.session_id if parent else None,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from diagnosis.models import DiagnosisSession, SessionReview
@@ -26,11 +27,23 @@ def session_owned_queryset(*, user) -> QuerySet[DiagnosisSession]:
 
 
 def session_visible_queryset(*, user) -> QuerySet[DiagnosisSession]:
-    """Holders of `VIEW_ALL_PERMISSION` see every session; everyone else only their own (another
+    """Holders of `VIEW_ALL_PERMISSION` see every session; members of `DIAGNOSIS_ONCALL_GROUP` their own
+    and the alert analyses nobody owns (Alertmanager's reports); everyone else only their own (another
     user's is simply not there)."""
     if user_may_view_all_sessions(user=user):
         return DiagnosisSession.objects.all()
+    if is_oncall(user=user):
+        return DiagnosisSession.objects.filter(Q(owner=user) | _unowned_alert_analyses())
     return session_owned_queryset(user=user)
+
+
+def is_oncall(*, user) -> bool:
+    group = settings.DIAGNOSIS.get("ONCALL_GROUP")
+    return bool(group) and user.is_authenticated and user.groups.filter(name=group).exists()
+
+
+def _unowned_alert_analyses() -> Q:
+    return Q(kind=DiagnosisSession.Kind.AIOPS, owner__isnull=True)
 
 
 def session_get(*, user, session_id: str) -> DiagnosisSession:
@@ -45,12 +58,17 @@ def session_list(*, user, filters: dict) -> QuerySet[DiagnosisSession]:
 
 
 def session_sidebar(*, user) -> list[DiagnosisSession]:
-    """The user's own recent conversations for the chat sidebar (staff too: it is their chat).
+    """The user's own recent conversations for the chat sidebar (reviewers too: it is their chat), and
+    for readers of every session and on-call members the alert analyses nobody owns (Alertmanager's
+    reports).
 
     An AIOps analysis is one conversation: its per-alert sessions are reached from its report.
     """
+    mine = Q(owner=user)
+    if user_may_view_all_sessions(user=user) or is_oncall(user=user):
+        mine |= _unowned_alert_analyses()
     return list(
-        DiagnosisSession.objects.filter(owner=user, parent__isnull=True)
+        DiagnosisSession.objects.filter(mine, parent__isnull=True)
         .only("session_id", "query", "status", "output_type", "created_at")
         .order_by("-created_at", "-id")[:SIDEBAR_SIZE]
     )

@@ -25,9 +25,8 @@ SESSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # whoever holds it and says nothing about that session (not even that it "exists"), its owner or state.
 SESSION_ID_TAKEN = "该 session_id 不可用，请换一个，或不填由服务生成"
 MAX_QUERY_CHARS = 2000
-# An alert analysis runs inside one django-q task (its timeout bounds the whole run): past this many
-# distinct firing alerts the rest are recorded as not analysed rather than risk the timeout. The
-# rate limit weighs an analysis as this many sessions.
+# The rate limit weighs a user's AI Ops analysis as this many sessions (how many alerts one analysis
+# diagnoses is `DIAGNOSIS_AIOPS_MAX_ALERTS`).
 MAX_ANALYSED_ALERTS = 10
 # DRF-style rate periods ("30/min" → 30 per 60 s), keyed by the period's first letter.
 RATE_PERIODS = {"s": (1, "秒"), "m": (60, "分钟"), "h": (3600, "小时"), "d": (86400, "天")}

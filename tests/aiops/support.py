@@ -10,17 +10,27 @@ TOKEN = "am-webhook-secret-for-tests"
 NO_END = "0001-01-01T00:00:00Z"
 
 
-def alert(name: str, service: str, *, status: str = "firing", fingerprint: str) -> dict:
+def alert(
+    name: str,
+    service: str,
+    *,
+    status: str = "firing",
+    fingerprint: str,
+    starts_at: str = "2026-11-29T06:35:00.000Z",
+    labels: dict | None = None,
+    annotations: dict | None = None,
+) -> dict:
+    """One alert; `labels` replace the default ones (alertname kept), `annotations` are added."""
+    default_labels = {"service": service, "severity": "critical", "namespace": "production"}
     return {
         "status": status,
-        "labels": {
-            "alertname": name,
-            "service": service,
-            "severity": "critical",
-            "namespace": "production",
+        "labels": {"alertname": name, **(default_labels if labels is None else labels)},
+        "annotations": {
+            "summary": f"{name} on {service}",
+            "description": "由 Prometheus 规则触发",
+            **(annotations or {}),
         },
-        "annotations": {"summary": f"{name} on {service}", "description": "由 Prometheus 规则触发"},
-        "startsAt": "2026-11-29T06:35:00.000Z",
+        "startsAt": starts_at,
         "endsAt": "2026-11-29T06:58:00.000Z" if status == "resolved" else NO_END,
         "generatorURL": "http://prometheus.example:9090/graph?g0.expr=up",
         "fingerprint": fingerprint,

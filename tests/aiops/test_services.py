@@ -7,6 +7,7 @@ import pytest
 from django.db import connection
 
 from aiops.checks import aiops_checks
+from aiops.models import AlertEpisode
 from aiops.report import AlertSubject, alert_analysis_build, report_build
 from aiops.serializers import AlertmanagerNotificationSerializer
 from aiops.services import (
@@ -33,7 +34,7 @@ def pinned_demo_world(settings):
 def received(payload: dict) -> DiagnosisSession:
     serializer = AlertmanagerNotificationSerializer(data=payload)
     serializer.is_valid(raise_exception=True)
-    return alertmanager_notification_receive(notification=serializer.validated_data)
+    return alertmanager_notification_receive(notification=serializer.validated_data).session
 
 
 def section(report: str, alert_name: str) -> str:
@@ -89,8 +90,15 @@ def test_each_firing_alert_is_diagnosed_by_its_own_verified_child_session():
         assert "rule_evaluation" in child.self_evaluation
     assert [a["session_id"] for a in session.alert_scope["alerts"]] == [c.session_id for c in children]
     # The alerts active when the analysis started, recorded as evidence on the AIOps session itself.
-    inventory = session.tool_invocations.get()
-    assert (inventory.tool_name, inventory.input, inventory.output["total"]) == ("query_metrics", {}, 3)
+    inventory = session.tool_invocations.get(tool_name="query_metrics")
+    assert (inventory.input, inventory.output["total"]) == ({}, 3)
+    # And each alert's runbook, looked up by its name.
+    lookups = session.tool_invocations.filter(tool_name="lookup_knowledge").order_by("id")
+    assert [lookup.input for lookup in lookups] == [
+        {"query": "HighCPUUsage"},
+        {"query": "HighMemoryUsage"},
+        {"query": "SlowResponse"},
+    ]
 
 
 def test_notification_report_covers_exactly_its_firing_alerts_and_records_the_resolved_one():
@@ -100,17 +108,16 @@ def test_notification_report_covers_exactly_its_firing_alerts_and_records_the_re
     assert "## 1. HighCPUUsage · payment-service" in report
     assert "## 2. HighMemoryUsage · order-service" in report
     assert "SlowResponse" not in report and "user-service" not in report
-    assert "另有 1 条已恢复（resolved）告警已记录" in report
     for alert_name in ("HighCPUUsage", "HighMemoryUsage"):
         assert "**已核验的发现**" in section(report, alert_name)
         assert "证据：「" in section(report, alert_name)
     assert session.children.count() == 2
     scope = {a["alert_name"]: (a["state"], a["analysed"]) for a in session.alert_scope["alerts"]}
-    assert scope == {
-        "HighCPUUsage": ("firing", True),
-        "HighMemoryUsage": ("firing", True),
-        "SlowResponse": ("resolved", False),
-    }
+    assert scope == {"HighCPUUsage": ("firing", True), "HighMemoryUsage": ("firing", True)}
+    # The resolved alert was never seen firing: its episode is recorded closed, with no report.
+    resolved = AlertEpisode.objects.get(alert_name="SlowResponse")
+    assert (resolved.state, resolved.report) == ("resolved", None)
+    assert resolved.ends_at.isoformat() == "2026-11-29T06:58:00+00:00"
     evaluation = session.self_evaluation["aiops_rule_evaluation"]
     assert (evaluation["verdict"], evaluation["mode"]) == ("pass", "alertmanager")
 
@@ -404,7 +411,7 @@ def test_an_analysis_runs_once_even_if_its_task_is_delivered_twice():
 
     assert again.status == DiagnosisSession.Status.COMPLETED
     assert again.children.count() == 3
-    assert again.tool_invocations.count() == 1
+    assert again.tool_invocations.filter(tool_name="query_metrics").count() == 1
 
 
 def test_analysis_that_breaks_ends_failed_and_its_rule_evaluation_fails():

@@ -1,15 +1,17 @@
 """AIOps in the chat page (the "AI Ops" button), the trace JSON and the reviewers' admin."""
 
 import pytest
+from django.contrib.auth.models import Group
 from django.urls import reverse
 from django_q.conf import Conf
 from rest_framework.test import APIClient
 
-from aiops.services import aiops_run, aiops_start
+from aiops.serializers import AlertmanagerNotificationSerializer
+from aiops.services import aiops_run, aiops_start, alertmanager_notification_receive
 from diagnosis.models import DiagnosisSession
 from diagnosis.selectors.chat import chat_panel
-from tests.aiops.support import DEMO_NOW
-from tests.factories import DiagnosisSessionFactory, StaffUserFactory, UserFactory
+from tests.aiops.support import DEMO_NOW, alert, notification
+from tests.factories import DiagnosisSessionFactory, ReviewerFactory, StaffUserFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -130,3 +132,75 @@ def test_admin_list_filters_analyses_by_kind(client, analysis):
     response = client.get(reverse("admin:diagnosis_diagnosissession_changelist") + "?kind=aiops")
 
     assert len(response.context["cl"].result_list) == 4
+
+
+# --- Alertmanager's reports: who sees them, and the report page ---
+
+
+@pytest.fixture
+def webhook_report(settings) -> DiagnosisSession:
+    """A finished analysis of a notification (no owner), in a world with other names."""
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"ONCALL_GROUP": "oncall-sre"}
+    payload = notification(
+        alert(
+            "CheckoutLatencyHigh",
+            "Checkout API",
+            fingerprint="c0ffee0000000001",
+            labels={"service": "Checkout API", "pod": "checkout-7d9f"},
+        ),
+        alert("HighMemoryUsage", "order-service", fingerprint="b2c3d4e5f6071829"),
+    )
+    serializer = AlertmanagerNotificationSerializer(data=payload)
+    serializer.is_valid(raise_exception=True)
+    session = alertmanager_notification_receive(notification=serializer.validated_data).session
+    return aiops_run(session_pk=session.pk)
+
+
+def oncall_member():
+    user = UserFactory()
+    user.groups.add(Group.objects.get_or_create(name="oncall-sre")[0])
+    return user
+
+
+@pytest.mark.parametrize("who", ["oncall", "reviewer"])
+def test_webhook_reports_are_in_the_sidebar_of_oncall_members_and_reviewers(client, webhook_report, who):
+    user = oncall_member() if who == "oncall" else ReviewerFactory()
+    client.force_login(user)
+
+    conversations = client.get("/").context["page"].conversations
+    page = client.get(reverse("chat-conversation", args=[webhook_report.session_id]))
+
+    assert [c.session_id for c in conversations] == [webhook_report.session_id]
+    assert page.status_code == 200
+
+
+@pytest.mark.parametrize("other", [UserFactory, StaffUserFactory])
+def test_other_engineers_never_see_webhook_reports_a_staff_flag_alone_included(client, webhook_report, other):
+    client.force_login(other())
+
+    assert client.get("/").context["page"].conversations == []
+    assert client.get(reverse("chat-conversation", args=[webhook_report.session_id])).status_code == 404
+    child = webhook_report.children.first()
+    assert client.get(reverse("chat-conversation", args=[child.session_id])).status_code == 404
+
+
+def test_report_page_leads_with_the_status_and_links_each_alerts_session_and_back(client, webhook_report):
+    client.force_login(oncall_member())
+
+    page = client.get(reverse("chat-conversation", args=[webhook_report.session_id])).content.decode()
+
+    head = page.index('class="report-status"')
+    assert head < page.index('class="answer"')
+    children = list(webhook_report.children.order_by("id"))
+    verified = sum(child.output_type == "NORMAL" for child in children)
+    assert f'data-verified="{verified}"' in page
+    assert f"{verified} 条已核验" in page
+    assert '<span class="alert-name">CheckoutLatencyHigh</span>' in page
+    assert "<code>pod=checkout-7d9f</code>" in page
+    assert "证据来源：" in page and "演示数据" in page
+    for child in children:
+        assert f'data-verdict="{child.verdict}"' in page
+        assert reverse("chat-conversation", args=[child.session_id]) in page
+        child_page = client.get(reverse("chat-conversation", args=[child.session_id])).content.decode()
+        assert reverse("chat-conversation", args=[webhook_report.session_id]) in child_page
+        assert "返回所属的告警分析报告" in child_page

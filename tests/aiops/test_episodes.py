@@ -1,0 +1,260 @@
+"""Alertmanager's notifications as episodes (contracts §13): each firing of an alert analysed once,
+resolves closed on its report, any label accepted, the webhook's own bounds.
+
+Besides the demo world, a second world with other names: a `Checkout API` service (a label value
+with a space) and a node_exporter alert that has only instance and job.
+"""
+
+import json
+
+import pytest
+from django.db import connection
+from django_q.conf import Conf
+from rest_framework.test import APIClient
+
+from aiops.models import AlertEpisode
+from aiops.serializers import AlertmanagerNotificationSerializer
+from aiops.services import alertmanager_notification_receive
+from diagnosis.models import DiagnosisSession
+from tests.aiops.support import DEMO_NOW, TOKEN, alert, notification
+from tests.concurrency import run_concurrently
+
+pytestmark = pytest.mark.django_db
+
+WEBHOOK = "/api/alertmanager/webhook"
+LATER = "2026-11-29T07:10:00.000Z"
+
+
+@pytest.fixture(autouse=True)
+def aiops_settings(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {
+        "DEMO_NOW": DEMO_NOW,
+        "ENGINE": "rules",
+        "ALERTMANAGER_TOKEN": TOKEN,
+    }
+
+
+@pytest.fixture
+def committed(monkeypatch, django_capture_on_commit_callbacks):
+    monkeypatch.setattr(Conf, "SYNC", True)
+    return lambda: django_capture_on_commit_callbacks(execute=True)
+
+
+def post(payload: dict, *, token: str = TOKEN):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client.post(WEBHOOK, json.dumps(payload), content_type="application/json")
+
+
+def cpu(**kwargs) -> dict:
+    return alert("HighCPUUsage", "payment-service", fingerprint="a1b2c3d4e5f60718", **kwargs)
+
+
+def memory(**kwargs) -> dict:
+    return alert("HighMemoryUsage", "order-service", fingerprint="b2c3d4e5f6071829", **kwargs)
+
+
+def checkout(**kwargs) -> dict:
+    labels = {"service": "Checkout API", "namespace": "shop", "pod": "checkout-7d9f", "team": "支付 & 结算"}
+    return alert(
+        "CheckoutLatencyHigh", "Checkout API", fingerprint="c0ffee0000000001", labels=labels, **kwargs
+    )
+
+
+def node_load(**kwargs) -> dict:
+    labels = {"instance": "web-1:9100", "job": "node", "severity": "warning"}
+    return alert("NodeLoadHigh", "", fingerprint="0b0e000000000002", labels=labels, **kwargs)
+
+
+def test_resolved_notice_closes_the_episodes_on_the_existing_report_and_starts_nothing(committed):
+    with committed():
+        first = post(notification(cpu(), memory()))
+    report = DiagnosisSession.objects.get(session_id=first.data["sessionId"])
+
+    with committed():
+        resolved = post(notification(cpu(status="resolved"), memory(status="resolved")))
+
+    assert resolved.status_code == 202
+    assert resolved.data["sessionId"] == report.session_id
+    assert resolved.data["episodes"] == {"new": 0, "known": 0, "resolved": 2}
+    assert DiagnosisSession.objects.filter(parent__isnull=True).count() == 1
+    episodes = AlertEpisode.objects.order_by("alert_name")
+    assert [(e.alert_name, e.state, e.ends_at.isoformat(), e.report_id) for e in episodes] == [
+        ("HighCPUUsage", "resolved", "2026-11-29T06:58:00+00:00", report.pk),
+        ("HighMemoryUsage", "resolved", "2026-11-29T06:58:00+00:00", report.pk),
+    ]
+    report.refresh_from_db()
+    assert [(a["state"], a["ends_at"]) for a in report.alert_scope["alerts"]] == [
+        ("resolved", "2026-11-29T06:58:00+00:00"),
+    ] * 2
+    table = [line for line in report.answer.splitlines() if line.startswith("| 1 ")]
+    assert "resolved（恢复于 2026-11-29 14:58:00）" in table[0]
+
+
+def test_refire_with_a_new_starts_at_is_a_new_episode_and_is_analysed(committed):
+    with committed():
+        first = post(notification(cpu()))
+        post(notification(cpu(status="resolved")))
+        again = post(notification(cpu(starts_at=LATER)))
+
+    assert again.data["episodes"]["new"] == 1
+    assert again.data["sessionId"] != first.data["sessionId"]
+    assert AlertEpisode.objects.filter(fingerprint="a1b2c3d4e5f60718").count() == 2
+    refire = DiagnosisSession.objects.get(session_id=again.data["sessionId"])
+    assert refire.status == DiagnosisSession.Status.COMPLETED
+    assert [a["starts_at"] for a in refire.alert_scope["alerts"]] == ["2026-11-29T07:10:00+00:00"]
+
+
+def test_group_mixing_analysed_and_new_episodes_analyses_only_the_new_ones(committed):
+    with committed():
+        post(notification(cpu()))
+        mixed = post(notification(cpu(), memory()))
+
+    assert mixed.data["episodes"] == {"new": 1, "known": 1, "resolved": 0}
+    report = DiagnosisSession.objects.get(session_id=mixed.data["sessionId"])
+    assert [a["alert_name"] for a in report.alert_scope["alerts"]] == ["HighMemoryUsage"]
+    assert list(report.children.values_list("query", flat=True)) == [
+        '只确认 order-service 是否存在 HighMemoryUsage 告警（namespace="production"），并给出相关证据'
+    ]
+    assert "HighCPUUsage" not in report.answer
+
+
+def test_resolve_seen_first_does_not_absorb_later_firings(committed):
+    with committed():
+        post(notification(memory(status="resolved")))
+        firing = post(notification(memory(starts_at=LATER)))
+
+    assert firing.data["episodes"]["new"] == 1
+    report = DiagnosisSession.objects.get(session_id=firing.data["sessionId"])
+    assert report.children.count() == 1
+    assert AlertEpisode.objects.get(starts_at="2026-11-29T07:10:00Z").report == report
+
+
+def test_any_label_prometheus_allows_is_accepted_and_named_in_the_question(committed):
+    with committed():
+        response = post(notification(checkout(), node_load()))
+
+    assert response.status_code == 202
+    report = DiagnosisSession.objects.get(session_id=response.data["sessionId"])
+    assert sorted(report.children.values_list("query", flat=True)) == [
+        '只确认 Checkout API 是否存在 CheckoutLatencyHigh 告警（namespace="shop"，pod="checkout-7d9f"），'
+        "并给出相关证据",
+        # No service label: job names the service (DIAGNOSIS_SERVICE_LABELS = service,app,job).
+        '只确认 node 是否存在 NodeLoadHigh 告警（instance="web-1:9100"，job="node"），并给出相关证据',
+    ]
+    labels = {a["alert_name"]: a["labels"] for a in report.alert_scope["alerts"]}
+    assert labels["CheckoutLatencyHigh"]["team"] == "支付 & 结算"
+    assert "## 1. CheckoutLatencyHigh · Checkout API" in report.answer
+    assert report.status == DiagnosisSession.Status.COMPLETED
+
+
+def test_service_labels_are_configurable(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"SERVICE_LABELS": ["app"]}
+    payload = notification(
+        alert("QueueBacklog", "", fingerprint="0a0a0a0a0a0a0a0a", labels={"app": "ledger", "job": "kafka"})
+    )
+
+    report = DiagnosisSession.objects.get(session_id=post(payload).data["sessionId"])
+
+    assert report.alert_scope["alerts"][0]["service"] == "ledger"
+    assert report.alert_scope["alerts"][0]["identity"] == {"job": "kafka"}
+
+
+def test_alerts_over_the_limit_are_listed_as_not_analysed(settings, committed):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"AIOPS_MAX_ALERTS": 2}
+
+    with committed():
+        response = post(notification(checkout(), node_load(), memory()))
+
+    report = DiagnosisSession.objects.get(session_id=response.data["sessionId"])
+    assert report.children.count() == 2
+    skipped = [a for a in report.alert_scope["alerts"] if not a["analysed"]]
+    assert [(a["alert_name"], a["not_analysed_reason"]) for a in skipped] == [
+        ("HighMemoryUsage", "超出单次分析上限（2 条）")
+    ]
+    assert "另有 1 条未分析" in report.answer.splitlines()[2]
+    assert '## 未分析的告警\n\n- `HighMemoryUsage（order-service） namespace="production"`' in report.answer
+
+
+def test_each_alerts_runbook_is_looked_up_by_its_runbook_url_or_its_name(committed):
+    url = {"runbook_url": "https://wiki.example/ops/runbooks/HighMemoryUsage.md"}
+    payload = notification(
+        alert("PodMemoryPressure", "order-service", fingerprint="1010101010101010", annotations=url),
+        node_load(),
+    )
+
+    with committed():
+        response = post(payload)
+
+    report = DiagnosisSession.objects.get(session_id=response.data["sessionId"])
+    lookups = report.tool_invocations.filter(tool_name="lookup_knowledge").order_by("id")
+    assert [lookup.input["query"] for lookup in lookups] == [
+        "HighMemoryUsage PodMemoryPressure",
+        "NodeLoadHigh",
+    ]
+    section = report.answer.split("## 1. PodMemoryPressure")[1].split("## 2.")[0]
+    assert "**处理手册**（排查参考，不是当前事实）" in section
+    assert f"（来源：lookup_knowledge #{lookups[0].pk} " in section
+
+
+def test_notification_over_the_size_limit_is_refused_with_413_and_nothing_is_stored(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"ALERTMANAGER_MAX_BYTES": 4000}
+    payload = notification(*[node_load() | {"fingerprint": f"{n:016x}"} for n in range(20)])
+    assert len(json.dumps(payload)) > 4000
+
+    response = post(payload)
+
+    assert response.status_code == 413
+    assert "DIAGNOSIS_ALERTMANAGER_MAX_BYTES" in response.json()["detail"]
+    assert not AlertEpisode.objects.exists() and not DiagnosisSession.objects.exists()
+
+
+def test_webhook_is_rate_limited_per_token(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"ALERTMANAGER_RATE": "2/min"}
+
+    statuses = [post(notification(cpu(starts_at=f"2026-11-29T07:0{n}:00Z"))).status_code for n in range(3)]
+
+    assert statuses == [202, 202, 429]
+    assert AlertEpisode.objects.count() == 2
+    # Authentication comes first: a wrong token is refused as such, never counted.
+    assert post(notification(cpu()), token="wrong").status_code == 401
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_deliveries_of_one_notice_create_one_analysis():
+    if connection.vendor != "postgresql":
+        pytest.skip("the race needs PostgreSQL's concurrent writers")
+    payload = notification(checkout(), node_load(), memory())
+
+    def receive():
+        serializer = AlertmanagerNotificationSerializer(data=payload)
+        serializer.is_valid(raise_exception=True)
+        return alertmanager_notification_receive(notification=serializer.validated_data)
+
+    outcomes = run_concurrently(receive, threads=6)
+
+    assert not [o for o in outcomes if isinstance(o, Exception)]
+    assert sorted(o.new for o in outcomes) == [0, 0, 0, 0, 0, 3]
+    assert len({o.session.pk for o in outcomes}) == 1
+    assert DiagnosisSession.objects.filter(parent__isnull=True).count() == 1
+    assert AlertEpisode.objects.filter(report=outcomes[0].session).count() == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_deliveries_of_one_resolve_close_the_episode_once():
+    if connection.vendor != "postgresql":
+        pytest.skip("the race needs PostgreSQL's concurrent writers")
+    AlertEpisode.objects.create(
+        fingerprint="c0ffee0000000001", starts_at="2026-11-29T06:35:00Z", state="firing", alert_name="X"
+    )
+    payload = notification(checkout(status="resolved"))
+
+    def receive():
+        serializer = AlertmanagerNotificationSerializer(data=payload)
+        serializer.is_valid(raise_exception=True)
+        return alertmanager_notification_receive(notification=serializer.validated_data)
+
+    outcomes = run_concurrently(receive, threads=4)
+
+    assert sorted(o.resolved for o in outcomes) == [0, 0, 0, 1]
+    assert AlertEpisode.objects.get().state == "resolved"

@@ -1,0 +1,150 @@
+"""The real Debian Alertmanager posting to the webhook of the live test server (contracts §13).
+
+Prometheus rules fire, resolve and fire again; Alertmanager groups, re-sends and resolves them
+as in production; the django-q2 tasks the webhook queues run from the ORM broker as a worker
+would; a local receiver stands in for DIAGNOSIS_NOTIFY_URL.
+"""
+
+import re
+
+import httpx2
+import pytest
+from django.core.cache import cache
+from django.utils.module_loading import import_string
+from django_q.brokers import get_broker
+from django_q.signing import SignedPackage
+
+from aiops.models import AlertEpisode
+from diagnosis.models import DiagnosisSession
+from tests.integration.alerting import alerting_start, wait_until
+from tests.integration.stack import missing_binaries
+from tests.notify_receiver import NotifyReceiver
+
+pytestmark = pytest.mark.integration
+
+TOKEN = "live-alertmanager-token"
+Status = DiagnosisSession.Status
+VERDICTS = {"PASS", "LOW_CONFID", "REJECT"}
+
+
+def run_queued() -> None:
+    """Take each queued task off the ORM broker and run it, as the django-q2 cluster would."""
+    broker = get_broker()
+    while tasks := broker.dequeue():
+        for ack_id, package in tasks:
+            task = SignedPackage.loads(package)
+            import_string(task["func"])(*task["args"], **task["kwargs"])
+            broker.acknowledge(ack_id)
+
+
+@pytest.fixture
+def receiver():
+    with NotifyReceiver() as receiver:
+        yield receiver
+
+
+@pytest.fixture
+def alerting(live_server, tmp_path, settings, receiver):
+    missing = missing_binaries()
+    if missing:
+        pytest.fail(f"Debian packages missing: {', '.join(missing)} (`make test` installs them)")
+    cache.clear()
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {
+        "ENGINE": "rules",
+        "ALERTMANAGER_TOKEN": TOKEN,
+        "NOTIFY_URL": receiver.url,
+        "PUBLIC_URL": live_server.url,
+    }
+    running = alerting_start(tmp_path, webhook_url=f"{live_server.url}/api/alertmanager/webhook", token=TOKEN)
+    yield running
+    running.stop()
+
+
+def episodes(alert_name: str) -> list[AlertEpisode]:
+    return list(
+        AlertEpisode.objects.filter(alert_name=alert_name).select_related("report").order_by("starts_at")
+    )
+
+
+def reports_completed(*alert_names: str, count: int = 1):
+    def condition() -> bool:
+        found = [episodes(name) for name in alert_names]
+        return all(
+            len(eps) >= count and all(e.report and e.report.status == Status.COMPLETED for e in eps[:count])
+            for eps in found
+        )
+
+    condition.__doc__ = f"{count} completed report(s) for each of {alert_names}"
+    return condition
+
+
+def webhook_notifications(alerting) -> float:
+    metrics = httpx2.get(f"{alerting.stack.alertmanager_url}/metrics", timeout=5).text
+    return sum(
+        float(m[1])
+        for m in re.finditer(
+            r'^alertmanager_notifications_total\{integration="webhook"\} (\S+)', metrics, re.M
+        )
+    )
+
+
+def test_real_alertmanager_notices_become_one_analysis_per_episode(alerting, receiver):
+    # Both rules fire: each episode is analysed by one report, a label value with a space included.
+    wait_until(reports_completed("CheckoutErrorsHigh", "NodeLoadPresent"), timeout=90, between=run_queued)
+    [checkout] = episodes("CheckoutErrorsHigh")
+    [node] = episodes("NodeLoadPresent")
+    assert checkout.labels["service"] == "Checkout API" and checkout.state == "firing"
+    checkout_child = checkout.report.children.get()
+    assert checkout_child.query.startswith("只确认 Checkout API 是否存在 CheckoutErrorsHigh 告警（instance=")
+    node_child = node.report.children.get()
+    assert re.fullmatch(
+        r'只确认 node 是否存在 NodeLoadPresent 告警（instance="127\.0\.0\.1:\d+"，job="node"），并给出相关证据',
+        node_child.query,
+    )
+    lookup = checkout.report.tool_invocations.get(tool_name="lookup_knowledge")
+    assert lookup.input == {"query": "CheckoutErrorsHigh"}
+
+    # The receiver got version "1" JSON for each completed report, with each alert's verdict.
+    completed = receiver.wait_for(lambda got: len(got) >= 2, timeout=30)
+    bodies = {body["report_id"]: body for body in (r.body for r in completed)}
+    assert set(bodies) == {checkout.report.session_id, node.report.session_id}
+    for body in bodies.values():
+        assert (body["version"], body["status"]) == ("1", "completed")
+        [item] = body["alerts"]
+        assert item["verdict"] in VERDICTS and item["output_type"] and item["summary"]
+        assert item["session_url"].startswith(f"{alerting_url(body)}/c/")
+    assert bodies[checkout.report.session_id]["alerts"][0]["labels"]["service"] == "Checkout API"
+
+    # Alertmanager re-sends the firing groups (repeat_interval 3s): nothing new is analysed.
+    sent = webhook_notifications(alerting)
+    wait_until(lambda: webhook_notifications(alerting) >= sent + 2, timeout=30, between=run_queued)
+    assert DiagnosisSession.objects.filter(parent__isnull=True).count() == 2
+
+    # The checkout rule resolves: its episode is closed on its report, no analysis starts.
+    alerting.checkout_errors(0)
+    wait_until(lambda: episodes("CheckoutErrorsHigh")[0].state == "resolved", timeout=60, between=run_queued)
+    [closed] = episodes("CheckoutErrorsHigh")
+    assert closed.ends_at is not None and closed.report_id == checkout.report_id
+    report = DiagnosisSession.objects.get(pk=checkout.report_id)
+    assert report.alert_scope["alerts"][0]["state"] == "resolved"
+    assert "resolved（恢复于" in report.answer
+    assert DiagnosisSession.objects.filter(parent__isnull=True).count() == 2
+    resolved = receiver.wait_for(lambda got: any(r.body["status"] == "resolved" for r in got), timeout=30)
+    [notice] = [r.body for r in resolved if r.body["status"] == "resolved"]
+    assert notice["report_id"] == report.session_id
+    assert notice["alerts"][0]["state"] == "resolved" and notice["alerts"][0]["verdict"] in VERDICTS
+
+    # It fires again: a new startsAt is a new episode, analysed by a report of its own.
+    alerting.checkout_errors(1)
+    wait_until(reports_completed("CheckoutErrorsHigh", count=2), timeout=90, between=run_queued)
+    first, again = episodes("CheckoutErrorsHigh")
+    assert first.fingerprint == again.fingerprint and again.starts_at > first.starts_at
+    assert again.report_id not in (first.report_id, node.report_id)
+    # One analysis per episode, whatever Alertmanager re-sent meanwhile.
+    for episode in AlertEpisode.objects.all():
+        assert episode.report.children.count() == 1
+    assert DiagnosisSession.objects.filter(parent__isnull=True).count() == AlertEpisode.objects.count() == 3
+
+
+def alerting_url(body: dict) -> str:
+    return body["url"].split("/c/")[0]
