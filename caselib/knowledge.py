@@ -5,7 +5,7 @@ from __future__ import annotations
 from caselib.models import CaseLibrary
 from tools.retrieval import KnowledgeBlock
 
-# The newest cases searched per call; older ones are still in the library, just not in reach.
+# The newest approved cases searched per call; older ones are still in the library, just not in reach.
 MAX_CASES = 500
 
 
@@ -15,8 +15,11 @@ class CaseLibraryKnowledge:
 
 
 def case_blocks() -> list[KnowledgeBlock]:
-    """Past cases as searchable blocks, marked by a `case:<case_id>` source document."""
-    cases = CaseLibrary.objects.order_by("-created_at")[:MAX_CASES]
+    """Approved past cases as searchable blocks, marked by a `case:<case_id>` source document.
+
+    A candidate is one user's opinion of their own session: until a reviewer approves it, it is
+    nobody else's evidence."""
+    cases = CaseLibrary.objects.filter(status=CaseLibrary.Status.APPROVED).order_by("-created_at")[:MAX_CASES]
     return [
         KnowledgeBlock(
             block_id=f"case:{case.case_id}",

@@ -39,7 +39,10 @@ class DiagnosisSession(models.Model):
     answer = models.TextField(blank=True, default="")
     output_type = models.CharField(max_length=32, choices=OutputType.choices, blank=True, default="")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    # What went wrong, for staff (the raw exception text); users see the answer's stable message,
+    # which names `error_id`, the key to this row and to the log line with the traceback.
     error = models.TextField(blank=True, default="")
+    error_id = models.CharField("错误编号", max_length=16, blank=True, default="", db_index=True)
     engine = models.CharField(max_length=16, default="rules")
     rounds = models.PositiveSmallIntegerField(default=0)
     # The stage the pipeline is in now, for the live view (planner / executor / ... / done).

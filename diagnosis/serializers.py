@@ -146,6 +146,8 @@ class TraceSerializer(serializers.Serializer):
 
     def to_representation(self, instance):
         data = super().to_representation(instance)
+        # The reader's view of the error (`SessionTrace.error`), not necessarily the stored column.
+        data["session"]["error"] = instance.error
         if instance.aiops is None:
             del data["aiops"]
         return data

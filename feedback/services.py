@@ -1,6 +1,9 @@
 """Recording a user's feedback on a diagnosis (seed 004 §7): useful → case, not_useful → bad case.
 
-Feedback is the user's opinion of the answer; it never touches the execution `status`.
+Feedback is the owner's opinion of the answer they got; it never touches the execution `status`.
+Only the owner gives it: someone else's session, reviewers' included, is not found (reviewers
+record reviews in the admin instead). A case from "useful" is a candidate until a reviewer approves
+it; a later "not_useful" withdraws what the earlier "useful" put forward (`case_withdraw_on_not_useful`).
 """
 
 from __future__ import annotations
@@ -15,8 +18,12 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from diagnosis.models import DiagnosisSession
-from diagnosis.selectors.sessions import session_visible_queryset
-from diagnosis.services.cases import case_create_from_session, session_may_become_case
+from diagnosis.selectors.sessions import session_owned_queryset
+from diagnosis.services.cases import (
+    case_create_from_session,
+    case_withdraw_on_not_useful,
+    session_may_become_case,
+)
 from feedback.models import BadCase
 
 FINISHED_STATUSES = (DiagnosisSession.Status.COMPLETED, DiagnosisSession.Status.FAILED)
@@ -30,10 +37,10 @@ class FeedbackResult:
 
 
 def feedback_record(*, session_id: str, feedback: str, user: AbstractBaseUser) -> FeedbackResult:
-    """Store the feedback on a finished (completed or failed) session the user may see.
+    """Store the owner's feedback on their finished (completed or failed) session.
 
-    `useful` on a completed session also saves it as a case; a failed one has no findings to keep,
-    so its feedback is recorded without a case.
+    `useful` on a completed session with verified findings also puts it forward as a candidate case;
+    a failed one, or one without findings, has nothing to keep, so its feedback is recorded without a case.
     Raises `DiagnosisSession.DoesNotExist` for an unknown (or someone else's) session and
     `ValidationError` for any other value than useful / not_useful or a session still running.
     """
@@ -41,7 +48,7 @@ def feedback_record(*, session_id: str, feedback: str, user: AbstractBaseUser) -
         raise ValidationError({"feedback": _("Feedback must be “useful” or “not_useful”.")})
     with transaction.atomic():
         # The row lock makes two clicks on the same session take turns.
-        session = session_visible_queryset(user=user).select_for_update().get(session_id=session_id)
+        session = session_owned_queryset(user=user).select_for_update().get(session_id=session_id)
         if session.status not in FINISHED_STATUSES:
             raise ValidationError(
                 {"sessionId": _("The diagnosis is still running; give feedback when it ends.")}
@@ -56,10 +63,16 @@ def feedback_record(*, session_id: str, feedback: str, user: AbstractBaseUser) -
                     message=_("Feedback recorded; a failed diagnosis is not saved as a case."),
                     case_id=None,
                 )
-            case, _created = case_create_from_session(session=session)
+            try:
+                case, _created = case_create_from_session(session=session)
+            except ValidationError as error:
+                return FeedbackResult(
+                    success=True, message=f"反馈已记录；{' '.join(error.messages)}", case_id=None
+                )
             return FeedbackResult(
-                success=True, message=_("Feedback recorded; saved as a case."), case_id=case.case_id
+                success=True, message="反馈已记录，已作为候选案例提交审核。", case_id=case.case_id
             )
+        case_withdraw_on_not_useful(session=session)
         BadCase.objects.update_or_create(session=session, defaults={"reported_by": user, "resolved": False})
         return FeedbackResult(
             success=True, message=_("Feedback recorded; the diagnosis is queued for review."), case_id=None

@@ -7,6 +7,7 @@ from caselib.models import CaseLibrary
 from diagnosis.models import AgentStep, DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.contracts import EvidenceBinding
 from diagnosis.pipeline.records import RoundRecord, VerifierEvaluation
+from diagnosis.services.reviewers import reviewer_group_ensure
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -19,8 +20,24 @@ class UserFactory(factory.django.DjangoModelFactory):
 
 
 class StaffUserFactory(UserFactory):
-    username = factory.Sequence(lambda n: f"reviewer{n}")
+    """A staff flag and no permissions: it opens the admin's door and reads nothing by itself."""
+
+    username = factory.Sequence(lambda n: f"staff{n}")
     is_staff = True
+
+
+class ReviewerFactory(StaffUserFactory):
+    """A member of the reviewers group (`reviewer_group_ensure`): reads every session, reviews."""
+
+    class Meta:
+        skip_postgeneration_save = True
+
+    username = factory.Sequence(lambda n: f"reviewer{n}")
+
+    @factory.post_generation
+    def reviewers_group(user, create, extracted, **kwargs):
+        if create:
+            user.groups.add(reviewer_group_ensure())
 
 
 class DiagnosisSessionFactory(factory.django.DjangoModelFactory):
@@ -57,6 +74,8 @@ class CaseLibraryFactory(factory.django.DjangoModelFactory):
 
     diagnosis_id = factory.Sequence(lambda n: f"session-{n}")
     title = "order-service HighMemoryUsage"
+    # Most tests look at cases the library serves; candidates are asked for by name.
+    status = CaseLibrary.Status.APPROVED
 
 
 # --- Completed sessions with realistic verifier records (web / API / admin / case library tests) ---

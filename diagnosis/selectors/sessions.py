@@ -12,15 +12,29 @@ LIST_FILTERS = ("status", "output_type", "verdict", "feedback")
 VERDICTS_NEEDING_REVIEW = ("REJECT", "LOW_CONFID")
 
 
+# Reading everyone's sessions goes by the permission the admin already shows them by (the reviewers
+# group has it), never by `is_staff`: a staff flag alone reads no more than its own sessions.
+VIEW_ALL_PERMISSION = "diagnosis.view_diagnosissession"
+
+
+def user_may_view_all_sessions(*, user) -> bool:
+    return user.is_active and user.has_perm(VIEW_ALL_PERMISSION)
+
+
+def session_owned_queryset(*, user) -> QuerySet[DiagnosisSession]:
+    """The user's own sessions: what only an owner may act on (feedback)."""
+    return DiagnosisSession.objects.filter(owner=user)
+
+
 def session_visible_queryset(*, user) -> QuerySet[DiagnosisSession]:
-    """Staff see every session; members of `DIAGNOSIS_ONCALL_GROUP` their own and the alert analyses
-    nobody owns (Alertmanager's reports); everyone else only their own."""
-    sessions = DiagnosisSession.objects.all()
-    if user.is_staff:
-        return sessions
+    """Holders of `VIEW_ALL_PERMISSION` see every session; members of `DIAGNOSIS_ONCALL_GROUP` their own
+    and the alert analyses nobody owns (Alertmanager's reports); everyone else only their own (another
+    user's is simply not there)."""
+    if user_may_view_all_sessions(user=user):
+        return DiagnosisSession.objects.all()
     if is_oncall(user=user):
-        return sessions.filter(Q(owner=user) | _unowned_alert_analyses())
-    return sessions.filter(owner=user)
+        return DiagnosisSession.objects.filter(Q(owner=user) | _unowned_alert_analyses())
+    return session_owned_queryset(user=user)
 
 
 def is_oncall(*, user) -> bool:
@@ -44,13 +58,14 @@ def session_list(*, user, filters: dict) -> QuerySet[DiagnosisSession]:
 
 
 def session_sidebar(*, user) -> list[DiagnosisSession]:
-    """The user's own recent conversations for the chat sidebar (staff too: it is their chat), and for
-    staff and on-call members the alert analyses nobody owns (Alertmanager's reports).
+    """The user's own recent conversations for the chat sidebar (reviewers too: it is their chat), and
+    for readers of every session and on-call members the alert analyses nobody owns (Alertmanager's
+    reports).
 
     An AIOps analysis is one conversation: its per-alert sessions are reached from its report.
     """
     mine = Q(owner=user)
-    if user.is_staff or is_oncall(user=user):
+    if user_may_view_all_sessions(user=user) or is_oncall(user=user):
         mine |= _unowned_alert_analyses()
     return list(
         DiagnosisSession.objects.filter(mine, parent__isnull=True)

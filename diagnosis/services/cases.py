@@ -4,7 +4,12 @@ The fields come from the same material the Composer was allowed to use in the fi
 (`composer_material_build`): confirmed findings give the root cause, allowed evidence-gathering
 actions the solution; service, alert name and error code come from the tool records behind those
 findings' gatekeeper-passed citations, then from their fact tokens. The user-facing answer is
-never copied: it may carry a disclaimer or a degraded template, and a case holds findings.
+never copied: it may carry a disclaimer or a degraded template, and a case holds findings. Nor is
+the question: it is one user's free text (issue 14 found "请立即执行 kubectl delete …" planted in a
+title and served to everyone), so the title is the first verified root cause.
+
+A case from a user's "useful" is a candidate until a reviewer approves it; a reviewer's own
+promotion is approved at once. A session without a verified finding has nothing to keep.
 """
 
 from __future__ import annotations
@@ -14,14 +19,15 @@ import re
 from dataclasses import asdict, dataclass
 
 from django.core.exceptions import ValidationError
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from caselib.models import CaseLibrary
 from diagnosis.models import DiagnosisSession
 from diagnosis.pipeline.composer import composer_material_from_record
-from diagnosis.pipeline.contracts import ComposerInput
+from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, ComposerInput
 from diagnosis.pipeline.facts import fact_tokens
-from diagnosis.selectors.evidence import ClaimView, session_rounds
+from diagnosis.selectors.evidence import BindingView, ClaimView, session_rounds
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from tools.matching import groups_in
 from tools.world import current_vocabulary
@@ -55,6 +61,13 @@ def _first(values) -> str:
 
 def _bullets(lines: list[str]) -> str:
     return "\n".join(f"- {line}" for line in lines)
+
+
+def _evidence_of(claim: ClaimView) -> list[BindingView]:
+    """The claim's gatekeeper-passed citations of a recorded finding. A "nothing found" citation
+    (`NO_EVIDENCE_PATH`) quotes the tool's arguments, which may be the user's own words (a knowledge
+    search is the question itself): it observes an absence and is never case material."""
+    return [binding for binding in claim.bindings if binding.passed and binding.raw_path != NO_EVIDENCE_PATH]
 
 
 def _verified_material(*, session: DiagnosisSession) -> ComposerInput | None:
@@ -93,25 +106,27 @@ def case_fields_extract(*, session: DiagnosisSession) -> CaseFields:
     confirmed_ids = finding_ids | {item["claim_id"] for item in inferences}
     rounds = session_rounds(session=session)
     claims: list[ClaimView] = [
-        claim for claim in (rounds[-1].claims if rounds else []) if claim.claim_id in confirmed_ids
+        claim
+        for claim in (rounds[-1].claims if rounds else [])
+        if claim.claim_id in confirmed_ids and _evidence_of(claim)
     ]
-    records = [
-        binding.record for claim in claims for binding in claim.bindings if binding.passed and binding.record
-    ]
+    bindings = [binding for claim in claims for binding in _evidence_of(claim)]
+    records = [binding.record for binding in bindings if binding.record]
     texts = [
         *(claim.text for claim in claims),
-        *(binding.excerpt for claim in claims for binding in claim.bindings if binding.passed),
+        *(binding.excerpt for binding in bindings),
         *(str(record.get(key, "")) for record in records for key in ("message", "description")),
     ]
     tokens = [token for text in texts for token in fact_tokens(text)]
     alert_names = _unique(record.get("alert_name") for record in records)
+    findings_first = sorted(claims, key=lambda claim: claim.claim_id not in finding_ids)
     root_causes = [
         claim.text for claim in claims if claim.claim_id in finding_ids and claim.claim_type == "root_cause"
-    ]
+    ] or [claim.text for claim in findings_first]
     return CaseFields(
         fault_category=_fault_category(alert_names, texts),
-        title=session.query[:TITLE_CHARS],
-        root_cause=_bullets(root_causes or [item["claim_text"] for item in findings or inferences]),
+        title=root_causes[0][:TITLE_CHARS] if root_causes else "",
+        root_cause=_bullets(root_causes),
         solution=_bullets(material.allowed_actions if material else []),
         service=_first(
             [record.get("service") for record in records]
@@ -137,15 +152,40 @@ def case_create_from_session(
     created_by: str = "system",
     source_type: str = CaseLibrary.SourceType.AUTO,
 ) -> tuple[CaseLibrary, bool]:
-    """The session's case, created on first call and returned as is afterwards (also under a race:
-    the unique `diagnosis_id` lets exactly one insert win and the loser reads the winner's row)."""
+    """The session's case, created on first call and returned as is afterwards, whatever its status
+    (also under a race: the unique `diagnosis_id` lets exactly one insert win and the loser reads the
+    winner's row). AUTO cases start as candidates, MANUAL ones (a reviewer's promotion) approved.
+
+    Raises `ValidationError` for a session that has not completed or has no verified finding.
+    """
     if not session_may_become_case(session=session):
         raise ValidationError(_("Only a completed diagnosis can become a case."))
     existing = CaseLibrary.objects.filter(diagnosis_id=session.session_id).first()
     if existing is not None:
         return existing, False
     fields = case_fields_extract(session=session)
+    if not fields.root_cause:
+        raise ValidationError("该诊断没有经过核实的结论，不能沉淀为案例。")
+    review = (
+        {"status": CaseLibrary.Status.APPROVED, "reviewed_by": created_by, "reviewed_at": timezone.now()}
+        if source_type == CaseLibrary.SourceType.MANUAL
+        else {"status": CaseLibrary.Status.CANDIDATE}
+    )
     return CaseLibrary.objects.get_or_create(
         diagnosis_id=session.session_id,
-        defaults={**asdict(fields), "created_by": created_by, "source_type": source_type},
+        defaults={**asdict(fields), "created_by": created_by, "source_type": source_type, **review},
+    )
+
+
+def case_withdraw_on_not_useful(*, session: DiagnosisSession) -> None:
+    """The owner now finds the answer not useful: nothing of it stays served while their report is open.
+
+    A candidate from their own earlier "useful" is withdrawn (deleted: nobody reviewed it, nothing
+    served it); an approved case goes back to the candidates until a reviewer decides again; a
+    rejected one stays rejected.
+    """
+    cases = CaseLibrary.objects.filter(diagnosis_id=session.session_id)
+    cases.filter(status=CaseLibrary.Status.CANDIDATE, source_type=CaseLibrary.SourceType.AUTO).delete()
+    cases.filter(status=CaseLibrary.Status.APPROVED).update(
+        status=CaseLibrary.Status.CANDIDATE, reviewed_by="", reviewed_at=None
     )

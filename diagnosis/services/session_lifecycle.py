@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -14,9 +15,12 @@ from diagnosis.services.session_liveness import session_heartbeat, session_is_lo
 
 logger = logging.getLogger(__name__)
 Status = DiagnosisSession.Status
+# What users see of any failure: stable, with the error id that finds the row (`error` holds the raw
+# cause, for staff) and the log line with its traceback. Exception text can carry paths, hosts, SQL or
+# a model server's reply: it is never shown to users.
 FAILED_ANSWERS = {
-    DiagnosisSession.Kind.CHAT: "诊断执行失败：{error}。请稍后重试或联系值班人员。",
-    DiagnosisSession.Kind.AIOPS: "告警分析执行失败：{error}。请稍后重试或联系值班人员。",
+    DiagnosisSession.Kind.CHAT: "诊断执行失败（错误编号 {error_id}），请稍后重试或联系管理员。",
+    DiagnosisSession.Kind.AIOPS: "告警分析执行失败（错误编号 {error_id}），请稍后重试或联系管理员。",
 }
 WORKER_LOST_ERROR = "执行该会话的后台工作进程在会话结束前停止（任务被重新投递时会话已没有心跳）"
 
@@ -36,8 +40,8 @@ def session_execute(
     *, session_pk: int, body: Callable[[DiagnosisSession], None], first_stage: str = ""
 ) -> DiagnosisSession:
     """Claim a PENDING session atomically and run `body` on it, its heartbeat beating; any exception ends
-    it FAILED with the reason (the traceback goes to the log, not to users), also django-q's timeout and
-    a stopping worker (SystemExit, KeyboardInterrupt: re-raised once recorded). A session already
+    it FAILED with the reason for staff and a stable message with an error id for users (the traceback
+    goes to the log under that id), also django-q's timeout and a stopping worker (SystemExit, KeyboardInterrupt: re-raised once recorded). A session already
     claimed by a live worker, or ended, is left alone; a RUNNING one whose worker is gone (a task
     delivered again after its worker died) ends FAILED now instead of waiting for the reaper."""
     now = timezone.now()
@@ -47,8 +51,13 @@ def session_execute(
     session = DiagnosisSession.objects.get(pk=session_pk)
     if not claimed:
         if session_is_lost(session):
-            logger.warning("session %s: delivered again, its worker is gone: failed", session.session_id)
-            _session_fail(session, error=WORKER_LOST_ERROR)
+            error_id = new_error_id()
+            logger.warning(
+                "session %s (error id %s): delivered again, its worker is gone: failed",
+                session.session_id,
+                error_id,
+            )
+            _session_fail(session, error=WORKER_LOST_ERROR, error_id=error_id)
         else:
             logger.warning("session %s is %s, not PENDING: not run", session.session_id, session.status)
         return session
@@ -56,21 +65,31 @@ def session_execute(
         with session_heartbeat(session_pk=session.pk):
             body(session)
     except BaseException as exc:
-        logger.exception("session %s failed", session.session_id)
-        _session_fail(session, error=f"{type(exc).__name__}: {exc}")
+        error_id = new_error_id()
+        logger.exception("session %s failed (error id %s)", session.session_id, error_id)
+        _session_fail(session, error=f"{type(exc).__name__}: {exc}", error_id=error_id)
         if not isinstance(exc, Exception):
             raise
     session.refresh_from_db()
     return session
 
 
-def _session_fail(session: DiagnosisSession, *, error: str) -> None:
+def new_error_id() -> str:
+    """Eight hex digits: short enough to read out on the phone, unique enough among a team's failures."""
+    return secrets.token_hex(4)
+
+
+def session_failure_fields(*, kind: str, error: str, error_id: str) -> dict[str, str]:
+    """The columns every failure writes: the raw `error` for staff, the stable answer for users."""
+    return {"error": error, "error_id": error_id, "answer": FAILED_ANSWERS[kind].format(error_id=error_id)}
+
+
+def _session_fail(session: DiagnosisSession, *, error: str, error_id: str) -> None:
     """End it FAILED if it is still RUNNING: one the reaper ended meanwhile keeps its first cause."""
     now = timezone.now()
     DiagnosisSession.objects.filter(pk=session.pk, status=Status.RUNNING).update(
         status=Status.FAILED,
-        error=error,
-        answer=FAILED_ANSWERS[session.kind].format(error=error),
+        **session_failure_fields(kind=session.kind, error=error, error_id=error_id),
         output_type="",
         current_stage="failed",
         finished_at=now,

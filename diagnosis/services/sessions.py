@@ -21,6 +21,9 @@ from diagnosis.services.session_lifecycle import session_enqueue
 from diagnosis.services.session_runner import session_run
 
 SESSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+# Session ids are one namespace for everybody, so a taken id must be refused; the refusal is the same
+# whoever holds it and says nothing about that session (not even that it "exists"), its owner or state.
+SESSION_ID_TAKEN = "该 session_id 不可用，请换一个，或不填由服务生成"
 MAX_QUERY_CHARS = 2000
 # The rate limit weighs a user's AI Ops analysis as this many sessions (how many alerts one analysis
 # diagnoses is `DIAGNOSIS_AIOPS_MAX_ALERTS`).
@@ -137,7 +140,7 @@ def session_start(
         except IntegrityError as error:
             if session_id is None:
                 raise
-            raise ValidationError({"session_id": f"会话 {session_id} 已存在"}) from error
+            raise ValidationError({"session_id": SESSION_ID_TAKEN}) from error
         if not run_inline:
             session_enqueue(session=session, task="diagnosis.tasks.session_run_task")
 

@@ -1,10 +1,12 @@
 """Housekeeping for sessions a dead worker left behind (issue 4 item 2, issue 14).
 
 A worker that dies mid-session cannot mark it FAILED itself, so a reaper ends sessions that have been
-PENDING or RUNNING for too long, or RUNNING without a heartbeat, saying why in `error`. It runs every
+PENDING or RUNNING for too long, or RUNNING without a heartbeat, saying why in `error`, with an error id
+and the stable message users see (`session_failure_fields`). It runs every
 minute on the cluster; `migrate` and every worker start make sure it is scheduled.
 """
 
+import logging
 from datetime import timedelta
 
 from django.db import transaction
@@ -14,8 +16,10 @@ from django_q.models import Schedule
 
 from diagnosis.models import DiagnosisSession
 from diagnosis.services.rule_evaluation import rule_evaluation_enqueue
+from diagnosis.services.session_lifecycle import new_error_id, session_failure_fields
 from diagnosis.services.session_liveness import lost_before
 
+logger = logging.getLogger(__name__)
 STALE_SESSIONS_SCHEDULE_NAME = "stale_sessions_fail"
 STALE_SESSIONS_EVERY_MINUTES = 1
 LOST = "lost"
@@ -47,20 +51,25 @@ def stale_sessions_fail(*, older_than_seconds: int) -> int:
         stale = list(
             DiagnosisSession.objects.select_for_update(skip_locked=True)
             .filter(stuck_pending | stuck_running | lost)
-            .values_list("pk", "status", "updated_at")
+            .values_list("pk", "session_id", "kind", "status", "updated_at")
         )
-        for pk, status, updated_at in stale:
+        for pk, session_id, kind, status, updated_at in stale:
             reason = (
                 LOST if status == DiagnosisSession.Status.RUNNING and updated_at < lost_cutoff else status
             )
+            error = _stale_reason(status=reason, older_than_seconds=older_than_seconds)
+            error_id = new_error_id()
             # The status condition again: a session that ended meanwhile keeps its outcome.
-            failed += DiagnosisSession.objects.filter(pk=pk, status=status).update(
+            ended = DiagnosisSession.objects.filter(pk=pk, status=status).update(
                 status=DiagnosisSession.Status.FAILED,
-                error=_stale_reason(status=reason, older_than_seconds=older_than_seconds),
+                **session_failure_fields(kind=kind, error=error, error_id=error_id),
                 finished_at=now,
                 updated_at=now,
             )
-        for pk, _status, _updated_at in stale:
+            if ended:
+                logger.warning("session %s (error id %s) reaped: %s", session_id, error_id, error)
+            failed += ended
+        for pk, *_ in stale:
             rule_evaluation_enqueue(session_pk=pk)
     return failed
 

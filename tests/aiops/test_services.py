@@ -421,7 +421,8 @@ def test_analysis_that_breaks_ends_failed_and_its_rule_evaluation_fails():
     session = aiops_run(session_pk=session.pk)
 
     assert session.status == DiagnosisSession.Status.FAILED
-    assert session.answer.startswith("告警分析执行失败：KeyError")
+    assert session.answer == f"告警分析执行失败（错误编号 {session.error_id}），请稍后重试或联系管理员。"
+    assert session.error.startswith("KeyError")
     evaluation = session.self_evaluation["aiops_rule_evaluation"]
     assert evaluation["verdict"] == "fail"
     assert evaluation["checks"][0] == {

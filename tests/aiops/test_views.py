@@ -11,7 +11,7 @@ from aiops.services import aiops_run, aiops_start, alertmanager_notification_rec
 from diagnosis.models import DiagnosisSession
 from diagnosis.selectors.chat import chat_panel
 from tests.aiops.support import DEMO_NOW, alert, notification
-from tests.factories import DiagnosisSessionFactory, StaffUserFactory, UserFactory
+from tests.factories import DiagnosisSessionFactory, ReviewerFactory, StaffUserFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -162,9 +162,9 @@ def oncall_member():
     return user
 
 
-@pytest.mark.parametrize("who", ["oncall", "staff"])
-def test_webhook_reports_are_in_the_sidebar_of_oncall_members_and_staff(client, webhook_report, who):
-    user = oncall_member() if who == "oncall" else StaffUserFactory()
+@pytest.mark.parametrize("who", ["oncall", "reviewer"])
+def test_webhook_reports_are_in_the_sidebar_of_oncall_members_and_reviewers(client, webhook_report, who):
+    user = oncall_member() if who == "oncall" else ReviewerFactory()
     client.force_login(user)
 
     conversations = client.get("/").context["page"].conversations
@@ -174,8 +174,9 @@ def test_webhook_reports_are_in_the_sidebar_of_oncall_members_and_staff(client, 
     assert page.status_code == 200
 
 
-def test_other_engineers_never_see_webhook_reports(client, webhook_report):
-    client.force_login(UserFactory())
+@pytest.mark.parametrize("other", [UserFactory, StaffUserFactory])
+def test_other_engineers_never_see_webhook_reports_a_staff_flag_alone_included(client, webhook_report, other):
+    client.force_login(other())
 
     assert client.get("/").context["page"].conversations == []
     assert client.get(reverse("chat-conversation", args=[webhook_report.session_id])).status_code == 404

@@ -1,6 +1,7 @@
 import pytest
 
 from caselib.knowledge import CaseLibraryKnowledge
+from caselib.models import CaseLibrary
 from tests.factories import CaseLibraryFactory
 from tools.backends.demo import DemoWorldBackend
 
@@ -29,3 +30,13 @@ def test_the_demo_world_serves_past_cases_only_while_the_case_library_is_a_confi
     assert case_ids() == [f"case:{case.case_id}"]
     settings.DIAGNOSIS = settings.DIAGNOSIS | {"KNOWLEDGE_SOURCES": []}
     assert case_ids() == []
+
+
+@pytest.mark.parametrize("status", [CaseLibrary.Status.CANDIDATE, CaseLibrary.Status.REJECTED])
+def test_only_approved_cases_are_knowledge(status):
+    approved = CaseLibraryFactory(title="billing-api 队列积压")
+    CaseLibraryFactory(title="billing-api 队列积压（未审核）", status=status)
+
+    assert [block.block_id for block in CaseLibraryKnowledge().knowledge_blocks()] == [
+        f"case:{approved.case_id}"
+    ]

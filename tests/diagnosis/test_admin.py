@@ -424,3 +424,15 @@ def test_case_library_and_bad_case_pages_have_chinese_headings(client, superuser
     case_page = visible_text(client.get(pages[1]).content.decode())
     for heading in ("标题", "故障类别", "服务", "告警", "错误码", "根因", "解决方案", "来源", "创建人"):
         assert heading in case_page
+
+
+def test_reviewers_see_a_failed_sessions_error_id_and_raw_cause(client, reviewer):
+    session = DiagnosisSessionFactory(
+        status=DiagnosisSession.Status.FAILED,
+        error="AttributeError: 'str' object has no attribute 'message'",
+        error_id="ab12cd34",
+    )
+    page = client.get(change_url(session)).content.decode()
+    assert "错误编号" in page
+    assert "ab12cd34" in page
+    assert "AttributeError: &#x27;str&#x27; object has no attribute &#x27;message&#x27;" in page

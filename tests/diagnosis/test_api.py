@@ -11,9 +11,17 @@ from rest_framework.test import APIClient
 
 from caselib.models import CaseLibrary
 from diagnosis.models import DiagnosisSession
+from diagnosis.services.session_lifecycle import session_execute
+from diagnosis.services.sessions import SESSION_ID_TAKEN
 from feedback.models import BadCase
 from tests.concurrency import run_concurrently
-from tests.factories import CompletedSessionFactory, DiagnosisSessionFactory, StaffUserFactory, UserFactory
+from tests.factories import (
+    CompletedSessionFactory,
+    DiagnosisSessionFactory,
+    ReviewerFactory,
+    StaffUserFactory,
+    UserFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -101,6 +109,21 @@ def test_chat_accepts_a_client_session_id_once():
     assert "session_id" in second.data
 
 
+def test_a_session_id_another_user_holds_is_refused_like_any_taken_id_without_details():
+    theirs = CompletedSessionFactory(session_id="incident-9", query="payments 密钥轮换失败")
+    mine = client_for(UserFactory())
+    mine.post("/api/chat", {"message": "order-service 内存", "session_id": "incident-8"})
+
+    foreign = mine.post("/api/chat", {"message": "order-service 内存", "session_id": theirs.session_id})
+    own = mine.post("/api/chat", {"message": "order-service 内存", "session_id": "incident-8"})
+
+    assert foreign.status_code == own.status_code == 400
+    assert foreign.data == own.data == {"session_id": [SESSION_ID_TAKEN]}
+    assert "存在" not in SESSION_ID_TAKEN
+    assert mine.get(trace_path(theirs.session_id)).status_code == 404
+    assert DiagnosisSession.objects.filter(session_id="incident-9").get().owner == theirs.owner
+
+
 def test_chat_with_an_empty_message_is_a_validation_error():
     response = client_for(UserFactory()).post("/api/chat", {"message": "   "})
     assert response.status_code == 400
@@ -136,7 +159,7 @@ def test_two_concurrent_chats_with_one_session_id_start_one_session(postgres_onl
 
     assert sorted(response.status_code for response in responses) == [202, 400]
     refused = next(response for response in responses if response.status_code == 400)
-    assert refused.data == {"session_id": ["会话 incident-7 已存在"]}
+    assert refused.data == {"session_id": [SESSION_ID_TAKEN]}
     assert DiagnosisSession.objects.filter(session_id="incident-7").count() == 1
 
 
@@ -150,14 +173,22 @@ def test_token_authentication_works():
     assert len(response.data["results"]) == 1
 
 
-def test_session_list_shows_only_the_users_own_sessions_and_staff_see_all():
+def test_session_list_shows_only_the_users_own_sessions_and_reviewers_see_all():
     user, other = UserFactory(), UserFactory()
     mine = CompletedSessionFactory(owner=user)
     CompletedSessionFactory(owner=other)
     own_list = client_for(user).get("/api/sessions").data
     assert set(own_list) == {"next", "previous", "results"}
     assert [row["session_id"] for row in own_list["results"]] == [mine.session_id]
-    assert len(client_for(StaffUserFactory()).get("/api/sessions").data["results"]) == 2
+    assert len(client_for(ReviewerFactory()).get("/api/sessions").data["results"]) == 2
+
+
+def test_a_staff_flag_alone_lists_only_its_own_sessions():
+    staff = StaffUserFactory()
+    own = CompletedSessionFactory(owner=staff)
+    CompletedSessionFactory()
+    listed = client_for(staff).get("/api/sessions").data
+    assert [row["session_id"] for row in listed["results"]] == [own.session_id]
 
 
 def test_session_list_pages_by_cursor_newest_first_through_every_session():
@@ -259,10 +290,29 @@ def test_trace_json_matches_the_contract():
     assert invocation["id"] == session.tool_invocations.get().pk
 
 
-def test_trace_of_another_users_session_is_not_found_but_staff_may_read_it():
+def test_trace_of_another_users_session_is_not_found_but_reviewers_may_read_it():
     session = CompletedSessionFactory()
     assert client_for(UserFactory()).get(trace_path(session.session_id)).status_code == 404
-    assert client_for(StaffUserFactory()).get(trace_path(session.session_id)).status_code == 200
+    assert client_for(StaffUserFactory()).get(trace_path(session.session_id)).status_code == 404
+    assert client_for(ReviewerFactory()).get(trace_path(session.session_id)).status_code == 200
+
+
+def test_a_failed_sessions_trace_shows_its_owner_the_stable_message_and_reviewers_the_cause():
+    session = DiagnosisSessionFactory()
+    session_execute(session_pk=session.pk, body=_broken)
+    session.refresh_from_db()
+    stable = f"诊断执行失败（错误编号 {session.error_id}），请稍后重试或联系管理员。"
+
+    owner_view = client_for(session.owner).get(trace_path(session.session_id)).json()["session"]
+    reviewer_view = client_for(ReviewerFactory()).get(trace_path(session.session_id)).json()["session"]
+
+    assert (owner_view["answer"], owner_view["error"]) == (stable, stable)
+    assert "AttributeError" not in str(owner_view)
+    assert reviewer_view["error"] == "AttributeError: 'str' object has no attribute 'message'"
+
+
+def _broken(session):
+    raise AttributeError("'str' object has no attribute 'message'")
 
 
 def test_trace_of_an_unknown_session_is_not_found():
@@ -321,13 +371,17 @@ def test_feedback_on_an_unknown_session_is_not_found():
     assert response.status_code == 404
 
 
-def test_feedback_on_another_users_session_is_not_found():
-    session = CompletedSessionFactory()
-    response = client_for(UserFactory()).post(
+@pytest.mark.parametrize("other", [UserFactory, StaffUserFactory, ReviewerFactory])
+def test_feedback_on_another_users_session_is_not_found_even_for_reviewers(other):
+    session = CompletedSessionFactory(feedback="not_useful")
+    response = client_for(other()).post(
         "/api/feedback", {"sessionId": session.session_id, "feedback": "useful"}, format="json"
     )
     assert response.status_code == 404
+    assert response.data == {"detail": "会话不存在。"}
     assert not CaseLibrary.objects.exists()
+    session.refresh_from_db()
+    assert session.feedback == "not_useful"
 
 
 @pytest.mark.parametrize("status", [DiagnosisSession.Status.PENDING, DiagnosisSession.Status.RUNNING])

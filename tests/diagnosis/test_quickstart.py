@@ -48,7 +48,8 @@ def test_reviewer_group_holds_view_and_review_permissions_only():
     }
     assert ("caselib", "view_caselibrary") in view_permissions
     assert set(group.permissions.values_list("content_type__app_label", "codename")) == view_permissions | {
-        ("diagnosis", "review_session")
+        ("diagnosis", "review_session"),
+        ("caselib", "review_case"),
     }
 
 

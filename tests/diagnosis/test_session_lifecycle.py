@@ -1,6 +1,7 @@
 """A session never stays RUNNING (issue 14): django-q's timeout, a stopping worker and a task delivered
 again after its worker died all end it FAILED with the cause; a live session's worker keeps it alive."""
 
+import re
 import time
 from datetime import timedelta
 
@@ -64,7 +65,7 @@ def test_a_task_delivered_again_after_its_worker_died_fails_the_silent_running_s
 
     assert ran == []
     assert (ended.status, ended.error) == (Status.FAILED, WORKER_LOST_ERROR)
-    assert WORKER_LOST_ERROR in ended.answer
+    assert ended.answer == f"诊断执行失败（错误编号 {ended.error_id}），请稍后重试或联系管理员。"
 
 
 def test_a_duplicate_delivery_leaves_a_session_its_live_worker_is_running(settings):
@@ -90,3 +91,26 @@ def test_the_worker_touches_a_running_session_while_it_runs(settings):
     session_execute(session_pk=session.pk, body=slow_body)
 
     assert beats[0] >= timedelta(seconds=0.3)
+
+
+def test_any_failure_shows_users_a_stable_message_with_an_error_id_and_keeps_the_cause_for_staff(caplog):
+    session = DiagnosisSessionFactory()
+
+    ended = session_execute(
+        session_pk=session.pk, body=_raise(AttributeError("'str' object has no attribute 'message'"))
+    )
+
+    assert re.fullmatch(r"[0-9a-f]{8}", ended.error_id)
+    assert ended.answer == f"诊断执行失败（错误编号 {ended.error_id}），请稍后重试或联系管理员。"
+    assert ended.error == "AttributeError: 'str' object has no attribute 'message'"
+    [logged] = [record for record in caplog.records if ended.error_id in record.getMessage()]
+    assert logged.exc_info is not None
+    assert session.session_id in logged.getMessage()
+
+
+def test_each_failure_has_its_own_error_id():
+    ids = {
+        session_execute(session_pk=DiagnosisSessionFactory().pk, body=_raise(RuntimeError("x"))).error_id
+        for _ in range(5)
+    }
+    assert len(ids) == 5

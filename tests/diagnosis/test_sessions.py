@@ -10,6 +10,7 @@ from aiops.services import aiops_start
 from diagnosis.models import DiagnosisSession
 from diagnosis.services.sessions import (
     MAX_ANALYSED_ALERTS,
+    SESSION_ID_TAKEN,
     SessionRateLimited,
     session_rate_check,
     session_start,
@@ -119,7 +120,7 @@ def test_a_taken_session_id_is_a_validation_error_on_the_field():
     session_start(query="order-service 内存", session_id="incident-42")
     with pytest.raises(ValidationError) as refused:
         session_start(query="order-service 内存", session_id="incident-42")
-    assert refused.value.message_dict == {"session_id": ["会话 incident-42 已存在"]}
+    assert refused.value.message_dict == {"session_id": [SESSION_ID_TAKEN]}
     assert DiagnosisSession.objects.count() == 1
 
 
@@ -132,7 +133,7 @@ def test_two_concurrent_starts_with_one_session_id_create_one_session(postgres_o
     started = [o for o in outcomes if isinstance(o, DiagnosisSession)]
     refused = [o.message_dict for o in outcomes if isinstance(o, ValidationError)]
     assert len(started) == 1
-    assert refused == [{"session_id": ["会话 incident-42 已存在"]}] * 3
+    assert refused == [{"session_id": [SESSION_ID_TAKEN]}] * 3
     assert DiagnosisSession.objects.filter(session_id="incident-42").count() == 1
 
 

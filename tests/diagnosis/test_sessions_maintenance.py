@@ -34,6 +34,7 @@ def test_running_session_older_than_the_limit_ends_failed_with_the_reason():
     session.refresh_from_db()
     assert session.status == Status.FAILED
     assert session.error == "会话执行超过 900 秒仍未结束（后台工作进程可能已退出），已标记为失败。"
+    assert session.answer == f"诊断执行失败（错误编号 {session.error_id}），请稍后重试或联系管理员。"
     assert session.finished_at is not None
 
 

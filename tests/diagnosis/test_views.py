@@ -3,6 +3,7 @@ from django.urls import reverse
 
 from caselib.models import CaseLibrary
 from diagnosis.models import AgentStep, DiagnosisSession
+from diagnosis.services.session_lifecycle import session_execute
 from diagnosis.services.sessions import session_start
 from feedback.models import BadCase
 from tests.factories import (
@@ -10,6 +11,8 @@ from tests.factories import (
     AlertInvocationFactory,
     CompletedSessionFactory,
     DiagnosisSessionFactory,
+    ReviewerFactory,
+    StaffUserFactory,
     UserFactory,
 )
 
@@ -222,13 +225,19 @@ def test_a_degraded_panel_shows_no_claim_text_not_even_a_directly_observed_one(c
     assert "HighMemoryUsage firing service=order-service" in page
 
 
-def test_failed_session_shows_the_failure(client, engineer):
-    session = DiagnosisSessionFactory(
-        owner=engineer, status=DiagnosisSession.Status.FAILED, answer="诊断执行失败：RuntimeError: boom。"
-    )
+def test_failed_session_shows_the_stable_message_with_its_error_id_never_the_exception(client, engineer):
+    session = session_start(query="order-service 内存", owner=engineer)
+
+    def broken(_session):
+        raise AttributeError("'str' object has no attribute 'message'")
+
+    session = session_execute(session_pk=session.pk, body=broken)
     page = page_of(client, session)
+
     assert "诊断失败" in page
-    assert "RuntimeError: boom" in page
+    assert f"诊断执行失败（错误编号 {session.error_id}），请稍后重试或联系管理员。" in page
+    assert "AttributeError" not in page
+    assert "has no attribute" not in page
 
 
 def test_model_and_tool_text_is_escaped(client, engineer):
@@ -254,6 +263,24 @@ def test_another_users_conversation_is_not_found(client, engineer):
     session = CompletedSessionFactory()
     assert client.get(reverse("chat-conversation", args=[session.session_id])).status_code == 404
     assert client.get(reverse("chat-panel", args=[session.session_id])).status_code == 404
+
+
+def test_a_staff_flag_alone_does_not_open_another_users_conversation(client):
+    client.force_login(StaffUserFactory())
+    session = CompletedSessionFactory()
+    assert client.get(reverse("chat-conversation", args=[session.session_id])).status_code == 404
+    assert client.get(reverse("chat-panel", args=[session.session_id])).status_code == 404
+
+
+def test_a_reviewer_reads_another_users_conversation_without_its_feedback_bar(client):
+    client.force_login(ReviewerFactory())
+    session = CompletedSessionFactory()
+    page = page_of(client, session)
+    assert "HighMemoryUsage" in page
+    assert 'name="feedback"' not in page
+    response = client.post(reverse("chat-feedback", args=[session.session_id]), {"feedback": "useful"})
+    assert response.status_code == 404
+    assert not CaseLibrary.objects.exists()
 
 
 def test_useful_button_through_htmx_saves_a_case_and_shows_the_message(client, engineer):
