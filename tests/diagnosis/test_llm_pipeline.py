@@ -223,7 +223,7 @@ def test_persistent_http_500_ends_the_session_failed_with_the_cause(fake_llm):
 
     assert session.status == DiagnosisSession.Status.FAILED
     assert "LLMUnavailableError" in session.error and "InternalServerError" in session.error
-    assert "LLMUnavailableError" in session.answer
+    assert f"错误编号 {session.error_id}" in session.answer and "InternalServerError" not in session.answer
     assert session.output_type == ""
     assert len(server.requests_for("VerifierOutput")) == 2  # retried by the SDK once
     assert session.steps.get(agent=AgentStep.Agent.VERIFIER).status == AgentStep.Status.FAILED
