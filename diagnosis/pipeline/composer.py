@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from diagnosis.models import DiagnosisSession
 from diagnosis.pipeline.contracts import Claim, ComposerInput, ExecutorOutput
 from diagnosis.pipeline.facts import unsupported_facts
+from diagnosis.pipeline.fix_advice import fix_recommendations
 from diagnosis.pipeline.gatekeeper import EMPTY_BINDINGS, GatekeeperResult
 from diagnosis.pipeline.scope import text_mentions_excluded
 from diagnosis.pipeline.verifier import FACT_CLASS, Verification
@@ -126,13 +127,18 @@ def composer_material_from_record(*, query: str, record: Any) -> RecordedMateria
 
 def composer_guard(*, answer: str, material: ComposerInput, excluded_topics: Sequence[str] = ()) -> list[str]:
     """What in the answer is not backed by the material: fact tokens absent from it, leaked JSON,
-    topics the user excluded."""
+    topics the user excluded, fix recommendations that are not allowed actions."""
     material_texts = _strings(
         [material.confirmed_findings, material.reasonable_inferences, material.gaps, material.allowed_actions]
     )
     offending = unsupported_facts(answer, material_texts)
     offending += [match.group(0) for match in LEAKAGE.finditer(answer)]
     offending += text_mentions_excluded(answer, list(excluded_topics))
+    offending += fix_recommendations(
+        answer=answer,
+        allowed_actions=material.allowed_actions,
+        facts=_strings([material.confirmed_findings, material.reasonable_inferences, material.gaps]),
+    )
     return list(dict.fromkeys(offending))
 
 

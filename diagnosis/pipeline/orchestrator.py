@@ -282,6 +282,8 @@ def _stage(
     try:
         call = run()
     except Exception as exc:
+        # An endpoint's own error text (paths, stack traces) is for staff: kept on the step only.
+        staff_detail = getattr(exc, "staff_detail", None)
         _record(
             session,
             round_number,
@@ -289,6 +291,9 @@ def _stage(
             started,
             status=StepStatus.FAILED,
             thought=f"{type(exc).__name__}: {exc}",
+            model_output={"error_id": getattr(exc, "error_id", ""), "server_error": staff_detail}
+            if staff_detail
+            else None,
         )
         raise
     status = StepStatus.FALLBACK if call.parse_status.status == "parse_failed" else StepStatus.OK
