@@ -177,14 +177,16 @@ def test_structured_turns_send_their_own_strict_schema_and_tool_turns_none(fake_
     engine.verify(VERIFIER_INPUT)
     engine.compose(COMPOSER_INPUT)
 
-    tool_turns = [request for request in server.requests if request.get("tool_choice") == "auto"]
+    tool_turns = [
+        request for request in server.requests if request.get("tool_choice") in ("auto", "required")
+    ]
     assert tool_turns
     for request in tool_turns:
         assert "response_format" not in request
         assert all(tool["function"]["strict"] is True for tool in request["tools"])
         for tool in request["tools"]:
             _assert_strict(tool["function"]["parameters"])
-    structured = [request for request in server.requests if request.get("tool_choice") != "auto"]
+    structured = [request for request in server.requests if request not in tool_turns]
     names = [request["response_format"]["json_schema"]["name"] for request in structured]
     assert names == ["PlannerOutput", "VerifierOutput", "ComposerOutput"]
     for request in structured:
@@ -237,6 +239,8 @@ def test_executor_runs_the_models_tool_calls_and_records_each(fake_llm, toolbox)
         "lookup_knowledge",
     }
     assert "response_format" not in first and "response_format" not in second
+    assert first["tool_choice"] == "required"  # nothing to cite yet: the first turn must gather
+    assert second["tool_choice"] == "auto"
     tool_message = second["messages"][-1]
     assert tool_message["role"] == "tool"
     assert tool_message["tool_call_id"] == second["messages"][-2]["tool_calls"][0]["id"]

@@ -166,8 +166,12 @@ class LLMEngine:
         # Each tool turn uses at least one call, so this also bounds a model that keeps calling
         # tools the toolbox refuses (e.g. with unparseable arguments).
         turns, max_turns = 0, toolbox.remaining_calls
+        # Nothing to cite yet and a plan to follow: the first turn must call a tool (measured on a
+        # 1.5B model: offered tools freely, it answered at once and cited made-up invocations).
+        must_gather = bool(stage_input.plan.steps) and not stage_input.prior_tool_messages
         while turns < max_turns and toolbox.remaining_calls > 0:
-            reply = self._complete(exchange, TOOL_TURN_TOKENS, self.tool_calling.tool_turn_request(tools))
+            request = self.tool_calling.tool_turn_request(tools, required=must_gather and turns == 0)
+            reply = self._complete(exchange, TOOL_TURN_TOKENS, request)
             calls = self.tool_calling.calls(reply) if reply is not None else []
             if not calls:
                 output, _ = _validated(EXECUTOR, reply)

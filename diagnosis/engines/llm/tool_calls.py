@@ -52,8 +52,8 @@ class NativeToolCalls:
     def instructions(self, tools: list[dict]) -> str:
         return ""
 
-    def tool_turn_request(self, tools: list[dict]) -> dict[str, Any]:
-        return {"tools": tools, "tool_choice": "auto"}
+    def tool_turn_request(self, tools: list[dict], *, required: bool) -> dict[str, Any]:
+        return {"tools": tools, "tool_choice": "required" if required else "auto"}
 
     def final_turn_request(self, tools: list[dict]) -> dict[str, Any]:
         return {"tools": tools, "tool_choice": "none"}
@@ -96,8 +96,8 @@ class PromptedToolCalls:
         )
         return PROMPTED_INSTRUCTION.format(tools=described)
 
-    def tool_turn_request(self, tools: list[dict]) -> dict[str, Any]:
-        return {}
+    def tool_turn_request(self, tools: list[dict], *, required: bool) -> dict[str, Any]:
+        return {}  # nothing to force with: the instructions ask for the calls
 
     def final_turn_request(self, tools: list[dict]) -> dict[str, Any]:
         return {}
