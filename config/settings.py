@@ -310,8 +310,20 @@ LOGGING = {
 DIAGNOSIS = {
     "ENGINE": os.environ.get("DIAGNOSIS_ENGINE", "rules"),
     "LLM_MODEL": os.environ.get("DIAGNOSIS_LLM_MODEL", "gpt-4o-mini"),
-    "LLM_TIMEOUT": env_float("DIAGNOSIS_LLM_TIMEOUT", 60.0),
-    "LLM_MAX_RETRIES": env_int("DIAGNOSIS_LLM_MAX_RETRIES", 2),
+    # Per call: long enough for a small model on a local CPU server to read a 4k-token prompt and
+    # write its reply; one retry (a timed-out request keeps the server busy, a second would queue).
+    "LLM_TIMEOUT": env_float("DIAGNOSIS_LLM_TIMEOUT", 180.0),
+    "LLM_MAX_RETRIES": env_int("DIAGNOSIS_LLM_MAX_RETRIES", 1),
+    # All model calls of one session: ends it FAILED with the cause before the worker's task timeout.
+    "LLM_SESSION_SECONDS": env_float("DIAGNOSIS_LLM_SESSION_SECONDS", Q_CLUSTER["timeout"] - 60),
+    "LLM_STRUCTURED_OUTPUT": os.environ.get("DIAGNOSIS_LLM_STRUCTURED_OUTPUT", "json_schema"),
+    "LLM_TOOL_CALLS": os.environ.get("DIAGNOSIS_LLM_TOOL_CALLS", "native"),
+    "LLM_TEMPERATURE": env_float("DIAGNOSIS_LLM_TEMPERATURE", 0.0),
+    "LLM_CONTEXT_TOKENS": env_int("DIAGNOSIS_LLM_CONTEXT_TOKENS", 32000),
+    # `max_completion_tokens` (OpenAI, current servers) or `max_tokens` (older vLLM / Ollama setups).
+    "LLM_TOKEN_CAP_PARAMETER": os.environ.get("DIAGNOSIS_LLM_TOKEN_CAP_PARAMETER", "max_completion_tokens"),
+    # Tool calls of one assistant turn run at the same time, at most this many.
+    "LLM_TOOL_CONCURRENCY": env_int("DIAGNOSIS_LLM_TOOL_CONCURRENCY", 4),
     "LOW_CONFIDENCE_THRESHOLD": env_float("DIAGNOSIS_LOW_CONFIDENCE_THRESHOLD", 0.5),
     "MAX_ROUNDS": env_int("DIAGNOSIS_MAX_ROUNDS", 2),
     "MAX_TOOL_CALLS": env_int("DIAGNOSIS_MAX_TOOL_CALLS", 8),

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
 
+import openai
 from pydantic import BaseModel, ConfigDict
 
 from tools.sources import source_for
@@ -61,13 +62,11 @@ class EvidenceTool(ABC):
         return ""
 
     def openai_tool(self) -> dict[str, Any]:
-        """The function-tool definition sent to an OpenAI-compatible endpoint."""
-        schema = self.arguments_model.model_json_schema()
-        schema.pop("title", None)
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": schema},
-        }
+        """The function-tool definition sent to an OpenAI-compatible endpoint: strict parameters
+        (every argument required, nullable when optional), built by the SDK's public helper."""
+        return openai.pydantic_function_tool(
+            self.arguments_model, name=self.name, description=self.description
+        )
 
 
 _REGISTRY: dict[str, EvidenceTool] = {}

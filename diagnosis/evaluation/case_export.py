@@ -161,17 +161,32 @@ def _script(session: DiagnosisSession, invocations: list[ToolInvocation]) -> dic
         replies = (step.model_output or {}).get("replies")
         if not replies:
             continue  # not a model call (skipped verifier) or nothing was said
-        if step.agent == AgentStep.Agent.EXECUTOR:
-            turns = _executor_turns(step.model_output, placeholders)
+        if all(isinstance(reply, dict) for reply in replies):
+            turns = [_turn(reply, placeholders) for reply in replies]
+        elif step.agent == AgentStep.Agent.EXECUTOR:
+            turns = _legacy_executor_turns(step.model_output, placeholders)
         else:
             turns = [_reply(text, {}) for text in replies]
         script.setdefault(step.agent, []).extend(turns)
     return script
 
 
-def _executor_turns(model_output: dict, placeholders: dict[int, str]) -> list:
-    """Tool turns first (their calls in one turn: the same invocations, in the same order), then the
-    final answer and, if it had to be re-asked, the second answer."""
+def _turn(reply: dict, placeholders: dict[int, str]) -> Any:
+    """One recorded reply (llm engine: content, finish_reason, the tool calls it made) as a script turn."""
+    if reply.get("tool_calls"):
+        return {
+            "tool_calls": [
+                {"name": call["name"], "arguments": call["arguments"]} for call in reply["tool_calls"]
+            ]
+        }
+    if reply.get("truncated"):
+        return {"raw": reply["content"], "finish_reason": "length"}
+    return _reply(reply["content"], placeholders)
+
+
+def _legacy_executor_turns(model_output: dict, placeholders: dict[int, str]) -> list:
+    """Sessions recorded before replies carried their tool calls (plain strings): the tool calls as
+    one turn, then the final answer and, if it had to be re-asked, the second answer."""
     replies = model_output["replies"]
     final_count = 1 if (model_output.get("parse_status") or {}).get("status", "valid") == "valid" else 2
     turns: list = []

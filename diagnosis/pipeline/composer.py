@@ -17,6 +17,7 @@ from typing import Any
 
 from diagnosis.pipeline.contracts import Claim, ComposerInput, ExecutorOutput
 from diagnosis.pipeline.facts import unsupported_facts
+from diagnosis.pipeline.fix_advice import fix_recommendations
 from diagnosis.pipeline.gatekeeper import EMPTY_BINDINGS, GatekeeperResult
 from diagnosis.pipeline.records import verifier_record_read
 from diagnosis.pipeline.routing import OutputType
@@ -126,13 +127,19 @@ def composer_guard(
     vocabulary: Vocabulary = NO_VOCABULARY,
 ) -> list[str]:
     """What in the answer is not backed by the material: fact tokens absent from it, leaked JSON,
-    topics the user excluded (by their synonyms in the world `vocabulary`, else by name)."""
+    topics the user excluded (by their synonyms in the world `vocabulary`, else by name), fix
+    recommendations that are not allowed actions."""
     material_texts = _strings(
         [material.confirmed_findings, material.reasonable_inferences, material.gaps, material.allowed_actions]
     )
     offending = unsupported_facts(answer, material_texts)
     offending += [match.group(0) for match in LEAKAGE.finditer(answer)]
     offending += text_mentions_excluded(answer, list(excluded_topics), vocabulary=vocabulary)
+    offending += fix_recommendations(
+        answer=answer,
+        allowed_actions=material.allowed_actions,
+        facts=_strings([material.confirmed_findings, material.reasonable_inferences, material.gaps]),
+    )
     return list(dict.fromkeys(offending))
 
 

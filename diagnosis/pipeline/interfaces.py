@@ -100,6 +100,8 @@ class Toolbox(Protocol):
     """Records every call; bounded by DIAGNOSIS_MAX_TOOL_CALLS per round."""
 
     remaining_calls: int
+    # Whether `call` may run on several threads at once (each thread then closes its own resources).
+    parallel_safe: bool
 
     def call(self, tool_name: str, arguments: dict) -> dict:
         """Run and record one tool call; return the tool message the model sees (contracts §4)."""

@@ -234,6 +234,11 @@ def stage_run(recorder: Recorder, round_number: int, stage: Stage, run: Callable
     try:
         call = run()
     except Exception as exc:
+        # An endpoint's own error text (paths, stack traces) is for staff: kept on the step only.
+        staff_detail = getattr(exc, "staff_detail", None)
+        failure = (
+            {"error_id": getattr(exc, "error_id", ""), "server_error": staff_detail} if staff_detail else None
+        )
         recorder.step_recorded(
             StepRecord(
                 round=round_number,
@@ -241,7 +246,7 @@ def stage_run(recorder: Recorder, round_number: int, stage: Stage, run: Callable
                 status=StepStatus.FAILED,
                 latency_ms=_elapsed_ms(started),
                 thought=f"{type(exc).__name__}: {exc}",
-                model_output=_snapshot(None, None),
+                model_output=_snapshot(failure, None),
             )
         )
         raise

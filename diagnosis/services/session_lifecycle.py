@@ -65,9 +65,13 @@ def session_execute(
         with session_heartbeat(session_pk=session.pk):
             body(session)
     except BaseException as exc:
-        error_id = new_error_id()
+        # An error with a `staff_detail` (the model endpoint's own text) has a message fit for users
+        # and its own error id; any other exception's text is for staff only.
+        staff_detail = getattr(exc, "staff_detail", None)
+        error_id = getattr(exc, "error_id", None) or new_error_id() if staff_detail else new_error_id()
         logger.exception("session %s failed (error id %s)", session.session_id, error_id)
-        _session_fail(session, error=f"{type(exc).__name__}: {exc}", error_id=error_id)
+        error = f"{type(exc).__name__}: {exc}" + (f"\n{staff_detail}" if staff_detail else "")
+        _session_fail(session, error=error, error_id=error_id, user_message=str(exc) if staff_detail else "")
         if not isinstance(exc, Exception):
             raise
     session.refresh_from_db()
@@ -79,17 +83,25 @@ def new_error_id() -> str:
     return secrets.token_hex(4)
 
 
-def session_failure_fields(*, kind: str, error: str, error_id: str) -> dict[str, str]:
-    """The columns every failure writes: the raw `error` for staff, the stable answer for users."""
-    return {"error": error, "error_id": error_id, "answer": FAILED_ANSWERS[kind].format(error_id=error_id)}
+def session_failure_fields(*, kind: str, error: str, error_id: str, user_message: str = "") -> dict[str, str]:
+    """The columns every failure writes: the raw `error` for staff, the stable answer for users (an
+    error that says what users may read, such as a model endpoint's outage, says it with its own id)."""
+    answer = (
+        f"{user_message}，请稍后重试或联系管理员。"
+        if user_message
+        else FAILED_ANSWERS[kind].format(error_id=error_id)
+    )
+    return {"error": error, "error_id": error_id, "answer": answer}
 
 
-def _session_fail(session: DiagnosisSession, *, error: str, error_id: str) -> None:
+def _session_fail(session: DiagnosisSession, *, error: str, error_id: str, user_message: str = "") -> None:
     """End it FAILED if it is still RUNNING: one the reaper ended meanwhile keeps its first cause."""
     now = timezone.now()
     DiagnosisSession.objects.filter(pk=session.pk, status=Status.RUNNING).update(
         status=Status.FAILED,
-        **session_failure_fields(kind=session.kind, error=error, error_id=error_id),
+        **session_failure_fields(
+            kind=session.kind, error=error, error_id=error_id, user_message=user_message
+        ),
         output_type="",
         current_stage="failed",
         finished_at=now,

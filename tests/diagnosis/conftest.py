@@ -12,8 +12,8 @@ def fake_llm(monkeypatch, settings):
     settings.DIAGNOSIS = settings.DIAGNOSIS | {"LLM_TIMEOUT": 2.0, "LLM_MAX_RETRIES": 1}
     with ExitStack() as stack:
 
-        def start(script=None) -> FakeOpenAIServer:
-            server = stack.enter_context(FakeOpenAIServer(script))
+        def start(script=None, **options) -> FakeOpenAIServer:
+            server = stack.enter_context(FakeOpenAIServer(script, **options))
             monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
             monkeypatch.setenv("OPENAI_API_KEY", "test-key")
             return server

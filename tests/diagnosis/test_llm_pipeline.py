@@ -94,12 +94,18 @@ def test_honest_run_passes_with_every_stage_on_the_wire(fake_llm):
     assert session.output_type == Output.NORMAL
     assert session.verdict == "PASS"
     assert "91%" in session.answer
-    names = {request["response_format"]["json_schema"]["name"] for request in server.requests}
-    assert names == {"PlannerOutput", "ExecutorOutput", "VerifierOutput", "ComposerOutput"}
-    assert all(request["tools"] for request in server.requests_for("ExecutorOutput"))
+    names = {
+        request["response_format"]["json_schema"]["name"]
+        for request in server.requests
+        if "response_format" in request
+    }
+    assert names == {"PlannerOutput", "VerifierOutput", "ComposerOutput"}
+    executor_requests = server.requests_for("ExecutorOutput")
+    assert executor_requests and all(request["tools"] for request in executor_requests)
+    assert all("response_format" not in request for request in executor_requests)
     steps = {step.agent: step for step in session.steps.all()}
     for agent in ("planner", "executor", "verifier", "composer"):
-        assert steps[agent].prompt_version.startswith(f"{agent}-v1+")
+        assert steps[agent].prompt_version.startswith(f"{agent}-v2+")
         assert steps[agent].prompt_tokens > 0
         assert steps[agent].llm_calls >= 1
 
@@ -195,7 +201,7 @@ def test_verifier_saying_pass_over_a_gatekeeper_failure_is_overridden(fake_llm, 
 
 def test_executor_malformed_json_twice_is_a_recorded_parse_failure_never_shown(fake_llm, one_round):
     raw_text = "order-service 内存泄漏已确认，请立即扩容"
-    fake_llm({"executor": ["{不是 JSON", raw_text]})
+    fake_llm({"executor": ["{不是 JSON", "{仍然不是 JSON", raw_text]})
 
     session = run()
 
@@ -223,10 +229,14 @@ def test_persistent_http_500_ends_the_session_failed_with_the_cause(fake_llm):
 
     assert session.status == DiagnosisSession.Status.FAILED
     assert "LLMUnavailableError" in session.error and "InternalServerError" in session.error
-    assert f"错误编号 {session.error_id}" in session.answer and "InternalServerError" not in session.answer
+    step = session.steps.get(agent=AgentStep.Agent.VERIFIER)
+    error_id = step.model_output["error_id"]
+    assert f"模型服务暂时不可用（校验阶段，错误编号 {error_id}）" in session.answer
+    assert "InternalServerError" not in session.answer and "scripted failure" not in session.answer
+    assert "InternalServerError" in step.model_output["server_error"]  # for staff, on the step
     assert session.output_type == ""
     assert len(server.requests_for("VerifierOutput")) == 2  # retried by the SDK once
-    assert session.steps.get(agent=AgentStep.Agent.VERIFIER).status == AgentStep.Status.FAILED
+    assert step.status == AgentStep.Status.FAILED
 
 
 def test_http_500_once_is_retried_and_the_session_completes(fake_llm):
@@ -245,9 +255,11 @@ def test_model_timeouts_end_the_session_failed_cleanly(fake_llm, settings):
     session = run()
 
     assert session.status == DiagnosisSession.Status.FAILED
-    assert "APITimeoutError" in session.error
+    assert "模型服务暂时不可用（撰写阶段" in session.answer
     assert session.output_type == ""
-    assert session.steps.get(agent=AgentStep.Agent.COMPOSER).status == AgentStep.Status.FAILED
+    step = session.steps.get(agent=AgentStep.Agent.COMPOSER)
+    assert step.status == AgentStep.Status.FAILED
+    assert "APITimeoutError" in step.model_output["server_error"]
 
 
 def test_composer_answer_with_a_number_not_in_its_material_is_replaced(fake_llm):

@@ -34,7 +34,12 @@ def test_openai_definitions_carry_the_argument_schemas():
         tool.openai_tool()["function"]["name"]: tool.openai_tool()["function"] for tool in all_tools()
     }
 
-    assert definitions["query_logs"]["parameters"]["required"] == ["query"]
+    # Strict (contracts §14): every argument required, optional ones nullable, nothing else allowed.
+    assert all(definition["strict"] is True for definition in definitions.values())
+    logs = definitions["query_logs"]["parameters"]
+    assert sorted(logs["required"]) == sorted(logs["properties"]) == ["limit", "query", "service", "topic"]
+    assert logs["additionalProperties"] is False
+    assert {"type": "null"} in logs["properties"]["service"]["anyOf"]
     assert set(definitions["query_metrics"]["parameters"]["properties"]) == {"service", "alert_name"}
     assert definitions["lookup_knowledge"]["parameters"]["properties"]["top_k"]["default"] == 3
     assert definitions["get_current_datetime"]["parameters"]["properties"] == {}

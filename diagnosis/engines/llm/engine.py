@@ -1,12 +1,23 @@
-"""The LLM engine (contracts §9): each stage is a non-streaming `chat.completions` call through the
-official openai SDK against any OpenAI-compatible endpoint (`OPENAI_BASE_URL`, `OPENAI_API_KEY`).
+"""The LLM engine (contracts §9, §14): each stage is a non-streaming `chat.completions` call through
+the official openai SDK against any OpenAI-compatible endpoint (`OPENAI_BASE_URL`, `OPENAI_API_KEY`).
 
-- Every call sends `response_format` = strict json_schema named after the stage schema (§5).
-- The executor is a tool-calling loop bounded by the toolbox's remaining calls.
-- An invalid reply is re-asked once with the validation error; a second failure is recorded as
-  `parse_failed` and replaced by a safe fallback that can never PASS on unverifiable content.
-- Timeouts and 5xx are retried by the SDK (`max_retries`); what still fails raises
-  `LLMUnavailableError`, which ends the session FAILED with the cause.
+- The stage's rules are the `system` message, its input the `user` message; every request sends
+  `temperature` and a per-stage token cap.
+- How structured output is asked for is the profile of `DIAGNOSIS_LLM_STRUCTURED_OUTPUT`
+  (`structured.py`), how tool calls travel that of `DIAGNOSIS_LLM_TOOL_CALLS` (`tool_calls.py`);
+  nothing else here depends on either.
+- The executor's tool turns carry tools and no `response_format`; the tool calls of one turn run
+  concurrently (bounded), their results appended in call order. When the model stops calling
+  tools, a reply that already is a valid `ExecutorOutput` is taken; otherwise the final output is
+  asked for in its own turn (`tool_choice: "none"`, the structured-output mode's schema).
+- An invalid reply is re-asked once with the validation error; a truncated one (`finish_reason:
+  "length"`) is re-asked once without pasting it back. A second failure is `parse_failed` and a
+  safe fallback that can never PASS on unverifiable content.
+- Requests are trimmed to `DIAGNOSIS_LLM_CONTEXT_TOKENS` (`context.py`); stored replies are bounded
+  (`replies.py`).
+- Timeouts and 5xx are retried by the SDK (`max_retries`); each call's timeout is also bounded by
+  what is left of the session's model-time budget, so a slow local server ends the session FAILED
+  before the worker's task timeout would kill it. What still fails raises `LLMUnavailableError`.
 """
 
 from __future__ import annotations
@@ -16,15 +27,24 @@ import functools
 import json
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from django.conf import settings
 from openai import APIError, OpenAI, OpenAIError
-from openai.lib._pydantic import to_strict_json_schema
-from openai.types.chat import ChatCompletionMessage
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
+from diagnosis.engines.llm.context import estimated_tokens, prompt_budget, without_bounded_outputs
+from diagnosis.engines.llm.errors import LLMUnavailableError
 from diagnosis.engines.llm.prompts import RenderedPrompt, prompt_render
+from diagnosis.engines.llm.replies import (
+    REPLY_CHARS_LIMIT,
+    ModelReply,
+    bounded_replies,
+    bounded_text,
+)
+from diagnosis.engines.llm.structured import StageSchema, json_text_of, structured_output_profile
+from diagnosis.engines.llm.tool_calls import ToolCall, tool_calling_profile
 from diagnosis.engines.rules.planner import plan_by_rules
 from diagnosis.pipeline.contracts import (
     ClaimCheck,
@@ -32,7 +52,6 @@ from diagnosis.pipeline.contracts import (
     ComposerOutput,
     ExecutorInput,
     ExecutorOutput,
-    FactCheck,
     PlannerInput,
     PlannerOutput,
     PlanStep,
@@ -43,13 +62,43 @@ from diagnosis.pipeline.interfaces import ParseStatus, StageCall, Toolbox, Usage
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
 
+
+class VerifierJudgement(BaseModel):
+    """What the verifier model is asked for: a judgement per claim. Facts, verdict and score are
+    computed by code from it (contracts §6), so the model is not asked to produce them."""
+
+    model_config = ConfigDict(extra="ignore")  # a verdict or facts said anyway are not an error
+
+    claim_checks: list[ClaimCheck]
+    rationale: str
+
+
+PLANNER = StageSchema("PlannerOutput", PlannerOutput, max_completion_tokens=1024)
+EXECUTOR = StageSchema("ExecutorOutput", ExecutorOutput, max_completion_tokens=2048)
+VERIFIER = StageSchema("VerifierOutput", VerifierJudgement, max_completion_tokens=1536)
+COMPOSER = StageSchema("ComposerOutput", ComposerOutput, max_completion_tokens=1024)
+# A tool turn writes calls, not the answer: a small cap also stops a model that drifts into prose.
+TOOL_TURN_TOKENS = 768
+# An invalid reply is shown back to the model with its error only when it is this short.
+REPAIR_ECHO_CHARS = 4000
+# The executor's natural-language fallback keeps at most this much of the model's text.
+FALLBACK_TEXT_CHARS = 2000
+
 REPAIR_INSTRUCTION = (
     "上一条回复不是有效的 {schema} JSON：{error}\n"
     "请修正后重新回答：只输出一个符合 {schema} 模式的 JSON 对象，不要输出代码块或其他文字。"
 )
-TOOLS_EXHAUSTED_INSTRUCTION = (
-    "本轮工具调用次数已用完，不能再调用工具。请只基于已获得的工具消息，直接输出 ExecutorOutput JSON。"
+TRUNCATED_INSTRUCTION = (
+    "上一条回复超出长度上限被截断，未被采用。请更简短地重新回答：只输出一个符合 {schema} 模式的 JSON 对象，"
+    "字段内容尽量精简，不要输出其他文字。"
 )
+LONG_REPLY_OMITTED = "（上一条回复过长，已省略）"
+FINAL_TURN_INSTRUCTION = "取证结束，不要再调用工具。请只基于以上工具结果，输出 ExecutorOutput JSON 对象。"
+TOOLS_EXHAUSTED_INSTRUCTION = (
+    "本轮工具调用次数已用完，不能再调用工具。请只基于已获得的工具结果，直接输出 ExecutorOutput JSON 对象。"
+)
+TOOL_BUDGET_REFUSAL = "本轮工具调用次数已用完，请基于已获得的证据作答"
+BUDGET_SPENT = "会话的模型时间预算（{seconds:.0f} 秒）已用完"
 FALLBACK_PLAN_STEPS = (
     PlanStep(tool="query_metrics", purpose="确认相关告警是否处于 firing 状态"),
     PlanStep(tool="query_logs", purpose="检索与问题相关的日志记录"),
@@ -57,10 +106,8 @@ FALLBACK_PLAN_STEPS = (
 )
 VERIFIER_FALLBACK_DETAIL = "校验模型的输出无法解析，按未获证据支持处理"
 ERROR_DETAIL_LIMIT = 800
-
-
-class LLMUnavailableError(RuntimeError):
-    """The model endpoint failed even after the SDK's retries (or cannot be configured)."""
+# The shortest timeout worth starting a call with; below it the session's budget counts as spent.
+MIN_CALL_TIMEOUT = 1.0
 
 
 class LLMEngine:
@@ -71,18 +118,27 @@ class LLMEngine:
         self.model = config["LLM_MODEL"]
         self.timeout = config["LLM_TIMEOUT"]
         self.max_retries = config["LLM_MAX_RETRIES"]
+        self.temperature = config["LLM_TEMPERATURE"]
+        self.context_tokens = config["LLM_CONTEXT_TOKENS"]
+        self.token_cap_parameter = config["LLM_TOKEN_CAP_PARAMETER"]
+        self.tool_concurrency = max(1, config["LLM_TOOL_CONCURRENCY"])
+        self.session_seconds = config["LLM_SESSION_SECONDS"]
+        self.structured = structured_output_profile(config["LLM_STRUCTURED_OUTPUT"])
+        self.tool_calling = tool_calling_profile(config["LLM_TOOL_CALLS"])
+        # One engine per session (diagnosis.engines.engine_get): the budget covers all its stages.
+        self.deadline = time.monotonic() + self.session_seconds
 
     def plan(self, stage_input: PlannerInput) -> StageCall[PlannerOutput]:
-        exchange = _Exchange(
+        exchange = self._exchange(
             "planner",
-            prompt_render(
-                "planner",
-                query=stage_input.query,
-                round=stage_input.round,
-                retry_context=stage_input.retry_context,
-            ),
+            PLANNER,
+            {
+                "query": stage_input.query,
+                "round": stage_input.round,
+                "retry_context": stage_input.retry_context,
+            },
         )
-        output, status = self._structured(exchange, PlannerOutput)
+        output, status = self._structured(exchange, PLANNER)
         if output is None:
             # Still a usable plan: the question's scope read by code, every evidence tool.
             output = plan_by_rules(stage_input.query, focus=stage_input.focus).model_copy(
@@ -95,61 +151,82 @@ class LLMEngine:
         return exchange.stage_call(output, status, thought)
 
     def execute(self, stage_input: ExecutorInput, toolbox: Toolbox) -> StageCall[ExecutorOutput]:
-        exchange = _Exchange(
-            "executor",
-            prompt_render(
-                "executor",
-                query=stage_input.query,
-                round=stage_input.round,
-                plan=stage_input.plan.model_dump(),
-                retry_context=stage_input.retry_context,
-                prior_tool_messages=stage_input.prior_tool_messages,
-                max_tool_calls=toolbox.remaining_calls,
-            ),
-        )
         tools = toolbox.tool_definitions()
+        exchange = self._exchange(
+            "executor",
+            EXECUTOR,
+            {
+                "query": stage_input.query,
+                "round": stage_input.round,
+                "plan": stage_input.plan.model_dump(),
+                "retry_context": stage_input.retry_context,
+                "prior_tool_messages": stage_input.prior_tool_messages,
+                "max_tool_calls": toolbox.remaining_calls,
+            },
+            tools=tools,
+        )
         # Each tool turn uses at least one call, so this also bounds a model that keeps calling
         # tools the toolbox refuses (e.g. with unparseable arguments).
-        tool_turns_left = toolbox.remaining_calls
-        while True:
-            tools_open = tool_turns_left > 0 and toolbox.remaining_calls > 0
-            message = self._complete(
-                exchange, ExecutorOutput, tools=tools, tool_choice="auto" if tools_open else "none"
-            )
-            if not (tools_open and message is not None and message.tool_calls):
+        turns, max_turns = 0, toolbox.remaining_calls
+        # Nothing to cite yet and a plan to follow: the first turn must call a tool (measured on a
+        # 1.5B model: offered tools freely, it answered at once and cited made-up invocations).
+        must_gather = bool(stage_input.plan.steps) and not stage_input.prior_tool_messages
+        while turns < max_turns and toolbox.remaining_calls > 0:
+            request = self.tool_calling.tool_turn_request(tools, required=must_gather and turns == 0)
+            reply = self._complete(exchange, TOOL_TURN_TOKENS, request)
+            calls = self.tool_calling.calls(reply) if reply is not None else []
+            if not calls:
+                output, _ = _validated(EXECUTOR, reply)
+                if output is not None:
+                    # The model ended its tool use with a complete, valid answer: asking again
+                    # would only cost another (on a local CPU server, long) model call.
+                    return exchange.stage_call(
+                        output, ParseStatus("valid", ""), _executor_thought(exchange, output)
+                    )
+                if reply is not None and reply.content and not reply.truncated:
+                    # Its draft stays in the conversation; a truncated one is never pasted back.
+                    exchange.messages.append({"role": "assistant", "content": _echo(reply.content)})
                 break
-            tool_turns_left -= 1
-            self._tool_calls_run(exchange, message, toolbox)
-            if tool_turns_left <= 0 or toolbox.remaining_calls <= 0:
-                exchange.messages.append({"role": "user", "content": TOOLS_EXHAUSTED_INSTRUCTION})
-
-        output, status = self._accepted(exchange, ExecutorOutput, message, tools=tools, tool_choice="none")
+            self._tool_turn(exchange, reply, calls, toolbox, turn=turns)
+            turns += 1
+        exchange.messages.append(
+            {
+                "role": "user",
+                "content": FINAL_TURN_INSTRUCTION
+                if toolbox.remaining_calls > 0
+                else TOOLS_EXHAUSTED_INSTRUCTION,
+            }
+        )
+        output, status = self._structured(exchange, EXECUTOR, self.tool_calling.final_turn_request(tools))
         if output is None:
             # Natural-language fallback (seed 002): no claims, so nothing here can ever PASS.
-            raw_text = next((reply for reply in reversed(exchange.replies) if reply.strip()), "")
+            raw_text = next(
+                (reply["content"] for reply in reversed(exchange.replies) if reply["content"]), ""
+            )
             output = ExecutorOutput(
                 claims=[],
                 hypotheses=[],
                 missing_info=[],
                 recommended_actions=[],
                 diagnosis_summary="",
-                user_facing_answer=raw_text,
+                user_facing_answer=bounded_text(raw_text, FALLBACK_TEXT_CHARS),
             )
-        thought = f"调用工具 {len(exchange.tool_calls)} 次，提出 {len(output.claims)} 条断言"
-        if output.diagnosis_summary:
-            thought += f"；{output.diagnosis_summary}"
-        return exchange.stage_call(output, status, thought)
+        return exchange.stage_call(output, status, _executor_thought(exchange, output))
 
     def verify(self, stage_input: VerifierInput) -> StageCall[VerifierOutput]:
-        exchange = _Exchange("verifier", prompt_render("verifier", **dataclasses.asdict(stage_input)))
-        output, status = self._structured(exchange, VerifierOutput)
-        if output is None:
+        exchange = self._exchange("verifier", VERIFIER, dataclasses.asdict(stage_input))
+        judgement, status = self._structured(exchange, VERIFIER)
+        if judgement is None:
             output = _verifier_fallback(stage_input)
+        else:
+            output = VerifierOutput(
+                claim_checks=judgement.claim_checks, facts_checked=[], rationale=judgement.rationale
+            )
         return exchange.stage_call(output, status, output.rationale[:200])
 
     def compose(self, stage_input: ComposerInput) -> StageCall[ComposerOutput]:
-        exchange = _Exchange("composer", prompt_render("composer", **dataclasses.asdict(stage_input)))
-        output, status = self._structured(exchange, ComposerOutput)
+        exchange = self._exchange("composer", COMPOSER, dataclasses.asdict(stage_input))
+        output, status = self._structured(exchange, COMPOSER)
         if output is None:
             # Empty: the orchestrator then builds the answer from the material by code.
             return exchange.stage_call(
@@ -157,53 +234,69 @@ class LLMEngine:
             )
         return exchange.stage_call(output, status, "按允许材料撰写")
 
-    def _structured(self, exchange: _Exchange, schema: type[OutputT]) -> tuple[OutputT | None, ParseStatus]:
-        return self._accepted(exchange, schema, self._complete(exchange, schema))
+    def _exchange(
+        self, stage: str, schema: StageSchema, variables: dict[str, Any], *, tools: list[dict] | None = None
+    ) -> _Exchange:
+        extra = self.tool_calling.instructions(tools) if tools else ""
+        extra += self.structured.instructions(schema)
+        prompt = prompt_render(stage, **variables)
+        budget = prompt_budget(self.context_tokens, max(schema.max_completion_tokens, TOOL_TURN_TOKENS))
+        if estimated_tokens([{"content": prompt.text + extra}], tools) > budget:
+            # Bounded copies go first (earlier rounds' tool outputs, trace summaries); refs stay.
+            prompt = prompt_render(stage, **without_bounded_outputs(variables))
+        return _Exchange(stage, prompt, extra, tools)
 
-    def _accepted(
-        self,
-        exchange: _Exchange,
-        schema: type[OutputT],
-        message: ChatCompletionMessage | None,
-        **request: Any,
-    ) -> tuple[OutputT | None, ParseStatus]:
-        """Validate the reply against the stage schema; re-ask once with the error if it is invalid."""
-        output, error = _validated(schema, message)
+    def _structured(
+        self, exchange: _Exchange, schema: StageSchema, request: dict[str, Any] | None = None
+    ) -> tuple[Any, ParseStatus]:
+        """Ask for the stage output; re-ask once if the reply is invalid or truncated."""
+        request = (request or {}) | self.structured.request(schema)
+        reply = self._complete(exchange, schema.max_completion_tokens, request)
+        output, error = _validated(schema, reply)
         if output is not None:
             return output, ParseStatus("valid", "")
-        exchange.messages += [
-            {"role": "assistant", "content": (message.content if message else None) or ""},
-            {"role": "user", "content": REPAIR_INSTRUCTION.format(schema=schema.__name__, error=error)},
-        ]
-        output, second_error = _validated(schema, self._complete(exchange, schema, **request))
+        if reply is not None and reply.truncated:
+            exchange.truncated += 1
+            exchange.messages.append(
+                {"role": "user", "content": TRUNCATED_INSTRUCTION.format(schema=schema.name)}
+            )
+        else:
+            echoed = _echo(reply.content) if reply is not None else ""
+            exchange.messages += [
+                {"role": "assistant", "content": echoed},
+                {"role": "user", "content": REPAIR_INSTRUCTION.format(schema=schema.name, error=error)},
+            ]
+        second = self._complete(exchange, schema.max_completion_tokens, request)
+        output, second_error = _validated(schema, second)
+        if second is not None and second.truncated:
+            exchange.truncated += 1
         if output is not None:
             return output, ParseStatus("repaired", f"首次回复无效：{error}")
         return None, ParseStatus(
             "parse_failed", f"两次回复均无效：{error}；{second_error}"[:ERROR_DETAIL_LIMIT]
         )
 
-    def _complete(
-        self,
-        exchange: _Exchange,
-        schema: type[BaseModel],
-        *,
-        tools: list[dict] | None = None,
-        tool_choice: str | None = None,
-    ) -> ChatCompletionMessage | None:
-        extra: dict[str, Any] = {"tools": tools, "tool_choice": tool_choice} if tools else {}
-        client = self._client()
+    def _complete(self, exchange: _Exchange, max_tokens: int, request: dict[str, Any]) -> ModelReply | None:
+        exchange.fit(prompt_budget(self.context_tokens, max_tokens))
+        remaining = self.deadline - time.monotonic()
+        if remaining < MIN_CALL_TIMEOUT:
+            raise LLMUnavailableError(
+                stage=exchange.stage, detail=BUDGET_SPENT.format(seconds=self.session_seconds)
+            )
+        client = self._client(exchange.stage)
         started = time.perf_counter()
         try:
             response = client.chat.completions.create(
                 model=self.model,
                 messages=exchange.messages,
-                response_format=response_format_for(schema),
-                **extra,
+                temperature=self.temperature,
+                # The SDK's retries share what is left, so even the last retry ends within the budget.
+                timeout=min(self.timeout, remaining / (1 + self.max_retries)),
+                **{self.token_cap_parameter: max_tokens},
+                **request,
             )
         except APIError as exc:
-            raise LLMUnavailableError(
-                f"模型服务调用失败（{exchange.stage}）：{type(exc).__name__}: {exc}"
-            ) from exc
+            raise LLMUnavailableError(stage=exchange.stage, detail=f"{type(exc).__name__}: {exc}") from exc
         finally:
             exchange.usage.wait_ms += (time.perf_counter() - started) * 1000
         usage = response.usage
@@ -214,71 +307,101 @@ class LLMEngine:
                 llm_calls=1,
             )
         )
-        message = response.choices[0].message if response.choices else None
-        exchange.replies.append((message.content if message else None) or "")
-        return message
+        reply = ModelReply.of(response)
+        exchange.replies.append(reply.stored() if reply else {"content": "", "finish_reason": ""})
+        return reply
 
-    def _tool_calls_run(self, exchange: _Exchange, message: ChatCompletionMessage, toolbox: Toolbox) -> None:
-        exchange.messages.append(
-            {
-                "role": "assistant",
-                "content": message.content,
-                "tool_calls": [
-                    call.model_dump(include={"id", "type", "function"}) for call in message.tool_calls
-                ],
-            }
-        )
-        for call in message.tool_calls:
-            name = call.function.name
-            try:
-                arguments = json.loads(call.function.arguments or "{}")
-            except json.JSONDecodeError as exc:
-                arguments, error = None, f"参数不是合法的 JSON：{exc}"
-            else:
-                error = None if isinstance(arguments, dict) else "参数必须是 JSON 对象"
+    def _tool_turn(
+        self, exchange: _Exchange, reply: ModelReply, calls: list[ToolCall], toolbox: Toolbox, *, turn: int
+    ) -> None:
+        """Run one turn's calls concurrently (bounded), append their results in call order."""
+        exchange.messages.append(self.tool_calling.assistant_message(reply, calls))
+        # The calls as the model wrote them, on their reply: a replay (case export) repeats each turn.
+        exchange.replies[-1]["tool_calls"] = [
+            {"name": call.name, "arguments": call.arguments} for call in calls
+        ]
+        allowed = toolbox.remaining_calls  # the budget is checked up front, in call order
+        results: list[dict | None] = [None] * len(calls)
+        runnable: list[tuple[int, dict]] = []
+        for index, call in enumerate(calls):
+            arguments, error = _arguments_of(call)
             if error:
                 # Not run and not recorded: there are no arguments to record; the model is told why.
-                result = {"tool_name": name, "success": False, "error": error}
+                results[index] = {"tool_name": call.name, "success": False, "error": error}
+            elif len(runnable) >= allowed:
+                results[index] = _refusal(call.name)
             else:
-                result = toolbox.call(name, arguments)
+                runnable.append((index, arguments))
+        workers = min(len(runnable), self.tool_concurrency) if toolbox.parallel_safe else 1
+        if workers > 1:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tool-call") as pool:
+                futures = [
+                    (index, pool.submit(toolbox.call, calls[index].name, args)) for index, args in runnable
+                ]
+                for index, future in futures:
+                    results[index] = future.result()
+        else:
+            for index, args in runnable:
+                results[index] = toolbox.call(calls[index].name, args)
+        for call, result in zip(calls, results, strict=True):
             exchange.tool_calls.append(
                 {
-                    "name": name,
-                    "arguments": call.function.arguments,
+                    "name": call.name,
+                    "arguments": call.arguments,
                     "invocation_id": result.get("invocation_id"),
+                    "turn": turn,
                 }
             )
-            exchange.messages.append(
-                {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result, ensure_ascii=False)}
-            )
+            exchange.add_tool_result(self.tool_calling.result_message, call, result)
 
-    def _client(self) -> OpenAI:
+    def _client(self, stage: str) -> OpenAI:
         try:
             return _openai_client(
                 base_url=os.environ.get("OPENAI_BASE_URL"),
                 api_key=os.environ.get("OPENAI_API_KEY"),
-                timeout=self.timeout,
                 max_retries=self.max_retries,
             )
         except OpenAIError as exc:
-            raise LLMUnavailableError(f"无法创建模型客户端：{exc}") from exc
+            raise LLMUnavailableError(stage=stage, detail=f"无法创建模型客户端：{exc}") from exc
 
 
 class _Exchange:
     """One stage's conversation with the model: what was sent, what came back, what it cost."""
 
-    def __init__(self, stage: str, prompt: RenderedPrompt) -> None:
+    def __init__(
+        self, stage: str, prompt: RenderedPrompt, instructions: str, tools: list[dict] | None
+    ) -> None:
         self.stage = stage
         self.prompt_version = prompt.version
-        self.messages: list[dict] = [{"role": "user", "content": prompt.text}]
-        self.replies: list[str] = []
+        self.tools = tools
+        self.messages: list[dict] = [
+            {"role": "system", "content": prompt.system + instructions},
+            {"role": "user", "content": prompt.user},
+        ]
+        self.replies: list[dict] = []
         self.tool_calls: list[dict] = []
+        self.truncated = 0
         self.usage = Usage()
+        # Tool results still carrying their bounded `output`, oldest first: what `fit` trims.
+        self._trimmable: list[tuple[int, Any, ToolCall, dict]] = []
 
-    def stage_call(self, output: OutputT, parse_status: ParseStatus, thought: str) -> StageCall[OutputT]:
-        model_output: dict[str, Any] = {"replies": self.replies}
+    def add_tool_result(self, render, call: ToolCall, result: dict) -> None:
+        self.messages.append(render(call, result))
+        if result.get("output") not in (None, "", {}, []):
+            self._trimmable.append((len(self.messages) - 1, render, call, result))
+
+    def fit(self, budget: int) -> None:
+        """Drop the bounded outputs of the oldest tool results until the request fits `budget`."""
+        while self._trimmable and estimated_tokens(self.messages, self.tools) > budget:
+            index, render, call, result = self._trimmable.pop(0)
+            self.messages[index] = render(call, without_bounded_outputs(result))
+
+    def stage_call(self, output: Any, parse_status: ParseStatus, thought: str) -> StageCall:
+        model_output: dict[str, Any] = {"replies": bounded_replies(self.replies)}
         if self.tool_calls:
             model_output["tool_calls"] = self.tool_calls
+        if self.truncated:
+            model_output["truncated_replies"] = self.truncated
         if parse_status.status == "parse_failed":
             thought = f"{thought}（{parse_status.detail}）"
         return StageCall(
@@ -292,55 +415,56 @@ class _Exchange:
 
 
 @functools.lru_cache(maxsize=4)
-def _openai_client(*, base_url: str | None, api_key: str | None, timeout: float, max_retries: int) -> OpenAI:
+def _openai_client(*, base_url: str | None, api_key: str | None, max_retries: int) -> OpenAI:
     # One client (and connection pool) per endpoint: building one costs tens of milliseconds.
-    return OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
+    return OpenAI(base_url=base_url, api_key=api_key, max_retries=max_retries)
 
 
-@functools.cache
-def response_format_for(schema: type[BaseModel]) -> dict[str, Any]:
+def _executor_thought(exchange: _Exchange, output: ExecutorOutput) -> str:
+    thought = f"调用工具 {len(exchange.tool_calls)} 次，提出 {len(output.claims)} 条断言"
+    return f"{thought}；{output.diagnosis_summary}" if output.diagnosis_summary else thought
+
+
+def _echo(content: str) -> str:
+    return content if len(content) <= REPAIR_ECHO_CHARS else LONG_REPLY_OMITTED
+
+
+def _arguments_of(call: ToolCall) -> tuple[dict, str]:
+    try:
+        arguments = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError as exc:
+        return {}, f"参数不是合法的 JSON：{exc}"
+    if not isinstance(arguments, dict):
+        return {}, "参数必须是 JSON 对象"
+    return arguments, ""
+
+
+def _refusal(tool_name: str) -> dict:
     return {
-        "type": "json_schema",
-        "json_schema": {"name": schema.__name__, "schema": strict_json_schema(schema), "strict": True},
+        "invocation_id": None,
+        "tool_name": tool_name,
+        "success": False,
+        "evidence_status": "failed",
+        "evidence_refs": [],
+        "error": TOOL_BUDGET_REFUSAL,
     }
 
 
-def strict_json_schema(schema: type[BaseModel]) -> dict[str, Any]:
-    """The schema in OpenAI strict form: every property required, no extra properties, and only
-    keywords strict mode accepts (no `default`; a single-value `const` becomes an `enum`)."""
-    return _strict_keywords(to_strict_json_schema(schema))
-
-
-def _strict_keywords(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_strict_keywords(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    cleaned: dict[str, Any] = {}
-    for key, value in node.items():
-        if key == "default":
-            continue
-        if key == "const":
-            cleaned["enum"] = [value]
-        elif key in ("properties", "$defs"):
-            # Keys here are property / definition names, not keywords.
-            cleaned[key] = {name: _strict_keywords(sub) for name, sub in value.items()}
-        else:
-            cleaned[key] = _strict_keywords(value)
-    return cleaned
-
-
-def _validated(schema: type[OutputT], message: ChatCompletionMessage | None) -> tuple[OutputT | None, str]:
-    if message is None:
+def _validated(schema: StageSchema, reply: ModelReply | None) -> tuple[Any, str]:
+    if reply is None:
         return None, "响应中没有 choices"
-    if message.tool_calls:
+    if reply.truncated:
+        return None, "回复被截断（finish_reason: length），不作为完整回复解析"
+    if reply.tool_calls:
         return None, "此时不能再调用工具，应直接输出最终 JSON"
-    if message.refusal:
-        return None, f"模型拒绝回答：{message.refusal}"
-    if not (message.content or "").strip():
+    if reply.refusal:
+        return None, f"模型拒绝回答：{reply.refusal[:200]}"
+    if not reply.content:
         return None, "回复内容为空"
+    if len(reply.content) > REPLY_CHARS_LIMIT:
+        return None, f"回复过长（{len(reply.content)} 字符），不是有效的阶段输出"
     try:
-        return schema.model_validate_json(message.content), ""
+        return schema.model.model_validate_json(json_text_of(reply.content)), ""
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(part) for part in error['loc']) or '$'}: {error['msg']}"
@@ -362,15 +486,6 @@ def _verifier_fallback(stage_input: VerifierInput) -> VerifierOutput:
             )
             for claim in claims
         ],
-        facts_checked=[
-            FactCheck(
-                fact=claim["claim_text"],
-                is_critical=True,
-                verification="no_evidence",
-                detail=VERIFIER_FALLBACK_DETAIL,
-                evidence_refs=[],
-            )
-            for claim in claims
-        ],
+        facts_checked=[],
         rationale=VERIFIER_FALLBACK_DETAIL,
     )

@@ -1,5 +1,9 @@
 """Prompt files (`prompts/<name>.md`, Chinese Jinja2 templates) rendered for the LLM engine.
 
+Each file is the stage's rules, then a `## 输入` section holding exactly the stage input as one
+`<input>` JSON block. The rules are sent as the `system` message, the input block as the `user`
+message (contracts §14).
+
 Undefined variables are errors (StrictUndefined), so a renamed stage input can never silently
 render an empty section. Each file opens with `{# version: <name>-vN #}`; the version, plus a short
 hash of the file's content (so an edit without a version bump still shows), is recorded on every
@@ -21,10 +25,24 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, Template
 VERSION_PATTERN = re.compile(r"\A\{#\s*version:\s*(?P<version>[\w.-]+)\s*#\}")
 
 
+INPUT_HEADING = "## 输入"
+INPUT_BLOCK_START = "<input>"
+
+
 @dataclass(frozen=True)
 class RenderedPrompt:
     text: str
     version: str
+
+    @property
+    def system(self) -> str:
+        """The rules: everything before the input section."""
+        return self.text[: self.text.rindex(INPUT_HEADING)].rstrip()
+
+    @property
+    def user(self) -> str:
+        """The stage input block."""
+        return self.text[self.text.rindex(INPUT_BLOCK_START) :].strip()
 
 
 class PromptVersionMissingError(ValueError):

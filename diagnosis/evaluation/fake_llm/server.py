@@ -6,17 +6,29 @@
         server.requests  # every request body received, in order
 
 It serves `POST /v1/chat/completions` (non-streaming) on 127.0.0.1 from a thread. Replies are
-scripted per stage, keyed by the request's `response_format.json_schema.name` (`PlannerOutput`,
-`ExecutorOutput`, `VerifierOutput`, `ComposerOutput`; the stage names `planner` / `executor` /
-`verifier` / `composer` are accepted as aliases) and consumed in order. A reply is one of:
+scripted per stage (`PlannerOutput`, `ExecutorOutput`, `VerifierOutput`, `ComposerOutput`; the stage
+names `planner` / `executor` / `verifier` / `composer` are accepted as aliases) and consumed in
+order. The stage of a request is its `response_format.json_schema.name` when there is one, else the
+last stage schema name its `system` message mentions (json_object / prompted modes and tool turns
+carry no schema name). A reply is one of:
 
 - a dict: returned as the message content (JSON);
-- a str: returned as the content verbatim (e.g. malformed JSON);
-- `{"tool_calls": [{"name": "query_metrics", "arguments": {...}}, ...]}`: an executor tool turn;
+- a str: returned as the content verbatim (e.g. malformed JSON, fenced JSON, `<think>` text);
+- `{"tool_calls": [{"name": "query_metrics", "arguments": {...}}, ...]}`: an executor tool turn,
+  as native `tool_calls` when the request offers `tools`, else written in the text as
+  `<tool_call>{...}</tool_call>` blocks (prompted tool calls);
+- `{"raw": <str or dict content>, "finish_reason": "length", "reasoning_content": "..."}`: a reply
+  with its finish reason and reasoning field set explicitly;
 - `{"http_status": 500}`: an error response (with `retry-after-ms: 1` so SDK retries stay fast);
 - `{"delay_s": 2, ...}`: sleep first (to trigger client timeouts), then reply with the rest
   (or the default when nothing else is given);
-- a callable `(request_json) -> reply` returning any of the above.
+- a callable `(request_json) -> reply` returning any of the above (None: the honest default).
+
+Like real servers it honours the request's token cap (`max_completion_tokens` / `max_tokens`): a
+longer reply is cut there with `finish_reason: "length"`. Options model other endpoints:
+`latency_s` (every reply takes that long, for the benchmark), `refuse_json_schema` (HTTP 400 on a
+`json_schema` response format, as DeepSeek or llama-cpp-python's server), `fan_out` (the honest
+executor's first turn calls that many tools at once).
 
 Placeholders in string values are filled from the tool messages the request carries (earlier
 rounds' `prior_tool_messages` first, then this round's `role: tool` messages; 0-based n):
@@ -26,11 +38,12 @@ An unresolvable placeholder answers HTTP 400 naming it.
 
 With no script left for a stage the server behaves honestly: the planner plans every evidence
 tool for the services and alerts named in the question; the executor calls `query_metrics` (for
-the focus service) and then states one claim citing the first evidence ref exactly; the verifier
+the focus service; `fan_out` calls when set) and then states one claim citing the first evidence ref exactly; the verifier
 marks claims with a passing checked binding `direct_observation`, others `unsupported`; the
 composer writes from its material only. A session through the llm engine passes with no script.
 
-Usage is reported with prompt/completion tokens ≈ characters / 4.
+Usage is reported with prompt/completion tokens ≈ characters / 4. Tool results reach the fake as
+`role: tool` messages (native) or `<tool_result>` blocks in user messages (prompted).
 """
 
 from __future__ import annotations
@@ -55,6 +68,11 @@ STAGE_SCHEMAS = {
 }
 EVIDENCE_TOOLS = ("query_metrics", "query_logs", "lookup_knowledge")
 INPUT_BLOCK = re.compile(r"<input>\s*(?P<json>.*?)\s*</input>", re.DOTALL)
+TOOL_RESULT_BLOCK = re.compile(r"<tool_result>\s*(?P<json>.*?)\s*</tool_result>", re.DOTALL)
+STAGE_NAME = re.compile(r"\b(PlannerOutput|ExecutorOutput|VerifierOutput|ComposerOutput)\b")
+# What the engine's prompted tool-call instructions show the model (diagnosis.engines.llm.tool_calls).
+PROMPTED_TOOL_CALL = "<tool_call>"
+CHARS_PER_TOKEN = 4
 INVOCATION_PLACEHOLDER = re.compile(r"\{\{inv:(?P<tool>[a-z_]+)(?::(?P<n>\d+))?\}\}")
 REF_PLACEHOLDER = re.compile(r"\{\{ref:(?P<tool>[a-z_]+):(?P<n>\d+):(?P<path>[^}]+)\}\}")
 SERVICE_PATTERN = re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-service\b")
@@ -71,10 +89,12 @@ SDK_ENVIRONMENT = ("OPENAI_BASE_URL", "OPENAI_API_KEY")
 
 
 @contextmanager
-def fake_llm_environment(script: Mapping[str, Iterable[Reply]] | None = None) -> Iterator[FakeOpenAIServer]:
+def fake_llm_environment(
+    script: Mapping[str, Iterable[Reply]] | None = None, **options: Any
+) -> Iterator[FakeOpenAIServer]:
     """Serve `script` and point the openai SDK at it through its environment; restore it afterwards."""
     saved = {key: os.environ.get(key) for key in SDK_ENVIRONMENT}
-    with FakeOpenAIServer(script) as server:
+    with FakeOpenAIServer(script, **options) as server:
         os.environ.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="fake-key")
         try:
             yield server
@@ -87,7 +107,17 @@ def fake_llm_environment(script: Mapping[str, Iterable[Reply]] | None = None) ->
 
 
 class FakeOpenAIServer:
-    def __init__(self, script: Mapping[str, Iterable[Reply]] | None = None) -> None:
+    def __init__(
+        self,
+        script: Mapping[str, Iterable[Reply]] | None = None,
+        *,
+        latency_s: float = 0.0,
+        refuse_json_schema: bool = False,
+        fan_out: int = 1,
+    ) -> None:
+        self.latency_s = latency_s
+        self.refuse_json_schema = refuse_json_schema
+        self.fan_out = fan_out
         self._script: dict[str, deque] = {}
         for key, replies in (script or {}).items():
             name = STAGE_SCHEMAS.get(key, key)
@@ -131,13 +161,22 @@ class FakeOpenAIServer:
         with self._lock:
             self.requests.append(request)
             if name not in _HONEST_DEFAULTS:
+                return _error(HTTPStatus.BAD_REQUEST, f"cannot tell the stage of this request: {name!r}")
+            if (
+                self.refuse_json_schema
+                and (request.get("response_format") or {}).get("type") == "json_schema"
+            ):
                 return _error(
-                    HTTPStatus.BAD_REQUEST, f"unknown or missing response_format schema name: {name!r}"
+                    HTTPStatus.BAD_REQUEST,
+                    "response_format.type: Input should be 'text' or 'json_object'",
+                    retry=False,
                 )
             queue = self._script.get(name)
             reply = queue.popleft() if queue else None
             self._ids += 1
             completion_id = f"chatcmpl-fake-{self._ids}"
+        if self.latency_s:
+            self._stopping.wait(self.latency_s)
         if callable(reply):
             reply = reply(request)
         if isinstance(reply, dict) and "delay_s" in reply:
@@ -146,12 +185,21 @@ class FakeOpenAIServer:
         if isinstance(reply, dict) and "http_status" in reply:
             return _error(reply["http_status"], reply.get("message", "scripted failure"))
         if reply is None:
-            reply = _HONEST_DEFAULTS[name](request)
+            reply = _HONEST_DEFAULTS[name](request, self.fan_out)
+        finish_reason = None
+        if isinstance(reply, dict) and "raw" in reply:
+            finish_reason = reply.get("finish_reason")
+            extra = {key: reply[key] for key in ("reasoning_content",) if key in reply}
+            reply = reply["raw"]
+        else:
+            extra = {}
         try:
-            message = _message(reply, _tool_messages(request))
+            message = (
+                _message(reply, _tool_messages(request), native_tools=bool(request.get("tools"))) | extra
+            )
         except ScriptError as exc:
             return _error(HTTPStatus.BAD_REQUEST, str(exc))
-        return HTTPStatus.OK, {}, _completion(completion_id, request, message)
+        return HTTPStatus.OK, {}, _completion(completion_id, request, message, finish_reason)
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -200,22 +248,42 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _schema_name(request: dict) -> str | None:
     response_format = request.get("response_format") or {}
-    return (response_format.get("json_schema") or {}).get("name")
+    named = (response_format.get("json_schema") or {}).get("name")
+    if named:
+        return named
+    system = "\n".join(
+        m.get("content") or "" for m in request.get("messages", []) if m.get("role") == "system"
+    )
+    mentioned = STAGE_NAME.findall(system)
+    return mentioned[-1] if mentioned else None
 
 
-def _error(status: int, message: str) -> tuple[int, dict, dict]:
+def _error(status: int, message: str, *, retry: bool = True) -> tuple[int, dict, dict]:
     body = {"error": {"message": message, "type": "fake_server_error", "code": int(status)}}
-    return int(status), {"retry-after-ms": "1"}, body
+    headers = {"retry-after-ms": "1"} if retry else {"x-should-retry": "false"}
+    return int(status), headers, body
 
 
-def _completion(completion_id: str, request: dict, message: dict) -> dict:
+def _token_cap(request: dict) -> int | None:
+    return request.get("max_completion_tokens") or request.get("max_tokens")
+
+
+def _completion(completion_id: str, request: dict, message: dict, finish_reason: str | None) -> dict:
     prompt_chars = sum(len(m.get("content") or "") for m in request.get("messages", []))
     if request.get("tools"):
         prompt_chars += len(json.dumps(request["tools"], ensure_ascii=False))
+    cap = _token_cap(request)
+    content = message.get("content") or ""
+    if cap and len(content) > cap * CHARS_PER_TOKEN:
+        message = message | {"content": content[: cap * CHARS_PER_TOKEN]}
+        finish_reason = "length"
     completion_chars = len(message.get("content") or "")
     if message.get("tool_calls"):
         completion_chars += len(json.dumps(message["tool_calls"], ensure_ascii=False))
-    prompt_tokens, completion_tokens = max(1, prompt_chars // 4), max(1, completion_chars // 4)
+    prompt_tokens = max(1, prompt_chars // CHARS_PER_TOKEN)
+    completion_tokens = max(1, completion_chars // CHARS_PER_TOKEN)
+    if finish_reason is None:
+        finish_reason = "tool_calls" if message.get("tool_calls") else "stop"
     return {
         "id": completion_id,
         "object": "chat.completion",
@@ -225,7 +293,7 @@ def _completion(completion_id: str, request: dict, message: dict) -> dict:
             {
                 "index": 0,
                 "message": message,
-                "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+                "finish_reason": finish_reason,
                 "logprobs": None,
             }
         ],
@@ -237,10 +305,18 @@ def _completion(completion_id: str, request: dict, message: dict) -> dict:
     }
 
 
-def _message(reply: Reply, tool_messages: list[dict]) -> dict:
+def _message(reply: Reply, tool_messages: list[dict], *, native_tools: bool) -> dict:
     if isinstance(reply, str):
         return {"role": "assistant", "content": _filled(reply, tool_messages)}
     reply = _filled(reply, tool_messages)
+    if "tool_calls" in reply and not native_tools:
+        blocks = [
+            PROMPTED_TOOL_CALL
+            + json.dumps({"name": call["name"], "arguments": call.get("arguments", {})}, ensure_ascii=False)
+            + "</tool_call>"
+            for call in reply["tool_calls"]
+        ]
+        return {"role": "assistant", "content": "\n".join(blocks)}
     if "tool_calls" in reply:
         return {
             "role": "assistant",
@@ -266,14 +342,19 @@ def _tool_messages(request: dict) -> list[dict]:
     """Earlier rounds' tool messages (the executor prompt's `prior_tool_messages`), then this turn's."""
     found = list(_stage_input(request).get("prior_tool_messages", []))
     for message in request.get("messages", []):
-        if message.get("role") != "tool":
+        if message.get("role") == "tool":
+            texts = [message.get("content") or ""]
+        elif message.get("role") == "user":
+            texts = [match["json"] for match in TOOL_RESULT_BLOCK.finditer(message.get("content") or "")]
+        else:
             continue
-        try:
-            content = json.loads(message.get("content") or "")
-        except json.JSONDecodeError:
-            continue
-        if isinstance(content, dict):
-            found.append(content)
+        for text in texts:
+            try:
+                content = json.loads(text)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(content, dict):
+                found.append(content)
     return found
 
 
@@ -321,7 +402,7 @@ def _stage_input(request: dict) -> dict:
     return json.loads(match["json"]) if match else {}
 
 
-def _honest_plan(request: dict) -> dict:
+def _honest_plan(request: dict, fan_out: int) -> dict:
     query = _stage_input(request).get("query", "")
     focus = list(dict.fromkeys(SERVICE_PATTERN.findall(query) + ALERT_PATTERN.findall(query)))
     return {
@@ -333,18 +414,39 @@ def _honest_plan(request: dict) -> dict:
     }
 
 
-def _honest_execution(request: dict) -> dict:
+def _honest_execution(request: dict, fan_out: int) -> dict:
     tool_messages = [m for m in _tool_messages(request) if "invocation_id" in m]
-    tools_offered = bool(request.get("tools")) and request.get("tool_choice") != "none"
-    if not tool_messages and tools_offered:
-        plan = _stage_input(request).get("plan") or {}
+    if not tool_messages and _tools_offered(request):
+        stage_input = _stage_input(request)
+        plan = stage_input.get("plan") or {}
         services = [item for item in plan.get("focus", []) if SERVICE_PATTERN.fullmatch(item)]
-        return {
-            "tool_calls": [
-                {"name": "query_metrics", "arguments": {"service": services[0]} if services else {}}
-            ]
-        }
+        service = services[0] if services else None
+        calls = [{"name": "query_metrics", "arguments": {"service": service} if service else {}}]
+        query = stage_input.get("query", "")
+        extra_calls = [
+            {"name": "query_logs", "arguments": {"query": query, "service": service}},
+            {"name": "lookup_knowledge", "arguments": {"query": query}},
+            {"name": "query_metrics", "arguments": {}},
+        ]
+        calls += [extra_calls[i % len(extra_calls)] for i in range(fan_out - 1)]
+        return {"tool_calls": calls}
     cited = next((m for m in tool_messages if m.get("evidence_refs")), None)
+    return _honest_claims(cited)
+
+
+def _tools_offered(request: dict) -> bool:
+    """A tool turn: native tools offered, or prompted tool instructions and not yet told to stop."""
+    if request.get("tools"):
+        return request.get("tool_choice") != "none"
+    messages = request.get("messages", [])
+    system = next((m.get("content") or "" for m in messages if m.get("role") == "system"), "")
+    last = messages[-1] if messages else {}
+    return PROMPTED_TOOL_CALL in system and not (
+        last.get("role") == "user" and "ExecutorOutput" in (last.get("content") or "")
+    )
+
+
+def _honest_claims(cited: dict | None) -> dict:
     claims = []
     if cited is not None:
         ref = cited["evidence_refs"][0]
@@ -375,46 +477,30 @@ def _honest_execution(request: dict) -> dict:
     }
 
 
-def _honest_verification(request: dict) -> dict:
+def _honest_verification(request: dict, fan_out: int) -> dict:
     stage_input = _stage_input(request)
     claims = (stage_input.get("executor_structured_output") or {}).get("claims", [])
     bindings = (stage_input.get("gatekeeper_result") or {}).get("checked_bindings", [])
-    claim_checks, facts = [], []
+    claim_checks = []
     for claim in claims:
         passed = [
             f"{b['source_invocation_id']}:{b['raw_path']}"
             for b in bindings
             if b.get("claim_id") == claim["claim_id"] and b.get("status") == "pass"
         ]
-        direct = bool(passed)
-        detail = "已核验证据原文直接陈述了该断言" if direct else "没有通过核验的证据"
         claim_checks.append(
             {
                 "claim_id": claim["claim_id"],
-                "verification": "direct_observation" if direct else "unsupported",
-                "detail": detail,
+                "verification": "direct_observation" if passed else "unsupported",
+                "detail": "已核验证据原文直接陈述了该断言" if passed else "没有通过核验的证据",
                 "evidence_refs": passed,
             }
         )
-        facts.append(
-            {
-                "fact": claim["claim_text"],
-                "is_critical": True,
-                "verification": "direct_evidence" if direct else "no_evidence",
-                "detail": detail,
-                "evidence_refs": passed,
-            }
-        )
-    return {
-        "claim_checks": claim_checks,
-        "facts_checked": facts,
-        "rationale": f"{sum(bool(c['evidence_refs']) for c in claim_checks)}/{len(claims)} 条断言有直接证据",
-        "verdict": None,
-        "groundedness_score": None,
-    }
+    supported = sum(bool(check["evidence_refs"]) for check in claim_checks)
+    return {"claim_checks": claim_checks, "rationale": f"{supported}/{len(claims)} 条断言有直接证据"}
 
 
-def _honest_composition(request: dict) -> dict:
+def _honest_composition(request: dict, fan_out: int) -> dict:
     material = _stage_input(request)
     sections = [
         ("结论", material.get("confirmed_findings", [])),
@@ -435,7 +521,7 @@ def _material_text(item: Any) -> str:
     return item["claim_text"] if isinstance(item, dict) else str(item)
 
 
-_HONEST_DEFAULTS: dict[str, Callable[[dict], dict]] = {
+_HONEST_DEFAULTS: dict[str, Callable[[dict, int], dict]] = {
     "PlannerOutput": _honest_plan,
     "ExecutorOutput": _honest_execution,
     "VerifierOutput": _honest_verification,

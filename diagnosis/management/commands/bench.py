@@ -3,12 +3,18 @@
 For each engine it runs the demo world's questions inline and reports sessions/s, the p50/p95 of the
 pipeline's own overhead per session (wall time minus time spent waiting for the model), database
 queries per session and, for the llm engine, prompt tokens per stage. The llm engine runs against the
-local fake OpenAI-compatible server with zero latency, so what it measures is our overhead.
+local fake OpenAI-compatible server, with zero latency by default, so what it measures is our overhead.
+
+With `--model-latency-ms` (every model reply takes that long), `--tool-latency-ms` (every tool call
+takes that long) and `--fan-out` (tool calls in the executor's one tool turn) it also reports how
+close a session comes to the time it cannot avoid: wall / (model time + the slowest call of each
+tool turn). 1.0 means the tool calls of a turn ran fully in parallel and nothing else cost anything.
 """
 
 import statistics
 import time
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 
 from django.core.management.base import BaseCommand
 from django.db import connection
@@ -19,6 +25,7 @@ from diagnosis.evaluation.database import throwaway_database
 from diagnosis.evaluation.fake_llm import fake_llm_environment
 from diagnosis.models import AgentStep
 from diagnosis.services.sessions import session_start
+from tools.base import all_tools
 from tools.world import demo_questions
 
 QUESTIONS = demo_questions()
@@ -30,17 +37,22 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--sessions", type=int, default=30, help="sessions per engine")
         parser.add_argument("--engine", choices=["rules", "llm"], action="append")
+        parser.add_argument("--model-latency-ms", type=float, default=0.0, help="fake model reply latency")
+        parser.add_argument("--tool-latency-ms", type=float, default=0.0, help="latency added to every tool")
+        parser.add_argument("--fan-out", type=int, default=1, help="tool calls in the executor's tool turn")
 
     def handle(self, *args, **options):
         engines = options["engine"] or ["rules", "llm"]
-        with throwaway_database():
+        self.tool_latency_ms = options["tool_latency_ms"]
+        fake_options = {"latency_s": options["model_latency_ms"] / 1000, "fan_out": options["fan_out"]}
+        with throwaway_database(), _slow_tools(self.tool_latency_ms / 1000):
             for engine in engines:
-                with fake_llm_environment() if engine == "llm" else nullcontext():
+                with fake_llm_environment(**fake_options) if engine == "llm" else nullcontext():
                     self._bench(engine, options["sessions"])
 
     def _bench(self, engine: str, count: int) -> None:
         session_start(query=QUESTIONS[0], engine=engine, run_inline=True)  # warm-up: imports, caches
-        overheads, queries, pks = [], [], []
+        overheads, queries, pks, ratios = [], [], [], []
         started = time.perf_counter()
         for i in range(count):
             with CaptureQueriesContext(connection) as captured:
@@ -49,6 +61,8 @@ class Command(BaseCommand):
                 wall_ms = (time.perf_counter() - t0) * 1000
             waited = AgentStep.objects.filter(session=session).aggregate(w=Sum("llm_wait_ms"))["w"] or 0
             overheads.append(wall_ms - waited)
+            if self.tool_latency_ms:
+                ratios.append(wall_ms / (waited + _tool_turns_ms(session)))
             queries.append(len(captured))
             pks.append(session.pk)
         elapsed = time.perf_counter() - started
@@ -63,6 +77,10 @@ class Command(BaseCommand):
         self.stdout.write(f"  overhead p50 (ms)     {_percentile(overheads, 50):8.1f}")
         self.stdout.write(f"  overhead p95 (ms)     {_percentile(overheads, 95):8.1f}")
         self.stdout.write(f"  queries/session mean  {statistics.mean(queries):8.1f}   max {max(queries)}")
+        if ratios:
+            self.stdout.write(
+                f"  wall/(model+tool turns) p50 {_percentile(ratios, 50):6.3f}   p95 {_percentile(ratios, 95):6.3f}"
+            )
         if engine == "llm":
             for row in tokens:
                 self.stdout.write(f"  prompt tokens {row['agent']:<10} {row['prompt']:8.0f} per step")
@@ -71,3 +89,47 @@ class Command(BaseCommand):
 def _percentile(values: list[float], pct: int) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
+
+
+def _tool_turns_ms(session) -> float:
+    """The least time the session's tool calls could take: per tool turn, its slowest call (as the
+    invocation recorded it). The rules engine calls tools one by one: every call is its own turn."""
+    latency = dict(session.tool_invocations.values_list("pk", "latency_ms"))
+    total = 0.0
+    for step in AgentStep.objects.filter(session=session, agent=AgentStep.Agent.EXECUTOR):
+        calls = (step.model_output or {}).get("tool_calls")
+        if calls is None:
+            total += sum(
+                session.tool_invocations.filter(round=step.round).values_list("latency_ms", flat=True)
+            )
+            continue
+        turns: dict[int, float] = {}
+        for call in calls:
+            turn = call.get("turn", 0)
+            turns[turn] = max(turns.get(turn, 0.0), latency.get(call.get("invocation_id"), 0.0))
+        total += sum(turns.values())
+    return total
+
+
+@contextmanager
+def _slow_tools(latency_s: float) -> Iterator[None]:
+    """Every tool takes `latency_s` longer, as a remote source would (the demo world answers at once)."""
+    if not latency_s:
+        yield
+        return
+    tools = all_tools()
+    for tool in tools:
+        tool.run = _delayed(tool.run, latency_s)
+    try:
+        yield
+    finally:
+        for tool in tools:
+            del tool.run  # the instance attribute; the class's method shows through again
+
+
+def _delayed(run, latency_s: float):
+    def delayed_run(*args, **kwargs):
+        time.sleep(latency_s)
+        return run(*args, **kwargs)
+
+    return delayed_run

@@ -134,6 +134,12 @@ def test_guard_flags_raw_json_and_tool_output(material):
     assert composer_guard(answer=answer, material=material) == ['{"alert_name":', "evidence_refs"]
 
 
+def test_guard_flags_a_fix_recommendation_that_names_no_new_token(material):
+    answer = "order-service 当前存在 HighMemoryUsage 告警，内存使用率 91%。建议立即重启 order-service。"
+
+    assert composer_guard(answer=answer, material=material) == ["处置建议：建议立即重启 order-service"]
+
+
 def test_an_answer_built_from_the_material_passes_the_guard(material, alert):
     answer = answer_from_material(material)
 

@@ -2,8 +2,11 @@
 
 import dataclasses
 import json
+import threading
+import time
 
 import pytest
+from django.db import connection
 
 from diagnosis.engines.llm import LLMEngine, LLMUnavailableError
 from diagnosis.models import ToolInvocation
@@ -16,6 +19,7 @@ from diagnosis.pipeline.contracts import (
 )
 from diagnosis.services.toolbox import RecordingToolbox
 from tests.factories import DiagnosisSessionFactory
+from tools.base import all_tools
 
 QUERY = "只确认 order-service 是否存在 HighMemoryUsage 告警"
 PLAN = {
@@ -99,7 +103,6 @@ def _assert_strict(schema: dict) -> None:
     if schema.get("type") == "object" or "properties" in schema:
         assert schema["additionalProperties"] is False
         assert sorted(schema["required"]) == sorted(schema["properties"])
-    assert "default" not in schema
     for value in schema.values():
         for sub in value.values() if isinstance(value, dict) else value if isinstance(value, list) else []:
             if isinstance(sub, dict):
@@ -107,8 +110,8 @@ def _assert_strict(schema: dict) -> None:
 
 
 def _stage_input_seen(request: dict) -> dict:
-    prompt = request["messages"][0]["content"]
-    return json.loads(prompt[prompt.rindex("<input>") + len("<input>") : prompt.rindex("</input>")])
+    prompt = next(m["content"] for m in request["messages"] if m["role"] == "user")
+    return json.loads(prompt[prompt.index("<input>") + len("<input>") : prompt.rindex("</input>")])
 
 
 def test_planner_sends_a_strict_schema_named_planner_output(fake_llm, settings):
@@ -118,7 +121,7 @@ def test_planner_sends_a_strict_schema_named_planner_output(fake_llm, settings):
 
     assert call.output == PlannerOutput(**PLAN)
     assert call.parse_status.status == "valid"
-    assert call.prompt_version.startswith("planner-v1+")
+    assert call.prompt_version.startswith("planner-v2+")
     request = server.requests[0]
     assert request["model"] == settings.DIAGNOSIS["LLM_MODEL"]
     assert request["response_format"]["type"] == "json_schema"
@@ -127,7 +130,21 @@ def test_planner_sends_a_strict_schema_named_planner_output(fake_llm, settings):
     _assert_strict(request["response_format"]["json_schema"]["schema"])
 
 
-def test_every_stage_sends_its_own_strict_schema(fake_llm, toolbox):
+def test_rules_go_as_system_and_the_stage_input_as_user(fake_llm):
+    server = fake_llm({"planner": [PLAN]})
+
+    LLMEngine().plan(PlannerInput(query=QUERY, round=1))
+
+    system, user = server.requests[0]["messages"]
+    assert system["role"] == "system" and "Planner" in system["content"]
+    assert "<input>" not in system["content"]
+    assert user["role"] == "user"
+    assert user["content"].startswith("<input>") and user["content"].endswith("</input>")
+    assert _stage_input_seen(server.requests[0])["query"] == QUERY
+
+
+def test_every_request_carries_system_temperature_and_a_token_cap(fake_llm, toolbox, settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"LLM_TEMPERATURE": 0.3}
     server = fake_llm()
     engine = LLMEngine()
 
@@ -136,10 +153,55 @@ def test_every_stage_sends_its_own_strict_schema(fake_llm, toolbox):
     engine.verify(VERIFIER_INPUT)
     engine.compose(COMPOSER_INPUT)
 
-    names = [request["response_format"]["json_schema"]["name"] for request in server.requests]
-    assert names == ["PlannerOutput", "ExecutorOutput", "ExecutorOutput", "VerifierOutput", "ComposerOutput"]
+    assert len(server.requests) >= 5
     for request in server.requests:
+        assert request["messages"][0]["role"] == "system"
+        assert request["temperature"] == 0.3
+        assert 0 < request["max_completion_tokens"] <= 2048
+
+
+def test_temperature_defaults_to_zero(fake_llm):
+    server = fake_llm({"planner": [PLAN]})
+
+    LLMEngine().plan(PlannerInput(query=QUERY, round=1))
+
+    assert server.requests[0]["temperature"] == 0
+
+
+def test_structured_turns_send_their_own_strict_schema_and_tool_turns_none(fake_llm, toolbox):
+    server = fake_llm()
+    engine = LLMEngine()
+
+    engine.plan(PlannerInput(query=QUERY, round=1))
+    engine.execute(_executor_input(), toolbox)
+    engine.verify(VERIFIER_INPUT)
+    engine.compose(COMPOSER_INPUT)
+
+    tool_turns = [
+        request for request in server.requests if request.get("tool_choice") in ("auto", "required")
+    ]
+    assert tool_turns
+    for request in tool_turns:
+        assert "response_format" not in request
+        assert all(tool["function"]["strict"] is True for tool in request["tools"])
+        for tool in request["tools"]:
+            _assert_strict(tool["function"]["parameters"])
+    structured = [request for request in server.requests if request not in tool_turns]
+    names = [request["response_format"]["json_schema"]["name"] for request in structured]
+    assert names == ["PlannerOutput", "VerifierOutput", "ComposerOutput"]
+    for request in structured:
         _assert_strict(request["response_format"]["json_schema"]["schema"])
+
+
+def test_verifier_is_asked_only_for_claim_checks(fake_llm):
+    server = fake_llm()
+
+    call = LLMEngine().verify(VERIFIER_INPUT)
+
+    schema = server.requests[0]["response_format"]["json_schema"]["schema"]
+    assert set(schema["properties"]) == {"claim_checks", "rationale"}
+    assert "facts_checked" not in server.requests[0]["messages"][0]["content"]
+    assert [check.verification for check in call.output.claim_checks] == ["direct_observation"]
 
 
 def test_token_usage_and_wait_are_recorded_per_stage(fake_llm):
@@ -147,8 +209,8 @@ def test_token_usage_and_wait_are_recorded_per_stage(fake_llm):
 
     call = LLMEngine().plan(PlannerInput(query=QUERY, round=1))
 
-    prompt = server.requests[0]["messages"][0]["content"]
-    assert call.usage.prompt_tokens == len(prompt) // 4
+    prompt_chars = sum(len(message["content"]) for message in server.requests[0]["messages"])
+    assert call.usage.prompt_tokens == prompt_chars // 4
     assert call.usage.completion_tokens == len(json.dumps(PLAN, ensure_ascii=False)) // 4
     assert call.usage.llm_calls == 1
     assert call.usage.wait_ms > 0
@@ -159,6 +221,7 @@ def test_executor_runs_the_models_tool_calls_and_records_each(fake_llm, toolbox)
         {
             "executor": [
                 {"tool_calls": [{"name": "query_metrics", "arguments": {"service": "order-service"}}]},
+                "我已查到告警，下面给出结论。",
                 FINAL_EXECUTOR_REPLY,
             ]
         }
@@ -169,22 +232,38 @@ def test_executor_runs_the_models_tool_calls_and_records_each(fake_llm, toolbox)
     invocation = ToolInvocation.objects.get(session=toolbox.session)
     assert invocation.tool_name == "query_metrics"
     assert invocation.input == {"service": "order-service"}
-    first, second = server.requests
+    first, second, final = server.requests
     assert {tool["function"]["name"] for tool in first["tools"]} >= {
         "query_metrics",
         "query_logs",
         "lookup_knowledge",
     }
-    assert first["response_format"]["json_schema"]["name"] == "ExecutorOutput"
+    assert "response_format" not in first and "response_format" not in second
+    assert first["tool_choice"] == "required"  # nothing to cite yet: the first turn must gather
+    assert second["tool_choice"] == "auto"
     tool_message = second["messages"][-1]
     assert tool_message["role"] == "tool"
     assert tool_message["tool_call_id"] == second["messages"][-2]["tool_calls"][0]["id"]
     assert json.loads(tool_message["content"])["invocation_id"] == invocation.pk
+    assert final["tool_choice"] == "none"
+    assert final["response_format"]["json_schema"]["name"] == "ExecutorOutput"
     binding = call.output.claims[0].evidence_bindings[0]
     assert binding.source_invocation_id == invocation.pk
     assert binding.evidence_excerpt == invocation.evidence_refs[0]["text"]
     assert call.model_output["tool_calls"][0]["invocation_id"] == invocation.pk
-    assert call.usage.llm_calls == 2
+    assert call.usage.llm_calls == 3
+
+
+def test_a_valid_answer_in_a_tool_turn_is_taken_without_another_call(fake_llm, toolbox):
+    server = fake_llm(
+        {"executor": [{"tool_calls": [{"name": "query_metrics", "arguments": {}}]}, FINAL_EXECUTOR_REPLY]}
+    )
+
+    call = LLMEngine().execute(_executor_input(), toolbox)
+
+    assert len(server.requests) == 2
+    assert call.parse_status.status == "valid"
+    assert call.output.claims[0].claim_text == FINAL_EXECUTOR_REPLY["claims"][0]["claim_text"]
 
 
 def test_executor_tool_loop_stops_when_the_toolbox_is_exhausted(fake_llm, db):
@@ -235,7 +314,10 @@ def test_planner_parse_failure_falls_back_to_a_plan_with_every_evidence_tool(fak
 
 
 def test_executor_parse_failure_keeps_the_raw_text_and_no_claims(fake_llm, toolbox):
-    fake_llm({"executor": ["order-service 好像有告警", "order-service 确实有内存告警"]})
+    # The tool turn, the final turn and its one re-ask: prose every time.
+    fake_llm(
+        {"executor": ["order-service 好像有告警", "order-service 有告警", "order-service 确实有内存告警"]}
+    )
 
     call = LLMEngine().execute(_executor_input(), toolbox)
 
@@ -251,7 +333,6 @@ def test_verifier_parse_failure_marks_every_claim_unsupported(fake_llm):
 
     assert call.parse_status.status == "parse_failed"
     assert [(c.claim_id, c.verification) for c in call.output.claim_checks] == [("claim-1", "unsupported")]
-    assert [f.verification for f in call.output.facts_checked] == ["no_evidence"]
 
 
 def test_composer_parse_failure_returns_an_empty_answer(fake_llm):
@@ -289,33 +370,140 @@ def test_http_500_is_retried_by_the_sdk(fake_llm):
     assert len(server.requests) == 2
 
 
-def test_persistent_http_500_raises_llm_unavailable(fake_llm):
-    server = fake_llm({"planner": [{"http_status": 500}, {"http_status": 500}]})
+def test_persistent_http_500_raises_llm_unavailable_with_a_stable_message(fake_llm):
+    server = fake_llm({"planner": [{"http_status": 500, "message": "/srv/llama/server.cpp:42 boom"}] * 2})
 
-    with pytest.raises(LLMUnavailableError, match=r"planner.*InternalServerError"):
+    with pytest.raises(LLMUnavailableError) as raised:
         LLMEngine().plan(PlannerInput(query=QUERY, round=1))
     assert len(server.requests) == 2  # the first call plus LLM_MAX_RETRIES=1 retry
+    error = raised.value
+    assert str(error) == f"模型服务暂时不可用（规划阶段，错误编号 {error.error_id}）"
+    assert "/srv/llama" not in str(error)
+    assert "InternalServerError" in error.staff_detail and "/srv/llama/server.cpp:42" in error.staff_detail
 
 
 def test_timeout_is_retried_then_raises_llm_unavailable(fake_llm, settings):
     server = fake_llm({"planner": [{"delay_s": 2}, {"delay_s": 2}]})
     settings.DIAGNOSIS = settings.DIAGNOSIS | {"LLM_TIMEOUT": 0.2}
 
-    with pytest.raises(LLMUnavailableError, match="APITimeoutError"):
+    with pytest.raises(LLMUnavailableError) as raised:
         LLMEngine().plan(PlannerInput(query=QUERY, round=1))
+    assert "APITimeoutError" in raised.value.staff_detail
     assert len(server.requests) == 2
+
+
+def test_a_spent_session_budget_ends_the_stage_before_calling_the_model(fake_llm, settings):
+    server = fake_llm({"planner": [PLAN]})
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"LLM_SESSION_SECONDS": 0}
+
+    with pytest.raises(LLMUnavailableError) as raised:
+        LLMEngine().plan(PlannerInput(query=QUERY, round=1))
+    assert "预算" in raised.value.staff_detail
+    assert server.requests == []
+
+
+def test_each_call_timeout_is_bounded_by_the_session_budget(fake_llm, settings):
+    server = fake_llm({"planner": [{"delay_s": 2}, {"delay_s": 2}]})
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"LLM_TIMEOUT": 30.0, "LLM_SESSION_SECONDS": 1.5}
+
+    engine = LLMEngine()
+
+    with pytest.raises(LLMUnavailableError):
+        engine.plan(PlannerInput(query=QUERY, round=1))
+    assert len(server.requests) == 2  # the call and its SDK retry, sharing what was left
+    assert time.monotonic() <= engine.deadline + 1.0  # plus the SDK's back-off before its retry (≤ 0.5 s)
 
 
 def test_missing_api_key_raises_llm_unavailable(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
 
-    with pytest.raises(LLMUnavailableError, match="OPENAI_API_KEY"):
+    with pytest.raises(LLMUnavailableError) as raised:
         LLMEngine().plan(PlannerInput(query=QUERY, round=1))
+    assert "OPENAI_API_KEY" in raised.value.staff_detail
 
 
 def test_unresolvable_script_placeholder_fails_loudly(fake_llm):
     fake_llm({"verifier": [{"claim_checks": "{{inv:query_logs:3}}"}]})
 
-    with pytest.raises(LLMUnavailableError, match=r"\{\{inv:query_logs:3\}\}"):
+    with pytest.raises(LLMUnavailableError) as raised:
         LLMEngine().verify(VERIFIER_INPUT)
+    assert "{{inv:query_logs:3}}" in raised.value.staff_detail
+
+
+# --- Concurrent tool calls ---
+
+FOUR_CALLS = [
+    {"name": "query_metrics", "arguments": {"service": "order-service"}},
+    {"name": "query_logs", "arguments": {"query": "Full GC", "service": "order-service"}},
+    {"name": "lookup_knowledge", "arguments": {"query": "内存告警处理"}},
+    {"name": "query_metrics", "arguments": {}},
+]
+
+
+@pytest.fixture
+def slow_tools(monkeypatch):
+    """Every tool takes 0.3 s longer; returns the (start, end, thread) of each run."""
+    spans = []
+    for tool in all_tools():
+        original = type(tool).run
+
+        def run(self, *args, _original=original, **kwargs):
+            started = time.monotonic()
+            time.sleep(0.3)
+            result = _original(self, *args, **kwargs)
+            spans.append((started, time.monotonic(), threading.get_ident()))
+            return result
+
+        monkeypatch.setattr(type(tool), "run", run)
+    return spans
+
+
+def _database_connections() -> int | None:
+    """Open server connections to the test database; None on SQLite, which has no server to ask."""
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turns_tool_calls_run_concurrently_and_answer_in_call_order(fake_llm, slow_tools):
+    toolbox = RecordingToolbox(session=DiagnosisSessionFactory(query=QUERY), round=1, max_calls=8)
+    server = fake_llm({"executor": [{"tool_calls": FOUR_CALLS}]})
+    connections_before = _database_connections()
+
+    call = LLMEngine().execute(_executor_input(), toolbox)
+
+    assert len(slow_tools) == 4
+    assert max(start for start, _, _ in slow_tools) < min(end for _, end, _ in slow_tools)  # all overlapped
+    assert len({thread for _, _, thread in slow_tools}) == 4
+    after_tools = server.requests[1]["messages"]
+    ids = [m["tool_call_id"] for m in after_tools if m["role"] == "tool"]
+    assert ids == [c["id"] for c in after_tools[-5]["tool_calls"]]
+    names = [json.loads(m["content"])["tool_name"] for m in after_tools if m["role"] == "tool"]
+    assert names == [c["name"] for c in FOUR_CALLS]
+    assert [c["turn"] for c in call.model_output["tool_calls"]] == [0, 0, 0, 0]
+    assert _database_connections() == connections_before  # every worker thread closed its own
+
+
+def test_tool_calls_run_one_by_one_on_the_callers_thread_inside_a_transaction(fake_llm, slow_tools, toolbox):
+    fake_llm({"executor": [{"tool_calls": FOUR_CALLS}]})
+
+    LLMEngine().execute(_executor_input(), toolbox)
+
+    assert {thread for _, _, thread in slow_tools} == {threading.get_ident()}
+
+
+def test_the_tool_budget_is_checked_up_front_in_call_order(fake_llm, db):
+    toolbox = RecordingToolbox(session=DiagnosisSessionFactory(query=QUERY), round=1, max_calls=2)
+    server = fake_llm({"executor": [{"tool_calls": FOUR_CALLS}]})
+
+    LLMEngine().execute(_executor_input(), toolbox)
+
+    recorded = list(toolbox.session.tool_invocations.order_by("pk").values_list("tool_name", "input"))
+    assert recorded == [(c["name"], c["arguments"]) for c in FOUR_CALLS[:2]]
+    results = [json.loads(m["content"]) for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert [r["success"] for r in results[2:]] == [False, False]
+    assert all("次数已用完" in r["error"] for r in results[2:])

@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 from jinja2 import UndefinedError
@@ -51,7 +52,7 @@ def test_every_prompt_carries_its_version(name):
     rendered = prompt_render(name, **STAGE_VARIABLES[name])
 
     declared, digest = rendered.version.split("+")
-    assert declared == f"{name}-v1"
+    assert declared == f"{name}-v2"
     assert len(digest) == 8  # a content hash: an edit without a version bump still changes it
     assert "version:" not in rendered.text  # the marker is a template comment, never sent to the model
 
@@ -78,6 +79,39 @@ def test_executor_prompt_carries_the_citation_and_narrow_scope_rules():
         assert rule in text
     assert "本问题已被判定为窄范围确认任务" in text
     assert "补充取证轮" not in text
+
+
+def test_the_narrow_scope_gate_is_rendered_only_for_a_narrow_plan():
+    broad_plan = STAGE_VARIABLES["executor"]["plan"] | {"narrow_scope": False}
+
+    text = prompt_render("executor", **STAGE_VARIABLES["executor"] | {"plan": broad_plan}).text
+
+    assert "HARD-GATE" not in text and "窄范围" not in text
+
+
+@pytest.mark.parametrize("name", sorted(STAGE_VARIABLES))
+def test_examples_carry_no_ids_or_names_a_model_could_copy(name):
+    rules = prompt_render(name, **STAGE_VARIABLES[name]).system
+
+    assert not re.search(r'"source_invocation_id":\s*\d', rules)
+    assert not re.search(r"\b\d+:\$\.", rules)  # no "12:$.alerts[1]"-style evidence refs
+    assert "-service" not in rules
+
+
+def test_verifier_prompt_does_not_ask_for_what_code_computes():
+    rules = prompt_render("verifier", **STAGE_VARIABLES["verifier"]).system
+
+    assert "facts_checked" not in rules
+    assert "groundedness_score" not in rules
+    assert "user_facing_answer" not in rules
+
+
+@pytest.mark.parametrize("name", sorted(STAGE_VARIABLES))
+def test_rules_and_input_split_into_system_and_user(name):
+    rendered = prompt_render(name, **STAGE_VARIABLES[name])
+
+    assert "<input>" not in rendered.system and rendered.system
+    assert rendered.user.startswith("<input>") and rendered.user.endswith("</input>")
 
 
 def test_retry_round_prompt_asks_only_for_the_missing_evidence():

@@ -1,0 +1,139 @@
+"""How the executor's tool calls travel (contracts §14, `DIAGNOSIS_LLM_TOOL_CALLS`):
+
+- `native` (default): strict function tools in `tools`, `tool_calls` in the reply, results as
+  `role: tool` messages.
+- `prompted`: for servers and small models that do not emit native calls. The tools are described
+  in the instructions; the model writes each call as `<tool_call>{"name": ..., "arguments": {...}}
+  </tool_call>` (the format Qwen-style chat templates use) or a `{"tool_calls": [...]}` object, code
+  parses it, and results go back as `<tool_result>` blocks in user messages.
+
+Tool turns never carry a `response_format` (on llama.cpp it would force the schema's grammar and no
+tool call could ever be written); the final answer is asked for in a separate turn.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from diagnosis.engines.llm.replies import ModelReply
+from diagnosis.engines.llm.structured import json_objects_in
+
+TOOL_CALL_MODES = ("native", "prompted")
+TOOL_CALL_BLOCK = re.compile(r"<tool_call>\s*(?P<json>.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
+PROMPTED_INSTRUCTION = """
+
+## 调用工具的方式
+
+可用工具（JSON Schema 描述参数）：
+
+{tools}
+
+需要调用工具时，回复中只写工具调用，每个调用一行，格式如下（可以一次写多个）：
+
+<tool_call>{{"name": "工具名", "arguments": {{参数}}}}</tool_call>
+
+工具结果会以 <tool_result>…</tool_result> 的形式返回给你。取证完成后不要再写 <tool_call>。
+"""
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # JSON text as the model wrote it
+
+
+class NativeToolCalls:
+    name = "native"
+
+    def instructions(self, tools: list[dict]) -> str:
+        return ""
+
+    def tool_turn_request(self, tools: list[dict], *, required: bool) -> dict[str, Any]:
+        return {"tools": tools, "tool_choice": "required" if required else "auto"}
+
+    def final_turn_request(self, tools: list[dict]) -> dict[str, Any]:
+        return {"tools": tools, "tool_choice": "none"}
+
+    def calls(self, reply: ModelReply) -> list[ToolCall]:
+        return [ToolCall(id=call.id, name=call.name, arguments=call.arguments) for call in reply.tool_calls]
+
+    def assistant_message(self, reply: ModelReply, calls: list[ToolCall]) -> dict[str, Any]:
+        return {
+            "role": "assistant",
+            "content": reply.content or None,
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in calls
+            ],
+        }
+
+    def result_message(self, call: ToolCall, result: dict) -> dict[str, Any]:
+        return {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result, ensure_ascii=False)}
+
+
+class PromptedToolCalls:
+    name = "prompted"
+
+    def instructions(self, tools: list[dict]) -> str:
+        described = "\n".join(
+            json.dumps(
+                {
+                    "name": tool["function"]["name"],
+                    "description": tool["function"].get("description", ""),
+                    "parameters": tool["function"].get("parameters", {}),
+                },
+                ensure_ascii=False,
+            )
+            for tool in tools
+        )
+        return PROMPTED_INSTRUCTION.format(tools=described)
+
+    def tool_turn_request(self, tools: list[dict], *, required: bool) -> dict[str, Any]:
+        return {}  # nothing to force with: the instructions ask for the calls
+
+    def final_turn_request(self, tools: list[dict]) -> dict[str, Any]:
+        return {}
+
+    def calls(self, reply: ModelReply) -> list[ToolCall]:
+        written = [match["json"] for match in TOOL_CALL_BLOCK.finditer(reply.content)]
+        candidates: list[Any] = []
+        for text in written:
+            candidates += json_objects_in(text)  # a block cut off mid-call holds no object: skipped
+        if not written:
+            for value in json_objects_in(reply.content):
+                if isinstance(value, dict) and isinstance(value.get("tool_calls"), list):
+                    candidates += value["tool_calls"]
+        calls = []
+        for index, value in enumerate(candidates):
+            if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
+                continue
+            arguments = value.get("arguments", {})
+            text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+            calls.append(ToolCall(id=f"call_{index}", name=value["name"], arguments=text))
+        return calls
+
+    def assistant_message(self, reply: ModelReply, calls: list[ToolCall]) -> dict[str, Any]:
+        return {"role": "assistant", "content": reply.content}
+
+    def result_message(self, call: ToolCall, result: dict) -> dict[str, Any]:
+        body = json.dumps(result, ensure_ascii=False)
+        return {"role": "user", "content": f"<tool_result>\n{body}\n</tool_result>"}
+
+
+ToolCalling = NativeToolCalls | PromptedToolCalls
+
+
+def tool_calling_profile(mode: str) -> ToolCalling:
+    if mode == "native":
+        return NativeToolCalls()
+    if mode == "prompted":
+        return PromptedToolCalls()
+    raise ValueError(f"DIAGNOSIS_LLM_TOOL_CALLS={mode!r}; expected one of {', '.join(TOOL_CALL_MODES)}")
