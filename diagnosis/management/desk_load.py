@@ -203,20 +203,32 @@ class Measurement:
 
 
 def desk_measure(*, client: Client, requests: list[DeskRequest], runs: int = 3) -> list[Measurement]:
-    """Each request `runs` times after a warm-up; the best and median wall times and the queries it made."""
-    results = []
+    """Every request once per pass, `runs` passes after a warm-up pass; the best and median wall times
+    and the queries each made. Passes rather than one request's runs back to back, so a busy moment of
+    the machine costs each request one run, not all of them."""
     for request in requests:
         client.get(request.url)
-        times = []
-        for _run in range(runs):
+    times: dict[DeskRequest, list[float]] = {request: [] for request in requests}
+    last: dict[DeskRequest, tuple[int, list[dict]]] = {}
+    for _pass in range(runs):
+        for request in requests:
             with CaptureQueriesContext(connection) as captured:
                 started = time.perf_counter()
                 response = client.get(request.url)
-                times.append((time.perf_counter() - started) * 1000)
-        slowest = max((float(query["time"]) * 1000 for query in captured.captured_queries), default=0.0)
+                times[request].append((time.perf_counter() - started) * 1000)
+            last[request] = (response.status_code, captured.captured_queries)
+    results = []
+    for request in requests:
+        status_code, queries = last[request]
+        slowest = max((float(query["time"]) * 1000 for query in queries), default=0.0)
         results.append(
             Measurement(
-                request, response.status_code, min(times), statistics.median(times), len(captured), slowest
+                request,
+                status_code,
+                min(times[request]),
+                statistics.median(times[request]),
+                len(queries),
+                slowest,
             )
         )
     return results
