@@ -3,6 +3,10 @@
 Every call becomes one `ToolInvocation`. Its evidence refs are extracted by code here, at record
 time, so the model can only cite text the tool really returned. A failing tool, bad arguments or
 an unknown tool name are recorded as `success=false` and never raised to the caller.
+
+The calls of one executor turn are run first (no transaction open while a source answers), then
+inserted together in one short transaction (`invocations_record`), so a turn costs one commit and
+every call has its id (the `source_invocation_id` claims cite) before the model sees its message.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import logging
 import time
 from typing import Any
 
+from django.db import transaction
 from pydantic import BaseModel, ValidationError
 
 from diagnosis.models import DiagnosisSession, ToolInvocation
@@ -36,6 +41,36 @@ MESSAGE_REF_CHARS = 1000
 def invocation_record(
     *, session: DiagnosisSession, round: int, tool_name: str, arguments: dict
 ) -> ToolInvocation:
+    """Run one tool call and record it (its own commit)."""
+    return invocations_record(session=session, round=round, calls=[(tool_name, arguments)])[0]
+
+
+def invocations_record(
+    *, session: DiagnosisSession, round: int, calls: list[tuple[str, dict]], **progress: Any
+) -> list[ToolInvocation]:
+    """Run the calls one after the other, then insert them all in one transaction, with `progress`
+    (session columns for the live view, such as `current_stage`) written in the same commit."""
+    runs: list[ToolInvocation] = []
+    for tool_name, arguments in calls:
+        runs.append(
+            _invocation_run(
+                session=session, round=round, tool_name=tool_name, arguments=arguments, batch=runs
+            )
+        )
+    with transaction.atomic():
+        # One INSERT … RETURNING: PostgreSQL and SQLite ≥ 3.35 hand every row its id.
+        recorded = ToolInvocation.objects.bulk_create(runs)
+        if progress:
+            DiagnosisSession.objects.filter(pk=session.pk, status=DiagnosisSession.Status.RUNNING).update(
+                **progress
+            )
+    return recorded
+
+
+def _invocation_run(
+    *, session: DiagnosisSession, round: int, tool_name: str, arguments: dict, batch: list[ToolInvocation]
+) -> ToolInvocation:
+    """The call run and its record built, not yet saved; `batch` holds this turn's earlier calls."""
     started = time.perf_counter()
     tool: EvidenceTool | None = None
     parsed: BaseModel | None = None
@@ -46,7 +81,7 @@ def invocation_record(
             source, location = provenance_of(source_for(tool_name))
         parsed = tool.arguments_model.model_validate(arguments or {})
         # Only guidance lookups dedup, so only they pay the query for what the session has seen.
-        seen = _seen_block_ids(session, tool_name) if tool.is_guidance else set()
+        seen = _seen_block_ids(session, tool_name, batch) if tool.is_guidance else set()
         context = ToolContext(now=clock.now(), seen_block_ids=seen)
         # Round-tripped so an output that cannot be stored fails here, as this tool's failure.
         output = json.loads(json.dumps(tool.run(parsed, context), ensure_ascii=False))
@@ -62,7 +97,7 @@ def invocation_record(
     details = _retrieval_details(
         tool=tool, tool_name=tool_name, parsed=parsed, output=output, failed=bool(error)
     )
-    return ToolInvocation.objects.create(
+    return ToolInvocation(
         session=session,
         round=round,
         tool_name=tool_name,
@@ -124,12 +159,15 @@ def is_guidance_call(tool_name: str) -> bool:
         return False
 
 
-def _seen_block_ids(session: DiagnosisSession, tool_name: str) -> set[str]:
-    """Knowledge blocks already returned as evidence earlier in this session (per-session dedup)."""
+def _seen_block_ids(session: DiagnosisSession, tool_name: str, batch: list[ToolInvocation]) -> set[str]:
+    """Knowledge blocks already returned as evidence earlier in this session (per-session dedup),
+    also by a call of this turn not yet saved."""
     seen: set[str] = set()
-    for details in session.tool_invocations.filter(tool_name=tool_name, success=True).values_list(
+    recorded = session.tool_invocations.filter(tool_name=tool_name, success=True).values_list(
         "retrieval_details", flat=True
-    ):
+    )
+    unsaved = [run.retrieval_details for run in batch if run.tool_name == tool_name and run.success]
+    for details in [*recorded, *unsaved]:
         seen.update((details or {}).get("evidence_blocks") or ())
     return seen
 

@@ -1,10 +1,19 @@
-"""The executor's tool access: every call recorded as a ToolInvocation, bounded per round."""
+"""The executor's tool access: every call recorded as a ToolInvocation, bounded per round.
+
+A turn's calls (`call_many`) are recorded together in one commit, which also tells the live view
+the session is gathering evidence; `call` is a turn of one.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from diagnosis.models import DiagnosisSession, ToolInvocation
-from diagnosis.services.invocations import invocation_record, tool_message_build
+from diagnosis.pipeline.interfaces import Stage
+from diagnosis.services.invocations import invocations_record, tool_message_build
 from tools.base import all_tools
+
+BUDGET_SPENT_ERROR = "本轮工具调用次数已用完，请基于已获得的证据作答"
 
 
 def invocation_message(invocation: ToolInvocation) -> dict:
@@ -19,20 +28,36 @@ class RecordingToolbox:
         self.remaining_calls = max_calls
 
     def call(self, tool_name: str, arguments: dict) -> dict:
-        if self.remaining_calls <= 0:
-            return {
-                "invocation_id": None,
-                "tool_name": tool_name,
-                "success": False,
-                "evidence_status": "failed",
-                "evidence_refs": [],
-                "error": "本轮工具调用次数已用完，请基于已获得的证据作答",
-            }
-        self.remaining_calls -= 1
-        invocation = invocation_record(
-            session=self.session, round=self.round, tool_name=tool_name, arguments=arguments
+        return self.call_many([(tool_name, arguments)])[0]
+
+    def call_many(self, calls: Sequence[tuple[str, dict]]) -> list[dict]:
+        """The messages of the calls, in order; calls past the round's budget are refused, not run."""
+        allowed = list(calls[: max(self.remaining_calls, 0)])
+        self.remaining_calls -= len(allowed)
+        recorded = (
+            invocations_record(
+                session=self.session,
+                round=self.round,
+                calls=allowed,
+                current_stage=Stage.EXECUTOR.value,
+                rounds=self.round,
+            )
+            if allowed
+            else []
         )
-        return invocation_message(invocation)
+        refused = [_refused(tool_name) for tool_name, _arguments in calls[len(allowed) :]]
+        return [invocation_message(invocation) for invocation in recorded] + refused
 
     def tool_definitions(self) -> list[dict]:
         return [tool.openai_tool() for tool in all_tools() if tool.available()]
+
+
+def _refused(tool_name: str) -> dict:
+    return {
+        "invocation_id": None,
+        "tool_name": tool_name,
+        "success": False,
+        "evidence_status": "failed",
+        "evidence_refs": [],
+        "error": BUDGET_SPENT_ERROR,
+    }
