@@ -22,12 +22,17 @@ MAX_MINUTES = 7 * 24 * 60
 
 class QueryPromqlArguments(ToolArguments):
     query: str = Field(
+        title="PromQL",
         min_length=1,
         max_length=2000,
         description='PromQL 表达式，如 node_load1{job="node"} 或 rate(http_requests_total[5m])',
     )
     minutes: int = Field(
-        default=0, ge=0, le=MAX_MINUTES, description="0 为即时查询；大于 0 时查询最近这么多分钟的区间"
+        title="最近分钟数",
+        default=0,
+        ge=0,
+        le=MAX_MINUTES,
+        description="0 为即时查询；大于 0 时查询最近这么多分钟的区间",
     )
 
 

@@ -23,9 +23,10 @@ from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH
 from tools import clock
 from tools.base import EvidenceTool, ToolContext, UnknownToolError, get_tool
-from tools.sources import provenance_of, source_for
+from tools.sources import DEMO, provenance_of, source_for
 
 logger = logging.getLogger(__name__)
+DEMO_SOURCE_LABEL = "演示数据"
 
 SUPPORTED, NO_EVIDENCE, FAILED = "supported", "no_evidence", "failed"
 # evidence_status of helper tools (get_current_datetime): never evidence, never a gap.
@@ -95,7 +96,7 @@ def _invocation_run(
     if error:
         output = {**output, "success": False, "error": error}
     details = _retrieval_details(
-        tool=tool, tool_name=tool_name, parsed=parsed, output=output, failed=bool(error)
+        tool=tool, tool_name=tool_name, parsed=parsed, output=output, failed=bool(error), source=source
     )
     return ToolInvocation(
         session=session,
@@ -182,12 +183,33 @@ def _error_text(exc: Exception) -> str:
 
 
 def _arguments_text(parsed: BaseModel | None) -> str:
+    """What was searched, in words: each given argument by its field's title (`服务 checkout`)."""
     given = parsed.model_dump(mode="json", exclude_unset=True, exclude_none=True) if parsed else {}
-    return ", ".join(f"{key}={value}" for key, value in given.items())
+    fields = type(parsed).model_fields if parsed else {}
+    return "，".join(
+        f"{(fields[key].title if key in fields else None) or key} {value}" for key, value in given.items()
+    )
+
+
+def no_hit_text(*, tool_name: str, searched: str, source: str) -> str:
+    """'Nothing found' as a sentence naming what was searched and where."""
+    where = "，".join(part for part in (searched, f"来源 {source_label(source)}" if source else "") if part)
+    return f"在 {tool_name}{f'（{where}）' if where else ''}中未检索到匹配记录"
+
+
+def source_label(source: str) -> str:
+    """A source as people name it: the demo world is 演示数据, never mistaken for the team's system."""
+    return DEMO_SOURCE_LABEL if source == DEMO else source
 
 
 def _retrieval_details(
-    *, tool: EvidenceTool | None, tool_name: str, parsed: BaseModel | None, output: dict, failed: bool
+    *,
+    tool: EvidenceTool | None,
+    tool_name: str,
+    parsed: BaseModel | None,
+    output: dict,
+    failed: bool,
+    source: str,
 ) -> dict[str, Any]:
     if tool is not None and not tool.is_evidence:
         return {"evidence_status": FAILED if failed else NOT_EVIDENCE, "evidence_refs": []}
@@ -195,13 +217,15 @@ def _retrieval_details(
     if failed or tool is None:
         details: dict[str, Any] = {"evidence_status": FAILED, "evidence_refs": []}
     else:
-        details = _evidence(tool=tool, parsed=parsed, records=records)
+        details = _evidence(tool=tool, parsed=parsed, records=records, source=source)
     if tool is not None and tool.is_guidance:
         details |= _knowledge_details(records)
     return details
 
 
-def _evidence(*, tool: EvidenceTool, parsed: BaseModel | None, records: list[dict]) -> dict[str, Any]:
+def _evidence(
+    *, tool: EvidenceTool, parsed: BaseModel | None, records: list[dict], source: str
+) -> dict[str, Any]:
     """One ref per record (deduped knowledge blocks are not new evidence), else the no-hit ref."""
     refs = [
         {"raw_path": f"$.{tool.collection_key}[{index}]", "text": tool.evidence_text(record)}
@@ -210,7 +234,7 @@ def _evidence(*, tool: EvidenceTool, parsed: BaseModel | None, records: list[dic
     ]
     if refs:
         return {"evidence_status": SUPPORTED, "evidence_refs": refs}
-    text = f"{tool.name}({_arguments_text(parsed)}) 未检索到匹配证据"
+    text = no_hit_text(tool_name=tool.name, searched=_arguments_text(parsed), source=source)
     if records:
         text += f"（无新证据：{len(records)} 个知识块已在本会话中返回过）"
     return {"evidence_status": NO_EVIDENCE, "evidence_refs": [{"raw_path": NO_EVIDENCE_PATH, "text": text}]}
