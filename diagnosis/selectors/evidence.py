@@ -20,6 +20,7 @@ from rapidfuzz import fuzz
 from diagnosis.models import AgentStep, DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.disclosure import claim_shown
 from diagnosis.pipeline.scope import SCOPE_RULE
+from diagnosis.selectors.charts import SeriesChart, series_chart
 from diagnosis.selectors.self_evaluation import (
     AIOPS_RULE_EVALUATION,
     RULE_EVALUATION,
@@ -134,6 +135,8 @@ class BindingView:
     # Provenance of the cited invocation (contracts §11): `prometheus`, `demo`, … and where.
     source: str = ""
     source_location: str = ""
+    # A range query's cited series, drawn beside the excerpt.
+    chart: SeriesChart | None = None
 
     @property
     def source_label(self) -> str:
@@ -334,6 +337,14 @@ def _binding_view(binding: dict, invocations: dict[int, ToolInvocation]) -> Bind
         record=record if isinstance(record, dict) else None,
         source=invocation.source if invocation is not None else "",
         source_location=invocation.source_location if invocation is not None else "",
+        chart=None
+        if invocation is None
+        else series_chart(
+            invocation=invocation,
+            raw_path=raw_path,
+            excerpt=binding.get("matched_text") or excerpt,
+            session_invocations=invocations.values(),
+        ),
     )
 
 

@@ -1,0 +1,185 @@
+"""Range-query evidence is drawn: a small SVG of the cited series beside its excerpt, the quoted points
+and the alert threshold marked, labels escaped, on the chat page, the admin audit page and the AIOps
+analysis page."""
+
+from datetime import datetime
+
+import pytest
+from django.urls import reverse
+
+from diagnosis.models import DiagnosisSession
+from diagnosis.selectors.charts import threshold_of
+from diagnosis.services.sessions import session_start
+from tests.factories import CompletedSessionFactory, StaffUserFactory, UserFactory
+from tools.inventory import SourceInventory
+
+pytestmark = pytest.mark.django_db
+
+AT = datetime.fromisoformat("2026-11-29T14:58:00+08:00").timestamp()
+# A second world with other names: one node, one load alert whose rule compares against 0.5.
+SERIES = {"__name__": "node_load1", "instance": "web-1:9100", "service": "web", "note": "<b>x</b>"}
+VALUES = [[AT - 240, "0.31"], [AT - 180, "0.42"], [AT - 120, "0.88"], [AT - 60, "0.61"], [AT, "0.52"]]
+ALERT = {
+    "alert_name": "NodeLoadHigh",
+    "service": "web",
+    "severity": "warning",
+    "state": "firing",
+    "started_at": "2026-11-29 14:50:00",
+    "duration": "8m",
+    "description": "node load above 0.5",
+    "labels": {"instance": "web-1:9100"},
+    "expr": "node_load1 > 0.5",
+    "value": "0.52",
+}
+QUESTION = "web 的 NodeLoadHigh 告警最近怎样？"
+
+
+class LoadPrometheus:
+    """A Prometheus with one alert and a five-point load series (any range query answers it)."""
+
+    def provenance(self) -> tuple[str, str]:
+        return "prometheus", "http://prom.test:9090"
+
+    def inventory(self, *, now) -> SourceInventory:
+        return SourceInventory(services={"web"}, alerts={"NodeLoadHigh"})
+
+    def query_alerts(self, *, service, alert_name, now) -> list[dict]:
+        return [ALERT]
+
+    def query_promql(self, *, query: str, minutes: int, now) -> dict:
+        if minutes:
+            return {"result_type": "matrix", "series": [{"metric": SERIES, "values": VALUES}]}
+        return {"result_type": "vector", "series": [{"metric": SERIES, "value": VALUES[-1]}]}
+
+
+def executor_citing(*, minutes: int) -> list[dict]:
+    """An executor that asks for the alert and the load series, then cites the series' excerpt."""
+    return [
+        {
+            "tool_calls": [
+                {"name": "query_metrics", "arguments": {"service": "web"}},
+                {"name": "query_promql", "arguments": {"query": "node_load1", "minutes": minutes}},
+            ]
+        },
+        {
+            "answer_version": "executor_evidence_v2",
+            "claims": [
+                {
+                    "claim_id": "c1",
+                    "claim_type": "observation",
+                    "claim_text": "web 的 node_load1 区间最大 0.88，最新值 0.52",
+                    "evidence_bindings": [
+                        {
+                            "tool_name": "query_promql",
+                            "source_invocation_id": "{{inv:query_promql}}",
+                            "raw_path": "$.series[0]",
+                            "evidence_excerpt": "{{ref:query_promql:0:$.series[0]}}",
+                        }
+                    ],
+                }
+            ],
+            "hypotheses": [],
+            "missing_info": [],
+            "recommended_actions": [],
+            "diagnosis_summary": "",
+            "user_facing_answer": "",
+        },
+    ]
+
+
+@pytest.fixture
+def load_world(settings):
+    backends = settings.DIAGNOSIS["TOOL_BACKENDS"] | dict.fromkeys(
+        ("query_metrics", "query_promql"), f"{__name__}.LoadPrometheus"
+    )
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"TOOL_BACKENDS": backends}
+
+
+def ranged_session(fake_llm, *, minutes: int = 5, owner=None) -> DiagnosisSession:
+    fake_llm({"executor": executor_citing(minutes=minutes)})
+    session = session_start(query=QUESTION, engine="llm", owner=owner, run_inline=True)
+    assert session.status == DiagnosisSession.Status.COMPLETED, session.error
+    if minutes:  # the claim quotes the range's numbers: verified in the first round
+        assert session.rounds == 1, session.answer
+    return session
+
+
+def chart_of(page: str) -> str:
+    return page.split('<figure class="evidence-chart"')[1].split("</figure>")[0]
+
+
+def test_a_range_query_excerpt_is_drawn_with_its_quoted_points_and_the_alert_threshold(
+    client, load_world, fake_llm
+):
+    engineer = UserFactory()
+    client.force_login(engineer)
+    session = ranged_session(fake_llm, owner=engineer)
+
+    page = client.get(reverse("chat-conversation", args=[session.session_id])).content.decode()
+
+    chart = chart_of(page)
+    assert 'data-points="5"' in chart
+    # The excerpt quotes the latest (0.52), the lowest (0.31) and the highest (0.88) sample.
+    assert 'data-cited="3"' in chart
+    assert chart.count('class="chart-cited"') == 3
+    assert 'data-threshold="0.5"' in chart
+    assert "阈值 &gt; 0.5" in chart
+    assert "<polyline" in chart
+    # Labels are escaped: the series' own label value never becomes markup.
+    assert "<b>x</b>" not in chart
+    assert "&lt;b&gt;x&lt;/b&gt;" in chart
+    assert "<script" not in chart
+    assert "cdn" not in chart.lower()
+
+
+def test_an_instant_query_has_no_chart(client, load_world, fake_llm):
+    engineer = UserFactory()
+    client.force_login(engineer)
+    session = ranged_session(fake_llm, minutes=0, owner=engineer)
+
+    page = client.get(reverse("chat-conversation", args=[session.session_id])).content.decode()
+
+    assert session.tool_invocations.filter(tool_name="query_promql").exists()
+    assert "evidence-chart" not in page
+
+
+def test_the_admin_audit_page_draws_the_chart_too(client, load_world, fake_llm):
+    session = ranged_session(fake_llm)
+    client.force_login(StaffUserFactory(is_superuser=True))
+
+    page = client.get(reverse("admin:diagnosis_diagnosissession_change", args=[session.pk])).content.decode()
+
+    assert 'data-threshold="0.5"' in chart_of(page)
+
+
+@pytest.mark.parametrize(
+    ("expr", "threshold"),
+    [
+        ("node_load1 > 0.5", ("node_load1", ">", 0.5)),
+        (
+            'rate(http_requests_total{code=~"5.."}[5m]) >= bool 12',
+            ('rate(http_requests_total{code=~"5.."}[5m])', ">=", 12.0),
+        ),
+        ("sum(x > 1)", None),
+        ('up{job!="node"}', None),
+        ("node_load1", None),
+    ],
+)
+def test_a_threshold_is_read_from_the_exprs_own_comparison_only(expr, threshold):
+    parsed = threshold_of(expr)
+
+    assert (None if parsed is None else (parsed[0], parsed[1].op, parsed[1].value)) == threshold
+
+
+def test_the_ai_ops_analysis_page_draws_the_series_its_alert_sessions_cited(client, load_world, fake_llm):
+    engineer = UserFactory()
+    client.force_login(engineer)
+    analysis = CompletedSessionFactory(owner=engineer, kind=DiagnosisSession.Kind.AIOPS)
+    child = ranged_session(fake_llm)
+    DiagnosisSession.objects.filter(pk=child.pk).update(parent=analysis, kind=DiagnosisSession.Kind.AIOPS)
+
+    page = client.get(reverse("chat-conversation", args=[analysis.session_id])).content.decode()
+
+    charts = page.split('class="bindings alert-charts"')[1]
+    assert 'data-threshold="0.5"' in chart_of(charts)
+    assert child.query in charts
