@@ -15,7 +15,7 @@ from pydantic import Field
 
 from tools.base import EvidenceTool, ToolArguments, ToolContext, register
 from tools.clock import local_text
-from tools.sources.records import number_text
+from tools.sources.records import number_text, series_name
 
 MAX_MINUTES = 7 * 24 * 60
 
@@ -61,12 +61,6 @@ class QueryPromqlTool(EvidenceTool):
 
     def evidence_text(self, record: dict[str, Any]) -> str:
         return f"{series_name(record.get('metric') or {})} {samples_text(record)}"
-
-
-def series_name(metric: dict[str, str]) -> str:
-    labels = ",".join(f'{name}="{value}"' for name, value in sorted(metric.items()) if name != "__name__")
-    name = metric.get("__name__", "")
-    return f"{name}{{{labels}}}" if labels or not name else name
 
 
 def _sample(pair: list) -> tuple[str, str]:

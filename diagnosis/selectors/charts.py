@@ -20,8 +20,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from diagnosis.models import ToolInvocation
 from tools.clock import local_text
-from tools.query_promql import series_name
-from tools.sources.records import number_text
+from tools.sources.records import number_text, series_name
 
 RANGE_TOOL = "query_promql"
 SERIES_PATH = re.compile(r"^\$\.series\[(\d+)\]$")
