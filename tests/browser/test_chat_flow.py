@@ -61,7 +61,7 @@ def test_engineer_asks_gets_verified_answer_and_reviewer_finds_the_case(
     expect(panel.locator(".answer")).to_contain_text("HighMemoryUsage")
     evidence = panel.locator(".evidence")
     expect(evidence.locator(".claim").first).to_contain_text("order-service")
-    expect(evidence.locator('[data-verification="direct_observation"]').first).to_have_text("直接观测")
+    expect(evidence.locator('[data-verification="direct_observation"]').first).to_have_text("已证实")
     expect(evidence.locator(".tool-output mark").first).to_contain_text(
         "HighMemoryUsage firing service=order-service"
     )
