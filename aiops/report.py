@@ -45,9 +45,9 @@ FIRING, RESOLVED = "firing", "resolved"
 # The evidence every analysed alert must have been checked against (seed 004 §6).
 REQUIRED_EVIDENCE_TOOLS = ("query_metrics", "query_logs")
 OUTPUT_TYPE_LABELS = {
-    OutputType.NORMAL: "NORMAL（正常输出）",
-    OutputType.LOW_CONFID_WITH_DISCLAIMER: "LOW_CONFID_WITH_DISCLAIMER（带声明输出）",
-    OutputType.DEGRADED: "DEGRADED（降级输出）",
+    OutputType.NORMAL: "已核验（NORMAL）",
+    OutputType.LOW_CONFID_WITH_DISCLAIMER: "有证据缺口（LOW_CONFID_WITH_DISCLAIMER）",
+    OutputType.DEGRADED: "已降级，需人工（DEGRADED）",
 }
 SUMMARY_LABELS = {
     OutputType.NORMAL: "结论已通过校验（NORMAL）",

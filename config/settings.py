@@ -322,8 +322,8 @@ DIAGNOSIS = {
     "LLM_CONTEXT_TOKENS": env_int("DIAGNOSIS_LLM_CONTEXT_TOKENS", 32000),
     # `max_completion_tokens` (OpenAI, current servers) or `max_tokens` (older vLLM / Ollama setups).
     "LLM_TOKEN_CAP_PARAMETER": os.environ.get("DIAGNOSIS_LLM_TOKEN_CAP_PARAMETER", "max_completion_tokens"),
-    # Tool calls of one assistant turn run at the same time, at most this many.
-    "LLM_TOOL_CONCURRENCY": env_int("DIAGNOSIS_LLM_TOOL_CONCURRENCY", 4),
+    # Tool calls of one executor turn run at once (bounded): the sources are waited on in parallel.
+    "TOOL_CONCURRENCY": env_int("DIAGNOSIS_TOOL_CONCURRENCY", 4),
     "LOW_CONFIDENCE_THRESHOLD": env_float("DIAGNOSIS_LOW_CONFIDENCE_THRESHOLD", 0.5),
     "MAX_ROUNDS": env_int("DIAGNOSIS_MAX_ROUNDS", 2),
     "MAX_TOOL_CALLS": env_int("DIAGNOSIS_MAX_TOOL_CALLS", 8),

@@ -21,9 +21,10 @@ class DiagnosisSession(models.Model):
         FAILED = "FAILED", "失败"
 
     class OutputType(models.TextChoices):
-        NORMAL = routing.OutputType.NORMAL.value, "正常输出"
-        LOW_CONFID_WITH_DISCLAIMER = routing.OutputType.LOW_CONFID_WITH_DISCLAIMER.value, "带声明输出"
-        DEGRADED = routing.OutputType.DEGRADED.value, "降级输出"
+        # Named for what the answer is worth, never for the system's state ("正常" read as "all is well").
+        NORMAL = routing.OutputType.NORMAL.value, "已核验"
+        LOW_CONFID_WITH_DISCLAIMER = routing.OutputType.LOW_CONFID_WITH_DISCLAIMER.value, "有证据缺口"
+        DEGRADED = routing.OutputType.DEGRADED.value, "已降级，需人工"
 
     class Feedback(models.TextChoices):
         USEFUL = "useful", "有用"

@@ -17,11 +17,12 @@ from tools.retrieval import knowledge_rank
 
 class LookupKnowledgeArguments(ToolArguments):
     query: str = Field(
+        title="问题",
         min_length=1,
         max_length=500,
         description="要查的问题、告警名或错误，如 “连接池耗尽怎么处理”，或一个告警名",
     )
-    top_k: int = Field(default=3, ge=1, le=10, description="最多返回的知识块数")
+    top_k: int = Field(default=3, title="条数", ge=1, le=10, description="最多返回的知识块数")
 
 
 @register

@@ -13,17 +13,19 @@ LogTopic = Literal["system-metrics", "application-logs", "database-slow-query", 
 
 class QueryLogsArguments(ToolArguments):
     query: str = Field(
+        title="关键词",
         min_length=1,
         max_length=500,
         description="检索内容，中英文关键词均可，如 “连接池耗尽”、“Full GC”、“慢请求”",
     )
-    service: str | None = Field(default=None, description="只看该服务的日志（服务标签值）")
+    service: str | None = Field(default=None, title="服务", description="只看该服务的日志（服务标签值）")
     topic: LogTopic | None = Field(
         default=None,
+        title="日志类别",
         description="日志类别：system-metrics 资源指标 / application-logs 应用日志 / "
         "database-slow-query 数据库慢查询 / system-events 系统事件",
     )
-    limit: int = Field(default=20, ge=1, le=100, description="最多返回条数")
+    limit: int = Field(default=20, title="条数", ge=1, le=100, description="最多返回条数")
 
 
 @register

@@ -12,10 +12,10 @@ from tools.sources.records import number_text
 
 class QueryMetricsArguments(ToolArguments):
     service: str | None = Field(
-        default=None, description="服务名（告警或日志的服务标签值）；不填则查询全部服务"
+        default=None, title="服务", description="服务名（告警或日志的服务标签值）；不填则查询全部服务"
     )
     alert_name: str | None = Field(
-        default=None, description="告警名（告警列表或告警规则中的名称）；不填则不按告警名过滤"
+        default=None, title="告警", description="告警名（告警列表或告警规则中的名称）；不填则不按告警名过滤"
     )
 
 

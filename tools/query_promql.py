@@ -15,19 +15,24 @@ from pydantic import Field
 
 from tools.base import EvidenceTool, ToolArguments, ToolContext, register
 from tools.clock import local_text
-from tools.sources.records import number_text
+from tools.sources.records import number_text, series_name
 
 MAX_MINUTES = 7 * 24 * 60
 
 
 class QueryPromqlArguments(ToolArguments):
     query: str = Field(
+        title="PromQL",
         min_length=1,
         max_length=2000,
         description='PromQL 表达式，如 node_load1{job="node"} 或 rate(http_requests_total[5m])',
     )
     minutes: int = Field(
-        default=0, ge=0, le=MAX_MINUTES, description="0 为即时查询；大于 0 时查询最近这么多分钟的区间"
+        title="最近分钟数",
+        default=0,
+        ge=0,
+        le=MAX_MINUTES,
+        description="0 为即时查询；大于 0 时查询最近这么多分钟的区间",
     )
 
 
@@ -56,12 +61,6 @@ class QueryPromqlTool(EvidenceTool):
 
     def evidence_text(self, record: dict[str, Any]) -> str:
         return f"{series_name(record.get('metric') or {})} {samples_text(record)}"
-
-
-def series_name(metric: dict[str, str]) -> str:
-    labels = ",".join(f'{name}="{value}"' for name, value in sorted(metric.items()) if name != "__name__")
-    name = metric.get("__name__", "")
-    return f"{name}{{{labels}}}" if labels or not name else name
 
 
 def _sample(pair: list) -> tuple[str, str]:

@@ -183,10 +183,16 @@ def _material_item(claim: Claim, gatekeeper_result: GatekeeperResult) -> dict[st
 
 
 def finding_lines(items: list[dict]) -> list[str]:
-    """Material items (findings or inferences) as Markdown bullets, each with its quoted evidence."""
+    """Material items (findings or inferences) as Markdown bullets, each with its quoted evidence
+    (each excerpt once: a claim that is its excerpt is not quoted again)."""
     lines = []
     for item in items:
-        lines.append(f"- {_one_line(item['claim_text'])}")
+        text = _one_line(item["claim_text"])
+        # A claim that only restates its quote (a no-hit, a log line) is printed once, with its sources.
+        if item["evidence"] and all(_one_line(e["excerpt"]) == text for e in item["evidence"]):
+            lines.append(f"- {text}（来源：{'、'.join(e['source'] for e in item['evidence'])}）")
+            continue
+        lines.append(f"- {text}")
         lines += [
             f"  - 证据：{evidence_quote(excerpt=evidence['excerpt'], source=evidence['source'])}"
             for evidence in item["evidence"]

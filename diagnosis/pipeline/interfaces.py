@@ -107,6 +107,10 @@ class Toolbox(Protocol):
         """Run and record one tool call; return the tool message the model sees (contracts §4)."""
         ...
 
+    def call_many(self, calls: Sequence[tuple[str, dict]]) -> list[dict]:
+        """Run one turn's independent calls and record them together; their messages, in order."""
+        ...
+
     def tool_definitions(self) -> list[dict]:
         """OpenAI function-tool definitions of the model-facing tools."""
         ...
@@ -130,10 +134,12 @@ class Recorder(Protocol):
     guidance_tools: Collection[str]
 
     def stage_started(self, *, stage: Stage, round: int) -> None:
-        """The session is now in this stage (the live view shows it)."""
+        """The session is now in this stage (the live view shows it; the adapter may write it later)."""
         ...
 
-    def step_recorded(self, step: StepRecord) -> None: ...
+    def step_recorded(self, step: StepRecord) -> None:
+        """A stage's step; the adapter may keep it until the round's record is written."""
+        ...
 
     def toolbox(self, *, round: int, max_calls: int) -> Toolbox:
         """A toolbox that records this round's calls."""

@@ -1,8 +1,8 @@
 """The `verifier_evaluation` slot (contracts §7) as typed records, validated when they are built.
 
 `RoundRecord` is one round's record; a retried round is stored as it is, the final one as a
-`VerifierEvaluation` (the round plus the composer's outcome and the output type), carrying every
-round under `rounds`. `verifier_record_read` is the one reader of stored records, also of rows an
+`VerifierEvaluation` (the round plus the composer's outcome and the output type), carrying the
+earlier rounds under `rounds`. `verifier_record_read` is the one reader of stored records, also of rows an
 older pipeline wrote without the fields added since.
 """
 
@@ -57,7 +57,8 @@ class RoundRecord(Verification):
     tool_trace_summary: list[dict]
     retry_context: dict | None
     route: Route | None
-    # Every round so far, oldest first, each without its own `rounds`.
+    # The earlier rounds, oldest first, each without its own `rounds` (this round is the record itself;
+    # rows written before it was stored once may repeat it here, readers take the top-level copy).
     rounds: list[RoundRecord] = []
 
 

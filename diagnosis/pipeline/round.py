@@ -213,7 +213,8 @@ def round_run(
         retry_context=retry_context,
         route=next_step,
     )
-    record.rounds = [*(r.record.model_copy(update={"rounds": []}) for r in earlier), record.model_copy()]
+    # Each round stored once: the earlier ones here, this one is the record itself.
+    record.rounds = [r.record.model_copy(update={"rounds": []}) for r in earlier]
     return RoundResult(
         round=round_number,
         plan=plan,

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from diagnosis.models import DiagnosisSession
 from diagnosis.selectors.aiops import AiOpsReport, aiops_report
-from diagnosis.selectors.evidence import SessionPanel, session_panel
+from diagnosis.selectors.evidence import BindingView, SessionPanel, session_panel
 from diagnosis.selectors.sessions import session_sidebar, session_visible_queryset
 
 
@@ -18,6 +18,8 @@ class ChatPanel(SessionPanel):
     alert_sessions: list[DiagnosisSession] = field(default_factory=list)
     report: AiOpsReport | None = None
     parent_session_id: str | None = None
+    # The range-query series the alerts' sessions cited and showed, drawn under the report.
+    alert_charts: list[tuple[DiagnosisSession, BindingView]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -34,14 +36,26 @@ def chat_panel(*, user, session_id: str) -> ChatPanel:
         .get(session_id=session_id)
     )
     is_analysis = session.kind == DiagnosisSession.Kind.AIOPS and session.parent_id is None
-    children = list(session.children.order_by("id")) if is_analysis else []
+    children = (
+        list(session.children.order_by("id").prefetch_related("steps", "tool_invocations"))
+        if is_analysis
+        else []
+    )
     parent = session.parent if session.parent_id else None
     return ChatPanel(
         **vars(session_panel(session=session)),
         alert_sessions=children,
         report=aiops_report(session=session, children=children) if is_analysis else None,
         parent_session_id=parent.session_id if parent else None,
+        alert_charts=[(child, binding) for child in children for binding in _charted_bindings(child)],
     )
+
+
+def _charted_bindings(session: DiagnosisSession) -> list[BindingView]:
+    """The bindings with a chart among what the session's panel shows (never a hidden claim's)."""
+    panel = session_panel(session=session)
+    shown = [binding for claim in panel.claims for binding in claim.bindings] + panel.verified_bindings
+    return [binding for binding in shown if binding.chart is not None]
 
 
 def chat_page(*, user, session_id: str | None = None) -> ChatPage:

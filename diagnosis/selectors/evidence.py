@@ -11,13 +11,16 @@ import json
 import re
 import unicodedata
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from rapidfuzz import fuzz
 
 from diagnosis.models import AgentStep, DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.disclosure import claim_shown
 from diagnosis.pipeline.scope import SCOPE_RULE
+from diagnosis.selectors.charts import SeriesChart, series_chart
 from diagnosis.selectors.self_evaluation import (
     AIOPS_RULE_EVALUATION,
     RULE_EVALUATION,
@@ -97,6 +100,14 @@ BINDING_STATUS_LABELS = {
     "unchecked": _("not checked"),
 }
 LIVE_STATUSES = (DiagnosisSession.Status.PENDING, DiagnosisSession.Status.RUNNING)
+# One badge per claim on the chat page: what the check found, said for the kind of claim it is.
+SHOWN_CLAIM_BADGES = {
+    ("direct_observation", "observation"): "已证实",
+    ("direct_observation", "negative_observation"): "未找到记录",
+    ("direct_observation", "root_cause"): "已证实的原因",
+    ("direct_observation", "risk"): "已证实的风险",
+}
+INFERENCE_BADGE = "合理推断"
 
 
 DEMO_SOURCE = "demo"
@@ -124,6 +135,8 @@ class BindingView:
     # Provenance of the cited invocation (contracts §11): `prometheus`, `demo`, … and where.
     source: str = ""
     source_location: str = ""
+    # A range query's cited series, drawn beside the excerpt.
+    chart: SeriesChart | None = None
 
     @property
     def source_label(self) -> str:
@@ -158,6 +171,19 @@ class ClaimView:
     scope_blocked: bool
     # Whether the user was shown this claim: only the final round's, by `claim_shown`.
     shown: bool = False
+
+    @property
+    def badge_label(self) -> str:
+        """The claim's one badge: its check's outcome for its kind (a no-hit reads 未找到记录)."""
+        if self.verification == "reasonable_inference":
+            return INFERENCE_BADGE
+        return SHOWN_CLAIM_BADGES.get((self.verification, self.claim_type), str(self.verification_label))
+
+    @property
+    def repeats_excerpt(self) -> bool:
+        """The claim says nothing but its quoted evidence: the quote is shown, not the text again."""
+        quoted = {" ".join(binding.excerpt.split()) for binding in self.bindings}
+        return bool(self.bindings) and quoted == {" ".join(self.text.split())}
 
 
 @dataclass(frozen=True)
@@ -199,6 +225,16 @@ class StageView:
         return STAGE_STATE_LABELS.get(self.state, self.state)
 
 
+@dataclass(frozen=True)
+class ProgressView:
+    """The live line of a running session: stage, tool calls so far, time since it started."""
+
+    stage_label: str
+    round: int
+    tool_calls: int
+    elapsed_seconds: int
+
+
 @dataclass
 class SessionPanel:
     """What the chat page shows for one session."""
@@ -213,6 +249,7 @@ class SessionPanel:
     hidden_claim_count: int = 0
     # Some evidence came from the demo world: the page says 演示数据 beside the answer.
     uses_demo_data: bool = False
+    progress: ProgressView | None = None
 
 
 def _compacted(text: str) -> tuple[str, list[int]]:
@@ -300,6 +337,14 @@ def _binding_view(binding: dict, invocations: dict[int, ToolInvocation]) -> Bind
         record=record if isinstance(record, dict) else None,
         source=invocation.source if invocation is not None else "",
         source_location=invocation.source_location if invocation is not None else "",
+        chart=None
+        if invocation is None
+        else series_chart(
+            invocation=invocation,
+            raw_path=raw_path,
+            excerpt=binding.get("matched_text") or excerpt,
+            session_invocations=invocations.values(),
+        ),
     )
 
 
@@ -424,17 +469,37 @@ def session_slots(*, session: DiagnosisSession) -> dict:
     }
 
 
+STAGE_ORDER = [agent for agent, _label in AgentStep.Agent.choices]
+
+
 def _stage_state(session: DiagnosisSession, agent: str, step: AgentStep | None) -> str:
     if step is not None:
         return {"ok": "done", "fallback": "done"}.get(step.status, step.status)
     if session.status in LIVE_STATUSES:
+        # A running round's steps are written with its record: the stages before the current one are done.
+        if session.current_stage in STAGE_ORDER:
+            current = STAGE_ORDER.index(session.current_stage)
+            if STAGE_ORDER.index(agent) < current:
+                return "done"
         return "active" if session.current_stage == agent else "pending"
     return "not_run"
+
+
+def _progress(session: DiagnosisSession, *, now: datetime) -> ProgressView:
+    started = session.started_at or session.created_at
+    return ProgressView(
+        stage_label=dict(AgentStep.Agent.choices).get(session.current_stage, ""),
+        round=session.rounds or 1,
+        tool_calls=len(session.tool_invocations.all()),
+        elapsed_seconds=max(0, int((now - started).total_seconds())),
+    )
 
 
 def _stages(session: DiagnosisSession) -> list[StageView]:
     steps = list(session.steps.all())
     latest_round = max((step.round for step in steps), default=1)
+    if session.status in LIVE_STATUSES and session.rounds:
+        latest_round = session.rounds  # a retried round runs before its steps are written
     latest = {step.agent: step for step in steps if step.round == latest_round}
     return [
         StageView(
@@ -460,6 +525,7 @@ def session_panel(*, session: DiagnosisSession) -> SessionPanel:
         verdict_tone=VERDICT_TONES.get(session.verdict, "none"),
     )
     if panel.live:
+        panel.progress = _progress(session, now=timezone.now())
         return panel
     panel.uses_demo_data = any(invocation.is_demo for invocation in session.tool_invocations.all())
     rounds = session_rounds(session=session)

@@ -3,6 +3,10 @@
 Every call becomes one `ToolInvocation`. Its evidence refs are extracted by code here, at record
 time, so the model can only cite text the tool really returned. A failing tool, bad arguments or
 an unknown tool name are recorded as `success=false` and never raised to the caller.
+
+The calls of one executor turn are run first (no transaction open while a source answers), then
+inserted together in one short transaction (`invocations_record`), so a turn costs one commit and
+every call has its id (the `source_invocation_id` claims cite) before the model sees its message.
 """
 
 from __future__ import annotations
@@ -10,17 +14,20 @@ from __future__ import annotations
 import json
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from django.db import connection, transaction
 from pydantic import BaseModel, ValidationError
 
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH
 from tools import clock
-from tools.base import EvidenceTool, ToolContext, UnknownToolError, get_tool
-from tools.sources import provenance_of, source_for
+from tools.base import EvidenceTool, ToolContext, UnknownToolError, get_tool, guidance_tool_names
+from tools.sources import DEMO, provenance_of, source_for
 
 logger = logging.getLogger(__name__)
+DEMO_SOURCE_LABEL = "演示数据"
 
 SUPPORTED, NO_EVIDENCE, FAILED = "supported", "no_evidence", "failed"
 # evidence_status of helper tools (get_current_datetime): never evidence, never a gap.
@@ -36,6 +43,68 @@ MESSAGE_REF_CHARS = 1000
 def invocation_record(
     *, session: DiagnosisSession, round: int, tool_name: str, arguments: dict
 ) -> ToolInvocation:
+    """Run one tool call and record it (its own commit)."""
+    return invocations_record(session=session, round=round, calls=[(tool_name, arguments)])[0]
+
+
+def invocations_record(
+    *,
+    session: DiagnosisSession,
+    round: int,
+    calls: list[tuple[str, dict]],
+    concurrency: int = 1,
+    **progress: Any,
+) -> list[ToolInvocation]:
+    """Run the calls, up to `concurrency` at once, then insert them all in one transaction, with
+    `progress` (session columns for the live view, such as `current_stage`) written in the same commit.
+    Two or more guidance lookups in one turn run one by one after the rest, so their blocks dedup
+    against each other."""
+    runs: list[ToolInvocation | None] = [None] * len(calls)
+    guidance = guidance_tool_names()
+    lookups = [index for index, (name, _arguments) in enumerate(calls) if name in guidance]
+    parallel = [index for index in range(len(calls)) if len(lookups) < 2 or index not in lookups]
+    workers = min(concurrency, len(parallel))
+    if workers > 1:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tool-call") as pool:
+            futures = {
+                index: pool.submit(_run_in_thread, session, round, *calls[index]) for index in parallel
+            }
+            for index, future in futures.items():
+                runs[index] = future.result()
+    else:
+        for index in parallel:
+            runs[index] = _invocation_run(
+                session=session, round=round, tool_name=calls[index][0], arguments=calls[index][1], batch=[]
+            )
+    for index, (tool_name, arguments) in enumerate(calls):
+        if runs[index] is None:
+            done = [run for run in runs if run is not None]
+            runs[index] = _invocation_run(
+                session=session, round=round, tool_name=tool_name, arguments=arguments, batch=done
+            )
+    with transaction.atomic():
+        # One INSERT … RETURNING: PostgreSQL and SQLite ≥ 3.35 hand every row its id.
+        recorded = ToolInvocation.objects.bulk_create(runs)
+        if progress:
+            DiagnosisSession.objects.filter(pk=session.pk, status=DiagnosisSession.Status.RUNNING).update(
+                **progress
+            )
+    return recorded
+
+
+def _run_in_thread(session: DiagnosisSession, round: int, tool_name: str, arguments: dict) -> ToolInvocation:
+    try:
+        return _invocation_run(
+            session=session, round=round, tool_name=tool_name, arguments=arguments, batch=[]
+        )
+    finally:
+        connection.close()  # this worker thread's own connection; nobody else would close it
+
+
+def _invocation_run(
+    *, session: DiagnosisSession, round: int, tool_name: str, arguments: dict, batch: list[ToolInvocation]
+) -> ToolInvocation:
+    """The call run and its record built, not yet saved; `batch` holds this turn's earlier calls."""
     started = time.perf_counter()
     tool: EvidenceTool | None = None
     parsed: BaseModel | None = None
@@ -46,7 +115,7 @@ def invocation_record(
             source, location = provenance_of(source_for(tool_name))
         parsed = tool.arguments_model.model_validate(arguments or {})
         # Only guidance lookups dedup, so only they pay the query for what the session has seen.
-        seen = _seen_block_ids(session, tool_name) if tool.is_guidance else set()
+        seen = _seen_block_ids(session, tool_name, batch) if tool.is_guidance else set()
         context = ToolContext(now=clock.now(), seen_block_ids=seen)
         # Round-tripped so an output that cannot be stored fails here, as this tool's failure.
         output = json.loads(json.dumps(tool.run(parsed, context), ensure_ascii=False))
@@ -60,9 +129,9 @@ def invocation_record(
     if error:
         output = {**output, "success": False, "error": error}
     details = _retrieval_details(
-        tool=tool, tool_name=tool_name, parsed=parsed, output=output, failed=bool(error)
+        tool=tool, tool_name=tool_name, parsed=parsed, output=output, failed=bool(error), source=source
     )
-    return ToolInvocation.objects.create(
+    return ToolInvocation(
         session=session,
         round=round,
         tool_name=tool_name,
@@ -124,12 +193,15 @@ def is_guidance_call(tool_name: str) -> bool:
         return False
 
 
-def _seen_block_ids(session: DiagnosisSession, tool_name: str) -> set[str]:
-    """Knowledge blocks already returned as evidence earlier in this session (per-session dedup)."""
+def _seen_block_ids(session: DiagnosisSession, tool_name: str, batch: list[ToolInvocation]) -> set[str]:
+    """Knowledge blocks already returned as evidence earlier in this session (per-session dedup),
+    also by a call of this turn not yet saved."""
     seen: set[str] = set()
-    for details in session.tool_invocations.filter(tool_name=tool_name, success=True).values_list(
+    recorded = session.tool_invocations.filter(tool_name=tool_name, success=True).values_list(
         "retrieval_details", flat=True
-    ):
+    )
+    unsaved = [run.retrieval_details for run in batch if run.tool_name == tool_name and run.success]
+    for details in [*recorded, *unsaved]:
         seen.update((details or {}).get("evidence_blocks") or ())
     return seen
 
@@ -144,12 +216,33 @@ def _error_text(exc: Exception) -> str:
 
 
 def _arguments_text(parsed: BaseModel | None) -> str:
+    """What was searched, in words: each given argument by its field's title (`服务 checkout`)."""
     given = parsed.model_dump(mode="json", exclude_unset=True, exclude_none=True) if parsed else {}
-    return ", ".join(f"{key}={value}" for key, value in given.items())
+    fields = type(parsed).model_fields if parsed else {}
+    return "，".join(
+        f"{(fields[key].title if key in fields else None) or key} {value}" for key, value in given.items()
+    )
+
+
+def no_hit_text(*, tool_name: str, searched: str, source: str) -> str:
+    """'Nothing found' as a sentence naming what was searched and where."""
+    where = "，".join(part for part in (searched, f"来源 {source_label(source)}" if source else "") if part)
+    return f"在 {tool_name}{f'（{where}）' if where else ''}中未检索到匹配记录"
+
+
+def source_label(source: str) -> str:
+    """A source as people name it: the demo world is 演示数据, never mistaken for the team's system."""
+    return DEMO_SOURCE_LABEL if source == DEMO else source
 
 
 def _retrieval_details(
-    *, tool: EvidenceTool | None, tool_name: str, parsed: BaseModel | None, output: dict, failed: bool
+    *,
+    tool: EvidenceTool | None,
+    tool_name: str,
+    parsed: BaseModel | None,
+    output: dict,
+    failed: bool,
+    source: str,
 ) -> dict[str, Any]:
     if tool is not None and not tool.is_evidence:
         return {"evidence_status": FAILED if failed else NOT_EVIDENCE, "evidence_refs": []}
@@ -157,13 +250,15 @@ def _retrieval_details(
     if failed or tool is None:
         details: dict[str, Any] = {"evidence_status": FAILED, "evidence_refs": []}
     else:
-        details = _evidence(tool=tool, parsed=parsed, records=records)
+        details = _evidence(tool=tool, parsed=parsed, records=records, source=source)
     if tool is not None and tool.is_guidance:
         details |= _knowledge_details(records)
     return details
 
 
-def _evidence(*, tool: EvidenceTool, parsed: BaseModel | None, records: list[dict]) -> dict[str, Any]:
+def _evidence(
+    *, tool: EvidenceTool, parsed: BaseModel | None, records: list[dict], source: str
+) -> dict[str, Any]:
     """One ref per record (deduped knowledge blocks are not new evidence), else the no-hit ref."""
     refs = [
         {"raw_path": f"$.{tool.collection_key}[{index}]", "text": tool.evidence_text(record)}
@@ -172,7 +267,7 @@ def _evidence(*, tool: EvidenceTool, parsed: BaseModel | None, records: list[dic
     ]
     if refs:
         return {"evidence_status": SUPPORTED, "evidence_refs": refs}
-    text = f"{tool.name}({_arguments_text(parsed)}) 未检索到匹配证据"
+    text = no_hit_text(tool_name=tool.name, searched=_arguments_text(parsed), source=source)
     if records:
         text += f"（无新证据：{len(records)} 个知识块已在本会话中返回过）"
     return {"evidence_status": NO_EVIDENCE, "evidence_refs": [{"raw_path": NO_EVIDENCE_PATH, "text": text}]}

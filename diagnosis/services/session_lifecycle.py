@@ -11,7 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from diagnosis.models import DiagnosisSession
-from diagnosis.services.session_liveness import session_heartbeat, session_is_lost
+from diagnosis.services.session_liveness import SessionProgress, session_heartbeat, session_is_lost
 
 logger = logging.getLogger(__name__)
 Status = DiagnosisSession.Status
@@ -37,13 +37,18 @@ def session_enqueue(*, session: DiagnosisSession, task: str) -> None:
 
 
 def session_execute(
-    *, session_pk: int, body: Callable[[DiagnosisSession], None], first_stage: str = ""
+    *,
+    session_pk: int,
+    body: Callable[[DiagnosisSession], None],
+    first_stage: str = "",
+    progress: SessionProgress | None = None,
 ) -> DiagnosisSession:
     """Claim a PENDING session atomically and run `body` on it, its heartbeat beating; any exception ends
     it FAILED with the reason for staff and a stable message with an error id for users (the traceback
     goes to the log under that id), also django-q's timeout and a stopping worker (SystemExit, KeyboardInterrupt: re-raised once recorded). A session already
     claimed by a live worker, or ended, is left alone; a RUNNING one whose worker is gone (a task
-    delivered again after its worker died) ends FAILED now instead of waiting for the reaper."""
+    delivered again after its worker died) ends FAILED now instead of waiting for the reaper. The
+    heartbeat writes `progress` (which `body` updates) for the live view."""
     now = timezone.now()
     claimed = DiagnosisSession.objects.filter(pk=session_pk, status=Status.PENDING).update(
         status=Status.RUNNING, started_at=now, current_stage=first_stage, updated_at=now
@@ -62,7 +67,7 @@ def session_execute(
             logger.warning("session %s is %s, not PENDING: not run", session.session_id, session.status)
         return session
     try:
-        with session_heartbeat(session_pk=session.pk):
+        with session_heartbeat(session_pk=session.pk, progress=progress):
             body(session)
     except BaseException as exc:
         # An error with a `staff_detail` (the model endpoint's own text) has a message fit for users

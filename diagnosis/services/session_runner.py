@@ -2,9 +2,11 @@
 
 It claims the session, hands the Django-free orchestrator an engine and a `SessionRecorder` (steps
 become `AgentStep` rows, tool calls `ToolInvocation` rows, round records go into `self_evaluation`),
-and writes the result. No database transaction is held across a model call: every write is its own
-short statement (or the merge service's short row-locked transaction). Any exception ends the
-session FAILED with the reason recorded; the answer is only written when the session completes.
+and writes the result. A session costs a few short commits, none held across a model or source call:
+the claim, one per executor turn (its tool calls, whose ids claims cite), one per retried round (its
+steps and record) and the end (the last steps, the record and the answer). Stages are progress in
+memory, written by the heartbeat (`SessionProgress`). Any exception ends the session FAILED with the
+reason recorded and the steps so far kept; the answer is only written when the session completes.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from diagnosis.engines import engine_get
@@ -25,6 +28,7 @@ from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION
 from diagnosis.services.rule_evaluation import rule_evaluation_enqueue, rule_evaluation_run
 from diagnosis.services.self_evaluation import self_evaluation_merge
 from diagnosis.services.session_lifecycle import session_execute, session_update
+from diagnosis.services.session_liveness import SessionProgress
 from diagnosis.services.toolbox import RecordingToolbox, invocation_message
 from diagnosis.services.trace_summary import tool_trace_summary_build
 from diagnosis.world import world_current
@@ -35,7 +39,10 @@ THOUGHT_CHARS = 2000
 
 def session_run(*, session_pk: int, evaluate_inline: bool = False) -> DiagnosisSession:
     """Run the pipeline; then the rule evaluation, in the background unless `evaluate_inline` (CLI, eval)."""
-    session = session_execute(session_pk=session_pk, body=_diagnose)
+    progress = SessionProgress()
+    session = session_execute(
+        session_pk=session_pk, body=lambda session: _diagnose(session, progress), progress=progress
+    )
     if evaluate_inline:
         rule_evaluation_run(session_pk=session.pk)
         session.refresh_from_db()
@@ -44,63 +51,68 @@ def session_run(*, session_pk: int, evaluate_inline: bool = False) -> DiagnosisS
     return session
 
 
-def _diagnose(session: DiagnosisSession) -> None:
+def _diagnose(session: DiagnosisSession, progress: SessionProgress) -> None:
     config = settings.DIAGNOSIS
-    result = diagnose(
-        query=session.query,
-        engine=engine_get(session.engine),
-        recorder=SessionRecorder(session),
-        limits=RoundLimits(
-            max_rounds=config["MAX_ROUNDS"],
-            max_tool_calls=config["MAX_TOOL_CALLS"],
-            low_confidence_threshold=config["LOW_CONFIDENCE_THRESHOLD"],
-        ),
-        # The sources' inventory is asked once per session, before any round (contracts §12).
-        world=world_current(),
-    )
-    self_evaluation_merge(
-        session_pk=session.pk, slot=VERIFIER_EVALUATION, value=result.evaluation.model_dump(mode="json")
-    )
-    session_update(
-        session,
-        status=DiagnosisSession.Status.COMPLETED,
-        output_type=result.output_type.value,
-        answer=result.answer,
-        rounds=result.rounds,
-        current_stage="done",
-        finished_at=timezone.now(),
-    )
+    recorder = SessionRecorder(session, progress=progress)
+    try:
+        result = diagnose(
+            query=session.query,
+            engine=engine_get(session.engine),
+            recorder=recorder,
+            limits=RoundLimits(
+                max_rounds=config["MAX_ROUNDS"],
+                max_tool_calls=config["MAX_TOOL_CALLS"],
+                low_confidence_threshold=config["LOW_CONFIDENCE_THRESHOLD"],
+            ),
+            # The sources' inventory is asked once per session, before any round (contracts §12).
+            world=world_current(),
+        )
+    except BaseException:
+        recorder.steps_write()  # the failed stage's step shows reviewers where it stopped
+        raise
+    with transaction.atomic():
+        recorder.steps_write()
+        self_evaluation_merge(
+            session_pk=session.pk, slot=VERIFIER_EVALUATION, value=result.evaluation.model_dump(mode="json")
+        )
+        session_update(
+            session,
+            status=DiagnosisSession.Status.COMPLETED,
+            output_type=result.output_type.value,
+            answer=result.answer,
+            rounds=result.rounds,
+            current_stage="done",
+            finished_at=timezone.now(),
+        )
 
 
 class SessionRecorder:
     """The pipeline's `Recorder` for one stored session."""
 
-    def __init__(self, session: DiagnosisSession) -> None:
+    def __init__(self, session: DiagnosisSession, *, progress: SessionProgress) -> None:
         self.session = session
+        self.progress = progress
         self.guidance_tools = guidance_tool_names()
+        self.pending_steps: list[AgentStep] = []
 
     def stage_started(self, *, stage: Stage, round: int) -> None:
-        session_update(self.session, current_stage=stage.value, rounds=round)
+        self.progress.stage, self.progress.round = stage.value, round
 
     def step_recorded(self, step: StepRecord) -> None:
-        usage = step.usage
-        AgentStep.objects.create(
-            session=self.session,
-            round=step.round,
-            agent=step.stage.value,
-            status=step.status.value,
-            thought=step.thought[:THOUGHT_CHARS],
-            model_output=step.model_output,
-            latency_ms=step.latency_ms,
-            llm_wait_ms=int(usage.wait_ms) if usage else 0,
-            prompt_tokens=usage.prompt_tokens if usage else 0,
-            completion_tokens=usage.completion_tokens if usage else 0,
-            llm_calls=usage.llm_calls if usage else 0,
-            prompt_version=step.prompt_version,
-        )
+        self.pending_steps.append(_step_row(self.session, step))
+
+    def steps_write(self) -> None:
+        """The steps kept since the last write, in one INSERT."""
+        steps, self.pending_steps = self.pending_steps, []
+        AgentStep.objects.bulk_create(steps)
 
     def toolbox(self, *, round: int, max_calls: int) -> RecordingToolbox:
-        return RecordingToolbox(session=self.session, round=round, max_calls=max_calls)
+        return RecordingToolbox(
+            session=self.session,
+            round=round,
+            max_calls=max_calls,
+            concurrency=settings.DIAGNOSIS["TOOL_CONCURRENCY"],
+        )
 
     def tool_messages_before(self, *, round: int) -> list[dict]:
         return [invocation_message(i) for i in self.session.tool_invocations.filter(round__lt=round)]
@@ -112,6 +124,26 @@ class SessionRecorder:
         return tool_trace_summary_build(invocations=invocations)
 
     def round_recorded(self, record: RoundRecord) -> None:
-        self_evaluation_merge(
-            session_pk=self.session.pk, slot=VERIFIER_EVALUATION, value=record.model_dump(mode="json")
-        )
+        with transaction.atomic():
+            self.steps_write()
+            self_evaluation_merge(
+                session_pk=self.session.pk, slot=VERIFIER_EVALUATION, value=record.model_dump(mode="json")
+            )
+
+
+def _step_row(session: DiagnosisSession, step: StepRecord) -> AgentStep:
+    usage = step.usage
+    return AgentStep(
+        session=session,
+        round=step.round,
+        agent=step.stage.value,
+        status=step.status.value,
+        thought=step.thought[:THOUGHT_CHARS],
+        model_output=step.model_output,
+        latency_ms=step.latency_ms,
+        llm_wait_ms=int(usage.wait_ms) if usage else 0,
+        prompt_tokens=usage.prompt_tokens if usage else 0,
+        completion_tokens=usage.completion_tokens if usage else 0,
+        llm_calls=usage.llm_calls if usage else 0,
+        prompt_version=step.prompt_version,
+    )

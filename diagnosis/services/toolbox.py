@@ -1,14 +1,22 @@
-"""The executor's tool access: every call recorded as a ToolInvocation, bounded per round."""
+"""The executor's tool access: every call recorded as a ToolInvocation, bounded per round.
+
+A turn's calls (`call_many`) run concurrently (bounded) and are recorded together in one commit,
+which also tells the live view the session is gathering evidence; `call` is a turn of one.
+"""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 from django.db import connection
 
 from diagnosis.models import DiagnosisSession, ToolInvocation
-from diagnosis.services.invocations import invocation_record, tool_message_build
+from diagnosis.pipeline.interfaces import Stage
+from diagnosis.services.invocations import invocations_record, tool_message_build
 from tools.base import all_tools
+
+BUDGET_SPENT_ERROR = "本轮工具调用次数已用完，请基于已获得的证据作答"
 
 
 def invocation_message(invocation: ToolInvocation) -> dict:
@@ -17,14 +25,14 @@ def invocation_message(invocation: ToolInvocation) -> dict:
 
 
 class RecordingToolbox:
-    """Safe to call from several threads at once (the llm engine runs a turn's calls concurrently)."""
-
-    def __init__(self, *, session: DiagnosisSession, round: int, max_calls: int) -> None:
+    def __init__(
+        self, *, session: DiagnosisSession, round: int, max_calls: int, concurrency: int = 4
+    ) -> None:
         self.session = session
         self.round = round
         self.remaining_calls = max_calls
+        self.concurrency = max(1, concurrency)
         self._budget_lock = threading.Lock()
-        self._owner_thread = threading.get_ident()
 
     @property
     def parallel_safe(self) -> bool:
@@ -33,27 +41,38 @@ class RecordingToolbox:
         return not connection.in_atomic_block
 
     def call(self, tool_name: str, arguments: dict) -> dict:
+        return self.call_many([(tool_name, arguments)])[0]
+
+    def call_many(self, calls: Sequence[tuple[str, dict]]) -> list[dict]:
+        """The messages of the calls, in order; calls past the round's budget are refused, not run."""
         with self._budget_lock:
-            exhausted = self.remaining_calls <= 0
-            if not exhausted:
-                self.remaining_calls -= 1
-        if exhausted:
-            return {
-                "invocation_id": None,
-                "tool_name": tool_name,
-                "success": False,
-                "evidence_status": "failed",
-                "evidence_refs": [],
-                "error": "本轮工具调用次数已用完，请基于已获得的证据作答",
-            }
-        try:
-            invocation = invocation_record(
-                session=self.session, round=self.round, tool_name=tool_name, arguments=arguments
+            allowed = list(calls[: max(self.remaining_calls, 0)])
+            self.remaining_calls -= len(allowed)
+        recorded = (
+            invocations_record(
+                session=self.session,
+                round=self.round,
+                calls=allowed,
+                concurrency=self.concurrency if self.parallel_safe else 1,
+                current_stage=Stage.EXECUTOR.value,
+                rounds=self.round,
             )
-            return invocation_message(invocation)
-        finally:
-            if threading.get_ident() != self._owner_thread:
-                connection.close()  # this worker thread's own connection; nobody else would close it
+            if allowed
+            else []
+        )
+        refused = [_refused(tool_name) for tool_name, _arguments in calls[len(allowed) :]]
+        return [invocation_message(invocation) for invocation in recorded] + refused
 
     def tool_definitions(self) -> list[dict]:
         return [tool.openai_tool() for tool in all_tools() if tool.available()]
+
+
+def _refused(tool_name: str) -> dict:
+    return {
+        "invocation_id": None,
+        "tool_name": tool_name,
+        "success": False,
+        "evidence_status": "failed",
+        "evidence_refs": [],
+        "error": BUDGET_SPENT_ERROR,
+    }

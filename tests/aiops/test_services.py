@@ -172,7 +172,10 @@ def test_alert_the_metrics_do_not_know_is_reported_as_not_found_never_as_confirm
 
     kafka = section(report, "KafkaConsumerLag")
     # The metrics query names both the service and the alert asked about.
-    assert "query_metrics(service=billing-service, alert_name=KafkaConsumerLag) 未检索到匹配证据" in kafka
+    assert (
+        "在 query_metrics（服务 billing-service，告警 KafkaConsumerLag，来源 演示数据）中未检索到匹配记录"
+        in kafka
+    )
     assert "存在 KafkaConsumerLag 告警" not in kafka
     assert "只得到“未检索到匹配证据”的告警（不等于已排除）：KafkaConsumerLag（billing-service）" in report
     assert "有已核验证据支撑的告警" not in report
@@ -219,7 +222,7 @@ def test_degraded_alert_shows_no_claim_text_and_no_fabricated_excerpt():
     assert "内存使用率当前 91%" not in report
     assert "97%" not in report
     assert "的引用未通过核验（evidence.excerpt_mismatch）" in report
-    assert "DEGRADED（降级输出）" in report
+    assert "已降级，需人工（DEGRADED）" in report
 
 
 def test_multi_line_runbook_excerpt_is_quoted_on_one_report_line():

@@ -55,13 +55,13 @@ def test_engineer_asks_gets_verified_answer_and_reviewer_finds_the_case(
     # No reload: htmx polling swaps the panel in once the worker has finished the session.
     expect(panel).to_have_attribute("data-status", "COMPLETED", timeout=15_000)
     expect(panel.locator('.stage[data-state="done"]')).to_have_count(5)
-    expect(page.locator(".conversations .current .conversation-meta")).to_contain_text("正常输出")
-    expect(panel.locator(".output-type")).to_have_text("正常输出")
+    expect(page.locator(".conversations .current .conversation-meta")).to_contain_text("已核验")
+    expect(panel.locator(".output-type")).to_have_text("已核验")
     expect(panel.locator(".score")).to_contain_text("证据支撑度")
     expect(panel.locator(".answer")).to_contain_text("HighMemoryUsage")
     evidence = panel.locator(".evidence")
     expect(evidence.locator(".claim").first).to_contain_text("order-service")
-    expect(evidence.locator('[data-verification="direct_observation"]').first).to_have_text("直接观测")
+    expect(evidence.locator('[data-verification="direct_observation"]').first).to_have_text("已证实")
     expect(evidence.locator(".tool-output mark").first).to_contain_text(
         "HighMemoryUsage firing service=order-service"
     )

@@ -21,7 +21,10 @@ def test_a_completed_session_prints_its_answer_and_exits_zero(capsys):
     call_command("diagnose", QUESTION, "--session-id", "cli-memory")
 
     out = capsys.readouterr().out
-    assert out.startswith("[cli-memory] COMPLETED · NORMAL · verdict PASS")
+    session = DiagnosisSession.objects.get(session_id="cli-memory")
+    header, ids = out.splitlines()[:2]
+    assert header == f"已核验 · 结论 PASS · 证据支撑 {session.groundedness_score:.2f}"
+    assert ids == "[cli-memory] COMPLETED · NORMAL · 引擎 rules"
     assert "91%" in out
     assert DiagnosisSession.objects.get(session_id="cli-memory").owner is None
 
@@ -45,7 +48,9 @@ def test_a_failed_session_exits_one(fake_llm, capsys):
         call_command("diagnose", QUESTION, "--engine", "llm", "--session-id", "cli-failed")
 
     assert exited.value.code == 1
-    assert "FAILED" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert out.startswith("失败 · 结论 - · 证据支撑 -")
+    assert "FAILED" in out
     assert DiagnosisSession.objects.get(session_id="cli-failed").status == DiagnosisSession.Status.FAILED
 
 

@@ -80,17 +80,17 @@ def test_knowledge_refs_and_retrieval_details(session):
         (
             "query_logs",
             {"query": "连接池耗尽", "service": "inventory-service"},
-            "query_logs(query=连接池耗尽, service=inventory-service) 未检索到匹配证据",
+            "在 query_logs（关键词 连接池耗尽，服务 inventory-service，来源 演示数据）中未检索到匹配记录",
         ),
         (
             "query_metrics",
             {"service": "inventory-service"},
-            "query_metrics(service=inventory-service) 未检索到匹配证据",
+            "在 query_metrics（服务 inventory-service，来源 演示数据）中未检索到匹配记录",
         ),
         (
             "lookup_knowledge",
             {"query": "如何轮换 quantum scheduler token"},
-            "lookup_knowledge(query=如何轮换 quantum scheduler token) 未检索到匹配证据",
+            "在 lookup_knowledge（问题 如何轮换 quantum scheduler token，来源 演示数据）中未检索到匹配记录",
         ),
     ],
 )
@@ -111,7 +111,7 @@ def test_knowledge_already_returned_in_the_session_is_not_new_evidence(session):
     assert again.evidence_refs == [
         {
             "raw_path": "$.no_evidence",
-            "text": "lookup_knowledge(query=HighMemoryUsage) 未检索到匹配证据"
+            "text": "在 lookup_knowledge（问题 HighMemoryUsage，来源 演示数据）中未检索到匹配记录"
             "（无新证据：3 个知识块已在本会话中返回过）",
         }
     ]

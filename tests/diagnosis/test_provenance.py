@@ -33,7 +33,7 @@ def test_demo_world_evidence_is_marked_as_demo_data_beside_the_answer_and_each_e
     page = page_of(client, session)
 
     assert 'class="badge tone-warn demo-data"' in page
-    assert 'data-source="demo">演示数据</span>' in page
+    assert 'data-source="demo">来源 演示数据</span>' in page
 
 
 def test_evidence_from_a_team_source_names_it_and_is_not_called_demo_data(client, engineer):
@@ -43,7 +43,7 @@ def test_evidence_from_a_team_source_names_it_and_is_not_called_demo_data(client
 
     page = page_of(client, session)
 
-    assert 'data-source="prometheus">prometheus http://prom.internal:9090</span>' in page
+    assert 'data-source="prometheus">来源 prometheus http://prom.internal:9090</span>' in page
     assert "演示数据" not in page
 
 

@@ -67,7 +67,10 @@ def test_hikaricp_on_inventory_service_says_nothing_was_found_and_never_confirms
     session = run("确认 inventory-service 是否存在 HikariCP 连接池耗尽")
 
     assert session.status == DiagnosisSession.Status.COMPLETED
-    assert "未检索到" in session.answer
+    assert (
+        "在 query_logs（关键词 HikariCP，服务 inventory-service，来源 演示数据）中未检索到匹配记录"
+        in session.answer
+    )
     assert "active=50/50" not in session.answer
     assert all(c["claim_type"] == "negative_observation" for c in claims_of(session))
 

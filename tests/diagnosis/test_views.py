@@ -111,7 +111,7 @@ def test_finished_session_stops_polling_and_updates_its_sidebar_entry(client, en
     assert "hx-trigger" not in panel
     assert panel.count('data-state="done"') == 5
     assert (
-        f'<span id="conversation-meta-{session.pk}" class="conversation-meta" hx-swap-oob="true">正常输出'
+        f'<span id="conversation-meta-{session.pk}" class="conversation-meta" hx-swap-oob="true">已核验'
         in panel
     )
 
@@ -120,14 +120,14 @@ def test_normal_answer_shows_type_score_and_evidence_with_the_excerpt_marked(cli
     session = CompletedSessionFactory(owner=engineer, verdict="PASS")
     page = page_of(client, session)
     assert 'data-output-type="NORMAL"' in page
-    assert "正常输出" in page
+    assert "已核验" in page
     assert "证据支撑度 <strong>1.00</strong>" in page
     assert "<h4>结论</h4>" in page
     assert "<strong>HighMemoryUsage</strong>" in page
     assert "order-service 存在 firing 状态的 HighMemoryUsage 告警" in page
     assert "<mark>HighMemoryUsage firing service=order-service</mark>: 内存使用率持续超过85%" in page
     assert 'data-verification="direct_observation"' in page
-    assert "直接观测" in page
+    assert 'data-claim-type="observation">已证实</span>' in page
     assert "有用" in page
     assert "没用" in page
 
@@ -135,7 +135,7 @@ def test_normal_answer_shows_type_score_and_evidence_with_the_excerpt_marked(cli
 def test_disclaimer_answer_hides_the_unsupported_claim(client, engineer):
     session = CompletedSessionFactory(owner=engineer, verdict="LOW_CONFID")
     page = page_of(client, session)
-    assert "带声明输出" in page
+    assert "有证据缺口" in page
     assert "以下结论基于当前已获取证据" in page
     assert "内存升高由订单缓存泄漏引起" not in page
     assert "1 条断言未通过校验，未展示" in page
@@ -144,7 +144,7 @@ def test_disclaimer_answer_hides_the_unsupported_claim(client, engineer):
 def test_degraded_answer_never_shows_executor_claim_text(client, engineer):
     session = CompletedSessionFactory(owner=engineer, verdict="REJECT")
     page = page_of(client, session)
-    assert "降级输出" in page
+    assert "已降级，需人工" in page
     assert "当前无法基于已获取证据生成可靠结论" in page
     assert "order-service 存在 firing 状态的 HighMemoryUsage 告警" not in page
     assert "当前 97%" not in page

@@ -63,3 +63,10 @@ def number_text(raw: str) -> str:
         return f"{value.quantize(Decimal(1)):f}"
     rounded = round(value, max(0, SIGNIFICANT_DIGITS - 1 - value.adjusted()))
     return f"{rounded.normalize():f}"
+
+
+def series_name(metric: dict[str, str]) -> str:
+    """A Prometheus series as PromQL writes it: `name{label="value",…}`, labels sorted."""
+    labels = ",".join(f'{name}="{value}"' for name, value in sorted(metric.items()) if name != "__name__")
+    name = metric.get("__name__", "")
+    return f"{name}{{{labels}}}" if labels or not name else name

@@ -27,7 +27,6 @@ import functools
 import json
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from django.conf import settings
@@ -121,7 +120,6 @@ class LLMEngine:
         self.temperature = config["LLM_TEMPERATURE"]
         self.context_tokens = config["LLM_CONTEXT_TOKENS"]
         self.token_cap_parameter = config["LLM_TOKEN_CAP_PARAMETER"]
-        self.tool_concurrency = max(1, config["LLM_TOOL_CONCURRENCY"])
         self.session_seconds = config["LLM_SESSION_SECONDS"]
         self.structured = structured_output_profile(config["LLM_STRUCTURED_OUTPUT"])
         self.tool_calling = tool_calling_profile(config["LLM_TOOL_CALLS"])
@@ -332,17 +330,10 @@ class LLMEngine:
                 results[index] = _refusal(call.name)
             else:
                 runnable.append((index, arguments))
-        workers = min(len(runnable), self.tool_concurrency) if toolbox.parallel_safe else 1
-        if workers > 1:
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tool-call") as pool:
-                futures = [
-                    (index, pool.submit(toolbox.call, calls[index].name, args)) for index, args in runnable
-                ]
-                for index, future in futures:
-                    results[index] = future.result()
-        else:
-            for index, args in runnable:
-                results[index] = toolbox.call(calls[index].name, args)
+        # One turn, one call of the toolbox: it runs them concurrently (bounded) and records them together.
+        messages = toolbox.call_many([(calls[index].name, args) for index, args in runnable])
+        for (index, _args), message in zip(runnable, messages, strict=True):
+            results[index] = message
         for call, result in zip(calls, results, strict=True):
             exchange.tool_calls.append(
                 {

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from diagnosis.pipeline.contracts import (
     NO_EVIDENCE_PATH,
@@ -61,27 +63,49 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
     # Keep one call of the round's budget for the runbooks when they were asked for.
     reserved = 1 if wants_guidance else 0
 
-    def call(tool_name: str, arguments: dict) -> dict | None:
-        key = _call_key(tool_name, arguments)
-        if key in earlier:  # round 2 must not repeat a search already done: reuse its record
-            message = earlier[key]
-        elif toolbox.remaining_calls > reserved:
-            message = toolbox.call(tool_name, arguments)
-        else:
-            gathered.skipped.append(_call_label(tool_name, arguments))
-            return None
-        gathered.messages.append(message)
-        return message
+    budget = toolbox.remaining_calls
+
+    def turn(requests: list[tuple[str, dict, int]]) -> list[dict | None]:
+        """One turn of independent calls (tool, arguments, calls to keep back for later), recorded
+        together; the message of each, None for a call left out when the budget ran out."""
+        nonlocal budget
+        planned_calls: list[tuple[str, dict]] = []
+        slots: list[int | dict | None] = []
+        for tool_name, arguments, keep_back in requests:
+            key = _call_key(tool_name, arguments)
+            if key in earlier:  # round 2 must not repeat a search already done: reuse its record
+                slots.append(earlier[key])
+            elif budget > keep_back:
+                budget -= 1
+                slots.append(len(planned_calls))
+                planned_calls.append((tool_name, arguments))
+            else:
+                gathered.skipped.append(_call_label(tool_name, arguments))
+                slots.append(None)
+        recorded = toolbox.call_many(planned_calls) if planned_calls else []
+        messages = [recorded[slot] if isinstance(slot, int) else slot for slot in slots]
+        gathered.messages.extend(message for message in messages if message is not None)
+        return messages
 
     # PromQL only when a Prometheus source answers it (the demo world has none).
     promql = "query_promql" in {tool["function"]["name"] for tool in toolbox.tool_definitions()}
-    if "query_metrics" in planned:
-        for arguments in _metrics_calls(services, alerts):
-            if message := call("query_metrics", arguments):
-                gathered.alert_messages.append(message)
-        for expr in _firing_exprs(gathered.alert_messages) if promql else []:
-            if message := call("query_promql", {"query": expr}):
-                gathered.expr_messages[expr] = message
+    # First turn: the alerts, which tell the second what to look for (their services, topics, exprs).
+    metrics_calls = _metrics_calls(services, alerts) if "query_metrics" in planned else []
+    for message in turn([("query_metrics", arguments, reserved) for arguments in metrics_calls]):
+        if message:
+            gathered.alert_messages.append(message)
+
+    second: list[tuple[str, dict, int]] = []
+    on_message: list = []
+
+    def plan_call(tool_name: str, arguments: dict, keep: Callable[[dict], None], keep_back: int) -> None:
+        second.append((tool_name, arguments, keep_back))
+        on_message.append(keep)
+
+    for expr in _firing_exprs(gathered.alert_messages) if promql else []:
+        plan_call(
+            "query_promql", {"query": expr}, partial(gathered.expr_messages.__setitem__, expr), reserved
+        )
     log_services = services or _alert_services(gathered.alert_messages) or [None]
     if "query_logs" in planned and asks_cause:
         alert_topics = [
@@ -97,25 +121,33 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
         query = " ".join(dict.fromkeys(group_term(topic) for topic in gathered.searched_topics or ["error"]))
         for service in log_services:
             arguments = {"query": query[:500]} | ({"service": service} if service else {})
-            if message := call("query_logs", arguments):
-                gathered.log_searches.append(("", message))
+            plan_call("query_logs", arguments, partial(_append, gathered.log_searches, ""), reserved)
     elif "query_logs" in planned:
         for topic in topics or ["error"]:
             for service in log_services:
                 arguments = {"query": group_term(topic)} | ({"service": service} if service else {})
-                if message := call("query_logs", arguments):
-                    gathered.log_searches.append((topic, message))
+                plan_call("query_logs", arguments, partial(_append, gathered.log_searches, topic), reserved)
     # The topic's PromQL queries (a cause question's related topics too), when Prometheus answers them.
     if "query_logs" in planned and promql:
         for topic in gathered.searched_topics if asks_cause else topics:
             for service in filter(None, log_services):
                 for query in vocabulary.topic_queries(topic, service=service):
-                    if message := call("query_promql", {"query": query}):
-                        gathered.metric_queries.append((topic, service, message))
+                    plan_call(
+                        "query_promql",
+                        {"query": query},
+                        partial(_append, gathered.metric_queries, topic, service),
+                        reserved,
+                    )
     if wants_guidance:
-        reserved = 0
-        if message := call("lookup_knowledge", {"query": stage_input.query[:200]}):
-            gathered.knowledge_messages.append(message)
+        plan_call(
+            "lookup_knowledge",
+            {"query": stage_input.query[:200]},
+            gathered.knowledge_messages.append,
+            0,
+        )
+    for keep, message in zip(on_message, turn(second), strict=True):
+        if message:
+            keep(message)
     return _claims_from(
         gathered,
         alerts_asked=alerts,
@@ -363,6 +395,11 @@ def _first_lines(content: str, limit: int = 160) -> str:
 def _failed_source(message: dict) -> str:
     """Which source failed, so the answer says so (contracts §11)."""
     return f"（数据源 {message['source']} 不可用）" if message.get("source") else ""
+
+
+def _append(found: list, *labels_and_message) -> None:
+    """Keep a message with what it was searched for: `(topic, message)` or `(topic, service, message)`."""
+    found.append(tuple(labels_and_message))
 
 
 def _call_label(tool_name: str, arguments: dict) -> str:

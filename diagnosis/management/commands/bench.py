@@ -1,9 +1,12 @@
 """`manage.py bench`: pipeline throughput and overhead on a throwaway database (prints numbers).
 
-For each engine it runs the demo world's questions inline and reports sessions/s, the p50/p95 of the
-pipeline's own overhead per session (wall time minus time spent waiting for the model), database
-queries per session and, for the llm engine, prompt tokens per stage. The llm engine runs against the
-local fake OpenAI-compatible server, with zero latency by default, so what it measures is our overhead.
+The database is a real one: a temporary SQLite file (never SQLite's in-memory test database, whose
+writes cost nothing), or PostgreSQL's `test_<name>` when `DATABASE_URL` points there. For each engine
+it runs the demo world's questions inline and reports sessions/s, the p50/p95 of the pipeline's own
+overhead per session (wall time minus the model wait measured at the socket, so the SDK's CPU counts
+as ours), wall / model time, committed write transactions and queries per session and, for the llm
+engine, prompt tokens per stage. The llm engine runs against the local fake OpenAI-compatible server
+with zero latency, so what it measures is our overhead.
 
 With `--model-latency-ms` (every model reply takes that long), `--tool-latency-ms` (every tool call
 takes that long) and `--fan-out` (tool calls in the executor's one tool turn) it also reports how
@@ -18,11 +21,12 @@ from contextlib import contextmanager, nullcontext
 
 from django.core.management.base import BaseCommand
 from django.db import connection
-from django.db.models import Avg, Sum
+from django.db.models import Avg
 from django.test.utils import CaptureQueriesContext
 
 from diagnosis.evaluation.database import throwaway_database
 from diagnosis.evaluation.fake_llm import fake_llm_environment
+from diagnosis.evaluation.measure import CommitCounter, SocketWait, server_commits
 from diagnosis.models import AgentStep
 from diagnosis.services.sessions import session_start
 from tools.base import all_tools
@@ -45,27 +49,34 @@ class Command(BaseCommand):
         engines = options["engine"] or ["rules", "llm"]
         self.tool_latency_ms = options["tool_latency_ms"]
         fake_options = {"latency_s": options["model_latency_ms"] / 1000, "fan_out": options["fan_out"]}
-        with throwaway_database(), _slow_tools(self.tool_latency_ms / 1000):
+        with throwaway_database(on_disk=True) as name, _slow_tools(self.tool_latency_ms / 1000):
+            self.stdout.write(f"database {connection.vendor} {name}")
             for engine in engines:
                 with fake_llm_environment(**fake_options) if engine == "llm" else nullcontext():
                     self._bench(engine, options["sessions"])
 
     def _bench(self, engine: str, count: int) -> None:
         session_start(query=QUESTIONS[0], engine=engine, run_inline=True)  # warm-up: imports, caches
-        overheads, queries, pks, ratios = [], [], [], []
+        overheads, queries, commits, pks, ratios = [], [], [], [], []
+        wall_total = wait_total = 0.0
+        server_before = server_commits()
         started = time.perf_counter()
         for i in range(count):
-            with CaptureQueriesContext(connection) as captured:
+            counter, socket = CommitCounter(), SocketWait()
+            with CaptureQueriesContext(connection) as captured, counter.counting(), socket.measuring():
                 t0 = time.perf_counter()
                 session = session_start(query=QUESTIONS[i % len(QUESTIONS)], engine=engine, run_inline=True)
                 wall_ms = (time.perf_counter() - t0) * 1000
-            waited = AgentStep.objects.filter(session=session).aggregate(w=Sum("llm_wait_ms"))["w"] or 0
-            overheads.append(wall_ms - waited)
+            overheads.append(wall_ms - socket.waited_ms)
+            wall_total += wall_ms
+            wait_total += socket.waited_ms
             if self.tool_latency_ms:
-                ratios.append(wall_ms / (waited + _tool_turns_ms(session)))
+                ratios.append(wall_ms / (socket.waited_ms + _tool_turns_ms(session)))
             queries.append(len(captured))
+            commits.append(counter.commits)
             pks.append(session.pk)
         elapsed = time.perf_counter() - started
+        server_after = server_commits()
         tokens = (
             AgentStep.objects.filter(session__pk__in=pks)
             .values("agent")
@@ -77,6 +88,15 @@ class Command(BaseCommand):
         self.stdout.write(f"  overhead p50 (ms)     {_percentile(overheads, 50):8.1f}")
         self.stdout.write(f"  overhead p95 (ms)     {_percentile(overheads, 95):8.1f}")
         self.stdout.write(f"  queries/session mean  {statistics.mean(queries):8.1f}   max {max(queries)}")
+        self.stdout.write(f"  commits/session mean  {statistics.mean(commits):8.1f}   max {max(commits)}")
+        if server_before is not None and server_after is not None:
+            # The server counts every transaction, autocommit reads too, and this command's own queries.
+            per_session = (server_after - server_before) / count
+            self.stdout.write(f"  pg xact_commit/session {per_session:7.1f}   (reads included)")
+        if wait_total:
+            self.stdout.write(
+                f"  wall / model wait     {wall_total / wait_total:8.2f}   (model wait at the socket)"
+            )
         if ratios:
             self.stdout.write(
                 f"  wall/(model+tool turns) p50 {_percentile(ratios, 50):6.3f}   p95 {_percentile(ratios, 95):6.3f}"

@@ -46,6 +46,11 @@ class Command(BaseCommand):
             raise SystemExit(1)
 
     def _text(self, session: DiagnosisSession) -> str:
-        verdict = session.verdict or "-"
-        header = f"[{session.session_id}] {session.status} · {session.output_type or '-'} · verdict {verdict}"
+        """A header to read at a glance (what the answer is worth, verdict, groundedness), then the answer."""
+        outcome = session.get_output_type_display() or session.get_status_display()
+        score = "-" if session.groundedness_score is None else f"{session.groundedness_score:.2f}"
+        header = (
+            f"{outcome} · 结论 {session.verdict or '-'} · 证据支撑 {score}"
+            f"\n[{session.session_id}] {session.status} · {session.output_type or '-'} · 引擎 {session.engine}"
+        )
         return f"{header}\n\n{session.answer}"

@@ -64,6 +64,9 @@ class NoTools:
     def call(self, tool_name: str, arguments: dict) -> dict:
         raise AssertionError("a scripted engine calls no tool")
 
+    def call_many(self, calls) -> list[dict]:
+        raise AssertionError("a scripted engine calls no tool")
+
     def tool_definitions(self) -> list[dict]:
         return []
 
