@@ -49,7 +49,12 @@ def test_every_desk_page_is_fast_with_a_fixed_number_of_queries(long_history):
     assert {result.request.name: result.queries for result in results} == {
         result.request.name: expected_queries(result.request.name) for result in results
     }, table
-    assert [result.request.name for result in results if result.best_ms > BUDGET_MS] == [], table
+    # A page over budget is measured once more before it fails: a busy moment of a shared machine
+    # passes, a page that is really slow (a sequential scan takes 0.3–2 s here) does not.
+    slow = [result.request for result in results if result.best_ms > BUDGET_MS]
+    again = desk_measure(client=desk_reviewer_client(), requests=slow, runs=7) if slow else []
+    table += "\nmeasured again:\n" + "\n".join(f"{r.request.name}: {r.best_ms:.0f} ms" for r in again)
+    assert [result.request.name for result in again if result.best_ms > BUDGET_MS] == [], table
 
 
 def test_a_deep_admin_page_and_an_exact_id_show_the_right_sessions(long_history):
