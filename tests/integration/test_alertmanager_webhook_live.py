@@ -105,7 +105,9 @@ def test_real_alertmanager_notices_become_one_analysis_per_episode(alerting, rec
     assert lookup.input == {"query": "CheckoutErrorsHigh"}
 
     # The receiver got version "1" JSON for each completed report, with each alert's verdict.
-    completed = receiver.wait_for(lambda got: len(got) >= 2, timeout=30)
+    # Deliveries are queued tasks: the worker (run_queued) must run while waiting for them.
+    wait_until(lambda: len(receiver.received) >= 2, timeout=30, between=run_queued)
+    completed = list(receiver.received)
     bodies = {body["report_id"]: body for body in (r.body for r in completed)}
     assert set(bodies) == {checkout.report.session_id, node.report.session_id}
     for body in bodies.values():
@@ -129,7 +131,10 @@ def test_real_alertmanager_notices_become_one_analysis_per_episode(alerting, rec
     assert report.alert_scope["alerts"][0]["state"] == "resolved"
     assert "resolved（恢复于" in report.answer
     assert DiagnosisSession.objects.filter(parent__isnull=True).count() == 2
-    resolved = receiver.wait_for(lambda got: any(r.body["status"] == "resolved" for r in got), timeout=30)
+    wait_until(
+        lambda: any(r.body["status"] == "resolved" for r in receiver.received), timeout=30, between=run_queued
+    )
+    resolved = list(receiver.received)
     [notice] = [r.body for r in resolved if r.body["status"] == "resolved"]
     assert notice["report_id"] == report.session_id
     assert notice["alerts"][0]["state"] == "resolved" and notice["alerts"][0]["verdict"] in VERDICTS
