@@ -18,10 +18,11 @@ Status = DiagnosisSession.Status
 # What users see of any failure: stable, with the error id that finds the row (`error` holds the raw
 # cause, for staff) and the log line with its traceback. Exception text can carry paths, hosts, SQL or
 # a model server's reply: it is never shown to users.
-FAILED_ANSWERS = {
-    DiagnosisSession.Kind.CHAT: "诊断执行失败（错误编号 {error_id}），请稍后重试或联系管理员。",
-    DiagnosisSession.Kind.AIOPS: "告警分析执行失败（错误编号 {error_id}），请稍后重试或联系管理员。",
+FAILED_HEADINGS = {
+    DiagnosisSession.Kind.CHAT: "诊断执行失败",
+    DiagnosisSession.Kind.AIOPS: "告警分析执行失败",
 }
+RETRY_ADVICE = "请稍后重试或联系管理员。"
 WORKER_LOST_ERROR = "执行该会话的后台工作进程在会话结束前停止（任务被重新投递时会话已没有心跳）"
 
 
@@ -91,10 +92,11 @@ def new_error_id() -> str:
 def session_failure_fields(*, kind: str, error: str, error_id: str, user_message: str = "") -> dict[str, str]:
     """The columns every failure writes: the raw `error` for staff, the stable answer for users (an
     error that says what users may read, such as a model endpoint's outage, says it with its own id)."""
+    heading = FAILED_HEADINGS[kind]
     answer = (
-        f"{user_message}，请稍后重试或联系管理员。"
+        f"{heading}：{user_message}，{RETRY_ADVICE}"
         if user_message
-        else FAILED_ANSWERS[kind].format(error_id=error_id)
+        else f"{heading}（错误编号 {error_id}），{RETRY_ADVICE}"
     )
     return {"error": error, "error_id": error_id, "answer": answer}
 
