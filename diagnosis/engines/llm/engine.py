@@ -96,7 +96,6 @@ FINAL_TURN_INSTRUCTION = "取证结束，不要再调用工具。请只基于以
 TOOLS_EXHAUSTED_INSTRUCTION = (
     "本轮工具调用次数已用完，不能再调用工具。请只基于已获得的工具结果，直接输出 ExecutorOutput JSON 对象。"
 )
-TOOL_BUDGET_REFUSAL = "本轮工具调用次数已用完，请基于已获得的证据作答"
 BUDGET_SPENT = "会话的模型时间预算（{seconds:.0f} 秒）已用完"
 FALLBACK_PLAN_STEPS = (
     PlanStep(tool="query_metrics", purpose="确认相关告警是否处于 firing 状态"),
@@ -318,7 +317,6 @@ class LLMEngine:
         exchange.replies[-1]["tool_calls"] = [
             {"name": call.name, "arguments": call.arguments} for call in calls
         ]
-        allowed = toolbox.remaining_calls  # the budget is checked up front, in call order
         results: list[dict | None] = [None] * len(calls)
         runnable: list[tuple[int, dict]] = []
         for index, call in enumerate(calls):
@@ -326,11 +324,10 @@ class LLMEngine:
             if error:
                 # Not run and not recorded: there are no arguments to record; the model is told why.
                 results[index] = {"tool_name": call.name, "success": False, "error": error}
-            elif len(runnable) >= allowed:
-                results[index] = _refusal(call.name)
             else:
                 runnable.append((index, arguments))
-        # One turn, one call of the toolbox: it runs them concurrently (bounded) and records them together.
+        # One turn, one call of the toolbox: it refuses what the round's budget does not allow (in call
+        # order), runs the rest concurrently (bounded) and records them together.
         messages = toolbox.call_many([(calls[index].name, args) for index, args in runnable])
         for (index, _args), message in zip(runnable, messages, strict=True):
             results[index] = message
@@ -428,17 +425,6 @@ def _arguments_of(call: ToolCall) -> tuple[dict, str]:
     if not isinstance(arguments, dict):
         return {}, "参数必须是 JSON 对象"
     return arguments, ""
-
-
-def _refusal(tool_name: str) -> dict:
-    return {
-        "invocation_id": None,
-        "tool_name": tool_name,
-        "success": False,
-        "evidence_status": "failed",
-        "evidence_refs": [],
-        "error": TOOL_BUDGET_REFUSAL,
-    }
 
 
 def _validated(schema: StageSchema, reply: ModelReply | None) -> tuple[Any, str]:
