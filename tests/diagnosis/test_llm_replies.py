@@ -46,6 +46,10 @@ def test_prompted_tool_calls_in_blocks_or_one_object_are_parsed():
         finish_reason="stop",
     )
     broken = ModelReply(content='<tool_call>{"name": "query_logs", "argum', finish_reason="length")
+    fenced_call = ModelReply(
+        content='```json\n{"name": "query_metrics", "arguments": {"service": "checkout"}}\n```\n\n\n',
+        finish_reason="length",
+    )
 
     assert [(c.name, json.loads(c.arguments)) for c in profile.calls(blocks)] == [
         ("query_logs", {"query": "GC"}),
@@ -53,6 +57,9 @@ def test_prompted_tool_calls_in_blocks_or_one_object_are_parsed():
     ]
     assert [c.name for c in profile.calls(one_object)] == ["lookup_knowledge"]
     assert profile.calls(broken) == []
+    assert [(c.name, json.loads(c.arguments)) for c in profile.calls(fenced_call)] == [
+        ("query_metrics", {"service": "checkout"})
+    ]
     assert profile.calls(ModelReply(content='{"goal": "x"}', finish_reason="stop")) == []
 
 

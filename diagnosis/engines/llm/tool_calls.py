@@ -111,6 +111,10 @@ class PromptedToolCalls:
             for value in json_objects_in(reply.content):
                 if isinstance(value, dict) and isinstance(value.get("tool_calls"), list):
                     candidates += value["tool_calls"]
+                elif isinstance(value, dict) and "arguments" in value:
+                    # A call written alone, `{"name": …, "arguments": …}`, often fenced: what small
+                    # instruct models (Qwen2.5-Coder 1.5B on llama.cpp) write when asked to call a tool.
+                    candidates.append(value)
         calls = []
         for index, value in enumerate(candidates):
             if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
