@@ -14,7 +14,7 @@ from datetime import UTC
 
 from rest_framework import serializers
 
-# Prometheus alert names are metric-style names; services are label values like `order-service`.
+# Prometheus alert names are metric-style names; services are label values like `Checkout API`.
 ALERT_NAME_REGEX = r"^[A-Za-z_:][A-Za-z0-9_:.-]{0,199}$"
 SERVICE_REGEX = r"^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,199}$"
 ALERT_NAME_MESSAGE = "告警名只能包含字母、数字、_ : . -，且以字母、_ 或 : 开头（最长 200 个字符）"

@@ -1,6 +1,6 @@
 """Evaluation fixtures: one folder per case holding a `case.yaml`, validated by the models below.
 
-    question: 只确认 order-service 是否存在 HighMemoryUsage 告警
+    question: 只确认 checkout 是否存在 KubePodCrashLooping 告警
     engine: rules                # rules | llm
     tags: [positive, narrow]
     settings: {MAX_ROUNDS: 1}    # DIAGNOSIS overrides for this case only

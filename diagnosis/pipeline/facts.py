@@ -5,7 +5,7 @@ exception names. One extractor, used by the gatekeeper (excerpt vs. evidence ref
 check (claim vs. its verified excerpts) and the composer guard (answer vs. allowed material).
 
 Tokens are compared in a canonical form, so `91.0%` equals `91%`, `4.2s` equals `4200ms`,
-`１５ 分钟` equals `15m`, and `HikariCP` equals `hikaricp`.
+`１５ 分钟` equals `15m`, and `PgBouncer` equals `pgbouncer`.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ _A = "A-Za-z0-9"
 ENDPOINT = re.compile(rf"(?<![{_A}/.])/[A-Za-z][{_A}_.-]*(?:/[{_A}_.{{}}:-]+)*")
 DATE = re.compile(rf"(?<![{_A}-])\d{{4}}-\d{{2}}-\d{{2}}(?![{_A}])")
 TIME = re.compile(rf"(?<![{_A}:-])(\d{{1,2}}):(\d{{2}})(?::(\d{{2}}))?(?![{_A}:])")
-# Hyphenated or snake_case words; names among them (see _is_name): order-service, mysql-primary-01,
+# Hyphenated or snake_case words; names among them (see _is_name): ledger-service, mysql-primary-01,
 # node-worker-01, ERR_TIMEOUT.
 COMPOUND = re.compile(rf"(?<![{_A}_-])[A-Za-z][{_A}]*(?:[-_][{_A}]+)+(?![{_A}_-])")
-# CamelCase names with a hump: HighMemoryUsage, HighCPUUsage, OutOfMemoryError, OOMKilled, HikariCP.
+# CamelCase names with a hump: KubePodCrashLooping, PostgresReplicationLag, OutOfMemoryError, OOMKilled, PgBouncer.
 CAMEL = re.compile(rf"(?<![{_A}_])[A-Za-z][a-z0-9]*[A-Z][{_A}]*(?![{_A}_])")
 PERCENTILE = re.compile(rf"(?<![{_A}_])[Pp]\d{{2,3}}(?![{_A}_])")
 _NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
@@ -150,7 +150,7 @@ def _supported_forms(evidence_text: str) -> frozenset[str]:
 
 
 def _is_name(word: str) -> bool:
-    """order-service, mysql-primary-01, ERR_TIMEOUT, HikariPool-1 — not read-only or query_logs."""
+    """ledger-service, mysql-primary-01, ERR_TIMEOUT, HikariPool-1 — not read-only or query_logs."""
     if any(c.isdigit() for c in word):
         return True
     if "_" in word:
@@ -159,7 +159,7 @@ def _is_name(word: str) -> bool:
 
 
 def _name_parts(surface: str) -> set[str]:
-    """Names inside a compound name: order-service in pod-order-service-5c7d8e9f1-m3n2p."""
+    """Names inside a compound name: ledger-service in pod-ledger-service-5c7d8e9f1-m3n2p."""
     segments = re.split(r"[-_]", surface)
     parts = {
         "-".join(segments[i:j]).casefold()

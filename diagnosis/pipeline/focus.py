@@ -39,7 +39,7 @@ NOTHING_UNDERSTOOD = "未能识别问题涉及的服务、告警或主题"
 
 @lru_cache(maxsize=4096)
 def name_pattern(name: str) -> re.Pattern[str]:
-    """`order-service` also as `Order_Service` or `order service`; `HighCPUUsage` as `high cpu usage`."""
+    """`ledger-service` also as `Ledger_Service` or `ledger service`; `KubePodCrashLooping` as `kube pod crash looping`."""
     parts = [part.lower() for chunk in re.split(r"[-_\s]+", name) for part in NAME_PART.findall(chunk)]
     if not parts:
         return re.compile(re.escape(name.lower()))
@@ -138,7 +138,7 @@ class Inventory:
     ) -> list[tuple[str, tuple[int, int]]]:
         aliases = dict(self.aliases) if with_aliases else {}
         found: list[tuple[str, tuple[int, int]]] = []
-        # Longer names first, so `order-service-api` is not read as `order-service`.
+        # Longer names first, so `ledger-service-api` is not read as `ledger-service`.
         for name in sorted(names, key=lambda n: -len(n)):
             patterns = [name_pattern(name), *(term_pattern(alias) for alias in aliases.get(name, ()))]
             for pattern in patterns:
@@ -287,7 +287,7 @@ def _unknown_names(text: str, inventory: Inventory, vocabulary: Vocabulary) -> l
     for pattern, default_kind in ((COMPOUND_WORD, "service"), (CAMEL_WORD, "alert")):
         for match in pattern.finditer(text):
             word = match.group(0)
-            # A topic term (HikariCP, OutOfMemoryError) is what the question is about, not a subject.
+            # A topic term (a connection pool, OutOfMemoryError) is what the question is about, not a subject.
             if any(term_pattern(term).search(word.lower()) for term in terms):
                 continue
             after = text[match.end() :]

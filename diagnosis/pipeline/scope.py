@@ -1,4 +1,4 @@
-"""Narrow scope (seed 003): "只确认 HighCPUUsage，不要分析订单123、OOM…".
+"""Narrow scope (seed 003): "只确认 KubePodCrashLooping，不要分析订单123、OOM…".
 
 `scope_parse` reads the question (Chinese and English): is it a narrow confirmation, and which
 topics did the user exclude. `scope_guard` blocks executor claims that touch an excluded topic

@@ -91,7 +91,7 @@ def _category(groups: set[str]) -> str | None:
 
 
 def _fault_category(alert_names: list[str], texts: list[str]) -> str:
-    """An alert's name is a term of its topic ("HighCPUUsage"), so it decides; else the findings' words."""
+    """An alert's name is a term of its topic ("KubePodCrashLooping"), so it decides; else the findings' words."""
     for alert_name in alert_names:
         if category := _category(groups_in(alert_name)):
             return category

@@ -40,7 +40,7 @@ def tool_trace_summary_build(*, invocations: Iterable[ToolInvocation]) -> list[d
 
 def _topic_key(invocation: ToolInvocation) -> tuple:
     """Same round, same tool, same topic: alerts are one topic; a log or knowledge search's topic
-    is the synonym groups its query names (any HikariCP synonym is one topic), else its text."""
+    is the synonym groups its query names (any synonym of one group is one topic), else its text."""
     arguments = invocation.input if isinstance(invocation.input, dict) else {}
     if invocation.tool_name == "query_metrics":
         return invocation.round, invocation.tool_name
