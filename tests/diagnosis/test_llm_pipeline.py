@@ -201,7 +201,8 @@ def test_verifier_saying_pass_over_a_gatekeeper_failure_is_overridden(fake_llm, 
 
 def test_executor_malformed_json_twice_is_a_recorded_parse_failure_never_shown(fake_llm, one_round):
     raw_text = "order-service 内存泄漏已确认，请立即扩容"
-    fake_llm({"executor": ["{不是 JSON", "{仍然不是 JSON", raw_text]})
+    # The tool turn, its reminder to call a tool, the final turn and its re-ask.
+    fake_llm({"executor": ["{不是 JSON", "{还不是 JSON", "{仍然不是 JSON", raw_text]})
 
     session = run()
 

@@ -92,9 +92,14 @@ TRUNCATED_INSTRUCTION = (
     "字段内容尽量精简，不要输出其他文字。"
 )
 LONG_REPLY_OMITTED = "（上一条回复过长，已省略）"
+GATHER_INSTRUCTION = "请先按计划调用工具取证：这一条回复只写工具调用，不要输出最终结果。"
+NOT_GATHERED_NOTICE = "还没有调用任何工具，没有可以引用的工具结果，这样的回复不能采用。"
 FINAL_TURN_INSTRUCTION = "取证结束，不要再调用工具。请只基于以上工具结果，输出 ExecutorOutput JSON 对象。"
 TOOLS_EXHAUSTED_INSTRUCTION = (
     "本轮工具调用次数已用完，不能再调用工具。请只基于已获得的工具结果，直接输出 ExecutorOutput JSON 对象。"
+)
+REPEATED_CALL_ERROR = (
+    "与之前的一次调用工具和参数完全相同，未重复执行；请引用 invocation_id {invocation_id} 的结果"
 )
 BUDGET_SPENT = "会话的模型时间预算（{seconds:.0f} 秒）已用完"
 FALLBACK_PLAN_STEPS = (
@@ -168,10 +173,25 @@ class LLMEngine:
         # Nothing to cite yet and a plan to follow: the first turn must call a tool (measured on a
         # 1.5B model: offered tools freely, it answered at once and cited made-up invocations).
         must_gather = bool(stage_input.plan.steps) and not stage_input.prior_tool_messages
+        reminded = False
+        call_format = self.tool_calling.call_format(_planned_tool(tools, stage_input.plan))
+        if must_gather and call_format:
+            # Calls written as text: nothing can force one (native turns send tool_choice
+            # "required"), so the first turn asks for it, with the format.
+            exchange.messages.append({"role": "user", "content": GATHER_INSTRUCTION + call_format})
         while turns < max_turns and toolbox.remaining_calls > 0:
             request = self.tool_calling.tool_turn_request(tools, required=must_gather and turns == 0)
             reply = self._complete(exchange, TOOL_TURN_TOKENS, request)
             calls = self.tool_calling.calls(reply) if reply is not None else []
+            if not calls and must_gather and turns == 0 and not reminded:
+                # An answer before any tool ran can cite only made-up invocations (measured: a 1.5B
+                # model in prompted mode answered at once, citing invocation 1). Told so, once. The
+                # draft is not kept: shown it again, the same model copied it into its final answer.
+                reminded = True
+                exchange.messages.append(
+                    {"role": "user", "content": NOT_GATHERED_NOTICE + GATHER_INSTRUCTION + call_format}
+                )
+                continue
             if not calls:
                 output, _ = _validated(EXECUTOR, reply)
                 if output is not None:
@@ -184,8 +204,12 @@ class LLMEngine:
                     # Its draft stays in the conversation; a truncated one is never pasted back.
                     exchange.messages.append({"role": "assistant", "content": _echo(reply.content)})
                 break
-            self._tool_turn(exchange, reply, calls, toolbox, turn=turns)
+            repeats_only = self._tool_turn(exchange, reply, calls, toolbox, turn=turns)
             turns += 1
+            if repeats_only:
+                # Only repeats (measured: a 1.5B model wrote one call 8 times): asking for more
+                # turns would only repeat it again.
+                break
         exchange.messages.append(
             {
                 "role": "user",
@@ -310,8 +334,11 @@ class LLMEngine:
 
     def _tool_turn(
         self, exchange: _Exchange, reply: ModelReply, calls: list[ToolCall], toolbox: Toolbox, *, turn: int
-    ) -> None:
-        """Run one turn's calls concurrently (bounded), append their results in call order."""
+    ) -> bool:
+        """Run one turn's calls concurrently (bounded), append their results in call order.
+
+        A call with the same tool and arguments as one already run in this stage is not run again:
+        the model is pointed to that result. True when the turn held nothing but such repeats."""
         exchange.messages.append(self.tool_calling.assistant_message(reply, calls))
         # The calls as the model wrote them, on their reply: a replay (case export) repeats each turn.
         exchange.replies[-1]["tool_calls"] = [
@@ -319,18 +346,38 @@ class LLMEngine:
         ]
         results: list[dict | None] = [None] * len(calls)
         runnable: list[tuple[int, dict]] = []
+        repeats: list[tuple[int, tuple[str, str]]] = []
         for index, call in enumerate(calls):
             arguments, error = _arguments_of(call)
+            key = _call_key(call.name, arguments)
             if error:
                 # Not run and not recorded: there are no arguments to record; the model is told why.
                 results[index] = {"tool_name": call.name, "success": False, "error": error}
+            elif key in exchange.invocation_of or any(
+                key == _call_key(calls[i].name, a) for i, a in runnable
+            ):
+                repeats.append((index, key))
             else:
                 runnable.append((index, arguments))
         # One turn, one call of the toolbox: it refuses what the round's budget does not allow (in call
         # order), runs the rest concurrently (bounded) and records them together.
         messages = toolbox.call_many([(calls[index].name, args) for index, args in runnable])
-        for (index, _args), message in zip(runnable, messages, strict=True):
+        for (index, arguments), message in zip(runnable, messages, strict=True):
             results[index] = message
+            if message.get("invocation_id") is not None:
+                exchange.invocation_of[_call_key(calls[index].name, arguments)] = message["invocation_id"]
+        for index, key in repeats:
+            earlier = exchange.invocation_of.get(key)
+            results[index] = (
+                {
+                    "tool_name": calls[index].name,
+                    "success": False,
+                    "error": REPEATED_CALL_ERROR.format(invocation_id=earlier),
+                }
+                if earlier is not None
+                # Its first copy in this turn was not run either (the round's budget): the same refusal.
+                else next(results[i] for i, a in runnable if _call_key(calls[i].name, a) == key)
+            )
         for call, result in zip(calls, results, strict=True):
             exchange.tool_calls.append(
                 {
@@ -341,6 +388,7 @@ class LLMEngine:
                 }
             )
             exchange.add_tool_result(self.tool_calling.result_message, call, result)
+        return len(repeats) == len(calls)
 
     def _client(self, stage: str) -> OpenAI:
         try:
@@ -368,6 +416,8 @@ class _Exchange:
         ]
         self.replies: list[dict] = []
         self.tool_calls: list[dict] = []
+        # (tool, canonical arguments) of every call run in this stage → its invocation id.
+        self.invocation_of: dict[tuple[str, str], int] = {}
         self.truncated = 0
         self.usage = Usage()
         # Tool results still carrying their bounded `output`, oldest first: what `fit` trims.
@@ -413,8 +463,18 @@ def _executor_thought(exchange: _Exchange, output: ExecutorOutput) -> str:
     return f"{thought}；{output.diagnosis_summary}" if output.diagnosis_summary else thought
 
 
+def _planned_tool(tools: list[dict], plan: PlannerOutput) -> dict:
+    """The definition of the plan's first tool (the first offered one if the plan names none)."""
+    by_name = {tool["function"]["name"]: tool for tool in tools}
+    return next((by_name[step.tool] for step in plan.steps if step.tool in by_name), tools[0])
+
+
 def _echo(content: str) -> str:
     return content if len(content) <= REPAIR_ECHO_CHARS else LONG_REPLY_OMITTED
+
+
+def _call_key(name: str, arguments: dict) -> tuple[str, str]:
+    return name, json.dumps(arguments, sort_keys=True, ensure_ascii=False)
 
 
 def _arguments_of(call: ToolCall) -> tuple[dict, str]:

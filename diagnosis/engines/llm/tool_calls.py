@@ -55,6 +55,9 @@ class NativeToolCalls:
     def tool_turn_request(self, tools: list[dict], *, required: bool) -> dict[str, Any]:
         return {"tools": tools, "tool_choice": "required" if required else "auto"}
 
+    def call_format(self, tool: dict) -> str:
+        return ""  # the endpoint's own tool-call format
+
     def final_turn_request(self, tools: list[dict]) -> dict[str, Any]:
         return {"tools": tools, "tool_choice": "none"}
 
@@ -98,6 +101,14 @@ class PromptedToolCalls:
 
     def tool_turn_request(self, tools: list[dict], *, required: bool) -> dict[str, Any]:
         return {}  # nothing to force with: the instructions ask for the calls
+
+    def call_format(self, tool: dict) -> str:
+        """The written format, with `tool`'s name and parameter names as the example."""
+        function = tool["function"]
+        example = {name: "…" for name in function.get("parameters", {}).get("properties", {})}
+        call = json.dumps({"name": function["name"], "arguments": example}, ensure_ascii=False)
+        # Without the last sentence a 1.5B model sent "…" itself as an alert name.
+        return f"格式：<tool_call>{call}</tool_call>。“…”换成问题和计划中的实际值；不知道的参数不要写。"
 
     def final_turn_request(self, tools: list[dict]) -> dict[str, Any]:
         return {}

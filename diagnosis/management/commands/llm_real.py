@@ -9,6 +9,7 @@ stops the server. Minutes of CPU per question on a small machine: not part of th
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -42,6 +43,11 @@ class Command(BaseCommand):
         parser.add_argument("--structured-output", default="json_schema")
         parser.add_argument("--tool-calls", default="native")
         parser.add_argument("--threads", type=int, default=2)
+        parser.add_argument(
+            "--replies",
+            type=Path,
+            help="directory to write each session's steps to (the model's replies, as stored), one JSON file per question",
+        )
 
     def handle(self, *args, **options):
         for path in (options["server"], options["model"]):
@@ -69,6 +75,8 @@ class Command(BaseCommand):
                     failed = session.steps.filter(status=AgentStep.Status.FAILED).first()
                     detail = (failed.model_output or {}).get("server_error") if failed else session.error
                     self.stdout.write(f"   failed: {detail}")
+                if options["replies"]:
+                    _write_steps(session, options["replies"] / f"question-{number:02d}.json")
 
     @contextmanager
     def _endpoint(self, base_url: str, options: dict):
@@ -117,6 +125,25 @@ def _llama_server(options: dict):
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+def _write_steps(session, path: Path) -> None:
+    """What each stage sent back, as stored: the throwaway database is gone after the run."""
+    steps = [
+        {
+            "round": step.round,
+            "agent": step.agent,
+            "status": step.status,
+            "thought": step.thought,
+            "latency_ms": step.latency_ms,
+            "llm_calls": step.llm_calls,
+            "model_output": step.model_output,
+        }
+        for step in session.steps.order_by("pk")
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"query": session.query, "verdict": session.verdict, "steps": steps}
+    path.write_text(json.dumps(record, ensure_ascii=False, indent=2))
 
 
 def _free_port() -> int:

@@ -268,7 +268,13 @@ def test_a_valid_answer_in_a_tool_turn_is_taken_without_another_call(fake_llm, t
 
 def test_executor_tool_loop_stops_when_the_toolbox_is_exhausted(fake_llm, db):
     toolbox = RecordingToolbox(session=DiagnosisSessionFactory(query=QUERY), round=1, max_calls=2)
-    greedy_turn = {"tool_calls": [{"name": "query_metrics", "arguments": {}}] * 3}
+    greedy_turn = {
+        "tool_calls": [
+            {"name": "query_metrics", "arguments": {}},
+            {"name": "query_logs", "arguments": {"query": "OOM"}},
+            {"name": "query_metrics", "arguments": {"service": "order-service"}},
+        ]
+    }
     server = fake_llm({"executor": [greedy_turn]})
 
     call = LLMEngine().execute(_executor_input(), toolbox)
@@ -283,6 +289,48 @@ def test_executor_tool_loop_stops_when_the_toolbox_is_exhausted(fake_llm, db):
     assert call.output.claims[0].evidence_bindings[0].source_invocation_id in set(
         ToolInvocation.objects.values_list("pk", flat=True)
     )
+
+
+def test_a_repeated_call_is_not_run_again_and_points_to_the_earlier_result(fake_llm, toolbox):
+    same_call = {"name": "query_metrics", "arguments": {"service": "order-service"}}
+    server = fake_llm(
+        {
+            "executor": [
+                {"tool_calls": [same_call, same_call]},
+                {"tool_calls": [same_call, {"name": "query_logs", "arguments": {"query": "OOM"}}]},
+                FINAL_EXECUTOR_REPLY,
+            ]
+        }
+    )
+
+    LLMEngine().execute(_executor_input(), toolbox)
+
+    first = ToolInvocation.objects.get(session=toolbox.session, tool_name="query_metrics")
+    assert (
+        ToolInvocation.objects.filter(session=toolbox.session).count() == 2
+    )  # the metrics call once, the logs call
+    results = [
+        json.loads(message["content"])
+        for message in server.requests[2]["messages"]
+        if message["role"] == "tool"
+    ]
+    assert [result.get("invocation_id") for result in results][:1] == [first.pk]
+    repeats = [result for result in results if result.get("invocation_id") is None]
+    assert len(repeats) == 2
+    assert all(f"invocation_id {first.pk}" in result["error"] for result in repeats)
+
+
+def test_a_turn_of_repeats_only_ends_the_tool_turns(fake_llm, toolbox):
+    same_call = {"name": "query_metrics", "arguments": {"service": "order-service"}}
+    server = fake_llm({"executor": [{"tool_calls": [same_call]}] * 2 + [FINAL_EXECUTOR_REPLY]})
+
+    call = LLMEngine().execute(_executor_input(), toolbox)
+
+    assert ToolInvocation.objects.filter(session=toolbox.session).count() == 1
+    executor_requests = server.requests_for("ExecutorOutput")
+    assert len(executor_requests) == 3  # the call, its repeat, then the final turn
+    assert executor_requests[-1]["tool_choice"] == "none"
+    assert call.parse_status.status == "valid"
 
 
 @pytest.mark.parametrize("bad_reply", ['{"goal": "确认', {"goal": "只有目标，缺少其他字段"}])
@@ -314,9 +362,16 @@ def test_planner_parse_failure_falls_back_to_a_plan_with_every_evidence_tool(fak
 
 
 def test_executor_parse_failure_keeps_the_raw_text_and_no_claims(fake_llm, toolbox):
-    # The tool turn, the final turn and its one re-ask: prose every time.
+    # The tool turn, its one reminder to call a tool, the final turn and its one re-ask: prose every time.
     fake_llm(
-        {"executor": ["order-service 好像有告警", "order-service 有告警", "order-service 确实有内存告警"]}
+        {
+            "executor": [
+                "order-service 好像有告警",
+                "order-service 应该有告警",
+                "order-service 有告警",
+                "order-service 确实有内存告警",
+            ]
+        }
     )
 
     call = LLMEngine().execute(_executor_input(), toolbox)
