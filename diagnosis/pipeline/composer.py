@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from diagnosis.pipeline.contracts import Claim, ComposerInput, ExecutorOutput
-from diagnosis.pipeline.facts import unsupported_facts
+from diagnosis.pipeline.facts import fact_tokens, unsupported_facts
 from diagnosis.pipeline.fix_advice import fix_recommendations
 from diagnosis.pipeline.gatekeeper import EMPTY_BINDINGS, GatekeeperResult
 from diagnosis.pipeline.records import verifier_record_read
@@ -141,6 +141,19 @@ def composer_guard(
         facts=_strings([material.confirmed_findings, material.reasonable_inferences, material.gaps]),
     )
     return list(dict.fromkeys(offending))
+
+
+def states_confirmed_finding(answer: str, material: ComposerInput) -> bool:
+    """Whether the answer states a fact token (name, number, code…) of a confirmed finding; true when
+    the findings hold none to state. An answer that states none (measured: a 1.5B model returned
+    its prompt's placeholder) answers nothing."""
+    texts = [item["claim_text"] for item in material.confirmed_findings] + [
+        evidence["excerpt"] for item in material.confirmed_findings for evidence in item["evidence"]
+    ]
+    finding_tokens = {
+        form for text in texts for token in fact_tokens(text) for form in token.supporting_forms()
+    }
+    return not finding_tokens or any(token.value in finding_tokens for token in fact_tokens(answer))
 
 
 def answer_from_material(material: ComposerInput) -> str:

@@ -17,15 +17,17 @@ from diagnosis.pipeline.composer import (
     answer_from_material,
     composer_guard,
     composer_material_build,
+    states_confirmed_finding,
     user_facing_text,
 )
 from diagnosis.pipeline.focus import World
-from diagnosis.pipeline.interfaces import Engine, Recorder, Stage
+from diagnosis.pipeline.interfaces import Engine, Recorder, Stage, StepRecord, StepStatus
 from diagnosis.pipeline.records import ComposerOutcome, VerifierEvaluation
 from diagnosis.pipeline.round import RoundLimits, RoundResult, round_run, stage_run
 from diagnosis.pipeline.routing import RETRY, OutputType
 from tools.vocabulary import Vocabulary
 
+NOTHING_TO_COMPOSE = "没有已确认的发现或合理推断：答案由代码按证据缺口生成，未调用撰写模型"
 RETRY_INSTRUCTION = "仅补充以上断言相关证据，不要重复已完成检索"
 
 
@@ -109,15 +111,36 @@ def _compose(
         verification=final.verification,
         gatekeeper_result=final.gatekeeper_result,
     )
+    if not material.confirmed_findings and not material.reasonable_inferences:
+        # Nothing to state but the gaps: code says so. A model here can only add (measured on a
+        # 1.5B model: "当前系统没有告警" from a search that found nothing, and its prompt's placeholder).
+        answer = answer_from_material(material)
+        recorder.step_recorded(
+            StepRecord(
+                round=final.round,
+                stage=Stage.COMPOSER,
+                status=StepStatus.SKIPPED,
+                latency_ms=0,
+                thought=NOTHING_TO_COMPOSE,
+                model_output={"answer": answer},
+            )
+        )
+        return answer, ComposerOutcome(status="skipped", detail=NOTHING_TO_COMPOSE, answer=answer)
     call = stage_run(recorder, final.round, Stage.COMPOSER, lambda: engine.compose(material))
     answer = call.output.answer.strip()
     offending = composer_guard(
         answer=answer, material=material, excluded_topics=final.excluded_topics, vocabulary=vocabulary
     )
-    if answer and not offending:
+    states_a_finding = states_confirmed_finding(answer, material)
+    if answer and not offending and states_a_finding:
         return answer, ComposerOutcome(status="valid", answer=answer, offending_tokens=[])
     replacement = answer_from_material(material)
-    detail = "撰写结果为空" if not answer else "撰写结果包含材料之外的事实：" + "、".join(offending)
+    if not answer:
+        detail = "撰写结果为空"
+    elif offending:
+        detail = "撰写结果包含材料之外的事实：" + "、".join(offending)
+    else:
+        detail = "撰写结果没有陈述任何已确认的发现"
     return replacement, ComposerOutcome(
         status="replaced",
         detail=detail,

@@ -250,6 +250,49 @@ def test_a_model_that_never_calls_a_tool_is_reminded_only_once(fake_llm, mode, d
     assert call.output.claims == []
 
 
+# --- The composer on a small model ---
+
+
+def test_with_nothing_confirmed_the_answer_is_written_by_code_and_the_composer_not_asked(fake_llm, world):
+    query, _fact = world
+    nothing_found = {
+        "answer_version": "executor_evidence_v2",
+        "claims": [],
+        "hypotheses": [],
+        "missing_info": ["未检索到匹配的告警"],
+        "recommended_actions": [],
+        "diagnosis_summary": "",
+        "user_facing_answer": "",
+    }
+    # Measured on a 1.5B model: from a search that found nothing it wrote "当前系统没有告警".
+    server = fake_llm(
+        {"executor": [{"tool_calls": [{"name": "query_metrics", "arguments": {}}]}, nothing_found]}
+    )
+
+    session = run(query)
+
+    assert session.verdict != "PASS"
+    assert server.requests_for("ComposerOutput") == []
+    step = session.steps.get(agent=AgentStep.Agent.COMPOSER)
+    assert step.status == AgentStep.Status.SKIPPED and step.llm_calls == 0
+    assert "当前未获得可直接确认的结论" in session.answer
+    assert session.self_evaluation["verifier_evaluation"]["composer_output"]["status"] == "skipped"
+
+
+def test_an_answer_that_states_no_confirmed_finding_is_replaced_by_code(fake_llm, world):
+    query, fact = world
+    # What a 1.5B model returned: its prompt's output example, verbatim.
+    fake_llm({"composer": [{"answer": "（中文 Markdown 答案）"}]})
+
+    session = run(query)
+
+    assert session.output_type == Output.NORMAL
+    assert "中文 Markdown 答案" not in session.answer
+    assert fact in session.answer
+    outcome = session.self_evaluation["verifier_evaluation"]["composer_output"]
+    assert outcome["status"] == "replaced" and outcome["detail"] == "撰写结果没有陈述任何已确认的发现"
+
+
 # --- Reasoning text ---
 
 

@@ -63,6 +63,20 @@ def test_prompted_tool_calls_in_blocks_or_one_object_are_parsed():
     assert profile.calls(ModelReply(content='{"goal": "x"}', finish_reason="stop")) == []
 
 
+def test_a_written_call_copying_the_example_placeholder_or_a_quoted_null_leaves_that_argument_out():
+    profile = PromptedToolCalls()
+    copied = ModelReply(
+        content='<tool_call>{"name": "query_metrics", "arguments": {"service": "billing", "alert_name": "…"}}'
+        '</tool_call><tool_call>{"name": "query_logs", "arguments": {"query": "GC", "service": "null"}}</tool_call>',
+        finish_reason="stop",
+    )
+
+    assert [(c.name, json.loads(c.arguments)) for c in profile.calls(copied)] == [
+        ("query_metrics", {"service": "billing"}),
+        ("query_logs", {"query": "GC"}),
+    ]
+
+
 def test_stored_replies_stay_within_the_step_bound_with_a_note():
     replies = [
         {"content": "界" * 100_000, "finish_reason": "stop"},

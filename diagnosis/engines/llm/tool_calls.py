@@ -23,6 +23,9 @@ from diagnosis.engines.llm.structured import json_objects_in
 
 TOOL_CALL_MODES = ("native", "prompted")
 TOOL_CALL_BLOCK = re.compile(r"<tool_call>\s*(?P<json>.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
+# The example value in the written call format, and what counts as no value in a written call.
+PLACEHOLDER = "…"
+NO_VALUE = (PLACEHOLDER, "...", "null", "None")
 PROMPTED_INSTRUCTION = """
 
 ## 调用工具的方式
@@ -105,7 +108,7 @@ class PromptedToolCalls:
     def call_format(self, tool: dict) -> str:
         """The written format, with `tool`'s name and parameter names as the example."""
         function = tool["function"]
-        example = {name: "…" for name in function.get("parameters", {}).get("properties", {})}
+        example = {name: PLACEHOLDER for name in function.get("parameters", {}).get("properties", {})}
         call = json.dumps({"name": function["name"], "arguments": example}, ensure_ascii=False)
         # Without the last sentence a 1.5B model sent "…" itself as an alert name.
         return f"格式：<tool_call>{call}</tool_call>。“…”换成问题和计划中的实际值；不知道的参数不要写。"
@@ -131,6 +134,10 @@ class PromptedToolCalls:
             if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
                 continue
             arguments = value.get("arguments", {})
+            if isinstance(arguments, dict):
+                # Copied from the format's example, or null written as a string (both seen on a 1.5B
+                # model): no value, as if the argument were left out.
+                arguments = {key: item for key, item in arguments.items() if item not in NO_VALUE}
             text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
             calls.append(ToolCall(id=f"call_{index}", name=value["name"], arguments=text))
         return calls

@@ -142,7 +142,7 @@ def _write_steps(session, path: Path) -> None:
         for step in session.steps.order_by("pk")
     ]
     path.parent.mkdir(parents=True, exist_ok=True)
-    record = {"query": session.query, "verdict": session.verdict, "steps": steps}
+    record = {"query": session.query, "verdict": session.verdict, "answer": session.answer, "steps": steps}
     path.write_text(json.dumps(record, ensure_ascii=False, indent=2))
 
 

@@ -7,9 +7,10 @@ from diagnosis.pipeline.composer import (
     composer_material_build,
     composer_material_from_record,
     finding_lines,
+    states_confirmed_finding,
     user_facing_text,
 )
-from diagnosis.pipeline.contracts import Claim, ClaimCheck, ExecutorOutput, VerifierOutput
+from diagnosis.pipeline.contracts import Claim, ClaimCheck, ComposerInput, ExecutorOutput, VerifierOutput
 from tests.diagnosis.pipeline.support import one_round
 from tests.factories import (
     HIKARI_LOG_TEXT,
@@ -302,3 +303,44 @@ def test_a_missing_or_unreadable_record_gives_no_material(damage):
     record = CompletedSessionFactory().self_evaluation["verifier_evaluation"]
 
     assert composer_material_from_record(query="q", record=damage(record)) is None
+
+
+@pytest.mark.parametrize(
+    ("answer", "states"),
+    [
+        ("checkout-api 的 QueueBacklogHigh 告警正在触发，当前 7420 条", True),
+        ("当前积压 7,420 条。", True),
+        ("（中文 Markdown 答案）", False),
+        ("当前系统没有告警。", False),
+    ],
+)
+def test_an_answer_states_a_finding_only_with_one_of_its_facts(answer, states):
+    material = ComposerInput(
+        query="checkout-api 有没有积压告警",
+        confirmed_findings=[
+            {
+                "claim_id": "claim-1",
+                "claim_text": "checkout-api 存在 QueueBacklogHigh 告警",
+                "evidence": [
+                    {"excerpt": "QueueBacklogHigh firing service=checkout-api 当前 7420 条", "source": "x"}
+                ],
+            }
+        ],
+        reasonable_inferences=[],
+        gaps=[],
+        allowed_actions=[],
+    )
+
+    assert states_confirmed_finding(answer, material) is states
+
+
+def test_findings_without_any_fact_token_do_not_hold_an_answer_back():
+    material = ComposerInput(
+        query="q",
+        confirmed_findings=[{"claim_id": "claim-1", "claim_text": "日志中出现了超时", "evidence": []}],
+        reasonable_inferences=[],
+        gaps=[],
+        allowed_actions=[],
+    )
+
+    assert states_confirmed_finding("日志中出现了超时。", material) is True
