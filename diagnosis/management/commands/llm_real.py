@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from contextlib import contextmanager
@@ -53,6 +55,8 @@ class Command(BaseCommand):
         for path in (options["server"], options["model"]):
             if not Path(path).is_file():
                 raise CommandError(f"not found: {path}")
+        # A stopped run still stops its server (the `finally` below) instead of leaving it on both cores.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         with _llama_server(options) as base_url, throwaway_database(), self._endpoint(base_url, options):
             self.stdout.write(
                 f"{'#':>2} {'tools':>5} {'verdict':<10} {'output type':<27} {'tokens':>7} {'wall s':>7}  question"
