@@ -59,8 +59,10 @@ class PrometheusSource(HttpSource):
         if minutes <= 0:
             data = self.data("/api/v1/query", {"query": query, "time": now.timestamp()})
         else:
-            start = now - timedelta(minutes=minutes)
             step = max(1, math.ceil(minutes * 60 / (MAX_POINTS - 1)))
+            # Points fall at start + k·step: a start a whole number of steps back puts the last on
+            # `now`, so the latest point is the current value (and a series younger than a step shows).
+            start = now - timedelta(seconds=step * (minutes * 60 // step))
             data = self.data(
                 "/api/v1/query_range",
                 {"query": query, "start": start.timestamp(), "end": now.timestamp(), "step": step},
