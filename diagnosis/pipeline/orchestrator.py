@@ -131,8 +131,7 @@ def _compose(
     offending = composer_guard(
         answer=answer, material=material, excluded_topics=final.excluded_topics, vocabulary=vocabulary
     )
-    states_a_finding = states_confirmed_finding(answer, material)
-    if answer and not offending and states_a_finding:
+    if answer and not offending and states_confirmed_finding(answer, material):
         return answer, ComposerOutcome(status="valid", answer=answer, offending_tokens=[])
     replacement = answer_from_material(material)
     if not answer:

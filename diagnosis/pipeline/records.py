@@ -21,7 +21,8 @@ TRACEABILITY_VERSION = "v1"
 
 
 class ComposerOutcome(BaseModel):
-    """What became of the composer's answer: kept (`valid`), `replaced` by code, or `skipped` (DEGRADED)."""
+    """What became of the composer's answer: kept (`valid`), `replaced` by code, or `skipped` (DEGRADED,
+    or nothing confirmed: code wrote the answer)."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -346,6 +346,7 @@ class LLMEngine:
         ]
         results: list[dict | None] = [None] * len(calls)
         runnable: list[tuple[int, dict]] = []
+        first_in_turn: dict[tuple[str, str], int] = {}
         repeats: list[tuple[int, tuple[str, str]]] = []
         for index, call in enumerate(calls):
             arguments, error = _arguments_of(call)
@@ -353,19 +354,19 @@ class LLMEngine:
             if error:
                 # Not run and not recorded: there are no arguments to record; the model is told why.
                 results[index] = {"tool_name": call.name, "success": False, "error": error}
-            elif key in exchange.invocation_of or any(
-                key == _call_key(calls[i].name, a) for i, a in runnable
-            ):
+            elif key in exchange.invocation_of or key in first_in_turn:
                 repeats.append((index, key))
             else:
+                first_in_turn[key] = index
                 runnable.append((index, arguments))
         # One turn, one call of the toolbox: it refuses what the round's budget does not allow (in call
         # order), runs the rest concurrently (bounded) and records them together.
         messages = toolbox.call_many([(calls[index].name, args) for index, args in runnable])
-        for (index, arguments), message in zip(runnable, messages, strict=True):
+        for (index, _args), message in zip(runnable, messages, strict=True):
             results[index] = message
-            if message.get("invocation_id") is not None:
-                exchange.invocation_of[_call_key(calls[index].name, arguments)] = message["invocation_id"]
+        for key, index in first_in_turn.items():
+            if results[index].get("invocation_id") is not None:
+                exchange.invocation_of[key] = results[index]["invocation_id"]
         for index, key in repeats:
             earlier = exchange.invocation_of.get(key)
             results[index] = (
@@ -376,7 +377,7 @@ class LLMEngine:
                 }
                 if earlier is not None
                 # Its first copy in this turn was not run either (the round's budget): the same refusal.
-                else next(results[i] for i, a in runnable if _call_key(calls[i].name, a) == key)
+                else results[first_in_turn[key]]
             )
         for call, result in zip(calls, results, strict=True):
             exchange.tool_calls.append(

@@ -320,6 +320,28 @@ def test_a_repeated_call_is_not_run_again_and_points_to_the_earlier_result(fake_
     assert all(f"invocation_id {first.pk}" in result["error"] for result in repeats)
 
 
+def test_a_repeat_of_a_call_the_budget_refused_gets_the_same_refusal(fake_llm, db):
+    toolbox = RecordingToolbox(session=DiagnosisSessionFactory(query=QUERY), round=1, max_calls=1)
+    refused_twice = {"name": "query_logs", "arguments": {"query": "OOM"}}
+    server = fake_llm(
+        {
+            "executor": [
+                {"tool_calls": [{"name": "query_metrics", "arguments": {}}, refused_twice, refused_twice]}
+            ]
+        }
+    )
+
+    LLMEngine().execute(_executor_input(), toolbox)
+
+    assert ToolInvocation.objects.filter(session=toolbox.session).count() == 1
+    results = [
+        json.loads(message["content"])
+        for message in server.requests[1]["messages"]
+        if message["role"] == "tool"
+    ]
+    assert results[1] == results[2] and results[1]["success"] is False
+
+
 def test_a_turn_of_repeats_only_ends_the_tool_turns(fake_llm, toolbox):
     same_call = {"name": "query_metrics", "arguments": {"service": "order-service"}}
     server = fake_llm({"executor": [{"tool_calls": [same_call]}] * 2 + [FINAL_EXECUTOR_REPLY]})
