@@ -9,21 +9,14 @@ import pytest
 from diagnosis.engines.llm import LLMEngine, LLMUnavailableError
 from diagnosis.evaluation.fixtures import ToolOverrides
 from diagnosis.models import AgentStep, DiagnosisSession
-from diagnosis.pipeline.contracts import ExecutorInput, PlannerInput, PlannerOutput
+from diagnosis.pipeline.contracts import PlannerInput, PlannerOutput
 from diagnosis.services.sessions import session_start
 from diagnosis.services.toolbox import RecordingToolbox
+from tests.diagnosis.engines.llm.support import PLAN, QUERY, executor_input
 from tests.factories import DiagnosisSessionFactory
 
 pytestmark = pytest.mark.django_db
 
-QUERY = "只确认 order-service 是否存在 HighMemoryUsage 告警"
-PLAN = {
-    "goal": "确认 order-service 是否存在 HighMemoryUsage 告警",
-    "steps": [{"tool": "query_metrics", "purpose": "确认告警是否 firing"}],
-    "narrow_scope": True,
-    "focus": ["order-service", "HighMemoryUsage"],
-    "excluded_topics": [],
-}
 # A second world with other names: its own service and alert, nothing from the demo world.
 OTHER_WORLD_QUERY = "只确认 billing-service 是否存在 QueueBacklogHigh 告警"
 OTHER_WORLD_ALERT = {
@@ -163,7 +156,7 @@ def test_prompted_tool_calls_are_parsed_from_the_text_and_answered_as_tool_resul
         }
     )
 
-    call = LLMEngine().execute(ExecutorInput(query=QUERY, plan=PlannerOutput(**PLAN), round=1), toolbox)
+    call = LLMEngine().execute(executor_input(), toolbox)
 
     invocation = toolbox.session.tool_invocations.get()
     assert invocation.input == {"service": "order-service"}
@@ -219,7 +212,7 @@ def test_an_answer_written_before_any_tool_call_is_refused_once_with_the_call_fo
         }
     )
 
-    call = LLMEngine().execute(ExecutorInput(query=QUERY, plan=PlannerOutput(**PLAN), round=1), toolbox)
+    call = LLMEngine().execute(executor_input(), toolbox)
 
     invocation = toolbox.session.tool_invocations.get()
     first_ask, reminder = server.requests[0]["messages"][-1], server.requests[1]["messages"][-1]
@@ -238,7 +231,7 @@ def test_a_model_that_never_calls_a_tool_is_reminded_only_once(fake_llm, mode, d
     toolbox = RecordingToolbox(session=DiagnosisSessionFactory(query=QUERY), round=1, max_calls=8)
     server = fake_llm({"executor": ["我认为没有告警。", "确实没有告警。"]})
 
-    call = LLMEngine().execute(ExecutorInput(query=QUERY, plan=PlannerOutput(**PLAN), round=1), toolbox)
+    call = LLMEngine().execute(executor_input(), toolbox)
 
     reminders = [
         message
@@ -380,7 +373,7 @@ def test_tool_outputs_are_trimmed_to_fit_the_context_but_refs_are_kept(fake_llm,
     ]
     server = fake_llm({"executor": [{"tool_calls": calls}]})
 
-    LLMEngine().execute(ExecutorInput(query=QUERY, plan=PlannerOutput(**PLAN), round=1), toolbox)
+    LLMEngine().execute(executor_input(), toolbox)
 
     after_tools = server.requests[1]
     tool_messages = [json.loads(m["content"]) for m in after_tools["messages"] if m["role"] == "tool"]

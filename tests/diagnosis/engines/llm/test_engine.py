@@ -12,23 +12,15 @@ from diagnosis.engines.llm import LLMEngine, LLMUnavailableError
 from diagnosis.models import ToolInvocation
 from diagnosis.pipeline.contracts import (
     ComposerInput,
-    ExecutorInput,
     PlannerInput,
     PlannerOutput,
     VerifierInput,
 )
 from diagnosis.services.toolbox import RecordingToolbox
+from tests.diagnosis.engines.llm.support import PLAN, QUERY, executor_input
 from tests.factories import DiagnosisSessionFactory
 from tools.base import all_tools
 
-QUERY = "只确认 order-service 是否存在 HighMemoryUsage 告警"
-PLAN = {
-    "goal": "确认 order-service 是否存在 HighMemoryUsage 告警",
-    "steps": [{"tool": "query_metrics", "purpose": "确认告警是否 firing"}],
-    "narrow_scope": True,
-    "focus": ["order-service", "HighMemoryUsage"],
-    "excluded_topics": [],
-}
 CLAIM = {
     "claim_id": "claim-1",
     "claim_type": "observation",
@@ -94,10 +86,6 @@ def toolbox(db):
     return RecordingToolbox(session=DiagnosisSessionFactory(query=QUERY), round=1, max_calls=8)
 
 
-def _executor_input() -> ExecutorInput:
-    return ExecutorInput(query=QUERY, plan=PlannerOutput(**PLAN), round=1)
-
-
 def _assert_strict(schema: dict) -> None:
     """OpenAI strict mode: every object closed and every property required, all the way down."""
     if schema.get("type") == "object" or "properties" in schema:
@@ -149,7 +137,7 @@ def test_every_request_carries_system_temperature_and_a_token_cap(fake_llm, tool
     engine = LLMEngine()
 
     engine.plan(PlannerInput(query=QUERY, round=1))
-    engine.execute(_executor_input(), toolbox)
+    engine.execute(executor_input(), toolbox)
     engine.verify(VERIFIER_INPUT)
     engine.compose(COMPOSER_INPUT)
 
@@ -173,7 +161,7 @@ def test_structured_turns_send_their_own_strict_schema_and_tool_turns_none(fake_
     engine = LLMEngine()
 
     engine.plan(PlannerInput(query=QUERY, round=1))
-    engine.execute(_executor_input(), toolbox)
+    engine.execute(executor_input(), toolbox)
     engine.verify(VERIFIER_INPUT)
     engine.compose(COMPOSER_INPUT)
 
@@ -227,7 +215,7 @@ def test_executor_runs_the_models_tool_calls_and_records_each(fake_llm, toolbox)
         }
     )
 
-    call = LLMEngine().execute(_executor_input(), toolbox)
+    call = LLMEngine().execute(executor_input(), toolbox)
 
     invocation = ToolInvocation.objects.get(session=toolbox.session)
     assert invocation.tool_name == "query_metrics"
@@ -259,7 +247,7 @@ def test_a_valid_answer_in_a_tool_turn_is_taken_without_another_call(fake_llm, t
         {"executor": [{"tool_calls": [{"name": "query_metrics", "arguments": {}}]}, FINAL_EXECUTOR_REPLY]}
     )
 
-    call = LLMEngine().execute(_executor_input(), toolbox)
+    call = LLMEngine().execute(executor_input(), toolbox)
 
     assert len(server.requests) == 2
     assert call.parse_status.status == "valid"
@@ -277,7 +265,7 @@ def test_executor_tool_loop_stops_when_the_toolbox_is_exhausted(fake_llm, db):
     }
     server = fake_llm({"executor": [greedy_turn]})
 
-    call = LLMEngine().execute(_executor_input(), toolbox)
+    call = LLMEngine().execute(executor_input(), toolbox)
 
     assert ToolInvocation.objects.filter(session=toolbox.session).count() == 2
     executor_requests = server.requests_for("ExecutorOutput")
@@ -303,7 +291,7 @@ def test_a_repeated_call_is_not_run_again_and_points_to_the_earlier_result(fake_
         }
     )
 
-    LLMEngine().execute(_executor_input(), toolbox)
+    LLMEngine().execute(executor_input(), toolbox)
 
     first = ToolInvocation.objects.get(session=toolbox.session, tool_name="query_metrics")
     assert (
@@ -331,7 +319,7 @@ def test_a_repeat_of_a_call_the_budget_refused_gets_the_same_refusal(fake_llm, d
         }
     )
 
-    LLMEngine().execute(_executor_input(), toolbox)
+    LLMEngine().execute(executor_input(), toolbox)
 
     assert ToolInvocation.objects.filter(session=toolbox.session).count() == 1
     results = [
@@ -346,7 +334,7 @@ def test_a_turn_of_repeats_only_ends_the_tool_turns(fake_llm, toolbox):
     same_call = {"name": "query_metrics", "arguments": {"service": "order-service"}}
     server = fake_llm({"executor": [{"tool_calls": [same_call]}] * 2 + [FINAL_EXECUTOR_REPLY]})
 
-    call = LLMEngine().execute(_executor_input(), toolbox)
+    call = LLMEngine().execute(executor_input(), toolbox)
 
     assert ToolInvocation.objects.filter(session=toolbox.session).count() == 1
     executor_requests = server.requests_for("ExecutorOutput")
@@ -396,7 +384,7 @@ def test_executor_parse_failure_keeps_the_raw_text_and_no_claims(fake_llm, toolb
         }
     )
 
-    call = LLMEngine().execute(_executor_input(), toolbox)
+    call = LLMEngine().execute(executor_input(), toolbox)
 
     assert call.parse_status.status == "parse_failed"
     assert call.output.claims == []
@@ -551,7 +539,7 @@ def test_a_turns_tool_calls_run_concurrently_and_answer_in_call_order(fake_llm, 
     server = fake_llm({"executor": [{"tool_calls": FOUR_CALLS}]})
     connections_before = _database_connections()
 
-    call = LLMEngine().execute(_executor_input(), toolbox)
+    call = LLMEngine().execute(executor_input(), toolbox)
 
     assert len(slow_tools) == 4
     assert max(start for start, _, _ in slow_tools) < min(end for _, end, _ in slow_tools)  # all overlapped
@@ -568,7 +556,7 @@ def test_a_turns_tool_calls_run_concurrently_and_answer_in_call_order(fake_llm, 
 def test_tool_calls_run_one_by_one_on_the_callers_thread_inside_a_transaction(fake_llm, slow_tools, toolbox):
     fake_llm({"executor": [{"tool_calls": FOUR_CALLS}]})
 
-    LLMEngine().execute(_executor_input(), toolbox)
+    LLMEngine().execute(executor_input(), toolbox)
 
     assert {thread for _, _, thread in slow_tools} == {threading.get_ident()}
 
@@ -577,7 +565,7 @@ def test_the_tool_budget_is_checked_up_front_in_call_order(fake_llm, db):
     toolbox = RecordingToolbox(session=DiagnosisSessionFactory(query=QUERY), round=1, max_calls=2)
     server = fake_llm({"executor": [{"tool_calls": FOUR_CALLS}]})
 
-    LLMEngine().execute(_executor_input(), toolbox)
+    LLMEngine().execute(executor_input(), toolbox)
 
     recorded = list(toolbox.session.tool_invocations.order_by("pk").values_list("tool_name", "input"))
     assert recorded == [(c["name"], c["arguments"]) for c in FOUR_CALLS[:2]]
