@@ -8,6 +8,13 @@
     promql_topics    topic → PromQL templates with a `{service}` placeholder (`topic_queries`)
     service_aliases  service → other names for it (订单服务)
     categories       ordered [{category, groups}]: the fault category of a past case
+    remedies         terms that name a change to the system (restart, roll back, drain, 回滚, 停掉 …): never
+                     recommended, whatever text suggests it
+    evidence_actions terms that name gathering evidence (check, compare, 查看, 核对 …): what a
+                     recommended action must be
+
+Remedies and evidence actions are language, not a world's names: a world's file adds to the
+shipped terms, it never goes without them (guards hold on any world).
 
 The demo world ships `data/demo_world/vocabulary.json`. `DIAGNOSIS_VOCABULARY_FILE` (settings
 `DIAGNOSIS["VOCABULARY_FILE"]`, read by `tools.world`; this module never reads settings) names another file, which replaces it, or extends the file its
@@ -53,6 +60,8 @@ class Vocabulary(BaseModel):
     promql_topics: dict[str, list[str]] = {}
     service_aliases: dict[str, list[str]] = {}
     categories: list[Category] = []
+    remedies: list[str] = []
+    evidence_actions: list[str] = []
     extends: bool | str | None = None
 
     @field_validator("promql_topics", mode="before")
@@ -67,6 +76,17 @@ class Vocabulary(BaseModel):
     @classmethod
     def _no_empty_terms(cls, table: dict[str, list[str]]) -> dict[str, list[str]]:
         return {name: [term for term in terms if term.strip()] for name, terms in table.items()}
+
+    @field_validator("remedies", "evidence_actions")
+    @classmethod
+    def _no_empty_words(cls, terms: list[str]) -> list[str]:
+        return [term for term in terms if term.strip()]
+
+    def remedy_terms(self) -> tuple[str, ...]:
+        return _with_shipped(self.remedies, "remedies")
+
+    def evidence_action_terms(self) -> tuple[str, ...]:
+        return _with_shipped(self.evidence_actions, "evidence_actions")
 
     def canonical_term(self, group: str) -> str:
         terms = self.groups.get(group) or [group]
@@ -99,6 +119,8 @@ class Vocabulary(BaseModel):
             alert_topics=self.alert_topics | other.alert_topics,
             promql_topics=self.promql_topics | other.promql_topics,
             service_aliases=terms(self.service_aliases, other.service_aliases),
+            remedies=list(dict.fromkeys([*self.remedies, *other.remedies])),
+            evidence_actions=list(dict.fromkeys([*self.evidence_actions, *other.evidence_actions])),
             categories=[
                 *other.categories,
                 *(c for c in self.categories if c.category not in extra_categories),
@@ -131,3 +153,8 @@ def vocabulary_load(path: Path, stamp: int = 0) -> Vocabulary:
             raise VocabularyError(f"{path}: extends: a file cannot extend itself")
         return vocabulary_load(base_path, base_path.stat().st_mtime_ns).extended_by(vocabulary)
     return vocabulary
+
+
+def _with_shipped(terms: list[str], table: str) -> tuple[str, ...]:
+    shipped = getattr(vocabulary_load(DEFAULT_VOCABULARY_FILE, DEFAULT_VOCABULARY_FILE.stat().st_mtime_ns), table)
+    return tuple(dict.fromkeys([*shipped, *terms]))

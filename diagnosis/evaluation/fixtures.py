@@ -27,6 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from diagnosis.pipeline.gatekeeper import RULE_SEVERITY
+from diagnosis.pipeline.guards import EVIDENCE_AS_DATA_RULE
 from diagnosis.pipeline.scope import FOCUS_RULE, SCOPE_RULE
 
 CASE_FILE = "case.yaml"
@@ -66,7 +67,7 @@ TAGS = {
 }
 Stage = Literal["planner", "executor", "verifier", "composer"]
 ToolName = Literal["query_metrics", "query_logs", "lookup_knowledge"]
-KNOWN_RULES = {*RULE_SEVERITY, SCOPE_RULE, FOCUS_RULE}
+KNOWN_RULES = {*RULE_SEVERITY, SCOPE_RULE, FOCUS_RULE, EVIDENCE_AS_DATA_RULE}
 
 
 class _Strict(BaseModel):
@@ -187,7 +188,7 @@ class Expectation(_Strict):
     gatekeeper_severity: Literal["none", "low_confid", "reject"] | None = None
     # Exactly these gatekeeper rules failed in the final round (order does not matter).
     failed_rules: list[str] | None = None
-    # Rules that must be among the final round's gatekeeper warnings (e.g. scope.excluded_topic).
+    # Rules that must be among the final round's gatekeeper and guard warnings (e.g. scope.excluded_topic).
     warnings_include: list[str] = []
     rounds: int | None = Field(default=None, ge=1)
     composer_status: Literal["valid", "replaced", "skipped"] | None = None

@@ -13,7 +13,7 @@ from django.db.models import Sum
 from diagnosis.models import DiagnosisSession
 from diagnosis.pipeline.composer import composer_material_build
 from diagnosis.pipeline.contracts import ExecutorOutput
-from diagnosis.pipeline.gatekeeper import GatekeeperResult
+from diagnosis.pipeline.gatekeeper import GatekeeperResult, RuleMessage
 from diagnosis.pipeline.verdict import Verification
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.world import off_topic_claims
@@ -79,7 +79,10 @@ def _read_evaluation(observation: Observation, session: DiagnosisSession, evalua
     gatekeeper = GatekeeperResult.model_validate(evaluation["gatekeeper_result"])
     observation.gatekeeper_severity = gatekeeper.severity
     observation.failed_rules = list(gatekeeper.failed_rules)
-    observation.warning_rules = list(dict.fromkeys(warning.rule for warning in gatekeeper.warnings))
+    guard_warnings = [RuleMessage.model_validate(w) for w in evaluation.get("guard_warnings") or []]
+    observation.warning_rules = list(
+        dict.fromkeys(warning.rule for warning in [*gatekeeper.warnings, *guard_warnings])
+    )
     observation.composer_status = (evaluation.get("composer_output") or {}).get("status", "")
     observation.executor_parse_status = (evaluation.get("executor_output_parse_status") or {}).get(
         "status", ""

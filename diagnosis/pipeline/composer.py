@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from diagnosis.pipeline.contracts import Claim, ComposerInput, ExecutorOutput
-from diagnosis.pipeline.facts import fact_tokens, unsupported_facts
+from diagnosis.pipeline.facts import NO_NAMES, FactNames, fact_tokens, unsupported_facts
 from diagnosis.pipeline.fix_advice import fix_recommendations
-from diagnosis.pipeline.gatekeeper import EMPTY_BINDINGS, GatekeeperResult
+from diagnosis.pipeline.gatekeeper import EMPTY_BINDINGS, CheckedBinding, GatekeeperResult
+from diagnosis.pipeline.instructions import evidence_gathering, instructions_in, root_cause_stated_as_verified
 from diagnosis.pipeline.records import verifier_record_read
 from diagnosis.pipeline.routing import OutputType
 from diagnosis.pipeline.scope import text_mentions_excluded
@@ -42,12 +43,8 @@ DEGRADED_NEXT_STEPS = (
     "人工复核本次会话的工具调用记录与证据引用（见诊断轨迹）。",
     "针对上述证据缺口补充检索后，重新发起诊断。",
 )
-# Recommended actions may only gather evidence (seed 003); these words mean a fix or a change.
-REMEDIATION = re.compile(
-    r"重启|扩容|缩容|回滚|修改|调整|调大|调小|删除|清理|升级|降级|修复|下线|切换|kill|restart|scale|rollback|"
-    r"delete|upgrade|downgrade|fix",
-    re.IGNORECASE,
-)
+# A record holding a command or an injected instruction is quoted in the evidence panel only.
+QUOTE_ONLY = "记录原文包含命令或指令类文本，仅在证据面板中作为原文引用显示"
 # Raw JSON, code fences or internal field names in an answer mean tool output or our own data leaked.
 LEAKAGE = re.compile(
     r'[{\[]\s*"[^"\n]*"\s*:|```|\b(?:evidence_refs|evidence_bindings|evidence_excerpt|source_invocation_id'
@@ -62,20 +59,24 @@ def composer_material_build(
     executor_output: ExecutorOutput,
     verification: Verification,
     gatekeeper_result: GatekeeperResult,
+    vocabulary: Vocabulary = NO_VOCABULARY,
+    names: FactNames = NO_NAMES,
 ) -> ComposerInput:
-    """Only what the verifier allowed: never a blocked, unsupported or contradicted claim."""
+    """Only what the verifier allowed: never a blocked, unsupported or contradicted claim, never the
+    text of a command or instruction found in evidence, and as actions only evidence gathering."""
     verification_of = {check.claim_id: check.verification for check in verification.claim_checks}
     findings, inferences = [], []
     for claim in executor_output.claims:
         if verification_of.get(claim.claim_id) == "direct_observation":
-            findings.append(_material_item(claim, gatekeeper_result))
+            findings.append(_material_item(claim, gatekeeper_result, names))
         elif verification_of.get(claim.claim_id) == "reasonable_inference":
-            inferences.append(_material_item(claim, gatekeeper_result))
+            inferences.append(_material_item(claim, gatekeeper_result, names))
     allowed_texts = _strings([findings, inferences, verification.gaps])
     actions = [
         action
         for action in executor_output.recommended_actions
-        if not REMEDIATION.search(action) and not unsupported_facts(action, allowed_texts)
+        if evidence_gathering(action, vocabulary=vocabulary)
+        and not unsupported_facts(action, allowed_texts, names=names)
     ]
     return ComposerInput(
         query=query,
@@ -125,25 +126,30 @@ def composer_guard(
     material: ComposerInput,
     excluded_topics: Sequence[str] = (),
     vocabulary: Vocabulary = NO_VOCABULARY,
+    names: FactNames = NO_NAMES,
 ) -> list[str]:
-    """What in the answer is not backed by the material: fact tokens absent from it, leaked JSON,
-    topics the user excluded (by their synonyms in the world `vocabulary`, else by name), fix
-    recommendations that are not allowed actions."""
+    """What in the answer is not backed by the material: fact tokens absent from it (`names`: every
+    name the sources know is one), leaked JSON, topics the user excluded (by their synonyms in the
+    world `vocabulary`, else by name), remedies, and — wherever they came from — commands, injected
+    instructions and a root cause stated as verified."""
     material_texts = _strings(
         [material.confirmed_findings, material.reasonable_inferences, material.gaps, material.allowed_actions]
     )
-    offending = unsupported_facts(answer, material_texts)
+    offending = unsupported_facts(answer, material_texts, names=names)
     offending += [match.group(0) for match in LEAKAGE.finditer(answer)]
     offending += text_mentions_excluded(answer, list(excluded_topics), vocabulary=vocabulary)
     offending += fix_recommendations(
         answer=answer,
-        allowed_actions=material.allowed_actions,
         facts=_strings([material.confirmed_findings, material.reasonable_inferences, material.gaps]),
+        vocabulary=vocabulary,
     )
+    offending += [f"命令或指令：{text}" for text in instructions_in(answer)]
+    if root_cause_stated_as_verified(answer):
+        offending.append("根因被表述为已证实")
     return list(dict.fromkeys(offending))
 
 
-def states_confirmed_finding(answer: str, material: ComposerInput) -> bool:
+def states_confirmed_finding(answer: str, material: ComposerInput, names: FactNames = NO_NAMES) -> bool:
     """Whether the answer states a fact token (name, number, code…) of a confirmed finding; true when
     the findings hold none to state. An answer that states none (measured: a 1.5B model returned
     its prompt's placeholder) answers nothing."""
@@ -151,9 +157,9 @@ def states_confirmed_finding(answer: str, material: ComposerInput) -> bool:
         evidence["excerpt"] for item in material.confirmed_findings for evidence in item["evidence"]
     ]
     finding_tokens = {
-        form for text in texts for token in fact_tokens(text) for form in token.supporting_forms()
+        form for text in texts for token in fact_tokens(text, names) for form in token.supporting_forms(names)
     }
-    return not finding_tokens or any(token.value in finding_tokens for token in fact_tokens(answer))
+    return not finding_tokens or any(token.value in finding_tokens for token in fact_tokens(answer, names))
 
 
 def answer_from_material(material: ComposerInput) -> str:
@@ -184,31 +190,46 @@ def user_facing_text(
     return _degraded_text(verification, gatekeeper_result)
 
 
-def _material_item(claim: Claim, gatekeeper_result: GatekeeperResult) -> dict[str, Any]:
+def _material_item(claim: Claim, gatekeeper_result: GatekeeperResult, names: FactNames) -> dict[str, Any]:
+    """A claim as the composer may use it. Evidence holding a command or an instruction is named by its
+    source only, and a claim whose own text holds one by its subjects only: such a record is quoted in
+    the evidence panel, never in an answer."""
+    passed = gatekeeper_result.passed_for(claim.claim_id)
+    text = claim.claim_text
+    if instructions_in(text):
+        subjects = dict.fromkeys(t.surface for t in fact_tokens(text, names) if t.kind == "name")
+        text = "、".join(subjects) + (" 的" if subjects else "") + QUOTE_ONLY
     return {
         "claim_id": claim.claim_id,
-        "claim_text": claim.claim_text,
+        "claim_text": text,
         "evidence": [
-            {"excerpt": binding.evidence_excerpt, "source": binding.source_label()}
-            for binding in gatekeeper_result.passed_for(claim.claim_id)
+            {"excerpt": "" if _holds_instructions(b) else b.evidence_excerpt, "source": b.source_label()}
+            for b in passed
         ],
     }
 
 
+def _holds_instructions(binding: CheckedBinding) -> bool:
+    return bool(instructions_in(binding.evidence_excerpt) or instructions_in(binding.matched_text or ""))
+
+
 def finding_lines(items: list[dict]) -> list[str]:
     """Material items (findings or inferences) as Markdown bullets, each with its quoted evidence
-    (each excerpt once: a claim that is its excerpt is not quoted again)."""
+    (each excerpt once: a claim that is its excerpt is not quoted again; evidence kept out of answers
+    is named by its source)."""
     lines = []
     for item in items:
         text = _one_line(item["claim_text"])
         # A claim that only restates its quote (a no-hit, a log line) is printed once, with its sources.
-        if item["evidence"] and all(_one_line(e["excerpt"]) == text for e in item["evidence"]):
+        if item["evidence"] and all(_one_line(e["excerpt"]) in ("", text) for e in item["evidence"]):
             lines.append(f"- {text}（来源：{'、'.join(e['source'] for e in item['evidence'])}）")
             continue
         lines.append(f"- {text}")
         lines += [
-            f"  - 证据：{evidence_quote(excerpt=evidence['excerpt'], source=evidence['source'])}"
-            for evidence in item["evidence"]
+            f"  - 证据：{evidence_quote(excerpt=e['excerpt'], source=e['source'])}"
+            if e["excerpt"]
+            else f"  - 证据：{QUOTE_ONLY}（来源：{e['source']}）"
+            for e in item["evidence"]
         ]
     return lines
 
@@ -223,7 +244,8 @@ def verified_evidence_lines(gatekeeper_result: GatekeeperResult) -> list[str]:
     verified: dict[str, str] = {}
     for binding in gatekeeper_result.checked_bindings:
         if binding.status == "pass" and binding.matched_text:
-            verified.setdefault(binding.source_label(), binding.matched_text)
+            text = QUOTE_ONLY if _holds_instructions(binding) else binding.matched_text
+            verified.setdefault(binding.source_label(), text)
     return [evidence_quote(excerpt=text, source=source) for source, text in verified.items()]
 
 

@@ -1,8 +1,10 @@
 """Fact tokens: the parts of a text that must never change between evidence and what we say.
 
-Numbers (with their units), service and host names, alert names, endpoints, error codes and
-exception names. One extractor, used by the gatekeeper (excerpt vs. evidence ref), the grounding
-check (claim vs. its verified excerpts) and the composer guard (answer vs. allowed material).
+Numbers (with their units), every name the session's sources know (services, alert names, runbook
+names and the vocabulary's aliases, of any shape: `checkout` as much as `order-service`), identifier-
+shaped words (hyphenated, snake_case, CamelCase: host and pod names, metric names, exception names),
+endpoints and error codes. One extractor, used by the gatekeeper (excerpt vs. evidence ref), the
+grounding check (claim vs. its verified excerpts) and the composer guard (answer vs. allowed material).
 
 Tokens are compared in a canonical form, so `91.0%` equals `91%`, `4.2s` equals `4200ms`,
 `１５ 分钟` equals `15m`, and `PgBouncer` equals `pgbouncer`.
@@ -23,8 +25,7 @@ _A = "A-Za-z0-9"
 ENDPOINT = re.compile(rf"(?<![{_A}/.])/[A-Za-z][{_A}_.-]*(?:/[{_A}_.{{}}:-]+)*")
 DATE = re.compile(rf"(?<![{_A}-])\d{{4}}-\d{{2}}-\d{{2}}(?![{_A}])")
 TIME = re.compile(rf"(?<![{_A}:-])(\d{{1,2}}):(\d{{2}})(?::(\d{{2}}))?(?![{_A}:])")
-# Hyphenated or snake_case words; names among them (see _is_name): ledger-service, mysql-primary-01,
-# node-worker-01, ERR_TIMEOUT.
+# Hyphenated or snake_case words are identifiers: cart-api, mysql-primary-01, node_load1, ERR_TIMEOUT.
 COMPOUND = re.compile(rf"(?<![{_A}_-])[A-Za-z][{_A}]*(?:[-_][{_A}]+)+(?![{_A}_-])")
 # CamelCase names with a hump: KubePodCrashLooping, PostgresReplicationLag, OutOfMemoryError, OOMKilled, PgBouncer.
 CAMEL = re.compile(rf"(?<![{_A}_])[A-Za-z][a-z0-9]*[A-Z][{_A}]*(?![{_A}_])")
@@ -36,12 +37,8 @@ RATIO = re.compile(rf"(?<![{_A}_.])({_NUMBER})(?:\s*({_UNIT}))?/({_NUMBER})(?:\s
 # "1. xxx" / "2) xxx" at a line start is Markdown numbering, not a fact.
 LIST_MARKER = re.compile(r"^(\s*(?:#+\s*)?)\d{1,2}[.)、](?=\s)", re.M)
 
-# A compound counts as a name when it carries a digit or ends like one; "read-only" does not.
-NAME_SUFFIX = re.compile(
-    r"-(?:service|svc|queue|cluster|server|gateway|db|cache|collector|proxy|worker|primary|replica|node|pod"
-    r"|logs|metrics|query|events|id)$",
-    re.IGNORECASE,
-)
+# An ASCII word that may be a known name: looked up in the session's names, not judged by its shape.
+NAME_WORD = re.compile(rf"(?<![{_A}_-])[{_A}](?:[{_A}_-]*[{_A}])?(?![{_A}_-])")
 UNIT_ALIASES = {
     "毫秒": "ms",
     "sec": "s",
@@ -62,6 +59,43 @@ MILLISECONDS = {"ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000}
 ELLIPSIS = re.compile(r"\.{2,}|…|⋯")
 
 
+def folded(name: str) -> str:
+    """A name as compared: case, `-`, `_` and spaces do not matter (`Cart_API` is `cart-api`)."""
+    return re.sub(r"[-_\s]+", "", normalize(name)).casefold()
+
+
+@dataclass(frozen=True, eq=False)
+class FactNames:
+    """The names a session's sources know, each a fact token wherever it appears, whatever its shape.
+
+    `canonical` maps a folded name (and a folded alias) to the name it stands for; non-ASCII aliases
+    (a Chinese name of a service) are found as substrings. Compared by identity: one per session."""
+
+    canonical: dict[str, str]
+    aliases: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, names: Iterable[str], aliases: Iterable[tuple[str, str]] = ()) -> FactNames:
+        """`names` as the sources spell them; `aliases`: (alias, name) pairs."""
+        canonical = {folded(name): name.casefold() for name in names if folded(name) and not name.isdigit()}
+        ascii_aliases, other_aliases = {}, []
+        for alias, name in aliases:
+            if alias.isascii():
+                ascii_aliases[folded(alias)] = name.casefold()
+            elif alias.strip():
+                other_aliases.append((normalize(alias).casefold(), name.casefold()))
+        return cls(
+            canonical=ascii_aliases | canonical,
+            aliases=tuple(sorted(other_aliases, key=lambda pair: -len(pair[0]))),
+        )
+
+    def name_of(self, word: str) -> str:
+        return self.canonical.get(folded(word), "")
+
+
+NO_NAMES = FactNames(canonical={})
+
+
 @dataclass(frozen=True)
 class FactToken:
     kind: str  # number / ratio / time / date / endpoint / name / code
@@ -70,7 +104,7 @@ class FactToken:
     start: int
     end: int
 
-    def supporting_forms(self) -> set[str]:
+    def supporting_forms(self, names: FactNames = NO_NAMES) -> set[str]:
         """The canonical forms this token (found in evidence) can support in another text."""
         forms = {self.value}
         if self.kind == "ratio":
@@ -79,7 +113,7 @@ class FactToken:
         elif self.kind == "number":
             forms.add(_bare(NUMBER.match(self.surface)[1]))
         elif self.kind == "name":
-            forms |= _name_parts(self.surface)
+            forms |= _name_parts(self.surface, names)
         elif self.kind == "time" and self.value.count(":") == 2:
             forms.add(self.value[:5])
         return forms
@@ -90,12 +124,13 @@ def normalize(text: str) -> str:
     return unicodedata.normalize("NFKC", text or "")
 
 
-def fact_tokens(text: str) -> list[FactToken]:
+def fact_tokens(text: str, names: FactNames = NO_NAMES) -> list[FactToken]:
+    """The fact tokens of `text`; `names`: what the session's sources know (any shape is a name)."""
     text = LIST_MARKER.sub(lambda m: m[1] + " ", normalize(text))
     masked = text
     tokens: list[FactToken] = []
 
-    def take(pattern: re.Pattern, kind: str, canonical) -> None:
+    def take(pattern: re.Pattern, kind: str, canonical, *, mask_all: bool = True) -> None:
         nonlocal masked
         for match in pattern.finditer(masked):
             value = canonical(match)
@@ -103,11 +138,16 @@ def fact_tokens(text: str) -> list[FactToken]:
                 tokens.append(
                     FactToken(kind, value, text[match.start() : match.end()], match.start(), match.end())
                 )
-            masked = masked[: match.start()] + " " * (match.end() - match.start()) + masked[match.end() :]
+            if value or mask_all:
+                masked = masked[: match.start()] + " " * (match.end() - match.start()) + masked[match.end() :]
 
     take(ENDPOINT, "endpoint", lambda m: m[0].rstrip(".-"))
     take(DATE, "date", lambda m: m[0])
-    take(COMPOUND, "name", lambda m: m[0].casefold() if _is_name(m[0]) else "")
+    for alias, name in names.aliases:
+        take(re.compile(re.escape(alias), re.IGNORECASE), "name", lambda _m, name=name: name)
+    if names.canonical:
+        take(NAME_WORD, "name", lambda m: names.name_of(m[0]), mask_all=False)
+    take(COMPOUND, "name", lambda m: m[0].casefold())
     take(TIME, "time", _time_value)
     take(CAMEL, "code", lambda m: m[0].casefold() if any(c.islower() for c in m[0]) else "")
     take(PERCENTILE, "code", lambda m: m[0].casefold())
@@ -117,7 +157,11 @@ def fact_tokens(text: str) -> list[FactToken]:
 
 
 def unsupported_facts(
-    text: str, evidence_texts: Iterable[str], *, truncation_tolerant: bool = False
+    text: str,
+    evidence_texts: Iterable[str],
+    *,
+    truncation_tolerant: bool = False,
+    names: FactNames = NO_NAMES,
 ) -> list[str]:
     """Fact tokens of `text` (as written) that none of `evidence_texts` supports.
 
@@ -126,11 +170,11 @@ def unsupported_facts(
     inside "91%".
     """
     evidence_texts = [normalize(t) for t in evidence_texts]
-    supported = set().union(*(_supported_forms(t) for t in evidence_texts))
+    supported = set().union(*(_supported_forms(t, names) for t in evidence_texts))
     literal = [_compact(t) for t in evidence_texts] if truncation_tolerant else []
     normalized = LIST_MARKER.sub(lambda m: m[1] + " ", normalize(text))
     missing = []
-    for token in fact_tokens(text):
+    for token in fact_tokens(text, names):
         if token.value in supported:
             continue
         if (
@@ -144,29 +188,20 @@ def unsupported_facts(
 
 
 @lru_cache(maxsize=4096)
-def _supported_forms(evidence_text: str) -> frozenset[str]:
+def _supported_forms(evidence_text: str, names: FactNames) -> frozenset[str]:
     """Cached: the same evidence texts are read by the gatekeeper, the grounding check and the guard."""
-    return frozenset(form for token in fact_tokens(evidence_text) for form in token.supporting_forms())
+    return frozenset(
+        form for token in fact_tokens(evidence_text, names) for form in token.supporting_forms(names)
+    )
 
 
-def _is_name(word: str) -> bool:
-    """ledger-service, mysql-primary-01, ERR_TIMEOUT, HikariPool-1 — not read-only or query_logs."""
-    if any(c.isdigit() for c in word):
-        return True
-    if "_" in word:
-        return word.isupper()
-    return bool(NAME_SUFFIX.search(word))
-
-
-def _name_parts(surface: str) -> set[str]:
-    """Names inside a compound name: ledger-service in pod-ledger-service-5c7d8e9f1-m3n2p."""
+def _name_parts(surface: str, names: FactNames) -> set[str]:
+    """Names inside a compound: ledger-service in pod-ledger-service-5c7d8e9f1-m3n2p, and a known
+    name spelled with other separators (`cart_api` for `cart-api`)."""
     segments = re.split(r"[-_]", surface)
-    parts = {
-        "-".join(segments[i:j]).casefold()
-        for i in range(len(segments))
-        for j in range(i + 2, len(segments) + 1)
-        if _is_name("-".join(segments[i:j]))
-    }
+    joined = ["-".join(segments[i:j]) for i in range(len(segments)) for j in range(i + 1, len(segments) + 1)]
+    parts = {part.casefold() for part in joined if "-" in part}
+    parts |= {name for part in joined if (name := names.name_of(part))}
     return parts | {s.casefold() for s in segments if CAMEL.fullmatch(s) and any(c.islower() for c in s)}
 
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from rapidfuzz import fuzz, process
 
+from diagnosis.pipeline.facts import FactNames
 from tools.terms import query_terms, term_pattern
 from tools.vocabulary import Vocabulary
 
@@ -165,6 +166,15 @@ class World:
     vocabulary: Vocabulary
     inventory: Inventory
     service_labels: tuple[str, ...] = ("service",)
+
+    @cached_property
+    def fact_names(self) -> FactNames:
+        """Every name the sources know (and the vocabulary's aliases): each a fact token in any shape."""
+        inventory = self.inventory
+        return FactNames.of(
+            [*inventory.services, *inventory.alerts, *inventory.runbooks],
+            aliases=[(alias, service) for service, aliases in inventory.aliases for alias in aliases],
+        )
 
     def focus_of(self, *, query: str, excluded: Iterable[str] = ()) -> QuestionFocus:
         return question_focus(

@@ -18,8 +18,14 @@ from pydantic import BaseModel, ConfigDict
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel, LCSseq
 
-from diagnosis.pipeline.contracts import EvidenceBinding, ExecutorOutput, RecordedInvocation
-from diagnosis.pipeline.facts import ELLIPSIS, normalize, unsupported_facts
+from diagnosis.pipeline.contracts import (
+    NO_EVIDENCE_PATH,
+    Claim,
+    EvidenceBinding,
+    ExecutorOutput,
+    RecordedInvocation,
+)
+from diagnosis.pipeline.facts import ELLIPSIS, NO_NAMES, FactNames, normalize, unsupported_facts
 
 Severity = Literal["none", "low_confid", "reject"]
 
@@ -80,6 +86,9 @@ EXCERPT_TOO_SHORT = "evidence.excerpt_too_short"
 AUTO_BACKFILL = "evidence.invocation_auto_backfill"
 # Not in the seeds: no source_invocation_id and no unique candidate to backfill it from.
 MISSING_INVOCATION_ID = "evidence.missing_invocation_id"
+# The claim denies what its evidence states (a firing alert, a matched line, a series), or states what
+# its evidence denies (a search that found nothing).
+POLARITY_MISMATCH = "evidence.polarity_mismatch"
 
 RULE_SEVERITY: dict[str, Severity] = {
     INVOCATION_REF: "reject",
@@ -92,6 +101,7 @@ RULE_SEVERITY: dict[str, Severity] = {
     EXCERPT_TOO_SHORT: "low_confid",
     AUTO_BACKFILL: "low_confid",
     MISSING_INVOCATION_ID: "low_confid",
+    POLARITY_MISMATCH: "reject",
 }
 
 # Excerpt matching, calibrated by the tolerance table in tests/diagnosis/test_gatekeeper.py: honest
@@ -109,6 +119,17 @@ GENERIC_WORDS = re.compile(
 NEGATION = re.compile(r"[未不没无非否]|(?<![a-z_])(?:not|no|never|without|cannot)(?![a-z_])|n't")
 ENGLISH_NEGATION = re.compile(r"(?<![a-z_])(?:not|no|never|without|cannot)(?![a-z_])|n't")
 NEGATION_BEFORE = re.compile(r"(?:[未不没无非否]|没有|(?<![a-z])(?:not|no|never|without|cannot)|n't)\W*$")
+# A claim that says something is absent: "未发现 … 告警", "不存在", "no errors", "is not firing".
+CLAIM_DENIES = re.compile(
+    r"不存在|未发现|没发现|没有发现|未出现|没有出现|未触发|没有触发|未检索到|未找到|没找到|未见|并无|并未|未处于|排除|"
+    r"(?:没有|无)(?:任何)?(?:告警|报警|记录|日志|数据|错误|异常|报错|问题|firing)|"
+    r"(?<![a-z_])(?:no|not|none|never|nothing|absent|without|ruled out)(?![a-z_])|n't",
+    re.IGNORECASE,
+)
+# Evidence that itself denies or closes something: a negation, or an alert that is no longer firing.
+EVIDENCE_DENIES = re.compile(
+    rf"{NEGATION.pattern}|(?<![a-z_])(?:resolved|inactive|absent|none)(?![a-z_])|已恢复|已解决", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -123,9 +144,14 @@ class ExcerptMatch:
 
 
 def gatekeep(
-    *, executor_output: ExecutorOutput, invocations: Sequence[RecordedInvocation]
+    *,
+    executor_output: ExecutorOutput,
+    invocations: Sequence[RecordedInvocation],
+    names: FactNames = NO_NAMES,
 ) -> GatekeeperResult:
-    """Check every evidence binding of every claim against THIS session's recorded invocations."""
+    """Check every evidence binding of every claim against THIS session's recorded invocations.
+
+    `names`: what the session's sources know, so a swapped name is a changed fact whatever its shape."""
     checked: list[CheckedBinding] = []
     findings: list[RuleMessage] = []
     for claim in executor_output.claims:
@@ -134,16 +160,16 @@ def gatekeep(
                 RuleMessage(rule=EMPTY_BINDINGS, message="断言没有任何证据引用", claim_id=claim.claim_id)
             )
         for binding in claim.evidence_bindings:
-            row, notes = _binding_check(claim.claim_id, binding, invocations)
+            row, notes = _binding_check(claim, binding, invocations, names)
             checked.append(row)
             findings.extend(notes)
     return _result(checked, findings)
 
 
-def excerpt_match(excerpt: str, ref_text: str) -> ExcerptMatch:
+def excerpt_match(excerpt: str, ref_text: str, names: FactNames = NO_NAMES) -> ExcerptMatch:
     """How `excerpt` matches one evidence ref text. Fact tokens first: a changed fact never matches."""
     similarity = _similarity(excerpt, ref_text)
-    changed = unsupported_facts(excerpt, [ref_text], truncation_tolerant=True)
+    changed = unsupported_facts(excerpt, [ref_text], truncation_tolerant=True, names=names)
     if changed:
         return ExcerptMatch("mismatch", similarity, f"摘录中的 {'、'.join(changed)} 不在证据原文中")
     if _meaningful_length(excerpt) < MIN_MEANINGFUL_CHARS:
@@ -159,9 +185,22 @@ def excerpt_match(excerpt: str, ref_text: str) -> ExcerptMatch:
     return ExcerptMatch(_match_kind(excerpt, ref_text, similarity), similarity)
 
 
+def claim_denial(claim_text: str, *, ref_text: str, raw_path: str | None) -> str:
+    """Why a claim's polarity contradicts the evidence it cites ("" when it does not): it denies what a
+    record states that denies nothing, or states what a search that found nothing denies. Quoted
+    negations count on both sides, so a claim quoting "Connection is not available" is consistent."""
+    denies = bool(CLAIM_DENIES.search(normalize(claim_text)))
+    if raw_path == NO_EVIDENCE_PATH:
+        return "" if denies else "断言陈述了证据（未检索到匹配记录）所否定的内容"
+    if denies and not EVIDENCE_DENIES.search(normalize(ref_text)):
+        return "断言否定了证据所陈述的内容"
+    return ""
+
+
 def _binding_check(
-    claim_id: str, binding: EvidenceBinding, invocations: Sequence[RecordedInvocation]
+    claim: Claim, binding: EvidenceBinding, invocations: Sequence[RecordedInvocation], names: FactNames
 ) -> tuple[CheckedBinding, list[RuleMessage]]:
+    claim_id = claim.claim_id
     row = CheckedBinding(
         claim_id=claim_id,
         tool_name=binding.tool_name,
@@ -171,7 +210,7 @@ def _binding_check(
         evidence_excerpt=binding.evidence_excerpt,
     )
     notes = []
-    for rule, message in _binding_failures(row, binding, invocations):
+    for rule, message in _binding_failures(row, claim, binding, invocations, names):
         row.rule = row.rule or rule
         notes.append(RuleMessage(rule=rule, message=f"{row.source_label()}：{message}", claim_id=claim_id))
     if not notes:
@@ -180,7 +219,11 @@ def _binding_check(
 
 
 def _binding_failures(
-    row: CheckedBinding, binding: EvidenceBinding, invocations: Sequence[RecordedInvocation]
+    row: CheckedBinding,
+    claim: Claim,
+    binding: EvidenceBinding,
+    invocations: Sequence[RecordedInvocation],
+    names: FactNames,
 ) -> Iterator[tuple[str, str]]:
     """The rules one binding breaks, in order; what was found is filled in on `row` on the way."""
     if row.source_invocation_id is None:
@@ -206,7 +249,7 @@ def _binding_failures(
     if not binding.raw_path:
         # Never filled in; but the excerpt must still be found in one of the invocation's refs.
         match, ref = max(
-            ((excerpt_match(binding.evidence_excerpt, r.get("text", "")), r) for r in refs),
+            ((excerpt_match(binding.evidence_excerpt, r.get("text", ""), names), r) for r in refs),
             key=lambda pair: (pair[0].matched, pair[0].similarity),
         )
         row.similarity = round(match.similarity, 3)
@@ -221,12 +264,14 @@ def _binding_failures(
     if ref is None:
         yield RAW_PATH, "raw_path 不在该调用的 evidence_refs 中"
         return
-    match = excerpt_match(binding.evidence_excerpt, ref.get("text", ""))
+    match = excerpt_match(binding.evidence_excerpt, ref.get("text", ""), names)
     row.matched_text, row.similarity = ref.get("text", ""), round(match.similarity, 3)
     if match.kind == "mismatch":
         yield EXCERPT_MISMATCH, match.detail
     elif match.kind == "too_short":
         yield EXCERPT_TOO_SHORT, match.detail
+    elif denial := claim_denial(claim.claim_text, ref_text=row.matched_text, raw_path=binding.raw_path):
+        yield POLARITY_MISMATCH, denial
 
 
 def _result(checked: list[CheckedBinding], findings: list[RuleMessage]) -> GatekeeperResult:

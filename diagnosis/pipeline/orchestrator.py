@@ -25,7 +25,6 @@ from diagnosis.pipeline.interfaces import Engine, Recorder, Stage, StepRecord, S
 from diagnosis.pipeline.records import ComposerOutcome, VerifierEvaluation
 from diagnosis.pipeline.round import RoundLimits, RoundResult, round_run, stage_run
 from diagnosis.pipeline.routing import RETRY, OutputType
-from tools.vocabulary import Vocabulary
 
 NOTHING_TO_COMPOSE = "没有已确认的发现或合理推断：答案由代码按证据缺口生成，未调用撰写模型"
 RETRY_INSTRUCTION = "仅补充以上断言相关证据，不要重复已完成检索"
@@ -73,7 +72,7 @@ def diagnose(
         ComposerOutcome(status="skipped", detail="DEGRADED 输出由代码模板生成"),
     )
     if output_type != OutputType.DEGRADED:
-        composer_answer, composer_output = _compose(query, engine, recorder, final, world.vocabulary)
+        composer_answer, composer_output = _compose(query, engine, recorder, final, world)
     answer = user_facing_text(
         output_type=output_type,
         composer_answer=composer_answer,
@@ -103,13 +102,15 @@ def _with_focus_notes(answer: str, *, output_type: OutputType, notes: list[str])
 
 
 def _compose(
-    query: str, engine: Engine, recorder: Recorder, final: RoundResult, vocabulary: Vocabulary
+    query: str, engine: Engine, recorder: Recorder, final: RoundResult, world: World
 ) -> tuple[str, ComposerOutcome]:
     material = composer_material_build(
         query=query,
         executor_output=final.executor_output,
         verification=final.verification,
         gatekeeper_result=final.gatekeeper_result,
+        vocabulary=world.vocabulary,
+        names=world.fact_names,
     )
     if not material.confirmed_findings and not material.reasonable_inferences:
         # Nothing to state but the gaps: code says so. A model here can only add (measured on a
@@ -129,9 +130,13 @@ def _compose(
     call = stage_run(recorder, final.round, Stage.COMPOSER, lambda: engine.compose(material))
     answer = call.output.answer.strip()
     offending = composer_guard(
-        answer=answer, material=material, excluded_topics=final.excluded_topics, vocabulary=vocabulary
+        answer=answer,
+        material=material,
+        excluded_topics=final.excluded_topics,
+        vocabulary=world.vocabulary,
+        names=world.fact_names,
     )
-    if answer and not offending and states_confirmed_finding(answer, material):
+    if answer and not offending and states_confirmed_finding(answer, material, world.fact_names):
         return answer, ComposerOutcome(status="valid", answer=answer, offending_tokens=[])
     replacement = answer_from_material(material)
     if not answer:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, model_serializer
 
 from diagnosis.pipeline.contracts import Claim, ExecutorOutput, PlannerOutput
-from diagnosis.pipeline.gatekeeper import GatekeeperResult
+from diagnosis.pipeline.gatekeeper import GatekeeperResult, RuleMessage
 from diagnosis.pipeline.routing import OutputType, Route
 from diagnosis.pipeline.verdict import Verification
 
@@ -54,6 +54,8 @@ class RoundRecord(Verification):
     # The inventory the question was read against (contracts §12).
     inventory: dict[str, Any] = {}
     blocked_claims: list[Claim]
+    # What the claim guards (exclusion, focus, evidence as data) blocked or removed, and why.
+    guard_warnings: list[RuleMessage] = []
     gatekeeper_result: GatekeeperResult
     tool_trace_summary: list[dict]
     retry_context: dict | None

@@ -1,7 +1,7 @@
 """One round, as a function over the engine and the recorder:
 
-    planner → executor (tool loop) → scope guard → focus guard → gatekeeper → verifier → verdict (code)
-    → route
+    planner → executor (tool loop) → claim guards (exclusion, focus, evidence as data) → gatekeeper
+    → verifier → verdict (code) → verdict guards (caps) → route
 
 The question's focus is read by code against the session's `World` (vocabulary and the sources'
 inventory, computed once by the adapter) and handed to the planner and executor as plain data.
@@ -21,9 +21,11 @@ from diagnosis.pipeline.contracts import (
     PlannerInput,
     PlannerOutput,
     VerifierInput,
+    VerifierOutput,
 )
 from diagnosis.pipeline.focus import QuestionFocus, World
 from diagnosis.pipeline.gatekeeper import GatekeeperResult, gatekeep
+from diagnosis.pipeline.guards import GuardedOutput, RoundContext, claim_guards_run, verdict_capped
 from diagnosis.pipeline.interfaces import (
     Engine,
     ParseStatus,
@@ -35,13 +37,7 @@ from diagnosis.pipeline.interfaces import (
 )
 from diagnosis.pipeline.records import RoundRecord
 from diagnosis.pipeline.routing import Route, route
-from diagnosis.pipeline.scope import (
-    excluded_topics_of,
-    out_of_focus,
-    record_subjects,
-    scope_guard,
-    scope_parse,
-)
+from diagnosis.pipeline.scope import excluded_topics_of, scope_parse
 from diagnosis.pipeline.verdict import (
     Verification,
     verification_finalize,
@@ -56,18 +52,33 @@ class RoundLimits:
     low_confidence_threshold: float
 
 
-@dataclass
+@dataclass(frozen=True)
 class RoundResult:
     round: int
     plan: PlannerOutput
-    executor_output: ExecutorOutput
-    gatekeeper_result: GatekeeperResult
-    verification: Verification
-    route: Route
-    excluded_topics: list[str]
     focus: QuestionFocus
-    # The round's `verifier_evaluation` record (contracts §7).
+    # The round's `verifier_evaluation` record (contracts §7): what it verified, and how.
     record: RoundRecord
+
+    @property
+    def executor_output(self) -> ExecutorOutput:
+        return self.record.executor_structured_output
+
+    @property
+    def gatekeeper_result(self) -> GatekeeperResult:
+        return self.record.gatekeeper_result
+
+    @property
+    def verification(self) -> Verification:
+        return Verification.model_validate(self.record.model_dump(include=set(Verification.model_fields)))
+
+    @property
+    def route(self) -> Route:
+        return self.record.route
+
+    @property
+    def excluded_topics(self) -> list[str]:
+        return self.record.excluded_topics
 
 
 def round_run(
@@ -84,109 +95,22 @@ def round_run(
     # Read before planning (what the question itself excludes), again below if the planner excluded more.
     parsed_excluded = scope_parse(query)[1]
     asked = world.focus_of(query=query, excluded=parsed_excluded)
-    plan = stage_run(
-        recorder,
-        round_number,
-        Stage.PLANNER,
-        lambda: engine.plan(
-            PlannerInput(query=query, round=round_number, retry_context=retry_context, focus=asked)
-        ),
-    ).output
-
-    toolbox = recorder.toolbox(round=round_number, max_calls=limits.max_tool_calls)
-    # A retry round may cite (and must not repeat) what earlier rounds found.
-    prior_messages = recorder.tool_messages_before(round=round_number) if earlier else []
-    executor_call = stage_run(
-        recorder,
-        round_number,
-        Stage.EXECUTOR,
-        lambda: engine.execute(
-            ExecutorInput(
-                query=query,
-                plan=plan,
-                round=round_number,
-                retry_context=retry_context,
-                prior_tool_messages=prior_messages,
-                focus=asked,
-            ),
-            toolbox,
-        ),
+    planner_input = PlannerInput(query=query, round=round_number, retry_context=retry_context, focus=asked)
+    plan = stage_run(recorder, round_number, Stage.PLANNER, lambda: engine.plan(planner_input)).output
+    executor_call = _executor_run(
+        query, round_number, retry_context, earlier, engine, recorder, limits, plan=plan, focus=asked
     )
 
     excluded = excluded_topics_of(query=query, planned=plan.excluded_topics)
-    scoped = scope_guard(
-        executor_output=executor_call.output, excluded_topics=excluded, vocabulary=world.vocabulary
-    )
-    invocations = recorder.invocations()
-    # Focus guard (contracts §12): claims about subjects the question did not ask are blocked.
     focus = asked if set(excluded) == set(parsed_excluded) else world.focus_of(query=query, excluded=excluded)
-    focused = out_of_focus(
-        executor_output=scoped.kept_output,
-        focus=focus,
-        subjects=record_subjects(
-            invocations=invocations, inventory=world.inventory, service_labels=world.service_labels
-        ),
-        inventory=world.inventory,
+    context = RoundContext(
+        query=query, focus=focus, excluded_topics=excluded, world=world, invocations=recorder.invocations()
     )
-    scoped.kept_output = focused.kept_output
-    scoped.blocked_claims += focused.blocked_claims
-    scoped.warnings += focused.warnings
-    started = time.perf_counter()
-    recorder.stage_started(stage=Stage.GATEKEEPER, round=round_number)
-    gatekeeper_result = gatekeep(executor_output=scoped.kept_output, invocations=invocations)
-    gatekeeper_result.warnings.extend(scoped.warnings)
-    recorder.step_recorded(
-        StepRecord(
-            round=round_number,
-            stage=Stage.GATEKEEPER,
-            status=StepStatus.OK,
-            latency_ms=_elapsed_ms(started),
-            thought=_gatekeeper_thought(gatekeeper_result),
-            model_output=gatekeeper_result.model_dump(),
-        )
-    )
-
-    trace_summary = recorder.tool_trace_summary(invocations)
-    if gatekeeper_result.severity == "reject":
-        verifier_output = verifier_output_for_gatekeeper_reject(
-            executor_output=scoped.kept_output, gatekeeper_result=gatekeeper_result
-        )
-        recorder.step_recorded(
-            StepRecord(
-                round=round_number,
-                stage=Stage.VERIFIER,
-                status=StepStatus.SKIPPED,
-                latency_ms=0,
-                thought="引用核验判定为伪造证据（reject），未调用校验模型",
-                model_output=verifier_output.model_dump(),
-            )
-        )
-    else:
-        verifier_output = stage_run(
-            recorder,
-            round_number,
-            Stage.VERIFIER,
-            lambda: engine.verify(
-                VerifierInput(
-                    original_query=query,
-                    executor_structured_output=scoped.kept_output.model_dump(),
-                    gatekeeper_result=gatekeeper_result.model_dump(),
-                    tool_trace_summary=trace_summary,
-                    executor_output_parse_status=executor_call.parse_status.as_dict(),
-                    retry_context=retry_context,
-                )
-            ),
-        ).output
-
-    verification = verification_finalize(
-        verifier_output=verifier_output,
-        executor_output=scoped.kept_output,
-        gatekeeper_result=gatekeeper_result,
-        guidance_tools=recorder.guidance_tools,
-    )
+    judged = _judgement(engine, recorder, round_number, executor_call, context, retry_context)
+    verification = judged.verification
+    # Unknown subjects, nothing understood: said to the user, listed as gaps.
     notes = focus.notes()
-    if notes:  # unknown subjects, nothing understood: said to the user, listed as gaps
-        verification = verification.model_copy(update={"gaps": [*notes, *verification.gaps]})
+    verification = verification.model_copy(update={"gaps": [*notes, *verification.gaps]})
     next_step = route(
         verdict=verification.verdict,
         score=verification.groundedness_score,
@@ -201,31 +125,140 @@ def round_run(
         engine=engine.name,
         planner_output=plan,
         executor_output_parse_status=executor_call.parse_status.as_dict(),
-        executor_structured_output=scoped.kept_output,
+        executor_structured_output=judged.guarded.kept_output,
         excluded_topics=excluded,
         focus=focus.as_dict(),
         focus_notes=notes,
         # What the sources knew when the question was read: the off-topic judgement is made against it.
         inventory=world.inventory.as_dict(),
-        blocked_claims=scoped.blocked_claims,
-        gatekeeper_result=gatekeeper_result,
-        tool_trace_summary=trace_summary,
+        blocked_claims=judged.guarded.blocked_claims,
+        guard_warnings=judged.guarded.warnings,
+        gatekeeper_result=judged.gatekeeper_result,
+        tool_trace_summary=judged.trace_summary,
         retry_context=retry_context,
         route=next_step,
+        # Each round stored once: the earlier ones here, this one is the record itself.
+        rounds=[r.record.model_copy(update={"rounds": []}) for r in earlier],
     )
-    # Each round stored once: the earlier ones here, this one is the record itself.
-    record.rounds = [r.record.model_copy(update={"rounds": []}) for r in earlier]
-    return RoundResult(
-        round=round_number,
-        plan=plan,
-        executor_output=scoped.kept_output,
+    return RoundResult(round=round_number, plan=plan, focus=focus, record=record)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    guarded: GuardedOutput
+    gatekeeper_result: GatekeeperResult
+    verification: Verification
+    trace_summary: list[dict]
+
+
+def _judgement(
+    engine: Engine,
+    recorder: Recorder,
+    round_number: int,
+    executor_call: StageCall[ExecutorOutput],
+    context: RoundContext,
+    retry_context: dict | None,
+) -> Judgement:
+    """Claim guards → gatekeeper → verifier → verdict (code) → verdict guards."""
+    guarded = claim_guards_run(executor_call.output, context)
+    gatekeeper_result = _gatekeeper_run(recorder, round_number, guarded.kept_output, context)
+    trace_summary = recorder.tool_trace_summary(context.invocations)
+    verifier_input = VerifierInput(
+        original_query=context.query,
+        executor_structured_output=guarded.kept_output.model_dump(),
+        gatekeeper_result=gatekeeper_result.model_dump(),
+        tool_trace_summary=trace_summary,
+        executor_output_parse_status=executor_call.parse_status.as_dict(),
+        retry_context=retry_context,
+    )
+    verifier_output = _verifier_run(
+        engine, recorder, round_number, verifier_input, guarded, gatekeeper_result
+    )
+    verification = verification_finalize(
+        verifier_output=verifier_output,
+        executor_output=guarded.kept_output,
         gatekeeper_result=gatekeeper_result,
-        verification=verification,
-        route=next_step,
-        excluded_topics=excluded,
-        focus=focus,
-        record=record,
+        guidance_tools=recorder.guidance_tools,
+        names=context.world.fact_names,
     )
+    return Judgement(
+        guarded=guarded,
+        gatekeeper_result=gatekeeper_result,
+        verification=verdict_capped(verification, gatekeeper_result=gatekeeper_result, context=context),
+        trace_summary=trace_summary,
+    )
+
+
+def _executor_run(
+    query: str,
+    round_number: int,
+    retry_context: dict | None,
+    earlier: list[RoundResult],
+    engine: Engine,
+    recorder: Recorder,
+    limits: RoundLimits,
+    *,
+    plan: PlannerOutput,
+    focus: QuestionFocus,
+) -> StageCall[ExecutorOutput]:
+    toolbox = recorder.toolbox(round=round_number, max_calls=limits.max_tool_calls)
+    # A retry round may cite (and must not repeat) what earlier rounds found.
+    prior_messages = recorder.tool_messages_before(round=round_number) if earlier else []
+    stage_input = ExecutorInput(
+        query=query,
+        plan=plan,
+        round=round_number,
+        retry_context=retry_context,
+        prior_tool_messages=prior_messages,
+        focus=focus,
+    )
+    return stage_run(recorder, round_number, Stage.EXECUTOR, lambda: engine.execute(stage_input, toolbox))
+
+
+def _gatekeeper_run(
+    recorder: Recorder, round_number: int, output: ExecutorOutput, context: RoundContext
+) -> GatekeeperResult:
+    started = time.perf_counter()
+    recorder.stage_started(stage=Stage.GATEKEEPER, round=round_number)
+    result = gatekeep(executor_output=output, invocations=context.invocations, names=context.world.fact_names)
+    recorder.step_recorded(
+        StepRecord(
+            round=round_number,
+            stage=Stage.GATEKEEPER,
+            status=StepStatus.OK,
+            latency_ms=_elapsed_ms(started),
+            thought=_gatekeeper_thought(result),
+            model_output=result.model_dump(),
+        )
+    )
+    return result
+
+
+def _verifier_run(
+    engine: Engine,
+    recorder: Recorder,
+    round_number: int,
+    stage_input: VerifierInput,
+    guarded: GuardedOutput,
+    gatekeeper_result: GatekeeperResult,
+) -> VerifierOutput:
+    """The engine's verifier, except on fabricated citations: then it is not consulted (seed 003)."""
+    if gatekeeper_result.severity != "reject":
+        return stage_run(recorder, round_number, Stage.VERIFIER, lambda: engine.verify(stage_input)).output
+    verifier_output = verifier_output_for_gatekeeper_reject(
+        executor_output=guarded.kept_output, gatekeeper_result=gatekeeper_result
+    )
+    recorder.step_recorded(
+        StepRecord(
+            round=round_number,
+            stage=Stage.VERIFIER,
+            status=StepStatus.SKIPPED,
+            latency_ms=0,
+            thought="引用核验判定为伪造证据（reject），未调用校验模型",
+            model_output=verifier_output.model_dump(),
+        )
+    )
+    return verifier_output
 
 
 def stage_run(recorder: Recorder, round_number: int, stage: Stage, run: Callable[[], StageCall]) -> StageCall:

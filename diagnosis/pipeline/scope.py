@@ -9,7 +9,7 @@ keeps excluded topics out of any text shown to the user.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -238,6 +238,45 @@ def out_of_focus(
     result = ScopeResult(kept_output=executor_output)
     if focus.understood and not focus.names_subjects:
         return result
+    in_focus = _focus_test(focus, subjects, inventory)
+    wanted_services = {*focus.services, *focus.unknown_services}
+    wanted_alerts = {*focus.alerts, *focus.unknown_alerts}
+    kept_claims = []
+    for claim in executor_output.claims:
+        if not focus.understood:
+            result.blocked_claims.append(claim)
+            result.warnings.append(
+                _focus_warning("问题未涉及任何已识别的服务、告警或主题，断言已拦截", claim)
+            )
+            continue
+        bindings = []
+        for binding in claim.evidence_bindings:
+            if in_focus(subjects.get((binding.source_invocation_id, binding.raw_path or ""))):
+                bindings.append(binding)
+            else:
+                result.warnings.append(
+                    _focus_warning(f"证据 {binding.raw_path} 涉及问题之外的服务或告警，已从断言中移除", claim)
+                )
+        named_services = set(inventory.services_in(claim.claim_text))
+        named_alerts = set(inventory.alerts_in(claim.claim_text))
+        names_other = bool(
+            wanted_services and named_services and not _any_same(named_services, wanted_services, inventory)
+        ) or bool(wanted_alerts and named_alerts and not named_alerts & wanted_alerts)
+        if names_other or (claim.evidence_bindings and not bindings):
+            result.blocked_claims.append(claim)
+            result.warnings.append(
+                _focus_warning("断言涉及问题之外的服务或告警，已拦截，不参与校验与撰写", claim)
+            )
+        else:
+            kept_claims.append(claim.model_copy(update={"evidence_bindings": bindings}))
+    result.kept_output = executor_output.model_copy(update={"claims": kept_claims})
+    return result
+
+
+def _focus_test(
+    focus: QuestionFocus, subjects: dict[tuple[int, str], RecordSubject], inventory: Inventory
+) -> Callable[[RecordSubject | None], bool]:
+    """Whether a record's subject is one the question asked about."""
     wanted_services = {*focus.services, *focus.unknown_services}
     wanted_alerts = {*focus.alerts, *focus.unknown_alerts}
     # Asked about an alert only: its services are the subject of the logs too.
@@ -247,7 +286,6 @@ def out_of_focus(
         if subject.alerts & wanted_alerts
         for service in subject.services
     }
-
     # Topics guidance may be about: the question's, related ones, and those of the subject's alerts.
     subject_alerts = {
         alert
@@ -273,37 +311,7 @@ def out_of_focus(
             return False
         return not (wanted_alerts and subject.alerts and not subject.alerts & wanted_alerts)
 
-    kept_claims = []
-    for claim in executor_output.claims:
-        if not focus.understood:
-            result.blocked_claims.append(claim)
-            result.warnings.append(
-                _focus_warning("问题未涉及任何已识别的服务、告警或主题，断言已拦截", claim)
-            )
-            continue
-        bindings = []
-        for binding in claim.evidence_bindings:
-            subject = subjects.get((binding.source_invocation_id, binding.raw_path or ""))
-            if in_focus(subject):
-                bindings.append(binding)
-            else:
-                result.warnings.append(
-                    _focus_warning(f"证据 {binding.raw_path} 涉及问题之外的服务或告警，已从断言中移除", claim)
-                )
-        named_services = set(inventory.services_in(claim.claim_text))
-        named_alerts = set(inventory.alerts_in(claim.claim_text))
-        names_other = bool(
-            wanted_services and named_services and not _any_same(named_services, wanted_services, inventory)
-        ) or bool(wanted_alerts and named_alerts and not named_alerts & wanted_alerts)
-        if names_other or (claim.evidence_bindings and not bindings):
-            result.blocked_claims.append(claim)
-            result.warnings.append(
-                _focus_warning("断言涉及问题之外的服务或告警，已拦截，不参与校验与撰写", claim)
-            )
-        else:
-            kept_claims.append(claim.model_copy(update={"evidence_bindings": bindings}))
-    result.kept_output = executor_output.model_copy(update={"claims": kept_claims})
-    return result
+    return in_focus
 
 
 def _any_same(names: set[str] | frozenset[str], wanted: set[str], inventory: Inventory) -> bool:

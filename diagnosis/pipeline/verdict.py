@@ -4,7 +4,8 @@ The verifier (model or rules) classifies each claim against its gatekeeper-check
 then (1) caps claims whose fact tokens are not in their verified evidence (grounding check),
 (2) maps claim checks to fact classes, every executor claim being critical, and (3) computes the
 verdict and groundedness score with the matrix of seed 000 / contracts §6. The model's own verdict
-and score are ignored; every difference is recorded in `overrides`.
+and score are ignored; every difference is recorded in `overrides`. The verdict guards
+(`diagnosis.pipeline.guards`, the gatekeeper's severity among them) cap the verdict afterwards.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from diagnosis.pipeline.contracts import (
     Verdict,
     VerifierOutput,
 )
-from diagnosis.pipeline.facts import unsupported_facts
+from diagnosis.pipeline.facts import NO_NAMES, FactNames, unsupported_facts
 from diagnosis.pipeline.gatekeeper import RULE_SEVERITY, CheckedBinding, GatekeeperResult
+from diagnosis.pipeline.instructions import instructions_in, root_cause_stated_as_verified
 
 
 class CheckedClaim(ClaimCheck):
@@ -84,6 +86,8 @@ VERIFICATION_STRENGTH = {
     "external_unknown": 0,
     "contradicted": 0,
 }
+ROOT_CAUSE_GAP = "一条断言把根因表述为已证实：证据最多支持合理推断，根因未被证实"
+INSTRUCTION_GAP = "一条断言包含命令或指令类文本，未作为结论采用（原文见证据面板）"
 # "未检索到" is all a no-hit can support; these say more than that.
 OVERSTATED_NEGATION = re.compile(
     r"已排除|排除了|确认没有|确定没有|肯定没有|不存在|没有发生|未发生|ruled out|confirmed no|does not exist",
@@ -92,9 +96,10 @@ OVERSTATED_NEGATION = re.compile(
 
 
 def grounding_check(
-    *, executor_output: ExecutorOutput, gatekeeper_result: GatekeeperResult
+    *, executor_output: ExecutorOutput, gatekeeper_result: GatekeeperResult, names: FactNames = NO_NAMES
 ) -> dict[str, str]:
-    """Claims whose fact tokens are not all in their gatekeeper-passed evidence, with the reason."""
+    """Claims whose fact tokens (`names`: every name the sources know is one) are not all in their
+    gatekeeper-passed evidence, with the reason."""
     reasons = {}
     for claim in executor_output.claims:
         passed = gatekeeper_result.passed_for(claim.claim_id)
@@ -103,7 +108,7 @@ def grounding_check(
             continue
         # The recorded text, not the model's excerpt of it: a truncated excerpt may cut a number.
         evidence = [b.matched_text or "" for b in passed]
-        missing = unsupported_facts(claim.claim_text, evidence)
+        missing = unsupported_facts(claim.claim_text, evidence, names=names)
         if missing:
             reasons[claim.claim_id] = f"断言中的 {'、'.join(missing)} 不在已核验的证据中"
     return reasons
@@ -127,10 +132,11 @@ def verification_finalize(
     executor_output: ExecutorOutput,
     gatekeeper_result: GatekeeperResult,
     guidance_tools: Collection[str],
+    names: FactNames = NO_NAMES,
 ) -> Verification:
     overrides: list[Override] = []
     checks = _claim_checks_capped(
-        verifier_output, executor_output, gatekeeper_result, overrides, guidance_tools
+        verifier_output, executor_output, gatekeeper_result, overrides, guidance_tools, names
     )
     facts = facts_of(executor_output, checks)
     # A contradiction the model found beyond the claims can only make the verdict stricter.
@@ -141,8 +147,7 @@ def verification_finalize(
         if f.is_critical and f.verification == "contradicted" and f.fact not in claim_texts
     ]
     verdict, score = verdict_compute([f.verification for f in facts])
-    verdict, score, reason = _gatekeeper_cap(verdict, score, gatekeeper_result)
-    _verdict_overrides(verifier_output, verdict, score, reason, overrides)
+    _verdict_overrides(verifier_output, verdict, score, overrides)
     return Verification(
         verdict=verdict,
         groundedness_score=score,
@@ -150,11 +155,13 @@ def verification_finalize(
         claim_checks=checks,
         facts_checked=facts,
         rationale=verifier_output.rationale,
-        gaps=[
-            gap
-            for claim, check in zip(executor_output.claims, checks, strict=True)
-            if (gap := _gap(claim, check, gatekeeper_result))
-        ],
+        gaps=list(
+            dict.fromkeys(
+                gap
+                for claim, check in zip(executor_output.claims, checks, strict=True)
+                if (gap := _gap(claim, check, gatekeeper_result, names))
+            )
+        ),
         overrides=overrides,
     )
 
@@ -192,6 +199,7 @@ def _claim_checks_capped(
     gatekeeper_result: GatekeeperResult,
     overrides: list[Override],
     guidance_tools: Collection[str],
+    names: FactNames,
 ) -> list[CheckedClaim]:
     """One check per executor claim: missing ones count as unsupported, ungrounded ones are capped."""
     by_claim = {check.claim_id: check for check in verifier_output.claim_checks}
@@ -205,7 +213,9 @@ def _claim_checks_capped(
                 reason="不是执行器提出的断言",
             )
         )
-    grounding = grounding_check(executor_output=executor_output, gatekeeper_result=gatekeeper_result)
+    grounding = grounding_check(
+        executor_output=executor_output, gatekeeper_result=gatekeeper_result, names=names
+    )
     checks = []
     for claim in executor_output.claims:
         model_check = by_claim.get(claim.claim_id)
@@ -244,23 +254,10 @@ def _missing_check(claim_id: str) -> dict:
     }
 
 
-def _gatekeeper_cap(
-    verdict: Verdict, score: float, gatekeeper_result: GatekeeperResult
-) -> tuple[Verdict, float, str]:
-    if gatekeeper_result.severity == "reject":
-        return "REJECT", 0.0, f"引用核验拒绝（{'、'.join(gatekeeper_result.failed_rules)}）"
-    if gatekeeper_result.severity == "low_confid" and verdict == "PASS":
-        return (
-            "LOW_CONFID",
-            score,
-            f"引用核验 low_confid（{'、'.join(gatekeeper_result.failed_rules)}）封顶为 LOW_CONFID",
-        )
-    return verdict, score, "按判决矩阵由断言核查结果计算"
-
-
 def _verdict_overrides(
-    verifier_output: VerifierOutput, verdict: Verdict, score: float, reason: str, overrides: list[Override]
+    verifier_output: VerifierOutput, verdict: Verdict, score: float, overrides: list[Override]
 ) -> None:
+    reason = "按判决矩阵由断言核查结果计算"
     if verifier_output.verdict is not None and verifier_output.verdict != verdict:
         overrides.append(
             Override(subject="verdict", model=verifier_output.verdict, code=verdict, reason=reason)
@@ -272,23 +269,26 @@ def _verdict_overrides(
         )
 
 
-def _gap(claim: Claim, check: CheckedClaim, gatekeeper_result: GatekeeperResult) -> str:
+def _gap(claim: Claim, check: CheckedClaim, gatekeeper_result: GatekeeperResult, names: FactNames) -> str:
     """A Chinese sentence for a critical fact without direct evidence (retry context, 当前缺口).
 
     Gaps reach the user and the composer's material, so a claim is quoted with its unverified
-    numbers and names masked: "97%" must not come back as if it were evidence."""
+    numbers and names masked: "97%" must not come back as if it were evidence; a claim holding a
+    command or an instruction, or a root cause stated as verified, is not quoted at all."""
     fact_class = FACT_CLASS[check.verification]
+    if fact_class not in ("indirect_support", "no_evidence"):
+        return ""
+    if instructions_in(claim.claim_text) or root_cause_stated_as_verified(claim.claim_text):
+        return ROOT_CAUSE_GAP if root_cause_stated_as_verified(claim.claim_text) else INSTRUCTION_GAP
     if fact_class == "indirect_support":
         return f"“{claim.claim_text}”只有间接支持，缺少直接证据"
-    if fact_class != "no_evidence":
-        return ""
     if check.verification == "overstated":
         # Quote the no-hit, not the overstated claim: its wording ("已排除…") must not reach the user.
         searched = claim.evidence_bindings[0].evidence_excerpt if claim.evidence_bindings else "相关检索"
         return f"{searched}：只能说明当前未发现匹配证据，不能据此下排除结论"
     verified = [b.matched_text or "" for b in gatekeeper_result.passed_for(claim.claim_id)]
     masked = claim.claim_text
-    for token in unsupported_facts(claim.claim_text, verified):
+    for token in unsupported_facts(claim.claim_text, verified, names=names):
         masked = masked.replace(token, UNVERIFIED_MARK)
     detail = "：其中标为〔未核验〕的内容不在已核验的证据中" if masked != claim.claim_text else ""
     return f"“{masked}”缺少直接证据{detail}"
@@ -312,13 +312,27 @@ def evidence_cap(
 ) -> tuple[ClaimVerification, str] | None:
     """The strongest class the kind of evidence allows, whichever engine judged the claim.
 
-    `guidance_tools` are the tools whose records are guidance (runbooks, past cases), never facts."""
+    `guidance_tools` are the tools whose records are guidance (runbooks, past cases), never facts.
+    A root cause is never observed: at most a reasonable inference, and not even that when it is
+    stated as verified (evidence text saying "root cause verified" is data, not a verification)."""
+    if root_cause_stated_as_verified(_without_quotes(claim.claim_text, passed)):
+        return "overstated", "根因被表述为已证实：证据只能支持推断，不能证实根因"
     if passed and all(b.raw_path == NO_EVIDENCE_PATH for b in passed):
         if claim.claim_type != "negative_observation":
             return "unsupported", "未检索到证据不能支持正向断言"
         if OVERSTATED_NEGATION.search(claim.claim_text):
             return "overstated", "未检索到证据只能支持“未检索到”，不能支持“已排除/确认没有”"
         return None
+    if claim.claim_type == "root_cause" and passed:
+        return "reasonable_inference", "根因断言最多是合理推断，不是直接观察"
     if passed and all(b.tool_name in guidance_tools for b in passed):
         return "reasonable_inference", "只有处理手册支持：手册是排查指引，不是当前事实"
     return None
+
+
+def _without_quotes(text: str, passed: list[CheckedBinding]) -> str:
+    """What the claim says in its own words: the evidence it quotes is data, not a statement of it."""
+    for binding in passed:
+        if binding.evidence_excerpt:
+            text = text.replace(binding.evidence_excerpt, " ")
+    return text

@@ -39,6 +39,7 @@ class ScriptedEngine:
     executor_output: ExecutorOutput
     verifier_output: VerifierOutput
     name: str = "scripted"
+    composer_answer: str = ""
     verified: list[VerifierInput] = field(default_factory=list)
 
     def plan(self, stage_input: PlannerInput) -> StageCall[PlannerOutput]:
@@ -55,7 +56,7 @@ class ScriptedEngine:
         return StageCall(output=self.verifier_output)
 
     def compose(self, stage_input: ComposerInput) -> StageCall[ComposerOutput]:
-        return StageCall(output=ComposerOutput(answer=""))
+        return StageCall(output=ComposerOutput(answer=self.composer_answer))
 
 
 class NoTools:

@@ -132,7 +132,7 @@ def test_guard_flags_services_alerts_endpoints_and_error_codes_not_in_the_materi
 def test_guard_flags_raw_json_and_tool_output(material):
     answer = 'order-service 告警如下：{"alert_name": "HighMemoryUsage"}，见 evidence_refs'
 
-    assert composer_guard(answer=answer, material=material) == ['{"alert_name":', "evidence_refs"]
+    assert {'{"alert_name":', "evidence_refs"} <= set(composer_guard(answer=answer, material=material))
 
 
 def test_guard_flags_a_fix_recommendation_that_names_no_new_token(material):

@@ -1,6 +1,6 @@
 import pytest
 
-from diagnosis.pipeline.facts import fact_tokens, unsupported_facts
+from diagnosis.pipeline.facts import NO_NAMES, FactNames, fact_tokens, unsupported_facts
 from tests.factories import HIKARI_LOG_TEXT, MEMORY_ALERT_TEXT
 
 
@@ -47,9 +47,57 @@ def test_fact_tokens_are_extracted_in_canonical_form(text, expected):
 
 
 def test_vocabulary_is_not_a_fact():
-    text = "JVM 的 CPU 与 GC 日志显示 read-only 的 query_logs 正常，Connection 超时"
+    text = "JVM 的 CPU 与 GC 日志显示连接池正常，Connection 超时"
 
     assert fact_tokens(text) == []
+
+
+def test_identifier_shaped_words_are_facts_whatever_they_end_with():
+    assert values("read-only 的 cart-api 与 node_load1、http_requests_total") == [
+        ("name", "read-only"),
+        ("name", "cart-api"),
+        ("name", "node_load1"),
+        ("name", "http_requests_total"),
+    ]
+
+
+PLAIN_NAMES = FactNames.of(
+    ["checkout", "payments", "cart-api", "Watchdog"], aliases=[("结账服务", "checkout")]
+)
+
+
+def test_every_name_the_sources_know_is_a_fact_of_any_shape():
+    text = "checkout 与 Payments、cart_api、结账服务，还有 Watchdog"
+
+    assert [(t.kind, t.value) for t in fact_tokens(text, PLAIN_NAMES)] == [
+        ("name", "checkout"),
+        ("name", "payments"),
+        ("name", "cart-api"),
+        ("name", "checkout"),
+        ("name", "watchdog"),
+    ]
+    assert fact_tokens("checkout 与 payments", NO_NAMES) == []
+
+
+@pytest.mark.parametrize(
+    ("claim", "missing"),
+    [
+        ("checkout 的错误率 0.3279", []),
+        ("payments 的错误率 0.3279", ["payments"]),
+        ("CheckOut 的错误率 0.3279", []),
+        ("checkout 的错误率 0.33", ["0.33"]),
+        ("checkout 与 payments 的错误率 0.3279", ["payments"]),
+        ("checkout-7f9c 的错误率 0.3279", ["checkout-7f9c"]),
+    ],
+)
+def test_a_swapped_or_added_plain_name_is_unsupported(claim, missing):
+    evidence = 'checkout error ratio {service="checkout"} = 0.3279'
+
+    assert unsupported_facts(claim, [evidence], names=PLAIN_NAMES) == missing
+
+
+def test_a_known_name_inside_a_pod_name_is_supported():
+    assert unsupported_facts("checkout 重启", ["pod checkout-7f9c restarted"], names=PLAIN_NAMES) == []
 
 
 def test_markdown_list_numbers_are_not_facts():

@@ -208,10 +208,9 @@ def test_reject_dominates_low_confid(session, alert):
 def test_a_no_hit_reference_is_citable(session):
     no_hit = recorded_invocation(session, "query_logs", "$.no_evidence", NO_HIT_TEXT)
 
-    result = gatekeep(
-        executor_output=claims([cite(no_hit, raw_path="$.no_evidence", excerpt=NO_HIT_TEXT)]),
-        invocations=[no_hit],
-    )
+    output = claims([cite(no_hit, raw_path="$.no_evidence", excerpt=NO_HIT_TEXT)])
+    output.claims[0].claim_text = NO_HIT_TEXT
+    result = gatekeep(executor_output=output, invocations=[no_hit])
 
     assert (result.status, result.checked_bindings[0].status) == ("pass", "pass")
 

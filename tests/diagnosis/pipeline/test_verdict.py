@@ -9,13 +9,16 @@ from diagnosis.pipeline.contracts import (
     VerifierInput,
     VerifierOutput,
 )
+from diagnosis.pipeline.focus import QuestionFocus
 from diagnosis.pipeline.gatekeeper import gatekeep
+from diagnosis.pipeline.guards import RoundContext, verdict_capped
 from diagnosis.pipeline.verdict import (
     grounding_check,
     verdict_compute,
     verification_finalize,
     verifier_output_for_gatekeeper_reject,
 )
+from tests.diagnosis.pipeline.support import DEMO_WORLD
 from tests.factories import (
     HIKARI_LOG_TEXT,
     binding_for,
@@ -92,13 +95,18 @@ def verifier_says(*verifications, verdict="PASS", score=1.0, facts=()):
 
 
 def finalize(output, verifier_output, invocations):
+    """The verdict as a round computes it: the matrix over the claim checks, then the verdict guards."""
     result = gatekeep(executor_output=output, invocations=invocations)
-    return verification_finalize(
+    verification = verification_finalize(
         verifier_output=verifier_output,
         executor_output=output,
         gatekeeper_result=result,
         guidance_tools=guidance_tool_names(),
     )
+    context = RoundContext(
+        query="", focus=QuestionFocus(), excluded_topics=[], world=DEMO_WORLD, invocations=invocations
+    )
+    return verdict_capped(verification, gatekeeper_result=result, context=context)
 
 
 def test_a_grounded_direct_observation_passes(alert):

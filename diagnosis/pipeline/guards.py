@@ -1,0 +1,207 @@
+"""The guards of a round: code, the same for both engines, none knowing which engine ran.
+
+Two kinds, each a small class returning its own typed `GuardResult`:
+
+- claim guards run in order over the executor's output before the gatekeeper: each may drop a
+  binding, block a claim or remove an item, never add one (the exclusion guard, the focus guard,
+  evidence-as-data);
+- verdict guards run after the verdict is computed: each may only cap it (the citation cap from the
+  gatekeeper's severity).
+
+`claim_guards_run` and `verdict_capped` are the one place their results are combined: what stays,
+what was blocked and by which guard, the warnings, and the verdict cap. Adding a guard is one class
+and one line in `CLAIM_GUARDS` or `VERDICT_GUARDS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from diagnosis.pipeline.contracts import Claim, ExecutorOutput, RecordedInvocation, Verdict
+from diagnosis.pipeline.focus import QuestionFocus, World
+from diagnosis.pipeline.gatekeeper import GatekeeperResult, RuleMessage
+from diagnosis.pipeline.instructions import evidence_gathering
+from diagnosis.pipeline.scope import FOCUS_RULE, SCOPE_RULE, out_of_focus, record_subjects, scope_guard
+from diagnosis.pipeline.verdict import Override, Verification
+
+EVIDENCE_AS_DATA_RULE = "evidence.not_an_instruction"
+CITATION_CAP_RULE = "evidence.citation_cap"
+VERDICT_STRENGTH: dict[str, int] = {"PASS": 2, "LOW_CONFID": 1, "REJECT": 0}
+
+
+@dataclass(frozen=True)
+class RoundContext:
+    """What every guard may read about the round: the question, as code read it, and the world."""
+
+    query: str
+    focus: QuestionFocus
+    excluded_topics: list[str]
+    world: World
+    invocations: Sequence[RecordedInvocation]
+
+
+class GuardResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    guard: str
+    kept_output: ExecutorOutput
+    blocked_claims: list[Claim] = []
+    warnings: list[RuleMessage] = []
+
+
+class ClaimGuard(Protocol):
+    name: str
+
+    def check(self, output: ExecutorOutput, context: RoundContext) -> GuardResult: ...
+
+
+class VerdictCap(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    guard: str
+    verdict: Verdict  # the strongest verdict the guard allows
+    reason: str
+
+
+class VerdictGuard(Protocol):
+    name: str
+
+    def cap(self, *, gatekeeper_result: GatekeeperResult, context: RoundContext) -> VerdictCap | None: ...
+
+
+class ExclusionGuard:
+    """What the user said not to analyse is never verified or composed (`scope.excluded_topic`)."""
+
+    name = SCOPE_RULE
+
+    def check(self, output: ExecutorOutput, context: RoundContext) -> GuardResult:
+        scoped = scope_guard(
+            executor_output=output,
+            excluded_topics=context.excluded_topics,
+            vocabulary=context.world.vocabulary,
+        )
+        return GuardResult(guard=self.name, **scoped.__dict__)
+
+
+class FocusGuard:
+    """Claims about subjects the question did not ask about are blocked (`scope.out_of_focus`)."""
+
+    name = FOCUS_RULE
+
+    def check(self, output: ExecutorOutput, context: RoundContext) -> GuardResult:
+        world = context.world
+        focused = out_of_focus(
+            executor_output=output,
+            focus=context.focus,
+            subjects=record_subjects(
+                invocations=context.invocations,
+                inventory=world.inventory,
+                service_labels=world.service_labels,
+            ),
+            inventory=world.inventory,
+        )
+        return GuardResult(guard=self.name, **focused.__dict__)
+
+
+class EvidenceAsDataGuard:
+    """Recommended actions only gather evidence: a remedy, a command or an injected instruction is
+    removed, whichever engine (or whichever log line) suggested it. Claims are capped by the verdict
+    (a root cause is never a direct observation) and quoted by the composer only as evidence."""
+
+    name = EVIDENCE_AS_DATA_RULE
+
+    def check(self, output: ExecutorOutput, context: RoundContext) -> GuardResult:
+        vocabulary = context.world.vocabulary
+        kept = [a for a in output.recommended_actions if evidence_gathering(a, vocabulary=vocabulary)]
+        warnings = [
+            RuleMessage(
+                rule=self.name, message=f"建议动作不是取证动作（处置、命令或指令），已移除：{action[:80]}"
+            )
+            for action in output.recommended_actions
+            if action not in kept
+        ]
+        return GuardResult(
+            guard=self.name,
+            kept_output=output.model_copy(update={"recommended_actions": kept}),
+            warnings=warnings,
+        )
+
+
+class CitationCap:
+    """The gatekeeper's severity caps the verdict: reject → REJECT, low_confid → LOW_CONFID."""
+
+    name = CITATION_CAP_RULE
+
+    def cap(self, *, gatekeeper_result: GatekeeperResult, context: RoundContext) -> VerdictCap | None:
+        rules = "、".join(gatekeeper_result.failed_rules)
+        if gatekeeper_result.severity == "reject":
+            return VerdictCap(guard=self.name, verdict="REJECT", reason=f"引用核验拒绝（{rules}）")
+        if gatekeeper_result.severity == "low_confid":
+            return VerdictCap(
+                guard=self.name,
+                verdict="LOW_CONFID",
+                reason=f"引用核验 low_confid（{rules}）封顶为 LOW_CONFID",
+            )
+        return None
+
+
+CLAIM_GUARDS: tuple[ClaimGuard, ...] = (ExclusionGuard(), FocusGuard(), EvidenceAsDataGuard())
+VERDICT_GUARDS: tuple[VerdictGuard, ...] = (CitationCap(),)
+
+
+@dataclass(frozen=True)
+class GuardedOutput:
+    """The claim guards' results combined: the output verified and composed, and what was taken out."""
+
+    kept_output: ExecutorOutput
+    blocked_claims: list[Claim]
+    warnings: list[RuleMessage]
+    results: list[GuardResult]
+
+    def blocked_by(self) -> dict[str, str]:
+        """Each blocked claim's id and the guard that blocked it."""
+        return {claim.claim_id: r.guard for r in self.results for claim in r.blocked_claims}
+
+
+def claim_guards_run(output: ExecutorOutput, context: RoundContext) -> GuardedOutput:
+    results = []
+    for guard in CLAIM_GUARDS:
+        result = guard.check(output, context)
+        results.append(result)
+        output = result.kept_output
+    return GuardedOutput(
+        kept_output=output,
+        blocked_claims=[claim for result in results for claim in result.blocked_claims],
+        warnings=[warning for result in results for warning in result.warnings],
+        results=results,
+    )
+
+
+def verdict_capped(
+    verification: Verification,
+    *,
+    gatekeeper_result: GatekeeperResult,
+    context: RoundContext,
+) -> Verification:
+    """The verdict lowered to the strictest cap of the verdict guards; each cap that lowers it is an override."""
+    verdict, score, overrides = verification.verdict, verification.groundedness_score, []
+    for guard in VERDICT_GUARDS:
+        cap = guard.cap(gatekeeper_result=gatekeeper_result, context=context)
+        if cap is None or VERDICT_STRENGTH[cap.verdict] >= VERDICT_STRENGTH[verdict]:
+            continue
+        overrides.append(Override(subject="verdict", model=verdict, code=cap.verdict, reason=cap.reason))
+        verdict = cap.verdict
+        score = 0.0 if verdict == "REJECT" else score
+    if not overrides:
+        return verification
+    return verification.model_copy(
+        update={
+            "verdict": verdict,
+            "groundedness_score": score,
+            "overrides": [*verification.overrides, *overrides],
+        }
+    )
