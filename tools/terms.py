@@ -2,7 +2,8 @@
 guards use it with the vocabulary they are handed; `tools.matching` wraps it with the configured one.
 
 Two tables: `groups` (what a question is about: connection pool, CPU, memory, ...) and `intents`
-(what it wants to know: cause, mitigation, ...; only knowledge retrieval uses these).
+(what it wants to know: cause, mitigation, ...; only knowledge retrieval uses these). `asks_in`
+reads the vocabulary's `asks` words (a question about alerts, a cause, guidance) for the focus.
 
 A term matches case-insensitively; a term that starts or ends with a letter or digit must not be
 glued to another one there (`500` does not match `5500ms`, `OOM` does not match `OOMKilled`).
@@ -71,6 +72,16 @@ def query_terms(
 
 def query_groups(query: str, *, vocabulary: Vocabulary, table: str = "groups") -> set[str]:
     return {group for group, _ in query_terms(query, vocabulary=vocabulary, table=table)}
+
+
+def asks_in(text: str, *, vocabulary: Vocabulary) -> set[str]:
+    """The kinds of ask (`alerts`, `cause`, `guidance`) whose words the text uses."""
+    lowered = text.lower()
+    return {
+        kind
+        for kind, words in vocabulary.asks.model_dump().items()
+        if any(term_pattern(word).search(lowered) for word in words)
+    }
 
 
 def services_aliased(text: str, *, vocabulary: Vocabulary) -> list[str]:

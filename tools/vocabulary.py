@@ -2,6 +2,12 @@
 
     groups           topic → terms (synonyms, Chinese and English); the first term is the canonical one
     intents          what a question wants (cause, mitigation, ...) → terms; knowledge retrieval only
+    asks             the words that say what a question asks, read by the question's focus and so
+                     by the planners: `alerts` (it is about alerts: "有哪些告警", and a name right
+                     before one is an alert's name), `cause` (why something happens), `guidance`
+                     (how to handle it: the runbooks). A kind a file leaves out has the shipped
+                     file's words, so a world that names its services differently still reads
+                     "为什么" and "how"; a kind written as `[]` has none.
     topic_labels     topic → Chinese label used in claim text (never a fact token)
     related_topics   topic → topics whose evidence explains it (memory → gc, oom)
     alert_topics     alert name → topic, for alerts whose name is not itself a group term
@@ -27,6 +33,7 @@ naming the file and the field.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
@@ -49,11 +56,52 @@ class Category(BaseModel):
     groups: list[str]
 
 
+def _strip_empty(terms: list[str]) -> list[str]:
+    return [term for term in terms if term.strip()]
+
+
+@lru_cache(maxsize=1)
+def _shipped_asks() -> dict[str, list[str]]:
+    return json.loads(DEFAULT_VOCABULARY_FILE.read_text(encoding="utf-8")).get("asks", {})
+
+
+def _shipped_words(kind: str) -> Callable[[], list[str]]:
+    return lambda: list(_shipped_asks().get(kind, []))
+
+
+class Asks(BaseModel):
+    """The words of each kind of ask (the module docstring's `asks`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    alerts: list[str] = Field(default_factory=_shipped_words("alerts"))
+    cause: list[str] = Field(default_factory=_shipped_words("cause"))
+    guidance: list[str] = Field(default_factory=_shipped_words("guidance"))
+
+    @field_validator("alerts", "cause", "guidance")
+    @classmethod
+    def _no_empty_words(cls, words: list[str]) -> list[str]:
+        return _strip_empty(words)
+
+    def extended_by(self, other: Asks) -> Asks:
+        """A kind the other file writes gains its words; one it leaves out stays as it is here."""
+        mine = self.model_dump()
+        return Asks(
+            **{
+                kind: list(dict.fromkeys([*mine[kind], *words]))
+                if kind in other.model_fields_set
+                else mine[kind]
+                for kind, words in other.model_dump().items()
+            }
+        )
+
+
 class Vocabulary(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     groups: dict[str, list[str]] = {}
     intents: dict[str, list[str]] = {}
+    asks: Asks = Field(default_factory=Asks)
     topic_labels: dict[str, str] = {}
     related_topics: dict[str, list[str]] = {}
     alert_topics: dict[str, str] = {}
@@ -75,7 +123,7 @@ class Vocabulary(BaseModel):
     @field_validator("groups", "intents", "service_aliases")
     @classmethod
     def _no_empty_terms(cls, table: dict[str, list[str]]) -> dict[str, list[str]]:
-        return {name: [term for term in terms if term.strip()] for name, terms in table.items()}
+        return {name: _strip_empty(terms) for name, terms in table.items()}
 
     @field_validator("remedies", "evidence_actions")
     @classmethod
@@ -114,6 +162,7 @@ class Vocabulary(BaseModel):
         return Vocabulary(
             groups=terms(self.groups, other.groups),
             intents=terms(self.intents, other.intents),
+            asks=self.asks.extended_by(other.asks),
             topic_labels=self.topic_labels | other.topic_labels,
             related_topics=self.related_topics | other.related_topics,
             alert_topics=self.alert_topics | other.alert_topics,

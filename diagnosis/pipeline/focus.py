@@ -19,7 +19,7 @@ from functools import cached_property, lru_cache
 from rapidfuzz import fuzz, process
 
 from diagnosis.pipeline.facts import FactNames
-from tools.terms import query_terms, term_pattern
+from tools.terms import asks_in, query_terms, term_pattern
 from tools.vocabulary import Vocabulary
 
 NEAREST_LIMIT = 3
@@ -30,11 +30,7 @@ COMPOUND_WORD = re.compile(
 )
 CAMEL_WORD = re.compile(r"(?<![A-Za-z0-9_\-])[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+(?![A-Za-z0-9_\-])")
 NAME_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-ALERT_WORD_AFTER = re.compile(r"^\s*(?:告警|报警|alert)", re.IGNORECASE)
 SERVICE_WORD_AFTER = re.compile(r"^\s*(?:服务|service\b|svc\b)", re.IGNORECASE)
-LISTS_ALERTS = re.compile(r"告警|报警|alerts?\b|firing", re.IGNORECASE)
-CAUSE_WORDS = re.compile(r"为什么|原因|根因|导致|慢|\bwhy\b|\bcause[sd]?\b|\bslow", re.IGNORECASE)
-GUIDANCE_WORDS = ("为什么", "原因", "怎么", "如何", "建议", "处理", "runbook", "why", "how", "cause", "fix")
 NOTHING_UNDERSTOOD = "未能识别问题涉及的服务、告警或主题"
 
 
@@ -270,15 +266,15 @@ def question_focus(
         for group, _ in sorted(query_terms(topic_text, vocabulary=vocabulary), key=lambda term: term[1][0])
     ]
     topics += [topic for alert in alerts if (topic := vocabulary.alert_topics.get(alert))]
-    lowered = query.lower()
+    asks = asks_in(query, vocabulary=vocabulary)
     return QuestionFocus(
         services=tuple(services),
         alerts=tuple(alerts),
         unknown=tuple(unknown),
         topics=tuple(t for t in dict.fromkeys(topics) if t in vocabulary.groups),
-        lists_alerts=bool(LISTS_ALERTS.search(query)),
-        asks_cause=bool(CAUSE_WORDS.search(query)),
-        asks_guidance=any(word in lowered for word in GUIDANCE_WORDS),
+        lists_alerts="alerts" in asks,
+        asks_cause="cause" in asks,
+        asks_guidance="guidance" in asks,
         examples=_examples(inventory),
     )
 
@@ -303,13 +299,19 @@ def _unknown_names(text: str, inventory: Inventory, vocabulary: Vocabulary) -> l
             after = text[match.end() :]
             kind = (
                 "alert"
-                if ALERT_WORD_AFTER.match(after)
+                if _starts_with_alert_word(after, vocabulary)
                 else "service"
                 if SERVICE_WORD_AFTER.match(after)
                 else default_kind
             )
             unknown.setdefault(word, UnknownName(word, kind, tuple(inventory.nearest(word, kind=kind))))
     return list(unknown.values())
+
+
+def _starts_with_alert_word(text: str, vocabulary: Vocabulary) -> bool:
+    """Whether the text starts with an alert word: in "KafkaLag 告警" the name is an alert's."""
+    lowered = text.lstrip().lower()
+    return any(term_pattern(word).match(lowered) for word in vocabulary.asks.alerts)
 
 
 def _examples(inventory: Inventory) -> tuple[str, ...]:

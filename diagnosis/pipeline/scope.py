@@ -45,8 +45,6 @@ TRAILING_FILLER = re.compile(
 )
 ITEM_STRIP = " \t\"'“”‘’「」《》()（）:：.…"
 
-ORDER_TOPIC = re.compile(r"(?:订单|order)\s*[-_#:]?\s*(\d+)", re.IGNORECASE)
-
 
 @dataclass
 class ScopeResult:
@@ -177,14 +175,13 @@ def _topic_groups(topic: str, vocabulary: Vocabulary) -> set[str]:
 
 
 def _named(topic: str, text: str, vocabulary: Vocabulary) -> bool:
-    """The topic itself, a service by its aliases too, and "订单123" as "order-123"."""
+    """The topic as the user wrote it, a service by its aliases too."""
     topic = normalize(topic).strip()
     if not topic:
         return False
-    if mentioned({topic, *services_aliased(topic, vocabulary=vocabulary)}, text, vocabulary=vocabulary):
-        return True
-    order = ORDER_TOPIC.fullmatch(topic)
-    return bool(order and re.search(rf"(?:订单|order)\s*[-_#:]?\s*{order[1]}(?!\d)", text, re.IGNORECASE))
+    return bool(
+        mentioned({topic, *services_aliased(topic, vocabulary=vocabulary)}, text, vocabulary=vocabulary)
+    )
 
 
 # --- Focus (contracts §12): a question that names services or alerts is about them. ---

@@ -58,3 +58,15 @@ def test_every_excerpt_is_the_recorded_evidence_text_verbatim():
                 binding["evidence_excerpt"]
                 == recorded[(binding["source_invocation_id"], binding["raw_path"])]
             )
+
+
+def tool_calls(question: str) -> list[tuple[str, dict]]:
+    session = session_start(query=question, engine="rules", run_inline=True)
+    return [(call.tool_name, call.input) for call in session.tool_invocations.order_by("pk")]
+
+
+def test_both_chinese_words_for_alerts_make_the_same_tool_calls_in_either_world(either_world):
+    calls = tool_calls("现在有哪些报警")
+
+    assert calls == tool_calls("现在有哪些告警")
+    assert [tool for tool, _ in calls] == ["query_metrics"]

@@ -49,3 +49,28 @@ def test_a_broken_file_names_the_file_and_field(settings, tmp_path):
 
     with pytest.raises(VocabularyError, match=r"v\.json: groups\.cpu"):
         current_vocabulary()
+
+
+def test_a_file_without_ask_words_reads_the_shipped_ones(settings, tmp_path):
+    path = write(tmp_path / "v.json", {"groups": {"crashloop": ["CrashLoopBackOff"]}})
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"VOCABULARY_FILE": str(path)}
+
+    assert "报警" in current_vocabulary().asks.alerts
+    assert "why" in current_vocabulary().asks.cause
+
+
+def test_an_extending_file_adds_ask_words_and_keeps_the_kinds_it_leaves_out(settings, tmp_path):
+    write(tmp_path / "base.json", {"asks": {"alerts": ["告警"], "cause": ["为什么"]}})
+    path = write(tmp_path / "v.json", {"extends": "base.json", "asks": {"alerts": ["通知"]}})
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"VOCABULARY_FILE": str(path)}
+
+    asks = current_vocabulary().asks
+    assert (asks.alerts, asks.cause) == (["告警", "通知"], ["为什么"])
+
+
+def test_an_unknown_kind_of_ask_names_the_file_and_field(settings, tmp_path):
+    path = write(tmp_path / "v.json", {"asks": {"narrow": ["只看"]}})
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"VOCABULARY_FILE": str(path)}
+
+    with pytest.raises(VocabularyError, match=r"v\.json: asks\.narrow"):
+        current_vocabulary()

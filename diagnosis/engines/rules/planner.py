@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 from diagnosis.pipeline.contracts import PlannerOutput, PlanStep
 from diagnosis.pipeline.focus import QuestionFocus
 from diagnosis.pipeline.scope import scope_parse
 from tools.matching import query_terms
-
-ALERTS_ONLY = re.compile(r"告警|alerts?\b|firing", re.IGNORECASE)
 
 
 def plan_by_rules(query: str, *, focus: QuestionFocus) -> PlannerOutput:
@@ -26,7 +22,7 @@ def plan_by_rules(query: str, *, focus: QuestionFocus) -> PlannerOutput:
     if focus.understood and (services or alerts or topics or not asks_guidance):
         steps.append(PlanStep(tool="query_metrics", purpose="确认相关告警是否处于 firing 状态"))
         # "有哪些告警" asks about alerts only; logs answer questions about a topic or a problem.
-        if topics or not ALERTS_ONLY.search(query):
+        if topics or not focus.lists_alerts:
             steps.append(PlanStep(tool="query_logs", purpose="检索与问题相关的日志记录"))
     if asks_guidance:
         steps.append(PlanStep(tool="lookup_knowledge", purpose="查找处理手册作为排查参考（非当前事实）"))

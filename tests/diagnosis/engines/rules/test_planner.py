@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from diagnosis.engines.rules import planner
@@ -57,3 +59,22 @@ def test_english_connection_questions_are_about_the_connection_pool():
 def test_a_question_about_alerts_alone_does_not_search_logs():
     assert [s.tool for s in plan_by_rules("现在系统有哪些告警").steps] == ["query_metrics"]
     assert "query_logs" in {s.tool for s in plan_by_rules("order-service 有什么异常").steps}
+
+
+def test_both_chinese_words_for_alerts_plan_the_same_steps_in_either_world(either_world):
+    plans = [plan_by_rules(question) for question in ("现在有哪些报警", "现在有哪些告警")]
+
+    assert plans[0].steps == plans[1].steps
+    assert [s.tool for s in plans[0].steps] == ["query_metrics"]
+
+
+def test_the_ask_words_of_the_world_file_are_what_the_focus_and_the_plan_read(settings, tmp_path):
+    question = "现在有哪些通知"
+    before = plan_by_rules(question)
+    path = tmp_path / "vocabulary.json"
+    path.write_text(json.dumps({"extends": True, "asks": {"alerts": ["通知"]}}), encoding="utf-8")
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"VOCABULARY_FILE": str(path)}
+
+    assert not before.steps
+    assert world_current().focus_of(query=question).lists_alerts
+    assert [s.tool for s in plan_by_rules(question).steps] == ["query_metrics"]

@@ -1,0 +1,54 @@
+"""What a question asks (a list of alerts, a cause, guidance) is read from the words of the world
+vocabulary it is handed; a vocabulary without ask words reads the shipped ones."""
+
+from __future__ import annotations
+
+from diagnosis.pipeline.focus import Inventory, question_focus
+from tools.vocabulary import DEFAULT_VOCABULARY_FILE, Asks, Vocabulary, vocabulary_load
+
+DEMO = vocabulary_load(DEFAULT_VOCABULARY_FILE)
+
+
+def focus(query, vocabulary=DEMO):
+    inventory = Inventory.build(services=["checkout"], alerts=[], vocabulary=vocabulary)
+    return question_focus(query=query, inventory=inventory, vocabulary=vocabulary)
+
+
+def asked(found):
+    return (found.lists_alerts, found.asks_cause, found.asks_guidance)
+
+
+def test_either_chinese_word_for_alerts_lists_alerts():
+    assert focus("现在有哪些报警").lists_alerts and focus("现在有哪些告警").lists_alerts
+
+
+def test_the_words_of_each_ask_come_from_the_vocabulary():
+    own = Vocabulary(asks=Asks(alerts=["通知"], cause=["怎么回事"], guidance=["手册"]))
+
+    assert asked(focus("checkout 怎么回事，有哪些通知", own)) == (True, True, False)
+    assert asked(focus("checkout 怎么回事，有哪些通知")) == (False, False, True)
+
+
+def test_a_vocabulary_without_ask_words_reads_the_shipped_ones():
+    bare = Vocabulary()
+
+    assert bare.asks == DEMO.asks
+    assert asked(focus("checkout 为什么慢，有哪些报警，如何处理", bare)) == (True, True, True)
+
+
+def test_an_ask_written_empty_has_no_words():
+    assert not focus("checkout 如何处理", Vocabulary(asks=Asks(guidance=[]))).asks_guidance
+
+
+def test_english_ask_words_are_whole_words():
+    found = focus("show me the firing alerts")
+
+    assert found.lists_alerts and not found.asks_guidance  # "show" is not "how"
+
+
+def test_a_name_right_before_an_alert_word_is_an_unknown_alert():
+    own = Vocabulary(asks=Asks(alerts=["通知"]))
+
+    assert focus("billing-relay 报警").unknown_alerts == ["billing-relay"]
+    assert focus("billing-relay 通知", own).unknown_alerts == ["billing-relay"]
+    assert focus("billing-relay 通知").unknown_services == ["billing-relay"]
