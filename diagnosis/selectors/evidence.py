@@ -8,7 +8,6 @@ so the template can wrap the match in <mark> without building HTML here.
 from __future__ import annotations
 
 import json
-import re
 import unicodedata
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -18,6 +17,7 @@ from django.utils.translation import gettext_lazy as _
 from rapidfuzz import fuzz
 
 from diagnosis.models import AgentStep, DiagnosisSession, ToolInvocation
+from diagnosis.pipeline.contracts import record_at
 from diagnosis.pipeline.disclosure import claim_shown
 from diagnosis.pipeline.scope import SCOPE_RULE
 from diagnosis.selectors.charts import SeriesChart, series_chart
@@ -30,7 +30,6 @@ from diagnosis.selectors.self_evaluation import (
 
 # Below this rapidfuzz alignment score a fuzzy highlight would mark the wrong words: mark nothing.
 FUZZY_HIGHLIGHT_MIN_SCORE = 70
-RAW_PATH_PATTERN = re.compile(r"^\$\.(\w+)\[(\d+)\]$")
 # Keys of a round's verifier record that RoundView lays out itself; any other key goes to `extra`.
 ROUND_KEYS_LAID_OUT = frozenset(
     {
@@ -296,17 +295,6 @@ def _is_ascii_word(char: str) -> bool:
     return char.isascii() and char.isalnum()
 
 
-def _record_at(output: dict, raw_path: str):
-    match = RAW_PATH_PATTERN.match(raw_path or "")
-    if not match or not isinstance(output, dict):
-        return None
-    records = output.get(match.group(1))
-    index = int(match.group(2))
-    if isinstance(records, list) and index < len(records):
-        return records[index]
-    return None
-
-
 def _ref_text(invocation: ToolInvocation | None, raw_path: str) -> str | None:
     if invocation is None:
         return None
@@ -322,7 +310,7 @@ def _binding_view(binding: dict, invocations: dict[int, ToolInvocation]) -> Bind
     raw_path = binding.get("raw_path") or ""
     excerpt = binding.get("evidence_excerpt") or ""
     ref_text = _ref_text(invocation, raw_path)
-    record = _record_at(invocation.output, raw_path) if invocation is not None else None
+    record = record_at(invocation.output, raw_path) if invocation is not None else None
     return BindingView(
         tool_name=binding.get("tool_name") or "",
         source_invocation_id=invocation_id,
@@ -334,7 +322,7 @@ def _binding_view(binding: dict, invocations: dict[int, ToolInvocation]) -> Bind
         ref=None
         if ref_text is None
         else excerpt_highlight(text=ref_text, excerpt=binding.get("matched_text") or excerpt),
-        record=record if isinstance(record, dict) else None,
+        record=record,
         source=invocation.source if invocation is not None else "",
         source_location=invocation.source_location if invocation is not None else "",
         chart=None

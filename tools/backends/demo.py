@@ -21,6 +21,7 @@ from django.utils.module_loading import import_string
 from tools.clock import local_text
 from tools.inventory import SourceInventory
 from tools.matching import groups_in, mentioned, query_groups
+from tools.records import alert_record
 from tools.retrieval import KnowledgeBlock
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "demo_world"
@@ -145,19 +146,18 @@ def knowledge_source_blocks() -> list[KnowledgeBlock]:
 
 
 def alert_rendered(alert: dict, now: datetime) -> dict:
-    minutes = alert["started_minutes_ago"]
-    return {
-        "alert_name": alert["alert_name"],
-        "service": alert["service"],
-        "state": alert["state"],
-        "severity": alert["severity"],
-        "description": alert["description"],
-        "active_at": local_text(now - timedelta(minutes=minutes)),
-        "duration": f"{minutes}m",
-        "labels": alert["labels"],
-        "value": alert["value"],
-        "threshold": alert["threshold"],
-    }
+    return alert_record(
+        alert_name=alert["alert_name"],
+        service=alert["service"],
+        state=alert["state"],
+        severity=alert["severity"],
+        description=alert["description"],
+        started=now - timedelta(minutes=alert["started_minutes_ago"]),
+        now=now,
+        labels=alert["labels"],
+        value=alert["value"],
+        threshold=alert["threshold"],
+    )
 
 
 def log_rendered(record: dict, now: datetime) -> dict:
