@@ -19,6 +19,7 @@ from rapidfuzz import fuzz
 from diagnosis.models import AgentStep, DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.contracts import record_at
 from diagnosis.pipeline.disclosure import claim_shown
+from diagnosis.pipeline.routing import OUTPUT_TYPE_TONES
 from diagnosis.pipeline.scope import SCOPE_RULE
 from diagnosis.selectors.charts import SeriesChart, series_chart
 from diagnosis.selectors.self_evaluation import (
@@ -78,11 +79,6 @@ CLAIM_TYPE_LABELS = {
     "negative_observation": _("negative observation"),
     "root_cause": _("root cause"),
     "risk": _("risk"),
-}
-OUTPUT_TYPE_TONES = {
-    DiagnosisSession.OutputType.NORMAL: "good",
-    DiagnosisSession.OutputType.LOW_CONFID_WITH_DISCLAIMER: "warn",
-    DiagnosisSession.OutputType.DEGRADED: "bad",
 }
 VERDICT_TONES = {"PASS": "good", "LOW_CONFID": "warn", "REJECT": "bad"}
 STAGE_STATE_LABELS = {
