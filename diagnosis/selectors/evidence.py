@@ -393,6 +393,8 @@ def _claim_views(record: RoundRecord, invocations: dict[int, ToolInvocation]) ->
 
     return [
         *(view(claim) for claim in record.executor_structured_output.claims),
+        # A blocked claim without its warning is from a row written before the focus guard: the
+        # scope guard was the only one that blocked.
         *(
             view(claim, blocked_by=blocking_rules.get(claim.claim_id, SCOPE_RULE))
             for claim in record.blocked_claims
