@@ -33,6 +33,7 @@ from diagnosis.pipeline.composer import (
     verified_evidence_lines,
 )
 from diagnosis.pipeline.disclosure import output_type_shows_claims
+from diagnosis.pipeline.routing import OUTPUT_TYPE_LABELS
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.services.invocations import NO_EVIDENCE
 
@@ -44,17 +45,7 @@ REPORT_TITLE = "告警分析报告"
 FIRING, RESOLVED = "firing", "resolved"
 # The evidence every analysed alert must have been checked against (seed 004 §6).
 REQUIRED_EVIDENCE_TOOLS = ("query_metrics", "query_logs")
-OUTPUT_TYPE_LABELS = {
-    OutputType.NORMAL: "已核验（NORMAL）",
-    OutputType.LOW_CONFID_WITH_DISCLAIMER: "有证据缺口（LOW_CONFID_WITH_DISCLAIMER）",
-    OutputType.DEGRADED: "已降级，需人工（DEGRADED）",
-}
-SUMMARY_LABELS = {
-    OutputType.NORMAL: "结论已通过校验（NORMAL）",
-    OutputType.LOW_CONFID_WITH_DISCLAIMER: "存在证据缺口（LOW_CONFID_WITH_DISCLAIMER）",
-    OutputType.DEGRADED: "已降级（DEGRADED）",
-    "FAILED": "执行失败",
-}
+FAILED_LABEL = "执行失败"
 FAILED_GAP = "诊断执行失败，未获得可用证据"
 MIXED_RESULTS_NOTE = "部分告警的结论存在证据缺口、已降级或执行失败，请按各告警的输出类型谨慎参考。"
 # Until tool invocations record their source (contracts §11), the configured backend tells it.
@@ -252,7 +243,7 @@ def status_line(analyses: list[AlertAnalysis], *, not_analysed_count: int = 0) -
 
 def alert_summary(analysis: AlertAnalysis) -> str:
     """One line for a notification: the outcome and, when there is one, the first verified finding."""
-    outcome = SUMMARY_LABELS[analysis.output_type if analysis.completed else "FAILED"]
+    outcome = _output_type_text(analysis) if analysis.completed else FAILED_LABEL
     if analysis.findings:
         return f"{outcome}：{' '.join(analysis.findings[0]['claim_text'].split())}"[:500]
     return outcome
@@ -310,9 +301,11 @@ def _alert_section(number: int, analysis: AlertAnalysis) -> list[str]:
 def _summary(analyses: list[AlertAnalysis], notes: list[str]) -> list[str]:
     lines = []
     if analyses:
-        counts = Counter(a.output_type if a.completed else "FAILED" for a in analyses)
-        parts = [f"{counts[kind]} 条{label}" for kind, label in SUMMARY_LABELS.items() if counts[kind]]
-        lines.append(f"- 共分析 {len(analyses)} 条 firing 告警：" + "，".join(parts) + "。")
+        counts = Counter(_output_type_text(a) if a.completed else FAILED_LABEL for a in analyses)
+        kinds = [*map(_labelled, OUTPUT_TYPE_LABELS), FAILED_LABEL]
+        parts = [f"{counts[kind]} 条{kind}" for kind in kinds if counts[kind]]
+        # "；" between the parts: a label may hold a "，" itself (已降级，需人工).
+        lines.append(f"- 共分析 {len(analyses)} 条 firing 告警：" + "；".join(parts) + "。")
         confirmed = [a.subject.label for a in analyses if a.confirmed]
         if confirmed:
             lines.append("- 有已核验证据支撑的告警：" + "、".join(confirmed) + "。")
@@ -375,7 +368,12 @@ def _verdict_text(analysis: AlertAnalysis) -> str:
 
 
 def _output_type_text(analysis: AlertAnalysis) -> str:
-    return OUTPUT_TYPE_LABELS.get(analysis.output_type, "—") if analysis.completed else "—"
+    return _labelled(analysis.output_type) if analysis.completed and analysis.output_type else "—"
+
+
+def _labelled(output_type: str) -> str:
+    """The output type's label with its code, as the report's readers look it up: 已核验（NORMAL）."""
+    return f"{OUTPUT_TYPE_LABELS[output_type]}（{output_type}）"
 
 
 def _cell(text: str) -> str:

@@ -47,6 +47,7 @@ from diagnosis.services.self_evaluation import self_evaluation_merge
 from diagnosis.services.session_lifecycle import session_enqueue, session_execute, session_update
 from diagnosis.services.session_runner import session_run
 from diagnosis.services.sessions import MAX_ANALYSED_ALERTS, session_rate_slot
+from tools.records import service_of
 
 logger = logging.getLogger(__name__)
 
@@ -402,11 +403,6 @@ def _filtered_active_alerts(inventory: ToolInvocation, alert_filter: dict) -> li
     ]
 
 
-def alert_service(labels: dict) -> str:
-    """The alert's service: the first of `DIAGNOSIS_SERVICE_LABELS` it carries."""
-    return next((labels[name] for name in settings.DIAGNOSIS["SERVICE_LABELS"] if labels.get(name)), "")
-
-
 def _alertmanager_alert(alert: dict) -> dict:
     labels = alert["labels"]
     ends_at = alert.get("endsAt")
@@ -416,7 +412,7 @@ def _alertmanager_alert(alert: dict) -> dict:
         ends_at = timezone.now()
     return {
         "alert_name": labels["alertname"],
-        "service": alert_service(labels),
+        "service": service_of(labels),
         "identity": {name: labels[name] for name in IDENTITY_LABELS if labels.get(name)},
         "state": alert["status"],
         "fingerprint": alert["fingerprint"],

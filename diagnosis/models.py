@@ -21,10 +21,12 @@ class DiagnosisSession(models.Model):
         FAILED = "FAILED", "失败"
 
     class OutputType(models.TextChoices):
-        # Named for what the answer is worth, never for the system's state ("正常" read as "all is well").
-        NORMAL = routing.OutputType.NORMAL.value, "已核验"
-        LOW_CONFID_WITH_DISCLAIMER = routing.OutputType.LOW_CONFID_WITH_DISCLAIMER.value, "有证据缺口"
-        DEGRADED = routing.OutputType.DEGRADED.value, "已降级，需人工"
+        NORMAL = routing.OutputType.NORMAL.value, routing.OUTPUT_TYPE_LABELS[routing.OutputType.NORMAL]
+        LOW_CONFID_WITH_DISCLAIMER = (
+            routing.OutputType.LOW_CONFID_WITH_DISCLAIMER.value,
+            routing.OUTPUT_TYPE_LABELS[routing.OutputType.LOW_CONFID_WITH_DISCLAIMER],
+        )
+        DEGRADED = routing.OutputType.DEGRADED.value, routing.OUTPUT_TYPE_LABELS[routing.OutputType.DEGRADED]
 
     class Feedback(models.TextChoices):
         USEFUL = "useful", "有用"

@@ -378,6 +378,20 @@ class CompletedSessionFactory(DiagnosisSessionFactory):
         session.save()
 
 
+def claim_blocked(session: DiagnosisSession, *, claim_id: str, rule: str) -> None:
+    """Record a claim of a factory session as a guard records one it blocked: out of the judged
+    output, in `blocked_claims`, with the guard's warning."""
+    evaluation = session.self_evaluation["verifier_evaluation"]
+    claims = evaluation["executor_structured_output"]["claims"]
+    evaluation["blocked_claims"] = [claim for claim in claims if claim["claim_id"] == claim_id]
+    claims[:] = [claim for claim in claims if claim["claim_id"] != claim_id]
+    evaluation["claim_checks"] = [c for c in evaluation["claim_checks"] if c["claim_id"] != claim_id]
+    evaluation["gatekeeper_result"]["warnings"].append(
+        {"rule": rule, "message": "断言已拦截，不参与校验与撰写", "claim_id": claim_id}
+    )
+    session.save()
+
+
 def _verdict_of(session: DiagnosisSession) -> str:
     return {output_type: verdict for verdict, output_type in OUTPUT_TYPES.items()}[session.output_type]
 

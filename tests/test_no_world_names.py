@@ -9,6 +9,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,6 +83,63 @@ def test_no_product_python_names_a_service_or_alert_of_any_world():
         for number, text in code_strings(path)
         for name, pattern in patterns.items()
         if pattern.search(text)
+    ]
+
+    assert found == []
+
+
+# A name's suffix is a guess about one world's naming (`order-service`, `ledger-svc`): names come from
+# the data (the inventory, the records), never from how they end.
+NAME_SUFFIXES = ("-service", "-svc")
+REGEX_FUNCTIONS = {"compile", "search", "match", "fullmatch", "findall", "finditer", "sub", "split"}
+
+
+def suffix_rules(source: str) -> list[tuple[int, str]]:
+    """The name-suffix rules of a module: a regex naming a suffix, or `endswith("-…")`."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        strings = [
+            constant.value
+            for argument in node.args
+            for constant in ast.walk(argument)
+            if isinstance(constant, ast.Constant) and isinstance(constant.value, str)
+        ]
+        if node.func.attr == "endswith":
+            found += [(node.lineno, text) for text in strings if text.startswith("-")]
+        elif node.func.attr in REGEX_FUNCTIONS:
+            found += [
+                (node.lineno, text)
+                for text in strings
+                if any(suffix in text.lower() for suffix in NAME_SUFFIXES)
+            ]
+    return found
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'SERVICE = re.compile(r"[a-z]+(?:-[a-z0-9]+)*-service\\b")',
+        'names = re.findall(rf"\\w+-svc{end}", text)',
+        'services = [name for name in names if name.endswith("-service")]',
+    ],
+)
+def test_a_name_suffix_rule_is_found(source):
+    assert suffix_rules(source) != []
+
+
+def test_a_name_rule_from_data_is_not_a_suffix_rule():
+    source = 'known = [name for name in names if name in inventory]\nWORD = re.compile(r"[a-z]+(?:-[a-z]+)+")'
+
+    assert suffix_rules(source) == []
+
+
+def test_no_product_python_guesses_a_name_by_its_suffix():
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {text}"
+        for path in product_files()
+        for number, text in suffix_rules(path.read_text(encoding="utf-8"))
     ]
 
     assert found == []

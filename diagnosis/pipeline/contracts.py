@@ -6,6 +6,7 @@ world vocabulary), so engines, guards and the Django side can all depend on it w
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -16,6 +17,8 @@ from diagnosis.pipeline.focus import QuestionFocus
 ANSWER_VERSION = "executor_evidence_v2"
 # raw_path of the one evidence ref of a tool call that found nothing (contracts §4).
 NO_EVIDENCE_PATH = "$.no_evidence"
+# raw_path of one record of a tool's output: `$.alerts[0]`, `$.series[2]`, `$.logs[3]`.
+RECORD_PATH = re.compile(r"^\$\.(?P<key>[A-Za-z_]+)\[(?P<index>\d+)\]$")
 
 ClaimType = Literal["observation", "negative_observation", "root_cause", "risk"]
 ClaimVerification = Literal[
@@ -163,3 +166,21 @@ class RecordedInvocation(Protocol):
     pk: Any
     tool_name: str
     retrieval_details: dict
+
+
+def record_path_parts(raw_path: str | None) -> tuple[str, int] | None:
+    """(collection key, index) of a record's raw_path; None for any other path."""
+    match = RECORD_PATH.match(raw_path or "")
+    return (match["key"], int(match["index"])) if match else None
+
+
+def record_at(output: Any, raw_path: str | None) -> dict | None:
+    """The record of a tool's output a raw_path points at; None when it points at no record."""
+    parts = record_path_parts(raw_path)
+    if parts is None or not isinstance(output, dict):
+        return None
+    key, index = parts
+    records = output.get(key)
+    if isinstance(records, list) and index < len(records) and isinstance(records[index], dict):
+        return records[index]
+    return None

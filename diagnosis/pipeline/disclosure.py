@@ -2,7 +2,7 @@
 
 The chat panel, the AIOps report and the admin's "shown to the user" mark all ask it. A DEGRADED
 answer shows no claim text at all, only gatekeeper-verified evidence; NORMAL and the disclaimer show
-the claims the verifier allowed (direct observation, reasonable inference) that stayed in scope.
+the claims the verifier allowed (direct observation, reasonable inference) that no guard blocked.
 """
 
 from __future__ import annotations
@@ -17,5 +17,5 @@ def output_type_shows_claims(output_type: str) -> bool:
     return output_type in OUTPUT_TYPES_SHOWING_CLAIMS
 
 
-def claim_shown(*, output_type: str, verification: str, scope_blocked: bool) -> bool:
-    return output_type_shows_claims(output_type) and verification in SHOWN_VERIFICATIONS and not scope_blocked
+def claim_shown(*, output_type: str, verification: str, blocked: bool) -> bool:
+    return output_type_shows_claims(output_type) and verification in SHOWN_VERIFICATIONS and not blocked

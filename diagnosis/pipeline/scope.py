@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from diagnosis.pipeline.contracts import Claim, ExecutorOutput
+from diagnosis.pipeline.contracts import Claim, ExecutorOutput, record_at
 from diagnosis.pipeline.facts import normalize
 from diagnosis.pipeline.focus import Inventory, QuestionFocus
 from diagnosis.pipeline.gatekeeper import RuleMessage
@@ -187,7 +187,6 @@ def _named(topic: str, text: str, vocabulary: Vocabulary) -> bool:
 # --- Focus (contracts §12): a question that names services or alerts is about them. ---
 
 FOCUS_RULE = "scope.out_of_focus"
-RAW_PATH = re.compile(r"^\$\.(?P<key>[A-Za-z_]+)\[(?P<index>\d+)\]$")
 
 
 @dataclass(frozen=True)
@@ -213,7 +212,7 @@ def record_subjects(
     for invocation in invocations:
         output = invocation.output or {}
         for ref in (invocation.retrieval_details or {}).get("evidence_refs") or []:
-            record = _record_at(output, ref.get("raw_path", ""))
+            record = record_at(output, ref.get("raw_path", ""))
             subjects[(invocation.pk, ref.get("raw_path", ""))] = _subject_of(
                 record if record is not None else invocation.input or {}, inventory, fields
             )
@@ -317,17 +316,6 @@ def _any_same(names: set[str] | frozenset[str], wanted: set[str], inventory: Inv
 
 def _focus_warning(message: str, claim: Claim) -> RuleMessage:
     return RuleMessage(rule=FOCUS_RULE, message=message, claim_id=claim.claim_id)
-
-
-def _record_at(output: dict, raw_path: str) -> dict | None:
-    match = RAW_PATH.match(raw_path)
-    if not match:
-        return None
-    records = output.get(match["key"])
-    index = int(match["index"])
-    if isinstance(records, list) and index < len(records) and isinstance(records[index], dict):
-        return records[index]
-    return None
 
 
 def _subject_of(record: dict, inventory: Inventory, fields: Sequence[str]) -> RecordSubject:

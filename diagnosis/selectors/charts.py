@@ -19,11 +19,12 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from diagnosis.models import ToolInvocation
+from diagnosis.pipeline.contracts import record_at, record_path_parts
 from tools.clock import local_text
-from tools.sources.records import number_text, series_name
+from tools.records import number_text, series_name
 
 RANGE_TOOL = "query_promql"
-SERIES_PATH = re.compile(r"^\$\.series\[(\d+)\]$")
+SERIES_KEY = "series"
 # `<left> <op> <number>` at the top level of an expr (`… > 0.8`, `… >= bool 90`); anything else: no threshold.
 COMPARISON = re.compile(
     r"^(?P<left>.+?)\s*(?P<op>>=|<=|==|!=|>|<)\s*(?:bool\s+)?(?P<number>-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*$",
@@ -89,14 +90,12 @@ def series_chart(
     *, invocation: ToolInvocation, raw_path: str, excerpt: str, session_invocations: Iterable[ToolInvocation]
 ) -> SeriesChart | None:
     """The chart of the cited series of a range query; None for anything else or too few points."""
-    match = SERIES_PATH.match(raw_path or "")
-    if not match or not is_range_invocation(invocation):
+    parts = record_path_parts(raw_path)
+    if parts is None or parts[0] != SERIES_KEY or not is_range_invocation(invocation):
         return None
-    series = (invocation.output or {}).get("series") or []
-    index = int(match.group(1))
-    if index >= len(series) or not isinstance(series[index], dict):
+    record = record_at(invocation.output, raw_path)
+    if record is None:
         return None
-    record = series[index]
     points = [point for pair in record.get("values") or [] if (point := _point(pair)) is not None]
     if len(points) < 2:
         return None

@@ -1,4 +1,5 @@
-"""Claims beside their checked evidence, per round, read from `verifier_evaluation` and the invocations.
+"""Claims beside their checked evidence, per round, read from `verifier_evaluation` (through the one
+typed reader, `verifier_record_read`) and the invocations.
 
 Shared by the chat page (only what the verifier allowed) and the reviewers' admin (everything).
 Strings are returned raw; templates escape them. A highlight is split into before / match / after
@@ -8,8 +9,8 @@ so the template can wrap the match in <mark> without building HTML here.
 from __future__ import annotations
 
 import json
-import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -18,8 +19,12 @@ from django.utils.translation import gettext_lazy as _
 from rapidfuzz import fuzz
 
 from diagnosis.models import AgentStep, DiagnosisSession, ToolInvocation
+from diagnosis.pipeline.contracts import Claim, EvidenceBinding, record_at
 from diagnosis.pipeline.disclosure import claim_shown
-from diagnosis.pipeline.scope import SCOPE_RULE
+from diagnosis.pipeline.gatekeeper import CheckedBinding
+from diagnosis.pipeline.records import RoundRecord, VerifierEvaluation, verifier_record_read
+from diagnosis.pipeline.routing import OUTPUT_TYPE_TONES
+from diagnosis.pipeline.scope import FOCUS_RULE, SCOPE_RULE
 from diagnosis.selectors.charts import SeriesChart, series_chart
 from diagnosis.selectors.self_evaluation import (
     AIOPS_RULE_EVALUATION,
@@ -30,7 +35,6 @@ from diagnosis.selectors.self_evaluation import (
 
 # Below this rapidfuzz alignment score a fuzzy highlight would mark the wrong words: mark nothing.
 FUZZY_HIGHLIGHT_MIN_SCORE = 70
-RAW_PATH_PATTERN = re.compile(r"^\$\.(\w+)\[(\d+)\]$")
 # Keys of a round's verifier record that RoundView lays out itself; any other key goes to `extra`.
 ROUND_KEYS_LAID_OUT = frozenset(
     {
@@ -80,10 +84,10 @@ CLAIM_TYPE_LABELS = {
     "root_cause": _("root cause"),
     "risk": _("risk"),
 }
-OUTPUT_TYPE_TONES = {
-    DiagnosisSession.OutputType.NORMAL: "good",
-    DiagnosisSession.OutputType.LOW_CONFID_WITH_DISCLAIMER: "warn",
-    DiagnosisSession.OutputType.DEGRADED: "bad",
+# The guard that blocked a claim (its warning rule), as the panel and the admin name it.
+BLOCKING_RULE_LABELS = {
+    SCOPE_RULE: _("an excluded topic"),
+    FOCUS_RULE: _("a subject outside the question"),
 }
 VERDICT_TONES = {"PASS": "good", "LOW_CONFID": "warn", "REJECT": "bad"}
 STAGE_STATE_LABELS = {
@@ -168,9 +172,19 @@ class ClaimView:
     verification_label: str
     verification_tone: str
     detail: str
-    scope_blocked: bool
+    # The rule of the guard that blocked the claim (`scope.excluded_topic`, …); empty for a claim
+    # the guards kept, which is shown with the bindings they kept.
+    blocked_by: str = ""
     # Whether the user was shown this claim: only the final round's, by `claim_shown`.
     shown: bool = False
+
+    @property
+    def blocked(self) -> bool:
+        return bool(self.blocked_by)
+
+    @property
+    def blocked_label(self) -> str:
+        return str(BLOCKING_RULE_LABELS.get(self.blocked_by, self.blocked_by))
 
     @property
     def badge_label(self) -> str:
@@ -246,7 +260,9 @@ class SessionPanel:
     verdict_tone: str
     claims: list[ClaimView] = field(default_factory=list)
     verified_bindings: list[BindingView] = field(default_factory=list)
+    # Claims that did not pass verification, and claims a guard blocked, by the guard's label.
     hidden_claim_count: int = 0
+    blocked_claim_counts: list[tuple[str, int]] = field(default_factory=list)
     # Some evidence came from the demo world: the page says 演示数据 beside the answer.
     uses_demo_data: bool = False
     progress: ProgressView | None = None
@@ -296,17 +312,6 @@ def _is_ascii_word(char: str) -> bool:
     return char.isascii() and char.isalnum()
 
 
-def _record_at(output: dict, raw_path: str):
-    match = RAW_PATH_PATTERN.match(raw_path or "")
-    if not match or not isinstance(output, dict):
-        return None
-    records = output.get(match.group(1))
-    index = int(match.group(2))
-    if isinstance(records, list) and index < len(records):
-        return records[index]
-    return None
-
-
 def _ref_text(invocation: ToolInvocation | None, raw_path: str) -> str | None:
     if invocation is None:
         return None
@@ -316,25 +321,27 @@ def _ref_text(invocation: ToolInvocation | None, raw_path: str) -> str | None:
     return None
 
 
-def _binding_view(binding: dict, invocations: dict[int, ToolInvocation]) -> BindingView:
-    invocation_id = binding.get("source_invocation_id")
-    invocation = invocations.get(invocation_id) if isinstance(invocation_id, int) else None
-    raw_path = binding.get("raw_path") or ""
-    excerpt = binding.get("evidence_excerpt") or ""
+def _binding_view(
+    binding: CheckedBinding | EvidenceBinding, invocations: dict[int, ToolInvocation]
+) -> BindingView:
+    # The gatekeeper's record of a binding carries its verdict; the executor's alone is unchecked.
+    checked = binding if isinstance(binding, CheckedBinding) else None
+    invocation_id = binding.source_invocation_id
+    invocation = invocations.get(invocation_id) if invocation_id is not None else None
+    raw_path = binding.raw_path or ""
+    excerpt = binding.evidence_excerpt
+    matched = (checked.matched_text if checked else None) or excerpt
     ref_text = _ref_text(invocation, raw_path)
-    record = _record_at(invocation.output, raw_path) if invocation is not None else None
     return BindingView(
-        tool_name=binding.get("tool_name") or "",
+        tool_name=binding.tool_name,
         source_invocation_id=invocation_id,
         raw_path=raw_path,
-        status=binding.get("status") or "unchecked",
-        rule=binding.get("rule") or "",
-        similarity=binding.get("similarity"),
+        status=checked.status if checked else "unchecked",
+        rule=(checked.rule if checked else None) or "",
+        similarity=checked.similarity if checked else None,
         excerpt=excerpt,
-        ref=None
-        if ref_text is None
-        else excerpt_highlight(text=ref_text, excerpt=binding.get("matched_text") or excerpt),
-        record=record if isinstance(record, dict) else None,
+        ref=None if ref_text is None else excerpt_highlight(text=ref_text, excerpt=matched),
+        record=record_at(invocation.output, raw_path) if invocation is not None else None,
         source=invocation.source if invocation is not None else "",
         source_location=invocation.source_location if invocation is not None else "",
         chart=None
@@ -342,88 +349,93 @@ def _binding_view(binding: dict, invocations: dict[int, ToolInvocation]) -> Bind
         else series_chart(
             invocation=invocation,
             raw_path=raw_path,
-            excerpt=binding.get("matched_text") or excerpt,
+            excerpt=matched,
             session_invocations=invocations.values(),
         ),
     )
 
 
-def _claim_views(evaluation: dict, invocations: dict[int, ToolInvocation]) -> list[ClaimView]:
-    executor_output = evaluation.get("executor_structured_output") or {}
-    gatekeeper = evaluation.get("gatekeeper_result") or {}
-    checks = {check.get("claim_id"): check for check in evaluation.get("claim_checks") or []}
-    checked_bindings: dict[str, list[dict]] = {}
-    for checked in gatekeeper.get("checked_bindings") or []:
-        checked_bindings.setdefault(checked.get("claim_id"), []).append(checked)
-    blocked = {
-        warning.get("claim_id")
-        for warning in gatekeeper.get("warnings") or []
-        if warning.get("rule") == SCOPE_RULE
-    } | {claim.get("claim_id") for claim in evaluation.get("blocked_claims") or []}
-    claims = []
-    for claim in executor_output.get("claims") or []:
-        claim_id = claim.get("claim_id") or ""
-        check = checks.get(claim_id, {})
-        verification = check.get("verification") or ""
-        # The gatekeeper's record of a binding carries its verdict; the executor's alone is unchecked.
-        bindings = checked_bindings.get(claim_id) or claim.get("evidence_bindings") or []
-        claims.append(
-            ClaimView(
-                claim_id=claim_id,
-                claim_type=claim.get("claim_type") or "",
-                claim_type_label=CLAIM_TYPE_LABELS.get(
-                    claim.get("claim_type"), claim.get("claim_type") or ""
-                ),
-                text=claim.get("claim_text") or "",
-                bindings=[_binding_view(binding, invocations) for binding in bindings],
-                verification=verification,
-                verification_label=VERIFICATION_LABELS.get(verification, _("not checked")),
-                verification_tone=VERIFICATION_TONES.get(verification, "none"),
-                detail=check.get("detail") or "",
-                scope_blocked=claim_id in blocked,
-            )
+def _blocking_rules(record: RoundRecord) -> dict[str, str]:
+    """Each blocked claim's guard: the rule of the last warning about it (a guard that drops a
+    binding warns too, but writes the blocking warning last)."""
+    blocked = {claim.claim_id for claim in record.blocked_claims}
+    rules = {}
+    for warning in record.gatekeeper_result.warnings:
+        if warning.claim_id in blocked:
+            rules[warning.claim_id] = warning.rule
+    return rules
+
+
+def _claim_views(record: RoundRecord, invocations: dict[int, ToolInvocation]) -> list[ClaimView]:
+    """The claims the guards kept (what was verified and composed), then those they blocked."""
+    checks = {check.claim_id: check for check in record.claim_checks}
+    checked_bindings: dict[str, list[CheckedBinding]] = {}
+    for checked in record.gatekeeper_result.checked_bindings:
+        checked_bindings.setdefault(checked.claim_id, []).append(checked)
+    blocking_rules = _blocking_rules(record)
+
+    def view(claim: Claim, *, blocked_by: str = "") -> ClaimView:
+        check = checks.get(claim.claim_id)
+        verification = check.verification if check else ""
+        bindings = checked_bindings.get(claim.claim_id) or claim.evidence_bindings
+        return ClaimView(
+            claim_id=claim.claim_id,
+            claim_type=claim.claim_type,
+            claim_type_label=CLAIM_TYPE_LABELS.get(claim.claim_type, claim.claim_type),
+            text=claim.claim_text,
+            bindings=[_binding_view(binding, invocations) for binding in bindings],
+            verification=verification,
+            verification_label=VERIFICATION_LABELS.get(verification, _("not checked")),
+            verification_tone=VERIFICATION_TONES.get(verification, "none"),
+            detail=check.detail if check else "",
+            blocked_by=blocked_by,
         )
-    return claims
+
+    return [
+        *(view(claim) for claim in record.executor_structured_output.claims),
+        # A blocked claim without its warning is from a row written before the focus guard: the
+        # scope guard was the only one that blocked.
+        *(
+            view(claim, blocked_by=blocking_rules.get(claim.claim_id, SCOPE_RULE))
+            for claim in record.blocked_claims
+        ),
+    ]
 
 
-def _round_view(evaluation: dict, invocations: dict[int, ToolInvocation]) -> RoundView:
-    executor_output = evaluation.get("executor_structured_output") or {}
+def _round_view(record: RoundRecord, invocations: dict[int, ToolInvocation]) -> RoundView:
+    executor_output = record.executor_structured_output
     return RoundView(
-        round=evaluation.get("round") or 1,
-        verdict=evaluation.get("verdict") or "",
-        groundedness_score=evaluation.get("groundedness_score"),
-        critical_fact_count=evaluation.get("critical_fact_count"),
-        claims=_claim_views(evaluation, invocations),
+        round=record.round,
+        verdict=record.verdict,
+        groundedness_score=record.groundedness_score,
+        critical_fact_count=record.critical_fact_count,
+        claims=_claim_views(record, invocations),
         facts=[
             FactView(
-                fact=fact.get("fact") or "",
-                is_critical=bool(fact.get("is_critical")),
-                label=FACT_LABELS.get(fact.get("verification"), fact.get("verification") or ""),
-                detail=fact.get("detail") or "",
+                fact=fact.fact,
+                is_critical=fact.is_critical,
+                label=FACT_LABELS.get(fact.verification, fact.verification),
+                detail=fact.detail,
             )
-            for fact in evaluation.get("facts_checked") or []
+            for fact in record.facts_checked
         ],
-        rationale=evaluation.get("rationale") or "",
-        gatekeeper=evaluation.get("gatekeeper_result") or {},
-        composer_output=evaluation.get("composer_output") or {},
-        parse_status=evaluation.get("executor_output_parse_status") or {},
-        retry_context=evaluation.get("retry_context") or {},
-        tool_trace_summary=evaluation.get("tool_trace_summary") or [],
-        hypotheses=executor_output.get("hypotheses") or [],
-        missing_info=executor_output.get("missing_info") or [],
-        recommended_actions=executor_output.get("recommended_actions") or [],
-        extra={key: value for key, value in evaluation.items() if key not in ROUND_KEYS_LAID_OUT},
+        rationale=record.rationale,
+        gatekeeper=record.gatekeeper_result.model_dump(),
+        composer_output=record.composer_output.model_dump() if isinstance(record, VerifierEvaluation) else {},
+        parse_status=record.executor_output_parse_status,
+        retry_context=record.retry_context or {},
+        tool_trace_summary=record.tool_trace_summary,
+        hypotheses=executor_output.hypotheses,
+        missing_info=executor_output.missing_info,
+        recommended_actions=executor_output.recommended_actions,
+        extra={key: value for key, value in record.model_dump().items() if key not in ROUND_KEYS_LAID_OUT},
     )
 
 
-def verifier_rounds(*, verifier_evaluation: dict) -> list[dict]:
-    """Every round's verifier record, oldest first (earlier rounds under `rounds`, the last at the top)."""
-    by_round: dict[int, dict] = {}
-    for earlier in verifier_evaluation.get("rounds") or []:
-        by_round[earlier.get("round") or 1] = earlier
-    latest = {key: value for key, value in verifier_evaluation.items() if key != "rounds"}
-    if latest:
-        by_round[latest.get("round") or max(by_round, default=1)] = latest
+def verifier_rounds(*, record: RoundRecord) -> list[RoundRecord]:
+    """Every round's record, oldest first (earlier rounds under `rounds`, the last at the top)."""
+    by_round = {earlier.round: earlier for earlier in record.rounds}
+    by_round[record.round] = record
     return [by_round[number] for number in sorted(by_round)]
 
 
@@ -435,12 +447,11 @@ def _invocations_by_id(session: DiagnosisSession) -> dict[int, ToolInvocation]:
 def session_rounds(*, session: DiagnosisSession) -> list[RoundView]:
     """Each round's claims, checked bindings and verifier classes, for reviewers; the final round's
     claims marked `shown` where the session's output type let the user see them."""
-    verifier_evaluation = self_evaluation_of(session=session).get(VERIFIER_EVALUATION) or {}
+    record = verifier_record_read(self_evaluation_of(session=session).get(VERIFIER_EVALUATION))
+    if record is None:
+        return []
     invocations = _invocations_by_id(session)
-    rounds = [
-        _round_view(evaluation, invocations)
-        for evaluation in verifier_rounds(verifier_evaluation=verifier_evaluation)
-    ]
+    rounds = [_round_view(each, invocations) for each in verifier_rounds(record=record)]
     if rounds:
         final = rounds[-1]
         rounds[-1] = replace(
@@ -451,7 +462,7 @@ def session_rounds(*, session: DiagnosisSession) -> list[RoundView]:
                     shown=claim_shown(
                         output_type=session.output_type,
                         verification=claim.verification,
-                        scope_blocked=claim.scope_blocked,
+                        blocked=claim.blocked,
                     ),
                 )
                 for claim in final.claims
@@ -537,13 +548,11 @@ def session_panel(*, session: DiagnosisSession) -> SessionPanel:
         for claim in claims
         if claim.shown
     ]
-    panel.hidden_claim_count = len(claims) - len(panel.claims)
+    panel.hidden_claim_count = sum(1 for claim in claims if not claim.shown and not claim.blocked)
+    blocked = Counter(claim.blocked_label for claim in claims if claim.blocked)
+    panel.blocked_claim_counts = sorted(blocked.items())
     if not panel.claims:
         panel.verified_bindings = [
-            binding
-            for claim in claims
-            if not claim.scope_blocked
-            for binding in claim.bindings
-            if binding.passed
+            binding for claim in claims if not claim.blocked for binding in claim.bindings if binding.passed
         ]
     return panel

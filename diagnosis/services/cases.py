@@ -27,6 +27,7 @@ from diagnosis.models import DiagnosisSession
 from diagnosis.pipeline.composer import composer_material_from_record
 from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, ComposerInput
 from diagnosis.pipeline.facts import fact_tokens
+from diagnosis.pipeline.records import verifier_record_read
 from diagnosis.selectors.evidence import BindingView, ClaimView, session_rounds
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from tools.matching import groups_in
@@ -83,6 +84,12 @@ def _verified_material(*, session: DiagnosisSession) -> ComposerInput | None:
     return recorded.material
 
 
+def _known_services(*, session: DiagnosisSession) -> set[str]:
+    """The services the session's question was read against (its stored inventory)."""
+    record = verifier_record_read(self_evaluation_of(session=session).get(VERIFIER_EVALUATION))
+    return {name.lower() for name in (record.inventory.get("services") or [])} if record else set()
+
+
 def _category(groups: set[str]) -> str | None:
     """Fault categories by synonym group, from the world vocabulary. First match wins: a pool
     exhaustion shows up as timeouts, so the vocabulary lists the specific category first."""
@@ -119,6 +126,7 @@ def case_fields_extract(*, session: DiagnosisSession) -> CaseFields:
     ]
     tokens = [token for text in texts for token in fact_tokens(text)]
     alert_names = _unique(record.get("alert_name") for record in records)
+    known_services = _known_services(session=session)
     findings_first = sorted(claims, key=lambda claim: claim.claim_id not in finding_ids)
     root_causes = [
         claim.text for claim in claims if claim.claim_id in finding_ids and claim.claim_type == "root_cause"
@@ -130,7 +138,7 @@ def case_fields_extract(*, session: DiagnosisSession) -> CaseFields:
         solution=_bullets(material.allowed_actions if material else []),
         service=_first(
             [record.get("service") for record in records]
-            + [token.surface for token in tokens if token.kind == "name" and token.value.endswith("-service")]
+            + [token.surface for token in tokens if token.kind == "name" and token.value in known_services]
         ),
         alert_name=_first(alert_names),
         error_code=_first(

@@ -12,6 +12,8 @@ from django import template
 from django.utils import timezone
 from django.utils.html import format_html
 
+from diagnosis.pipeline.routing import OUTPUT_TYPE_LABELS
+
 register = template.Library()
 
 KEY_LABELS = {
@@ -99,9 +101,7 @@ VALUE_LABELS = {
     "pass": "通过",
     "fail": "未通过",
     # output types and the route a round took
-    "NORMAL": "已核验",
-    "LOW_CONFID_WITH_DISCLAIMER": "有证据缺口（附免责声明）",
-    "DEGRADED": "已降级，需人工",
+    **OUTPUT_TYPE_LABELS,
     "RETRY": "补充取证（重试一轮）",
     # pipeline stages (current_stage) and step states
     "planner": "规划",

@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from caselib.models import CaseLibrary
 from diagnosis.models import DiagnosisSession, SessionReview
+from diagnosis.pipeline.scope import SCOPE_RULE
 from diagnosis.services.reviewers import reviewer_group_ensure
 from feedback.models import BadCase
 from tests.factories import (
@@ -17,6 +18,7 @@ from tests.factories import (
     DiagnosisSessionFactory,
     StaffUserFactory,
     UserFactory,
+    claim_blocked,
 )
 
 pytestmark = pytest.mark.django_db
@@ -88,6 +90,15 @@ def test_change_page_lays_out_claims_bindings_and_verdicts(client, reviewer, ver
     else:
         assert "<mark>HighMemoryUsage firing service=order-service</mark>" in page
         assert "直接观测" in page
+
+
+def test_change_page_says_which_guard_blocked_a_claim(client, reviewer):
+    session = CompletedSessionFactory(verdict="PASS")
+    claim_blocked(session, claim_id="c1", rule=SCOPE_RULE)
+    page = client.get(change_url(session)).content.decode()
+    assert "order-service 存在 firing 状态的 HighMemoryUsage 告警" in page
+    assert "已拦截，未展示：涉及用户排除的主题" in page
+    assert "已向用户展示" not in page
 
 
 def test_change_page_puts_both_rounds_of_a_retried_session_side_by_side(client, reviewer):

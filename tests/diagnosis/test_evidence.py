@@ -1,6 +1,8 @@
 import pytest
 
 from diagnosis.models import DiagnosisSession
+from diagnosis.pipeline.records import verifier_record_read
+from diagnosis.pipeline.scope import SCOPE_RULE
 from diagnosis.selectors.evidence import (
     Highlight,
     excerpt_highlight,
@@ -8,7 +10,8 @@ from diagnosis.selectors.evidence import (
     session_rounds,
     verifier_rounds,
 )
-from tests.factories import CompletedSessionFactory
+from diagnosis.services.sessions import session_start
+from tests.factories import CompletedSessionFactory, UserFactory, claim_blocked
 
 pytestmark = pytest.mark.django_db
 
@@ -41,10 +44,13 @@ def test_an_excerpt_that_is_not_there_marks_nothing():
 
 
 def test_rounds_are_listed_once_each_oldest_first():
-    latest = {"round": 2, "verdict": "PASS", "rounds": [{"round": 1, "verdict": "LOW_CONFID"}, {"round": 2}]}
-    rounds = verifier_rounds(verifier_evaluation=latest)
-    assert [(r["round"], r["verdict"]) for r in rounds] == [(1, "LOW_CONFID"), (2, "PASS")]
-    assert "rounds" not in rounds[1]
+    session = CompletedSessionFactory(verdict="PASS", retried=True)
+    record = verifier_record_read(session.self_evaluation["verifier_evaluation"])
+
+    rounds = verifier_rounds(record=record)
+
+    assert [(r.round, r.verdict) for r in rounds] == [(1, "LOW_CONFID"), (2, "PASS")]
+    assert rounds[1] is record  # the final round once, though the record repeats it under `rounds`
 
 
 def test_each_round_pairs_claims_with_their_checked_bindings_and_class():
@@ -66,17 +72,47 @@ def test_the_chat_panel_shows_only_allowed_claims_and_their_passed_bindings():
     assert panel.hidden_claim_count == 1
 
 
-def test_scope_blocked_claims_never_reach_the_chat_panel():
+def test_blocked_claims_never_reach_the_chat_panel_which_says_which_guard_blocked_them():
+    session = CompletedSessionFactory(verdict="PASS")
+    claim_blocked(session, claim_id="c1", rule=SCOPE_RULE)
+
+    panel = session_panel(session=session)
+
+    assert panel.claims == []
+    assert panel.verified_bindings == []
+    assert panel.hidden_claim_count == 0
+    assert panel.blocked_claim_counts == [("用户排除的主题", 1)]
+    (claim,) = session_rounds(session=session)[-1].claims
+    assert (claim.claim_id, claim.blocked_by, claim.shown) == ("c1", SCOPE_RULE, False)
+
+
+def test_a_claim_the_exclusion_guard_only_trimmed_is_shown():
     session = CompletedSessionFactory(verdict="PASS")
     evaluation = session.self_evaluation["verifier_evaluation"]
     evaluation["gatekeeper_result"]["warnings"].append(
-        {"rule": "scope.excluded_topic", "message": "超出提问范围", "claim_id": "c1"}
+        {"rule": SCOPE_RULE, "message": "证据 $.logs[0] 涉及用户排除的主题（GC），已从断言中移除", "claim_id": "c1"}
     )
     session.save()
+
     panel = session_panel(session=session)
-    assert panel.claims == []
-    assert panel.verified_bindings == []
-    assert panel.hidden_claim_count == 1
+
+    assert [claim.claim_id for claim in panel.claims] == ["c1"]
+    assert panel.blocked_claim_counts == []
+
+
+def test_the_panel_shows_the_claim_the_answer_states_when_a_topic_was_excluded():
+    session = session_start(query="order-service 为什么内存高？不要分析 GC", owner=UserFactory(), run_inline=True)
+    warnings = session.self_evaluation["verifier_evaluation"]["gatekeeper_result"]["warnings"]
+    assert {(w["rule"], w["claim_id"]) for w in warnings} == {(SCOPE_RULE, "claim-1")}  # bindings dropped
+
+    panel = session_panel(session=session)
+
+    assert session.output_type == DiagnosisSession.OutputType.NORMAL
+    (claim,) = panel.claims
+    assert claim.claim_id == "claim-1"
+    assert claim.text in session.answer.split("**已确认的发现**")[1]
+    assert all("GC" not in binding.excerpt for binding in claim.bindings)
+    assert panel.hidden_claim_count == 0
 
 
 def test_a_rejected_round_shows_no_claim_and_no_failed_excerpt():

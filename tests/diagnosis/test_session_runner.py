@@ -4,6 +4,7 @@ import pytest
 
 from diagnosis.models import AgentStep, DiagnosisSession
 from diagnosis.pipeline.orchestrator import RETRY_INSTRUCTION
+from diagnosis.pipeline.records import verifier_record_read
 from diagnosis.selectors.evidence import verifier_rounds
 from diagnosis.services.sessions import session_start
 
@@ -64,7 +65,7 @@ def test_low_confidence_is_retried_once_with_the_gaps_and_never_a_third_time(fak
     # Each round is stored once: the first under `rounds`, the final one is the record itself.
     assert [r["round"] for r in evaluation["rounds"]] == [1]
     assert evaluation["round"] == 2
-    assert [r["round"] for r in verifier_rounds(verifier_evaluation=evaluation)] == [1, 2]
+    assert [r.round for r in verifier_rounds(record=verifier_record_read(evaluation))] == [1, 2]
 
 
 def test_a_reject_is_degraded_at_once_even_with_rounds_left(fake_llm):

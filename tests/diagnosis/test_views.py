@@ -3,6 +3,7 @@ from django.urls import reverse
 
 from caselib.models import CaseLibrary
 from diagnosis.models import AgentStep, DiagnosisSession
+from diagnosis.pipeline.scope import FOCUS_RULE
 from diagnosis.services.session_lifecycle import session_execute
 from diagnosis.services.sessions import session_start
 from feedback.models import BadCase
@@ -14,6 +15,7 @@ from tests.factories import (
     ReviewerFactory,
     StaffUserFactory,
     UserFactory,
+    claim_blocked,
 )
 
 pytestmark = pytest.mark.django_db
@@ -138,6 +140,15 @@ def test_disclaimer_answer_hides_the_unsupported_claim(client, engineer):
     assert "有证据缺口" in page
     assert "以下结论基于当前已获取证据" in page
     assert "内存升高由订单缓存泄漏引起" not in page
+    assert "1 条断言未通过校验，未展示" in page
+
+
+def test_a_blocked_claim_is_not_shown_and_the_page_says_which_guard_blocked_it(client, engineer):
+    session = CompletedSessionFactory(owner=engineer, verdict="LOW_CONFID")
+    claim_blocked(session, claim_id="c1", rule=FOCUS_RULE)
+    page = page_of(client, session)
+    assert "order-service 存在 firing 状态的 HighMemoryUsage 告警" not in page
+    assert "1 条断言涉及问题之外的对象，已拦截，未展示。" in page
     assert "1 条断言未通过校验，未展示" in page
 
 

@@ -21,13 +21,15 @@ from django.utils.module_loading import import_string
 from tools.clock import local_text
 from tools.inventory import SourceInventory
 from tools.matching import groups_in, mentioned, query_groups
+from tools.records import alert_record
 from tools.retrieval import KnowledgeBlock
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "demo_world"
 # Words of a query without any known keyword or service, matched literally (`idx_user_id`).
 LITERAL_WORD = re.compile(r"[a-z0-9_.:/\-]{4,}|[\u4e00-\u9fff]{2,}")
-# A service the query names that the world does not know must narrow to nothing, not be ignored.
-SERVICE_WORD = re.compile(r"(?<![a-z0-9-])[a-z0-9]+(?:-[a-z0-9]+)*-service(?![a-z0-9-])")
+# A hyphenated name (`foo-bar`, `node-07`): one the world's records never name is a service or host
+# it does not know, and must narrow to nothing, not be ignored.
+NAME_WORD = re.compile(r"(?<![a-z0-9-])[a-z0-9]+(?:-[a-z0-9]+)+(?![a-z0-9-])")
 
 
 @dataclass(frozen=True)
@@ -60,10 +62,10 @@ def _logs() -> tuple[LogRecord, ...]:
 
 @cache
 def _known_names() -> frozenset[str]:
-    """Services and instances a query may name."""
+    """Services and instances a query may name: those the world's alerts and logs name."""
     return frozenset(
         name for record in _logs() for name in (record.fields["service"], record.fields["instance"])
-    )
+    ) | {alert["service"] for alert in _alerts()}
 
 
 @cache
@@ -91,9 +93,17 @@ def filter_matches(wanted: str | None, value: str) -> bool:
     return not wanted or wanted.strip().lower() == value.lower()
 
 
+def _unknown_names(query: str) -> set[str]:
+    return {
+        word
+        for word in NAME_WORD.findall(query.lower())
+        if word not in _known_names() and not any(word in record.text for record in _logs())
+    }
+
+
 def log_matches(record: LogRecord, query: str) -> bool:
     """By service and topic keywords with synonyms; a query naming neither is matched literally."""
-    names = mentioned(_known_names(), query) | set(SERVICE_WORD.findall(query.lower()))
+    names = mentioned(_known_names(), query) | _unknown_names(query)
     if names and not names & {record.fields["service"], record.fields["instance"]}:
         return False
     groups = query_groups(query)
@@ -145,19 +155,18 @@ def knowledge_source_blocks() -> list[KnowledgeBlock]:
 
 
 def alert_rendered(alert: dict, now: datetime) -> dict:
-    minutes = alert["started_minutes_ago"]
-    return {
-        "alert_name": alert["alert_name"],
-        "service": alert["service"],
-        "state": alert["state"],
-        "severity": alert["severity"],
-        "description": alert["description"],
-        "active_at": local_text(now - timedelta(minutes=minutes)),
-        "duration": f"{minutes}m",
-        "labels": alert["labels"],
-        "value": alert["value"],
-        "threshold": alert["threshold"],
-    }
+    return alert_record(
+        alert_name=alert["alert_name"],
+        service=alert["service"],
+        state=alert["state"],
+        severity=alert["severity"],
+        description=alert["description"],
+        started=now - timedelta(minutes=alert["started_minutes_ago"]),
+        now=now,
+        labels=alert["labels"],
+        value=alert["value"],
+        threshold=alert["threshold"],
+    )
 
 
 def log_rendered(record: dict, now: datetime) -> dict:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from tools.inventory import SourceInventory
+from tools.records import labelled_alert_record, parsed_time, service_of
 from tools.sources.http import HttpSource
 from tools.sources.prometheus import PrometheusSource, matches
-from tools.sources.records import duration_text, parsed_time, service_of, time_text
 
 
 def alert_state(status: dict) -> str:
@@ -63,26 +63,18 @@ class AlertmanagerSource(HttpSource):
 
 def alert_record(alert: dict, *, samples: list[dict], now: datetime) -> dict:
     labels = dict(alert.get("labels") or {})
-    annotations = dict(alert.get("annotations") or {})
-    starts_at = alert.get("startsAt", "")
+    status = alert.get("status") or {}
     # Alertmanager adds external labels: the Prometheus alert's labels are a subset of its own.
-    sample = next(
-        (s for s in samples if s["labels"].items() <= labels.items()),
-        None,
+    sample = next((s for s in samples if s["labels"].items() <= labels.items()), None)
+    return labelled_alert_record(
+        labels=labels,
+        annotations=dict(alert.get("annotations") or {}),
+        state=alert_state(status),
+        started=parsed_time(alert.get("startsAt", "")),
+        now=now,
+        value=sample["value"] if sample else None,
+        fingerprint=alert.get("fingerprint", ""),
+        silenced_by=list(status.get("silencedBy") or []),
+        inhibited_by=list(status.get("inhibitedBy") or []),
+        expr=sample["expr"] if sample else "",
     )
-    return {
-        "alert_name": labels.get("alertname", ""),
-        "service": service_of(labels),
-        "state": alert_state(alert.get("status") or {}),
-        "severity": labels.get("severity", ""),
-        "description": annotations.get("description") or annotations.get("summary") or "",
-        "active_at": time_text(starts_at),
-        "duration": duration_text(parsed_time(starts_at), now),
-        "labels": labels,
-        "annotations": annotations,
-        "fingerprint": alert.get("fingerprint", ""),
-        "silenced_by": list((alert.get("status") or {}).get("silencedBy") or []),
-        "inhibited_by": list((alert.get("status") or {}).get("inhibitedBy") or []),
-        "value": sample["value"] if sample else None,
-        "expr": sample["expr"] if sample else "",
-    }

@@ -15,8 +15,8 @@ from django.conf import settings
 from tools.clock import local_text
 from tools.inventory import SourceInventory
 from tools.matching import group_terms, query_terms
+from tools.records import service_of
 from tools.sources.http import HttpSource
-from tools.sources.records import service_of
 
 # The most lines one call asks for: the tool's own `limit` maximum.
 MAX_LINES = 100

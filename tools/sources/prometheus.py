@@ -9,8 +9,8 @@ from typing import Any
 from django.conf import settings
 
 from tools.inventory import SourceInventory
+from tools.records import labelled_alert_record, parsed_time, service_of
 from tools.sources.http import HttpSource
-from tools.sources.records import duration_text, parsed_time, service_of, time_text
 
 # A range query keeps at most this many points per series (contracts §11).
 MAX_POINTS = 120
@@ -93,19 +93,12 @@ class PrometheusSource(HttpSource):
 
 
 def alert_record(alert: dict, *, expr: str, now: datetime) -> dict:
-    labels = dict(alert.get("labels") or {})
-    annotations = dict(alert.get("annotations") or {})
-    active_at = alert.get("activeAt", "")
-    return {
-        "alert_name": labels.get("alertname", ""),
-        "service": service_of(labels),
-        "state": alert.get("state", ""),
-        "severity": labels.get("severity", ""),
-        "description": annotations.get("description") or annotations.get("summary") or "",
-        "active_at": time_text(active_at),
-        "duration": duration_text(parsed_time(active_at), now),
-        "labels": labels,
-        "annotations": annotations,
-        "value": alert.get("value"),
-        "expr": expr,
-    }
+    return labelled_alert_record(
+        labels=dict(alert.get("labels") or {}),
+        annotations=dict(alert.get("annotations") or {}),
+        state=alert.get("state", ""),
+        started=parsed_time(alert.get("activeAt", "")),
+        now=now,
+        value=alert.get("value"),
+        expr=expr,
+    )

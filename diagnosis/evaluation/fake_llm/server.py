@@ -75,7 +75,10 @@ PROMPTED_TOOL_CALL = "<tool_call>"
 CHARS_PER_TOKEN = 4
 INVOCATION_PLACEHOLDER = re.compile(r"\{\{inv:(?P<tool>[a-z_]+)(?::(?P<n>\d+))?\}\}")
 REF_PLACEHOLDER = re.compile(r"\{\{ref:(?P<tool>[a-z_]+):(?P<n>\d+):(?P<path>[^}]+)\}\}")
-SERVICE_PATTERN = re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-service\b")
+# The names the question writes, as the honest planner copies them into `focus`: hyphenated names
+# (services, hosts) and CamelCase alert names; the executor asks query_metrics about the first
+# hyphenated one.
+NAME_PATTERN = re.compile(r"(?<![A-Za-z0-9-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?![A-Za-z0-9-])")
 ALERT_PATTERN = re.compile(r"\b(?:[A-Z][a-z0-9]+){2,}\b")
 
 Reply = Any  # dict | str | Callable[[dict], "Reply"]
@@ -404,7 +407,7 @@ def _stage_input(request: dict) -> dict:
 
 def _honest_plan(request: dict, fan_out: int) -> dict:
     query = _stage_input(request).get("query", "")
-    focus = list(dict.fromkeys(SERVICE_PATTERN.findall(query) + ALERT_PATTERN.findall(query)))
+    focus = list(dict.fromkeys(NAME_PATTERN.findall(query) + ALERT_PATTERN.findall(query)))
     return {
         "goal": query,
         "steps": [{"tool": tool, "purpose": f"用 {tool} 收集与问题相关的证据"} for tool in EVIDENCE_TOOLS],
@@ -419,7 +422,7 @@ def _honest_execution(request: dict, fan_out: int) -> dict:
     if not tool_messages and _tools_offered(request):
         stage_input = _stage_input(request)
         plan = stage_input.get("plan") or {}
-        services = [item for item in plan.get("focus", []) if SERVICE_PATTERN.fullmatch(item)]
+        services = [item for item in plan.get("focus", []) if NAME_PATTERN.fullmatch(item)]
         service = services[0] if services else None
         calls = [{"name": "query_metrics", "arguments": {"service": service} if service else {}}]
         query = stage_input.get("query", "")

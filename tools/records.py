@@ -1,10 +1,11 @@
-"""Shapes shared by the real sources: the service a label set names, times and sample numbers as the
-tools print them."""
+"""Shapes shared by the sources: the alert record, the service a label set names, times and sample
+numbers as the tools print them."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
 from django.conf import settings
 
@@ -16,6 +17,62 @@ SIGNIFICANT_DIGITS = 6
 def service_of(labels: dict[str, str]) -> str:
     """The first of `DIAGNOSIS_SERVICE_LABELS` the labels carry, else empty."""
     return next((labels[name] for name in settings.DIAGNOSIS["SERVICE_LABELS"] if labels.get(name)), "")
+
+
+def alert_record(
+    *,
+    alert_name: str,
+    service: str,
+    state: str,
+    severity: str,
+    description: str,
+    started: datetime | None,
+    now: datetime,
+    labels: dict[str, str],
+    value: Any,
+    **source_fields: Any,
+) -> dict:
+    """One alert as `query_metrics` returns it, whatever the source; `source_fields` are what only
+    that source knows (annotations, the rule's `expr`, silences, a threshold)."""
+    return {
+        "alert_name": alert_name,
+        "service": service,
+        "state": state,
+        "severity": severity,
+        "description": description,
+        "active_at": local_text(started) if started else "",
+        "duration": duration_text(started, now),
+        "labels": labels,
+        "value": value,
+        **source_fields,
+    }
+
+
+def labelled_alert_record(
+    *,
+    labels: dict[str, str],
+    annotations: dict[str, str],
+    state: str,
+    started: datetime | None,
+    now: datetime,
+    value: Any,
+    **source_fields: Any,
+) -> dict:
+    """The alert record of a Prometheus-style alert: name, service and severity from its labels, the
+    description from its annotations."""
+    return alert_record(
+        alert_name=labels.get("alertname", ""),
+        service=service_of(labels),
+        state=state,
+        severity=labels.get("severity", ""),
+        description=annotations.get("description") or annotations.get("summary") or "",
+        started=started,
+        now=now,
+        labels=labels,
+        value=value,
+        annotations=annotations,
+        **source_fields,
+    )
 
 
 def parsed_time(text: str) -> datetime | None:
@@ -30,11 +87,6 @@ def parsed_time(text: str) -> datetime | None:
         return datetime.fromisoformat(f"{head}+{zone}" if zone else head)
     except ValueError:
         return None
-
-
-def time_text(text: str) -> str:
-    moment = parsed_time(text)
-    return local_text(moment) if moment else ""
 
 
 def duration_text(start: datetime | None, now: datetime) -> str:
