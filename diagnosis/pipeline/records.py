@@ -56,6 +56,8 @@ class RoundRecord(Verification):
     blocked_claims: list[Claim]
     # What the claim guards (exclusion, focus, evidence as data) blocked or removed, and why.
     guard_warnings: list[RuleMessage] = []
+    # Each blocked claim's id and the guard that blocked it.
+    blocked_by: dict[str, str] = {}
     gatekeeper_result: GatekeeperResult
     tool_trace_summary: list[dict]
     retry_context: dict | None

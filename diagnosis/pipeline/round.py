@@ -107,10 +107,8 @@ def round_run(
         query=query, focus=focus, excluded_topics=excluded, world=world, invocations=recorder.invocations()
     )
     judged = _judgement(engine, recorder, round_number, executor_call, context, retry_context)
-    verification = judged.verification
-    # Unknown subjects, nothing understood: said to the user, listed as gaps.
-    notes = focus.notes()
-    verification = verification.model_copy(update={"gaps": [*notes, *verification.gaps]})
+    notes = focus.notes()  # unknown subjects, nothing understood: said to the user, listed as gaps
+    verification = judged.verification.model_copy(update={"gaps": [*notes, *judged.verification.gaps]})
     next_step = route(
         verdict=verification.verdict,
         score=verification.groundedness_score,
@@ -133,6 +131,7 @@ def round_run(
         inventory=world.inventory.as_dict(),
         blocked_claims=judged.guarded.blocked_claims,
         guard_warnings=judged.guarded.warnings,
+        blocked_by=judged.guarded.blocked_by(),
         gatekeeper_result=judged.gatekeeper_result,
         tool_trace_summary=judged.trace_summary,
         retry_context=retry_context,

@@ -218,6 +218,7 @@ class RoundView:
     facts: list[FactView]
     rationale: str
     gatekeeper: dict
+    guard_warnings: list[dict]
     composer_output: dict
     parse_status: dict
     retry_context: dict
@@ -356,14 +357,14 @@ def _binding_view(
 
 
 def _blocking_rules(record: RoundRecord) -> dict[str, str]:
-    """Each blocked claim's guard: the rule of the last warning about it (a guard that drops a
-    binding warns too, but writes the blocking warning last)."""
+    """Each blocked claim's guard, as the round recorded it; for rows written before that, the rule of
+    the last warning about it (a guard that drops a binding warns too, but writes the blocking one last)."""
     blocked = {claim.claim_id for claim in record.blocked_claims}
     rules = {}
-    for warning in record.gatekeeper_result.warnings:
+    for warning in [*record.gatekeeper_result.warnings, *record.guard_warnings]:
         if warning.claim_id in blocked:
             rules[warning.claim_id] = warning.rule
-    return rules
+    return rules | record.blocked_by
 
 
 def _claim_views(record: RoundRecord, invocations: dict[int, ToolInvocation]) -> list[ClaimView]:
@@ -421,6 +422,7 @@ def _round_view(record: RoundRecord, invocations: dict[int, ToolInvocation]) -> 
         ],
         rationale=record.rationale,
         gatekeeper=record.gatekeeper_result.model_dump(),
+        guard_warnings=[warning.model_dump() for warning in record.guard_warnings],
         composer_output=record.composer_output.model_dump() if isinstance(record, VerifierEvaluation) else {},
         parse_status=record.executor_output_parse_status,
         retry_context=record.retry_context or {},

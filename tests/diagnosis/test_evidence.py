@@ -102,7 +102,7 @@ def test_a_claim_the_exclusion_guard_only_trimmed_is_shown():
 
 def test_the_panel_shows_the_claim_the_answer_states_when_a_topic_was_excluded():
     session = session_start(query="order-service 为什么内存高？不要分析 GC", owner=UserFactory(), run_inline=True)
-    warnings = session.self_evaluation["verifier_evaluation"]["gatekeeper_result"]["warnings"]
+    warnings = session.self_evaluation["verifier_evaluation"]["guard_warnings"]
     assert {(w["rule"], w["claim_id"]) for w in warnings} == {(SCOPE_RULE, "claim-1")}  # bindings dropped
 
     panel = session_panel(session=session)
