@@ -36,6 +36,7 @@ import json
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -61,12 +62,14 @@ def _strip_empty(terms: list[str]) -> list[str]:
 
 
 @lru_cache(maxsize=1)
-def _shipped_asks() -> dict[str, list[str]]:
-    return json.loads(DEFAULT_VOCABULARY_FILE.read_text(encoding="utf-8")).get("asks", {})
+def _shipped() -> dict[str, Any]:
+    """The shipped file's tables: the defaults of the language-level ones (asks, remedies, evidence
+    actions), which every world has whatever its own file says."""
+    return json.loads(DEFAULT_VOCABULARY_FILE.read_text(encoding="utf-8"))
 
 
 def _shipped_words(kind: str) -> Callable[[], list[str]]:
-    return lambda: list(_shipped_asks().get(kind, []))
+    return lambda: list(_shipped().get("asks", {}).get(kind, []))
 
 
 class Asks(BaseModel):
@@ -205,5 +208,4 @@ def vocabulary_load(path: Path, stamp: int = 0) -> Vocabulary:
 
 
 def _with_shipped(terms: list[str], table: str) -> tuple[str, ...]:
-    shipped = getattr(vocabulary_load(DEFAULT_VOCABULARY_FILE, DEFAULT_VOCABULARY_FILE.stat().st_mtime_ns), table)
-    return tuple(dict.fromkeys([*shipped, *terms]))
+    return tuple(dict.fromkeys([*_shipped().get(table, []), *terms]))

@@ -330,7 +330,8 @@ def _claims_from(
     missing_info += left_out
     if alerts_asked and not gathered.alert_messages:
         missing_info.append("未能查询告警状态")
-    actions = [f"重试失败的 {m['tool_name']} 查询{_failed_source(m)}" for m in failed]
+    # Named by its source, not its tool: an action may only name what the verified material names.
+    actions = list(dict.fromkeys(f"重试失败的查询{_failed_source(m)}" for m in failed))
     summary = "；".join(claim.claim_text for claim in claims) or "未获得可引用的证据"
     return ExecutorOutput(
         claims=claims,
