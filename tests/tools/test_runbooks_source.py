@@ -66,3 +66,26 @@ def test_a_missing_folder_is_a_failed_call_naming_it(session, settings, tmp_path
 
     assert not invocation.success
     assert f"runbooks {tmp_path / 'nowhere'}" in invocation.error
+
+
+def test_files_outside_the_folder_special_files_and_oversized_ones_are_never_read(
+    session, settings, tmp_path
+):
+    folder = tmp_path / "runbooks"
+    folder.mkdir()
+    (folder / "CartLatency.md").write_text("# Cart latency\n\n## Diagnosis\n\n1. Check the p99 panel.\n")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("OPENAI_API_KEY=sk-leaked\n")
+    (folder / "environ.md").symlink_to(secret)
+    (folder / "passwd.md").symlink_to("/etc/passwd")
+    (folder / "huge.md").write_text("# huge\n" + "x" * 1_000_001)
+    (folder / "inside.md").symlink_to(folder / "CartLatency.md")
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"RUNBOOKS_DIR": str(folder)}
+
+    for query in ("environ 怎么处理？", "passwd", "huge", "CartLatency"):
+        invocation = record(session, "lookup_knowledge", query=query)
+        dumped = repr(invocation.output)
+        assert "sk-leaked" not in dumped and "root:x:0" not in dumped and "xxxxxxxx" not in dumped
+    documents = {b["source_document"] for b in invocation.output["evidence_blocks"]}
+    assert documents <= {"runbooks/CartLatency.md", "runbooks/inside.md"}
+    assert "runbooks/CartLatency.md" in documents

@@ -21,6 +21,8 @@ from tools.retrieval import KnowledgeBlock
 
 logger = logging.getLogger(__name__)
 
+# A runbook is a page of text; anything larger is not one (and must not fill a worker's memory).
+MAX_RUNBOOK_BYTES = 1_000_000
 HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)^---[ \t]*\n?", re.DOTALL | re.MULTILINE)
 
@@ -52,7 +54,7 @@ class RunbooksSource:
         """Alerts the front matter names; runbooks by title and file stem."""
         self.check()
         inventory = SourceInventory()
-        for path in sorted(self.folder.rglob("*.md")):
+        for path in runbook_files(self.folder):
             try:
                 meta, text = front_matter(path.read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError, yaml.YAMLError, RunbookError) as exc:
@@ -63,9 +65,28 @@ class RunbooksSource:
         return inventory
 
 
+def runbook_files(folder: Path) -> list[Path]:
+    """The folder's Markdown runbooks that are regular files inside it and of a runbook's size. A
+    symlink out of the folder (`environ.md → /proc/self/environ`), a special file or an oversized file
+    is skipped with a warning: whoever can merge into the runbooks must not read the server's files."""
+    root = folder.resolve()
+    files = []
+    for path in sorted(folder.rglob("*.md")):
+        resolved = path.resolve()
+        if not resolved.is_relative_to(root):
+            logger.warning("runbook %s skipped: it points outside %s", path, folder)
+        elif not resolved.is_file():
+            logger.warning("runbook %s skipped: not a regular file", path)
+        elif resolved.stat().st_size > MAX_RUNBOOK_BYTES:
+            logger.warning("runbook %s skipped: larger than %d bytes", path, MAX_RUNBOOK_BYTES)
+        else:
+            files.append(path)
+    return files
+
+
 def runbook_blocks(folder: Path) -> list[KnowledgeBlock]:
     blocks: list[KnowledgeBlock] = []
-    for path in sorted(folder.rglob("*.md")):
+    for path in runbook_files(folder):
         try:
             blocks += document_blocks(path, relative=path.relative_to(folder).as_posix())
         except (OSError, UnicodeDecodeError, yaml.YAMLError, RunbookError) as exc:
