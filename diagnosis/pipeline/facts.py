@@ -1,13 +1,13 @@
 """Fact tokens: the parts of a text that must never change between evidence and what we say.
 
 Numbers (with their units), every name the session's sources know (services, alert names, runbook
-names and the vocabulary's aliases, of any shape: `checkout` as much as `order-service`), identifier-
+names and the vocabulary's aliases, of any shape: `web` as much as `api-gateway-v2`), identifier-
 shaped words (hyphenated, snake_case, CamelCase: host and pod names, metric names, exception names),
 endpoints and error codes. One extractor, used by the gatekeeper (excerpt vs. evidence ref), the
 grounding check (claim vs. its verified excerpts) and the composer guard (answer vs. allowed material).
 
 Tokens are compared in a canonical form, so `91.0%` equals `91%`, `4.2s` equals `4200ms`,
-`１５ 分钟` equals `15m`, and `PgBouncer` equals `pgbouncer`.
+`１５ 分钟` equals `15m`, and `FooBar` equals `foobar`.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ _A = "A-Za-z0-9"
 ENDPOINT = re.compile(rf"(?<![{_A}/.])/[A-Za-z][{_A}_.-]*(?:/[{_A}_.{{}}:-]+)*")
 DATE = re.compile(rf"(?<![{_A}-])\d{{4}}-\d{{2}}-\d{{2}}(?![{_A}])")
 TIME = re.compile(rf"(?<![{_A}:-])(\d{{1,2}}):(\d{{2}})(?::(\d{{2}}))?(?![{_A}:])")
-# Hyphenated or snake_case words are identifiers: cart-api, mysql-primary-01, node_load1, ERR_TIMEOUT.
+# Hyphenated or snake_case words are identifiers: web-api, db-primary-01, load_avg1, ERR_TIMEOUT.
 COMPOUND = re.compile(rf"(?<![{_A}_-])[A-Za-z][{_A}]*(?:[-_][{_A}]+)+(?![{_A}_-])")
-# CamelCase names with a hump: KubePodCrashLooping, PostgresReplicationLag, OutOfMemoryError, OOMKilled, PgBouncer.
+# CamelCase names with a hump: DiskAlmostFull, OutOfMemoryError, OOMKilled.
 CAMEL = re.compile(rf"(?<![{_A}_])[A-Za-z][a-z0-9]*[A-Z][{_A}]*(?![{_A}_])")
 PERCENTILE = re.compile(rf"(?<![{_A}_])[Pp]\d{{2,3}}(?![{_A}_])")
 _NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
@@ -196,7 +196,7 @@ def _supported_forms(evidence_text: str, names: FactNames) -> frozenset[str]:
 
 
 def _name_parts(surface: str, names: FactNames) -> set[str]:
-    """Names inside a compound: ledger-service in pod-ledger-service-5c7d8e9f1-m3n2p, and a known
+    """Names inside a compound: web-api in pod-web-api-5c7d8e9f1-m3n2p, and a known
     name spelled with other separators (`cart_api` for `cart-api`)."""
     segments = re.split(r"[-_]", surface)
     joined = ["-".join(segments[i:j]) for i in range(len(segments)) for j in range(i + 1, len(segments) + 1)]
