@@ -13,15 +13,20 @@
       output_type: NORMAL
       answer_contains: ["91%"]
       forbidden: [内存泄漏]      # never anywhere user-facing (answer + composer material)
+      slot: {ask: existence, answer_contains: [KubePodCrashLooping]}  # on the answer's `结论` line
+      subjects: [postgres]       # world subjects a PASS answer may name besides the question's
 
 A broken file is reported as `<path>: <field>: <problem>`.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -35,6 +40,8 @@ CASES_DIR = Path(__file__).resolve().parent / "cases"
 # Worlds other than the demo one: `worlds/<name>/world.yaml` (its tools' records) and `vocabulary.json`.
 WORLDS_DIR = Path(__file__).resolve().parent / "worlds"
 VOCABULARY_FILE = "vocabulary.json"
+# The demo world's records, read by the eval itself (not through the tools) to know its subjects.
+DEMO_WORLD_DIR = Path(__file__).resolve().parents[2] / "tools" / "data" / "demo_world"
 # The demo clock every case runs at unless it says otherwise (the tests pin the same moment).
 DEFAULT_NOW = "2026-11-29T15:00:00+08:00"
 
@@ -66,6 +73,22 @@ TAGS = {
     "second_world": "a world other than the demo one (`world:`)",
 }
 Stage = Literal["planner", "executor", "verifier", "composer"]
+# The kinds of ask (contracts §16), written out here rather than imported: the eval checks the
+# pipeline's asks against the contract, not against themselves.
+AskKind = Literal[
+    "existence",
+    "value",
+    "threshold",
+    "trend",
+    "history",
+    "cause",
+    "logs",
+    "runbook",
+    "list",
+    "priority",
+    "health",
+    "action",
+]
 ToolName = Literal["query_metrics", "query_logs", "lookup_knowledge"]
 KNOWN_RULES = {*RULE_SEVERITY, SCOPE_RULE, FOCUS_RULE, EVIDENCE_AS_DATA_RULE}
 
@@ -179,6 +202,16 @@ class ClaimCount(_Strict):
     max: int | None = Field(default=None, ge=0)
 
 
+class SlotExpectation(_Strict):
+    """The slot the answer must fill for the question's ask (contracts §16). The case author takes
+    `answer_contains` from the world's data (the value, the threshold, the step), never from product code."""
+
+    ask: AskKind
+    answer_contains: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
+    # The answer opens with one `结论` line per ask: the slot is filled there, not somewhere below.
+    conclusion: bool = True
+
+
 class Expectation(_Strict):
     """What the finished session must look like. Unset fields are not checked."""
 
@@ -204,6 +237,10 @@ class Expectation(_Strict):
     error_contains: list[str] = []
     # Scripted stages the pipeline must never call (e.g. the verifier after a gatekeeper reject).
     not_called: list[Stage] = []
+    slot: SlotExpectation | None = None
+    # World subjects (services, alerts) a PASS answer may name although the question does not: a
+    # list question's alerts, a typo's nearest names, a related alert's runbook.
+    subjects: list[str] = []
 
     @field_validator("failed_rules", "warnings_include")
     @classmethod
@@ -278,13 +315,64 @@ class EvalCase(_Strict):
             raise ValueError("a case tagged fabricated must expect verdict REJECT")
         if "grounded" in self.tags and self.expect.verdict in (None, "REJECT"):
             raise ValueError("a case tagged grounded must expect a verdict other than REJECT")
+        known = self.world_subjects().names
+        if unknown := sorted(set(self.expect.subjects) - known):
+            raise ValueError(
+                f"expect.subjects names no subject of the case's world: {unknown}; known: {sorted(known)}"
+            )
         return self
+
+    def world_subjects(self) -> WorldSubjects:
+        """The services and alerts of the records the case's tools serve (its own, its world's and,
+        unless replaced, the demo world's)."""
+        tools = self.tool_overrides()
+        demo_alerts, demo_logs = demo_world_records()
+        alerts = _served(override=tools.query_metrics, demo=demo_alerts)
+        logs = _served(override=tools.query_logs, demo=demo_logs)
+        return WorldSubjects(
+            services=frozenset({alert.service for alert in alerts} | {log.service for log in logs}),
+            alert_services=frozenset((alert.alert_name, alert.service) for alert in alerts),
+        )
 
     @property
     def expected_label(self) -> str:
         if self.expect.status == "FAILED":
             return "FAILED"
         return "/".join(part for part in (self.expect.verdict, self.expect.output_type) if part)
+
+
+@dataclass(frozen=True)
+class WorldSubjects:
+    """What a case's world is about, as its records name it: the services and the alerts on them."""
+
+    services: frozenset[str]
+    # (alert name, service) of every alert record: the alert fires on that service.
+    alert_services: frozenset[tuple[str, str]]
+
+    @property
+    def alerts(self) -> frozenset[str]:
+        return frozenset(alert for alert, _ in self.alert_services)
+
+    @property
+    def names(self) -> frozenset[str]:
+        return self.services | self.alerts
+
+
+@cache
+def demo_world_records() -> tuple[tuple[AlertRecord, ...], tuple[LogRecord, ...]]:
+    def read(name: str) -> list[dict[str, Any]]:
+        return json.loads((DEMO_WORLD_DIR / name).read_text(encoding="utf-8"))
+
+    return (
+        tuple(AlertRecord.model_validate(alert) for alert in read("alerts.json")),
+        tuple(LogRecord.model_validate(log) for log in read("logs.json")),
+    )
+
+
+def _served(*, override: MetricsOverride | LogsOverride | None, demo: tuple) -> list:
+    """The records a tool serves: the demo world's, the override's own, or both (merge)."""
+    own = getattr(override, override.records_field) if override else []
+    return own if override and override.mode == "replace" else [*demo, *own]
 
 
 def world_tools(name: str) -> ToolOverrides:

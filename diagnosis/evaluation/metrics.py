@@ -1,4 +1,5 @@
-"""The evaluation summary: how often the verdict is right, how well the guards hold, what it costs."""
+"""The evaluation summary: how often the verdict is right, whether the question was answered, how well
+the guards hold, what it costs. Each metric comes from the cases' own expectations (contracts §19)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,19 @@ from dataclasses import asdict, dataclass
 from diagnosis.evaluation.runner import CaseResult
 
 FABRICATED, GROUNDED = "fabricated", "grounded"
+# Every llm case runs against the fake server replaying its script: it tests our code over a scripted
+# model, not a model's accuracy, so it is reported apart from the rules engine's cases.
+SCRIPTED_ENGINE = "llm"
+
+
+@dataclass
+class Accuracy:
+    """Verdict accuracy and REJECT recall over one kind of case."""
+
+    verdict_cases: int
+    verdict_accuracy: float | None
+    fabricated_cases: int
+    fabricated_reject_recall: float | None
 
 
 @dataclass
@@ -23,8 +37,16 @@ class Summary:
     grounded_cases: int
     # Share of grounded cases that ended REJECT anyway.
     grounded_false_reject_rate: float | None
+    # The rules engine's cases, and the cases of code over a scripted model.
+    engine_cases: Accuracy
+    scripted_cases: Accuracy
+    slot_cases: int
+    # Share of the cases expecting a slot whose answer fills it.
+    answered_rate: float | None
+    # PASS verdicts whose expected slot the answer does not fill (contracts §16).
+    false_pass: int
     forbidden_leaks: int
-    # PASS verdicts with a kept claim about a subject the question did not ask.
+    # PASS verdicts whose answer names a world subject the case does not ask about.
     off_topic_pass: int
     leaking_cases: int
     mean_rounds: float | None
@@ -39,23 +61,28 @@ class Summary:
 
 
 def summary_build(results: list[CaseResult]) -> Summary:
-    with_verdict = [r for r in results if r.expected_verdict]
-    fabricated = [r for r in results if FABRICATED in r.tags]
+    overall = _accuracy(results)
     grounded = [r for r in results if GROUNDED in r.tags]
-    llm = [r for r in results if r.engine == "llm"]
+    with_slot = [r for r in results if r.slot_found is not None]
+    llm = [r for r in results if r.engine == SCRIPTED_ENGINE]
     latencies = [r.latency_ms for r in results]
     return Summary(
         cases=len(results),
         passed=sum(r.passed for r in results),
         failed=sum(not r.passed for r in results),
-        verdict_cases=len(with_verdict),
-        verdict_accuracy=_share(with_verdict, lambda r: r.verdict == r.expected_verdict),
-        fabricated_cases=len(fabricated),
-        fabricated_reject_recall=_share(fabricated, lambda r: r.verdict == "REJECT"),
+        verdict_cases=overall.verdict_cases,
+        verdict_accuracy=overall.verdict_accuracy,
+        fabricated_cases=overall.fabricated_cases,
+        fabricated_reject_recall=overall.fabricated_reject_recall,
         grounded_cases=len(grounded),
         grounded_false_reject_rate=_share(grounded, lambda r: r.verdict == "REJECT"),
+        engine_cases=_accuracy([r for r in results if r.engine != SCRIPTED_ENGINE]),
+        scripted_cases=_accuracy(llm),
+        slot_cases=len(with_slot),
+        answered_rate=_share(with_slot, lambda r: r.slot_found),
+        false_pass=sum(r.verdict == "PASS" and r.slot_found is False for r in results),
         forbidden_leaks=sum(len(r.leaks) for r in results),
-        off_topic_pass=sum(r.off_topic for r in results),
+        off_topic_pass=sum(bool(r.off_topic_subjects) for r in results),
         leaking_cases=sum(bool(r.leaks) for r in results),
         mean_rounds=_mean([r.rounds for r in results if r.rounds]),
         llm_sessions=len(llm),
@@ -73,11 +100,18 @@ def summary_lines(summary: Summary) -> list[str]:
     def number(value: float | None, unit: str = "") -> str:
         return "-" if value is None else f"{value:,.1f}{unit}"
 
+    engine, scripted = summary.engine_cases, summary.scripted_cases
     return [
         f"cases                          {summary.passed}/{summary.cases} passed, {summary.failed} failed",
         f"verdict accuracy               {ratio(summary.verdict_accuracy, summary.verdict_cases)}",
+        f"  engine cases (rules)         {ratio(engine.verdict_accuracy, engine.verdict_cases)}",
+        f"  code over a scripted model   {ratio(scripted.verdict_accuracy, scripted.verdict_cases)}",
         f"REJECT recall (fabricated)     {ratio(summary.fabricated_reject_recall, summary.fabricated_cases)}",
+        f"  engine cases (rules)         {ratio(engine.fabricated_reject_recall, engine.fabricated_cases)}",
+        f"  code over a scripted model   {ratio(scripted.fabricated_reject_recall, scripted.fabricated_cases)}",
         f"false-reject rate (grounded)   {ratio(summary.grounded_false_reject_rate, summary.grounded_cases)}",
+        f"answered rate (expected slot)  {ratio(summary.answered_rate, summary.slot_cases)}",
+        f"false PASS (slot not filled)   {summary.false_pass}",
         f"forbidden-term leaks           {summary.forbidden_leaks} in {summary.leaking_cases} case(s)",
         f"off-topic PASS                 {summary.off_topic_pass}",
         f"mean rounds                    {number(summary.mean_rounds)}",
@@ -85,6 +119,17 @@ def summary_lines(summary: Summary) -> list[str]:
         f"tokens / session (llm)         {number(summary.tokens_per_session)}",
         f"latency p50 / p95              {number(summary.latency_p50_ms, ' ms')} / {number(summary.latency_p95_ms, ' ms')}",
     ]
+
+
+def _accuracy(results: list[CaseResult]) -> Accuracy:
+    with_verdict = [r for r in results if r.expected_verdict]
+    fabricated = [r for r in results if FABRICATED in r.tags]
+    return Accuracy(
+        verdict_cases=len(with_verdict),
+        verdict_accuracy=_share(with_verdict, lambda r: r.verdict == r.expected_verdict),
+        fabricated_cases=len(fabricated),
+        fabricated_reject_recall=_share(fabricated, lambda r: r.verdict == "REJECT"),
+    )
 
 
 def _share(results: list[CaseResult], hit) -> float | None:

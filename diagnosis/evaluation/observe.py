@@ -16,7 +16,6 @@ from diagnosis.pipeline.contracts import ExecutorOutput
 from diagnosis.pipeline.gatekeeper import GatekeeperResult, RuleMessage
 from diagnosis.pipeline.verdict import Verification
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
-from diagnosis.world import off_topic_claims
 
 
 @dataclass
@@ -42,8 +41,6 @@ class Observation:
     user_facing: list[str] = field(default_factory=list)
     llm_calls: int = 0
     tokens: int = 0
-    # A PASS only: ids of kept claims about a subject the question did not ask.
-    off_topic_claims: list[str] = field(default_factory=list)
 
 
 def session_observe(*, session: DiagnosisSession) -> Observation:
@@ -68,10 +65,6 @@ def session_observe(*, session: DiagnosisSession) -> Observation:
     )
     if evaluation.get("gatekeeper_result"):
         _read_evaluation(observation, session, evaluation)
-    if observation.verdict == "PASS" and evaluation.get("executor_structured_output"):
-        observation.off_topic_claims = off_topic_claims(
-            query=session.query, record=evaluation, invocations=list(session.tool_invocations.all())
-        )
     return observation
 
 

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import transaction
 from django.test import override_settings
 
+from diagnosis.evaluation.answer import off_topic_subjects, slot_failure, slot_found
 from diagnosis.evaluation.fake_llm import FakeOpenAIServer, fake_llm_environment
 from diagnosis.evaluation.fixtures import EvalCase, Expectation
 from diagnosis.evaluation.observe import Observation, session_observe
@@ -42,8 +43,10 @@ class CaseResult:
     tokens: int
     session_id: str
     answer: str = field(repr=False, default="")
-    # A PASS with claims about a subject the question did not ask (contracts §12): always a failure.
-    off_topic: bool = False
+    # A PASS naming world subjects the case does not ask about (contracts §12, §19): always a failure.
+    off_topic_subjects: list[str] = field(default_factory=list)
+    # Whether the answer fills the case's expected slot; None when the case expects none.
+    slot_found: bool | None = None
 
     @property
     def passed(self) -> bool:
@@ -66,8 +69,9 @@ def case_run(case: EvalCase) -> CaseResult:
     failures = expectation_failures(case.expect, observed) + [
         f"用户可见内容出现禁止词：{term}" for term in leaks
     ]
-    if observed.off_topic_claims:
-        failures.append(f"PASS 中含有问题之外主题的断言：{'、'.join(observed.off_topic_claims)}")
+    off_topic = off_topic_subjects(case=case, answer=observed.answer) if observed.verdict == "PASS" else []
+    if off_topic:
+        failures.append(f"PASS 的回答提到问题之外的主题（expect.subjects 也未列出）：{'、'.join(off_topic)}")
     if server is not None:
         failures += _script_failures(case, server)
     return CaseResult(
@@ -87,7 +91,8 @@ def case_run(case: EvalCase) -> CaseResult:
         tokens=observed.tokens,
         session_id=session.session_id,
         answer=observed.answer,
-        off_topic=bool(observed.off_topic_claims),
+        off_topic_subjects=off_topic,
+        slot_found=slot_found(slot=case.expect.slot, answer=observed.answer) if case.expect.slot else None,
     )
 
 
@@ -141,6 +146,8 @@ def expectation_failures(expect: Expectation, observed: Observation) -> list[str
         )
     failures += [f"回答中缺少：{term}" for term in expect.answer_contains if term not in observed.answer]
     failures += [f"错误信息中缺少：{term}" for term in expect.error_contains if term not in observed.error]
+    if expect.slot and not slot_found(slot=expect.slot, answer=observed.answer):
+        failures.append(slot_failure(slot=expect.slot))
     return failures
 
 

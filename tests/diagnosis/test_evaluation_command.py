@@ -45,9 +45,14 @@ def test_green_cases_print_the_table_and_the_summary_and_exit_zero(tmp_path):
     assert "gk-excerpt-altered-number" in done.stdout and "REJECT/DEGRADED" in done.stdout
     for label in (
         "verdict accuracy               100.0%  (n=2)",
+        "  engine cases (rules)         100.0%  (n=1)",
+        "  code over a scripted model   100.0%  (n=1)",
         "REJECT recall (fabricated)     100.0%  (n=1)",
         "false-reject rate (grounded)   0.0%  (n=1)",
+        "answered rate (expected slot)  -",
+        "false PASS (slot not filled)   0",
         "forbidden-term leaks           0 in 0 case(s)",
+        "off-topic PASS                 0",
         "mean rounds",
         "LLM calls / session (llm)",
         "tokens / session (llm)",
@@ -70,7 +75,12 @@ def test_a_failing_case_is_explained_and_the_exit_code_is_non_zero(tmp_path):
             {
                 "question": "只确认 payment-service 当前是否存在 HighCPUUsage 告警",
                 "tags": ["positive"],
-                "expect": {"verdict": "REJECT", "forbidden": ["92%"]},
+                # Wrong on purpose: the verdict, a forbidden value that is there, a slot that is not.
+                "expect": {
+                    "verdict": "REJECT",
+                    "forbidden": ["92%"],
+                    "slot": {"ask": "threshold", "answer_contains": ["阈值 95%"]},
+                },
             },
             allow_unicode=True,
         ),
@@ -83,6 +93,8 @@ def test_a_failing_case_is_explained_and_the_exit_code_is_non_zero(tmp_path):
     assert "✗ wrong-expectation" in done.stdout
     assert "verdict：期望 REJECT，实际 PASS" in done.stdout
     assert "用户可见内容出现禁止词：92%" in done.stdout
+    assert "所问未回答（threshold）：没有一行「结论」同时包含 ['阈值 95%']" in done.stdout
+    assert "answered rate (expected slot)  0.0%  (n=1)" in done.stdout
     assert "1 个用例未通过：wrong-expectation" in done.stderr
 
 

@@ -115,6 +115,46 @@ def test_an_unknown_rule_name_is_rejected(tmp_path):
         case_load(folder)
 
 
+def test_a_case_states_the_slot_it_expects(tmp_path):
+    slot = {"ask": "value", "answer_contains": ["91%"]}
+    case = case_load(write_case(tmp_path / "slot", VALID | {"expect": {"verdict": "PASS", "slot": slot}}))
+
+    assert (case.expect.slot.ask, case.expect.slot.answer_contains) == ("value", ["91%"])
+    # Filled on the answer's `结论` line unless the case says otherwise.
+    assert case.expect.slot.conclusion is True
+
+
+@pytest.mark.parametrize(
+    ("slot", "problem"),
+    [
+        ({"ask": "valeu", "answer_contains": ["91%"]}, r"expect\.slot\.ask: Input should be 'existence'"),
+        ({"ask": "value", "answer_contains": []}, r"expect\.slot\.answer_contains"),
+        ({"ask": "value"}, r"expect\.slot\.answer_contains: Field required"),
+    ],
+)
+def test_a_broken_slot_is_reported_with_the_file_and_the_field(tmp_path, slot, problem):
+    folder = write_case(tmp_path / "slot", VALID | {"expect": {"verdict": "PASS", "slot": slot}})
+
+    with pytest.raises(CaseFileError, match=problem) as error:
+        case_load(folder)
+
+    assert str(folder / "case.yaml") in str(error.value)
+
+
+def test_expected_subjects_must_be_subjects_of_the_case_world(tmp_path):
+    demo = VALID | {"expect": {"verdict": "PASS", "subjects": ["payment-service", "SlowResponse"]}}
+    shop = demo | {"world": "shop"}
+
+    assert case_load(write_case(tmp_path / "demo", demo)).expect.subjects == [
+        "payment-service",
+        "SlowResponse",
+    ]
+    with pytest.raises(
+        CaseFileError, match=r"no subject of the case's world: \['SlowResponse', 'payment-service'\]"
+    ):
+        case_load(write_case(tmp_path / "shop", shop))
+
+
 def test_a_script_needs_the_llm_engine(tmp_path):
     folder = write_case(tmp_path / "script", VALID | {"script": {"composer": [{"answer": "x"}]}})
 

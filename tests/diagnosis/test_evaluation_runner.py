@@ -1,12 +1,16 @@
 """Running cases: expectations are really checked, and the suite notices when a guard breaks."""
 
+import dataclasses
+
 import pytest
 
-from diagnosis.evaluation.fixtures import CASES_DIR, EvalCase, case_load, cases_discover
+from diagnosis.evaluation import runner
+from diagnosis.evaluation.answer import off_topic_subjects, slot_found
+from diagnosis.evaluation.fixtures import CASES_DIR, EvalCase, SlotExpectation, case_load, cases_discover
 from diagnosis.evaluation.metrics import summary_build, summary_lines
 from diagnosis.evaluation.runner import CaseResult, case_run, cases_run, forbidden_leaks
 from diagnosis.models import DiagnosisSession
-from diagnosis.pipeline import gatekeeper
+from diagnosis.pipeline import gatekeeper, guards
 
 pytestmark = pytest.mark.django_db
 
@@ -151,6 +155,139 @@ def test_forbidden_terms_are_found_case_insensitively_across_texts():
     ]
 
 
+def answering(monkeypatch, answer: str) -> None:
+    """Every session's answer is this text; everything else as the pipeline recorded it."""
+    observe = runner.session_observe
+    monkeypatch.setattr(
+        runner,
+        "session_observe",
+        lambda *, session: dataclasses.replace(observe(session=session), answer=answer),
+    )
+
+
+MEMORY_SLOT = {"ask": "existence", "answer_contains": ["HighMemoryUsage", "91%"]}
+PASS = {"verdict": "PASS"}
+
+
+def test_a_pass_whose_answer_lacks_the_expected_slot_fails_and_is_a_false_pass(monkeypatch):
+    # The value is there, but in a finding below, not on the conclusion line the ask needs.
+    answering(monkeypatch, "结论：order-service 有告警\n\n**已确认的发现**\n- HighMemoryUsage 当前 91%")
+
+    missed = case_run(case(expect=PASS | {"slot": MEMORY_SLOT}))
+
+    assert (missed.verdict, missed.slot_found, missed.passed) == ("PASS", False, False)
+    assert missed.failures == ["所问未回答（existence）：没有一行「结论」同时包含 ['HighMemoryUsage', '91%']"]
+    summary = summary_build([missed])
+    assert (summary.slot_cases, summary.answered_rate, summary.false_pass) == (1, 0.0, 1)
+
+
+def test_a_filled_slot_is_answered_and_no_false_pass(monkeypatch):
+    answering(monkeypatch, "**结论**：order-service 当前存在 HighMemoryUsage 告警（firing），当前 91%")
+
+    answered = case_run(case(expect=PASS | {"slot": MEMORY_SLOT}))
+
+    assert answered.passed, answered.failures
+    summary = summary_build([answered])
+    assert (summary.answered_rate, summary.false_pass) == (1.0, 0)
+
+
+@pytest.mark.parametrize(
+    ("answer", "found"),
+    [
+        ("结论：order-service 存在 HighMemoryUsage 告警，当前 91%", True),
+        ("**结论**：HighMemoryUsage firing，当前 91%", True),
+        ("- **结论：** HighMemoryUsage 当前 91%", True),
+        ("1. 结论：HighMemoryUsage 当前 91%\n2. 结论：下一问", True),
+        # On a line below the conclusion, or split over two conclusion lines: not filled.
+        ("**结论**\n- order-service 存在 HighMemoryUsage 告警，当前 91%", False),
+        ("结论：存在 HighMemoryUsage 告警\n结论：当前 91%", False),
+        ("- 证据：结论 HighMemoryUsage 当前 91%", False),
+        ("", False),
+    ],
+)
+def test_a_slot_is_filled_on_one_conclusion_line(answer, found):
+    assert slot_found(slot=SlotExpectation.model_validate(MEMORY_SLOT), answer=answer) is found
+
+
+def test_a_slot_that_is_not_a_conclusion_is_filled_anywhere_in_the_answer():
+    slot = SlotExpectation.model_validate(MEMORY_SLOT | {"conclusion": False})
+
+    assert slot_found(slot=slot, answer="**已确认的发现**\n- HighMemoryUsage firing\n  - 当前 91%")
+    assert not slot_found(slot=slot, answer="- HighMemoryUsage firing")
+
+
+def test_a_pass_naming_another_subject_of_the_world_is_off_topic(monkeypatch):
+    answering(monkeypatch, "结论：order-service 的 HighMemoryUsage 当前 91%；payment-service 的 CPU 当前 92%")
+
+    off_topic = case_run(case(expect=PASS))
+
+    assert off_topic.off_topic_subjects == ["payment-service"]
+    assert "PASS 的回答提到问题之外的主题（expect.subjects 也未列出）：payment-service" in off_topic.failures
+    assert summary_build([off_topic]).off_topic_pass == 1
+
+
+def test_off_topic_is_judged_from_the_case_file_not_by_the_focus_guard(monkeypatch):
+    shipped_case = shipped("focus-llm-claim-about-other-service-blocked")
+    assert case_run(shipped_case).off_topic_subjects == []
+
+    monkeypatch.setattr(
+        guards, "CLAIM_GUARDS", tuple(g for g in guards.CLAIM_GUARDS if not isinstance(g, guards.FocusGuard))
+    )
+    unguarded = case_run(shipped_case)
+
+    assert unguarded.verdict == "PASS"
+    assert unguarded.off_topic_subjects == ["HighCPUUsage", "payment-service"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "off_topic"),
+    [
+        ("checkout 当前存在 KubePodCrashLooping 告警；payments 就绪", ["payments"]),
+        # A source's words quoted (「…」) are not the answer naming a subject.
+        ("checkout 超时\n  - 证据：「call to payments timed out after 5000ms」", []),
+        # Inside a longer name (a pod, an alert) is not the subject itself.
+        ("pod checkout-6f7d9-abcde；PostgresReplicationLag 不相关", ["PostgresReplicationLag"]),
+        ("CATALOG 的 HighRequestLatency", ["HighRequestLatency", "catalog"]),
+    ],
+)
+def test_off_topic_subjects_are_the_worlds_names_the_question_does_not_ask(answer, off_topic):
+    crashloop = case(question="只确认 checkout 是否存在 KubePodCrashLooping 告警", world="shop", expect=PASS)
+
+    assert off_topic_subjects(case=crashloop, answer=answer) == off_topic
+
+
+def test_subjects_the_case_lists_or_ties_to_the_question_are_in_scope():
+    listed = case(question="现在有哪些告警", expect=PASS | {"subjects": ["order-service"]})
+    by_alert = case(question="只确认 HighCPUUsage", expect=PASS)
+    by_service_and_alert = case(question="order-service 是否存在 HighCPUUsage 告警", expect=PASS)
+
+    # A listed service brings its alerts; the others are still off topic.
+    assert off_topic_subjects(case=listed, answer="order-service HighMemoryUsage；user-service") == [
+        "user-service"
+    ]
+    # An alert asked alone is about the service it fires on ...
+    assert off_topic_subjects(case=by_alert, answer="payment-service 存在 HighCPUUsage") == []
+    # ... not when the question pairs it with another service.
+    assert off_topic_subjects(case=by_service_and_alert, answer="payment-service 存在 HighCPUUsage") == [
+        "payment-service"
+    ]
+
+
+def test_the_world_subjects_include_the_case_own_tool_data():
+    disk = {
+        "alert_name": "HighDiskUsage",
+        "service": "inventory-service",
+        "started_minutes_ago": 5,
+        "description": "磁盘 93%",
+    }
+    with_disk = case(tools={"query_metrics": {"alerts": [disk]}}, expect=PASS)
+
+    assert off_topic_subjects(case=with_disk, answer="order-service 91%；HighDiskUsage 93%") == [
+        "HighDiskUsage"
+    ]
+    assert off_topic_subjects(case=case(expect=PASS), answer="order-service 91%；HighDiskUsage 93%") == []
+
+
 def result(
     name: str, *, expected: str | None, verdict: str, tags=(), engine="rules", leaks=(), **extra
 ) -> CaseResult:
@@ -170,6 +307,7 @@ def result(
         llm_calls=extra.get("llm_calls", 0),
         tokens=extra.get("tokens", 0),
         session_id=name,
+        slot_found=extra.get("slot_found"),
     )
 
 
@@ -212,3 +350,45 @@ def test_the_summary_measures_accuracy_guards_and_cost():
     lines = "\n".join(summary_lines(summary))
     assert "REJECT recall (fabricated)     50.0%  (n=2)" in lines
     assert "forbidden-term leaks           2 in 1 case(s)" in lines
+
+
+def test_accuracy_is_reported_apart_for_engine_cases_and_code_over_a_scripted_model():
+    results = [
+        result("rules-right", expected="PASS", verdict="PASS"),
+        result("rules-fabricated-caught", expected="REJECT", verdict="REJECT", tags=["fabricated"]),
+        result("scripted-right", expected="PASS", verdict="PASS", engine="llm"),
+        result("scripted-wrong", expected="REJECT", verdict="PASS", tags=["fabricated"], engine="llm"),
+        result("scripted-unchecked", expected=None, verdict="PASS", engine="llm"),
+    ]
+
+    summary = summary_build(results)
+
+    assert (summary.verdict_accuracy, summary.fabricated_reject_recall) == (0.75, 0.5)
+    assert (summary.engine_cases.verdict_accuracy, summary.engine_cases.verdict_cases) == (1.0, 2)
+    assert summary.engine_cases.fabricated_reject_recall == 1.0
+    assert (summary.scripted_cases.verdict_accuracy, summary.scripted_cases.verdict_cases) == (0.5, 2)
+    assert summary.scripted_cases.fabricated_reject_recall == 0.0
+    lines = summary_lines(summary)
+    verdict_at = lines.index("verdict accuracy               75.0%  (n=4)")
+    assert lines[verdict_at + 1 : verdict_at + 3] == [
+        "  engine cases (rules)         100.0%  (n=2)",
+        "  code over a scripted model   50.0%  (n=2)",
+    ]
+    assert "  code over a scripted model   0.0%  (n=1)" in lines
+
+
+def test_answered_rate_and_false_pass_count_only_cases_with_a_slot():
+    results = [
+        result("answered", expected="PASS", verdict="PASS", slot_found=True),
+        result("false-pass", expected="PASS", verdict="PASS", slot_found=False),
+        result("capped", expected="LOW_CONFID", verdict="LOW_CONFID", slot_found=False),
+        result("no-slot", expected="PASS", verdict="PASS"),
+    ]
+
+    summary = summary_build(results)
+
+    assert (summary.slot_cases, summary.answered_rate, summary.false_pass) == (3, 1 / 3, 1)
+    lines = summary_lines(summary)
+    assert "answered rate (expected slot)  33.3%  (n=3)" in lines
+    assert "false PASS (slot not filled)   1" in lines
+    assert "answered rate (expected slot)  -" in summary_lines(summary_build(results[3:]))
