@@ -27,6 +27,8 @@ def world_current() -> World:
             services=known.services, alerts=known.alerts, runbooks=known.runbooks, vocabulary=vocabulary
         ),
         service_labels=tuple(settings.DIAGNOSIS["SERVICE_LABELS"]),
+        now=now(),
+        logs_window_minutes=settings.DIAGNOSIS["LOGS_WINDOW_MINUTES"],
     )
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from tools.base import EvidenceTool, ToolArguments, ToolContext, register
-from tools.records import number_text
+from tools.numbers import number_text
 
 
 class QueryMetricsArguments(ToolArguments):

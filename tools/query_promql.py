@@ -15,7 +15,7 @@ from pydantic import Field
 
 from tools.base import EvidenceTool, ToolArguments, ToolContext, register
 from tools.clock import local_text
-from tools.records import number_text, series_name
+from tools.numbers import number_text, series_name
 
 MAX_MINUTES = 7 * 24 * 60
 

@@ -1,17 +1,14 @@
-"""Shapes shared by the sources: the alert record, the service a label set names, times and sample
-numbers as the tools print them."""
+"""Shapes shared by the sources: the alert record, the service a label set names, times as the tools
+print them (sample numbers: `tools.numbers`)."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.conf import settings
 
 from tools.clock import local_text
-
-SIGNIFICANT_DIGITS = 6
 
 
 def service_of(labels: dict[str, str]) -> str:
@@ -100,25 +97,3 @@ def duration_text(start: datetime | None, now: datetime) -> str:
     if minutes < 24 * 60:
         return f"{minutes}m"
     return f"{minutes // (24 * 60)}d{minutes % (24 * 60) // 60}h"
-
-
-def number_text(raw: str) -> str:
-    """A sample value in plain decimals (Prometheus writes alert values as `1.6450887e+10`): whole
-    numbers exactly, others to six significant digits. NaN and ±Inf stay as Prometheus writes them."""
-    try:
-        value = Decimal(str(raw))
-    except InvalidOperation:
-        return str(raw)
-    if not value.is_finite():
-        return str(raw)
-    if value == value.to_integral_value():
-        return f"{value.quantize(Decimal(1)):f}"
-    rounded = round(value, max(0, SIGNIFICANT_DIGITS - 1 - value.adjusted()))
-    return f"{rounded.normalize():f}"
-
-
-def series_name(metric: dict[str, str]) -> str:
-    """A Prometheus series as PromQL writes it: `name{label="value",…}`, labels sorted."""
-    labels = ",".join(f'{name}="{value}"' for name, value in sorted(metric.items()) if name != "__name__")
-    name = metric.get("__name__", "")
-    return f"{name}{{{labels}}}" if labels or not name else name

@@ -5,7 +5,9 @@
     asks             the words that say what a question asks, read by the question's focus and so
                      by the planners: `alerts` (it is about alerts: "有哪些告警", and a name right
                      before one is an alert's name), `cause` (why something happens), `guidance`
-                     (how to handle it: the runbooks). A kind a file leaves out has the shipped
+                     (how to handle it: the runbooks); and the asks of contracts §16, each with
+                     its slot in the answer: existence, value, threshold, trend, history, logs,
+                     runbook, list, priority, health, action. A kind a file leaves out has the shipped
                      file's words, so a world that names its services differently still reads
                      "为什么" and "how"; a kind written as `[]` has none.
     topic_labels     topic → Chinese label used in claim text (never a fact token)
@@ -75,13 +77,26 @@ def _shipped_words(kind: str) -> Callable[[], list[str]]:
 class Asks(BaseModel):
     """The words of each kind of ask (the module docstring's `asks`)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     alerts: list[str] = Field(default_factory=_shipped_words("alerts"))
     cause: list[str] = Field(default_factory=_shipped_words("cause"))
     guidance: list[str] = Field(default_factory=_shipped_words("guidance"))
+    # The asks of contracts §16, each answered by its own slot (`diagnosis.pipeline.asks`).
+    existence: list[str] = Field(default_factory=_shipped_words("existence"))
+    value: list[str] = Field(default_factory=_shipped_words("value"))
+    threshold: list[str] = Field(default_factory=_shipped_words("threshold"))
+    trend: list[str] = Field(default_factory=_shipped_words("trend"))
+    history: list[str] = Field(default_factory=_shipped_words("history"))
+    logs: list[str] = Field(default_factory=_shipped_words("logs"))
+    runbook: list[str] = Field(default_factory=_shipped_words("runbook"))
+    # `list` in the file; not a field name, which would shadow the builtin in this class body.
+    listing: list[str] = Field(default_factory=_shipped_words("list"), alias="list")
+    priority: list[str] = Field(default_factory=_shipped_words("priority"))
+    health: list[str] = Field(default_factory=_shipped_words("health"))
+    action: list[str] = Field(default_factory=_shipped_words("action"))
 
-    @field_validator("alerts", "cause", "guidance")
+    @field_validator("*")
     @classmethod
     def _no_empty_words(cls, words: list[str]) -> list[str]:
         return _strip_empty(words)

@@ -19,10 +19,16 @@ from diagnosis.pipeline.contracts import Claim, ComposerInput, ExecutorOutput
 from diagnosis.pipeline.facts import NO_NAMES, FactNames, fact_tokens, unsupported_facts
 from diagnosis.pipeline.fix_advice import fix_recommendations
 from diagnosis.pipeline.gatekeeper import EMPTY_BINDINGS, CheckedBinding, GatekeeperResult
-from diagnosis.pipeline.instructions import evidence_gathering, instructions_in, root_cause_stated_as_verified
+from diagnosis.pipeline.instructions import (
+    QUOTE_ONLY,
+    evidence_gathering,
+    instructions_in,
+    root_cause_stated_as_verified,
+)
 from diagnosis.pipeline.records import verifier_record_read
 from diagnosis.pipeline.routing import OutputType
 from diagnosis.pipeline.scope import text_mentions_excluded
+from diagnosis.pipeline.slots import conclusion_lines
 from diagnosis.pipeline.verdict import FACT_CLASS, Verification
 from tools.vocabulary import Vocabulary
 
@@ -43,14 +49,13 @@ DEGRADED_NEXT_STEPS = (
     "人工复核本次会话的工具调用记录与证据引用（见诊断轨迹）。",
     "针对上述证据缺口补充检索后，重新发起诊断。",
 )
-# A record holding a command or an injected instruction is quoted in the evidence panel only.
-QUOTE_ONLY = "记录原文包含命令或指令类文本，仅在证据面板中作为原文引用显示"
 # Raw JSON, code fences or internal field names in an answer mean tool output or our own data leaked.
 LEAKAGE = re.compile(
     r'[{\[]\s*"[^"\n]*"\s*:|```|\b(?:evidence_refs|evidence_bindings|evidence_excerpt|source_invocation_id'
     r"|retrieval_details|claim_id|tool_calls)\b"
 )
 EXCERPT_CHARS = 300
+CONCLUSION_WORD = "结论"
 
 
 def composer_material_build(
@@ -61,9 +66,11 @@ def composer_material_build(
     gatekeeper_result: GatekeeperResult,
     vocabulary: Vocabulary = NO_VOCABULARY,
     names: FactNames = NO_NAMES,
+    conclusions: Sequence[str] = (),
 ) -> ComposerInput:
     """Only what the verifier allowed: never a blocked, unsupported or contradicted claim, never the
-    text of a command or instruction found in evidence, and as actions only evidence gathering."""
+    text of a command or instruction found in evidence, and as actions only evidence gathering.
+    `conclusions`: the filled slots' `结论` lines, which the answer opens with."""
     verification_of = {check.claim_id: check.verification for check in verification.claim_checks}
     findings, inferences = [], []
     for claim in executor_output.claims:
@@ -71,7 +78,7 @@ def composer_material_build(
             findings.append(_material_item(claim, gatekeeper_result, names))
         elif verification_of.get(claim.claim_id) == "reasonable_inference":
             inferences.append(_material_item(claim, gatekeeper_result, names))
-    allowed_texts = _strings([findings, inferences, verification.gaps])
+    allowed_texts = _strings([findings, inferences, verification.gaps, list(conclusions)])
     actions = [
         action
         for action in executor_output.recommended_actions
@@ -84,6 +91,7 @@ def composer_material_build(
         reasonable_inferences=inferences,
         gaps=list(verification.gaps),
         allowed_actions=actions,
+        conclusions=list(conclusions),
     )
 
 
@@ -116,6 +124,7 @@ def composer_material_from_record(*, query: str, record: Any) -> RecordedMateria
             executor_output=stored.executor_structured_output,
             verification=verification,
             gatekeeper_result=stored.gatekeeper_result,
+            conclusions=conclusion_lines(stored.slots),
         ),
     )
 
@@ -133,14 +142,22 @@ def composer_guard(
     world `vocabulary`, else by name), remedies, and — wherever they came from — commands, injected
     instructions and a root cause stated as verified."""
     material_texts = _strings(
-        [material.confirmed_findings, material.reasonable_inferences, material.gaps, material.allowed_actions]
+        [
+            material.conclusions,
+            material.confirmed_findings,
+            material.reasonable_inferences,
+            material.gaps,
+            material.allowed_actions,
+        ]
     )
     offending = unsupported_facts(answer, material_texts, names=names)
     offending += [match.group(0) for match in LEAKAGE.finditer(answer)]
     offending += text_mentions_excluded(answer, list(excluded_topics), vocabulary=vocabulary)
     offending += fix_recommendations(
         answer=answer,
-        facts=_strings([material.confirmed_findings, material.reasonable_inferences, material.gaps]),
+        facts=_strings(
+            [material.conclusions, material.confirmed_findings, material.reasonable_inferences, material.gaps]
+        ),
         vocabulary=vocabulary,
     )
     offending += [f"命令或指令：{text}" for text in instructions_in(answer)]
@@ -163,8 +180,8 @@ def states_confirmed_finding(answer: str, material: ComposerInput, names: FactNa
 
 
 def answer_from_material(material: ComposerInput) -> str:
-    """A Chinese Markdown answer written by code from the material alone."""
-    sections = []
+    """A Chinese Markdown answer written by code from the material alone, the conclusions first."""
+    sections = [material.conclusions] if material.conclusions else []
     if material.confirmed_findings:
         sections.append(["**已确认的发现**", *finding_lines(material.confirmed_findings)])
     if material.reasonable_inferences:
@@ -174,6 +191,14 @@ def answer_from_material(material: ComposerInput) -> str:
     if material.allowed_actions:
         sections.append([ACTIONS_HEADING, *bullets(material.allowed_actions)])
     return "\n\n".join("\n".join(lines) for lines in sections)
+
+
+def conclusions_first(answer: str, conclusions: Sequence[str]) -> str:
+    """An answer that does not open with its conclusion lines gets them put first (contracts §16)."""
+    first = next((line.strip().lstrip("-*# ").strip("*") for line in answer.splitlines() if line.strip()), "")
+    if not conclusions or first.startswith(CONCLUSION_WORD):
+        return answer
+    return "\n".join(conclusions) + "\n\n" + answer
 
 
 def user_facing_text(

@@ -1,7 +1,7 @@
 """The stage contracts (contracts §5): what each stage receives and what it must return.
 
-Nearly a leaf: it imports only the question's focus (`diagnosis.pipeline.focus`, plain data over the
-world vocabulary), so engines, guards and the Django side can all depend on it without a cycle. The output models are also the JSON schemas sent as `response_format`.
+Nearly a leaf: it imports only the question's focus and asks (`diagnosis.pipeline.focus`, `.asks`:
+plain data over the world vocabulary), so engines, guards and the Django side can all depend on it without a cycle. The output models are also the JSON schemas sent as `response_format`.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from diagnosis.pipeline.asks import Ask
 from diagnosis.pipeline.focus import QuestionFocus
 
 ANSWER_VERSION = "executor_evidence_v2"
@@ -31,12 +32,13 @@ ClaimVerification = Literal[
 ]
 FactVerification = Literal["direct_evidence", "indirect_support", "no_evidence", "contradicted"]
 Verdict = Literal["PASS", "LOW_CONFID", "REJECT"]
+PlannedTool = Literal["query_metrics", "query_logs", "lookup_knowledge"]
 
 
 class PlanStep(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    tool: Literal["query_metrics", "query_logs", "lookup_knowledge"]
+    tool: PlannedTool
     purpose: str
 
 
@@ -124,6 +126,8 @@ class PlannerInput:
     retry_context: dict | None = None
     # What the question names and asks, read by code against the sources' inventory (contracts §12).
     focus: QuestionFocus = field(default_factory=QuestionFocus)
+    # What the question asks, each with the slot its answer must fill (contracts §16).
+    asks: list[Ask] = field(default_factory=list)
 
 
 @dataclass
@@ -158,6 +162,8 @@ class ComposerInput:
     reasonable_inferences: list[dict]
     gaps: list[str]
     allowed_actions: list[str]
+    # One `结论` line per filled slot, written by code from verified evidence; the answer opens with them.
+    conclusions: list[str] = field(default_factory=list)
 
 
 class RecordedInvocation(Protocol):

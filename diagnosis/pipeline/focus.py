@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import cached_property, lru_cache
 
 from rapidfuzz import fuzz, process
@@ -162,6 +163,9 @@ class World:
     vocabulary: Vocabulary
     inventory: Inventory
     service_labels: tuple[str, ...] = ("service",)
+    # The sources' "now" and the log source's window: what a question's time words are read against.
+    now: datetime = field(default_factory=lambda: datetime.now(UTC))
+    logs_window_minutes: int = 60
 
     @cached_property
     def fact_names(self) -> FactNames:

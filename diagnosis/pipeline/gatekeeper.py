@@ -152,9 +152,16 @@ def gatekeep(
     """Check every evidence binding of every claim against THIS session's recorded invocations.
 
     `names`: what the session's sources know, so a swapped name is a changed fact whatever its shape."""
+    return claims_checked(executor_output.claims, invocations=invocations, names=names)
+
+
+def claims_checked(
+    claims: Sequence[Claim], *, invocations: Sequence[RecordedInvocation], names: FactNames = NO_NAMES
+) -> GatekeeperResult:
+    """The same check over any claims: the executor's, or the slots' code-written conclusions."""
     checked: list[CheckedBinding] = []
     findings: list[RuleMessage] = []
-    for claim in executor_output.claims:
+    for claim in claims:
         if not claim.evidence_bindings:
             findings.append(
                 RuleMessage(rule=EMPTY_BINDINGS, message="断言没有任何证据引用", claim_id=claim.claim_id)

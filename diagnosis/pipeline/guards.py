@@ -6,7 +6,7 @@ Two kinds, each a small class returning its own typed `GuardResult`:
   binding, block a claim or remove an item, never add one (the exclusion guard, the focus guard,
   evidence-as-data);
 - verdict guards run after the verdict is computed: each may only cap it (the citation cap from the
-  gatekeeper's severity).
+  gatekeeper's severity; the coverage guard: PASS only when every ask's slot is filled).
 
 `claim_guards_run` and `verdict_capped` are the one place their results are combined: what stays,
 what was blocked and by which guard, the warnings, and the verdict cap. Adding a guard is one class
@@ -26,10 +26,12 @@ from diagnosis.pipeline.focus import QuestionFocus, World
 from diagnosis.pipeline.gatekeeper import GatekeeperResult, RuleMessage
 from diagnosis.pipeline.instructions import evidence_gathering
 from diagnosis.pipeline.scope import FOCUS_RULE, SCOPE_RULE, out_of_focus, record_subjects, scope_guard
+from diagnosis.pipeline.slots import Slot, coverage_gaps
 from diagnosis.pipeline.verdict import Override, Verification
 
 EVIDENCE_AS_DATA_RULE = "evidence.not_an_instruction"
 CITATION_CAP_RULE = "evidence.citation_cap"
+COVERAGE_RULE = "answer.coverage"
 VERDICT_STRENGTH: dict[str, int] = {"PASS": 2, "LOW_CONFID": 1, "REJECT": 0}
 
 
@@ -42,6 +44,8 @@ class RoundContext:
     excluded_topics: list[str]
     world: World
     invocations: Sequence[RecordedInvocation]
+    # The asks' slots, read and verified by code (contracts §16).
+    slots: Sequence[Slot] = ()
 
 
 class GuardResult(BaseModel):
@@ -65,6 +69,8 @@ class VerdictCap(BaseModel):
     guard: str
     verdict: Verdict  # the strongest verdict the guard allows
     reason: str
+    # What the answer must say it could not do (`未能回答：…`).
+    gaps: list[str] = []
 
 
 class VerdictGuard(Protocol):
@@ -149,8 +155,21 @@ class CitationCap:
         return None
 
 
+class CoverageGuard:
+    """PASS only when every ask's slot is filled by verified evidence; an unfilled slot caps the verdict at
+    LOW_CONFID and says what could not be answered, and why."""
+
+    name = COVERAGE_RULE
+
+    def cap(self, *, gatekeeper_result: GatekeeperResult, context: RoundContext) -> VerdictCap | None:
+        gaps = coverage_gaps(context.slots)
+        if not gaps:
+            return None
+        return VerdictCap(guard=self.name, verdict="LOW_CONFID", reason="；".join(gaps), gaps=gaps)
+
+
 CLAIM_GUARDS: tuple[ClaimGuard, ...] = (ExclusionGuard(), FocusGuard(), EvidenceAsDataGuard())
-VERDICT_GUARDS: tuple[VerdictGuard, ...] = (CitationCap(),)
+VERDICT_GUARDS: tuple[VerdictGuard, ...] = (CitationCap(), CoverageGuard())
 
 
 @dataclass(frozen=True)
@@ -188,20 +207,24 @@ def verdict_capped(
     context: RoundContext,
 ) -> Verification:
     """The verdict lowered to the strictest cap of the verdict guards; each cap that lowers it is an override."""
-    verdict, score, overrides = verification.verdict, verification.groundedness_score, []
+    verdict, score, overrides, gaps = verification.verdict, verification.groundedness_score, [], []
     for guard in VERDICT_GUARDS:
         cap = guard.cap(gatekeeper_result=gatekeeper_result, context=context)
-        if cap is None or VERDICT_STRENGTH[cap.verdict] >= VERDICT_STRENGTH[verdict]:
+        if cap is None:
+            continue
+        gaps += cap.gaps
+        if VERDICT_STRENGTH[cap.verdict] >= VERDICT_STRENGTH[verdict]:
             continue
         overrides.append(Override(subject="verdict", model=verdict, code=cap.verdict, reason=cap.reason))
         verdict = cap.verdict
         score = 0.0 if verdict == "REJECT" else score
-    if not overrides:
+    if not overrides and not gaps:
         return verification
     return verification.model_copy(
         update={
             "verdict": verdict,
             "groundedness_score": score,
             "overrides": [*verification.overrides, *overrides],
+            "gaps": list(dict.fromkeys([*gaps, *verification.gaps])),
         }
     )

@@ -19,6 +19,8 @@ from diagnosis.pipeline.facts import normalize
 from tools.terms import term_pattern
 from tools.vocabulary import Vocabulary
 
+# What an answer says instead of quoting a record that holds a command or an instruction.
+QUOTE_ONLY = "记录原文包含命令或指令类文本，仅在证据面板中作为原文引用显示"
 # Shapes of a command that changes the system (read-only ones such as `kubectl describe`, `helm status`,
 # `systemctl status` are how a runbook gathers evidence): acting subcommands of the usual tools, a forced
 # rm, SQL that changes schema or rows, shell chaining into an interpreter.

@@ -17,6 +17,7 @@ from diagnosis.pipeline.composer import (
     answer_from_material,
     composer_guard,
     composer_material_build,
+    conclusions_first,
     states_confirmed_finding,
     user_facing_text,
 )
@@ -25,6 +26,7 @@ from diagnosis.pipeline.interfaces import Engine, Recorder, Stage, StepRecord, S
 from diagnosis.pipeline.records import ComposerOutcome, VerifierEvaluation
 from diagnosis.pipeline.round import RoundLimits, RoundResult, round_run, stage_run
 from diagnosis.pipeline.routing import RETRY, OutputType
+from diagnosis.pipeline.slots import conclusion_lines
 
 NOTHING_TO_COMPOSE = "没有已确认的发现或合理推断：答案由代码按证据缺口生成，未调用撰写模型"
 RETRY_INSTRUCTION = "仅补充以上断言相关证据，不要重复已完成检索"
@@ -111,6 +113,7 @@ def _compose(
         gatekeeper_result=final.gatekeeper_result,
         vocabulary=world.vocabulary,
         names=world.fact_names,
+        conclusions=conclusion_lines(final.record.slots),
     )
     if not material.confirmed_findings and not material.reasonable_inferences:
         # Nothing to state but the gaps: code says so. A model here can only add (measured on a
@@ -137,6 +140,7 @@ def _compose(
         names=world.fact_names,
     )
     if answer and not offending and states_confirmed_finding(answer, material, world.fact_names):
+        answer = conclusions_first(answer, material.conclusions)
         return answer, ComposerOutcome(status="valid", answer=answer, offending_tokens=[])
     replacement = answer_from_material(material)
     if not answer:

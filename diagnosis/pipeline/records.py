@@ -12,9 +12,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_serializer
 
+from diagnosis.pipeline.asks import Ask
 from diagnosis.pipeline.contracts import Claim, ExecutorOutput, PlannerOutput
 from diagnosis.pipeline.gatekeeper import GatekeeperResult, RuleMessage
 from diagnosis.pipeline.routing import OutputType, Route
+from diagnosis.pipeline.slots import Slot
 from diagnosis.pipeline.verdict import Verification
 
 TRACEABILITY_VERSION = "v1"
@@ -48,6 +50,9 @@ class RoundRecord(Verification):
     # What the verifier judged: the executor's claims after the scope guard (raw output is on its step).
     executor_structured_output: ExecutorOutput
     excluded_topics: list[str]
+    # What the question asks and each ask's slot, as code read and verified it (contracts §16).
+    asks: list[Ask] = []
+    slots: list[Slot] = []
     # What the question named (services, alerts, topics) and what it named that the sources do not know.
     focus: dict[str, Any] = {}
     focus_notes: list[str] = []

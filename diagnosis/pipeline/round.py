@@ -1,7 +1,8 @@
 """One round, as a function over the engine and the recorder:
 
-    planner → executor (tool loop) → claim guards (exclusion, focus, evidence as data) → gatekeeper
-    → verifier → verdict (code) → verdict guards (caps) → route
+    asks (code) → planner → the asks' calls (code) → executor (tool loop, from their results)
+    → claim guards (exclusion, focus, evidence as data) → gatekeeper → slots (code, verified)
+    → verifier → verdict (code) → verdict guards (citation cap, coverage) → route
 
 The question's focus is read by code against the session's `World` (vocabulary and the sources'
 inventory, computed once by the adapter) and handed to the planner and executor as plain data.
@@ -12,14 +13,20 @@ Stages run by the engine are recorded as steps, also when they fail (then the er
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import get_args
 
+from diagnosis.pipeline.asks import Ask, asks_read
 from diagnosis.pipeline.contracts import (
     ExecutorInput,
     ExecutorOutput,
+    FactCheck,
+    PlannedTool,
     PlannerInput,
     PlannerOutput,
+    PlanStep,
+    RecordedInvocation,
     VerifierInput,
     VerifierOutput,
 )
@@ -38,6 +45,8 @@ from diagnosis.pipeline.interfaces import (
 from diagnosis.pipeline.records import RoundRecord
 from diagnosis.pipeline.routing import Route, route
 from diagnosis.pipeline.scope import excluded_topics_of, scope_parse
+from diagnosis.pipeline.slot_calls import CallsReused, slot_calls_run
+from diagnosis.pipeline.slots import Slot, SlotWorld, slots_read, slots_verified
 from diagnosis.pipeline.verdict import (
     Verification,
     verification_finalize,
@@ -95,28 +104,23 @@ def round_run(
     # Read before planning (what the question itself excludes), again below if the planner excluded more.
     parsed_excluded = scope_parse(query)[1]
     asked = world.focus_of(query=query, excluded=parsed_excluded)
-    planner_input = PlannerInput(query=query, round=round_number, retry_context=retry_context, focus=asked)
-    plan = stage_run(recorder, round_number, Stage.PLANNER, lambda: engine.plan(planner_input)).output
+    asks, plan, asked_calls, prior = _planned(
+        query, round_number, retry_context, earlier, engine, recorder, limits, world, focus=asked
+    )
+    prior_messages = [*prior, *asked_calls.messages]
     executor_call = _executor_run(
-        query, round_number, retry_context, earlier, engine, recorder, limits, plan=plan, focus=asked
+        query, round_number, retry_context, engine, recorder, limits, plan, asked, prior_messages
     )
 
     excluded = excluded_topics_of(query=query, planned=plan.excluded_topics)
     focus = asked if set(excluded) == set(parsed_excluded) else world.focus_of(query=query, excluded=excluded)
-    context = RoundContext(
-        query=query, focus=focus, excluded_topics=excluded, world=world, invocations=recorder.invocations()
-    )
+    invocations = recorder.invocations()
+    slots = _slots_filled(asks, asked_calls, recorder, round_number, invocations, world)
+    context = RoundContext(query, focus, excluded, world, invocations, slots)
     judged = _judgement(engine, recorder, round_number, executor_call, context, retry_context)
     notes = focus.notes()  # unknown subjects, nothing understood: said to the user, listed as gaps
     verification = judged.verification.model_copy(update={"gaps": [*notes, *judged.verification.gaps]})
-    next_step = route(
-        verdict=verification.verdict,
-        score=verification.groundedness_score,
-        round=round_number,
-        # A question nothing of which is understood has nothing a second round could look for.
-        max_rounds=limits.max_rounds if focus.understood else round_number,
-        threshold=limits.low_confidence_threshold,
-    )
+    next_step = _next_step(verification, round_number, limits, understood=focus.understood)
     record = RoundRecord(
         **dict(verification),
         round=round_number,
@@ -125,6 +129,8 @@ def round_run(
         executor_output_parse_status=executor_call.parse_status.as_dict(),
         executor_structured_output=judged.guarded.kept_output,
         excluded_topics=excluded,
+        asks=asks,
+        slots=slots,
         focus=focus.as_dict(),
         focus_notes=notes,
         # What the sources knew when the question was read: the off-topic judgement is made against it.
@@ -140,6 +146,19 @@ def round_run(
         rounds=[r.record.model_copy(update={"rounds": []}) for r in earlier],
     )
     return RoundResult(round=round_number, plan=plan, focus=focus, record=record)
+
+
+def _next_step(
+    verification: Verification, round_number: int, limits: RoundLimits, *, understood: bool
+) -> Route:
+    return route(
+        verdict=verification.verdict,
+        score=verification.groundedness_score,
+        round=round_number,
+        # A question nothing of which is understood has nothing a second round could look for.
+        max_rounds=limits.max_rounds if understood else round_number,
+        threshold=limits.low_confidence_threshold,
+    )
 
 
 @dataclass(frozen=True)
@@ -179,6 +198,11 @@ def _judgement(
         gatekeeper_result=gatekeeper_result,
         guidance_tools=recorder.guidance_tools,
         names=context.world.fact_names,
+        # An executor that stated nothing (its search planned nothing the asks need, e.g. a health
+        # question) is answered by the slots alone; claims it did state are what the verdict judges.
+        slot_facts=[]
+        if executor_call.output.claims or executor_call.parse_status.status == "parse_failed"
+        else [_slot_fact(slot) for slot in context.slots if slot.filled],
     )
     return Judgement(
         guarded=guarded,
@@ -188,7 +212,7 @@ def _judgement(
     )
 
 
-def _executor_run(
+def _planned(
     query: str,
     round_number: int,
     retry_context: dict | None,
@@ -196,13 +220,111 @@ def _executor_run(
     engine: Engine,
     recorder: Recorder,
     limits: RoundLimits,
+    world: World,
     *,
+    focus: QuestionFocus,
+) -> tuple[list[Ask], PlannerOutput, AskedCalls, list[dict]]:
+    """The asks (code), the engine's plan, and the asks' calls made by code and added to the plan
+    (whichever engine planned: the executor starts from their results)."""
+    asks = asks_read(
+        query=query,
+        focus=focus,
+        vocabulary=world.vocabulary,
+        now=world.now,
+        default_minutes=world.logs_window_minutes,
+    )
+    planner_input = PlannerInput(
+        query=query, round=round_number, retry_context=retry_context, focus=focus, asks=asks
+    )
+    plan = stage_run(recorder, round_number, Stage.PLANNER, lambda: engine.plan(planner_input)).output
+    prior = recorder.tool_messages_before(round=round_number) if earlier else []
+    asked_calls = _asks_called(asks, recorder, round_number, limits, world, prior)
+    return asks, _plan_widened(plan, asks, asked_calls.messages), asked_calls, prior
+
+
+@dataclass(frozen=True)
+class AskedCalls:
+    world: SlotWorld
+    messages: list[dict]
+
+
+def _asks_called(
+    asks: list[Ask],
+    recorder: Recorder,
+    round_number: int,
+    limits: RoundLimits,
+    world: World,
+    prior: list[dict],
+) -> AskedCalls:
+    toolbox = recorder.toolbox(round=round_number, max_calls=limits.max_tool_calls)
+    slot_world = SlotWorld(
+        vocabulary=world.vocabulary,
+        service_labels=world.service_labels,
+        tools=frozenset(tool["function"]["name"] for tool in toolbox.tool_definitions()),
+        now=world.now,
+        logs_window_minutes=world.logs_window_minutes,
+    )
+    return AskedCalls(slot_world, slot_calls_run(asks, toolbox=toolbox, world=slot_world, prior=prior))
+
+
+def _slots_filled(
+    asks: list[Ask],
+    asked_calls: AskedCalls,
+    recorder: Recorder,
+    round_number: int,
+    invocations: Sequence[RecordedInvocation],
+    world: World,
+) -> list[Slot]:
+    """Each ask's slot, read from every call of the round (the executor's too: evidence is evidence,
+    whoever asked for it) and kept filled only where the gatekeeper verifies its citations."""
+    made = {m["invocation_id"] for m in asked_calls.messages}
+    messages = [
+        *asked_calls.messages,
+        *(m for m in recorder.tool_messages_before(round=round_number + 1) if m["invocation_id"] not in made),
+    ]
+    return slots_verified(
+        slots_read(asks, messages=messages, world=asked_calls.world),
+        invocations=invocations,
+        names=world.fact_names,
+    )
+
+
+def _slot_fact(slot: Slot) -> FactCheck:
+    return FactCheck(
+        fact=slot.line(),
+        is_critical=True,
+        verification="direct_evidence",
+        detail="所问的槽位由代码按已核验的工具输出填写",
+        evidence_refs=[f"{b.tool_name} #{b.source_invocation_id} {b.raw_path}" for b in slot.bindings],
+    )
+
+
+def _plan_widened(plan: PlannerOutput, asks: list[Ask], slot_messages: list[dict]) -> PlannerOutput:
+    """The plan holds the asks' calls, whichever engine planned (contracts §20): code says so in the step."""
+    planned = {step.tool for step in plan.steps}
+    added = [
+        PlanStep(tool=tool, purpose=f"代码按所问补充：{'、'.join(a.label() for a in asks)}")
+        for tool in dict.fromkeys(m["tool_name"] for m in slot_messages)
+        if tool not in planned and tool in get_args(PlannedTool)
+    ]
+    return plan.model_copy(update={"steps": [*plan.steps, *added]}) if added else plan
+
+
+def _executor_run(
+    query: str,
+    round_number: int,
+    retry_context: dict | None,
+    engine: Engine,
+    recorder: Recorder,
+    limits: RoundLimits,
     plan: PlannerOutput,
     focus: QuestionFocus,
+    prior_messages: list[dict],
 ) -> StageCall[ExecutorOutput]:
-    toolbox = recorder.toolbox(round=round_number, max_calls=limits.max_tool_calls)
-    # A retry round may cite (and must not repeat) what earlier rounds found.
-    prior_messages = recorder.tool_messages_before(round=round_number) if earlier else []
+    toolbox = CallsReused(
+        recorder.toolbox(round=round_number, max_calls=limits.max_tool_calls), prior_messages
+    )
+    # A retry round may cite (and must not repeat) what earlier rounds and the asks' calls found.
     stage_input = ExecutorInput(
         query=query,
         plan=plan,

@@ -133,7 +133,9 @@ def verification_finalize(
     gatekeeper_result: GatekeeperResult,
     guidance_tools: Collection[str],
     names: FactNames = NO_NAMES,
+    slot_facts: Sequence[FactCheck] = (),
 ) -> Verification:
+    """`slot_facts`: the asks' filled slots, facts code read from verified tool output (contracts §16)."""
     overrides: list[Override] = []
     checks = _claim_checks_capped(
         verifier_output, executor_output, gatekeeper_result, overrides, guidance_tools, names
@@ -146,6 +148,7 @@ def verification_finalize(
         for f in verifier_output.facts_checked
         if f.is_critical and f.verification == "contradicted" and f.fact not in claim_texts
     ]
+    facts += slot_facts
     verdict, score = verdict_compute([f.verification for f in facts])
     _verdict_overrides(verifier_output, verdict, score, overrides)
     return Verification(

@@ -21,7 +21,7 @@ from django.utils.safestring import SafeString, mark_safe
 from diagnosis.models import ToolInvocation
 from diagnosis.pipeline.contracts import record_at, record_path_parts
 from tools.clock import local_text
-from tools.records import number_text, series_name
+from tools.numbers import number_text, series_name
 
 RANGE_TOOL = "query_promql"
 SERIES_KEY = "series"

@@ -101,12 +101,12 @@ def test_the_recorded_tool_outputs_become_the_cases_tool_data():
 
     logs = case["tools"]["query_logs"]
     assert logs["mode"] == "replace"
-    recorded = session.tool_invocations.get(tool_name="query_logs")
-    assert logs["responses"] == [{"arguments": recorded.input, "records": recorded.output["logs"]}]
-    knowledge = session.tool_invocations.get(tool_name="lookup_knowledge")
-    assert [block["block_id"] for block in case["tools"]["lookup_knowledge"]["blocks"]] == [
-        block["block_id"] for block in knowledge.output["evidence_blocks"]
-    ]
+    recorded = session.tool_invocations.filter(tool_name="query_logs").order_by("pk")
+    assert logs["responses"] == [{"arguments": r.input, "records": r.output["logs"]} for r in recorded]
+    knowledge = session.tool_invocations.filter(tool_name="lookup_knowledge").order_by("pk")
+    assert {block["block_id"] for block in case["tools"]["lookup_knowledge"]["blocks"]} == {
+        block["block_id"] for invocation in knowledge for block in invocation.output["evidence_blocks"]
+    }
     assert case["script"] == {}
     assert case["expect"] == {
         "verdict": "PASS",

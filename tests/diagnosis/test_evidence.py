@@ -90,7 +90,11 @@ def test_a_claim_the_exclusion_guard_only_trimmed_is_shown():
     session = CompletedSessionFactory(verdict="PASS")
     evaluation = session.self_evaluation["verifier_evaluation"]
     evaluation["gatekeeper_result"]["warnings"].append(
-        {"rule": SCOPE_RULE, "message": "证据 $.logs[0] 涉及用户排除的主题（GC），已从断言中移除", "claim_id": "c1"}
+        {
+            "rule": SCOPE_RULE,
+            "message": "证据 $.logs[0] 涉及用户排除的主题（GC），已从断言中移除",
+            "claim_id": "c1",
+        }
     )
     session.save()
 
@@ -101,7 +105,9 @@ def test_a_claim_the_exclusion_guard_only_trimmed_is_shown():
 
 
 def test_the_panel_shows_the_claim_the_answer_states_when_a_topic_was_excluded():
-    session = session_start(query="order-service 为什么内存高？不要分析 GC", owner=UserFactory(), run_inline=True)
+    session = session_start(
+        query="order-service 为什么内存高？不要分析 GC", owner=UserFactory(), run_inline=True
+    )
     warnings = session.self_evaluation["verifier_evaluation"]["guard_warnings"]
     assert {(w["rule"], w["claim_id"]) for w in warnings} == {(SCOPE_RULE, "claim-1")}  # bindings dropped
 

@@ -264,11 +264,12 @@ def test_with_nothing_confirmed_the_answer_is_written_by_code_and_the_composer_n
 
     session = run(query)
 
-    assert session.verdict != "PASS"
     assert server.requests_for("ComposerOutput") == []
     step = session.steps.get(agent=AgentStep.Agent.COMPOSER)
     assert step.status == AgentStep.Status.SKIPPED and step.llm_calls == 0
-    assert "当前未获得可直接确认的结论" in session.answer
+    # What the model did not state, the ask's own call found: the answer is code's conclusion line.
+    assert session.answer.startswith("结论：是，")
+    assert "当前系统没有告警" not in session.answer
     assert session.self_evaluation["verifier_evaluation"]["composer_output"]["status"] == "skipped"
 
 

@@ -4,6 +4,8 @@ Whatever the model says, the guards decide: fabricated citations are rejected, a
 is overridden, broken replies and a broken endpoint end the session cleanly.
 """
 
+import re
+
 import pytest
 
 from diagnosis.models import AgentStep, DiagnosisSession
@@ -105,7 +107,7 @@ def test_honest_run_passes_with_every_stage_on_the_wire(fake_llm):
     assert all("response_format" not in request for request in executor_requests)
     steps = {step.agent: step for step in session.steps.all()}
     for agent in ("planner", "executor", "verifier", "composer"):
-        assert steps[agent].prompt_version.startswith(f"{agent}-v2+")
+        assert re.match(rf"{agent}-v\d+\+", steps[agent].prompt_version)
         assert steps[agent].prompt_tokens > 0
         assert steps[agent].llm_calls >= 1
 
@@ -152,7 +154,8 @@ def test_retry_round_cites_the_first_rounds_evidence_without_searching_again(fak
 
     assert session.rounds == 2
     assert session.output_type == Output.NORMAL
-    assert session.tool_invocations.count() == 1
+    # Round two searches nothing again: it cites what round one (the ask's call and the executor's) found.
+    assert session.tool_invocations.filter(round=2).count() == 0
     round_two_prompt = server.requests_for("ExecutorOutput")[-1]["messages"][0]["content"]
     assert "补充取证轮（第 2 轮）" in round_two_prompt
     assert evaluation(session)["retry_context"]["round"] == 1

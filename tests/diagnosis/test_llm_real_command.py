@@ -79,5 +79,7 @@ def test_each_question_gets_a_row_and_its_replies_are_written(tmp_path):
     assert written == ["question-01.json", "question-02.json"]
     record = json.loads((replies / "question-01.json").read_text())
     executor = next(step for step in record["steps"] if step["agent"] == "executor")
-    assert "<tool_call>" in executor["model_output"]["replies"][0]["content"]
-    assert executor["model_output"]["tool_calls"][0]["invocation_id"]
+    # The asks' own calls (code) gathered evidence first, so the model may answer from them at once;
+    # whatever it replied is kept, with the calls it made.
+    assert executor["model_output"]["replies"][0]["content"]
+    assert all(call["invocation_id"] for call in executor["model_output"].get("tool_calls", []))

@@ -19,7 +19,8 @@ from tests.factories import DiagnosisSessionFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-MAX_COMMITS = 6
+# The steps, the asks' two turns of calls (alerts, then what they name) and the executor's turns.
+MAX_COMMITS = 8
 FIXTURE_BACKEND = "tools.backends.fixture.FixtureBackend"
 WORLDS = {
     "demo": ("order-service 数据库连接池是否耗尽？", None),

@@ -4,7 +4,7 @@ import pytest
 
 from tests.integration.stack import silence
 from tests.tools.support import record
-from tools.records import number_text
+from tools.numbers import number_text
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 

@@ -25,7 +25,7 @@ class RulesEngine:
     name = "rules"
 
     def plan(self, stage_input: PlannerInput) -> StageCall[PlannerOutput]:
-        output = plan_by_rules(stage_input.query, focus=stage_input.focus)
+        output = plan_by_rules(stage_input.query, focus=stage_input.focus, asks=stage_input.asks)
         return StageCall(output=output, thought=_plan_thought(output), prompt_version=RULES_VERSION)
 
     def execute(self, stage_input: ExecutorInput, toolbox: Toolbox) -> StageCall[ExecutorOutput]:

@@ -19,7 +19,7 @@ from diagnosis.pipeline.contracts import (
 )
 from diagnosis.pipeline.interfaces import Toolbox
 from tools.matching import group_term, groups_in
-from tools.records import number_text
+from tools.numbers import number_text
 from tools.vocabulary import Vocabulary
 from tools.world import current_vocabulary
 

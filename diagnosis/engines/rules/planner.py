@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from diagnosis.pipeline.asks import Ask
 from diagnosis.pipeline.contracts import PlannerOutput, PlanStep
 from diagnosis.pipeline.focus import QuestionFocus
 from diagnosis.pipeline.scope import scope_parse
 from tools.matching import query_terms
 
 
-def plan_by_rules(query: str, *, focus: QuestionFocus) -> PlannerOutput:
-    """`focus`: what the question names and asks, read by code against the inventory (the round's)."""
+def plan_by_rules(query: str, *, focus: QuestionFocus, asks: Sequence[Ask] = ()) -> PlannerOutput:
+    """`focus`: what the question names and asks, read by code against the inventory (the round's);
+    `asks`: what it asks (contracts §16)."""
     narrow, excluded = scope_parse(query)
     services = [*focus.services, *focus.unknown_services]
     alerts = [*focus.alerts, *focus.unknown_alerts]
@@ -17,6 +21,12 @@ def plan_by_rules(query: str, *, focus: QuestionFocus) -> PlannerOutput:
 
     asks_guidance = not narrow and focus.asks_guidance
     steps = []
+    if asks and all(ask.kind == "action" for ask in asks):
+        # "帮我重启 X" asks for an action, not a finding about X: the read-only statement and the
+        # runbook answer it (the action slot), and nothing found about X may pose as its result.
+        return PlannerOutput(
+            goal=query.strip(), steps=[], narrow_scope=True, focus=services + alerts, excluded_topics=excluded
+        )
     # A question nothing of which is understood has nothing to search for (contracts §12); a how-to
     # question about nothing in the system ("如何轮换 … token") is for the runbooks alone.
     if focus.understood and (services or alerts or topics or not asks_guidance):

@@ -91,7 +91,21 @@ class MemoryRecorder:
         return NoTools()
 
     def tool_messages_before(self, *, round: int) -> list[dict]:
-        return []
+        """The recorded invocations as tool messages (all of them count as this round's)."""
+        if round <= 1:
+            return []
+        return [
+            {
+                "invocation_id": i.pk,
+                "tool_name": i.tool_name,
+                "success": True,
+                "source": "",
+                "output": getattr(i, "output", {}),
+                "arguments": getattr(i, "input", {}),
+                "evidence_refs": (i.retrieval_details or {}).get("evidence_refs") or [],
+            }
+            for i in self.recorded
+        ]
 
     def invocations(self) -> list[RecordedInvocation]:
         return list(self.recorded)

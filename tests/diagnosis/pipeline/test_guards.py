@@ -311,6 +311,12 @@ GUARD_CASES = {
         SHORT_CITATION,
         lambda d: d.evaluation.verdict == "LOW_CONFID",
     ),
+    # The threshold is asked, and no alert record holds a rule `expr` or a threshold to read it from.
+    "CoverageGuard": (
+        "checkout 的错误率阈值是多少？",
+        GROUNDED,
+        lambda d: d.evaluation.verdict == "LOW_CONFID" and "未能回答：checkout 的阈值" in d.answer,
+    ),
 }
 
 

@@ -1,0 +1,219 @@
+"""What a question asks (contracts §16): code reads it into asks, each about one subject, each with
+the slot its answer must fill.
+
+The words of each kind are vocabulary data (`Vocabulary.asks`), the subjects come from the question's
+focus (names the sources know), the window from the question's own words (`windows`). Pure code.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from diagnosis.pipeline.focus import QuestionFocus
+from diagnosis.pipeline.windows import Window, window_in
+from tools.terms import term_pattern
+from tools.vocabulary import Vocabulary
+
+AskKind = Literal[
+    "existence",
+    "value",
+    "threshold",
+    "trend",
+    "history",
+    "cause",
+    "logs",
+    "runbook",
+    "list",
+    "priority",
+    "health",
+    "action",
+]
+SubjectKind = Literal["service", "alert", "series", "all"]
+# How a gap names the ask: `未能回答：checkout 的当前值 — …`.
+ASK_LABELS: dict[str, str] = {
+    "existence": "是否存在",
+    "value": "当前值",
+    "threshold": "阈值",
+    "trend": "趋势",
+    "history": "触发历史",
+    "cause": "原因",
+    "logs": "日志",
+    "runbook": "处理手册步骤",
+    "list": "告警列表",
+    "priority": "处理优先级",
+    "health": "抓取目标健康状况",
+    "action": "操作请求",
+}
+# The vocabulary field of each kind (`list` is `listing` there).
+WORDS_FIELD = {kind: "listing" if kind == "list" else kind for kind in ASK_LABELS}
+# A metric as PromQL names it: snake_case with at least one underscore (`node_load1`).
+METRIC_NAME = re.compile(r"(?<![A-Za-z0-9_:\-])[a-z][a-zA-Z0-9]*(?:_[a-zA-Z0-9]+)+(?![A-Za-z0-9_:\-])")
+# The polite frame of an action word: "帮我重启一下" asks to 重启.
+POLITE = re.compile(r"^(?:帮我|帮忙|请你|请|给我|please\s+)|(?:一下|下)$", re.IGNORECASE)
+# Kinds about one subject each; the others are about everything the sources hold (or one service).
+PER_SUBJECT = ("existence", "value", "threshold", "trend", "history", "cause", "logs", "runbook")
+
+
+class AskWindow(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    minutes: int
+    end_minutes_ago: int = 0
+    label: str
+    asked: bool = False
+
+    @classmethod
+    def of(cls, window: Window, *, now: datetime) -> AskWindow:
+        return cls(
+            minutes=window.minutes,
+            end_minutes_ago=max(0, int((now - window.end).total_seconds() // 60)),
+            label=window.label,
+            asked=window.asked,
+        )
+
+
+class Ask(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: AskKind
+    # A service, alert or series name the sources know (or the question names); "" = all of them.
+    subject: str = ""
+    subject_kind: SubjectKind = "all"
+    # The service an alert or series was asked about on ("billing 的 node_load1").
+    service: str = ""
+    # The vocabulary topic asked about (error, slow …), "" when none.
+    topic: str = ""
+    window: AskWindow
+    # The word of an action ask ("重启"), so the statement names what cannot be done.
+    word: str = ""
+
+    def label(self) -> str:
+        if self.service and self.subject and self.service != self.subject:
+            about = f"{self.service} 的 {self.subject}"
+        else:
+            about = self.subject or self.service
+        return f"{about} 的{ASK_LABELS[self.kind]}" if about else ASK_LABELS[self.kind]
+
+
+def asks_read(
+    *, query: str, focus: QuestionFocus, vocabulary: Vocabulary, now: datetime, default_minutes: int
+) -> list[Ask]:
+    """The asks of a question, in the order of contracts §16; none when the question asks nothing code
+    can name a slot for (then the answer is judged on its claims alone, as before)."""
+    window = window_in(query, now=now, default_minutes=default_minutes)
+    text = _without_span(query, window.span)
+    kinds = _kinds_in(text, vocabulary)
+    ask_window = AskWindow.of(window, now=now)
+    series = _series_in(text, focus)
+    topic = focus.topics[0] if focus.topics else ""
+    if "action" in kinds:
+        words = [
+            POLITE.sub("", word).strip() or word
+            for word in vocabulary.asks.action
+            if term_pattern(word).search(text.lower())
+        ]
+        subject, subject_kind = _first_subject(focus, series)
+        return [
+            Ask(kind="action", subject=subject, subject_kind=subject_kind, window=ask_window, word=words[0])
+        ]
+    kinds = _resolved(kinds, focus=focus, series=series, window=window)
+    asks = []
+    for kind in kinds:
+        for subject, subject_kind, service in _subjects(kind, focus=focus, series=series):
+            asks.append(
+                Ask(
+                    kind=kind,
+                    subject=subject,
+                    subject_kind=subject_kind,
+                    service=service,
+                    topic=topic,
+                    window=ask_window,
+                )
+            )
+    return asks
+
+
+def _kinds_in(text: str, vocabulary: Vocabulary) -> set[str]:
+    lowered = text.lower()
+    words = vocabulary.asks
+    return {
+        kind
+        for kind, field in WORDS_FIELD.items()
+        if kind != "cause" and any(term_pattern(word).search(lowered) for word in getattr(words, field))
+    } | ({"cause"} if any(term_pattern(w).search(lowered) for w in words.cause) else set())
+
+
+def _resolved(kinds: set[str], *, focus: QuestionFocus, series: list[str], window: Window) -> list[str]:
+    """Which kinds the question asks, once the words that overlap are read together."""
+    if "priority" in kinds:
+        kinds -= {"list"}
+    # A window that ended before now ("昨天", "上周") asks what happened then.
+    if window.asked and not window.ends_now and not kinds & {"value", "trend", "threshold"}:
+        kinds |= {"history"}
+    if "trend" in kinds or ("value" in kinds and window.asked and window.ends_now):
+        kinds = (kinds - {"value"}) | {"trend"}
+    # A value, a threshold or a trend is about a series, an alert or a topic of a service.
+    measurable = bool(series or focus.alerts or focus.topics)
+    if not measurable:
+        kinds -= {"value", "trend"}
+    if "threshold" in kinds and not (focus.alerts or focus.services or series):
+        kinds -= {"threshold"}
+    if "list" in kinds and focus.alerts:
+        kinds = (kinds - {"list"}) | {"existence"}
+    if "existence" in kinds and not focus.alerts:
+        # "是否存在 … 日志" asks about the logs; "checkout 有告警吗" about the service's alerts.
+        kinds -= {"existence"}
+        kinds |= {"list"} if focus.services and not kinds else set()
+    if focus.alerts and not kinds:
+        kinds = {"existence"}
+    if kinds & {"history", "list", "priority", "health"}:
+        kinds -= {"existence"}
+    return [kind for kind in ASK_LABELS if kind in kinds]
+
+
+def _subjects(kind: str, *, focus: QuestionFocus, series: list[str]) -> list[tuple[str, SubjectKind, str]]:
+    """(subject, its kind, the service it was asked on) for each ask of one kind."""
+    service = focus.services[0] if len(focus.services) == 1 else ""
+    if kind not in PER_SUBJECT:
+        return [(service, "service", service)] if service else [("", "all", "")]
+    if kind in ("value", "trend") and series:
+        return [(name, "series", service) for name in series]
+    if focus.alerts and kind != "logs":
+        return [(alert, "alert", service) for alert in focus.alerts]
+    if focus.services:
+        return [(name, "service", name) for name in focus.services]
+    return [("", "all", "")]
+
+
+def _first_subject(focus: QuestionFocus, series: list[str]) -> tuple[str, SubjectKind]:
+    if focus.services:
+        return focus.services[0], "service"
+    if focus.alerts:
+        return focus.alerts[0], "alert"
+    if series:
+        return series[0], "series"
+    return "", "all"
+
+
+def _series_in(text: str, focus: QuestionFocus) -> list[str]:
+    """Metric names the question writes (`node_load1`), other than the names it reads as subjects."""
+    known = {_folded(name) for name in (*focus.services, *focus.alerts)}
+    return list(
+        dict.fromkeys(m.group(0) for m in METRIC_NAME.finditer(text) if _folded(m.group(0)) not in known)
+    )
+
+
+def _folded(name: str) -> str:
+    return re.sub(r"[-_\s]+", "", name).casefold()
+
+
+def _without_span(text: str, span: tuple[int, int] | None) -> str:
+    """The question without its window phrase, so "过去 15 分钟" is not read as a value's "多少"."""
+    if span is None:
+        return text
+    start, end = span
+    return text[:start] + " " * (end - start) + text[end:]

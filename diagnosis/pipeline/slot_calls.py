@@ -1,0 +1,132 @@
+"""The calls the asks need (contracts §16, §20): made by code before the executor, whichever engine
+runs, so its plan holds them and it starts from their results."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from diagnosis.pipeline.asks import Ask
+from diagnosis.pipeline.interfaces import Toolbox
+from diagnosis.pipeline.slots import (
+    MAX_RANGE_MINUTES,
+    SlotWorld,
+    alert_arguments,
+    alerts_of,
+    on_topic,
+    quoted,
+)
+from tools.promql import comparison_of
+
+Call = tuple[str, dict]
+
+
+def slot_calls_run(
+    asks: Sequence[Ask], *, toolbox: Toolbox, world: SlotWorld, prior: Sequence[dict]
+) -> list[dict]:
+    """The calls the asks need, in two turns (the alerts first: their `expr` names the series), each
+    call once; a call an earlier round made is reused, not repeated."""
+    earlier = {_call_key(m["tool_name"], m.get("arguments") or {}): m for m in prior}
+    messages = _turn([c for ask in asks for c in _alert_calls(ask)], toolbox, earlier)
+    second = [c for ask in asks for c in _evidence_calls(ask, alerts=alerts_of(ask, messages), world=world)]
+    return [*messages, *_turn(second, toolbox, earlier)]
+
+
+def _turn(calls: list[Call], toolbox: Toolbox, earlier: dict[str, dict]) -> list[dict]:
+    unique = {_call_key(tool, arguments): (tool, arguments) for tool, arguments in calls}
+    fresh = [call for key, call in unique.items() if key not in earlier]
+    fresh = fresh[: max(0, toolbox.remaining_calls)]
+    recorded = toolbox.call_many(fresh) if fresh else []
+    by_key = {_call_key(tool, arguments): m for (tool, arguments), m in zip(fresh, recorded, strict=True)}
+    return [m for key in unique if (m := by_key.get(key) or earlier.get(key))]
+
+
+def _alert_calls(ask: Ask) -> list[Call]:
+    if ask.kind in ("health", "action", "logs", "runbook"):
+        return []
+    if ask.kind in ("value", "trend") and ask.subject_kind == "series":
+        return []
+    if ask.kind == "history" and ask.subject_kind != "service":
+        return []
+    return [("query_metrics", alert_arguments(ask))]
+
+
+def _evidence_calls(ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[Call]:
+    promql = "query_promql" in world.tools
+    minutes = min(MAX_RANGE_MINUTES, ask.window.minutes + ask.window.end_minutes_ago)
+    if ask.kind in ("value", "trend") and promql:
+        range_minutes = minutes if ask.kind == "trend" else 0
+        return [
+            ("query_promql", {"query": query, "minutes": range_minutes})
+            for query in _series_queries(ask, alerts, world)
+        ]
+    if ask.kind == "history" and promql:
+        return [("query_promql", {"query": _history_query(ask, world), "minutes": minutes})]
+    if ask.kind == "health" and "query_targets" in world.tools:
+        return [("query_targets", {})]
+    if ask.kind in ("logs", "cause"):
+        service = ask.service or next((a["service"] for a in alerts if a.get("service")), "")
+        term = world.vocabulary.canonical_term(ask.topic) if ask.topic else "error"
+        return [("query_logs", {"query": term} | ({"service": service} if service else {}))]
+    if ask.kind in ("runbook", "action"):
+        words = [ask.subject, world.vocabulary.canonical_term(ask.topic) if ask.topic else "", ask.word]
+        return [("lookup_knowledge", {"query": " ".join(w for w in words if w)[:200] or ask.kind})]
+    return []
+
+
+def _series_queries(ask: Ask, alerts: list[dict], world: SlotWorld) -> list[str]:
+    """The asked series: the metric the question names; else the asked alert's own series (its `expr`
+    without the comparison); else the vocabulary's queries of the asked topic on the asked service."""
+    if ask.subject_kind == "series":
+        return [ask.subject]
+    own = [
+        c.series for a in on_topic(alerts, ask, world.vocabulary) if (c := comparison_of(a.get("expr") or ""))
+    ]
+    if own:
+        return list(dict.fromkeys(own))[:3]
+    if ask.topic and ask.service:
+        return world.vocabulary.topic_queries(ask.topic, service=ask.service)[:2]
+    return []
+
+
+def _history_query(ask: Ask, world: SlotWorld) -> str:
+    """`ALERTS_FOR_STATE` holds each active alert's activeAt: one value per episode."""
+    if ask.subject_kind == "alert":
+        return f'ALERTS_FOR_STATE{{alertname="{quoted(ask.subject)}"}}'
+    if ask.subject_kind == "service" and ask.subject:
+        return " or ".join(
+            f'ALERTS_FOR_STATE{{{label}="{quoted(ask.subject)}"}}' for label in world.service_labels
+        )
+    return "ALERTS_FOR_STATE"
+
+
+def _call_key(tool_name: str, arguments: dict) -> str:
+    return tool_name + json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+
+
+class CallsReused:
+    """The executor's toolbox over the asks' calls: a call code already made is answered with its
+    recorded message, not made again (so one search is one invocation, whoever asked for it)."""
+
+    def __init__(self, toolbox: Toolbox, messages: Sequence[dict]) -> None:
+        self._toolbox = toolbox
+        self._made = {_call_key(m["tool_name"], m.get("arguments") or {}): m for m in messages}
+
+    @property
+    def remaining_calls(self) -> int:
+        return self._toolbox.remaining_calls
+
+    @property
+    def parallel_safe(self) -> bool:
+        return self._toolbox.parallel_safe
+
+    def call(self, tool_name: str, arguments: dict) -> dict:
+        return self.call_many([(tool_name, arguments)])[0]
+
+    def call_many(self, calls: Sequence[tuple[str, dict]]) -> list[dict]:
+        fresh = [call for call in calls if _call_key(*call) not in self._made]
+        recorded = iter(self._toolbox.call_many(fresh) if fresh else [])
+        return [self._made.get(_call_key(*call)) or next(recorded) for call in calls]
+
+    def tool_definitions(self) -> list[dict]:
+        return self._toolbox.tool_definitions()

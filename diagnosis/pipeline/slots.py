@@ -1,0 +1,733 @@
+"""Slots (contracts §16): what the answer to each ask must contain, filled by code from recorded tool
+output only, and the one `结论` line per ask written from it.
+
+`slot_calls.slot_calls_run` makes the calls the asks need (whichever engine runs: the executor starts
+from their results), `slots_read` reads each ask's slot from those recorded messages with the evidence ref it
+rests on, and `slots_verified` keeps a slot filled only when the gatekeeper verifies every citation
+of it against the session's recorded invocations. Pure code over plain data.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal, InvalidOperation
+
+from pydantic import BaseModel, ConfigDict
+
+from diagnosis.pipeline.asks import Ask
+from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, Claim, EvidenceBinding, RecordedInvocation
+from diagnosis.pipeline.facts import NO_NAMES, FactNames
+from diagnosis.pipeline.gatekeeper import claims_checked
+from diagnosis.pipeline.instructions import QUOTE_ONLY, instructions_in
+from tools.numbers import number_text, series_name
+from tools.promql import comparison_of, episodes_of
+from tools.vocabulary import Vocabulary
+
+# query_promql's own bound on a range.
+MAX_RANGE_MINUTES = 7 * 24 * 60
+MAX_LISTED = 8
+MAX_PATTERNS = 3
+CONCLUSION = "结论："
+# Severity order of `list` / `priority` (contracts §16): critical > warning > info > none.
+SEVERITY_RANK = {"critical": 0, "error": 1, "warning": 2, "info": 3}
+ERROR_LEVELS = {"error", "err", "fatal", "critical", "crit", "emerg", "alert", "panic", "severe", "e", "f"}
+# A log message's variable parts, so lines of one kind count as one pattern.
+VARIABLE = re.compile(r"0x[0-9a-f]+|\b[0-9a-f]{8,}\b|\d+(?:\.\d+)?", re.IGNORECASE)
+QUOTED = re.compile(r"「[^」]*」")
+READ_ONLY = "本助手只读取告警、指标、日志与处理手册，不能执行「{word}」等操作"
+
+
+class Slot(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ask: Ask
+    filled: bool
+    # The `结论` line without its prefix, written by code from the evidence it cites.
+    conclusion: str = ""
+    # Why the slot is not filled: no data, beyond the window, no runbook, a source failed.
+    why: str = ""
+    # What the sources cannot show, said as such (a window beyond retention, an action).
+    limits: list[str] = []
+    bindings: list[EvidenceBinding] = []
+
+    def line(self) -> str:
+        limits = "；".join(self.limits)
+        return f"{CONCLUSION}{self.conclusion}" + (f"（{limits}）" if limits else "")
+
+    def gap(self) -> str:
+        return f"未能回答：{self.ask.label()} — {self.why}"
+
+
+def conclusion_lines(slots: Sequence[Slot]) -> list[str]:
+    return [slot.line() for slot in slots if slot.filled]
+
+
+def coverage_gaps(slots: Sequence[Slot]) -> list[str]:
+    return [slot.gap() for slot in slots if not slot.filled]
+
+
+@dataclass(frozen=True)
+class SlotWorld:
+    """What slot code reads besides the messages: the vocabulary, the labels naming a service, the
+    tools the sources answer, the time and the log source's window."""
+
+    vocabulary: Vocabulary
+    service_labels: tuple[str, ...]
+    tools: frozenset[str]
+    now: datetime
+    logs_window_minutes: int
+
+
+def alert_arguments(ask: Ask) -> dict:
+    if ask.subject_kind == "alert":
+        return {"alert_name": ask.subject} | ({"service": ask.service} if ask.service else {})
+    return {"service": ask.subject} if ask.subject_kind == "service" and ask.subject else {}
+
+
+# --- Reading each slot -------------------------------------------------------------------------
+
+
+def slots_read(asks: Sequence[Ask], *, messages: Sequence[dict], world: SlotWorld) -> list[Slot]:
+    return [_READERS[ask.kind](ask, messages, world) for ask in asks]
+
+
+def slots_verified(
+    slots: Sequence[Slot], *, invocations: Sequence[RecordedInvocation], names: FactNames = NO_NAMES
+) -> list[Slot]:
+    """A filled slot stays filled only when the gatekeeper verifies every citation it rests on."""
+    claims = [
+        # Quoted log patterns are evidence, not the conclusion's own polarity.
+        Claim(
+            claim_id=f"slot-{i}",
+            claim_type="observation",
+            claim_text=QUOTED.sub("「」", s.conclusion),
+            evidence_bindings=s.bindings,
+        )
+        for i, s in enumerate(slots)
+        if s.filled and s.bindings
+    ]
+    result = claims_checked(claims, invocations=invocations, names=names)
+    failed = {b.claim_id for b in result.checked_bindings if b.status == "fail"}
+    return [
+        s.model_copy(update={"filled": False, "why": "引用未通过核验"}) if f"slot-{i}" in failed else s
+        for i, s in enumerate(slots)
+    ]
+
+
+@dataclass(frozen=True)
+class _Found:
+    """One record of a recorded message and the evidence ref that cites it."""
+
+    message: dict
+    record: dict
+    ref: dict
+
+    @property
+    def binding(self) -> EvidenceBinding:
+        return _binding(self.message, self.ref)
+
+
+def _found(message: dict, key: str) -> list[_Found]:
+    records = (message.get("output") or {}).get(key) or [] if message.get("success") else []
+    refs = {ref["raw_path"]: ref for ref in message.get("evidence_refs") or []}
+    return [
+        _Found(message, record, refs[path])
+        for index, record in enumerate(records)
+        if (path := f"$.{key}[{index}]") in refs
+    ]
+
+
+def _messages(
+    messages: Sequence[dict], tool: str, match: Callable[[dict], bool] = lambda _: True
+) -> list[dict]:
+    return [m for m in messages if m["tool_name"] == tool and match(m.get("arguments") or {})]
+
+
+def alerts_of(ask: Ask, messages: Sequence[dict]) -> list[dict]:
+    arguments = alert_arguments(ask)
+    return [
+        f.record
+        for m in _messages(messages, "query_metrics", lambda a: a == arguments)
+        for f in _found(m, "alerts")
+    ]
+
+
+def _alert_found(ask: Ask, messages: Sequence[dict]) -> tuple[list[_Found], dict | None]:
+    """The alerts the ask is about and the message that found them: the ask's own call, else any
+    alert query's records about the subject (None when no alert query was made)."""
+    arguments = alert_arguments(ask)
+    calls = _messages(messages, "query_metrics")
+    exact = [m for m in calls if _arguments(m) == arguments]
+    message = next(iter(exact or calls), None)
+    if message is None:
+        return [], None
+    found = _found(message, "alerts")
+    return (found if exact else [f for f in found if _about(f.record, ask)]), message
+
+
+def _about(record: dict, ask: Ask) -> bool:
+    if ask.subject_kind == "alert":
+        return record.get("alert_name") == ask.subject and (
+            not ask.service or record.get("service") == ask.service
+        )
+    if ask.subject_kind == "service" and ask.subject:
+        return record.get("service") == ask.subject
+    return True
+
+
+def _unfilled(ask: Ask, why: str, *, limits: Sequence[str] = ()) -> Slot:
+    return Slot(ask=ask, filled=False, why=why, limits=list(limits))
+
+
+def _failure(message: dict | None, ask: Ask, missing: str) -> Slot:
+    if message is None:
+        return _unfilled(ask, missing)
+    if not message.get("success"):
+        return _unfilled(ask, f"数据源 {message.get('source') or message['tool_name']} 调用失败")
+    return _unfilled(ask, missing)
+
+
+def _no_hit(message: dict) -> EvidenceBinding | None:
+    ref = next((r for r in message.get("evidence_refs") or [] if r["raw_path"] == NO_EVIDENCE_PATH), None)
+    return _binding(message, ref) if ref else None
+
+
+def _existence(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
+    found, message = _alert_found(ask, messages)
+    if message is None or not message.get("success"):
+        return _failure(message, ask, "未能查询告警状态")
+    source = _source(message)
+    if not found:
+        no_hit = _no_hit(message)
+        on = f"（{ask.service}）" if ask.service else ""
+        return Slot(
+            ask=ask,
+            filled=no_hit is not None,
+            conclusion=f"否，未发现 {ask.subject} 告警{on} · 来源 {source}",
+            bindings=[no_hit] if no_hit else [],
+            why="" if no_hit else "未能查询告警状态",
+        )
+    parts = [f"{_alert_text(f.record)}" for f in found[:MAX_LISTED]]
+    return Slot(
+        ask=ask,
+        filled=True,
+        conclusion=f"是，{'；'.join(parts)} · 来源 {source}",
+        bindings=[f.binding for f in found[:MAX_LISTED]],
+    )
+
+
+def _value(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
+    series = _series_found(ask, messages)
+    if series is not None:
+        found, message = series
+        if not found:
+            return _failure(message, ask, f"查询 {_arguments(message).get('query', '')} 没有数据")
+        alerts = _alert_found(ask, messages)[0]
+        lines = [_sample_text(f.record) + _against(f.record, alerts) for f in found[:MAX_LISTED]]
+        return Slot(
+            ask=ask,
+            filled=True,
+            conclusion=f"{'；'.join(lines)} · 来源 {_source(message)}",
+            bindings=[f.binding for f in found[:MAX_LISTED]],
+        )
+    # No Prometheus to ask: the alert's own current value, as its source records it.
+    alerts, message = _alert_found(ask, messages)
+    valued = [
+        f for f in _on_topic_found(alerts, ask, world.vocabulary) if f.record.get("value") not in (None, "")
+    ]
+    if not valued:
+        return _failure(message, ask, "没有可查询的指标序列（需要 Prometheus 数据源，或告警记录自带当前值）")
+    return Slot(
+        ask=ask,
+        filled=True,
+        conclusion="；".join(
+            f"{f.record['service']} 的 {f.record['alert_name']} 当前值 {number_text(str(f.record['value']))}"
+            + (f"（阈值 {f.record['threshold']}）" if f.record.get("threshold") else "")
+            for f in valued[:MAX_LISTED]
+        )
+        + f" · 来源 {_source(message)}",
+        bindings=[f.binding for f in valued[:MAX_LISTED]],
+    )
+
+
+def _trend(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
+    series = _series_found(ask, messages)
+    if series is None:
+        return _unfilled(ask, "趋势需要 Prometheus 数据源（未配置），或没有可查询的指标序列")
+    found, message = series
+    ranged = [f for f in found if _numbers(f.record)]
+    if not ranged:
+        return _failure(
+            message, ask, f"{ask.window.label}内查询 {_arguments(message).get('query', '')} 没有数据"
+        )
+    lines = []
+    for f in ranged[:MAX_LISTED]:
+        numbers = _numbers(f.record)
+        lines.append(
+            f"{series_name(f.record.get('metric') or {})} {ask.window.label}：起 {_n(numbers[0])}，末 {_n(numbers[-1])}，"
+            f"最小 {_n(min(numbers))}，最大 {_n(max(numbers))}（{len(numbers)} 个采样）"
+        )
+    return Slot(
+        ask=ask,
+        filled=True,
+        conclusion=f"{'；'.join(lines)} · 来源 {_source(message)}",
+        limits=_retention_limits(ask, message),
+        bindings=[f.binding for f in ranged[:MAX_LISTED]],
+    )
+
+
+def _threshold(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
+    alerts, message = _alert_found(ask, messages)
+    lines, bindings = [], []
+    for f in _on_topic_found(alerts, ask, world.vocabulary)[:MAX_LISTED]:
+        record = f.record
+        comparison = comparison_of(record.get("expr") or "")
+        if comparison:
+            text = f"{record['alert_name']} 的阈值：{comparison.series} {comparison.operator} {comparison.threshold_text}（告警规则 expr）"
+            text += _past(record.get("value"), comparison.operator, comparison.threshold)
+        elif record.get("threshold"):
+            text = f"{record['alert_name']} 的阈值 {record['threshold']}"
+            if record.get("value") not in (None, ""):
+                text += f"，当前值 {number_text(str(record['value']))}"
+        else:
+            continue
+        lines.append(text)
+        bindings.append(f.binding)
+    if not lines:
+        return _failure(message, ask, "告警记录没有规则表达式或阈值" if alerts else "没有找到所问的告警")
+    return Slot(
+        ask=ask, filled=True, conclusion=f"{'；'.join(lines)} · 来源 {_source(message)}", bindings=bindings
+    )
+
+
+def _history(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
+    message = next(
+        iter(_messages(messages, "query_promql", lambda a: "ALERTS_FOR_STATE" in a.get("query", ""))), None
+    )
+    if message is None:
+        return _unfilled(ask, "告警历史需要 Prometheus 数据源（未配置），只能看到当前告警")
+    if not message.get("success"):
+        return _failure(message, ask, "")
+    start = world.now - timedelta(minutes=ask.window.minutes + ask.window.end_minutes_ago)
+    end = world.now - timedelta(minutes=ask.window.end_minutes_ago)
+    by_alert: dict[str, list] = {}
+    cited: list[_Found] = []
+    for f in _found(message, "series"):
+        values = [
+            v for v in f.record.get("values") or [] if start.timestamp() <= float(v[0]) <= end.timestamp()
+        ]
+        episodes = episodes_of(values)
+        if episodes:
+            by_alert.setdefault((f.record.get("metric") or {}).get("alertname", ""), []).extend(episodes)
+            cited.append(f)
+    limits = [*_retention_limits(ask, message), *_logs_limits(ask, world)]
+    about = ask.subject or "所有告警"
+    if not by_alert:
+        no_hit = _no_hit(message) or (cited[0].binding if cited else None)
+        return Slot(
+            ask=ask,
+            filled=no_hit is not None,
+            conclusion=f"{ask.window.label}未见 {about} 的告警触发记录 · 来源 {_source(message)}",
+            limits=limits,
+            bindings=[no_hit] if no_hit else [],
+            why="" if no_hit else "告警历史查询没有可引用的结果",
+        )
+    lines = []
+    for alert, episodes in sorted(by_alert.items(), key=lambda item: -len(item[1])):
+        seconds = [max(0.0, e.last_seen - e.started) for e in episodes]
+        latest = datetime.fromtimestamp(max(e.started for e in episodes), tz=world.now.tzinfo)
+        flapping = "，反复触发" if len(episodes) >= 3 else ""
+        lines.append(
+            f"{alert} 触发 {len(episodes)} 次{flapping}（每次约 {_duration(sum(seconds) / len(seconds))}，"
+            f"最近一次 {latest:%m-%d %H:%M:%S} 开始）"
+        )
+    return Slot(
+        ask=ask,
+        filled=True,
+        conclusion=f"{ask.window.label} {about}：{'；'.join(lines[:MAX_LISTED])} · 来源 {_source(message)}",
+        limits=limits,
+        bindings=[f.binding for f in cited[:MAX_LISTED]],
+    )
+
+
+def _listing(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
+    found, message = _alert_found(ask, messages)
+    if message is None or not message.get("success"):
+        return _failure(message, ask, "未能查询告警状态")
+    firing = sorted((f for f in found if f.record.get("state") == "firing"), key=_priority)
+    if not firing:
+        no_hit = _no_hit(message) or (found[0].binding if found else None)
+        about = f"{ask.subject} " if ask.subject else ""
+        return Slot(
+            ask=ask,
+            filled=no_hit is not None,
+            conclusion=f"未发现 {about}处于 firing 状态的告警 · 来源 {_source(message)}",
+            bindings=[no_hit] if no_hit else [],
+            why="" if no_hit else "告警查询没有可引用的结果",
+        )
+    shown = firing[:MAX_LISTED]
+    ranked = "；".join(f"{i}. {_alert_text(f.record)}" for i, f in enumerate(shown, 1))
+    if ask.kind == "priority":
+        first, *rest = shown
+        text = f"最需要先处理：{_alert_text(first.record)}"
+        text += f"；其后：{'；'.join(_alert_text(f.record) for f in rest)}" if rest else ""
+    else:
+        text = f"当前 {len(firing)} 个 firing 告警（按优先级）：{ranked}"
+    return Slot(
+        ask=ask,
+        filled=True,
+        conclusion=f"{text} · 来源 {_source(message)}",
+        bindings=[f.binding for f in shown],
+    )
+
+
+def _health(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
+    message = next(iter(_messages(messages, "query_targets")), None)
+    if message is None:
+        return _unfilled(ask, "抓取目标的健康状况需要 Prometheus 数据源（未配置）")
+    found = _found(message, "targets")
+    if not found:
+        return _failure(message, ask, "Prometheus 没有返回抓取目标")
+    down = [f for f in found if f.record.get("health") != "up"]
+    if not down:
+        text = f"{len(found)} 个抓取目标全部 up"
+        cited = found[:MAX_LISTED]
+    else:
+        listed = "；".join(
+            f"{f.record.get('job')} {f.record.get('instance')}（{f.record.get('health')}，lastError：{f.record.get('last_error') or '无'}）"
+            for f in down[:MAX_LISTED]
+        )
+        text = f"{len(found)} 个抓取目标中 {len(down)} 个不健康：{listed}"
+        cited = down[:MAX_LISTED]
+    return Slot(
+        ask=ask,
+        filled=True,
+        conclusion=f"{text} · 来源 {_source(message)}",
+        bindings=[f.binding for f in cited],
+    )
+
+
+def _logs(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
+    message = next(iter(_messages(messages, "query_logs")), None)
+    if message is None or not message.get("success"):
+        return _failure(message, ask, "未能检索日志")
+    window = f"最近 {world.logs_window_minutes} 分钟"
+    about = ask.service or "所有服务"
+    label = world.vocabulary.label(ask.topic) if ask.topic else "错误"
+    found = _found(message, "logs")
+    limits = _logs_limits(ask, world)
+    if not found:
+        no_hit = _no_hit(message)
+        return Slot(
+            ask=ask,
+            filled=no_hit is not None,
+            conclusion=f"{window}未检索到 {about} 的{label}日志 · 来源 {_source(message)}",
+            limits=limits,
+            bindings=[no_hit] if no_hit else [],
+        )
+    wants_errors = not ask.topic or ask.topic == "error"
+    kept = [f for f in found if _is_error(f.record)] if wants_errors else found
+    if not kept:
+        levels = "、".join(sorted({str(f.record.get("level") or "未知").upper() for f in found}))
+        return Slot(
+            ask=ask,
+            filled=True,
+            conclusion=f"{window} {about} 匹配的 {len(found)} 条日志级别为 {levels}，均低于 ERROR · 来源 {_source(message)}",
+            limits=limits,
+            bindings=[f.binding for f in found[:MAX_PATTERNS]],
+        )
+    patterns = Counter(VARIABLE.sub("<*>", str(f.record.get("message", ""))) for f in kept)
+    examples = {}
+    for f in kept:
+        examples.setdefault(VARIABLE.sub("<*>", str(f.record.get("message", ""))), f)
+    listed = "；".join(
+        f"「{_quotable(pattern)}」{count} 条" for pattern, count in patterns.most_common(MAX_PATTERNS)
+    )
+    total = (message.get("output") or {}).get("total", len(found))
+    return Slot(
+        ask=ask,
+        filled=True,
+        conclusion=(
+            f"{window} {about} 的{label}日志 {len(kept)} 条（检索命中 {total} 条），"
+            f"{len(patterns)} 种模式：{listed} · 来源 {_source(message)}"
+        ),
+        limits=limits,
+        bindings=[examples[p].binding for p, _ in patterns.most_common(MAX_PATTERNS)],
+    )
+
+
+def _cause(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
+    alerts, alert_message = _alert_found(ask, messages)
+    logs = _logs(ask.model_copy(update={"kind": "logs"}), messages, world)
+    firing = [f for f in alerts if f.record.get("state") == "firing"][:3]
+    about = ask.subject or "所问对象"
+    if not firing and not logs.filled:
+        return _failure(alert_message, ask, f"未找到原因证据（已检索 {about} 的告警与日志）")
+    # Lines found are symptoms; a search that found none is said beside them, never as one.
+    lines_found = logs.filled and any(b.raw_path != NO_EVIDENCE_PATH for b in logs.bindings)
+    symptoms = [_alert_text(f.record) for f in firing]
+    if lines_found:
+        symptoms.append(logs.conclusion.split(" · 来源")[0])
+    inference = (
+        f"。推断（未证实）：{firing[0].record['alert_name']} 与同期日志可能相关，需人工确认"
+        if firing and lines_found
+        else ""
+    )
+    return Slot(
+        ask=ask,
+        filled=True,
+        conclusion=f"{about} 的现象：{'；'.join(symptoms)}{inference}",
+        limits=[] if lines_found else [logs.conclusion.split(" · 来源")[0]],
+        bindings=[*(f.binding for f in firing), *(logs.bindings if lines_found else [])],
+    )
+
+
+def _runbook(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
+    message = next(iter(_messages(messages, "lookup_knowledge")), None)
+    if message is None or not message.get("success"):
+        return _failure(message, ask, "未能检索处理手册")
+    # A runbook first; a reviewed past case when no runbook matched.
+    blocks = sorted(
+        _found(message, "evidence_blocks"),
+        key=lambda f: str(f.record.get("source_document", "")).startswith("case:"),
+    )
+    if not blocks:
+        return _unfilled(ask, "没有匹配的处理手册")
+    block = blocks[0].record
+    kind = "历史案例" if str(block.get("source_document", "")).startswith("case:") else "处理手册"
+    return Slot(
+        ask=ask,
+        filled=True,
+        conclusion=f"{kind}《{block.get('title', '')}》：{_quotable(_steps(str(block.get('content', ''))))} · 来源 {block.get('source_document', '')}",
+        bindings=[blocks[0].binding],
+    )
+
+
+def _action(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
+    statement = READ_ONLY.format(word=ask.word.strip() or "操作")
+    runbook = _runbook(ask, messages, world)
+    if runbook.filled:
+        return runbook.model_copy(update={"conclusion": f"{statement}；可参考{runbook.conclusion}"})
+    return Slot(ask=ask, filled=True, conclusion=statement)
+
+
+_READERS: dict[str, Callable[[Ask, Sequence[dict], SlotWorld], Slot]] = {
+    "existence": _existence,
+    "value": _value,
+    "threshold": _threshold,
+    "trend": _trend,
+    "history": _history,
+    "cause": _cause,
+    "logs": _logs,
+    "runbook": _runbook,
+    "list": _listing,
+    "priority": _listing,
+    "health": _health,
+    "action": _action,
+}
+
+
+# --- Small readers -----------------------------------------------------------------------------
+
+
+def _series_found(ask: Ask, messages: Sequence[dict]) -> tuple[list[_Found], dict] | None:
+    """The series of the ask's first PromQL call that returned any (else of its first), or None
+    when none was made."""
+    wanted = 0 if ask.kind == "value" else None
+    calls = [
+        m
+        for m in _messages(messages, "query_promql", lambda a: "ALERTS_FOR_STATE" not in a.get("query", ""))
+        if (wanted is None) == bool(_arguments(m).get("minutes"))
+    ]
+    if not calls:
+        return None
+    found = [(_found(m, "series"), m) for m in calls]
+    service = ask.service if ask.subject_kind == "series" else ""
+    for series, message in found:
+        on_service = [f for f in series if not service or service in (f.record.get("metric") or {}).values()]
+        if on_service:
+            return on_service, message
+    return found[0]
+
+
+def on_topic(alerts: list[dict], ask: Ask, vocabulary: Vocabulary) -> list[dict]:
+    """The alerts an ask about a topic means: those of that topic, else all of the subject's."""
+    if not ask.topic or ask.subject_kind == "alert":
+        return alerts
+    topical = [a for a in alerts if vocabulary.alert_topics.get(a.get("alert_name", "")) == ask.topic]
+    return topical or alerts
+
+
+def _on_topic_found(found: list[_Found], ask: Ask, vocabulary: Vocabulary) -> list[_Found]:
+    wanted = {id(a) for a in on_topic([f.record for f in found], ask, vocabulary)}
+    return [f for f in found if id(f.record) in wanted]
+
+
+def _alert_text(record: dict) -> str:
+    details = [record.get("state", ""), record.get("severity", "")]
+    text = f"{record.get('service', '')} 的 {record.get('alert_name', '')} 告警（{'，'.join(d for d in details if d)}）"
+    if record.get("value") not in (None, ""):
+        text += f"，当前值 {number_text(str(record['value']))}"
+    if record.get("duration"):
+        text += f"，已持续 {record['duration']}"
+    return text
+
+
+def _priority(found: _Found) -> tuple[int, Decimal]:
+    """Severity first, then how far the value is past the threshold (further first)."""
+    record = found.record
+    rank = SEVERITY_RANK.get(str(record.get("severity", "")).lower(), len(SEVERITY_RANK))
+    comparison = comparison_of(record.get("expr") or "")
+    value = _decimal(record.get("value"))
+    threshold = comparison.threshold if comparison else _decimal(record.get("threshold"))
+    if value is None or threshold is None or threshold == 0:
+        return rank, Decimal(0)
+    return rank, -abs(value / threshold)
+
+
+def _against(record: dict, alerts: list[_Found]) -> str:
+    """A sample of an alert's own series, read against that alert's threshold."""
+    expr_series = {
+        (c.series, f.record.get("alert_name")): c
+        for f in alerts
+        if (c := comparison_of(f.record.get("expr") or ""))
+    }
+    for (series, alert), comparison in expr_series.items():
+        value = _decimal(_sample(record)[1])
+        if value is not None and series:
+            return f"，{alert} 阈值 {comparison.operator} {comparison.threshold_text}" + _past(
+                value, comparison.operator, comparison.threshold, stated=False
+            )
+    return ""
+
+
+def _past(value: object, operator: str, threshold: Decimal, *, stated: bool = True) -> str:
+    number = _decimal(value)
+    if number is None:
+        return ""
+    text = f"；当前值 {number_text(str(number))}" if stated else ""
+    if operator in (">", ">=") and threshold > 0 and number > threshold:
+        text += f"，为阈值的 {_n(number / threshold)} 倍"
+    return text
+
+
+def _sample_text(record: dict) -> str:
+    name = series_name(record.get("metric") or {})
+    at, raw = _sample(record)
+    when = f"，{datetime.fromtimestamp(float(at)):%H:%M:%S}" if at else ""
+    return f"{name} 当前值 {number_text(str(raw))}{_unit(name, raw)}（采样时间{when.lstrip('，') or '未知'}）"
+
+
+def _sample(record: dict) -> tuple[object, object]:
+    """(time, value) of an instant sample: Prometheus writes `[ts, "v"]`; a bare value has no time."""
+    value = record.get("value")
+    if isinstance(value, list | tuple) and len(value) == 2:
+        return value[0], value[1]
+    return None, value
+
+
+def _unit(name: str, raw: object) -> str:
+    number = _decimal(raw)
+    if number is None:
+        return ""
+    if name.split("{")[0].endswith("_bytes") and number >= 1024**2:
+        return f" 字节（约 {_n(number / 1024**3)} GiB）"
+    if name.split("{")[0].endswith("_seconds"):
+        return " 秒"
+    return ""
+
+
+def _numbers(record: dict) -> list[Decimal]:
+    return [n for _, raw in record.get("values") or [] if (n := _decimal(raw)) is not None]
+
+
+def _retention_limits(ask: Ask, message: dict) -> list[str]:
+    retention = (message.get("output") or {}).get("retention_minutes")
+    asked = ask.window.minutes + ask.window.end_minutes_ago
+    limits = []
+    if retention and asked > retention:
+        limits.append(f"Prometheus 只保留最近 {_minutes_text(retention)} 的指标，更早的看不到")
+    if asked > MAX_RANGE_MINUTES:
+        limits.append(f"一次最多查询最近 {_minutes_text(MAX_RANGE_MINUTES)}")
+    return limits
+
+
+def _logs_limits(ask: Ask, world: SlotWorld) -> list[str]:
+    if ask.window.asked and ask.window.minutes + ask.window.end_minutes_ago > world.logs_window_minutes:
+        return [f"日志只能看到最近 {_minutes_text(world.logs_window_minutes)}"]
+    return []
+
+
+def _is_error(record: dict) -> bool:
+    return str(record.get("level", "")).strip().lower() in ERROR_LEVELS
+
+
+def _steps(content: str, limit: int = 240) -> str:
+    lines = [line.strip() for line in content.splitlines() if line.strip()]
+    text = ""
+    for line in lines:
+        joined = f"{text}；{line}" if text else line
+        if text and len(joined) > limit:
+            break
+        text = joined
+    return text
+
+
+def _quotable(text: str) -> str:
+    """Evidence text that holds a command or an instruction is quoted in the evidence panel only."""
+    return QUOTE_ONLY if instructions_in(text) else text
+
+
+def _source(message: dict) -> str:
+    return str(message.get("source") or message["tool_name"])
+
+
+def _arguments(message: dict) -> dict:
+    return message.get("arguments") or {}
+
+
+def _binding(message: dict, ref: dict) -> EvidenceBinding:
+    return EvidenceBinding(
+        tool_name=message["tool_name"],
+        source_invocation_id=message["invocation_id"],
+        raw_path=ref["raw_path"],
+        evidence_excerpt=ref["text"],
+    )
+
+
+def _decimal(value: object) -> Decimal | None:
+    if value in (None, ""):
+        return None
+    try:
+        number = Decimal(str(value).strip().rstrip("%s"))
+    except InvalidOperation:
+        return None
+    return number if number.is_finite() else None
+
+
+def _n(number: Decimal | float) -> str:
+    return number_text(str(number))
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{round(seconds)} 秒"
+    if seconds < 90 * 60:
+        return f"{round(seconds / 60)} 分钟"
+    return f"{round(seconds / 3600, 1)} 小时"
+
+
+def _minutes_text(minutes: int) -> str:
+    if minutes % (24 * 60) == 0:
+        return f"{minutes // (24 * 60)} 天"
+    if minutes % 60 == 0:
+        return f"{minutes // 60} 小时"
+    return f"{minutes} 分钟"
+
+
+def quoted(name: str) -> str:
+    return name.replace("\\", "\\\\").replace('"', '\\"')

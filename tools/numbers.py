@@ -1,0 +1,30 @@
+"""Sample numbers and series names as every tool and the answer print them. Django-free, so the
+pipeline writes an answer's numbers exactly as the tools wrote its evidence."""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+
+SIGNIFICANT_DIGITS = 6
+
+
+def number_text(raw: str) -> str:
+    """A sample value in plain decimals (Prometheus writes alert values as `1.6450887e+10`): whole
+    numbers exactly, others to six significant digits. NaN and ±Inf stay as Prometheus writes them."""
+    try:
+        value = Decimal(str(raw))
+    except InvalidOperation:
+        return str(raw)
+    if not value.is_finite():
+        return str(raw)
+    if value == value.to_integral_value():
+        return f"{value.quantize(Decimal(1)):f}"
+    rounded = round(value, max(0, SIGNIFICANT_DIGITS - 1 - value.adjusted()))
+    return f"{rounded.normalize():f}"
+
+
+def series_name(metric: dict[str, str]) -> str:
+    """A Prometheus series as PromQL writes it: `name{label="value",…}`, labels sorted."""
+    labels = ",".join(f'{name}="{value}"' for name, value in sorted(metric.items()) if name != "__name__")
+    name = metric.get("__name__", "")
+    return f"{name}{{{labels}}}" if labels or not name else name

@@ -1,0 +1,140 @@
+"""What an alert rule's PromQL says, read with a maintained parser (contracts §16 `threshold`,
+`history`): the comparison of its `expr`, and the firing episodes in a range of `ALERTS_FOR_STATE`.
+
+Django-free, so the pipeline can read exprs too.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+import promql_parser
+
+# Each comparison operator and the one that reads the same with its sides swapped (`0.5 < x` is `x > 0.5`).
+FLIPPED = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "==": "==", "!=": "!="}
+# `a > 0.1 and on() b`: the set operator gates the alert; the comparison is on its left.
+SET_OPERATORS = frozenset({"and", "or", "unless"})
+
+# PromQL's number literals (hex, decimal with exponent, Inf, NaN), sign and all.
+_NUMBER = r"[-+]?\s*(?:0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[iI][nN][fF]|[nN][aA][nN])"
+# Strings and comments, blanked before looking for a number so that `{le="0.5"}` is not one.
+_NOT_CODE = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`|#[^\n]*')
+
+
+@dataclass(frozen=True)
+class Comparison:
+    # The expr side without the comparison, as PromQL text.
+    series: str
+    # As it reads with the series on the left.
+    operator: str
+    threshold: Decimal
+    # The number as written in the expr.
+    threshold_text: str
+
+
+@dataclass(frozen=True)
+class Episode:
+    # Unix seconds: the alert's activeAt.
+    started: float
+    # Unix seconds of the last sample of this episode in the window.
+    last_seen: float
+
+
+def comparison_of(expr: str) -> Comparison | None:
+    """The comparison of `expr` with a number literal, or None (no such comparison, not PromQL)."""
+    try:
+        tree = promql_parser.parse(expr)
+    except ValueError:  # the parser reports every syntax error so
+        return None
+    node = _top_comparison(tree)
+    if node is None:
+        return None
+    written_operator = str(node.op)
+    number_on_right = _number(node.rhs) is not None
+    if number_on_right:
+        number, series, operator = _number(node.rhs), node.lhs, written_operator
+    else:
+        number, series, operator = _number(node.lhs), node.rhs, FLIPPED[written_operator]
+    # NaN compares false with everything: no threshold to state (and a Decimal NaN cannot be ordered).
+    if number is None or _number(series) is not None or math.isnan(number.val):
+        return None
+    text = _written(expr, operator=written_operator, value=number.val, number_on_right=number_on_right)
+    text = text or number.prettify()
+    return Comparison(
+        series=_one_line(series.prettify()),
+        operator=operator,
+        threshold=_decimal(text),
+        threshold_text=text,
+    )
+
+
+def episodes_of(values: list[list]) -> list[Episode]:
+    """The firing episodes in the `values` (`[[ts, "value"], …]`) of a range query over
+    `ALERTS_FOR_STATE{alertname="X"}` (one series), whose value is the episode's activeAt: each
+    re-fire gets a new activeAt, so one episode per distinct value, in time order."""
+    episodes: dict[float, Episode] = {}
+    for timestamp, value in values:
+        started = float(value)
+        episodes[started] = Episode(started=started, last_seen=float(timestamp))
+    return sorted(episodes.values(), key=lambda episode: episode.started)
+
+
+def _top_comparison(node: promql_parser.Expr) -> promql_parser.BinaryExpr | None:
+    while isinstance(node, promql_parser.ParenExpr | promql_parser.BinaryExpr):
+        if isinstance(node, promql_parser.ParenExpr):
+            node = node.expr
+        elif str(node.op) in SET_OPERATORS:
+            node = node.lhs
+        else:
+            return node if str(node.op) in FLIPPED else None
+    return None
+
+
+def _number(node: promql_parser.Expr) -> promql_parser.NumberLiteral | None:
+    while isinstance(node, promql_parser.ParenExpr):
+        node = node.expr
+    return node if isinstance(node, promql_parser.NumberLiteral) else None
+
+
+def _written(expr: str, *, operator: str, value: float, number_on_right: bool) -> str:
+    """The number next to the comparison operator as `expr` spells it (`1e9`, `0.50`): the parser
+    keeps only its float. Empty when not found."""
+    code = _NOT_CODE.sub(lambda match: " " * len(match.group()), expr)
+    op = re.escape(operator)
+    pattern = (
+        rf"{op}\s*(?:bool\b\s*)?[(\s]*(?P<number>{_NUMBER})(?![\w.])"
+        if number_on_right
+        else rf"(?<![\w.])(?P<number>{_NUMBER})[)\s]*{op}(?!=)"
+    )
+    for match in re.finditer(pattern, code):
+        text = re.sub(r"\s+", "", match.group("number"))
+        if _value(text) == value:
+            return text
+    return ""
+
+
+def _value(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:  # hex, which float() does not read
+        return float(int(text, 16))
+
+
+def _decimal(text: str) -> Decimal:
+    try:
+        return Decimal(text)
+    except InvalidOperation:  # hex again
+        return Decimal(int(text, 16))
+
+
+def _one_line(pretty: str) -> str:
+    """The parser's pretty print on one line. Its line breaks fall only between tokens (a newline in
+    a string is printed escaped), so joining the lines keeps the PromQL as it was."""
+    lines = [line.strip() for line in pretty.splitlines()]
+    text = lines[0] if lines else ""
+    for line in lines[1:]:
+        text += line if text.endswith("(") or line.startswith(")") else f" {line}"
+    return text
