@@ -3,7 +3,14 @@ from importlib import import_module
 from django.apps import AppConfig
 
 # One module per tool; importing it registers the tool (contracts §4).
-TOOL_MODULES = ("query_metrics", "query_promql", "query_logs", "lookup_knowledge", "get_current_datetime")
+TOOL_MODULES = (
+    "query_metrics",
+    "query_promql",
+    "query_targets",
+    "query_logs",
+    "lookup_knowledge",
+    "get_current_datetime",
+)
 
 
 class ToolsConfig(AppConfig):

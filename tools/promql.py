@@ -35,14 +35,6 @@ class Comparison:
     threshold_text: str
 
 
-@dataclass(frozen=True)
-class Episode:
-    # Unix seconds: the alert's activeAt.
-    started: float
-    # Unix seconds of the last sample of this episode in the window.
-    last_seen: float
-
-
 def comparison_of(expr: str) -> Comparison | None:
     """The comparison of `expr` with a number literal, or None (no such comparison, not PromQL)."""
     try:
@@ -69,17 +61,6 @@ def comparison_of(expr: str) -> Comparison | None:
         threshold=_decimal(text),
         threshold_text=text,
     )
-
-
-def episodes_of(values: list[list]) -> list[Episode]:
-    """The firing episodes in the `values` (`[[ts, "value"], …]`) of a range query over
-    `ALERTS_FOR_STATE{alertname="X"}` (one series), whose value is the episode's activeAt: each
-    re-fire gets a new activeAt, so one episode per distinct value, in time order."""
-    episodes: dict[float, Episode] = {}
-    for timestamp, value in values:
-        started = float(value)
-        episodes[started] = Episode(started=started, last_seen=float(timestamp))
-    return sorted(episodes.values(), key=lambda episode: episode.started)
 
 
 def _top_comparison(node: promql_parser.Expr) -> promql_parser.BinaryExpr | None:

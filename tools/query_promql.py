@@ -57,10 +57,19 @@ class QueryPromqlTool(EvidenceTool):
         answer = source.query_promql(query=arguments.query, minutes=arguments.minutes, now=context.now)
         series = answer["series"]
         message = f"返回 {len(series)} 条时间序列" if series else "查询结果为空"
-        return {"success": True, "result_type": answer["result_type"], "series": series, "message": message}
+        output = {"success": True, "result_type": answer["result_type"], "series": series, "message": message}
+        if arguments.minutes > 0:
+            # A window beyond what the server keeps is answered with the window that exists (§16).
+            output["retention_minutes"] = _retention_minutes(source)
+        return output
 
     def evidence_text(self, record: dict[str, Any]) -> str:
         return f"{series_name(record.get('metric') or {})} {samples_text(record)}"
+
+
+def _retention_minutes(source: Any) -> int | None:
+    """The source's retention, None when it cannot say (a team's own backend may not know it)."""
+    return source.retention_minutes() if hasattr(source, "retention_minutes") else None
 
 
 def _sample(pair: list) -> tuple[str, str]:

@@ -61,7 +61,7 @@ def _evidence_calls(ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[C
             for query in _series_queries(ask, alerts, world)
         ]
     if ask.kind == "history" and promql:
-        return [("query_promql", {"query": _history_query(ask, world), "minutes": minutes})]
+        return [("query_promql", {"query": _history_query(ask, world), "minutes": 0})]
     if ask.kind == "health" and "query_targets" in world.tools:
         return [("query_targets", {})]
     if ask.kind in ("logs", "cause"):
@@ -90,14 +90,17 @@ def _series_queries(ask: Ask, alerts: list[dict], world: SlotWorld) -> list[str]
 
 
 def _history_query(ask: Ask, world: SlotWorld) -> str:
-    """`ALERTS_FOR_STATE` holds each active alert's activeAt: one value per episode."""
+    """`ALERTS_FOR_STATE` holds each active alert's activeAt, a new value per episode: its changes over
+    the window, plus one, count the episodes exactly, whatever the range query's step would miss."""
+    window = f"[{min(MAX_RANGE_MINUTES, ask.window.minutes)}m]"
+    offset = f" offset {ask.window.end_minutes_ago}m" if ask.window.end_minutes_ago else ""
     if ask.subject_kind == "alert":
-        return f'ALERTS_FOR_STATE{{alertname="{quoted(ask.subject)}"}}'
-    if ask.subject_kind == "service" and ask.subject:
-        return " or ".join(
-            f'ALERTS_FOR_STATE{{{label}="{quoted(ask.subject)}"}}' for label in world.service_labels
-        )
-    return "ALERTS_FOR_STATE"
+        selectors = [f'alertname="{quoted(ask.subject)}"']
+    elif ask.subject_kind == "service" and ask.subject:
+        selectors = [f'{label}="{quoted(ask.subject)}"' for label in world.service_labels]
+    else:
+        selectors = [""]
+    return " or ".join(f"changes(ALERTS_FOR_STATE{{{s}}}{window}{offset})" for s in selectors)
 
 
 def _call_key(tool_name: str, arguments: dict) -> str:

@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
 
 from pydantic import BaseModel, ConfigDict
@@ -24,13 +24,15 @@ from diagnosis.pipeline.facts import NO_NAMES, FactNames
 from diagnosis.pipeline.gatekeeper import claims_checked
 from diagnosis.pipeline.instructions import QUOTE_ONLY, instructions_in
 from tools.numbers import number_text, series_name
-from tools.promql import comparison_of, episodes_of
+from tools.promql import comparison_of
 from tools.vocabulary import Vocabulary
 
 # query_promql's own bound on a range.
 MAX_RANGE_MINUTES = 7 * 24 * 60
 MAX_LISTED = 8
 MAX_PATTERNS = 3
+# Episodes in the window from which an alert is flapping (contracts §18).
+FLAPPING_EPISODES = 3
 CONCLUSION = "结论："
 # Severity order of `list` / `priority` (contracts §16): critical > warning > info > none.
 SEVERITY_RANK = {"critical": 0, "error": 1, "warning": 2, "info": 3}
@@ -312,22 +314,18 @@ def _history(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
         return _unfilled(ask, "告警历史需要 Prometheus 数据源（未配置），只能看到当前告警")
     if not message.get("success"):
         return _failure(message, ask, "")
-    start = world.now - timedelta(minutes=ask.window.minutes + ask.window.end_minutes_ago)
-    end = world.now - timedelta(minutes=ask.window.end_minutes_ago)
-    by_alert: dict[str, list] = {}
+    # changes(ALERTS_FOR_STATE[w]) + 1 per alert series: its episodes in the window.
+    episodes: Counter[str] = Counter()
     cited: list[_Found] = []
     for f in _found(message, "series"):
-        values = [
-            v for v in f.record.get("values") or [] if start.timestamp() <= float(v[0]) <= end.timestamp()
-        ]
-        episodes = episodes_of(values)
-        if episodes:
-            by_alert.setdefault((f.record.get("metric") or {}).get("alertname", ""), []).extend(episodes)
+        changes = _decimal(_sample(f.record)[1])
+        if changes is not None:
+            episodes[(f.record.get("metric") or {}).get("alertname", "")] += int(changes) + 1
             cited.append(f)
-    limits = [*_retention_limits(ask, message), *_logs_limits(ask, world)]
+    limits = _logs_limits(ask, world)
     about = ask.subject or "所有告警"
-    if not by_alert:
-        no_hit = _no_hit(message) or (cited[0].binding if cited else None)
+    if not episodes:
+        no_hit = _no_hit(message)
         return Slot(
             ask=ask,
             filled=no_hit is not None,
@@ -336,19 +334,14 @@ def _history(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
             bindings=[no_hit] if no_hit else [],
             why="" if no_hit else "告警历史查询没有可引用的结果",
         )
-    lines = []
-    for alert, episodes in sorted(by_alert.items(), key=lambda item: -len(item[1])):
-        seconds = [max(0.0, e.last_seen - e.started) for e in episodes]
-        latest = datetime.fromtimestamp(max(e.started for e in episodes), tz=world.now.tzinfo)
-        flapping = "，反复触发" if len(episodes) >= 3 else ""
-        lines.append(
-            f"{alert} 触发 {len(episodes)} 次{flapping}（每次约 {_duration(sum(seconds) / len(seconds))}，"
-            f"最近一次 {latest:%m-%d %H:%M:%S} 开始）"
-        )
+    lines = [
+        f"{alert} 触发 {count} 次" + ("，反复触发（flapping）" if count >= FLAPPING_EPISODES else "")
+        for alert, count in episodes.most_common(MAX_LISTED)
+    ]
     return Slot(
         ask=ask,
         filled=True,
-        conclusion=f"{ask.window.label} {about}：{'；'.join(lines[:MAX_LISTED])} · 来源 {_source(message)}",
+        conclusion=f"{ask.window.label} {about}：{'；'.join(lines)} · 来源 {_source(message)}",
         limits=limits,
         bindings=[f.binding for f in cited[:MAX_LISTED]],
     )
@@ -711,14 +704,6 @@ def _decimal(value: object) -> Decimal | None:
 
 def _n(number: Decimal | float) -> str:
     return number_text(str(number))
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{round(seconds)} 秒"
-    if seconds < 90 * 60:
-        return f"{round(seconds / 60)} 分钟"
-    return f"{round(seconds / 3600, 1)} 小时"
 
 
 def _minutes_text(minutes: int) -> str:

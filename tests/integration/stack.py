@@ -21,7 +21,7 @@ BINARIES = {
 START_TIMEOUT = 60.0
 
 # Two scrape jobs of one node_exporter give the second world two services: `ledger-service` and
-# `billing` (no `-service` suffix).
+# `billing` (no `-service` suffix). A third job scrapes a closed port: a target that is down.
 PROMETHEUS_CONFIG = """
 global:
   scrape_interval: 1s
@@ -35,6 +35,8 @@ scrape_configs:
     static_configs: [{{targets: ["127.0.0.1:{node_port}"], labels: {{service: ledger-service}}}}]
   - job_name: billing-node
     static_configs: [{{targets: ["127.0.0.1:{node_port}"], labels: {{service: billing}}}}]
+  - job_name: payments-exporter
+    static_configs: [{{targets: ["127.0.0.1:{closed_port}"], labels: {{service: payments}}}}]
 """
 RULES = """
 groups:
@@ -62,6 +64,12 @@ groups:
         expr: node_filesystem_avail_bytes{service="billing"} >= 0
         for: 1h
         labels: {severity: info}
+      # Flaps: fires for 20 s, resolves for 20 s, fires again (a new activeAt each time).
+      - alert: DbConnectionsSaturated
+        expr: vector(time() % 40) < 20
+        for: 0s
+        labels: {service: billing, severity: warning}
+        annotations: {summary: "Database connections of billing saturated"}
 """
 ALERTMANAGER_CONFIG = """
 route: {receiver: blackhole, group_wait: 1s, group_interval: 1s}
@@ -131,7 +139,11 @@ def stack_start(directory: Path) -> Stack:
     (directory / "rules.yml").write_text(RULES)
     (directory / "prometheus.yml").write_text(
         PROMETHEUS_CONFIG.format(
-            rules=directory / "rules.yml", alertmanager_port=alertmanager_port, node_port=node_port
+            rules=directory / "rules.yml",
+            alertmanager_port=alertmanager_port,
+            node_port=node_port,
+            # Free now and nothing will listen on it: every scrape is refused.
+            closed_port=free_port(),
         )
     )
     (directory / "alertmanager.yml").write_text(ALERTMANAGER_CONFIG)

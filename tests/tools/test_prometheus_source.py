@@ -1,9 +1,11 @@
-"""How the Prometheus source asks for a range (contracts §11): at most 120 points, the last one now."""
+"""How the Prometheus source asks for a range (contracts §11): at most 120 points, the last one now;
+how it reads its retention and its scrape targets (§16 limits, `health`)."""
 
 from datetime import UTC, datetime
 
 import pytest
 
+from tools.clock import local_text
 from tools.sources.prometheus import MAX_POINTS, PrometheusSource
 
 NOW = datetime(2026, 12, 1, 12, 0, 7, tzinfo=UTC)
@@ -32,3 +34,95 @@ def test_a_range_ends_on_a_point_at_now_with_at_most_120_points(minutes):
     assert span % params["step"] == 0  # points at start + k·step: the last is `end`
     assert span // params["step"] + 1 <= MAX_POINTS
     assert minutes * 60 - params["step"] < span <= minutes * 60
+
+
+class Canned(PrometheusSource):
+    """Answers each path with its canned data, or fails as a server that is down; counts the asks."""
+
+    def __init__(self, answers: dict) -> None:
+        super().__init__("http://prometheus.invalid")
+        self.answers = answers
+        self.asked: list[str] = []
+
+    def data(self, path, params=None):
+        self.asked.append(path)
+        if path not in self.answers:
+            raise self.error("无法连接（connection refused）")
+        return self.answers[path]
+
+
+def runtimeinfo(retention: object) -> Canned:
+    return Canned({"/api/v1/status/runtimeinfo": {"storageRetention": retention, "CWD": "/"}})
+
+
+@pytest.mark.parametrize(
+    ("retention", "minutes"),
+    [
+        ("15d", 15 * 24 * 60),
+        ("1y", 365 * 24 * 60),
+        ("2w", 14 * 24 * 60),
+        ("1d12h", 36 * 60),
+        ("90m", 90),
+        ("15d or 10GiB", 15 * 24 * 60),
+        ("10GiB", None),
+        ("", None),
+        (None, None),
+        ("forever", None),
+    ],
+)
+def test_retention_is_the_time_limit_of_runtimeinfo_in_minutes(retention, minutes):
+    assert runtimeinfo(retention).retention_minutes() == minutes
+
+
+def test_retention_is_asked_once_per_source():
+    source = runtimeinfo("15d")
+
+    source.retention_minutes()
+    source.retention_minutes()
+
+    assert source.asked == ["/api/v1/status/runtimeinfo"]
+
+
+@pytest.mark.parametrize("answers", [{}, {"/api/v1/status/runtimeinfo": ["not", "an", "object"]}])
+def test_a_retention_the_server_cannot_tell_is_none_never_an_error(answers):
+    assert Canned(answers).retention_minutes() is None
+
+
+ACTIVE_TARGETS = {
+    "activeTargets": [
+        {
+            "labels": {"instance": "127.0.0.1:9", "job": "payments-exporter", "service": "payments"},
+            "scrapePool": "payments-exporter",
+            "scrapeUrl": "http://127.0.0.1:9/metrics",
+            "lastError": 'Get "http://127.0.0.1:9/metrics": dial tcp 127.0.0.1:9: connect: connection refused',
+            "lastScrape": "2026-12-01T04:00:05.123456789Z",
+            "health": "down",
+        },
+        {
+            "labels": {"instance": "web-1:9100", "job": "node"},
+            "scrapePool": "node",
+            "scrapeUrl": "http://web-1:9100/metrics",
+            "lastError": "",
+            "lastScrape": "0001-01-01T00:00:00Z",
+            "health": "unknown",
+        },
+    ]
+}
+
+
+def test_targets_are_read_from_the_active_targets():
+    source = Canned({"/api/v1/targets": ACTIVE_TARGETS})
+
+    down, unscraped = source.targets()
+
+    assert down == {
+        "job": "payments-exporter",
+        "instance": "127.0.0.1:9",
+        "health": "down",
+        "last_error": 'Get "http://127.0.0.1:9/metrics": dial tcp 127.0.0.1:9: connect: connection refused',
+        # In TIME_ZONE, as every tool prints times.
+        "last_scrape": local_text(datetime(2026, 12, 1, 4, 0, 5, tzinfo=UTC)),
+        "scrape_url": "http://127.0.0.1:9/metrics",
+        "labels": {"instance": "127.0.0.1:9", "job": "payments-exporter", "service": "payments"},
+    }
+    assert (unscraped["health"], unscraped["last_scrape"], unscraped["last_error"]) == ("unknown", "", "")

@@ -94,3 +94,21 @@ def test_a_changed_number_in_a_series_excerpt_is_rejected(session, excerpt, seve
     result = gatekeep(executor_output=citing(invocation, excerpt), invocations=[invocation])
 
     assert result.severity == severity
+
+
+class KeepsAWeek(SecondWorldPrometheus):
+    def retention_minutes(self) -> int | None:
+        return 7 * 24 * 60
+
+
+def test_a_range_output_says_how_far_back_the_source_keeps_samples(session, settings):
+    unknown = record(session, "query_promql", query="node_load1", minutes=30)
+    instant = record(session, "query_promql", query="node_load1")
+    backends = settings.DIAGNOSIS["TOOL_BACKENDS"] | {"query_promql": f"{__name__}.KeepsAWeek"}
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"TOOL_BACKENDS": backends}
+    week = record(session, "query_promql", query="node_load1", minutes=30)
+
+    # A backend that cannot tell says so (None); an instant query has no window to limit.
+    assert unknown.output["retention_minutes"] is None
+    assert week.output["retention_minutes"] == 7 * 24 * 60
+    assert "retention_minutes" not in instant.output

@@ -13,6 +13,7 @@ def test_the_tools_are_registered_under_their_contract_names():
     assert {tool.name for tool in all_tools()} == {
         "query_metrics",
         "query_promql",
+        "query_targets",
         "query_logs",
         "lookup_knowledge",
         "get_current_datetime",
@@ -20,6 +21,7 @@ def test_the_tools_are_registered_under_their_contract_names():
     assert {tool.name for tool in all_tools() if tool.is_evidence} == {
         "query_metrics",
         "query_promql",
+        "query_targets",
         "query_logs",
         "lookup_knowledge",
     }

@@ -25,11 +25,13 @@ def test_with_the_demo_world_every_line_is_ok_or_not_configured_and_it_exits_zer
     assert [line.split()[0] for line in lines] == [
         "query_metrics",
         "query_promql",
+        "query_targets",
         "query_logs",
         "lookup_knowledge",
     ]
     assert lines[0].split()[1:] == ["demo", "tools/data/demo_world", "ok"]
     assert "unavailable: 需要 DIAGNOSIS_PROMETHEUS_URL" in lines[1]
+    assert "unavailable: 需要 DIAGNOSIS_PROMETHEUS_URL" in lines[2]
 
 
 @pytest.mark.django_db

@@ -4,8 +4,8 @@ and `DIAGNOSIS_RUNBOOKS_DIR`; each tool uses the first configured source for it 
 the demo world. A backend named explicitly in `DIAGNOSIS["TOOL_BACKENDS"]` (evaluation fixtures,
 `DIAGNOSIS_*_BACKEND`) wins over both.
 
-A source answers the methods its tools call (see `tools.backends`) plus `query_promql` for
-Prometheus, and tells where its answers come from with `provenance() -> (kind, location)`.
+A source answers the methods its tools call (see `tools.backends`) plus `query_promql` and
+`targets` for Prometheus, and tells where its answers come from with `provenance() -> (kind, location)`.
 A source that fails raises; the recorder turns that into a failed invocation naming the source.
 There is no fallback: a configured source that is down never gives demo-world evidence.
 
@@ -36,6 +36,7 @@ DEMO = "demo"
 SOURCE_TOOLS = {
     "query_metrics": "query_alerts",
     "query_promql": "query_promql",
+    "query_targets": "targets",
     "query_logs": "query_logs",
     "lookup_knowledge": "knowledge_blocks",
 }
@@ -53,7 +54,7 @@ def configured_source(tool_name: str) -> Any | None:
         if config["ALERTMANAGER_URL"]:
             return AlertmanagerSource(config["ALERTMANAGER_URL"], prometheus=_prometheus())
         return _prometheus()
-    if tool_name == "query_promql":
+    if tool_name in ("query_promql", "query_targets"):
         return _prometheus()
     if tool_name == "query_logs" and config["LOKI_URL"]:
         return LokiSource(config["LOKI_URL"], tenant=config["LOKI_TENANT"])

@@ -1,20 +1,28 @@
-"""Prometheus HTTP API: alerts with their current value and rule `expr`, PromQL, label values."""
+"""Prometheus HTTP API: alerts with their current value and rule `expr`, PromQL, label values,
+scrape targets and how far back the server keeps samples."""
 
 from __future__ import annotations
 
+import logging
 import math
 from datetime import datetime, timedelta
 from typing import Any
 
+import promql_parser
 from django.conf import settings
 
+from tools.clock import local_text
 from tools.inventory import SourceInventory
 from tools.records import labelled_alert_record, parsed_time, service_of
-from tools.sources.http import HttpSource
+from tools.sources.http import HttpSource, SourceError
+
+logger = logging.getLogger(__name__)
 
 # A range query keeps at most this many points per series (contracts §11).
 MAX_POINTS = 120
 ALERT_STATES = ("firing", "pending")
+# `storageRetention` joins a time and a size limit so: `15d or 10GiB`.
+RETENTION_LIMITS_SEPARATOR = " or "
 
 
 def matches(wanted: str | None, value: str) -> bool:
@@ -23,6 +31,9 @@ def matches(wanted: str | None, value: str) -> bool:
 
 class PrometheusSource(HttpSource):
     kind = "prometheus"
+    # `retention_minutes()` asks the server once per source object.
+    _retention_read = False
+    _retention: int | None = None
 
     def data(self, path: str, params: dict[str, Any] | None = None) -> Any:
         payload = self.get_json(path, params)
@@ -75,6 +86,27 @@ class PrometheusSource(HttpSource):
             series = list(result or [])
         return {"result_type": result_type, "series": series}
 
+    def targets(self) -> list[dict]:
+        """Every active scrape target: job, instance, health and the last scrape's error and time."""
+        data = self.data("/api/v1/targets", {"state": "active"}) or {}
+        return [target_record(target) for target in data.get("activeTargets") or []]
+
+    def retention_minutes(self) -> int | None:
+        """How many minutes of samples the server keeps (its time retention), None when it has only
+        a size limit or cannot say: a limit is stated only when known, and never fails a query."""
+        if not self._retention_read:
+            self._retention = self._retention_from_server()
+            self._retention_read = True
+        return self._retention
+
+    def _retention_from_server(self) -> int | None:
+        try:
+            info = self.data("/api/v1/status/runtimeinfo")
+        except SourceError:
+            logger.warning("retention of %s unknown: runtimeinfo failed", self.location, exc_info=True)
+            return None
+        return retention_minutes_of(str(info.get("storageRetention") or "") if isinstance(info, dict) else "")
+
     def label_values(self, label: str) -> list[str]:
         return list(self.data(f"/api/v1/label/{label}/values") or [])
 
@@ -102,3 +134,28 @@ def alert_record(alert: dict, *, expr: str, now: datetime) -> dict:
         value=alert.get("value"),
         expr=expr,
     )
+
+
+def target_record(target: dict) -> dict:
+    labels = dict(target.get("labels") or {})
+    scraped = parsed_time(target.get("lastScrape", ""))
+    return {
+        "job": labels.get("job") or target.get("scrapePool", ""),
+        "instance": labels.get("instance", ""),
+        "health": target.get("health") or "unknown",
+        "last_error": target.get("lastError", ""),
+        "last_scrape": local_text(scraped) if scraped else "",
+        "scrape_url": target.get("scrapeUrl", ""),
+        "labels": labels,
+    }
+
+
+def retention_minutes_of(storage_retention: str) -> int | None:
+    """The time limit of `storageRetention` (`15d`, `1y`, `15d or 10GiB`) in minutes; None for a
+    size only (`10GiB`) or nothing. Durations are Prometheus's own format, read by the PromQL parser."""
+    for limit in storage_retention.split(RETENTION_LIMITS_SEPARATOR):
+        try:
+            return int(promql_parser.parse_duration(limit.strip()).total_seconds() // 60)
+        except ValueError:  # the size limit, or nothing
+            continue
+    return None

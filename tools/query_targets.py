@@ -1,0 +1,61 @@
+"""`query_targets`: Prometheus's scrape targets and their health (contracts §16 `health`).
+
+Each target is one evidence ref that names it and, when its scrape fails, Prometheus's own error:
+`job="node" instance="web-1:9100" health=down lastError: Get "…": connection refused`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from tools.base import EvidenceTool, ToolArguments, ToolContext, register
+from tools.sources.prometheus import matches
+
+DOWN = "down"
+
+
+class QueryTargetsArguments(ToolArguments):
+    job: str | None = Field(
+        default=None,
+        title="抓取任务",
+        max_length=200,
+        description="Prometheus 抓取任务名（job 标签）；不填则返回所有任务的目标",
+    )
+    state: Literal["down", "any"] = Field(
+        default="any", title="状态", description="down 只返回抓取失败的目标；any 返回全部目标"
+    )
+
+
+class TargetsUnavailableError(RuntimeError):
+    pass
+
+
+@register
+class QueryTargetsTool(EvidenceTool):
+    name = "query_targets"
+    description = "查询 Prometheus 抓取目标（job、instance）的健康状态（up/down）与最近一次抓取的错误。"
+    arguments_model = QueryTargetsArguments
+    collection_key = "targets"
+
+    def available(self) -> bool:
+        return hasattr(self.backend(), "targets")
+
+    def run(self, arguments: QueryTargetsArguments, context: ToolContext) -> dict[str, Any]:
+        source = self.backend()
+        if not hasattr(source, "targets"):
+            raise TargetsUnavailableError("抓取目标需要 Prometheus 数据源：未设置 DIAGNOSIS_PROMETHEUS_URL")
+        targets = [
+            target
+            for target in source.targets()
+            if matches(arguments.job, target["job"]) and (arguments.state != DOWN or target["health"] == DOWN)
+        ]
+        message = f"找到 {len(targets)} 个抓取目标" if targets else "未找到匹配的抓取目标"
+        return {"success": True, "targets": targets, "total": len(targets), "message": message}
+
+    def evidence_text(self, record: dict[str, Any]) -> str:
+        text = f'job="{record["job"]}" instance="{record["instance"]}" health={record["health"]}'
+        if record.get("last_error"):
+            text += f" lastError: {record['last_error']}"
+        return text
