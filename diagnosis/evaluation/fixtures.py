@@ -67,6 +67,8 @@ TAGS = {
     "seed003": "from seed 003's eval / E2E matrix",
     "exported": "exported from a reviewed session",
     "known_bug": "documents a known pipeline bug; skipped by CI until fixed",
+    "known_gap": "the correct expectation for a wrong answer the product still gives (`--exclude-tag known_gap`)",
+    "slot": "states the slot its question's ask must fill (`expect.slot`, contracts §16)",
     "focus": "answers only what was asked: focus guard, inventory, unknown subjects (contracts §12)",
     "vocabulary": "the world vocabulary as data",
     "polarity": "an excerpt that drops or adds a negation",
