@@ -5,8 +5,6 @@ unfilled slot says why, as a `未能回答：…` gap. Every behaviour holds on 
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from diagnosis.pipeline.slots import Slot, conclusion_lines, coverage_gaps, slots_read, slots_verified
@@ -548,13 +546,3 @@ def test_an_action_statement_needs_no_citation_and_stays_filled(names):
     slots = read(f"帮我重启 {names.other}", names, [])
 
     assert [s.filled for s in slots_verified(slots, invocations=[])] == [True]
-
-
-@pytest.fixture
-def shanghai_clock(monkeypatch):
-    """The process clock as Django sets it (TIME_ZONE Asia/Shanghai) while the world's now is UTC."""
-    monkeypatch.setenv("TZ", "Asia/Shanghai")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
