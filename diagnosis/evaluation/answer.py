@@ -15,7 +15,7 @@ QUOTED = re.compile(r"「[^」]*」")
 NAME_SEPARATORS = re.compile(r"[-_\s]+")
 # Between a name's parts: one separator of any kind, or none.
 NAME_JOINER = r"[-_\s]?"
-# Letters, digits and the separators that continue a name (`pod-order-service-5c7d`).
+# Letters, digits and the separators that continue a name (`pod-web-api-5c7d`).
 NAME_CHARACTER = r"A-Za-z0-9_\-"
 
 
@@ -39,7 +39,7 @@ def slot_failure(*, slot: SlotExpectation) -> str:
 def subject_named(*, name: str, text: str) -> bool:
     """The text names the subject as a name of its own: any case, its parts joined by `-`, `_`, a
     space or nothing (`Payment_Service`, `payment service`), never inside a longer name
-    (`pod-order-service-5c7d`, or `PostgresReplicationLag` for `postgres`)."""
+    (`pod-web-api-5c7d`, or `PostgresReplicationLag` for `postgres`)."""
     parts = [re.escape(part) for part in NAME_SEPARATORS.split(name) if part]
     pattern = rf"(?<![{NAME_CHARACTER}]){NAME_JOINER.join(parts)}(?![{NAME_CHARACTER}])"
     return re.search(pattern, text, re.IGNORECASE) is not None
@@ -58,7 +58,7 @@ def off_topic_subjects(*, case: EvalCase, answer: str) -> list[str]:
 
 def _tied(*, asked: set[str], world: WorldSubjects) -> set[str]:
     """The alerts on an asked service, and the service of an asked alert unless a service is asked:
-    "只确认 HighCPUUsage" is about the service it fires on, "order-service 有 HighCPUUsage 吗" is
+    "只确认 DiskFull" is about the service it fires on, "web-api 有 DiskFull 吗" is
     not about the other service that alert fires on."""
     services_asked = asked & world.services
     tied = {alert for alert, service in world.alert_services if service in services_asked}
