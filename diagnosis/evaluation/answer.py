@@ -38,7 +38,7 @@ def slot_failure(*, slot: SlotExpectation) -> str:
 
 def subject_named(*, name: str, text: str) -> bool:
     """The text names the subject as a name of its own: any case, its parts joined by `-`, `_`, a
-    space or nothing (`Payment_Service`, `payment service`), never inside a longer name
+    space or nothing (`Web_Api`, `web api`), never inside a longer name
     (`pod-web-api-5c7d`, or `PostgresReplicationLag` for `postgres`)."""
     parts = [re.escape(part) for part in NAME_SEPARATORS.split(name) if part]
     pattern = rf"(?<![{NAME_CHARACTER}]){NAME_JOINER.join(parts)}(?![{NAME_CHARACTER}])"
