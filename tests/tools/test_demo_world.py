@@ -2,6 +2,8 @@
 
 import pytest
 
+from tools.backends import demo
+
 pytestmark = pytest.mark.django_db
 
 
@@ -227,3 +229,17 @@ def test_times_follow_the_clock(run_tool, settings):
     alert = run_tool("query_metrics", alert_name="HighMemoryUsage")["alerts"][0]
 
     assert alert["active_at"] == "2026-12-31 23:45:00"
+
+
+def test_log_topics_are_read_with_the_vocabulary_in_use(run_tool, settings):
+    """A world read first (here the second world) must not leave its reading of the lines behind."""
+    demo._logs.cache_clear()  # the lines are read once per process: start as a fresh process does
+    shop_vocabulary = settings.BASE_DIR / "diagnosis/evaluation/worlds/shop/vocabulary.json"
+    demo_diagnosis = settings.DIAGNOSIS
+    settings.DIAGNOSIS = {**demo_diagnosis, "VOCABULARY_FILE": str(shop_vocabulary)}
+    run_tool("query_logs", query="slow", service="user-service")
+    settings.DIAGNOSIS = demo_diagnosis
+
+    logs = run_tool("query_logs", query="slow", service="user-service")["logs"]
+
+    assert len([log for log in logs if log["message"].startswith("慢请求")]) == 5

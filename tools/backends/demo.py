@@ -36,7 +36,6 @@ NAME_WORD = re.compile(r"(?<![a-z0-9-])[a-z0-9]+(?:-[a-z0-9]+)+(?![a-z0-9-])")
 class LogRecord:
     fields: dict
     text: str
-    groups: frozenset[str]
 
 
 def _read_json(name: str) -> list[dict]:
@@ -54,10 +53,7 @@ def _logs() -> tuple[LogRecord, ...]:
     texts = [
         " ".join((r["level"], r["service"], r["instance"], r["topic"], r["message"])).lower() for r in records
     ]
-    return tuple(
-        LogRecord(fields=record, text=text, groups=frozenset(groups_in(text)))
-        for record, text in zip(records, texts, strict=True)
-    )
+    return tuple(LogRecord(fields=record, text=text) for record, text in zip(records, texts, strict=True))
 
 
 @cache
@@ -108,7 +104,8 @@ def log_matches(record: LogRecord, query: str) -> bool:
         return False
     groups = query_groups(query)
     if groups:
-        return bool(groups & record.groups)
+        # Read with the vocabulary in use now: a cached reading would keep the first world's.
+        return bool(groups & groups_in(record.text))
     return bool(names) or any(word in record.text for word in LITERAL_WORD.findall(query.lower()))
 
 

@@ -29,7 +29,6 @@ from tools.backends.demo import (
     log_rendered,
 )
 from tools.inventory import SourceInventory
-from tools.matching import groups_in
 from tools.retrieval import KnowledgeBlock
 
 MERGE, REPLACE = "merge", "replace"
@@ -136,4 +135,4 @@ def _log_record(fields: dict) -> LogRecord:
     text = " ".join(
         (fields["level"], fields["service"], fields["instance"], fields["topic"], fields["message"])
     ).lower()
-    return LogRecord(fields=fields, text=text, groups=frozenset(groups_in(text)))
+    return LogRecord(fields=fields, text=text)
