@@ -2,14 +2,15 @@
 
 It measures evidence collection only, not whether the answer reasons correctly (that is the
 verifier's job), and needs no LLM. It runs in the background once a session has ended. A PASS
-whose kept claims are about a subject the question did not ask scores 0 (contracts §12: verified
-means quoted and on topic).
+whose kept claims are about a subject the question did not ask scores 0, and so does a PASS with an
+ask left unanswered (verified means quoted, on topic and answering what was asked).
 """
 
 from django.db import transaction
 from django_q.tasks import async_task
 
 from diagnosis.models import DiagnosisSession, ToolInvocation
+from diagnosis.pipeline.slots import Slot
 from diagnosis.selectors.self_evaluation import RULE_EVALUATION, VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.services.invocations import is_evidence_call, is_guidance_call
 from diagnosis.services.self_evaluation import self_evaluation_merge
@@ -59,6 +60,11 @@ def _factors(*, session: DiagnosisSession, calls: list[ToolInvocation]) -> list[
                 _factor(
                     "off_topic_pass", -SCORE_MAX, "PASS 中含有问题之外主题的断言：" + "、".join(off_topic)
                 )
+            )
+        slots = [Slot.model_validate(slot) for slot in record.get("slots") or []]
+        if unanswered := [slot.ask.label() for slot in slots if not slot.filled]:
+            factors.append(
+                _factor("unanswered_pass", -SCORE_MAX, "PASS 但所问未回答：" + "、".join(unanswered))
             )
     return factors
 

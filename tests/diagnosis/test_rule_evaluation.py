@@ -223,3 +223,33 @@ def test_a_pass_about_a_service_the_question_did_not_ask_scores_zero(service, of
 
     assert ("off_topic_pass" in _factor_names(evaluation)) is off_topic
     assert (evaluation["evidence_score"] == 0) is off_topic
+
+
+@pytest.mark.parametrize("filled", [True, False])
+def test_a_pass_with_an_ask_left_unanswered_scores_zero(filled):
+    from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION
+    from diagnosis.services.self_evaluation import self_evaluation_merge
+
+    session = _completed_session(query="order-service 的 CPU 当前值是多少")
+    invocation = ToolInvocationFactory(
+        session=session, output={"success": True, "alerts": []}, retrieval_details=SUPPORTED
+    )
+    ask = {
+        "kind": "value",
+        "subject": "order-service",
+        "subject_kind": "service",
+        "window": {"minutes": 45, "label": "最近 45 分钟"},
+    }
+    slot = {
+        "ask": ask,
+        "filled": filled,
+        "conclusion": "order-service CPU 92%" if filled else "",
+        "why": "无数据",
+    }
+    record = _pass_record(invocation=invocation, claim_text="order-service CPU 92%") | {"slots": [slot]}
+    self_evaluation_merge(session_pk=session.pk, slot=VERIFIER_EVALUATION, value=record)
+
+    evaluation = rule_evaluation_run(session_pk=session.pk)
+
+    assert ("unanswered_pass" in _factor_names(evaluation)) is not filled
+    assert (evaluation["evidence_score"] == 0) is not filled
