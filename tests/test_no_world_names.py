@@ -32,7 +32,11 @@ def world_names() -> set[str]:
         vocabulary = json.loads(vocabulary_file.read_text(encoding="utf-8"))
         names |= set(vocabulary.get("service_aliases", {})) | set(vocabulary.get("alert_topics", {}))
     for world_file in WORLDS.glob("*/world.yaml"):
-        tools = yaml.safe_load(world_file.read_text(encoding="utf-8"))["tools"]
+        world = yaml.safe_load(world_file.read_text(encoding="utf-8"))
+        if "recording" in world:
+            names |= set(world["subjects"]["services"]) | {alert for alert, _ in world["subjects"]["alerts"]}
+            continue
+        tools = world["tools"]
         records = [*tools["query_metrics"]["alerts"], *tools["query_logs"]["logs"]]
         names |= {r["service"] for r in records} | {r["alert_name"] for r in records if "alert_name" in r}
     streams = json.loads((SOURCES_WORLD / "loki_streams.json").read_text(encoding="utf-8"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,3 +32,15 @@ def throwaway_database(*, on_disk: bool = False) -> Iterator[str]:
             connection.creation.destroy_test_db(old_name, verbosity=0)
             test_settings["NAME"] = configured_name
             teardown_test_environment()
+
+
+@contextmanager
+def logs_quiet(*, quiet: bool) -> Iterator[None]:
+    """Cases break tools and models on purpose; their logged tracebacks would bury the command's
+    output (a failing case reports its error itself). `-v 2` shows them."""
+    if quiet:
+        logging.disable(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logging.disable(logging.NOTSET)

@@ -73,6 +73,7 @@ TAGS = {
     "vocabulary": "the world vocabulary as data",
     "polarity": "an excerpt that drops or adds a negation",
     "second_world": "a world other than the demo one (`world:`)",
+    "recorded": "a world recorded from live sources, replayed through the real source clients",
 }
 Stage = Literal["planner", "executor", "verifier", "composer"]
 # The kinds of ask (contracts §16), written out here rather than imported: the eval checks the
@@ -324,9 +325,20 @@ class EvalCase(_Strict):
             )
         return self
 
+    def recorded_world(self) -> Path | None:
+        """The folder of the case's world when it was recorded from live sources, else None."""
+        if self.world and world_file(self.world).recording is not None:
+            return WORLDS_DIR / self.world
+        return None
+
     def world_subjects(self) -> WorldSubjects:
         """The services and alerts of the records the case's tools serve (its own, its world's and,
-        unless replaced, the demo world's)."""
+        unless replaced, the demo world's; a recorded world's as its recording names them)."""
+        if self.recorded_world():
+            subjects = world_file(self.world).subjects
+            return WorldSubjects(
+                services=frozenset(subjects.services), alert_services=frozenset(subjects.alerts)
+            )
         tools = self.tool_overrides()
         demo_alerts, demo_logs = demo_world_records()
         alerts = _served(override=tools.query_metrics, demo=demo_alerts)
@@ -377,9 +389,31 @@ def _served(*, override: MetricsOverride | LogsOverride | None, demo: tuple) -> 
     return own if override and override.mode == "replace" else [*demo, *own]
 
 
-def world_tools(name: str) -> ToolOverrides:
+class RecordedSources(_Strict):
+    """A world recorded from live sources (`recording.json`, replayed through the real source clients)."""
+
+    loki_tenant: str | None = None
+
+
+class RecordedSubjects(_Strict):
+    services: list[str] = []
+    # [alert name, service] of every recorded alert.
+    alerts: list[tuple[str, str]] = []
+
+
+class WorldFile(_Strict):
+    tools: ToolOverrides = ToolOverrides()
+    recording: RecordedSources | None = None
+    subjects: RecordedSubjects = RecordedSubjects()
+
+
+def world_file(name: str) -> WorldFile:
     raw = yaml.safe_load((WORLDS_DIR / name / "world.yaml").read_text(encoding="utf-8")) or {}
-    return ToolOverrides.model_validate(raw.get("tools") or {})
+    return WorldFile.model_validate(raw)
+
+
+def world_tools(name: str) -> ToolOverrides:
+    return world_file(name).tools
 
 
 class CaseFileError(ValueError):

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
@@ -16,8 +17,9 @@ from django.test import override_settings
 
 from diagnosis.evaluation.answer import off_topic_subjects, slot_failure, slot_found
 from diagnosis.evaluation.fake_llm import FakeOpenAIServer, fake_llm_environment
-from diagnosis.evaluation.fixtures import EvalCase, Expectation
+from diagnosis.evaluation.fixtures import EvalCase, Expectation, world_file
 from diagnosis.evaluation.observe import Observation, session_observe
+from diagnosis.evaluation.recording import ReplayServer, replayed
 from diagnosis.services.sessions import session_start
 
 FIXTURE_BACKEND = "tools.backends.fixture.FixtureBackend"
@@ -190,8 +192,31 @@ def _case_settings(case: EvalCase) -> Iterator[None]:
         "TOOL_BACKENDS": config["TOOL_BACKENDS"] | dict.fromkeys(tool_data, FIXTURE_BACKEND),
         "FIXTURE_TOOL_DATA": tool_data,
     }
-    with override_settings(DIAGNOSIS=config | overrides):
+    recorded = case.recorded_world()
+    if recorded is None:
+        with override_settings(DIAGNOSIS=config | overrides):
+            yield
+        return
+    with (
+        replayed(recorded) as replay,
+        override_settings(DIAGNOSIS=config | overrides | _replayed_sources(case, recorded, replay)),
+    ):
         yield
+
+
+def _replayed_sources(case: EvalCase, folder: Path, replay: ReplayServer) -> dict:
+    """The recorded world's sources, served by the replay at the recording's pinned clock."""
+    world = world_file(case.world)
+    recording = replay.recording
+    runbooks = folder / "runbooks"
+    return {
+        "PROMETHEUS_URL": replay.url("prometheus"),
+        "ALERTMANAGER_URL": replay.url("alertmanager") if "alertmanager" in recording.sources else None,
+        "LOKI_URL": replay.url("loki") if "loki" in recording.sources else None,
+        "LOKI_TENANT": world.recording.loki_tenant,
+        "RUNBOOKS_DIR": str(runbooks) if runbooks.is_dir() else None,
+        "DEMO_NOW": recording.recorded_at.isoformat(),
+    }
 
 
 @contextmanager

@@ -6,15 +6,13 @@ per case (expected, got, pass), the failures, and a summary; exits non-zero when
 """
 
 import json
-import logging
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from diagnosis.engines import ENGINE_NAMES
-from diagnosis.evaluation.database import throwaway_database
+from diagnosis.evaluation.database import logs_quiet, throwaway_database
 from diagnosis.evaluation.fixtures import CaseFileError, cases_discover
 from diagnosis.evaluation.metrics import summary_build, summary_lines
 from diagnosis.evaluation.runner import CaseResult, cases_run
@@ -55,7 +53,7 @@ class Command(BaseCommand):
         width = max(len(case.name) for case in cases)
         self.stdout.write(f"{'case':<{width}}  {'engine':<6}  {'expected':<{LABEL}}  {'got':<{LABEL}}  pass")
         started = time.perf_counter()
-        with throwaway_database(), _quiet(options["verbosity"] < 2):
+        with throwaway_database(), logs_quiet(quiet=options["verbosity"] < 2):
             results = cases_run(cases, on_result=lambda result: self._row(result, width))
         elapsed = time.perf_counter() - started
 
@@ -85,15 +83,3 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{result.name:<{width}}  {result.engine:<6}  {result.expected:<{LABEL}}  {result.got:<{LABEL}}  {mark}"
         )
-
-
-@contextmanager
-def _quiet(quiet: bool):
-    """Cases break tools and models on purpose; their logged tracebacks would bury the table
-    (a failing case reports its error itself). `-v 2` shows them."""
-    if quiet:
-        logging.disable(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logging.disable(logging.NOTSET)
