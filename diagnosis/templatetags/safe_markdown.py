@@ -1,130 +1,43 @@
-"""A tiny Markdown subset for answers: the text is escaped first, then headings, lists, tables, bold and code.
+"""The answer's Markdown as HTML: CommonMark (markdown-it-py, raw HTML off) then an allow-list (nh3).
 
-Answers come from models and tools, so no HTML in them may ever reach the page: everything is
-escaped before any tag is added, and the only tags added are the ones below (no links, no images,
-no attributes).
+Answers come from models and tools, so no HTML in them may ever reach the page: markdown-it escapes
+every raw tag, links and images are not parsed (they stay text), and nh3 keeps only the plain tags
+below with no attributes, whatever the parser emitted.
 """
 
 from __future__ import annotations
 
-import re
-
+import nh3
 from django import template
-from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
+from markdown_it import MarkdownIt
 
 register = template.Library()
 
-HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*$")
-BULLET = re.compile(r"^(\s*)[-*+]\s+(.+)$")
-NUMBERED = re.compile(r"^(\s*)\d+[.)]\s+(.+)$")
-# An item indented this far belongs under the previous one (shown indented, not as a new list).
-NESTED_INDENT = 2
-FENCE = re.compile(r"^\s*```")
-INLINE_CODE = re.compile(r"`([^`]+)`")
-BOLD = re.compile(r"\*\*(.+?)\*\*")
-# Pipe tables (the AIOps report's alert table): `| a | b |` rows; a `|---|` rule ends the header.
-TABLE_ROW = re.compile(r"^\s*\|(.*)\|\s*$")
-TABLE_RULE = re.compile(r"^\s*\|(?:\s*:?-{3,}:?\s*\|)+\s*$")
-CELL_SEPARATOR = re.compile(r"(?<!\\)\|")
 # The answer sits under the page's own headings: Markdown "#" becomes <h3>, never a page title.
 HEADING_OFFSET = 2
+ALLOWED_TAGS = {
+    "h3", "h4", "h5", "h6", "p", "br", "ul", "ol", "li", "strong", "em", "code", "pre",
+    "table", "thead", "tbody", "tr", "th", "td", "blockquote", "hr",
+}  # fmt: skip
 
-
-def _inline(text: str) -> str:
-    """Bold outside code spans, code spans kept literal."""
-    parts = INLINE_CODE.split(text)
-    for index, part in enumerate(parts):
-        parts[index] = f"<code>{part}</code>" if index % 2 else BOLD.sub(r"<strong>\1</strong>", part)
-    return "".join(parts)
-
-
-class _Writer:
-    def __init__(self) -> None:
-        self.html: list[str] = []
-        self.paragraph: list[str] = []
-        self.list_tag = ""
-        self.table: list[list[str]] = []
-        self.header_rows = 0
-
-    def flush(self) -> None:
-        if self.paragraph:
-            self.html.append("<p>" + "<br>".join(_inline(line) for line in self.paragraph) + "</p>")
-            self.paragraph = []
-        if self.list_tag:
-            self.html.append(f"</{self.list_tag}>")
-            self.list_tag = ""
-        if self.table:
-            self.html.append(self._table_html())
-            self.table, self.header_rows = [], 0
-
-    def table_row(self, line: str) -> None:
-        if not self.table:
-            self.flush()
-        if TABLE_RULE.match(line):
-            self.header_rows = 1 if len(self.table) == 1 else self.header_rows
-            return
-        cells = CELL_SEPARATOR.split(TABLE_ROW.match(line).group(1))
-        self.table.append([cell.strip().replace("\\|", "|") for cell in cells])
-
-    def _table_html(self) -> str:
-        def row(cells: list[str], tag: str) -> str:
-            return "<tr>" + "".join(f"<{tag}>{_inline(cell)}</{tag}>" for cell in cells) + "</tr>"
-
-        head = "".join(row(cells, "th") for cells in self.table[: self.header_rows])
-        body = "".join(row(cells, "td") for cells in self.table[self.header_rows :])
-        return "<table>" + (f"<thead>{head}</thead>" if head else "") + f"<tbody>{body}</tbody></table>"
-
-    def list_item(self, tag: str, indent: str, text: str) -> None:
-        nested = len(indent.expandtabs(4)) >= NESTED_INDENT and self.list_tag
-        if not nested and self.list_tag != tag:
-            self.flush()
-            self.html.append(f"<{tag}>")
-            self.list_tag = tag
-        self.html.append(
-            f'<li class="nested">{_inline(text)}</li>' if nested else f"<li>{_inline(text)}</li>"
-        )
+_PARSER = (
+    MarkdownIt("commonmark", {"html": False, "breaks": True})
+    .enable("table")
+    .disable(["link", "image", "autolink", "linkify", "html_inline", "html_block"], ignoreInvalid=True)
+)
 
 
 def markdown_to_html(text: str) -> str:
-    writer = _Writer()
-    code: list[str] | None = None
-    for line in escape(text or "").splitlines():
-        if FENCE.match(line):
-            if code is None:
-                writer.flush()
-                code = []
-            else:
-                writer.html.append("<pre><code>" + "\n".join(code) + "</code></pre>")
-                code = None
-            continue
-        if code is not None:
-            code.append(line)
-            continue
-        heading, bullet, numbered = HEADING.match(line), BULLET.match(line), NUMBERED.match(line)
-        if heading:
-            writer.flush()
-            level = min(len(heading.group(1)) + HEADING_OFFSET, 6)
-            writer.html.append(f"<h{level}>{_inline(heading.group(2))}</h{level}>")
-        elif bullet:
-            writer.list_item("ul", bullet.group(1), bullet.group(2))
-        elif numbered:
-            writer.list_item("ol", numbered.group(1), numbered.group(2))
-        elif TABLE_ROW.match(line):
-            writer.table_row(line)
-        elif not line.strip():
-            writer.flush()
-        else:
-            if writer.list_tag or writer.table:
-                writer.flush()
-            writer.paragraph.append(line.strip())
-    if code is not None:
-        writer.html.append("<pre><code>" + "\n".join(code) + "</code></pre>")
-    writer.flush()
-    return "\n".join(writer.html)
+    tokens = _PARSER.parse(text or "")
+    for token in tokens:
+        if token.type in ("heading_open", "heading_close"):
+            token.tag = f"h{min(int(token.tag[1]) + HEADING_OFFSET, 6)}"
+    html = _PARSER.renderer.render(tokens, _PARSER.options, {})
+    return nh3.clean(html, tags=ALLOWED_TAGS, attributes={}, link_rel=None).strip()
 
 
 @register.filter(name="safe_markdown")
 def safe_markdown(text: str) -> SafeString:
-    # Safe because markdown_to_html escapes the whole input before adding its own fixed tags.
+    # Safe because nh3 keeps only the attribute-free tags of ALLOWED_TAGS.
     return mark_safe(markdown_to_html(text))
