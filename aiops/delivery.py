@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 import logging
 import time
-import urllib.error
-import urllib.request
 from datetime import timedelta
 
+import httpx2
 from django.conf import settings
 from django.db import transaction
 from django.urls import reverse
@@ -107,15 +106,17 @@ def _post(delivery: ReportDelivery) -> tuple[int | None, str, int]:
     if token := settings.DIAGNOSIS.get("NOTIFY_TOKEN"):
         headers["Authorization"] = f"Bearer {token}"
     body = json.dumps(delivery.payload, ensure_ascii=False).encode()
-    request = urllib.request.Request(delivery.url, data=body, headers=headers, method="POST")
     started = time.perf_counter()
     try:
-        with urllib.request.urlopen(request, timeout=settings.DIAGNOSIS["NOTIFY_TIMEOUT"]) as response:
-            status, error = response.status, ""
-    except urllib.error.HTTPError as exc:
-        status, error = exc.code, f"HTTP {exc.code}: {exc.read(ERROR_CHARS).decode(errors='replace')}"
-    except (OSError, ValueError) as exc:  # refused, timeout, DNS, bad URL
+        # The same client as the evidence sources; redirects not followed (a receiver answers itself).
+        response = httpx2.post(
+            delivery.url, content=body, headers=headers, timeout=settings.DIAGNOSIS["NOTIFY_TIMEOUT"]
+        )
+    except (httpx2.HTTPError, ValueError) as exc:  # refused, timeout, DNS, bad URL
         status, error = None, f"{type(exc).__name__}: {exc}"
+    else:
+        status = response.status_code
+        error = "" if status < 400 else f"HTTP {status}: {response.text[:ERROR_CHARS]}"
     return status, error, int((time.perf_counter() - started) * 1000)
 
 
