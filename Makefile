@@ -42,7 +42,7 @@ test: install browser sources-stack
 	$(PY) -m pytest $(XDIST) -m "not scale" $(PYTEST_ARGS)
 	# The timed 100,000-session desk test runs alone, so other tests do not share its two cores.
 	$(PY) -m pytest -m scale $(PYTEST_ARGS)
-	DIAGNOSIS_DEV=1 $(PY) manage.py eval --exclude-tag known_bug --exclude-tag known_gap
+	DIAGNOSIS_DEV=1 $(PY) manage.py eval --exclude-tag known_gap
 
 bench: install
 	DIAGNOSIS_DEV=1 $(PY) manage.py bench

@@ -70,8 +70,6 @@ class DiagnosisSession(models.Model):
         "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
     )
     alert_scope = models.JSONField(default=dict, blank=True)
-    # Set for Alertmanager notifications (group key + fingerprint set): a replay finds this session.
-    idempotency_key = models.CharField(max_length=100, null=True, blank=True, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -66,7 +66,6 @@ TAGS = {
     "knowledge": "runbooks and past cases",
     "seed003": "from seed 003's eval / E2E matrix",
     "exported": "exported from a reviewed session",
-    "known_bug": "documents a known pipeline bug; skipped by CI until fixed",
     "known_gap": "the correct expectation for a wrong answer the product still gives (`--exclude-tag known_gap`)",
     "slot": "states the slot its question's ask must fill (`expect.slot`, contracts §16)",
     "focus": "answers only what was asked: focus guard, inventory, unknown subjects (contracts §12)",

@@ -112,9 +112,6 @@ class Inventory:
     def alerts_in(self, text: str) -> list[str]:
         return list(dict.fromkeys(name for name, _ in self._spans(text, self.alerts, with_aliases=False)))
 
-    def names_in(self, text: str) -> set[str]:
-        return {*self.services_in(text), *self.alerts_in(text)}
-
     def same_service(self, a: str, b: str) -> bool:
         return _folded(a) == _folded(b)
 

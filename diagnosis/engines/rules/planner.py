@@ -8,7 +8,6 @@ from diagnosis.pipeline.asks import Ask
 from diagnosis.pipeline.contracts import PlannerOutput, PlanStep
 from diagnosis.pipeline.focus import QuestionFocus
 from diagnosis.pipeline.scope import scope_parse
-from tools.matching import query_terms
 
 
 def plan_by_rules(query: str, *, focus: QuestionFocus, asks: Sequence[Ask] = ()) -> PlannerOutput:
@@ -43,9 +42,3 @@ def plan_by_rules(query: str, *, focus: QuestionFocus, asks: Sequence[Ask] = ())
         focus=services + alerts,
         excluded_topics=excluded,
     )
-
-
-def topics_in(text: str) -> list[str]:
-    """The synonym groups (the world vocabulary) the text is about, in the order it names them."""
-    terms = sorted(query_terms(text), key=lambda term: term[1][0])
-    return list(dict.fromkeys(group for group, _ in terms))
