@@ -41,6 +41,8 @@ CASES_DIR = Path(__file__).resolve().parent / "cases"
 WORLDS_DIR = Path(__file__).resolve().parent / "worlds"
 VOCABULARY_FILE = "vocabulary.json"
 # The demo world's records, read by the eval itself (not through the tools) to know its subjects.
+# How the demo world is named where cases are grouped by world (a case naming no `world`).
+DEMO_WORLD = "demo"
 DEMO_WORLD_DIR = Path(__file__).resolve().parents[2] / "tools" / "data" / "demo_world"
 # The demo clock every case runs at unless it says otherwise (the tests pin the same moment).
 DEFAULT_NOW = "2026-11-29T15:00:00+08:00"
