@@ -31,6 +31,7 @@ from typing import Annotated, Any, ClassVar, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from diagnosis.evaluation.templates import fixed_text_holding
 from diagnosis.pipeline.gatekeeper import RULE_SEVERITY
 from diagnosis.pipeline.guards import EVIDENCE_AS_DATA_RULE
 from diagnosis.pipeline.scope import FOCUS_RULE, SCOPE_RULE
@@ -41,6 +42,8 @@ CASES_DIR = Path(__file__).resolve().parent / "cases"
 WORLDS_DIR = Path(__file__).resolve().parent / "worlds"
 VOCABULARY_FILE = "vocabulary.json"
 # The demo world's records, read by the eval itself (not through the tools) to know its subjects.
+# How the demo world is named where cases are grouped by world (a case naming no `world`).
+DEMO_WORLD = "demo"
 DEMO_WORLD_DIR = Path(__file__).resolve().parents[2] / "tools" / "data" / "demo_world"
 # The demo clock every case runs at unless it says otherwise (the tests pin the same moment).
 DEFAULT_NOW = "2026-11-29T15:00:00+08:00"
@@ -73,7 +76,22 @@ TAGS = {
     "polarity": "an excerpt that drops or adds a negation",
     "second_world": "a world other than the demo one (`world:`)",
     "recorded": "a world recorded from live sources, replayed through the real source clients",
+    # Mutation tests (`tests/diagnosis/test_eval_mutations.py`): switching the guard off turns one red.
+    "guard:citation": "catches the gatekeeper's citation check switched off",
+    "guard:polarity": "catches the gatekeeper's negation and polarity checks switched off",
+    "guard:exclusion": "catches the scope / exclusion guard switched off",
+    "guard:focus": "catches the focus guard switched off",
+    "guard:evidence_as_data": "catches the evidence-as-data guard (remedies, instructions) switched off",
+    "guard:citation_cap": "catches the verdict cap from the gatekeeper's severity switched off",
+    "guard:coverage": "catches the coverage guard switched off",
+    "guard:composer": "catches the composer guard switched off",
+    "guard:remedy": "catches the removal of remedies from the composed answer switched off",
+    "guard:grounding": "catches the grounding check of claims against verified evidence switched off",
+    "guard:verdict": "catches the verdict matrix switched off",
+    "guard:disclosure": "catches what each output type shows the user switched off",
+    "guard:retry": "catches retry routing switched off",
 }
+GUARD_TAG_PREFIX = "guard:"
 Stage = Literal["planner", "executor", "verifier", "composer"]
 # The kinds of ask (contracts §16), written out here rather than imported: the eval checks the
 # pipeline's asks against the contract, not against themselves.
@@ -317,6 +335,8 @@ class EvalCase(_Strict):
             raise ValueError("a case tagged fabricated must expect verdict REJECT")
         if "grounded" in self.tags and self.expect.verdict in (None, "REJECT"):
             raise ValueError("a case tagged grounded must expect a verdict other than REJECT")
+        if weak := self._weak_answer_checks():
+            raise ValueError(f"answer_contains items that cannot fail: {'; '.join(weak)}")
         known = self.world_subjects().names
         if unknown := sorted(set(self.expect.subjects) - known):
             raise ValueError(
@@ -329,6 +349,18 @@ class EvalCase(_Strict):
         if self.world and world_file(self.world).recording is not None:
             return WORLDS_DIR / self.world
         return None
+
+    def _weak_answer_checks(self) -> list[str]:
+        """The `answer_contains` items (also the slot's) that cannot fail: copied from the question, or
+        part of the fixed text the product writes whatever the evidence."""
+        slot_items = self.expect.slot.answer_contains if self.expect.slot else []
+        weak = []
+        for item in dict.fromkeys([*self.expect.answer_contains, *slot_items]):
+            if item.strip().casefold() in self.question.casefold():
+                weak.append(f"{item!r} is in the question")
+            elif (template := fixed_text_holding(item)) is not None:
+                weak.append(f"{item!r} is in the fixed text {template!r}")
+        return weak
 
     def world_subjects(self) -> WorldSubjects:
         """The services and alerts of the records the case's tools serve (its own, its world's and,

@@ -12,6 +12,7 @@ FABRICATED, GROUNDED = "fabricated", "grounded"
 # Every llm case runs against the fake server replaying its script: it tests our code over a scripted
 # model, not a model's accuracy, so it is reported apart from the rules engine's cases.
 SCRIPTED_ENGINE = "llm"
+ENGINE_KIND, SCRIPTED_KIND = "rules engine", "code over a scripted model"
 
 
 @dataclass
@@ -22,6 +23,23 @@ class Accuracy:
     verdict_accuracy: float | None
     fabricated_cases: int
     fabricated_reject_recall: float | None
+
+
+@dataclass
+class GroupMetrics:
+    """The verdict and answer metrics over the cases of one world and one engine kind."""
+
+    world: str
+    engine_kind: str
+    cases: int
+    failed: int
+    accuracy: Accuracy
+    grounded_cases: int
+    grounded_false_reject_rate: float | None
+    slot_cases: int
+    answered_rate: float | None
+    false_pass: int
+    off_topic_pass: int
 
 
 @dataclass
@@ -55,6 +73,8 @@ class Summary:
     tokens_per_session: float | None
     latency_p50_ms: float | None
     latency_p95_ms: float | None
+    # The same metrics per world (the case's `world`, else the demo world) and engine kind.
+    groups: list[GroupMetrics]
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -80,9 +100,9 @@ def summary_build(results: list[CaseResult]) -> Summary:
         scripted_cases=_accuracy(llm),
         slot_cases=len(with_slot),
         answered_rate=_share(with_slot, lambda r: r.slot_found),
-        false_pass=sum(r.verdict == "PASS" and r.slot_found is False for r in results),
+        false_pass=_false_pass(results),
         forbidden_leaks=sum(len(r.leaks) for r in results),
-        off_topic_pass=sum(bool(r.off_topic_subjects) for r in results),
+        off_topic_pass=_off_topic_pass(results),
         leaking_cases=sum(bool(r.leaks) for r in results),
         mean_rounds=_mean([r.rounds for r in results if r.rounds]),
         llm_sessions=len(llm),
@@ -90,6 +110,7 @@ def summary_build(results: list[CaseResult]) -> Summary:
         tokens_per_session=_mean([r.tokens for r in llm]),
         latency_p50_ms=_percentile(latencies, 50),
         latency_p95_ms=_percentile(latencies, 95),
+        groups=_groups(results),
     )
 
 
@@ -118,7 +139,92 @@ def summary_lines(summary: Summary) -> list[str]:
         f"LLM calls / session (llm)      {number(summary.llm_calls_per_session)}  (n={summary.llm_sessions})",
         f"tokens / session (llm)         {number(summary.tokens_per_session)}",
         f"latency p50 / p95              {number(summary.latency_p50_ms, ' ms')} / {number(summary.latency_p95_ms, ' ms')}",
+        *group_lines(summary.groups),
     ]
+
+
+GROUP_COLUMNS = (
+    ("world / engine kind", 40),
+    ("cases", 6),
+    ("failed", 7),
+    ("verdict accuracy", 18),
+    ("REJECT recall", 15),
+    ("false-reject", 15),
+    ("answered", 15),
+    ("false PASS", 11),
+    ("off-topic PASS", 14),
+)
+
+
+def group_lines(groups: list[GroupMetrics]) -> list[str]:
+    """One row per world and engine kind; a ratio is `share (n)`, `-` when no case of the row counts."""
+
+    def ratio(value: float | None, count: int) -> str:
+        return "-" if value is None else f"{value:.1%} ({count})"
+
+    def row(cells: list[str]) -> str:
+        return "  ".join(
+            f"{cell:<{width}}" for cell, (_, width) in zip(cells, GROUP_COLUMNS, strict=True)
+        ).rstrip()
+
+    return [
+        "",
+        "per world and engine kind",
+        row([title for title, _ in GROUP_COLUMNS]),
+        *(
+            row(
+                [
+                    f"{group.world} / {group.engine_kind}",
+                    str(group.cases),
+                    str(group.failed),
+                    ratio(group.accuracy.verdict_accuracy, group.accuracy.verdict_cases),
+                    ratio(group.accuracy.fabricated_reject_recall, group.accuracy.fabricated_cases),
+                    ratio(group.grounded_false_reject_rate, group.grounded_cases),
+                    ratio(group.answered_rate, group.slot_cases),
+                    str(group.false_pass),
+                    str(group.off_topic_pass),
+                ]
+            )
+            for group in groups
+        ),
+    ]
+
+
+def _groups(results: list[CaseResult]) -> list[GroupMetrics]:
+    keys = sorted({(r.world, _engine_kind(r)) for r in results})
+    groups = []
+    for world, kind in keys:
+        members = [r for r in results if (r.world, _engine_kind(r)) == (world, kind)]
+        grounded = [r for r in members if GROUNDED in r.tags]
+        with_slot = [r for r in members if r.slot_found is not None]
+        groups.append(
+            GroupMetrics(
+                world=world,
+                engine_kind=kind,
+                cases=len(members),
+                failed=sum(not r.passed for r in members),
+                accuracy=_accuracy(members),
+                grounded_cases=len(grounded),
+                grounded_false_reject_rate=_share(grounded, lambda r: r.verdict == "REJECT"),
+                slot_cases=len(with_slot),
+                answered_rate=_share(with_slot, lambda r: r.slot_found),
+                false_pass=_false_pass(members),
+                off_topic_pass=_off_topic_pass(members),
+            )
+        )
+    return groups
+
+
+def _engine_kind(result: CaseResult) -> str:
+    return SCRIPTED_KIND if result.engine == SCRIPTED_ENGINE else ENGINE_KIND
+
+
+def _false_pass(results: list[CaseResult]) -> int:
+    return sum(r.verdict == "PASS" and r.slot_found is False for r in results)
+
+
+def _off_topic_pass(results: list[CaseResult]) -> int:
+    return sum(bool(r.off_topic_subjects) for r in results)
 
 
 def _accuracy(results: list[CaseResult]) -> Accuracy:

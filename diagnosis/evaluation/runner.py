@@ -17,7 +17,7 @@ from django.test import override_settings
 
 from diagnosis.evaluation.answer import off_topic_subjects, slot_failure, slot_found
 from diagnosis.evaluation.fake_llm import FakeOpenAIServer, fake_llm_environment
-from diagnosis.evaluation.fixtures import EvalCase, Expectation, world_file
+from diagnosis.evaluation.fixtures import DEMO_WORLD, EvalCase, Expectation, world_file
 from diagnosis.evaluation.observe import Observation, session_observe
 from diagnosis.evaluation.recording import ReplayServer, replayed
 from diagnosis.services.sessions import session_start
@@ -49,6 +49,8 @@ class CaseResult:
     off_topic_subjects: list[str] = field(default_factory=list)
     # Whether the answer fills the case's expected slot; None when the case expects none.
     slot_found: bool | None = None
+    # The case's world (`world:`), the demo world when it names none.
+    world: str = DEMO_WORLD
 
     @property
     def passed(self) -> bool:
@@ -95,6 +97,7 @@ def case_run(case: EvalCase) -> CaseResult:
         answer=observed.answer,
         off_topic_subjects=off_topic,
         slot_found=slot_found(slot=case.expect.slot, answer=observed.answer) if case.expect.slot else None,
+        world=case.world or DEMO_WORLD,
     )
 
 

@@ -59,8 +59,17 @@ def test_green_cases_print_the_table_and_the_summary_and_exit_zero(tmp_path):
         "latency p50 / p95",
     ):
         assert label in done.stdout
+    # Per world and engine kind: one demo-world case of each kind here.
+    rows = done.stdout.split("per world and engine kind\n", 1)[1].splitlines()
+    assert rows[0].split()[:4] == ["world", "/", "engine", "kind"]
+    assert rows[1].startswith("demo / code over a scripted model") and "100.0% (1)" in rows[1]
+    assert rows[2].startswith("demo / rules engine") and "100.0% (1)" in rows[2]
     written = json.loads(report.read_text(encoding="utf-8"))
     assert written["summary"]["passed"] == 2
+    assert [(g["world"], g["engine_kind"]) for g in written["summary"]["groups"]] == [
+        ("demo", "code over a scripted model"),
+        ("demo", "rules engine"),
+    ]
     assert {case["name"] for case in written["cases"]} == {
         "seed003-hikaricp-order-positive",
         "gk-excerpt-altered-number",

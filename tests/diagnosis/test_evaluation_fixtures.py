@@ -155,6 +155,57 @@ def test_expected_subjects_must_be_subjects_of_the_case_world(tmp_path):
         case_load(write_case(tmp_path / "shop", shop))
 
 
+@pytest.mark.parametrize(
+    ("world", "question", "expect", "problem"),
+    [
+        (
+            None,
+            "只确认 order-service 是否存在 HighMemoryUsage 告警",
+            {"answer_contains": ["HighMemoryUsage", "91%"]},
+            r"'HighMemoryUsage' is in the question",
+        ),
+        (
+            "shop",
+            "只确认 checkout 是否存在 KubePodCrashLooping 告警",
+            {"slot": {"ask": "existence", "answer_contains": ["KUBEPODCRASHLOOPING", "18m"]}},
+            r"'KUBEPODCRASHLOOPING' is in the question",
+        ),
+        (
+            None,
+            "只确认 order-service 是否存在 HighMemoryUsage 告警",
+            {"answer_contains": ["当前缺口", "91%"]},
+            r"'当前缺口' is in the fixed text '当前缺口：'",
+        ),
+        (
+            "shop",
+            "只确认 checkout 是否存在 KubePodCrashLooping 告警",
+            {"slot": {"ask": "existence", "answer_contains": ["结论", "18m"]}},
+            r"'结论' is in the fixed text",
+        ),
+    ],
+)
+def test_an_answer_check_that_cannot_fail_is_rejected(tmp_path, world, question, expect, problem):
+    data = VALID | {"question": question, "expect": {"verdict": "PASS", **expect}}
+    folder = write_case(tmp_path / "weak", data | ({"world": world} if world else {}))
+
+    with pytest.raises(CaseFileError, match=problem) as error:
+        case_load(folder)
+
+    assert str(folder / "case.yaml") in str(error.value)
+
+
+def test_answer_checks_taken_from_the_evidence_load(tmp_path):
+    demo = VALID | {"expect": {"verdict": "PASS", "answer_contains": ["91%", "15m"]}}
+    shop = VALID | {
+        "world": "shop",
+        "question": "只确认 checkout 是否存在 KubePodCrashLooping 告警",
+        "expect": {"verdict": "PASS", "slot": {"ask": "existence", "answer_contains": ["18m", "critical"]}},
+    }
+
+    assert case_load(write_case(tmp_path / "demo", demo)).expect.answer_contains == ["91%", "15m"]
+    assert case_load(write_case(tmp_path / "shop", shop)).expect.slot.answer_contains == ["18m", "critical"]
+
+
 def test_a_script_needs_the_llm_engine(tmp_path):
     folder = write_case(tmp_path / "script", VALID | {"script": {"composer": [{"answer": "x"}]}})
 

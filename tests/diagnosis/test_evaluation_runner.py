@@ -166,17 +166,21 @@ def answering(monkeypatch, answer: str) -> None:
 
 
 MEMORY_SLOT = {"ask": "existence", "answer_contains": ["HighMemoryUsage", "91%"]}
+# In a case the question's own names prove nothing (the loader rejects them): the state and the value.
+MEMORY_CASE_SLOT = {"ask": "existence", "answer_contains": ["firing", "91%"]}
 PASS = {"verdict": "PASS"}
 
 
 def test_a_pass_whose_answer_lacks_the_expected_slot_fails_and_is_a_false_pass(monkeypatch):
     # The value is there, but in a finding below, not on the conclusion line the ask needs.
-    answering(monkeypatch, "结论：order-service 有告警\n\n**已确认的发现**\n- HighMemoryUsage 当前 91%")
+    answering(
+        monkeypatch, "结论：order-service 有告警\n\n**已确认的发现**\n- HighMemoryUsage firing，当前 91%"
+    )
 
-    missed = case_run(case(expect=PASS | {"slot": MEMORY_SLOT}))
+    missed = case_run(case(expect=PASS | {"slot": MEMORY_CASE_SLOT}))
 
     assert (missed.verdict, missed.slot_found, missed.passed) == ("PASS", False, False)
-    assert missed.failures == ["所问未回答（existence）：没有一行「结论」同时包含 ['HighMemoryUsage', '91%']"]
+    assert missed.failures == ["所问未回答（existence）：没有一行「结论」同时包含 ['firing', '91%']"]
     summary = summary_build([missed])
     assert (summary.slot_cases, summary.answered_rate, summary.false_pass) == (1, 0.0, 1)
 
@@ -184,7 +188,7 @@ def test_a_pass_whose_answer_lacks_the_expected_slot_fails_and_is_a_false_pass(m
 def test_a_filled_slot_is_answered_and_no_false_pass(monkeypatch):
     answering(monkeypatch, "**结论**：order-service 当前存在 HighMemoryUsage 告警（firing），当前 91%")
 
-    answered = case_run(case(expect=PASS | {"slot": MEMORY_SLOT}))
+    answered = case_run(case(expect=PASS | {"slot": MEMORY_CASE_SLOT}))
 
     assert answered.passed, answered.failures
     summary = summary_build([answered])
@@ -308,6 +312,7 @@ def result(
         tokens=extra.get("tokens", 0),
         session_id=name,
         slot_found=extra.get("slot_found"),
+        world=extra.get("world", "demo"),
     )
 
 
@@ -392,3 +397,46 @@ def test_answered_rate_and_false_pass_count_only_cases_with_a_slot():
     assert "answered rate (expected slot)  33.3%  (n=3)" in lines
     assert "false PASS (slot not filled)   1" in lines
     assert "answered rate (expected slot)  -" in summary_lines(summary_build(results[3:]))
+
+
+def test_the_metrics_are_reported_per_world_and_engine_kind():
+    results = [
+        result("demo-rules-right", expected="PASS", verdict="PASS", tags=["grounded"], slot_found=True),
+        result("demo-rules-false-pass", expected="LOW_CONFID", verdict="PASS", slot_found=False),
+        result(
+            "demo-scripted-caught", expected="REJECT", verdict="REJECT", tags=["fabricated"], engine="llm"
+        ),
+        result("shop-rules-false-reject", expected="PASS", verdict="REJECT", tags=["grounded"], world="shop"),
+        result(
+            "shop-scripted-missed",
+            expected="REJECT",
+            verdict="PASS",
+            tags=["fabricated"],
+            engine="llm",
+            world="shop",
+        ),
+    ]
+    results[-1].off_topic_subjects = ["inventory"]
+
+    groups = {(g.world, g.engine_kind): g for g in summary_build(results).groups}
+
+    assert list(groups) == [
+        ("demo", "code over a scripted model"),
+        ("demo", "rules engine"),
+        ("shop", "code over a scripted model"),
+        ("shop", "rules engine"),
+    ]
+    demo_rules = groups["demo", "rules engine"]
+    assert (demo_rules.cases, demo_rules.failed, demo_rules.accuracy.verdict_accuracy) == (2, 1, 0.5)
+    assert (demo_rules.answered_rate, demo_rules.slot_cases, demo_rules.false_pass) == (0.5, 2, 1)
+    assert groups["demo", "code over a scripted model"].accuracy.fabricated_reject_recall == 1.0
+    assert groups["shop", "rules engine"].grounded_false_reject_rate == 1.0
+    shop_scripted = groups["shop", "code over a scripted model"]
+    assert (shop_scripted.accuracy.fabricated_reject_recall, shop_scripted.off_topic_pass) == (0.0, 1)
+    lines = summary_lines(summary_build(results))
+    assert "per world and engine kind" in lines
+    assert any(
+        line.startswith("shop / code over a scripted model") and "0.0% (1)" in line and line.endswith("1")
+        for line in lines
+    )
+    assert any(line.startswith("demo / rules engine") and "50.0% (2)" in line for line in lines)
