@@ -20,9 +20,11 @@ from django.utils.module_loading import import_string
 
 from tools.clock import local_text
 from tools.inventory import SourceInventory
-from tools.matching import groups_in, mentioned, query_groups
+from tools.loglines import groups_of
+from tools.matching import mentioned, query_groups
 from tools.records import alert_record
 from tools.retrieval import KnowledgeBlock
+from tools.world import current_vocabulary
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "demo_world"
 # Words of a query without any known keyword or service, matched literally (`idx_user_id`).
@@ -51,12 +53,16 @@ def _alerts() -> tuple[dict, ...]:
 @cache
 def _logs() -> tuple[LogRecord, ...]:
     records = sorted(_read_json("logs.json"), key=lambda record: record["minutes_ago"])
-    texts = [
-        " ".join((r["level"], r["service"], r["instance"], r["topic"], r["message"])).lower() for r in records
-    ]
-    return tuple(
-        LogRecord(fields=record, text=text, groups=frozenset(groups_in(text)))
-        for record, text in zip(records, texts, strict=True)
+    return tuple(log_record(record) for record in records)
+
+
+def log_record(fields: dict) -> LogRecord:
+    """A record with its searchable text and the groups it is about, its words read with their case."""
+    text = " ".join(
+        (fields["level"], fields["service"], fields["instance"], fields["topic"], fields["message"])
+    )
+    return LogRecord(
+        fields=fields, text=text.lower(), groups=frozenset(groups_of(text, vocabulary=current_vocabulary()))
     )
 
 
