@@ -13,6 +13,7 @@ pipeline's label check all read a line through these functions, so none can call
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass
 from decimal import Decimal
@@ -22,6 +23,9 @@ from drain3.masking import MaskingInstruction
 from drain3.template_miner_config import TemplateMinerConfig
 
 from tools.vocabulary import Vocabulary
+
+# Drain3 announces every miner it starts at INFO; one per answer is noise, not news.
+logging.getLogger("drain3.template_miner").setLevel(logging.WARNING)
 
 LEVEL_LABELS = ("level", "detected_level", "severity")
 # Level names as sources write them, to the one name each is shown as.
