@@ -67,7 +67,9 @@ BARE_LEVEL = re.compile(
 # The head of a line a logger writes its level in, before the message begins.
 LEVEL_HEAD = 120
 
-TOKEN = re.compile(r"[A-Za-z0-9]+")
+# A number with its separators (`00:00:04.500`, `2017-05-16`, `3/3`) is one word: `500` is not in a time.
+TOKEN = re.compile(r"\d+(?:[.:,/-]\d+)+(?![A-Za-z0-9])|[A-Za-z0-9]+")
+NUMBER_WORD = re.compile(r"\d+(?:[.:,/-]\d+)+")
 CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 # A failure of waiting: `timed out`, `time out`, `timeout … exceeded`, `deadline exceeded`,
 # `*TimeoutException`, `timeout after <duration>`, `ETIMEDOUT`, `i/o timeout`, `超时`.
@@ -132,11 +134,15 @@ def is_error_level(level: str) -> bool:
 def words_of(text: str) -> list[str]:
     """The words of a text, lower-cased: tokens split at anything but letters and digits (so snake_case
     parts are words) and at CamelCase humps (`SocketTimeoutException` → socket, timeout, exception)."""
-    return [part.lower() for token in TOKEN.findall(text) for part in CAMEL_PART.findall(token)]
+    return [
+        part.lower()
+        for token in TOKEN.findall(text)
+        for part in ([token] if NUMBER_WORD.fullmatch(token) else CAMEL_PART.findall(token))
+    ]
 
 
 def _is_ascii_term(term: str) -> bool:
-    return term.isascii() and bool(TOKEN.search(term))
+    return term.isascii() and bool(re.search(r"[A-Za-z0-9]", term))
 
 
 def has_word(text: str, term: str) -> bool:
@@ -219,6 +225,14 @@ def evidence_parts(text: str) -> tuple[str, str, str]:
     """(level, service, message) of a log evidence-ref text; ("", "", text) for any other text."""
     match = EVIDENCE_TEXT.match(text)
     return (match["level"], match["service"], match["message"]) if match else ("", "", text)
+
+
+def evidence_record(text: str) -> dict[str, str]:
+    """A log evidence-ref text as the record it was written from (timestamp, level, service, message)."""
+    match = EVIDENCE_TEXT.match(text)
+    if not match:
+        return {"timestamp": "", "level": "", "service": "", "message": text}
+    return {name: match[name] for name in ("timestamp", "level", "service", "message")}
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, Claim, EvidenceBindin
 from diagnosis.pipeline.facts import NO_NAMES, FactNames
 from diagnosis.pipeline.gatekeeper import claims_checked
 from diagnosis.pipeline.instructions import QUOTE_ONLY, instructions_in
-from tools.loglines import Pattern, has_property, patterns_mined
+from tools.loglines import Pattern, evidence_record, has_property, patterns_mined
 from tools.numbers import number_text, series_name
 from tools.promql import comparison_of
 from tools.vocabulary import Vocabulary
@@ -417,7 +417,7 @@ def _log_slot(ask: Ask, messages: Sequence[dict], world: SlotWorld, *, wanted: s
     window = f"最近 {world.logs_window_minutes} 分钟"
     about = ask.service or "所有服务"
     label = world.vocabulary.label(wanted) if wanted else ""
-    found = _found(message, "logs")
+    found = _lines_served(message)
     limits = _logs_limits(ask, world)
     if not found:
         no_hit = _no_hit(message)
@@ -454,6 +454,16 @@ def _log_slot(ask: Ask, messages: Sequence[dict], world: SlotWorld, *, wanted: s
         # Lines come newest first: a pattern's first member is its newest line.
         bindings=[kept[p.members[0]].binding for p in top],
     )
+
+
+def _lines_served(message: dict) -> list[_Found]:
+    """Every line the call served, read from its evidence refs: the message's output may hold only a
+    prefix of long lines, its refs hold them all (up to the message's bound on refs)."""
+    return [
+        _Found(message, evidence_record(ref["text"]), ref)
+        for ref in message.get("evidence_refs") or []
+        if str(ref.get("raw_path", "")).startswith("$.logs[")
+    ]
 
 
 def _has(topic: str, record: dict, vocabulary: Vocabulary) -> bool:

@@ -1,5 +1,6 @@
 """Mutation tests of the shipped eval (contracts §19): switching a guard off must turn at least one
-shipped case red. Here the coverage guard (§16), over the `slot-*` cases only, to stay fast."""
+shipped case red. Here the coverage guard (§16) over the `slot-*` cases and the label check (§17) over
+the `*label*` cases, each over those only, to stay fast."""
 
 import pytest
 
@@ -37,3 +38,27 @@ def test_removing_the_coverage_guard_turns_slot_cases_into_false_passes(monkeypa
     # Each now a PASS that does not answer what was asked: a false PASS.
     assert all(r.verdict == "PASS" and r.slot_found is False for r in broken if r.name in limits)
     assert summary_build(broken).false_pass >= 1
+
+
+def label_cases():
+    cases = [c for c in cases_discover() if "label" in c.name]
+    assert {"demo", "shop"} <= {c.world or "demo" for c in cases}, "label cases on both worlds"
+    return cases
+
+
+def test_removing_the_label_check_lets_lines_called_what_they_are_not_pass(monkeypatch):
+    cases = label_cases()
+    healthy = cases_run(cases)
+    assert [r.name for r in healthy if not r.passed] == []
+
+    monkeypatch.setattr(
+        guards,
+        "BINDING_GUARDS",
+        tuple(g for g in guards.BINDING_GUARDS if not isinstance(g, guards.LabelCheck)),
+    )
+    broken = cases_run(cases)
+
+    # Each an INFO or pool-stats line quoted exactly and called an error or a timeout: only the label
+    # check rejects it; without it the persuaded verifier's PASS stands.
+    assert {r.name for r in broken if not r.passed} == {c.name for c in cases}
+    assert {r.verdict for r in broken} == {"PASS"}

@@ -22,6 +22,7 @@ from tests.diagnosis.pipeline.slot_support import (
     recorded,
     slot_world,
 )
+from tools.loglines import evidence_text
 
 per_world = pytest.mark.parametrize("names", WORLDS, ids=WORLD_IDS)
 # How far each world's alert value is past its threshold (0.3279 / 0.023, 0.91 / 0.85).
@@ -367,8 +368,11 @@ def test_health_without_prometheus_is_unfilled(names):
 
 
 def logs_message(names: Names, lines: list[tuple[str, str]]) -> dict:
-    records = [{"service": names.service, "level": level, "message": text} for level, text in lines]
-    texts = [f"[{level}][{names.service}] {text}" for level, text in lines]
+    records = [
+        {"timestamp": f"2026-11-29 14:5{9 - i}:00", "service": names.service, "level": level, "message": text}
+        for i, (level, text) in enumerate(lines)
+    ]
+    texts = [evidence_text(record) for record in records]
     return message(
         7,
         "query_logs",
