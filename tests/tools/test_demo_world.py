@@ -2,6 +2,8 @@
 
 import pytest
 
+from tools.backends.demo import log_record
+
 pytestmark = pytest.mark.django_db
 
 
@@ -227,3 +229,19 @@ def test_times_follow_the_clock(run_tool, settings):
     alert = run_tool("query_metrics", alert_name="HighMemoryUsage")["alerts"][0]
 
     assert alert["active_at"] == "2026-12-31 23:45:00"
+
+
+def test_a_log_records_topics_are_its_whole_words_with_camel_case_parts():
+    record = log_record(
+        {
+            "level": "WARN",
+            "service": "payments",
+            "instance": "cp-1.slowvm1.cloudlab.us",
+            "topic": "application-logs",
+            "message": "ReadTimeout at 00:00:04.500, retrying",
+        }
+    )
+
+    assert "timeout" in record.groups
+    # `slow` is inside the hostname, `500` inside the time: neither is a word of the line.
+    assert not {"slow", "error"} & record.groups
