@@ -443,11 +443,13 @@ def _log_slot(ask: Ask, messages: Sequence[dict], world: SlotWorld, *, wanted: s
     top = patterns[:MAX_PATTERNS]
     listed = "；".join(f"「{_quotable(p.template)}」{p.count} 条{_span(p, kept)}" for p in top)
     total = (message.get("output") or {}).get("total", len(found))
+    # Counted over the lines served; a source that matched more says so rather than implying all.
+    counted = f"检索命中 {total} 条" + (f"，按最新 {len(found)} 条统计" if total > len(found) else "")
     return Slot(
         ask=ask,
         filled=True,
         conclusion=(
-            f"{window} {about} 的{label}日志 {len(kept)} 条（检索命中 {total} 条），"
+            f"{window} {about} 的{label}日志 {len(kept)} 条（{counted}），"
             f"{len(patterns)} 种模式：{listed} · 来源 {_source(message)}"
         ),
         limits=limits,

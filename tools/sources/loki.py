@@ -9,6 +9,7 @@ parsed from the line otherwise. Code then keeps only the lines the same word and
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -120,8 +121,8 @@ class LokiSource(HttpSource):
             ]
         entries.sort(key=lambda entry: -entry[0])
         records = [log_record(ns, line, labels, topic=topic) for ns, line, labels in entries]
-        kept = [r for r in records if _kept(r, query=query, service=service)]
-        return kept[:MAX_LINES]
+        kept = line_rule(query, service=service)
+        return [record for record in records if kept(record)][:MAX_LINES]
 
 
 def errors_only(query: str, *, service: str | None) -> bool:
@@ -130,12 +131,13 @@ def errors_only(query: str, *, service: str | None) -> bool:
     return groups == {"error"} and not _literal_words(query, service=service)
 
 
-def _kept(record: dict, *, query: str, service: str | None) -> bool:
-    """The same rule in code as in the LogQL, exactly: RE2 cannot say `not inside another word`."""
+def line_rule(query: str, *, service: str | None) -> Callable[[dict], bool]:
+    """Which records the search keeps: the LogQL's rule again in code, exactly (RE2 cannot say
+    "not inside another word")."""
     if errors_only(query, service=service):
-        return is_error_level(record["level"])
+        return lambda record: is_error_level(record["level"])
     terms = search_terms(query, service=service)
-    return not terms or any(has_word(record["message"], term) for term in terms)
+    return lambda record: not terms or any(has_word(record["message"], term) for term in terms)
 
 
 def search_terms(query: str, *, service: str | None) -> list[str]:

@@ -465,6 +465,17 @@ def test_patterns_count_every_line_served_also_beyond_the_messages_bounded_outpu
 
 
 @per_world
+def test_counts_over_fewer_lines_than_the_source_matched_say_how_many_were_counted(names):
+    lines = [("ERROR", f"upstream {names.other} refused connection {i}") for i in range(20)]
+    served = logs_message(names, lines)
+    served["output"]["total"] = 57
+
+    slot = only(read(f"{names.service} 的日志里有什么报错", names, [served]))
+
+    assert f"{names.service} 的错误日志 20 条（检索命中 57 条，按最新 20 条统计）" in slot.conclusion
+
+
+@per_world
 def test_logs_when_the_log_source_failed_are_unfilled(names):
     down = failed(7, "query_logs", arguments={"query": "error", "service": names.service}, source="loki")
 
