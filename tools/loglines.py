@@ -168,18 +168,18 @@ def groups_of(text: str, *, vocabulary: Vocabulary) -> set[str]:
 
 def logql_words(terms: list[str]) -> str:
     """A LogQL (RE2) line-filter regex for any of the terms as whole words: case-insensitive between
-    non-alphanumerics, or the term's capitalised form as a CamelCase part. RE2 has no look-around,
-    so it may admit a little more; the source keeps only the lines `has_word` accepts."""
+    non-alphanumerics, or the term capitalised as a CamelCase part (`Timeout` in `ReadTimeoutError`).
+    RE2 has no look-around, so it may admit a little more; the source keeps only what `has_word` does."""
     alternatives = []
     for term in dict.fromkeys(terms):
         if not _is_ascii_term(term):
             alternatives.append(f"(?i:{re.escape(term)})")
             continue
-        words = words_of(term)
-        phrase = "[^A-Za-z0-9]+".join(re.escape(word) for word in words)
+        tokens = re.findall(r"[A-Za-z0-9]+", term)
+        phrase = "[^A-Za-z0-9]+".join(re.escape(token) for token in tokens)
         alternatives.append(f"(?:^|[^A-Za-z0-9])(?i:{phrase})(?:$|[^a-z0-9])")
-        camel = "[^A-Za-z0-9]*".join(re.escape(word.capitalize()) for word in words)
-        if words[0].isalpha():
+        if tokens[0][0].isalpha():
+            camel = "[^A-Za-z0-9]*".join(re.escape(token[0].upper() + token[1:]) for token in tokens)
             alternatives.append(f"{camel}(?:$|[^a-z])")
     return "|".join(alternatives)
 

@@ -2,6 +2,7 @@
 the formats services write their level in; the demo world's vocabulary and the second world's."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -97,8 +98,6 @@ def test_words_are_whole_words_and_the_parts_of_camel_and_snake_case():
 
 
 def test_the_logql_regex_is_whole_word_with_camel_case_parts():
-    import re
-
     pattern = re.compile(logql_words(["slow", "timeout"]))
     assert pattern.search("a slow request")
     assert pattern.search("SocketTimeoutException")
@@ -169,3 +168,10 @@ def test_patterns_group_lines_by_template_with_counts_most_first():
     assert patterns[0].template.endswith("Notification time out: <*>")
     assert all("negotiated timeout" in zookeeper[i] for i in patterns[1].members)
     assert patterns[1].members == tuple(range(5))
+
+
+def test_a_camel_case_term_matches_the_same_humps_in_a_line():
+    assert has_word("HikariCP pool stats: active=50/50", "HikariCP")
+    assert has_word("Back-off restarting failed container (CrashLoopBackOff)", "CrashLoopBackOff")
+    assert re.search(logql_words(["CrashLoopBackOff"]), "Back-off restarting (CrashLoopBackOff)")
+    assert not has_word("oomkilledx", "OOMKilled")

@@ -146,3 +146,13 @@ def test_a_timeout_search_finds_time_out_phrases_and_the_negotiated_timeout_line
     assert sum("Notification time out: 60000" in m for m in messages) == 7
     assert sum("negotiated timeout 10000" in m for m in messages) == 5
     assert all(log["level"] == "INFO" for log in invocation.output["logs"])
+
+
+def test_a_camel_case_term_is_searched_by_its_humps(loki, session):
+    invocation = record(session, "query_logs", query="OOMKilled", service="billing")
+
+    [request] = [r for r in loki.requests if r["path"] == "/loki/api/v1/query_range"]
+    assert "OOMKilled(?:$|[^a-z])" in request["params"]["query"]
+    assert [log["message"] for log in invocation.output["logs"]] == [
+        "container exited with OOMKilled, restarting"
+    ]

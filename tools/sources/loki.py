@@ -144,7 +144,11 @@ def search_terms(query: str, *, service: str | None) -> list[str]:
     """The terms of every topic the query names, then its other words."""
     found = query_terms(query.lower())
     terms = [term for group, _ in found for term in group_terms(group)]
-    return list(dict.fromkeys(term.lower() for term in [*terms, *_literal_words(query, service=service)]))
+    # As written: a term's CamelCase humps are its words (`OOMKilled` is oom + killed).
+    unique: dict[str, str] = {}
+    for term in [*terms, *_literal_words(query, service=service)]:
+        unique.setdefault(term.lower(), term)
+    return list(unique.values())
 
 
 def _literal_words(query: str, *, service: str | None) -> list[str]:
