@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from tools.base import EvidenceTool, ToolArguments, ToolContext, register
+from tools.loglines import evidence_text
 
 LogTopic = Literal["system-metrics", "application-logs", "database-slow-query", "system-events"]
 
@@ -44,4 +45,4 @@ class QueryLogsTool(EvidenceTool):
         return {"success": True, "logs": shown, "total": len(logs), "message": message}
 
     def evidence_text(self, record: dict[str, Any]) -> str:
-        return f"[{record['timestamp']}][{record['level']}][{record['service']}] {record['message']}"
+        return evidence_text(record)

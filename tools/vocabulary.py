@@ -20,6 +20,7 @@
                      recommended, whatever text suggests it
     evidence_actions terms that name gathering evidence (check, compare, 查看, 核对 …): what a
                      recommended action must be
+    slow_threshold_ms  a log line stating a longer duration is a slow one (contracts §17)
 
 Remedies and evidence actions are language, not a world's names: a world's file adds to the
 shipped terms, it never goes without them (guards hold on any world).
@@ -128,6 +129,7 @@ class Vocabulary(BaseModel):
     categories: list[Category] = []
     remedies: list[str] = []
     evidence_actions: list[str] = []
+    slow_threshold_ms: int = Field(default=1000, gt=0)
     extends: bool | str | None = None
 
     @field_validator("promql_topics", mode="before")
@@ -188,6 +190,9 @@ class Vocabulary(BaseModel):
             service_aliases=terms(self.service_aliases, other.service_aliases),
             remedies=list(dict.fromkeys([*self.remedies, *other.remedies])),
             evidence_actions=list(dict.fromkeys([*self.evidence_actions, *other.evidence_actions])),
+            slow_threshold_ms=other.slow_threshold_ms
+            if "slow_threshold_ms" in other.model_fields_set
+            else self.slow_threshold_ms,
             categories=[
                 *other.categories,
                 *(c for c in self.categories if c.category not in extra_categories),

@@ -79,6 +79,7 @@ TAGS = {
     # Mutation tests (`tests/diagnosis/test_eval_mutations.py`): switching the guard off turns one red.
     "guard:citation": "catches the gatekeeper's citation check switched off",
     "guard:polarity": "catches the gatekeeper's negation and polarity checks switched off",
+    "guard:label": "catches the label check (a line called an error, timeout or slow) switched off",
     "guard:exclusion": "catches the scope / exclusion guard switched off",
     "guard:focus": "catches the focus guard switched off",
     "guard:evidence_as_data": "catches the evidence-as-data guard (remedies, instructions) switched off",

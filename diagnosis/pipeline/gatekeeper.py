@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 from rapidfuzz import fuzz
@@ -89,6 +89,8 @@ MISSING_INVOCATION_ID = "evidence.missing_invocation_id"
 # The claim denies what its evidence states (a firing alert, a matched line, a series), or states what
 # its evidence denies (a search that found nothing).
 POLARITY_MISMATCH = "evidence.polarity_mismatch"
+# The claim calls a cited log line an error, timeout or slow request the line is not (contracts §17).
+LABEL_UNSUPPORTED = "evidence.label_unsupported"
 
 RULE_SEVERITY: dict[str, Severity] = {
     INVOCATION_REF: "reject",
@@ -102,6 +104,7 @@ RULE_SEVERITY: dict[str, Severity] = {
     AUTO_BACKFILL: "low_confid",
     MISSING_INVOCATION_ID: "low_confid",
     POLARITY_MISMATCH: "reject",
+    LABEL_UNSUPPORTED: "reject",
 }
 
 # Excerpt matching, calibrated by the tolerance table in tests/diagnosis/test_gatekeeper.py: honest
@@ -279,6 +282,28 @@ def _binding_failures(
         yield EXCERPT_TOO_SHORT, match.detail
     elif denial := claim_denial(claim.claim_text, ref_text=row.matched_text, raw_path=binding.raw_path):
         yield POLARITY_MISMATCH, denial
+
+
+# A checked binding by what names it: (claim_id, source_invocation_id, raw_path).
+BindingKey = tuple[str, Any, str | None]
+
+
+def with_binding_failures(
+    result: GatekeeperResult, failures: Sequence[tuple[BindingKey, RuleMessage]]
+) -> GatekeeperResult:
+    """The result with more failed bindings (a binding guard's): each names the binding it fails
+    (claim, invocation, raw_path) and why; the severity is recomputed as for the gatekeeper's own rules."""
+    if not failures:
+        return result
+    checked = [row.model_copy() for row in result.checked_bindings]
+    for key, note in failures:
+        for row in checked:
+            if (row.claim_id, row.source_invocation_id, row.raw_path) == key:
+                row.status, row.rule = "fail", row.rule or note.rule
+    rebuilt = _result(checked, [*result.warnings, *result.errors, *(note for _, note in failures)])
+    # The gatekeeper's rules in the order they failed, then the guards'.
+    failed_rules = list(dict.fromkeys([*result.failed_rules, *rebuilt.failed_rules]))
+    return rebuilt.model_copy(update={"failed_rules": failed_rules})
 
 
 def _result(checked: list[CheckedBinding], findings: list[RuleMessage]) -> GatekeeperResult:

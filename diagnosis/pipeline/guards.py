@@ -5,12 +5,15 @@ Two kinds, each a small class returning its own typed `GuardResult`:
 - claim guards run in order over the executor's output before the gatekeeper: each may drop a
   binding, block a claim or remove an item, never add one (the exclusion guard, the focus guard,
   evidence-as-data);
+- binding guards run with the gatekeeper: each may only fail a citation the gatekeeper passed, with a
+  rule of its own and that rule's severity (the label check: a line called an error it is not);
 - verdict guards run after the verdict is computed: each may only cap it (the citation cap from the
   gatekeeper's severity; the coverage guard: PASS only when every ask's slot is filled).
 
-`claim_guards_run` and `verdict_capped` are the one place their results are combined: what stays,
-what was blocked and by which guard, the warnings, and the verdict cap. Adding a guard is one class
-and one line in `CLAIM_GUARDS` or `VERDICT_GUARDS`.
+`claim_guards_run`, `bindings_guarded` and `verdict_capped` are the one place their results are
+combined: what stays, what was blocked and by which guard, the warnings, the failed citations and the
+verdict cap. Adding a guard is one class and one line in `CLAIM_GUARDS`, `BINDING_GUARDS` or
+`VERDICT_GUARDS`.
 """
 
 from __future__ import annotations
@@ -23,8 +26,15 @@ from pydantic import BaseModel, ConfigDict
 
 from diagnosis.pipeline.contracts import Claim, ExecutorOutput, RecordedInvocation, Verdict
 from diagnosis.pipeline.focus import QuestionFocus, World
-from diagnosis.pipeline.gatekeeper import GatekeeperResult, RuleMessage
+from diagnosis.pipeline.gatekeeper import (
+    LABEL_UNSUPPORTED,
+    BindingKey,
+    GatekeeperResult,
+    RuleMessage,
+    with_binding_failures,
+)
 from diagnosis.pipeline.instructions import evidence_gathering
+from diagnosis.pipeline.labels import labels_unsupported
 from diagnosis.pipeline.scope import FOCUS_RULE, SCOPE_RULE, out_of_focus, record_subjects, scope_guard
 from diagnosis.pipeline.slots import Slot, coverage_gaps
 from diagnosis.pipeline.verdict import Override, Verification
@@ -61,6 +71,14 @@ class ClaimGuard(Protocol):
     name: str
 
     def check(self, output: ExecutorOutput, context: RoundContext) -> GuardResult: ...
+
+
+class BindingGuard(Protocol):
+    name: str
+
+    def failures(
+        self, output: ExecutorOutput, context: RoundContext
+    ) -> list[tuple[BindingKey, RuleMessage]]: ...
 
 
 class VerdictCap(BaseModel):
@@ -137,6 +155,28 @@ class EvidenceAsDataGuard:
         )
 
 
+class LabelCheck:
+    """A claim calling a cited log line an error, timeout or slow request needs that property in the
+    line (`evidence.label_unsupported`, reject), read by the rule the rules engine labels lines by."""
+
+    name = LABEL_UNSUPPORTED
+
+    def failures(self, output: ExecutorOutput, context: RoundContext) -> list[tuple[BindingKey, RuleMessage]]:
+        return [
+            (
+                (f.claim_id, f.source_invocation_id, f.raw_path),
+                RuleMessage(
+                    rule=self.name,
+                    message=f"query_logs #{f.source_invocation_id} {f.raw_path}：{f.message}",
+                    claim_id=f.claim_id,
+                ),
+            )
+            for f in labels_unsupported(
+                output.claims, invocations=context.invocations, vocabulary=context.world.vocabulary
+            )
+        ]
+
+
 class CitationCap:
     """The gatekeeper's severity caps the verdict: reject → REJECT, low_confid → LOW_CONFID."""
 
@@ -169,6 +209,7 @@ class CoverageGuard:
 
 
 CLAIM_GUARDS: tuple[ClaimGuard, ...] = (ExclusionGuard(), FocusGuard(), EvidenceAsDataGuard())
+BINDING_GUARDS: tuple[BindingGuard, ...] = (LabelCheck(),)
 VERDICT_GUARDS: tuple[VerdictGuard, ...] = (CitationCap(), CoverageGuard())
 
 
@@ -198,6 +239,14 @@ def claim_guards_run(output: ExecutorOutput, context: RoundContext) -> GuardedOu
         warnings=[warning for result in results for warning in result.warnings],
         results=results,
     )
+
+
+def bindings_guarded(
+    gatekeeper_result: GatekeeperResult, *, output: ExecutorOutput, context: RoundContext
+) -> GatekeeperResult:
+    """The gatekeeper's result with the citations the binding guards fail."""
+    failures = [failure for guard in BINDING_GUARDS for failure in guard.failures(output, context)]
+    return with_binding_failures(gatekeeper_result, failures)
 
 
 def verdict_capped(

@@ -1,7 +1,8 @@
 """One round, as a function over the engine and the recorder:
 
     asks (code) → planner → the asks' calls (code) → executor (tool loop, from their results)
-    → claim guards (exclusion, focus, evidence as data) → gatekeeper → slots (code, verified)
+    → claim guards (exclusion, focus, evidence as data) → gatekeeper with the binding guards (label
+    check) → slots (code, verified)
     → verifier → verdict (code) → verdict guards (citation cap, coverage) → route
 
 The question's focus is read by code against the session's `World` (vocabulary and the sources'
@@ -32,7 +33,13 @@ from diagnosis.pipeline.contracts import (
 )
 from diagnosis.pipeline.focus import QuestionFocus, World
 from diagnosis.pipeline.gatekeeper import GatekeeperResult, gatekeep
-from diagnosis.pipeline.guards import GuardedOutput, RoundContext, claim_guards_run, verdict_capped
+from diagnosis.pipeline.guards import (
+    GuardedOutput,
+    RoundContext,
+    bindings_guarded,
+    claim_guards_run,
+    verdict_capped,
+)
 from diagnosis.pipeline.interfaces import (
     Engine,
     ParseStatus,
@@ -341,7 +348,11 @@ def _gatekeeper_run(
 ) -> GatekeeperResult:
     started = time.perf_counter()
     recorder.stage_started(stage=Stage.GATEKEEPER, round=round_number)
-    result = gatekeep(executor_output=output, invocations=context.invocations, names=context.world.fact_names)
+    result = bindings_guarded(
+        gatekeep(executor_output=output, invocations=context.invocations, names=context.world.fact_names),
+        output=output,
+        context=context,
+    )
     recorder.step_recorded(
         StepRecord(
             round=round_number,

@@ -66,7 +66,11 @@ def _evidence_calls(ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[C
         return [("query_targets", {})]
     if ask.kind in ("logs", "cause"):
         service = ask.service or next((a["service"] for a in alerts if a.get("service")), "")
-        term = world.vocabulary.canonical_term(ask.topic) if ask.topic else "error"
+        if ask.topic:
+            term = world.vocabulary.canonical_term(ask.topic)
+        else:
+            # A plain logs ask about a service wants its recent lines: searched by its name alone.
+            term = service if ask.kind == "logs" and ask.service else "error"
         return [("query_logs", {"query": term} | ({"service": service} if service else {}))]
     if ask.kind in ("runbook", "action"):
         words = [ask.subject, world.vocabulary.canonical_term(ask.topic) if ask.topic else "", ask.word]

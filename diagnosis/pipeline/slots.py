@@ -23,6 +23,7 @@ from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, Claim, EvidenceBindin
 from diagnosis.pipeline.facts import NO_NAMES, FactNames
 from diagnosis.pipeline.gatekeeper import claims_checked
 from diagnosis.pipeline.instructions import QUOTE_ONLY, instructions_in
+from tools.loglines import Pattern, evidence_record, has_property, patterns_mined
 from tools.numbers import number_text, series_name
 from tools.promql import comparison_of
 from tools.vocabulary import Vocabulary
@@ -36,9 +37,6 @@ FLAPPING_EPISODES = 3
 CONCLUSION = "结论："
 # Severity order of `list` / `priority` (contracts §16): critical > warning > info > none.
 SEVERITY_RANK = {"critical": 0, "error": 1, "warning": 2, "info": 3}
-ERROR_LEVELS = {"error", "err", "fatal", "critical", "crit", "emerg", "alert", "panic", "severe", "e", "f"}
-# A log message's variable parts, so lines of one kind count as one pattern.
-VARIABLE = re.compile(r"0x[0-9a-f]+|\b[0-9a-f]{8,}\b|\d+(?:\.\d+)?", re.IGNORECASE)
 QUOTED = re.compile(r"「[^」]*」")
 READ_ONLY = "本助手只读取告警、指标、日志与处理手册，不能执行「{word}」等操作"
 
@@ -405,13 +403,21 @@ def _health(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
 
 
 def _logs(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
+    """A plain logs ask about a service is answered with its recent lines; one without a service, and a
+    topic's, with the lines that have the asked property (contracts §16, §17)."""
+    return _log_slot(ask, messages, world, wanted=ask.topic or ("" if ask.service else "error"))
+
+
+def _log_slot(ask: Ask, messages: Sequence[dict], world: SlotWorld, *, wanted: str) -> Slot:
+    """The lines served that have the `wanted` property (all of them for ""), grouped by template: each
+    pattern's count, first and last time, and its newest line as the evidence ref."""
     message = next(iter(_messages(messages, "query_logs")), None)
     if message is None or not message.get("success"):
         return _failure(message, ask, "未能检索日志")
     window = f"最近 {world.logs_window_minutes} 分钟"
     about = ask.service or "所有服务"
-    label = world.vocabulary.label(ask.topic) if ask.topic else "错误"
-    found = _found(message, "logs")
+    label = world.vocabulary.label(wanted) if wanted else ""
+    found = _lines_served(message)
     limits = _logs_limits(ask, world)
     if not found:
         no_hit = _no_hit(message)
@@ -422,40 +428,66 @@ def _logs(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
             limits=limits,
             bindings=[no_hit] if no_hit else [],
         )
-    wants_errors = not ask.topic or ask.topic == "error"
-    kept = [f for f in found if _is_error(f.record)] if wants_errors else found
+    kept = [f for f in found if not wanted or _has(wanted, f.record, world.vocabulary)]
     if not kept:
         levels = "、".join(sorted({str(f.record.get("level") or "未知").upper() for f in found}))
+        below = "，均低于 ERROR" if wanted == "error" else f"，其中{label}日志 0 条"
         return Slot(
             ask=ask,
             filled=True,
-            conclusion=f"{window} {about} 匹配的 {len(found)} 条日志级别为 {levels}，均低于 ERROR · 来源 {_source(message)}",
+            conclusion=f"{window} {about} 匹配的 {len(found)} 条日志级别为 {levels}{below} · 来源 {_source(message)}",
             limits=limits,
             bindings=[f.binding for f in found[:MAX_PATTERNS]],
         )
-    patterns = Counter(VARIABLE.sub("<*>", str(f.record.get("message", ""))) for f in kept)
-    examples = {}
-    for f in kept:
-        examples.setdefault(VARIABLE.sub("<*>", str(f.record.get("message", ""))), f)
-    listed = "；".join(
-        f"「{_quotable(pattern)}」{count} 条" for pattern, count in patterns.most_common(MAX_PATTERNS)
-    )
+    patterns = patterns_mined([str(f.record.get("message", "")) for f in kept])
+    top = patterns[:MAX_PATTERNS]
+    listed = "；".join(f"「{_quotable(p.template)}」{p.count} 条{_span(p, kept)}" for p in top)
     total = (message.get("output") or {}).get("total", len(found))
+    # Counted over the lines served; a source that matched more says so rather than implying all.
+    counted = f"检索命中 {total} 条" + (f"，按最新 {len(found)} 条统计" if total > len(found) else "")
     return Slot(
         ask=ask,
         filled=True,
         conclusion=(
-            f"{window} {about} 的{label}日志 {len(kept)} 条（检索命中 {total} 条），"
+            f"{window} {about} 的{label}日志 {len(kept)} 条（{counted}），"
             f"{len(patterns)} 种模式：{listed} · 来源 {_source(message)}"
         ),
         limits=limits,
-        bindings=[examples[p].binding for p, _ in patterns.most_common(MAX_PATTERNS)],
+        # Lines come newest first: a pattern's first member is its newest line.
+        bindings=[kept[p.members[0]].binding for p in top],
     )
+
+
+def _lines_served(message: dict) -> list[_Found]:
+    """Every line the call served, read from its evidence refs: the message's output may hold only a
+    prefix of long lines, its refs hold them all (up to the message's bound on refs)."""
+    return [
+        _Found(message, evidence_record(ref["text"]), ref)
+        for ref in message.get("evidence_refs") or []
+        if str(ref.get("raw_path", "")).startswith("$.logs[")
+    ]
+
+
+def _has(topic: str, record: dict, vocabulary: Vocabulary) -> bool:
+    return has_property(
+        topic,
+        level=str(record.get("level", "")),
+        message=str(record.get("message", "")),
+        vocabulary=vocabulary,
+    )
+
+
+def _span(pattern: Pattern, kept: list[_Found]) -> str:
+    """When a pattern's lines were written: `（10:01:02–10:15:40）` for more than one line."""
+    times = [str(kept[i].record.get("timestamp", "")) for i in pattern.members]
+    if pattern.count < 2 or not all(times):
+        return ""
+    return f"（{min(times)[-8:]}–{max(times)[-8:]}）"
 
 
 def _cause(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
     alerts, alert_message = _alert_found(ask, messages)
-    logs = _logs(ask.model_copy(update={"kind": "logs"}), messages, world)
+    logs = _log_slot(ask, messages, world, wanted=ask.topic or "error")
     firing = [f for f in alerts if f.record.get("state") == "firing"][:3]
     about = ask.subject or "所问对象"
     if not firing and not logs.filled:
@@ -653,10 +685,6 @@ def _logs_limits(ask: Ask, world: SlotWorld) -> list[str]:
     if ask.window.asked and ask.window.minutes + ask.window.end_minutes_ago > world.logs_window_minutes:
         return [f"日志只能看到最近 {_minutes_text(world.logs_window_minutes)}"]
     return []
-
-
-def _is_error(record: dict) -> bool:
-    return str(record.get("level", "")).strip().lower() in ERROR_LEVELS
 
 
 def _steps(content: str, limit: int = 240) -> str:

@@ -1,7 +1,7 @@
 """Mutation tests of the shipped eval (contracts §19): switching a guard off must turn at least one
 shipped case red. One table drives them: each guard, how it is switched off, and the tag of the
 cases that must catch it (`guard:<name>` in their case.yaml). Only the tagged cases run, to stay fast.
-A guard registered in `CLAIM_GUARDS` or `VERDICT_GUARDS` without a row fails here, so a guard added
+A guard registered in `CLAIM_GUARDS`, `BINDING_GUARDS` or `VERDICT_GUARDS` without a row fails here, so a guard added
 without a catching case fails CI."""
 
 from __future__ import annotations
@@ -36,6 +36,15 @@ def _without_verdict_guard(name: str) -> Callable[[pytest.MonkeyPatch], None]:
         kept = tuple(g for g in guards.VERDICT_GUARDS if g.name != name)
         assert len(kept) < len(guards.VERDICT_GUARDS), f"no verdict guard named {name}"
         monkeypatch.setattr(guards, "VERDICT_GUARDS", kept)
+
+    return apply
+
+
+def _without_binding_guard(name: str) -> Callable[[pytest.MonkeyPatch], None]:
+    def apply(monkeypatch: pytest.MonkeyPatch) -> None:
+        kept = tuple(g for g in guards.BINDING_GUARDS if g.name != name)
+        assert len(kept) < len(guards.BINDING_GUARDS), f"no binding guard named {name}"
+        monkeypatch.setattr(guards, "BINDING_GUARDS", kept)
 
     return apply
 
@@ -98,6 +107,12 @@ class Mutation:
 
 
 MUTATIONS = (
+    Mutation(
+        guards.LABEL_UNSUPPORTED,
+        "LabelCheck removed from BINDING_GUARDS",
+        "guard:label",
+        _without_binding_guard(guards.LABEL_UNSUPPORTED),
+    ),
     Mutation(
         "gatekeeper.citation_check",
         "gatekeeper._binding_failures runs but reports no rule: every binding passes",
@@ -189,7 +204,9 @@ def tagged(tag: str):
 
 
 def test_every_registered_guard_has_a_mutation_row():
-    registered = {guard.name for guard in (*guards.CLAIM_GUARDS, *guards.VERDICT_GUARDS)}
+    registered = {
+        guard.name for guard in (*guards.CLAIM_GUARDS, *guards.BINDING_GUARDS, *guards.VERDICT_GUARDS)
+    }
     assert registered - {mutation.guard for mutation in MUTATIONS} == set()
 
 

@@ -1,9 +1,13 @@
 """The rules engine's executor: tool calls within budget, one claim per observed fact, exact quotes."""
 
+import json
+from pathlib import Path
+
 import pytest
 
 from diagnosis.models import DiagnosisSession
 from diagnosis.services.sessions import session_start
+from tests.loki_server import FakeLoki
 
 pytestmark = pytest.mark.django_db
 
@@ -70,3 +74,60 @@ def test_both_chinese_words_for_alerts_make_the_same_tool_calls_in_either_world(
 
     assert calls == tool_calls("现在有哪些告警")
     assert [tool for tool, _ in calls] == ["query_metrics"]
+
+
+LOGHUB = json.loads((Path(__file__).parents[1] / "world" / "loghub_streams.json").read_text())
+
+
+@pytest.fixture
+def loghub(settings):
+    with FakeLoki(LOGHUB) as server:
+        settings.DIAGNOSIS = settings.DIAGNOSIS | {
+            "LOKI_URL": server.url,
+            "LOKI_TENANT": None,
+            "DEMO_NOW": None,
+        }
+        yield server
+
+
+def labelled(session: DiagnosisSession, label: str) -> list[str]:
+    """The excerpts of the claims that call their lines `label` lines."""
+    return [
+        b["evidence_excerpt"]
+        for c in claims_of(session)
+        if f"的{label}日志记录" in c["claim_text"]
+        for b in c["evidence_bindings"]
+    ]
+
+
+def test_the_rules_engine_calls_a_line_a_timeout_only_when_it_is_one(loghub):
+    session = session_start(query="zookeeper 有哪些超时日志？", engine="rules", run_inline=True)
+
+    timeouts = labelled(session, "超时")
+    assert timeouts and all("Notification time out: 60000" in e for e in timeouts)
+    plain = labelled(session, "")
+    assert any("negotiated timeout 10000" in e for e in plain)
+    assert session.self_evaluation["verifier_evaluation"]["verdict"] == "PASS"
+
+
+def test_the_rules_engine_never_calls_an_info_line_an_error_or_slowvm1_slow(loghub):
+    for question in ("cart-api 有哪些错误日志？", "cart-api 有没有慢请求日志？"):
+        session = session_start(query=question, engine="rules", run_inline=True)
+
+        assert labelled(session, "错误") == labelled(session, "慢请求") == []
+        assert session.status == DiagnosisSession.Status.COMPLETED
+
+
+def test_the_rules_engines_labels_pass_the_label_check_in_either_world(either_world):
+    question, line = {
+        "demo": ("user-service 有没有超时日志", "QueryTimeoutException"),
+        "shop": ("catalog 有没有超时日志", "upstream search timed out"),
+    }[either_world]
+
+    session = session_start(query=question, engine="rules", run_inline=True)
+
+    evaluation = session.self_evaluation["verifier_evaluation"]
+    assert "evidence.label_unsupported" not in evaluation["gatekeeper_result"]["failed_rules"]
+    assert evaluation["verdict"] == "PASS"
+    [conclusion] = [row for row in session.answer.splitlines() if row.startswith("结论：")]
+    assert "的超时日志" in conclusion and line in conclusion

@@ -3,6 +3,7 @@
 import pytest
 
 from tools.backends import demo
+from tools.backends.demo import log_record
 
 pytestmark = pytest.mark.django_db
 
@@ -243,3 +244,19 @@ def test_log_topics_are_read_with_the_vocabulary_in_use(run_tool, settings):
     logs = run_tool("query_logs", query="slow", service="user-service")["logs"]
 
     assert len([log for log in logs if log["message"].startswith("慢请求")]) == 5
+
+
+def test_a_log_records_topics_are_its_whole_words_with_camel_case_parts():
+    record = log_record(
+        {
+            "level": "WARN",
+            "service": "payments",
+            "instance": "cp-1.slowvm1.cloudlab.us",
+            "topic": "application-logs",
+            "message": "ReadTimeout at 00:00:04.500, retrying",
+        }
+    )
+
+    assert "timeout" in record.groups
+    # `slow` is inside the hostname, `500` inside the time: neither is a word of the line.
+    assert not {"slow", "error"} & record.groups

@@ -10,6 +10,7 @@ from tests.tools.support import record
 
 pytestmark = pytest.mark.django_db
 STREAMS = json.loads((Path(__file__).parents[1] / "world" / "loki_streams.json").read_text())
+LOGHUB = json.loads((Path(__file__).parents[1] / "world" / "loghub_streams.json").read_text())
 
 
 @pytest.fixture
@@ -53,8 +54,9 @@ def test_the_logql_names_the_service_label_and_the_topic_terms_and_sends_the_ten
 
     [request] = [r for r in loki.requests if r["path"] == "/loki/api/v1/query_range"]
     assert request["headers"]["X-Scope-OrgID"] == "team-a"
-    assert request["params"]["query"].startswith('{service="billing"} |~ `(?i)(')
-    assert "timeout" in request["params"]["query"]
+    assert request["params"]["query"].startswith('{service="billing"} |~ `')
+    # Whole words: `timeout` between non-alphanumerics, or as a CamelCase part.
+    assert "(?:^|[^A-Za-z0-9])(?i:timeout)(?:$|[^a-z0-9])" in request["params"]["query"]
     assert request["params"]["direction"] == "backward"
     assert [log["message"] for log in invocation.output["logs"]] == [
         "payment capture failed: upstream timeout after 5000ms"
@@ -91,3 +93,66 @@ def test_the_inventory_names_the_values_of_the_service_label(loki):
     from tools.sources import sources_inventory
 
     assert {"billing", "ledger-service"} <= sources_inventory(now=now()).services
+
+
+@pytest.fixture
+def loghub(settings):
+    with FakeLoki(LOGHUB) as server:
+        settings.DIAGNOSIS = settings.DIAGNOSIS | {
+            "LOKI_URL": server.url,
+            "LOKI_TENANT": None,
+            "DEMO_NOW": None,
+        }
+        yield server
+
+
+def test_an_error_search_where_a_level_label_exists_filters_by_it_in_the_selector(loki, session):
+    invocation = record(session, "query_logs", query="error", service="billing")
+
+    queries = [r["params"]["query"] for r in loki.requests if r["path"] == "/loki/api/v1/query_range"]
+    assert queries[0].startswith('{service="billing", level=~"(?i)(error|')
+    assert queries[1].startswith('{service="billing", level=""} |~ `')
+    assert {log["level"] for log in invocation.output["logs"]} == {"ERROR"}
+    assert "WARN retrying ledger sync, attempt 3" not in [log["message"] for log in invocation.output["logs"]]
+
+
+def test_an_error_search_without_a_level_label_keeps_lines_whose_parsed_level_is_an_error(loghub, session):
+    invocation = record(session, "query_logs", query="error", service="zookeeper")
+
+    [query] = [r["params"]["query"] for r in loghub.requests if r["path"] == "/loki/api/v1/query_range"]
+    assert query.startswith('{service="zookeeper"} |~ `')
+    logs = invocation.output["logs"]
+    assert len(logs) == 4
+    assert {log["level"] for log in logs} == {"ERROR"}
+    assert all("CancelledKeyException" in log["message"] for log in logs)
+
+
+def test_info_lines_are_never_returned_for_errors(loghub, session):
+    invocation = record(session, "query_logs", query="报错", service="cart-api")
+
+    assert invocation.evidence_status == "no_evidence"
+
+
+def test_slow_is_a_whole_word_never_inside_a_hostname(loghub, session):
+    invocation = record(session, "query_logs", query="slow", service="cart-api")
+
+    assert invocation.evidence_status == "no_evidence"
+
+
+def test_a_timeout_search_finds_time_out_phrases_and_the_negotiated_timeout_lines_by_word(loghub, session):
+    invocation = record(session, "query_logs", query="timeout", service="zookeeper")
+
+    messages = [log["message"] for log in invocation.output["logs"]]
+    assert sum("Notification time out: 60000" in m for m in messages) == 7
+    assert sum("negotiated timeout 10000" in m for m in messages) == 5
+    assert all(log["level"] == "INFO" for log in invocation.output["logs"])
+
+
+def test_a_camel_case_term_is_searched_by_its_humps(loki, session):
+    invocation = record(session, "query_logs", query="OOMKilled", service="billing")
+
+    [request] = [r for r in loki.requests if r["path"] == "/loki/api/v1/query_range"]
+    assert "OOMKilled(?:$|[^a-z])" in request["params"]["query"]
+    assert [log["message"] for log in invocation.output["logs"]] == [
+        "container exited with OOMKilled, restarting"
+    ]

@@ -20,9 +20,11 @@ from django.utils.module_loading import import_string
 
 from tools.clock import local_text
 from tools.inventory import SourceInventory
-from tools.matching import groups_in, mentioned, query_groups
+from tools.loglines import groups_of
+from tools.matching import mentioned, query_groups
 from tools.records import alert_record
 from tools.retrieval import KnowledgeBlock
+from tools.world import current_vocabulary
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "demo_world"
 # Words of a query without any known keyword or service, matched literally (`idx_user_id`).
@@ -35,7 +37,17 @@ NAME_WORD = re.compile(r"(?<![a-z0-9-])[a-z0-9]+(?:-[a-z0-9]+)+(?![a-z0-9-])")
 @dataclass(frozen=True)
 class LogRecord:
     fields: dict
-    text: str
+    # The searchable text with its case (CamelCase parts are words of their own).
+    words: str
+
+    @property
+    def text(self) -> str:
+        return self.words.lower()
+
+    @property
+    def groups(self) -> frozenset[str]:
+        # Read with the vocabulary in use now: a reading kept with the record would keep the first world's.
+        return frozenset(groups_of(self.words, vocabulary=current_vocabulary()))
 
 
 def _read_json(name: str) -> list[dict]:
@@ -50,10 +62,15 @@ def _alerts() -> tuple[dict, ...]:
 @cache
 def _logs() -> tuple[LogRecord, ...]:
     records = sorted(_read_json("logs.json"), key=lambda record: record["minutes_ago"])
-    texts = [
-        " ".join((r["level"], r["service"], r["instance"], r["topic"], r["message"])).lower() for r in records
-    ]
-    return tuple(LogRecord(fields=record, text=text) for record, text in zip(records, texts, strict=True))
+    return tuple(log_record(record) for record in records)
+
+
+def log_record(fields: dict) -> LogRecord:
+    """A record with its searchable text; the groups it is about are read from its words with their case."""
+    words = " ".join(
+        (fields["level"], fields["service"], fields["instance"], fields["topic"], fields["message"])
+    )
+    return LogRecord(fields=fields, words=words)
 
 
 @cache
@@ -104,8 +121,7 @@ def log_matches(record: LogRecord, query: str) -> bool:
         return False
     groups = query_groups(query)
     if groups:
-        # Read with the vocabulary in use now: a cached reading would keep the first world's.
-        return bool(groups & groups_in(record.text))
+        return bool(groups & record.groups)
     return bool(names) or any(word in record.text for word in LITERAL_WORD.findall(query.lower()))
 
 

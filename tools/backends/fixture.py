@@ -22,10 +22,10 @@ from django.conf import settings
 
 from tools.backends.demo import (
     DemoWorldBackend,
-    LogRecord,
     alert_rendered,
     filter_matches,
     log_matches,
+    log_record,
     log_rendered,
 )
 from tools.inventory import SourceInventory
@@ -69,7 +69,7 @@ class FixtureBackend:
             for fields in data.get("records", [])
             if filter_matches(service, fields["service"])
             and filter_matches(topic, fields["topic"])
-            and log_matches(_log_record(fields), query)
+            and log_matches(log_record(fields), query)
         ]
         if data.get("mode", MERGE) == MERGE:
             logs = [*DemoWorldBackend().query_logs(query=query, service=service, topic=topic, now=now), *logs]
@@ -129,10 +129,3 @@ def _recorded(data: dict, tool_name: str, **call: str | None) -> list[dict] | No
                 raise FixtureToolError(response["error"])
             return list(response.get("records", []))
     return None
-
-
-def _log_record(fields: dict) -> LogRecord:
-    text = " ".join(
-        (fields["level"], fields["service"], fields["instance"], fields["topic"], fields["message"])
-    ).lower()
-    return LogRecord(fields=fields, text=text)

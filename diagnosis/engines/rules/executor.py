@@ -18,6 +18,7 @@ from diagnosis.pipeline.contracts import (
     ExecutorOutput,
 )
 from diagnosis.pipeline.interfaces import Toolbox
+from tools.loglines import evidence_parts, has_property
 from tools.matching import group_term, groups_in
 from tools.numbers import number_text
 from tools.vocabulary import Vocabulary
@@ -245,10 +246,10 @@ def _claims_from(
                 for log_ref in _refs(log_message):
                     if (
                         log_ref["raw_path"] == NO_EVIDENCE_PATH
-                        or f"[{alert['service']}]" not in log_ref["text"]
+                        or evidence_parts(log_ref["text"])[1] != alert["service"]
                     ):
                         continue
-                    ref_topics = {log_topic} if log_topic else groups_in(_log_message(log_ref["text"]))
+                    ref_topics = {log_topic} if log_topic else groups_in(evidence_parts(log_ref["text"])[2])
                     if not ref_topics & alert_topics or (ref_topics & set(own_asked) - set(own)):
                         continue
                     candidates.append((not ref_topics & set(own), log_message, log_ref))
@@ -287,16 +288,22 @@ def _claims_from(
             if ref["raw_path"] != NO_EVIDENCE_PATH
             and (message["invocation_id"], ref["raw_path"]) not in used_log_refs
         ]
-        # One claim per observed fact: lines of one service about the same things (OOM apart from pool).
-        by_fact: dict[tuple[str, frozenset[str]], list[dict]] = {}
+        # One claim per observed fact: lines of one service about the same things (OOM apart from pool),
+        # labelled by what the lines are, by the rule the label check holds claims to.
+        by_fact: dict[tuple[str, frozenset[str], str], list[dict]] = {}
         for ref in fresh:
-            fact = (_log_service(ref["text"]), frozenset(groups_in(_log_message(ref["text"]))))
-            by_fact.setdefault(fact, []).append(ref)
-        for (service, groups), refs in by_fact.items():
-            label_topic = topic or next((t for t in gathered.searched_topics if t in groups), "")
+            level, service, line = evidence_parts(ref["text"])
+            groups = frozenset(groups_in(line))
+            wanted = topic or next((t for t in gathered.searched_topics if t in groups), "")
+            label_topic = (
+                wanted if has_property(wanted, level=level, message=line, vocabulary=vocabulary) else ""
+            )
+            by_fact.setdefault((service, groups, label_topic), []).append(ref)
+        for (service, _, label_topic), refs in by_fact.items():
+            label = vocabulary.label(label_topic) if label_topic else ""
             add(
                 "observation",
-                f"{service} 的{vocabulary.label(label_topic)}日志记录：{_log_message(refs[0]['text'])}",
+                f"{service} 的{label}日志记录：{evidence_parts(refs[0]['text'])[2]}",
                 [_binding(message, ref) for ref in refs],
             )
 
@@ -343,11 +350,6 @@ def _claims_from(
     )
 
 
-LOG_TEXT = re.compile(
-    r"^\[(?P<timestamp>[^\]]*)\]\[(?P<level>[^\]]*)\]\[(?P<service>[^\]]*)\] (?P<message>.*)$", re.S
-)
-
-
 def _records(message: dict, key: str) -> list[dict]:
     output = message.get("output") or {}
     return output.get(key, []) if message["success"] else []
@@ -364,16 +366,6 @@ def _binding(message: dict, ref: dict) -> EvidenceBinding:
         raw_path=ref["raw_path"],
         evidence_excerpt=ref["text"],
     )
-
-
-def _log_service(text: str) -> str:
-    match = LOG_TEXT.match(text)
-    return match["service"] if match else ""
-
-
-def _log_message(text: str) -> str:
-    match = LOG_TEXT.match(text)
-    return match["message"] if match else text
 
 
 def _knowledge_parts(text: str) -> tuple[str, str]:

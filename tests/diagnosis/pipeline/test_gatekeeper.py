@@ -1,7 +1,14 @@
 import pytest
 
 from diagnosis.pipeline.contracts import Claim, EvidenceBinding, ExecutorOutput
-from diagnosis.pipeline.gatekeeper import MATCH_THRESHOLD, excerpt_match, gatekeep
+from diagnosis.pipeline.gatekeeper import (
+    LABEL_UNSUPPORTED,
+    MATCH_THRESHOLD,
+    RuleMessage,
+    excerpt_match,
+    gatekeep,
+    with_binding_failures,
+)
 from tests.factories import (
     HIKARI_LOG_TEXT,
     MEMORY_ALERT_TEXT,
@@ -424,3 +431,18 @@ def test_the_threshold_separates_honest_from_made_up_excerpts():
     made_up = [excerpt_match(e, r).similarity for e, r, case, _ in TOLERANCE_TABLE if case == MADE_UP]
 
     assert max(made_up) < MATCH_THRESHOLD <= min(honest)
+
+
+def test_a_binding_guards_failure_fails_that_citation_and_rejects(session, alert):
+    passed = gatekeep(executor_output=claims([cite(alert)], [cite(alert)]), invocations=[alert])
+    failure = RuleMessage(rule=LABEL_UNSUPPORTED, message="该行没有该属性", claim_id="claim-2")
+
+    result = with_binding_failures(passed, [(("claim-2", alert.pk, "$.alerts[0]"), failure)])
+
+    assert (result.status, result.severity, result.failed_rules) == ("fail", "reject", [LABEL_UNSUPPORTED])
+    assert [(b.claim_id, b.status, b.rule) for b in result.checked_bindings] == [
+        ("claim-1", "pass", None),
+        ("claim-2", "fail", LABEL_UNSUPPORTED),
+    ]
+    assert result.errors == [failure]
+    assert with_binding_failures(passed, []) == passed

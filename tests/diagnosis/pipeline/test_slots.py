@@ -22,6 +22,7 @@ from tests.diagnosis.pipeline.slot_support import (
     recorded,
     slot_world,
 )
+from tools.loglines import evidence_text
 
 per_world = pytest.mark.parametrize("names", WORLDS, ids=WORLD_IDS)
 # How far each world's alert value is past its threshold (0.3279 / 0.023, 0.91 / 0.85).
@@ -367,8 +368,11 @@ def test_health_without_prometheus_is_unfilled(names):
 
 
 def logs_message(names: Names, lines: list[tuple[str, str]]) -> dict:
-    records = [{"service": names.service, "level": level, "message": text} for level, text in lines]
-    texts = [f"[{level}][{names.service}] {text}" for level, text in lines]
+    records = [
+        {"timestamp": f"2026-11-29 14:5{9 - i}:00", "service": names.service, "level": level, "message": text}
+        for i, (level, text) in enumerate(lines)
+    ]
+    texts = [evidence_text(record) for record in records]
     return message(
         7,
         "query_logs",
@@ -410,6 +414,65 @@ def test_logs_whose_matched_lines_are_all_below_error_say_so(names):
 
     assert slot.filled
     assert f"{names.service} 匹配的 2 条日志级别为 INFO、WARN，均低于 ERROR" in slot.conclusion
+
+
+@per_world
+def test_a_plain_logs_ask_about_a_service_shows_all_its_lines_by_pattern(names):
+    lines = [
+        ("WARN", "retry 2 of 3"),
+        ("INFO", "request served in 12 ms"),
+        ("INFO", "request served in 9 ms"),
+    ]
+
+    slot = only(read(f"show {names.service} logs", names, [logs_message(names, lines)]))
+
+    assert slot.filled
+    assert f"{names.service} 的日志 3 条（检索命中 3 条），2 种模式：" in slot.conclusion
+    # A pattern of more than one line says when its lines were written, oldest to newest.
+    assert "「request served in <*> ms」2 条（14:57:00–14:58:00）" in slot.conclusion
+    assert "「retry <*> of <*>」1 条" in slot.conclusion
+    assert [b.raw_path for b in slot.bindings] == ["$.logs[1]", "$.logs[0]"]
+
+
+@per_world
+def test_a_timeout_ask_counts_only_the_lines_that_state_a_timeout(names):
+    lines = [
+        ("INFO", "Notification time out: 60000"),
+        ("INFO", "Established session 0x14ede63a5a70000 with negotiated timeout 10000 for client"),
+        ("INFO", "Notification time out: 60000"),
+    ]
+
+    slot = only(read(f"{names.service} 有没有超时日志", names, [logs_message(names, lines)]))
+
+    assert (
+        f"{names.service} 的超时日志 2 条（检索命中 3 条），1 种模式：「Notification time out: <*>」2 条"
+        in (slot.conclusion)
+    )
+    assert "negotiated" not in slot.conclusion
+
+
+@per_world
+def test_patterns_count_every_line_served_also_beyond_the_messages_bounded_output(names):
+    lines = [("ERROR", f"upstream {names.other} refused connection {i}") for i in range(12)]
+    served = logs_message(names, lines)
+    # The message lists only a prefix of long outputs; every line still has its evidence ref.
+    served["output"] = {"logs": served["output"]["logs"][:4], "omitted_records": 8, "total": 12}
+
+    slot = only(read(f"{names.service} 的日志里有什么报错", names, [served]))
+
+    assert f"{names.service} 的错误日志 12 条（检索命中 12 条）" in slot.conclusion
+    assert f"「upstream {names.other} refused connection <*>」12 条" in slot.conclusion
+
+
+@per_world
+def test_counts_over_fewer_lines_than_the_source_matched_say_how_many_were_counted(names):
+    lines = [("ERROR", f"upstream {names.other} refused connection {i}") for i in range(20)]
+    served = logs_message(names, lines)
+    served["output"]["total"] = 57
+
+    slot = only(read(f"{names.service} 的日志里有什么报错", names, [served]))
+
+    assert f"{names.service} 的错误日志 20 条（检索命中 57 条，按最新 20 条统计）" in slot.conclusion
 
 
 @per_world

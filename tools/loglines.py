@@ -1,0 +1,272 @@
+"""Log lines with their meaning (contracts §17), Django-free: the tools, the rules engine and the
+pipeline's label check all read a line through these functions, so none can call a line what it is not.
+
+- `level_of`: the level from the stream's labels, else parsed from the line (JSON, logfmt, glog
+  `E1201`, `[LEVEL]`, the bare `LEVEL` of Java / Python logger formats).
+- `has_word` / `logql_words`: whole-word keyword matching, English words and the parts of CamelCase
+  and snake_case tokens, never inside another token (`slow` is not in `slowvm1`).
+- `has_property`: the rule a label needs (error: level ≥ ERROR; timeout: a failure phrase; slow: a
+  duration above the vocabulary's threshold or the standalone word; any other topic: one of its terms).
+- `patterns_mined`: lines grouped by template with Drain3, each with its lines in the order given.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+
+from drain3 import TemplateMiner
+from drain3.masking import MaskingInstruction
+from drain3.template_miner_config import TemplateMinerConfig
+
+from tools.vocabulary import Vocabulary
+
+# Drain3 announces every miner it starts at INFO; one per answer is noise, not news.
+logging.getLogger("drain3.template_miner").setLevel(logging.WARNING)
+
+LEVEL_LABELS = ("level", "detected_level", "severity")
+# Level names as sources write them, to the one name each is shown as.
+LEVEL_NAMES = {
+    "fatal": "FATAL",
+    "f": "FATAL",
+    "panic": "FATAL",
+    "emerg": "FATAL",
+    "critical": "CRITICAL",
+    "crit": "CRITICAL",
+    "alert": "CRITICAL",
+    "severe": "ERROR",
+    "error": "ERROR",
+    "err": "ERROR",
+    "e": "ERROR",
+    "warning": "WARN",
+    "warn": "WARN",
+    "w": "WARN",
+    "notice": "INFO",
+    "info": "INFO",
+    "i": "INFO",
+    "debug": "DEBUG",
+    "d": "DEBUG",
+    "trace": "TRACE",
+    "fine": "DEBUG",
+}
+ERROR_LEVELS = frozenset({"ERROR", "CRITICAL", "FATAL"})
+JSON_LEVEL_KEYS = ("level", "lvl", "severity", "loglevel", "log.level", "levelname")
+LOGFMT_LEVEL = re.compile(r'(?:^|\s)(?:level|lvl|severity)="?([A-Za-z]+)"?(?=\s|$)', re.IGNORECASE)
+GLOG_LEVEL = re.compile(r"^([IWEF])\d{4} \d{2}:\d{2}:\d{2}")
+BRACKET_LEVEL = re.compile(
+    r"[\[<(](FATAL|CRITICAL|CRIT|ERROR|ERR|WARN(?:ING)?|INFO|NOTICE|DEBUG|TRACE)[\])>]", re.IGNORECASE
+)
+# Logger formats write the level in capitals as a word of its own (`2017-05-16 00:00:00.008 25746 INFO
+# nova.osapi…`, `ERROR:root:…`, `… - WARN  [QuorumPeer…]`); lower case is message text, not a level.
+BARE_LEVEL = re.compile(
+    r"(?<![A-Za-z0-9_.])(FATAL|CRITICAL|ERROR|WARN(?:ING)?|INFO|NOTICE|DEBUG|TRACE)(?![A-Za-z0-9_])"
+)
+# The head of a line a logger writes its level in, before the message begins.
+LEVEL_HEAD = 120
+
+# A number with its separators (`00:00:04.500`, `2017-05-16`, `3/3`) is one word: `500` is not in a time.
+TOKEN = re.compile(r"\d+(?:[.:,/-]\d+)+(?![A-Za-z0-9])|[A-Za-z0-9]+")
+NUMBER_WORD = re.compile(r"\d+(?:[.:,/-]\d+)+")
+CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+# A failure of waiting: `timed out`, `time out`, `timeout … exceeded`, `deadline exceeded`,
+# `*TimeoutException`, `timeout after <duration>`, `ETIMEDOUT`, `i/o timeout`, `超时`.
+TIMEOUT_FAILURE = re.compile(
+    r"(?<![A-Za-z])(?:timed[\s_-]?out|time[\s_-]out)(?![A-Za-z])"
+    r"|(?<![A-Za-z])timeout\b[^.;\n]{0,40}?\bexceeded\b"
+    r"|(?<![A-Za-z])deadline[\s_-]exceeded(?![A-Za-z])"
+    r"|Timeout(?:Exception|Error)\b"
+    r"|(?<![A-Za-z])timeout after \d"
+    r"|(?<![A-Za-z])(?:ETIMEDOUT|i/o timeout)(?![A-Za-z])"
+    r"|超时",
+    re.IGNORECASE,
+)
+DURATION = re.compile(
+    r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)\s?(ms|milliseconds?|s|secs?|seconds?|min|minutes?|毫秒|秒|分钟)(?![A-Za-z])",
+    re.IGNORECASE,
+)
+SLOW_WORDS = ("slow", "慢请求", "慢查询", "慢SQL", "慢")
+PROPERTY_TOPICS = ("error", "timeout", "slow", "slow_query")
+EVIDENCE_TEXT = re.compile(
+    r"^\[(?P<timestamp>[^\]]*)\]\[(?P<level>[^\]]*)\]\[(?P<service>[^\]]*)\] (?P<message>.*)$", re.S
+)
+
+
+def level_name(raw: str) -> str:
+    """A level as shown: `warning` → WARN, `err` → ERROR; an unknown word upper-cased as it is."""
+    raw = raw.strip()
+    return LEVEL_NAMES.get(raw.lower(), raw.upper())
+
+
+def level_of(line: str, labels: dict[str, str] | None = None) -> str:
+    """The line's level: its stream's label, else what the line itself says; "" when neither says."""
+    for name in LEVEL_LABELS:
+        if (labels or {}).get(name):
+            return level_name(labels[name])
+    stripped = line.strip()
+    if stripped.startswith("{"):
+        try:
+            fields = json.loads(stripped)
+        except ValueError:
+            fields = None
+        if isinstance(fields, dict):
+            found = next((fields[k] for k in JSON_LEVEL_KEYS if isinstance(fields.get(k), str)), "")
+            if found:
+                return level_name(found)
+    if found := LOGFMT_LEVEL.search(stripped):
+        return level_name(found[1])
+    if found := GLOG_LEVEL.match(stripped):
+        return level_name(found[1])
+    head = stripped[:LEVEL_HEAD]
+    if found := BRACKET_LEVEL.search(head):
+        return level_name(found[1])
+    if found := BARE_LEVEL.search(head):
+        return level_name(found[1])
+    return ""
+
+
+def is_error_level(level: str) -> bool:
+    return level_name(level) in ERROR_LEVELS
+
+
+def words_of(text: str) -> list[str]:
+    """The words of a text, lower-cased: tokens split at anything but letters and digits (so snake_case
+    parts are words) and at CamelCase humps (`SocketTimeoutException` → socket, timeout, exception)."""
+    return [
+        part.lower()
+        for token in TOKEN.findall(text)
+        for part in ([token] if NUMBER_WORD.fullmatch(token) else CAMEL_PART.findall(token))
+    ]
+
+
+def _is_ascii_term(term: str) -> bool:
+    return term.isascii() and bool(re.search(r"[A-Za-z0-9]", term))
+
+
+def has_word(text: str, term: str) -> bool:
+    """Whether the text uses the term as whole words (a phrase: its words in a row); a term with
+    Chinese in it matches as a substring, case-insensitively."""
+    return _uses(words_of(text), text.lower(), term)
+
+
+def _uses(words: list[str], lowered: str, term: str) -> bool:
+    if not _is_ascii_term(term):
+        return term.lower() in lowered
+    wanted = words_of(term)
+    return any(words[i : i + len(wanted)] == wanted for i in range(len(words) - len(wanted) + 1))
+
+
+def groups_of(text: str, *, vocabulary: Vocabulary) -> set[str]:
+    """The vocabulary groups a line is about: those with a term the line uses as whole words."""
+    words, lowered = words_of(text), text.lower()
+    return {
+        group for group, terms in vocabulary.groups.items() if any(_uses(words, lowered, t) for t in terms)
+    }
+
+
+def logql_words(terms: list[str]) -> str:
+    """A LogQL (RE2) line-filter regex for any of the terms as whole words: case-insensitive between
+    non-alphanumerics, or the term capitalised as a CamelCase part (`Timeout` in `ReadTimeoutError`).
+    RE2 has no look-around, so it may admit a little more; the source keeps only what `has_word` does."""
+    alternatives = []
+    for term in dict.fromkeys(terms):
+        if not _is_ascii_term(term):
+            alternatives.append(f"(?i:{re.escape(term)})")
+            continue
+        tokens = re.findall(r"[A-Za-z0-9]+", term)
+        phrase = "[^A-Za-z0-9]+".join(re.escape(token) for token in tokens)
+        alternatives.append(f"(?:^|[^A-Za-z0-9])(?i:{phrase})(?:$|[^a-z0-9])")
+        if tokens[0][0].isalpha():
+            camel = "[^A-Za-z0-9]*".join(re.escape(token[0].upper() + token[1:]) for token in tokens)
+            alternatives.append(f"{camel}(?:$|[^a-z])")
+    return "|".join(alternatives)
+
+
+def durations_ms(text: str) -> list[Decimal]:
+    """Every duration the text states, in milliseconds (`3200ms`, `3.2s`, `2 秒`)."""
+    found = []
+    for number, unit in DURATION.findall(text):
+        unit = unit.lower()
+        scale = (
+            1
+            if unit.startswith(("ms", "milli", "毫"))
+            else 60_000
+            if unit.startswith(("min", "分"))
+            else 1000
+        )
+        found.append(Decimal(number) * scale)
+    return found
+
+
+def has_property(topic: str, *, level: str, message: str, vocabulary: Vocabulary) -> bool:
+    """Whether a line has what calling it a `topic` line says (contracts §17): an error line is at
+    ERROR or above, a timeout line states a failure of waiting (not `negotiated timeout 10000`), a slow
+    line says slow or states a duration above the slow threshold; any other topic, one of its terms."""
+    if topic == "error":
+        return is_error_level(level)
+    if topic == "timeout":
+        return bool(TIMEOUT_FAILURE.search(message))
+    if topic in ("slow", "slow_query"):
+        slow = any(has_word(message, word) for word in SLOW_WORDS) or any(
+            duration > vocabulary.slow_threshold_ms for duration in durations_ms(message)
+        )
+        return slow and (topic == "slow" or "slow_query" in groups_of(message, vocabulary=vocabulary))
+    return topic in groups_of(message, vocabulary=vocabulary)
+
+
+def evidence_text(record: dict) -> str:
+    """A log record's evidence-ref text, the one shape `evidence_parts` reads back."""
+    return f"[{record['timestamp']}][{record['level']}][{record['service']}] {record['message']}"
+
+
+def evidence_parts(text: str) -> tuple[str, str, str]:
+    """(level, service, message) of a log evidence-ref text; ("", "", text) for any other text."""
+    match = EVIDENCE_TEXT.match(text)
+    return (match["level"], match["service"], match["message"]) if match else ("", "", text)
+
+
+def evidence_record(text: str) -> dict[str, str]:
+    """A log evidence-ref text as the record it was written from (timestamp, level, service, message)."""
+    match = EVIDENCE_TEXT.match(text)
+    if not match:
+        return {"timestamp": "", "level": "", "service": "", "message": text}
+    return {name: match[name] for name in ("timestamp", "level", "service", "message")}
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One template and the indexes (into the lines given) of the lines it covers, in their order."""
+
+    template: str
+    members: tuple[int, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.members)
+
+
+def _miner() -> TemplateMiner:
+    config = TemplateMinerConfig()
+    config.profiling_enabled = False
+    # Numbers and ids vary between lines of one kind: masked before mining, shown as `<*>`.
+    config.masking_instructions = [
+        MaskingInstruction(r"0x[0-9a-fA-F]+", "*"),
+        MaskingInstruction(r"\b[0-9a-fA-F]{8,}(?:-[0-9a-fA-F]{4,})*\b", "*"),
+        MaskingInstruction(r"\d+(?:[.,:/-]\d+)*", "*"),
+    ]
+    config.mask_prefix, config.mask_suffix = "<", ">"
+    return TemplateMiner(config=config)
+
+
+def patterns_mined(messages: list[str]) -> list[Pattern]:
+    """The messages grouped by template (Drain3), most lines first, then by first appearance."""
+    miner = _miner()
+    clusters = [miner.add_log_message(message)["cluster_id"] for message in messages]
+    members: dict[int, list[int]] = {}
+    for index, cluster in enumerate(clusters):
+        members.setdefault(cluster, []).append(index)
+    templates = {cluster.cluster_id: cluster.get_template() for cluster in miner.drain.clusters}
+    found = [Pattern(template=templates[c], members=tuple(indexes)) for c, indexes in members.items()]
+    return sorted(found, key=lambda pattern: (-pattern.count, pattern.members[0]))
