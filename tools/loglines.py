@@ -151,11 +151,34 @@ def has_word(text: str, term: str) -> bool:
     return _uses(words_of(text), text.lower(), term)
 
 
+# An English word's inflections count as the word (`errors`, `timeouts`, `restarting`), nothing longer.
+INFLECTIONS = ("s", "es", "d", "ed", "ing")
+INFLECTION_RE = "(?:" + "|".join(INFLECTIONS) + ")?"
+
+
+def _same_word(word: str, wanted: str, *, last: bool) -> bool:
+    if word == wanted:
+        return True
+    return (
+        last
+        and wanted.isalpha()
+        and len(wanted) >= 3
+        and word.startswith(wanted)
+        and word[len(wanted) :] in INFLECTIONS
+    )
+
+
 def _uses(words: list[str], lowered: str, term: str) -> bool:
     if not _is_ascii_term(term):
         return term.lower() in lowered
     wanted = words_of(term)
-    return any(words[i : i + len(wanted)] == wanted for i in range(len(words) - len(wanted) + 1))
+    return any(
+        all(
+            _same_word(word, want, last=index == len(wanted) - 1)
+            for index, (word, want) in enumerate(zip(words[i : i + len(wanted)], wanted, strict=True))
+        )
+        for i in range(len(words) - len(wanted) + 1)
+    )
 
 
 def groups_of(text: str, *, vocabulary: Vocabulary) -> set[str]:
@@ -177,10 +200,11 @@ def logql_words(terms: list[str]) -> str:
             continue
         tokens = re.findall(r"[A-Za-z0-9]+", term)
         phrase = "[^A-Za-z0-9]+".join(re.escape(token) for token in tokens)
-        alternatives.append(f"(?:^|[^A-Za-z0-9])(?i:{phrase})(?:$|[^a-z0-9])")
+        suffix = INFLECTION_RE if tokens[-1].isalpha() and len(tokens[-1]) >= 3 else ""
+        alternatives.append(f"(?:^|[^A-Za-z0-9])(?i:{phrase}{suffix})(?:$|[^a-z0-9])")
         if tokens[0][0].isalpha():
             camel = "[^A-Za-z0-9]*".join(re.escape(token[0].upper() + token[1:]) for token in tokens)
-            alternatives.append(f"{camel}(?:$|[^a-z])")
+            alternatives.append(f"{camel}{suffix}(?:$|[^a-z])")
     return "|".join(alternatives)
 
 

@@ -411,7 +411,17 @@ def _logs(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
 def _log_slot(ask: Ask, messages: Sequence[dict], world: SlotWorld, *, wanted: str) -> Slot:
     """The lines served that have the `wanted` property (all of them for ""), grouped by template: each
     pattern's count, first and last time, and its newest line as the evidence ref."""
-    message = next(iter(_messages(messages, "query_logs")), None)
+    searches = _messages(messages, "query_logs")
+    # The first search whose lines have the property (a cause ask runs several), else the first search.
+    message = next(
+        (
+            m
+            for m in searches
+            if m.get("success")
+            and any(not wanted or _has(wanted, f.record, world.vocabulary) for f in _lines_served(m))
+        ),
+        next(iter(searches), None),
+    )
     if message is None or not message.get("success"):
         return _failure(message, ask, "未能检索日志")
     window = f"最近 {world.logs_window_minutes} 分钟"

@@ -1,6 +1,7 @@
 """`make record-world`: start the integration stack (real Prometheus, Alertmanager, node_exporter and
-the test Loki server over the second world's loghub lines) and record the eval's `recorded` world
-from it with `manage.py eval_record`. Run it again after changing what the tools ask."""
+the test Loki server over the second world's lines) and record the eval's `recorded` world from it
+with `manage.py eval_record`, then write its `rec-*` cases with the values the recording holds
+(`recorded_cases.py`). Run it again after changing what the tools ask."""
 
 import json
 import os
@@ -22,6 +23,8 @@ def main() -> None:
     django.setup()
     from django.core.management import call_command
 
+    from tests.integration.recorded_cases import WORLD as WORLD_FOLDER
+    from tests.integration.recorded_cases import Recorded, cases_write
     from tests.integration.stack import stack_start
     from tests.loki_server import FakeLoki
 
@@ -50,6 +53,8 @@ def main() -> None:
                 )
         finally:
             stack.stop()
+    written = cases_write(Recorded(WORLD_FOLDER))
+    print(f"{written} rec-* cases written from the recording")
 
 
 if __name__ == "__main__":

@@ -175,3 +175,18 @@ def test_a_camel_case_term_matches_the_same_humps_in_a_line():
     assert has_word("Back-off restarting failed container (CrashLoopBackOff)", "CrashLoopBackOff")
     assert re.search(logql_words(["CrashLoopBackOff"]), "Back-off restarting (CrashLoopBackOff)")
     assert not has_word("oomkilledx", "OOMKilled")
+
+
+@pytest.mark.parametrize(
+    ("line", "term", "uses"),
+    [
+        ("container exited with OOMKilled, restarting", "restart", True),
+        ("3 errors in the last minute", "error", True),
+        ("ReadTimeouts keep growing", "timeout", True),
+        ("restartable=false", "restart", False),
+        ("host slowvm1 answered", "slow", False),
+    ],
+)
+def test_a_words_inflections_are_the_word_and_nothing_longer_is(line, term, uses):
+    assert has_word(line, term) is uses
+    assert bool(re.search(logql_words([term]), line)) is uses
