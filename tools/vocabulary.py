@@ -42,10 +42,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from tools.promql import Carrier, subject_query
+
 DEFAULT_VOCABULARY_FILE = Path(__file__).parent / "data" / "demo_world" / "vocabulary.json"
 # A topic without a label of its own is still named in Chinese, with no fact token.
 FALLBACK_LABEL = "相关"
-SERVICE_PLACEHOLDER = "{service}"
 
 
 class VocabularyError(ValueError):
@@ -164,10 +165,13 @@ class Vocabulary(BaseModel):
     def related(self, topic: str) -> list[str]:
         return [t for t in self.related_topics.get(topic, []) if t in self.groups]
 
-    def topic_queries(self, topic: str, *, service: str) -> list[str]:
-        """The topic's PromQL queries for one service; the name is quoted so it cannot change a query."""
-        quoted = service.replace("\\", "\\\\").replace('"', '\\"')
-        return [query.replace(SERVICE_PLACEHOLDER, quoted) for query in self.promql_topics.get(topic, [])]
+    def topic_queries(self, topic: str, *, service: str, carrier: Carrier | None) -> list[str]:
+        """The topic's PromQL queries on one service, each matcher on the label that carries the service
+        in that metric's series; a template none of whose labels carries it is left out."""
+        queries = (
+            subject_query(t, subject=service, carrier=carrier) for t in self.promql_topics.get(topic, [])
+        )
+        return [query for query in queries if query]
 
     def extended_by(self, other: Vocabulary) -> Vocabulary:
         def terms(mine: dict[str, list[str]], theirs: dict[str, list[str]]) -> dict[str, list[str]]:

@@ -52,6 +52,7 @@ from diagnosis.pipeline.verdict import (
     verification_finalize,
     verifier_output_for_gatekeeper_reject,
 )
+from tools.promql import Carrier
 
 
 @dataclass(frozen=True)
@@ -107,9 +108,9 @@ def round_run(
     asks, plan, asked_calls, prior = _planned(
         query, round_number, retry_context, earlier, engine, recorder, limits, world, focus=asked
     )
-    prior_messages = [*prior, *asked_calls.messages]
+    citable = [*prior, *asked_calls.messages]
     executor_call = _executor_run(
-        query, round_number, retry_context, engine, recorder, limits, plan, asked, prior_messages
+        query, round_number, retry_context, engine, recorder, limits, plan, asked, citable, world.carrier
     )
 
     excluded = excluded_topics_of(query=query, planned=plan.excluded_topics)
@@ -263,6 +264,7 @@ def _asks_called(
         tools=frozenset(tool["function"]["name"] for tool in toolbox.tool_definitions()),
         now=world.now,
         logs_window_minutes=world.logs_window_minutes,
+        carrier=world.carrier,
     )
     return AskedCalls(slot_world, slot_calls_run(asks, toolbox=toolbox, world=slot_world, prior=prior))
 
@@ -320,6 +322,7 @@ def _executor_run(
     plan: PlannerOutput,
     focus: QuestionFocus,
     prior_messages: list[dict],
+    carrier: Carrier | None,
 ) -> StageCall[ExecutorOutput]:
     toolbox = CallsReused(
         recorder.toolbox(round=round_number, max_calls=limits.max_tool_calls), prior_messages
@@ -332,6 +335,7 @@ def _executor_run(
         retry_context=retry_context,
         prior_tool_messages=prior_messages,
         focus=focus,
+        carrier=carrier,
     )
     return stage_run(recorder, round_number, Stage.EXECUTOR, lambda: engine.execute(stage_input, toolbox))
 

@@ -4,6 +4,7 @@ runs, so its plan holds them and it starts from their results."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 from diagnosis.pipeline.asks import Ask
@@ -16,7 +17,12 @@ from diagnosis.pipeline.slots import (
     on_topic,
     quoted,
 )
-from tools.promql import comparison_of
+from tools.promql import comparison_of, series_query
+from tools.terms import term_pattern
+from tools.vocabulary import Vocabulary
+
+# The words of a CamelCase or snake_case name: `CheckoutErrorRatio` → Checkout Error Ratio.
+NAME_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 Call = tuple[str, dict]
 
@@ -78,15 +84,33 @@ def _series_queries(ask: Ask, alerts: list[dict], world: SlotWorld) -> list[str]
     """The asked series: the metric the question names; else the asked alert's own series (its `expr`
     without the comparison); else the vocabulary's queries of the asked topic on the asked service."""
     if ask.subject_kind == "series":
-        return [ask.subject]
-    own = [
-        c.series for a in on_topic(alerts, ask, world.vocabulary) if (c := comparison_of(a.get("expr") or ""))
-    ]
+        return [series_query(ask.subject, subject=ask.service, carrier=world.carrier)]
+    # A topic asked on a service is that topic's series, not whatever its other alerts watch.
+    about = on_topic(alerts, ask, world.vocabulary)
+    topical = [a for a in alerts if _alert_on_topic(a.get("alert_name", ""), ask.topic, world.vocabulary)]
+    if (
+        ask.subject_kind == "service"
+        and ask.topic
+        and not topical
+        and world.vocabulary.promql_topics.get(ask.topic)
+    ):
+        about = []
+    own = [c.series for a in about if (c := comparison_of(a.get("expr") or ""))]
     if own:
         return list(dict.fromkeys(own))[:3]
     if ask.topic and ask.service:
-        return world.vocabulary.topic_queries(ask.topic, service=ask.service)[:2]
+        return world.vocabulary.topic_queries(ask.topic, service=ask.service, carrier=world.carrier)[:2]
     return []
+
+
+def _alert_on_topic(alert: str, topic: str, vocabulary: Vocabulary) -> bool:
+    """The vocabulary's topic of the alert, or a term of the topic in its name (`CheckoutErrorRatio`)."""
+    if alert in vocabulary.alert_topics:
+        return vocabulary.alert_topics[alert] == topic
+    return any(
+        term_pattern(term).search(" ".join(NAME_PARTS.findall(alert)).lower())
+        for term in vocabulary.groups.get(topic, [])
+    )
 
 
 def _history_query(ask: Ask, world: SlotWorld) -> str:

@@ -24,7 +24,7 @@ from diagnosis.pipeline.facts import NO_NAMES, FactNames
 from diagnosis.pipeline.gatekeeper import claims_checked
 from diagnosis.pipeline.instructions import QUOTE_ONLY, instructions_in
 from tools.numbers import number_text, series_name
-from tools.promql import comparison_of
+from tools.promql import Carrier, comparison_of
 from tools.vocabulary import Vocabulary
 
 # query_promql's own bound on a range.
@@ -82,6 +82,7 @@ class SlotWorld:
     tools: frozenset[str]
     now: datetime
     logs_window_minutes: int
+    carrier: Carrier | None = None
 
 
 def alert_arguments(ask: Ask) -> dict:

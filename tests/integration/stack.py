@@ -21,7 +21,8 @@ BINARIES = {
 START_TIMEOUT = 60.0
 
 # Two scrape jobs of one node_exporter give the second world two services: `ledger-service` and
-# `billing` (no `-service` suffix). A third job scrapes a closed port: a target that is down.
+# `billing` (no `-service` suffix). A third job scrapes a closed port: a target that is down. A fourth
+# scrapes it as most teams do, `job="node"` and `instance` only: no `service` label on its series.
 PROMETHEUS_CONFIG = """
 global:
   scrape_interval: 1s
@@ -37,6 +38,8 @@ scrape_configs:
     static_configs: [{{targets: ["127.0.0.1:{node_port}"], labels: {{service: billing}}}}]
   - job_name: payments-exporter
     static_configs: [{{targets: ["127.0.0.1:{closed_port}"], labels: {{service: payments}}}}]
+  - job_name: node
+    static_configs: [{{targets: ["127.0.0.1:{node_port}"]}}]
 """
 RULES = """
 groups:

@@ -148,6 +148,7 @@ def test_a_target_that_is_down_is_named_with_prometheus_last_error(prometheus, s
     assert {t["job"]: t["health"] for t in every.output["targets"]} == {
         "ledger-node": "up",
         "billing-node": "up",
+        "node": "up",
         "payments-exporter": "down",
     }
 
