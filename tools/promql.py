@@ -147,6 +147,8 @@ def subject_query(template: str, *, subject: str, carrier: Carrier | None) -> st
     """The template on one subject, each selector matching the label that carries the subject in its
     metric's series; None when a selector's metric has no label carrying it (the query would add a
     matcher the series lack, and find nothing)."""
+    if not subject:
+        return _without_subject(template)
     if carrier is None:
         return template.replace(SUBJECT_PLACEHOLDER, quoted(subject))
     missing = False
@@ -170,6 +172,17 @@ def subject_query(template: str, *, subject: str, carrier: Carrier | None) -> st
     if missing or SUBJECT_PLACEHOLDER in query:
         return None
     return _GROUPING.sub(lambda m: m.group("by") + _regrouped(m.group("labels"), carried) + ")", query)
+
+
+def _without_subject(template: str) -> str:
+    """The template on no subject: every series of its metrics (a question about all hosts)."""
+
+    def unmatched(match: re.Match[str]) -> str:
+        body = _SUBJECT_MATCHER.sub("", match.group("body"))
+        body = ",".join(part for part in (p.strip() for p in body.split(",")) if part)
+        return f"{match.group('metric')}{{{body}}}" if body else match.group("metric")
+
+    return _SELECTOR.sub(unmatched, template)
 
 
 def _regrouped(labels: str, carried: dict[str, str]) -> str:

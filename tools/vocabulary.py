@@ -35,6 +35,7 @@ naming the file and the field.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
@@ -173,6 +174,11 @@ class Vocabulary(BaseModel):
         )
         return [query for query in queries if query]
 
+    def without_demo_series(self) -> Vocabulary:
+        """The shipped file's words without its PromQL templates: those name the demo world's series,
+        and apply only there (a team's world has its own, or none)."""
+        return self.model_copy(update={"promql_topics": {}})
+
     def extended_by(self, other: Vocabulary) -> Vocabulary:
         def terms(mine: dict[str, list[str]], theirs: dict[str, list[str]]) -> dict[str, list[str]]:
             merged = {name: list(values) for name, values in mine.items()}
@@ -222,9 +228,60 @@ def vocabulary_load(path: Path, stamp: int = 0) -> Vocabulary:
         )
         if base_path.resolve() == path.resolve():
             raise VocabularyError(f"{path}: extends: a file cannot extend itself")
-        return vocabulary_load(base_path, base_path.stat().st_mtime_ns).extended_by(vocabulary)
+        base = vocabulary_load(base_path, base_path.stat().st_mtime_ns)
+        if base_path.resolve() == DEFAULT_VOCABULARY_FILE.resolve():
+            base = base.without_demo_series()
+        return base.extended_by(vocabulary)
     return vocabulary
 
 
 def _with_shipped(terms: list[str], table: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*_shipped().get(table, []), *terms]))
+
+
+SCHEMA_FILE = Path(__file__).parent / "data" / "vocabulary.schema.json"
+
+
+def vocabulary_schema() -> dict[str, Any]:
+    """The file format as JSON Schema, generated from the model that loads it (`SCHEMA_FILE` holds it)."""
+    schema = Vocabulary.model_json_schema(by_alias=True)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "Diagnosis vocabulary",
+    } | schema
+
+
+def vocabulary_checked(path: Path) -> list[str]:
+    """The problems of a vocabulary file, each `FILE:LINE: field: message`; none when it loads."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        return [f"{path}: cannot read: {exc.strerror or exc}"]
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return [f"{path}:{exc.lineno}: not valid JSON: {exc.msg}"]
+    try:
+        Vocabulary.model_validate(raw)
+    except ValidationError as exc:
+        return [
+            f"{path}:{_line_of(text, error['loc'])}: {'.'.join(str(p) for p in error['loc'])}: {error['msg']}"
+            for error in exc.errors()
+        ]
+    try:
+        vocabulary_load(path, path.stat().st_mtime_ns)
+    except VocabularyError as exc:  # the file it extends
+        return [str(exc)]
+    return []
+
+
+def _line_of(text: str, loc: tuple) -> int:
+    """The line of the field an error is about: each key of its path found after the one before it."""
+    position = 0
+    for part in loc:
+        if isinstance(part, str):
+            match = re.compile(rf'"{re.escape(part)}"\s*:').search(text, position)
+            if match is None:
+                break
+            position = match.start()
+    return text.count("\n", 0, position) + 1

@@ -82,25 +82,29 @@ def _evidence_calls(ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[C
 
 def _series_queries(ask: Ask, alerts: list[dict], world: SlotWorld) -> list[str]:
     """The asked series: the metric the question names; else the asked alert's own series (its `expr`
-    without the comparison); else the vocabulary's queries of the asked topic on the asked service."""
+    without the comparison); else, for a topic, the series of the subject's alerts on that topic, or
+    the vocabulary's queries of the topic (on the asked service, or on every series without one)."""
     if ask.subject_kind == "series":
         return [series_query(ask.subject, subject=ask.service, carrier=world.carrier)]
-    # A topic asked on a service is that topic's series, not whatever its other alerts watch.
     about = on_topic(alerts, ask, world.vocabulary)
-    topical = [a for a in alerts if _alert_on_topic(a.get("alert_name", ""), ask.topic, world.vocabulary)]
-    if (
-        ask.subject_kind == "service"
-        and ask.topic
-        and not topical
-        and world.vocabulary.promql_topics.get(ask.topic)
+    templated = bool(
+        ask.topic and ask.subject_kind != "alert" and world.vocabulary.promql_topics.get(ask.topic)
+    )
+    topic_queries = (
+        world.vocabulary.topic_queries(ask.topic, service=ask.service, carrier=world.carrier)[:2]
+        if templated
+        else []
+    )
+    # A topic is that topic's series, not whatever the subject's other alerts watch; asked of every
+    # subject ("主机内存还剩多少"), it is the topic's series, not the few some alert rules watch.
+    if templated and ask.subject_kind == "all":
+        return topic_queries
+    if templated and not any(
+        _alert_on_topic(a.get("alert_name", ""), ask.topic, world.vocabulary) for a in about
     ):
-        about = []
+        return topic_queries
     own = [c.series for a in about if (c := comparison_of(a.get("expr") or ""))]
-    if own:
-        return list(dict.fromkeys(own))[:3]
-    if ask.topic and ask.service:
-        return world.vocabulary.topic_queries(ask.topic, service=ask.service, carrier=world.carrier)[:2]
-    return []
+    return list(dict.fromkeys(own))[:3] or topic_queries
 
 
 def _alert_on_topic(alert: str, topic: str, vocabulary: Vocabulary) -> bool:

@@ -230,7 +230,8 @@ def _value(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
         if not found:
             return _failure(message, ask, f"查询 {_arguments(message).get('query', '')} 没有数据")
         alerts = _alert_found(ask, messages)[0]
-        lines = [_sample_text(f.record) + _against(f.record, alerts) for f in found[:MAX_LISTED]]
+        query = _arguments(message).get("query", "")
+        lines = [_sample_text(f.record) + _against(f.record, alerts, query=query) for f in found[:MAX_LISTED]]
         return Slot(
             ask=ask,
             filled=True,
@@ -583,8 +584,8 @@ def _priority(found: _Found) -> tuple[int, Decimal]:
     return rank, -abs(value / threshold)
 
 
-def _against(record: dict, alerts: list[_Found]) -> str:
-    """A sample of an alert's own series, read against that alert's threshold."""
+def _against(record: dict, alerts: list[_Found], *, query: str) -> str:
+    """A sample of an alert's own series (the query was that series), read against its threshold."""
     expr_series = {
         (c.series, f.record.get("alert_name")): c
         for f in alerts
@@ -592,7 +593,7 @@ def _against(record: dict, alerts: list[_Found]) -> str:
     }
     for (series, alert), comparison in expr_series.items():
         value = _decimal(_sample(record)[1])
-        if value is not None and series:
+        if value is not None and series == query:
             return f"，{alert} 阈值 {comparison.operator} {comparison.threshold_text}" + _past(
                 value, comparison.operator, comparison.threshold, stated=False
             )

@@ -72,7 +72,7 @@ def value_question(names: Names) -> str:
 def test_a_value_is_the_instant_sample_of_the_alerts_series_with_its_name_and_threshold(names):
     alerts = alerts_message(1, [alert_record(names)], arguments={"service": names.service})
     sample = {"metric": metric_of(names.alert_series), "value": [T - 10, names.alert_value]}
-    series = series_message(2, names.alert_series.split("{")[0], [sample])
+    series = series_message(2, names.alert_series, [sample])
 
     slot = only(read(value_question(names), names, [alerts, series]))
 
@@ -546,3 +546,15 @@ def test_an_action_statement_needs_no_citation_and_stays_filled(names):
     slots = read(f"帮我重启 {names.other}", names, [])
 
     assert [s.filled for s in slots_verified(slots, invocations=[])] == [True]
+
+
+@per_world
+def test_a_sample_of_another_series_is_not_read_against_the_alerts_threshold(names):
+    alerts = alerts_message(1, [alert_record(names)], arguments={"service": names.service})
+    sample = {"metric": {"__name__": "node_load1", "job": "node"}, "value": [T - 10, "1.5"]}
+    series = series_message(2, "node_load1", [sample])
+
+    slot = only(read(value_question(names), names, [alerts, series]))
+
+    assert slot.filled and 'node_load1{job="node"} 当前值 1.5' in slot.conclusion
+    assert "阈值" not in slot.conclusion
