@@ -324,7 +324,8 @@ def _history(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
         if changes is not None:
             episodes[(f.record.get("metric") or {}).get("alertname", "")] += int(changes) + 1
             cited.append(f)
-    limits = _logs_limits(ask, world)
+    # The episodes Prometheus still holds: a window beyond its retention is counted for the part it keeps.
+    limits = _retention_limits(ask, message)
     about = ask.subject or "所有告警"
     if not episodes:
         no_hit = _no_hit(message)
@@ -626,14 +627,22 @@ def _sample(record: dict) -> tuple[object, object]:
 
 
 def _unit(name: str, raw: object) -> str:
+    """The sample as an SRE reads it, by the metric's unit suffix; the raw number stays beside it."""
     number = _decimal(raw)
     if number is None:
         return ""
-    if name.split("{")[0].endswith("_bytes") and number >= 1024**2:
-        return f" 字节（约 {_n(number / 1024**3)} GiB）"
-    if name.split("{")[0].endswith("_seconds"):
+    metric = name.split("{")[0]
+    if metric.endswith("_bytes") and number >= 1024**2:
+        return f" 字节（约 {_hundredths(number / 10**9)} GB / {_hundredths(number / 1024**3)} GiB）"
+    if metric.endswith("_seconds"):
         return " 秒"
+    if metric.endswith("_ratio"):
+        return f"（{_hundredths(number * 100)}%）"
     return ""
+
+
+def _hundredths(number: Decimal) -> str:
+    return f"{number.quantize(Decimal('0.01')):f}"
 
 
 def _numbers(record: dict) -> list[Decimal]:

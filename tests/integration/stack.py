@@ -79,6 +79,7 @@ route: {receiver: blackhole, group_wait: 1s, group_interval: 1s}
 receivers: [{name: blackhole}]
 """
 NODE_COLLECTORS = ("meminfo", "loadavg", "filesystem")
+RETENTION = "2d"
 
 
 def free_port() -> int:
@@ -176,6 +177,8 @@ def stack_start(directory: Path) -> Stack:
                 f"--config.file={directory / 'prometheus.yml'}",
                 f"--storage.tsdb.path={directory / 'prometheus-data'}",
                 f"--web.listen-address=127.0.0.1:{prometheus_port}",
+                # Shorter than a week: "上周" asks beyond what the server keeps.
+                f"--storage.tsdb.retention.time={RETENTION}",
             ],
             directory / "prometheus.log",
         ),
