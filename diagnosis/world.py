@@ -59,6 +59,7 @@ def world_recorded(record: dict) -> World:
             services=known.get("services", ()),
             alerts=known.get("alerts", ()),
             runbooks=known.get("runbooks", ()),
+            metrics=known.get("metrics", ()),
             vocabulary=vocabulary,
         ),
         service_labels=tuple(settings.DIAGNOSIS["SERVICE_LABELS"]),

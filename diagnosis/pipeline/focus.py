@@ -104,11 +104,15 @@ class Inventory:
             alert_topics=tuple(sorted((a, tuple(_alert_topics(a, vocabulary))) for a in all_alerts)),
         )
 
-    def as_dict(self) -> dict:
+    def as_dict(self, *, query: str = "") -> dict:
+        """The names, and of the (many) metric names those the question writes: what reading it again needs."""
         return {
             "services": sorted(self.services),
             "alerts": sorted(self.alerts),
             "runbooks": sorted(self.runbooks),
+            "metrics": sorted(
+                word for word in re.findall(r"[A-Za-z_:][A-Za-z0-9_:]*", query) if word in self.metrics
+            ),
         }
 
     def services_in(self, text: str) -> list[str]:

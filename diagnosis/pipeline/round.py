@@ -135,7 +135,7 @@ def round_run(
         focus=focus.as_dict(),
         focus_notes=notes,
         # What the sources knew when the question was read: the off-topic judgement is made against it.
-        inventory=world.inventory.as_dict(),
+        inventory=world.inventory.as_dict(query=query),
         blocked_claims=judged.guarded.blocked_claims,
         guard_warnings=judged.guarded.warnings,
         blocked_by=judged.guarded.blocked_by(),
