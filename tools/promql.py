@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
@@ -190,8 +190,14 @@ def _regrouped(labels: str, carried: dict[str, str]) -> str:
     return ", ".join(dict.fromkeys(names))
 
 
-def series_query(metric: str, *, subject: str, carrier: Carrier | None) -> str:
-    """A metric the question names, on the subject it names when a label of its series carries it;
-    else as it is (every series of it, each shown with its labels)."""
-    label = carrier(metric, subject) if carrier and subject and _BARE_METRIC.match(metric) else None
-    return f'{metric}{{{label}="{quoted(subject)}"}}' if label else metric
+def series_query(metric: str, *, subject: str, carrier: Carrier | None, values: Sequence[str] = ()) -> str:
+    """A metric the question names, on the subject and the label values it writes ("/") where a label
+    of its series carries them; else as it is (every series of it, each shown with its labels)."""
+    if carrier is None or not _BARE_METRIC.match(metric):
+        return metric
+    matchers: dict[str, str] = {}
+    for value in dict.fromkeys(v for v in (subject, *values) if v):
+        label = carrier(metric, value)
+        if label and label not in matchers:
+            matchers[label] = f'{label}="{quoted(value)}"'
+    return f"{metric}{{{','.join(matchers.values())}}}" if matchers else metric

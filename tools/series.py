@@ -32,19 +32,15 @@ class SeriesLabels:
         return metric in self._metrics
 
     def carrier(self, metric: str, subject: str) -> str | None:
-        """The first subject label of the metric's series with the subject among its values."""
+        """The first label of the metric's series with the subject among its values: the subject labels
+        first, then the others (a mount point "/" is a `mountpoint`)."""
         if not self.known(metric):
             return None
         try:
             names = self._label_names(metric)
-            return next(
-                (
-                    label
-                    for label in self._candidates
-                    if label in names and subject in self._on(metric, label)
-                ),
-                None,
-            )
+            others = sorted(names - {*self._candidates, "__name__"})
+            ordered = [*(label for label in self._candidates if label in names), *others]
+            return next((label for label in ordered if subject in self._on(metric, label)), None)
         except SourceError:  # the query itself will fail and say so; here the subject is just not found
             logger.warning("labels of %s unknown: the source failed", metric, exc_info=True)
             return None

@@ -85,7 +85,7 @@ def _series_queries(ask: Ask, alerts: list[dict], world: SlotWorld) -> list[str]
     without the comparison); else, for a topic, the series of the subject's alerts on that topic, or
     the vocabulary's queries of the topic (on the asked service, or on every series without one)."""
     if ask.subject_kind == "series":
-        return [series_query(ask.subject, subject=ask.service, carrier=world.carrier)]
+        return [series_query(ask.subject, subject=ask.service, carrier=world.carrier, values=ask.values)]
     about = on_topic(alerts, ask, world.vocabulary)
     templated = bool(
         ask.topic and ask.subject_kind != "alert" and world.vocabulary.promql_topics.get(ask.topic)

@@ -69,12 +69,12 @@ def test_a_metric_no_vocabulary_knows_is_answered_with_its_live_value(team_sourc
     trace, [conclusion] = answer_of("node_filesystem_avail_bytes 在 / 当前是多少", capsys)
 
     assert "未找到名为 node_filesystem_avail_bytes" not in trace["session"]["answer"]
-    named, *_ = [i for i in promql_calls(trace) if i["input"]["query"] == "node_filesystem_avail_bytes"]
-    [root] = [
-        s
-        for s in named["output"]["series"]
-        if s["metric"]["mountpoint"] == "/" and s["metric"]["job"] == "node"
+    # "/" is a value of the series' `mountpoint`: the question's own matcher, and no other.
+    named, *_ = [
+        i for i in promql_calls(trace) if i["input"]["query"] == 'node_filesystem_avail_bytes{mountpoint="/"}'
     ]
+    assert {s["metric"]["mountpoint"] for s in named["output"]["series"]} == {"/"}
+    [root] = [s for s in named["output"]["series"] if s["metric"]["job"] == "node"]
     at, value = root["value"]
     assert value == live_value(stack, 'node_filesystem_avail_bytes{job="node",mountpoint="/"}', at)
     assert f"{series_name(root['metric'])} 当前值 {number_text(value)}" in conclusion
@@ -105,3 +105,4 @@ def test_the_label_carrying_a_subject_is_read_from_the_series_themselves(setting
     assert labels.carrier("node_load1", "node") == "job"
     assert labels.carrier("node_load1", "nothing-of-that-name") is None
     assert labels.carrier("jvm_gc_pause_seconds_sum", "billing") is None
+    assert labels.carrier("node_filesystem_avail_bytes", "/") == "mountpoint"

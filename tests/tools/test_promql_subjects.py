@@ -83,3 +83,22 @@ def test_a_named_metric_is_queried_as_is_or_on_the_asked_subjects_label(world):
     assert series_query("unknown_metric_total", subject=subject, carrier=carrier_of(world)) == (
         "unknown_metric_total"
     )
+
+
+@per_world
+def test_label_values_the_question_writes_become_matchers_on_the_labels_that_carry_them(world):
+    subject = SUBJECTS[world]
+    carried = {**WORLDS[world], ("node_filesystem_avail_bytes", "/"): "mountpoint"}
+
+    def carrier(metric, value):
+        return carried.get((metric, value))
+
+    query = series_query(
+        "node_filesystem_avail_bytes", subject=subject, carrier=carrier, values=("/", "eth9")
+    )
+
+    label = WORLDS[world][("node_filesystem_avail_bytes", subject)]
+    assert query == f'node_filesystem_avail_bytes{{{label}="{subject}",mountpoint="/"}}'
+    assert series_query("node_filesystem_avail_bytes", subject="", carrier=carrier, values=("/",)) == (
+        'node_filesystem_avail_bytes{mountpoint="/"}'
+    )
