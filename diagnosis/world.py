@@ -13,7 +13,9 @@ from diagnosis.pipeline.focus import Inventory, World
 from diagnosis.pipeline.interfaces import RecordedInvocation
 from diagnosis.pipeline.scope import out_of_focus, record_subjects
 from tools.clock import now
-from tools.sources import sources_inventory
+from tools.promql import Carrier
+from tools.series import SeriesLabels
+from tools.sources import source_for, sources_inventory
 from tools.world import current_vocabulary
 
 
@@ -21,15 +23,29 @@ def world_current() -> World:
     """The world now: asks every configured source for its inventory (once)."""
     vocabulary = current_vocabulary()
     known = sources_inventory(now=now())
+    service_labels = tuple(settings.DIAGNOSIS["SERVICE_LABELS"])
     return World(
         vocabulary=vocabulary,
         inventory=Inventory.build(
-            services=known.services, alerts=known.alerts, runbooks=known.runbooks, vocabulary=vocabulary
+            services=known.services,
+            alerts=known.alerts,
+            runbooks=known.runbooks,
+            metrics=known.metrics,
+            vocabulary=vocabulary,
         ),
-        service_labels=tuple(settings.DIAGNOSIS["SERVICE_LABELS"]),
+        service_labels=service_labels,
         now=now(),
         logs_window_minutes=settings.DIAGNOSIS["LOGS_WINDOW_MINUTES"],
+        carrier=_carrier(service_labels=service_labels, metrics=known.metrics),
     )
+
+
+def _carrier(*, service_labels: tuple[str, ...], metrics: set[str]) -> Carrier | None:
+    """The series labels of the source PromQL goes to, when it can tell them."""
+    source = source_for("query_promql")
+    if not hasattr(source, "label_names"):
+        return None
+    return SeriesLabels(source, service_labels=service_labels, metrics=metrics).carrier
 
 
 def world_recorded(record: dict) -> World:
@@ -43,6 +59,7 @@ def world_recorded(record: dict) -> World:
             services=known.get("services", ()),
             alerts=known.get("alerts", ()),
             runbooks=known.get("runbooks", ()),
+            metrics=known.get("metrics", ()),
             vocabulary=vocabulary,
         ),
         service_labels=tuple(settings.DIAGNOSIS["SERVICE_LABELS"]),

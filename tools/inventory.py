@@ -17,10 +17,13 @@ class SourceInventory:
     alerts: set[str] = field(default_factory=set)
     # Runbook document names (file stems or titles).
     runbooks: set[str] = field(default_factory=set)
+    # Metric names the metrics source holds series of (`node_load1`): a question may name one.
+    metrics: set[str] = field(default_factory=set)
 
     def united(self, other: SourceInventory) -> SourceInventory:
         return SourceInventory(
             services=self.services | other.services,
             alerts=self.alerts | other.alerts,
             runbooks=self.runbooks | other.runbooks,
+            metrics=self.metrics | other.metrics,
         )

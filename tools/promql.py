@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
@@ -119,3 +120,84 @@ def _one_line(pretty: str) -> str:
     for line in lines[1:]:
         text += line if text.endswith("(") or line.startswith(")") else f" {line}"
     return text
+
+
+# --- Series as they exist (contracts §17) --------------------------------------------------------
+
+# The subject's place in a vocabulary template: `node_load1{service="{service}"}`. The label written
+# there is only a placeholder too: the subject's matcher goes on the label that carries it.
+SUBJECT_PLACEHOLDER = "{service}"
+_SUBJECT_MATCHER = re.compile(r'(?P<label>[A-Za-z_][A-Za-z0-9_]*)\s*=\s*"\{service\}"')
+_GROUPING = re.compile(r"(?P<by>\bby\s*\()(?P<labels>[A-Za-z0-9_,\s]*)\)")
+# A vector selector: a metric name and its braces (quoted values may hold braces: the placeholder).
+_SELECTOR = re.compile(r'(?P<metric>[A-Za-z_:][A-Za-z0-9_:]*)\s*\{(?P<body>(?:[^{}"]|"(?:[^"\\]|\\.)*")*)\}')
+_BARE_METRIC = re.compile(r"^[A-Za-z_:][A-Za-z0-9_:]*$")
+
+# Which label of a metric's series carries a subject's name, None when none does. A source that
+# cannot tell its series' labels has no carrier (None): then a template's labels are taken as written.
+Carrier = Callable[[str, str], str | None]
+
+
+def quoted(value: str) -> str:
+    """A label value as a PromQL string literal's content: the name cannot change the query."""
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def subject_query(template: str, *, subject: str, carrier: Carrier | None) -> str | None:
+    """The template on one subject, each selector matching the label that carries the subject in its
+    metric's series; None when a selector's metric has no label carrying it (the query would add a
+    matcher the series lack, and find nothing)."""
+    if not subject:
+        return _without_subject(template)
+    if carrier is None:
+        return template.replace(SUBJECT_PLACEHOLDER, quoted(subject))
+    missing = False
+    # Written label → the label carrying the subject: a `by (service)` of the template groups by it too.
+    carried: dict[str, str] = {}
+
+    def on_subject(match: re.Match[str]) -> str:
+        nonlocal missing
+        body = match.group("body")
+        if not _SUBJECT_MATCHER.search(body):
+            return match.group(0)
+        label = carrier(match.group("metric"), subject)
+        if label is None:
+            missing = True
+            return match.group(0)
+        carried.update((m.group("label"), label) for m in _SUBJECT_MATCHER.finditer(body))
+        matcher = f'{label}="{quoted(subject)}"'
+        return f"{match.group('metric')}{{{_SUBJECT_MATCHER.sub(lambda _: matcher, body)}}}"
+
+    query = _SELECTOR.sub(on_subject, template)
+    if missing or SUBJECT_PLACEHOLDER in query:
+        return None
+    return _GROUPING.sub(lambda m: m.group("by") + _regrouped(m.group("labels"), carried) + ")", query)
+
+
+def _without_subject(template: str) -> str:
+    """The template on no subject: every series of its metrics (a question about all hosts)."""
+
+    def unmatched(match: re.Match[str]) -> str:
+        body = _SUBJECT_MATCHER.sub("", match.group("body"))
+        body = ",".join(part for part in (p.strip() for p in body.split(",")) if part)
+        return f"{match.group('metric')}{{{body}}}" if body else match.group("metric")
+
+    return _SELECTOR.sub(unmatched, template)
+
+
+def _regrouped(labels: str, carried: dict[str, str]) -> str:
+    names = [carried.get(name.strip(), name.strip()) for name in labels.split(",") if name.strip()]
+    return ", ".join(dict.fromkeys(names))
+
+
+def series_query(metric: str, *, subject: str, carrier: Carrier | None, values: Sequence[str] = ()) -> str:
+    """A metric the question names, on the subject and the label values it writes ("/") where a label
+    of its series carries them; else as it is (every series of it, each shown with its labels)."""
+    if carrier is None or not _BARE_METRIC.match(metric):
+        return metric
+    matchers: dict[str, str] = {}
+    for value in dict.fromkeys(v for v in (subject, *values) if v):
+        label = carrier(metric, value)
+        if label and label not in matchers:
+            matchers[label] = f'{label}="{quoted(value)}"'
+    return f"{metric}{{{','.join(matchers.values())}}}" if matchers else metric

@@ -7,6 +7,7 @@ quote a number Prometheus returned: `node_load1{instance="web-1:9100",job="node"
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -18,6 +19,8 @@ from tools.clock import local_text
 from tools.numbers import number_text, series_name
 
 MAX_MINUTES = 7 * 24 * 60
+# A range selector (`changes(ALERTS_FOR_STATE[7d])`): an instant query that still reads back in time.
+RANGE_SELECTOR = re.compile(r"\[\s*\d+[smhdwy]")
 
 
 class QueryPromqlArguments(ToolArguments):
@@ -58,7 +61,7 @@ class QueryPromqlTool(EvidenceTool):
         series = answer["series"]
         message = f"返回 {len(series)} 条时间序列" if series else "查询结果为空"
         output = {"success": True, "result_type": answer["result_type"], "series": series, "message": message}
-        if arguments.minutes > 0:
+        if arguments.minutes > 0 or RANGE_SELECTOR.search(arguments.query):
             # A window beyond what the server keeps is answered with the window that exists (§16).
             output["retention_minutes"] = _retention_minutes(source)
         return output

@@ -36,6 +36,7 @@ naming the file and the field.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
@@ -43,10 +44,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from tools.promql import Carrier, subject_query
+
 DEFAULT_VOCABULARY_FILE = Path(__file__).parent / "data" / "demo_world" / "vocabulary.json"
 # A topic without a label of its own is still named in Chinese, with no fact token.
 FALLBACK_LABEL = "相关"
-SERVICE_PLACEHOLDER = "{service}"
 
 
 class VocabularyError(ValueError):
@@ -166,10 +168,18 @@ class Vocabulary(BaseModel):
     def related(self, topic: str) -> list[str]:
         return [t for t in self.related_topics.get(topic, []) if t in self.groups]
 
-    def topic_queries(self, topic: str, *, service: str) -> list[str]:
-        """The topic's PromQL queries for one service; the name is quoted so it cannot change a query."""
-        quoted = service.replace("\\", "\\\\").replace('"', '\\"')
-        return [query.replace(SERVICE_PLACEHOLDER, quoted) for query in self.promql_topics.get(topic, [])]
+    def topic_queries(self, topic: str, *, service: str, carrier: Carrier | None) -> list[str]:
+        """The topic's PromQL queries on one service, each matcher on the label that carries the service
+        in that metric's series; a template none of whose labels carries it is left out."""
+        queries = (
+            subject_query(t, subject=service, carrier=carrier) for t in self.promql_topics.get(topic, [])
+        )
+        return [query for query in queries if query]
+
+    def without_demo_series(self) -> Vocabulary:
+        """The shipped file's words without its PromQL templates: those name the demo world's series,
+        and apply only there (a team's world has its own, or none)."""
+        return self.model_copy(update={"promql_topics": {}})
 
     def extended_by(self, other: Vocabulary) -> Vocabulary:
         def terms(mine: dict[str, list[str]], theirs: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -223,9 +233,60 @@ def vocabulary_load(path: Path, stamp: int = 0) -> Vocabulary:
         )
         if base_path.resolve() == path.resolve():
             raise VocabularyError(f"{path}: extends: a file cannot extend itself")
-        return vocabulary_load(base_path, base_path.stat().st_mtime_ns).extended_by(vocabulary)
+        base = vocabulary_load(base_path, base_path.stat().st_mtime_ns)
+        if base_path.resolve() == DEFAULT_VOCABULARY_FILE.resolve():
+            base = base.without_demo_series()
+        return base.extended_by(vocabulary)
     return vocabulary
 
 
 def _with_shipped(terms: list[str], table: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*_shipped().get(table, []), *terms]))
+
+
+SCHEMA_FILE = Path(__file__).parent / "data" / "vocabulary.schema.json"
+
+
+def vocabulary_schema() -> dict[str, Any]:
+    """The file format as JSON Schema, generated from the model that loads it (`SCHEMA_FILE` holds it)."""
+    schema = Vocabulary.model_json_schema(by_alias=True)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "Diagnosis vocabulary",
+    } | schema
+
+
+def vocabulary_checked(path: Path) -> list[str]:
+    """The problems of a vocabulary file, each `FILE:LINE: field: message`; none when it loads."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        return [f"{path}: cannot read: {exc.strerror or exc}"]
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return [f"{path}:{exc.lineno}: not valid JSON: {exc.msg}"]
+    try:
+        Vocabulary.model_validate(raw)
+    except ValidationError as exc:
+        return [
+            f"{path}:{_line_of(text, error['loc'])}: {'.'.join(str(p) for p in error['loc'])}: {error['msg']}"
+            for error in exc.errors()
+        ]
+    try:
+        vocabulary_load(path, path.stat().st_mtime_ns)
+    except VocabularyError as exc:  # the file it extends
+        return [str(exc)]
+    return []
+
+
+def _line_of(text: str, loc: tuple) -> int:
+    """The line of the field an error is about: each key of its path found after the one before it."""
+    position = 0
+    for part in loc:
+        if isinstance(part, str):
+            match = re.compile(rf'"{re.escape(part)}"\s*:').search(text, position)
+            if match is None:
+                break
+            position = match.start()
+    return text.count("\n", 0, position) + 1

@@ -24,7 +24,11 @@ def current_vocabulary() -> Vocabulary:
         stamp = path.stat().st_mtime_ns
     except OSError as exc:
         raise VocabularyError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    return vocabulary_load(path, stamp)
+    vocabulary = vocabulary_load(path, stamp)
+    # The shipped file's PromQL templates are the demo world's series: not a real Prometheus's.
+    if path == DEFAULT_VOCABULARY_FILE and settings.DIAGNOSIS.get("PROMETHEUS_URL"):
+        return vocabulary.without_demo_series()
+    return vocabulary
 
 
 def demo_questions() -> list[str]:

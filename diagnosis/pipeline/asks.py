@@ -52,6 +52,11 @@ ASK_LABELS: dict[str, str] = {
 WORDS_FIELD = {kind: "listing" if kind == "list" else kind for kind in ASK_LABELS}
 # A metric as PromQL names it: snake_case with at least one underscore (`node_load1`).
 METRIC_NAME = re.compile(r"(?<![A-Za-z0-9_:\-])[a-z][a-zA-Z0-9]*(?:_[a-zA-Z0-9]+)+(?![A-Za-z0-9_:\-])")
+# Label values a question may write beside a metric: a path (`/`, `/data`), a device (`eth0`, `sda1`),
+# an address (`10.0.0.7:9100`); each standing alone.
+LABEL_VALUE = re.compile(
+    r"(?<![\w/.:-])(?:/[\w./-]*|[a-z]+[0-9]+|\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?)(?![\w/.:-])"
+)
 # The polite frame of an action word: "帮我重启一下" asks to 重启.
 POLITE = re.compile(r"^(?:帮我|帮忙|请你|请|给我|please\s+)|(?:一下|下)$", re.IGNORECASE)
 # Kinds about one subject each; the others are about everything the sources hold (or one service).
@@ -90,6 +95,8 @@ class Ask(BaseModel):
     window: AskWindow
     # The word of an action ask ("重启"), so the statement names what cannot be done.
     word: str = ""
+    # Label values the question writes beside a metric it names ("/", "eth0"): its series are those.
+    values: tuple[str, ...] = ()
 
     def label(self) -> str:
         if self.service and self.subject and self.service != self.subject:
@@ -121,6 +128,7 @@ def asks_read(
             Ask(kind="action", subject=subject, subject_kind=subject_kind, window=ask_window, word=words[0])
         ]
     kinds = _resolved(kinds, focus=focus, series=series, window=window)
+    values = _values_in(text, series) if series else ()
     asks = []
     for kind in kinds:
         for subject, subject_kind, service in _subjects(kind, focus=focus, series=series):
@@ -132,6 +140,7 @@ def asks_read(
                     service=service,
                     topic=topic,
                     window=ask_window,
+                    values=values if subject_kind == "series" else (),
                 )
             )
     return asks
@@ -205,6 +214,11 @@ def _series_in(text: str, focus: QuestionFocus) -> list[str]:
     return list(
         dict.fromkeys(m.group(0) for m in METRIC_NAME.finditer(text) if _folded(m.group(0)) not in known)
     )
+
+
+def _values_in(text: str, series: list[str]) -> tuple[str, ...]:
+    """Words shaped like label values (a path, a device, an address) other than the metric names."""
+    return tuple(dict.fromkeys(m.group(0) for m in LABEL_VALUE.finditer(text) if m.group(0) not in series))
 
 
 def _folded(name: str) -> str:

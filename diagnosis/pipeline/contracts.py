@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from diagnosis.pipeline.asks import Ask
 from diagnosis.pipeline.focus import QuestionFocus
+from tools.promql import Carrier
 
 ANSWER_VERSION = "executor_evidence_v2"
 # raw_path of the one evidence ref of a tool call that found nothing (contracts §4).
@@ -139,6 +140,8 @@ class ExecutorInput:
     # Tool messages (contracts §4 shape) of earlier rounds' invocations, citable again.
     prior_tool_messages: list[dict] = field(default_factory=list)
     focus: QuestionFocus = field(default_factory=QuestionFocus)
+    # Which label of a metric's series carries a subject (a topic query's matcher goes on it).
+    carrier: Carrier | None = None
 
 
 @dataclass

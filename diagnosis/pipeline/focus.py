@@ -20,6 +20,7 @@ from functools import cached_property, lru_cache
 from rapidfuzz import fuzz, process
 
 from diagnosis.pipeline.facts import FactNames
+from tools.promql import Carrier
 from tools.terms import asks_in, query_terms, term_pattern
 from tools.vocabulary import Vocabulary
 
@@ -65,6 +66,8 @@ class Inventory:
     services: frozenset[str] = frozenset()
     alerts: frozenset[str] = frozenset()
     runbooks: frozenset[str] = frozenset()
+    # Metric names the metrics source holds: a question naming one names a series, not a service.
+    metrics: frozenset[str] = frozenset()
     # Service → its other names (vocabulary `service_aliases`); an alias also makes the service known.
     aliases: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # Topic → the topics that explain it (vocabulary `related_topics`), and each known alert's topics.
@@ -86,6 +89,7 @@ class Inventory:
         services: Iterable[str],
         alerts: Iterable[str],
         runbooks: Iterable[str] = (),
+        metrics: Iterable[str] = (),
         vocabulary: Vocabulary,
     ) -> Inventory:
         aliases = tuple(sorted((s, tuple(a)) for s, a in vocabulary.service_aliases.items()))
@@ -94,16 +98,21 @@ class Inventory:
             services=frozenset(services) | {service for service, _ in aliases},
             alerts=all_alerts,
             runbooks=frozenset(runbooks),
+            metrics=frozenset(metrics),
             aliases=aliases,
             related=tuple(sorted((t, tuple(vocabulary.related(t))) for t in vocabulary.groups)),
             alert_topics=tuple(sorted((a, tuple(_alert_topics(a, vocabulary))) for a in all_alerts)),
         )
 
-    def as_dict(self) -> dict:
+    def as_dict(self, *, query: str = "") -> dict:
+        """The names, and of the (many) metric names those the question writes: what reading it again needs."""
         return {
             "services": sorted(self.services),
             "alerts": sorted(self.alerts),
             "runbooks": sorted(self.runbooks),
+            "metrics": sorted(
+                word for word in re.findall(r"[A-Za-z_:][A-Za-z0-9_:]*", query) if word in self.metrics
+            ),
         }
 
     def services_in(self, text: str) -> list[str]:
@@ -163,6 +172,8 @@ class World:
     # The sources' "now" and the log source's window: what a question's time words are read against.
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
     logs_window_minutes: int = 60
+    # Which label of a metric's series carries a subject (`tools.series`), asked of the source.
+    carrier: Carrier | None = None
 
     @cached_property
     def fact_names(self) -> FactNames:
@@ -294,6 +305,9 @@ def _unknown_names(text: str, inventory: Inventory, vocabulary: Vocabulary) -> l
     for pattern, default_kind in ((COMPOUND_WORD, "service"), (CAMEL_WORD, "alert")):
         for match in pattern.finditer(text):
             word = match.group(0)
+            # A metric the source holds is a series the question names (`node_load1`).
+            if word in inventory.metrics:
+                continue
             # A topic term (a connection pool, OutOfMemoryError) is what the question is about, not a subject.
             if any(term_pattern(term).search(word.lower()) for term in terms):
                 continue

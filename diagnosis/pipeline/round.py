@@ -59,6 +59,7 @@ from diagnosis.pipeline.verdict import (
     verification_finalize,
     verifier_output_for_gatekeeper_reject,
 )
+from tools.promql import Carrier
 
 
 @dataclass(frozen=True)
@@ -114,9 +115,9 @@ def round_run(
     asks, plan, asked_calls, prior = _planned(
         query, round_number, retry_context, earlier, engine, recorder, limits, world, focus=asked
     )
-    prior_messages = [*prior, *asked_calls.messages]
+    citable = [*prior, *asked_calls.messages]
     executor_call = _executor_run(
-        query, round_number, retry_context, engine, recorder, limits, plan, asked, prior_messages
+        query, round_number, retry_context, engine, recorder, limits, plan, asked, citable, world.carrier
     )
 
     excluded = excluded_topics_of(query=query, planned=plan.excluded_topics)
@@ -141,7 +142,7 @@ def round_run(
         focus=focus.as_dict(),
         focus_notes=notes,
         # What the sources knew when the question was read: the off-topic judgement is made against it.
-        inventory=world.inventory.as_dict(),
+        inventory=world.inventory.as_dict(query=query),
         blocked_claims=judged.guarded.blocked_claims,
         guard_warnings=judged.guarded.warnings,
         blocked_by=judged.guarded.blocked_by(),
@@ -270,6 +271,7 @@ def _asks_called(
         tools=frozenset(tool["function"]["name"] for tool in toolbox.tool_definitions()),
         now=world.now,
         logs_window_minutes=world.logs_window_minutes,
+        carrier=world.carrier,
     )
     return AskedCalls(slot_world, slot_calls_run(asks, toolbox=toolbox, world=slot_world, prior=prior))
 
@@ -327,6 +329,7 @@ def _executor_run(
     plan: PlannerOutput,
     focus: QuestionFocus,
     prior_messages: list[dict],
+    carrier: Carrier | None,
 ) -> StageCall[ExecutorOutput]:
     toolbox = CallsReused(
         recorder.toolbox(round=round_number, max_calls=limits.max_tool_calls), prior_messages
@@ -339,6 +342,7 @@ def _executor_run(
         retry_context=retry_context,
         prior_tool_messages=prior_messages,
         focus=focus,
+        carrier=carrier,
     )
     return stage_run(recorder, round_number, Stage.EXECUTOR, lambda: engine.execute(stage_input, toolbox))
 

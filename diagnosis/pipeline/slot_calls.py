@@ -4,6 +4,7 @@ runs, so its plan holds them and it starts from their results."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 from diagnosis.pipeline.asks import Ask
@@ -16,7 +17,12 @@ from diagnosis.pipeline.slots import (
     on_topic,
     quoted,
 )
-from tools.promql import comparison_of
+from tools.promql import comparison_of, series_query
+from tools.terms import term_pattern
+from tools.vocabulary import Vocabulary
+
+# The words of a CamelCase or snake_case name: `CheckoutErrorRatio` → Checkout Error Ratio.
+NAME_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 Call = tuple[str, dict]
 
@@ -80,17 +86,39 @@ def _evidence_calls(ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[C
 
 def _series_queries(ask: Ask, alerts: list[dict], world: SlotWorld) -> list[str]:
     """The asked series: the metric the question names; else the asked alert's own series (its `expr`
-    without the comparison); else the vocabulary's queries of the asked topic on the asked service."""
+    without the comparison); else, for a topic, the series of the subject's alerts on that topic, or
+    the vocabulary's queries of the topic (on the asked service, or on every series without one)."""
     if ask.subject_kind == "series":
-        return [ask.subject]
-    own = [
-        c.series for a in on_topic(alerts, ask, world.vocabulary) if (c := comparison_of(a.get("expr") or ""))
-    ]
-    if own:
-        return list(dict.fromkeys(own))[:3]
-    if ask.topic and ask.service:
-        return world.vocabulary.topic_queries(ask.topic, service=ask.service)[:2]
-    return []
+        return [series_query(ask.subject, subject=ask.service, carrier=world.carrier, values=ask.values)]
+    about = on_topic(alerts, ask, world.vocabulary)
+    templated = bool(
+        ask.topic and ask.subject_kind != "alert" and world.vocabulary.promql_topics.get(ask.topic)
+    )
+    topic_queries = (
+        world.vocabulary.topic_queries(ask.topic, service=ask.service, carrier=world.carrier)[:2]
+        if templated
+        else []
+    )
+    # A topic is that topic's series, not whatever the subject's other alerts watch; asked of every
+    # subject ("主机内存还剩多少"), it is the topic's series, not the few some alert rules watch.
+    if templated and ask.subject_kind == "all":
+        return topic_queries
+    if templated and not any(
+        _alert_on_topic(a.get("alert_name", ""), ask.topic, world.vocabulary) for a in about
+    ):
+        return topic_queries
+    own = [c.series for a in about if (c := comparison_of(a.get("expr") or ""))]
+    return list(dict.fromkeys(own))[:3] or topic_queries
+
+
+def _alert_on_topic(alert: str, topic: str, vocabulary: Vocabulary) -> bool:
+    """The vocabulary's topic of the alert, or a term of the topic in its name (`CheckoutErrorRatio`)."""
+    if alert in vocabulary.alert_topics:
+        return vocabulary.alert_topics[alert] == topic
+    return any(
+        term_pattern(term).search(" ".join(NAME_PARTS.findall(alert)).lower())
+        for term in vocabulary.groups.get(topic, [])
+    )
 
 
 def _history_query(ask: Ask, world: SlotWorld) -> str:

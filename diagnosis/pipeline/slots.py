@@ -25,7 +25,7 @@ from diagnosis.pipeline.gatekeeper import claims_checked
 from diagnosis.pipeline.instructions import QUOTE_ONLY, instructions_in
 from tools.loglines import Pattern, evidence_record, has_property, patterns_mined
 from tools.numbers import number_text, series_name
-from tools.promql import comparison_of
+from tools.promql import Carrier, comparison_of
 from tools.vocabulary import Vocabulary
 
 # query_promql's own bound on a range.
@@ -80,6 +80,7 @@ class SlotWorld:
     tools: frozenset[str]
     now: datetime
     logs_window_minutes: int
+    carrier: Carrier | None = None
 
 
 def alert_arguments(ask: Ask) -> dict:
@@ -227,7 +228,8 @@ def _value(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
         if not found:
             return _failure(message, ask, f"查询 {_arguments(message).get('query', '')} 没有数据")
         alerts = _alert_found(ask, messages)[0]
-        lines = [_sample_text(f.record) + _against(f.record, alerts) for f in found[:MAX_LISTED]]
+        query = _arguments(message).get("query", "")
+        lines = [_sample_text(f.record) + _against(f.record, alerts, query=query) for f in found[:MAX_LISTED]]
         return Slot(
             ask=ask,
             filled=True,
@@ -320,7 +322,8 @@ def _history(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
         if changes is not None:
             episodes[(f.record.get("metric") or {}).get("alertname", "")] += int(changes) + 1
             cited.append(f)
-    limits = _logs_limits(ask, world)
+    # The episodes Prometheus still holds: a window beyond its retention is counted for the part it keeps.
+    limits = _retention_limits(ask, message)
     about = ask.subject or "所有告警"
     if not episodes:
         no_hit = _no_hit(message)
@@ -624,8 +627,8 @@ def _priority(found: _Found) -> tuple[int, Decimal]:
     return rank, -abs(value / threshold)
 
 
-def _against(record: dict, alerts: list[_Found]) -> str:
-    """A sample of an alert's own series, read against that alert's threshold."""
+def _against(record: dict, alerts: list[_Found], *, query: str) -> str:
+    """A sample of an alert's own series (the query was that series), read against its threshold."""
     expr_series = {
         (c.series, f.record.get("alert_name")): c
         for f in alerts
@@ -633,7 +636,7 @@ def _against(record: dict, alerts: list[_Found]) -> str:
     }
     for (series, alert), comparison in expr_series.items():
         value = _decimal(_sample(record)[1])
-        if value is not None and series:
+        if value is not None and series == query:
             return f"，{alert} 阈值 {comparison.operator} {comparison.threshold_text}" + _past(
                 value, comparison.operator, comparison.threshold, stated=False
             )
@@ -666,14 +669,22 @@ def _sample(record: dict) -> tuple[object, object]:
 
 
 def _unit(name: str, raw: object) -> str:
+    """The sample as an SRE reads it, by the metric's unit suffix; the raw number stays beside it."""
     number = _decimal(raw)
     if number is None:
         return ""
-    if name.split("{")[0].endswith("_bytes") and number >= 1024**2:
-        return f" 字节（约 {_n(number / 1024**3)} GiB）"
-    if name.split("{")[0].endswith("_seconds"):
+    metric = name.split("{")[0]
+    if metric.endswith("_bytes") and number >= 1024**2:
+        return f" 字节（约 {_hundredths(number / 10**9)} GB / {_hundredths(number / 1024**3)} GiB）"
+    if metric.endswith("_seconds"):
         return " 秒"
+    if metric.endswith("_ratio"):
+        return f"（{_hundredths(number * 100)}%）"
     return ""
+
+
+def _hundredths(number: Decimal) -> str:
+    return f"{number.quantize(Decimal('0.01')):f}"
 
 
 def _numbers(record: dict) -> list[Decimal]:

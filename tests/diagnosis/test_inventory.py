@@ -75,3 +75,28 @@ def test_a_cause_question_in_the_second_world_has_its_topics():
 
     assert found.asks_cause and "crashloop" in found.topics
     assert SHOP_INVENTORY.widened(found.topics) >= {"crashloop", "oom", "readiness"}
+
+
+@pytest.mark.parametrize(
+    ("vocabulary", "service", "metric"),
+    [(DEMO, "order-service", "tomcat_sessions_active_current"), (SHOP, "checkout", "node_load1")],
+    ids=["demo", "shop"],
+)
+def test_the_recorded_inventory_keeps_the_metrics_the_question_names_so_reading_it_again_agrees(
+    vocabulary, service, metric
+):
+    held = Inventory.build(
+        services=[service], alerts=[], metrics=[metric, "other_metric_total"], vocabulary=vocabulary
+    )
+    query = f"{service} 的 {metric} 当前值"
+
+    recorded = held.as_dict(query=query)
+    again = Inventory.build(
+        services=recorded["services"],
+        alerts=recorded["alerts"],
+        metrics=recorded["metrics"],
+        vocabulary=vocabulary,
+    )
+
+    assert recorded["metrics"] == [metric]
+    assert focus(query, again, vocabulary).unknown == ()

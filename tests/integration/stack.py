@@ -21,7 +21,8 @@ BINARIES = {
 START_TIMEOUT = 60.0
 
 # Two scrape jobs of one node_exporter give the second world two services: `ledger-service` and
-# `billing` (no `-service` suffix). A third job scrapes a closed port: a target that is down.
+# `billing` (no `-service` suffix). A third job scrapes a closed port: a target that is down. A fourth
+# scrapes it as most teams do, `job="node"` and `instance` only: no `service` label on its series.
 PROMETHEUS_CONFIG = """
 global:
   scrape_interval: 1s
@@ -37,6 +38,8 @@ scrape_configs:
     static_configs: [{{targets: ["127.0.0.1:{node_port}"], labels: {{service: billing}}}}]
   - job_name: payments-exporter
     static_configs: [{{targets: ["127.0.0.1:{closed_port}"], labels: {{service: payments}}}}]
+  - job_name: node
+    static_configs: [{{targets: ["127.0.0.1:{node_port}"]}}]
 """
 RULES = """
 groups:
@@ -76,6 +79,7 @@ route: {receiver: blackhole, group_wait: 1s, group_interval: 1s}
 receivers: [{name: blackhole}]
 """
 NODE_COLLECTORS = ("meminfo", "loadavg", "filesystem")
+RETENTION = "2d"
 
 
 def free_port() -> int:
@@ -173,6 +177,8 @@ def stack_start(directory: Path) -> Stack:
                 f"--config.file={directory / 'prometheus.yml'}",
                 f"--storage.tsdb.path={directory / 'prometheus-data'}",
                 f"--web.listen-address=127.0.0.1:{prometheus_port}",
+                # Shorter than a week: "上周" asks beyond what the server keeps.
+                f"--storage.tsdb.retention.time={RETENTION}",
             ],
             directory / "prometheus.log",
         ),

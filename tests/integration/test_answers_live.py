@@ -98,9 +98,11 @@ def test_last_week_is_answered_with_the_window_that_exists(team_sources, stack, 
     trace, [conclusion] = answer_of("上周 billing 出过什么问题？", capsys)
 
     assert "过去 7 天（上周）" in conclusion
-    assert "日志只能看到最近 1 小时" in conclusion  # DIAGNOSIS_LOGS_WINDOW_MINUTES, 60 by default
+    # The stack keeps two days (`RETENTION`): the week is counted for the part Prometheus holds.
+    assert "Prometheus 只保留最近 2 天 的指标，更早的看不到" in conclusion
     [history] = [i for i in trace["tool_invocations"] if "ALERTS_FOR_STATE" in i["input"].get("query", "")]
     assert "[10080m]" in history["input"]["query"]
+    assert history["output"]["retention_minutes"] == 2 * 24 * 60
 
 
 def test_restart_is_answered_as_read_only(team_sources, stack, capsys):

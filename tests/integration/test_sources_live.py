@@ -148,18 +148,19 @@ def test_a_target_that_is_down_is_named_with_prometheus_last_error(prometheus, s
     assert {t["job"]: t["health"] for t in every.output["targets"]} == {
         "ledger-node": "up",
         "billing-node": "up",
+        "node": "up",
         "payments-exporter": "down",
     }
 
 
 def test_the_retention_is_read_from_runtimeinfo_and_reaches_range_outputs(prometheus, stack, session):
-    # Debian's Prometheus runs with the default retention: 15 days.
-    assert stack.prometheus("/api/v1/status/runtimeinfo")["storageRetention"] == "15d"
-    assert PrometheusSource(stack.prometheus_url).retention_minutes() == 15 * 24 * 60
+    # The stack runs Prometheus with `--storage.tsdb.retention.time=2d` (`RETENTION`).
+    assert stack.prometheus("/api/v1/status/runtimeinfo")["storageRetention"] == "2d"
+    assert PrometheusSource(stack.prometheus_url).retention_minutes() == 2 * 24 * 60
 
     invocation = record(session, "query_promql", query='node_load1{service="billing"}', minutes=10)
 
-    assert invocation.output["retention_minutes"] == 15 * 24 * 60
+    assert invocation.output["retention_minutes"] == 2 * 24 * 60
 
 
 def test_the_series_of_a_rules_comparison_is_a_query_prometheus_answers(stack):

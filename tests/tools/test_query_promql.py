@@ -112,3 +112,12 @@ def test_a_range_output_says_how_far_back_the_source_keeps_samples(session, sett
     assert unknown.output["retention_minutes"] is None
     assert week.output["retention_minutes"] == 7 * 24 * 60
     assert "retention_minutes" not in instant.output
+
+
+def test_an_instant_query_reading_back_through_a_range_says_how_far_back_too(session, settings):
+    backends = settings.DIAGNOSIS["TOOL_BACKENDS"] | {"query_promql": f"{__name__}.KeepsAWeek"}
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"TOOL_BACKENDS": backends}
+
+    history = record(session, "query_promql", query="changes(ALERTS_FOR_STATE[10080m])")
+
+    assert history.output["retention_minutes"] == 7 * 24 * 60

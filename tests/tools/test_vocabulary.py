@@ -74,3 +74,17 @@ def test_an_unknown_kind_of_ask_names_the_file_and_field(settings, tmp_path):
 
     with pytest.raises(VocabularyError, match=r"v\.json: asks\.narrow"):
         current_vocabulary()
+
+
+def test_the_demo_worlds_promql_templates_apply_to_the_demo_world_only(settings, tmp_path):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"VOCABULARY_FILE": None, "PROMETHEUS_URL": ""}
+    demo = current_vocabulary().promql_topics
+
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"PROMETHEUS_URL": "http://prometheus.example:9090"}
+    assert demo["memory"] and current_vocabulary().promql_topics == {}
+
+    own = {"ledger_heap_used_bytes": ['ledger_heap_used_bytes{app="{service}"}']}
+    path = write(tmp_path / "v.json", {"extends": True, "promql_topics": own})
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"VOCABULARY_FILE": str(path)}
+    assert current_vocabulary().promql_topics == own
+    assert "connection_pool" in current_vocabulary().groups  # the shipped words stay

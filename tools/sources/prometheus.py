@@ -107,11 +107,18 @@ class PrometheusSource(HttpSource):
             return None
         return retention_minutes_of(str(info.get("storageRetention") or "") if isinstance(info, dict) else "")
 
-    def label_values(self, label: str) -> list[str]:
-        return list(self.data(f"/api/v1/label/{label}/values") or [])
+    def label_values(self, label: str, *, match: str | None = None) -> list[str]:
+        """The values of a label, of every series or (`match`, a series selector) of those it selects."""
+        params = {"match[]": match} if match else None
+        return list(self.data(f"/api/v1/label/{label}/values", params) or [])
+
+    def label_names(self, *, match: str) -> list[str]:
+        """The label names the series `match` selects carry (`/api/v1/labels?match[]=`)."""
+        return list(self.data("/api/v1/labels", {"match[]": match}) or [])
 
     def inventory(self, *, now: datetime) -> SourceInventory:
-        """Alert names of the alerting rules and their alerts; services: the service labels' values."""
+        """Alert names of the alerting rules and their alerts; services: the service labels' values;
+        metrics: the metric names of the series it holds."""
         rules = self.alerting_rules()
         alerts = [alert for rule in rules for alert in rule.get("alerts") or []]
         return SourceInventory(
@@ -121,6 +128,7 @@ class PrometheusSource(HttpSource):
             | {service for alert in alerts if (service := service_of(alert.get("labels") or {}))},
             alerts={rule["name"] for rule in rules if rule.get("name")}
             | {name for alert in alerts if (name := (alert.get("labels") or {}).get("alertname"))},
+            metrics=set(self.label_values("__name__")),
         )
 
 

@@ -132,7 +132,7 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
     if "query_logs" in planned and promql:
         for topic in gathered.searched_topics if asks_cause else topics:
             for service in filter(None, log_services):
-                for query in vocabulary.topic_queries(topic, service=service):
+                for query in vocabulary.topic_queries(topic, service=service, carrier=stage_input.carrier):
                     plan_call(
                         "query_promql",
                         {"query": query},

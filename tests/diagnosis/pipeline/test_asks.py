@@ -190,3 +190,25 @@ def test_the_two_worlds_differ_in_names_only():
     demo = [(a.kind, a.subject_kind) for a in asks_of(f"帮我重启 {DEMO.other}", DEMO)]
 
     assert plain == demo == [("action", "service")]
+
+
+@per_world
+@pytest.mark.parametrize(
+    ("query", "values"),
+    [
+        ("node_filesystem_avail_bytes 在 / 当前是多少", ("/",)),
+        ("node_network_receive_bytes_total eth0 和 10.0.0.7:9100 当前值", ("eth0", "10.0.0.7:9100")),
+        ("node_load1 当前是多少", ()),
+    ],
+)
+def test_label_values_written_beside_a_metric_are_kept_with_its_ask(names, query, values):
+    [ask] = asks_of(query, names)
+
+    assert (ask.subject_kind, ask.values) == ("series", values)
+
+
+@per_world
+def test_a_topic_ask_carries_no_label_values(names):
+    asks = asks_of(f"{names.service} 的{names.service_metric}现在是多少？ /data", names)
+
+    assert all(a.values == () for a in asks)

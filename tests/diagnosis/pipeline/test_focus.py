@@ -52,3 +52,16 @@ def test_a_name_right_before_an_alert_word_is_an_unknown_alert():
     assert focus("billing-relay 报警").unknown_alerts == ["billing-relay"]
     assert focus("billing-relay 通知", own).unknown_alerts == ["billing-relay"]
     assert focus("billing-relay 通知").unknown_services == ["billing-relay"]
+
+
+def test_a_metric_the_source_holds_is_a_series_not_an_unknown_service():
+    for service, metric in (("checkout", "node_load1"), ("order-service", "tomcat_sessions_active_current")):
+        inventory = Inventory.build(services=[service], alerts=[], metrics=[metric], vocabulary=DEMO)
+        unheld = Inventory.build(services=[service], alerts=[], vocabulary=DEMO)
+
+        found = question_focus(query=f"{service} 的 {metric} 当前值", inventory=inventory, vocabulary=DEMO)
+
+        assert found.services == (service,) and found.unknown == ()
+        assert question_focus(
+            query=f"{metric} 当前值", inventory=unheld, vocabulary=DEMO
+        ).unknown_services == [metric]

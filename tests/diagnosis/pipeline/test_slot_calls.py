@@ -6,7 +6,7 @@ Every behaviour holds on two worlds: plain names (checkout, billing-db) and the 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
 
@@ -254,3 +254,27 @@ def test_calls_reused_forwards_the_toolboxs_budget_and_definitions(names):
 
     assert (reused.remaining_calls, reused.parallel_safe) == (3, False)
     assert reused.tool_definitions() == [{"name": "query_metrics"}]
+
+
+@per_world
+def test_a_named_metric_on_a_service_matches_the_label_that_carries_it_in_that_series(names):
+    toolbox = FakeToolbox(names)
+    carried = {("node_load1", names.service): "job"}
+    world = replace(slot_world(), carrier=lambda metric, subject: carried.get((metric, subject)))
+
+    slot_calls_run(
+        asks_of(f"{names.service} 的 node_load1 是多少", names), toolbox=toolbox, world=world, prior=[]
+    )
+
+    promql = [arguments["query"] for tool, arguments in toolbox.calls if tool == "query_promql"]
+    assert promql == [f'node_load1{{job="{names.service}"}}']
+
+
+@per_world
+def test_a_topic_query_whose_series_carry_no_label_of_the_service_is_not_made(names):
+    toolbox = FakeToolbox(names)
+    world = replace(slot_world(), carrier=lambda metric, subject: None)
+
+    slot_calls_run(asks_of(f"{names.other} 的内存是多少", names), toolbox=toolbox, world=world, prior=[])
+
+    assert [call for call in toolbox.calls if call[0] == "query_promql"] == []

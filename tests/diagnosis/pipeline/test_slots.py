@@ -5,6 +5,8 @@ unfilled slot says why, as a `未能回答：…` gap. Every behaviour holds on 
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 
 from diagnosis.pipeline.slots import Slot, conclusion_lines, coverage_gaps, slots_read, slots_verified
@@ -73,12 +75,15 @@ def value_question(names: Names) -> str:
 def test_a_value_is_the_instant_sample_of_the_alerts_series_with_its_name_and_threshold(names):
     alerts = alerts_message(1, [alert_record(names)], arguments={"service": names.service})
     sample = {"metric": metric_of(names.alert_series), "value": [T - 10, names.alert_value]}
-    series = series_message(2, names.alert_series.split("{")[0], [sample])
+    series = series_message(2, names.alert_series, [sample])
 
     slot = only(read(value_question(names), names, [alerts, series]))
 
     assert slot.filled
-    assert slot.conclusion.startswith(f"{names.alert_series} 当前值 {names.alert_value}（采样时间")
+    percent = f"{Decimal(names.alert_value) * 100:.2f}%"
+    assert slot.conclusion.startswith(
+        f"{names.alert_series} 当前值 {names.alert_value}（{percent}）（采样时间"
+    )
     assert f"{names.alert} 阈值 > {names.alert_threshold}" in slot.conclusion
     assert f"为阈值的 {RATIO[names.id]} 倍" in slot.conclusion
     assert slot.conclusion.endswith("· 来源 prometheus")
@@ -247,14 +252,26 @@ def test_two_episodes_are_counted_but_not_called_flapping(names):
 
 
 @per_world
-def test_a_week_of_history_says_the_log_window_that_exists(names):
+def test_a_week_of_history_beyond_the_retention_says_the_window_prometheus_keeps(names):
     record = episodes(names.other_alert, names.other, 1)
+    kept = history_message(names, [record])
+    kept["output"]["retention_minutes"] = 24 * 60
 
-    slot = only(read(f"上周 {names.other} 出过什么问题？", names, [history_message(names, [record])]))
+    slot = only(read(f"上周 {names.other} 出过什么问题？", names, [kept]))
 
     assert slot.filled
     assert "过去 7 天（上周）" in slot.conclusion
-    assert slot.line().endswith("日志只能看到最近 1 小时）")
+    assert slot.line().endswith("Prometheus 只保留最近 1 天 的指标，更早的看不到）")
+
+
+@per_world
+def test_history_within_the_retention_states_no_limit(names):
+    kept = history_message(names, [episodes(names.other_alert, names.other, 1)])
+    kept["output"]["retention_minutes"] = 15 * 24 * 60
+
+    slot = only(read(f"上周 {names.other} 出过什么问题？", names, [kept]))
+
+    assert slot.filled and slot.limits == []
 
 
 @per_world
@@ -609,3 +626,37 @@ def test_an_action_statement_needs_no_citation_and_stays_filled(names):
     slots = read(f"帮我重启 {names.other}", names, [])
 
     assert [s.filled for s in slots_verified(slots, invocations=[])] == [True]
+
+
+@per_world
+def test_a_sample_of_another_series_is_not_read_against_the_alerts_threshold(names):
+    alerts = alerts_message(1, [alert_record(names)], arguments={"service": names.service})
+    sample = {"metric": {"__name__": "node_load1", "job": "node"}, "value": [T - 10, "1.5"]}
+    series = series_message(2, "node_load1", [sample])
+
+    slot = only(read(value_question(names), names, [alerts, series]))
+
+    assert slot.filled and 'node_load1{job="node"} 当前值 1.5' in slot.conclusion
+    assert "阈值" not in slot.conclusion
+
+
+@per_world
+@pytest.mark.parametrize(
+    ("metric", "raw", "shown"),
+    [
+        (
+            "node_memory_MemAvailable_bytes",
+            "21992013824",
+            "当前值 21992013824 字节（约 21.99 GB / 20.48 GiB）",
+        ),
+        ("checkout_cache_hit_ratio", "0.3279", "当前值 0.3279（32.79%）"),
+        ("http_request_duration_seconds", "6.904", "当前值 6.904 秒"),
+        ("orders_created_total", "1520", "当前值 1520（"),
+    ],
+)
+def test_a_value_is_read_in_its_unit_with_the_raw_number_beside_it(names, metric, raw, shown):
+    sample = {"metric": {"__name__": metric, "job": "node"}, "value": [T - 10, raw]}
+
+    slot = only(read(f"{metric} 当前值", names, [series_message(2, metric, [sample])]))
+
+    assert shown in slot.conclusion

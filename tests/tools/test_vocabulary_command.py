@@ -1,0 +1,91 @@
+"""`manage.py vocabulary`: the format as a JSON Schema generated from the model, `--check` naming the
+line of an error, and a starter vocabulary read from what a Prometheus server says of its metrics."""
+
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from tools.vocabulary import DEFAULT_VOCABULARY_FILE, SCHEMA_FILE, vocabulary_checked, vocabulary_schema
+from tools.vocabulary_source import vocabulary_from_source
+
+WORLD_FILE = DEFAULT_VOCABULARY_FILE.parents[3] / "tests" / "world" / "vocabulary.json"
+
+
+def test_the_schema_in_the_repo_is_the_one_generated_from_the_model():
+    assert json.loads(SCHEMA_FILE.read_text(encoding="utf-8")) == vocabulary_schema()
+
+
+@pytest.mark.parametrize("path", [DEFAULT_VOCABULARY_FILE, WORLD_FILE], ids=["demo", "second-world"])
+def test_the_shipped_files_check(path, capsys):
+    call_command("vocabulary", "--check", str(path))
+
+    assert capsys.readouterr().out.strip() == f"{path}: ok"
+
+
+def test_a_field_of_the_wrong_type_is_named_with_its_line(tmp_path):
+    bad = tmp_path / "vocabulary.json"
+    bad.write_text('{\n  "groups": {\n    "ledger": ["账本"]\n  },\n  "topic_labels": {"ledger": 3}\n}\n')
+
+    assert vocabulary_checked(bad) == [f"{bad}:5: topic_labels.ledger: Input should be a valid string"]
+    with pytest.raises(CommandError, match=r":5: topic_labels\.ledger"):
+        call_command("vocabulary", "--check", str(bad))
+
+
+def test_a_file_that_is_not_json_is_named_with_its_line(tmp_path):
+    bad = tmp_path / "vocabulary.json"
+    bad.write_text('{\n  "groups": {\n    "memory": ["内存",]\n  }\n}\n')
+
+    [problem] = vocabulary_checked(bad)
+    assert problem.startswith(f"{bad}:3: not valid JSON")
+
+
+def test_from_prometheus_needs_a_prometheus(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"PROMETHEUS_URL": ""}
+
+    with pytest.raises(CommandError, match="DIAGNOSIS_PROMETHEUS_URL"):
+        call_command("vocabulary", "--from-prometheus")
+
+
+# Two servers' metadata: a node_exporter host, and a world of its own names.
+NODE = {
+    "node_memory_MemAvailable_bytes": [
+        {"type": "gauge", "help": "Memory information field MemAvailable_bytes."}
+    ],
+    "node_memory_Active_bytes": [{"type": "gauge", "help": "Memory information field Active_bytes."}],
+    "node_load1": [{"type": "gauge", "help": "1m load average."}],
+    "node_filesystem_avail_bytes": [
+        {"type": "gauge", "help": "Filesystem space available to non-root users in bytes."}
+    ],
+    "go_goroutines": [{"type": "gauge", "help": "Number of goroutines that currently exist."}],
+}
+NODE_RULES = [{"name": "HostOutOfMemory", "query": "node_memory_MemAvailable_bytes < 1e9"}]
+LEDGER = {
+    "ledger_heap_used_bytes": [{"type": "gauge", "help": "Heap in use."}],
+    "ledger_posting_failures_total": [{"type": "counter", "help": "Postings that failed."}],
+    "ledger_request_latency_seconds": [{"type": "histogram", "help": "Request latency."}],
+}
+LEDGER_RULES = [{"name": "LedgerPostingsFailing", "query": "rate(ledger_posting_failures_total[5m]) > 0.1"}]
+
+
+def test_a_node_exporters_metrics_become_topics_with_chinese_and_english_words():
+    vocabulary = vocabulary_from_source(metadata=NODE, metric_names=NODE, rules=NODE_RULES)
+
+    assert {"memory", "内存"} <= set(vocabulary.groups["memory"])
+    assert vocabulary.promql_topics["memory"][0] == 'node_memory_MemAvailable_bytes{service="{service}"}'
+    assert vocabulary.promql_topics["cpu"] == ['node_load1{service="{service}"}']
+    assert "负载" in vocabulary.groups["cpu"] and vocabulary.topic_labels["disk"] == "磁盘"
+    assert vocabulary.alert_topics == {"HostOutOfMemory": "memory"}
+    assert "go_goroutines" not in json.dumps(vocabulary.promql_topics)
+
+
+def test_another_worlds_metrics_are_read_by_their_name_and_help_words():
+    vocabulary = vocabulary_from_source(
+        metadata=LEDGER, metric_names=[*LEDGER, "ledger_heap_used_bytes"], rules=LEDGER_RULES
+    )
+
+    assert vocabulary.promql_topics == {
+        "memory": ['ledger_heap_used_bytes{service="{service}"}'],
+        "error": ['rate(ledger_posting_failures_total{service="{service}"}[5m])'],
+    }
+    assert vocabulary.alert_topics == {"LedgerPostingsFailing": "error"}
