@@ -9,6 +9,7 @@ import json
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django_q.conf import Conf
 from rest_framework.test import APIClient
 
@@ -258,3 +259,56 @@ def test_concurrent_deliveries_of_one_resolve_close_the_episode_once():
 
     assert sorted(o.resolved for o in outcomes) == [0, 0, 0, 1]
     assert AlertEpisode.objects.get().state == "resolved"
+
+
+def many(count: int, *, offset: int = 0, **kwargs) -> list[dict]:
+    """`count` alerts of the second world's shape, one fingerprint each."""
+    return [checkout(**kwargs) | {"fingerprint": f"{offset + n:016x}"} for n in range(count)]
+
+
+def queries_of(payload: dict) -> list[str]:
+    with CaptureQueriesContext(connection) as captured:
+        assert post(payload).status_code == 202
+    return [query["sql"] for query in captured.captured_queries]
+
+
+def test_a_resend_reads_no_report_body_in_a_constant_number_of_queries():
+    post(notification(*many(5)))
+    post(notification(*many(60, offset=100)))
+    report_columns = ('"answer"', '"alert_scope"', '"self_evaluation"')
+
+    few, lots = queries_of(notification(*many(5))), queries_of(notification(*many(60, offset=100)))
+
+    assert len(few) == len(lots)
+    assert not [sql for sql in lots if any(column in sql for column in report_columns)]
+    assert not [sql for sql in lots if "FOR UPDATE" in sql or sql.startswith(("INSERT", "UPDATE"))]
+
+
+def test_a_first_delivery_creates_its_episodes_in_a_constant_number_of_queries():
+    few, lots = queries_of(notification(*many(5))), queries_of(notification(*many(60, offset=100)))
+
+    assert len(few) == len(lots)
+    assert AlertEpisode.objects.count() == 65
+    assert DiagnosisSession.objects.filter(parent__isnull=True).count() == 2
+
+
+def test_a_resend_with_one_resolved_alert_closes_only_it():
+    first = post(notification(*many(20)))
+    alerts = many(20)
+    alerts[7] = checkout(status="resolved") | {"fingerprint": alerts[7]["fingerprint"]}
+
+    again = post(notification(*alerts))
+
+    assert again.data["episodes"] == {"new": 0, "known": 19, "resolved": 1}
+    assert again.data["sessionId"] == first.data["sessionId"]
+    assert list(AlertEpisode.objects.filter(state="resolved").values_list("fingerprint", flat=True)) == [
+        f"{7:016x}"
+    ]
+
+
+def test_an_alert_twice_in_one_notice_is_one_episode():
+    response = post(notification(memory(), memory(), cpu()))
+
+    assert response.data["episodes"] == {"new": 2, "known": 1, "resolved": 0}
+    report = DiagnosisSession.objects.get(session_id=response.data["sessionId"])
+    assert [a["alert_name"] for a in report.alert_scope["alerts"]] == ["HighMemoryUsage", "HighCPUUsage"]
