@@ -312,3 +312,41 @@ def test_an_alert_twice_in_one_notice_is_one_episode():
     assert response.data["episodes"] == {"new": 2, "known": 1, "resolved": 0}
     report = DiagnosisSession.objects.get(session_id=response.data["sessionId"])
     assert [a["alert_name"] for a in report.alert_scope["alerts"]] == ["HighMemoryUsage", "HighCPUUsage"]
+
+
+def post_from(address: str, payload: dict, *, token: str):
+    client = APIClient(REMOTE_ADDR=address)
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client.post(WEBHOOK, json.dumps(payload), content_type="application/json")
+
+
+def test_wrong_tokens_are_rate_limited_per_address_and_then_even_the_right_one_is_refused(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"ALERTMANAGER_FAILED_TOKEN_RATE": "3/min"}
+    payload = notification(cpu())
+
+    guesses = [post_from("203.0.113.7", payload, token=f"guess-{n}").status_code for n in range(5)]
+    right_after = post_from("203.0.113.7", payload, token=TOKEN)
+    elsewhere = post_from("198.51.100.2", payload, token=TOKEN)
+
+    assert guesses == [401, 401, 401, 429, 429]
+    assert right_after.status_code == 429 and int(right_after.headers["Retry-After"]) > 0
+    assert elsewhere.status_code == 202
+    assert AlertEpisode.objects.count() == 1
+
+
+def test_a_malformed_authorization_header_counts_as_a_failed_attempt(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"ALERTMANAGER_FAILED_TOKEN_RATE": "1/min"}
+    client = APIClient(REMOTE_ADDR="203.0.113.9")
+    client.credentials(HTTP_AUTHORIZATION="Basic abc")
+
+    statuses = [client.post(WEBHOOK, "{}", content_type="application/json").status_code for _ in range(2)]
+
+    assert statuses == [401, 429]
+
+
+def test_alertmanagers_own_notifications_never_use_up_the_failed_attempts(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"ALERTMANAGER_FAILED_TOKEN_RATE": "1/min"}
+
+    statuses = [post(notification(cpu(starts_at=f"2026-11-29T07:0{n}:00Z"))).status_code for n in range(3)]
+
+    assert statuses == [202, 202, 202]
