@@ -43,8 +43,15 @@ from aiops.report import (
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.selectors.self_evaluation import AIOPS_RULE_EVALUATION
 from diagnosis.services.invocations import invocation_record
+from diagnosis.services.rule_evaluation import rule_evaluation_enqueue
 from diagnosis.services.self_evaluation import self_evaluation_merge
-from diagnosis.services.session_lifecycle import session_enqueue, session_execute, session_update
+from diagnosis.services.session_lifecycle import (
+    new_error_id,
+    session_enqueue,
+    session_execute,
+    session_failure_fields,
+    session_update,
+)
 from diagnosis.services.session_runner import session_run
 from diagnosis.services.sessions import MAX_ANALYSED_ALERTS, session_rate_slot
 from tools.records import service_of
@@ -256,9 +263,44 @@ def aiops_run(*, session_pk: int) -> DiagnosisSession:
     """Analyse the session's alerts, write the report and the rule evaluation (background task body)."""
     session = session_execute(session_pk=session_pk, body=_analyse, first_stage="executor")
     if session.status == Status.FAILED:
-        aiops_rule_evaluation_run(session_pk=session.pk)
+        aiops_report_failed(session_pk=session.pk)
         session.refresh_from_db()
     return session
+
+
+def aiops_report_failed(*, session_pk: int) -> None:
+    """A report ended FAILED (its own error, or reaped after its worker died): its alert sessions not
+    yet ended end FAILED now with its cause (nothing would ever run them), then every ended session
+    gets its evaluation. Its episodes are analysed again on their next notification."""
+    report = DiagnosisSession.objects.only("pk", "error").get(pk=session_pk)
+    error = f"所属告警分析报告 {report.pk} 已失败：{report.error}"
+    now = timezone.now()
+    unfinished = Q(status__in=[Status.PENDING, Status.RUNNING])
+    for child_pk in report.children.filter(unfinished).values_list("pk", flat=True):
+        with transaction.atomic():
+            # The status condition again: a child that ended meanwhile keeps its outcome.
+            if DiagnosisSession.objects.filter(unfinished, pk=child_pk).update(
+                status=Status.FAILED,
+                **session_failure_fields(
+                    kind=DiagnosisSession.Kind.AIOPS, error=error, error_id=new_error_id()
+                ),
+                output_type="",
+                current_stage="failed",
+                finished_at=now,
+                updated_at=now,
+            ):
+                rule_evaluation_enqueue(session_pk=child_pk)
+    aiops_rule_evaluation_run(session_pk=session_pk)
+
+
+def aiops_reports_reaped(*, session_pks: list[int], **kwargs) -> None:
+    """`sessions_reaped` receiver: the reports among the reaped sessions get what `aiops_run` gives a
+    failed report."""
+    reports = DiagnosisSession.objects.filter(
+        pk__in=session_pks, kind=DiagnosisSession.Kind.AIOPS, parent__isnull=True, status=Status.FAILED
+    )
+    for report_pk in reports.values_list("pk", flat=True):
+        aiops_report_failed(session_pk=report_pk)
 
 
 def aiops_rule_evaluation_run(*, session_pk: int) -> dict:
