@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from urllib.parse import urlsplit
 
+from django.conf import settings
+
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.composer import (
     ACTIONS_HEADING,
@@ -65,15 +67,23 @@ class AlertSubject:
     service: str
     # (label, value) pairs of `IDENTITY_LABELS` the alert carries, in that order.
     identity: tuple[tuple[str, str], ...] = ()
+    # The label the service came from (`service`, `app`, `job`: DIAGNOSIS_SERVICE_LABELS).
+    service_label: str = field(default="", compare=False)
 
     @classmethod
     def of(cls, alert: dict) -> AlertSubject:
         # In `IDENTITY_LABELS` order: a stored JSON object (PostgreSQL jsonb) keeps no key order.
         identity = alert.get("identity") or {}
+        service = alert.get("service") or ""
+        labels = alert.get("labels") or {}
         return cls(
             alert["alert_name"],
-            alert.get("service") or "",
+            service,
             tuple((name, identity[name]) for name in IDENTITY_LABELS if identity.get(name)),
+            service_label=next(
+                (name for name in settings.DIAGNOSIS["SERVICE_LABELS"] if labels.get(name) == service),
+                settings.DIAGNOSIS["SERVICE_LABELS"][0],
+            ),
         )
 
     @property
@@ -118,8 +128,11 @@ class AlertAnalysis:
 
 def alert_question(subject: AlertSubject) -> str:
     """The narrow question a child session answers about its alert: its name, service and identity
-    labels, so the analysis stays on this alert and not on any alert of the same name."""
-    service = f"{subject.service} " if subject.service else ""
+    labels, so the analysis stays on this alert and not on any alert of the same name. The service is
+    its label quoted (`service="…"`): the session takes the whole value as its subject, a known
+    service only when it equals one, never one it merely contains."""
+    quoted = subject.service.replace("\\", "\\\\").replace('"', '\\"')
+    service = f'{subject.service_label}="{quoted}" ' if subject.service else ""
     where = f"（{subject.where}）" if subject.identity else ""
     return f"只确认 {service}是否存在 {subject.alert_name} 告警{where}，并给出相关证据"
 

@@ -249,7 +249,7 @@ def test_ai_ops_filter_limits_the_alerts(committed):
 
     session = DiagnosisSession.objects.get(session_id=response.data["sessionId"])
     assert list(session.children.values_list("query", flat=True)) == [
-        "只确认 user-service 是否存在 SlowResponse 告警，并给出相关证据"
+        '只确认 service="user-service" 是否存在 SlowResponse 告警，并给出相关证据'
     ]
     assert "HighCPUUsage" not in session.answer
 

@@ -115,7 +115,7 @@ def test_group_mixing_analysed_and_new_episodes_analyses_only_the_new_ones(commi
     report = DiagnosisSession.objects.get(session_id=mixed.data["sessionId"])
     assert [a["alert_name"] for a in report.alert_scope["alerts"]] == ["HighMemoryUsage"]
     assert list(report.children.values_list("query", flat=True)) == [
-        '只确认 order-service 是否存在 HighMemoryUsage 告警（namespace="production"），并给出相关证据'
+        '只确认 service="order-service" 是否存在 HighMemoryUsage 告警（namespace="production"），并给出相关证据'
     ]
     assert "HighCPUUsage" not in report.answer
 
@@ -138,10 +138,10 @@ def test_any_label_prometheus_allows_is_accepted_and_named_in_the_question(commi
     assert response.status_code == 202
     report = DiagnosisSession.objects.get(session_id=response.data["sessionId"])
     assert sorted(report.children.values_list("query", flat=True)) == [
-        '只确认 Checkout API 是否存在 CheckoutLatencyHigh 告警（namespace="shop"，pod="checkout-7d9f"），'
-        "并给出相关证据",
         # No service label: job names the service (DIAGNOSIS_SERVICE_LABELS = service,app,job).
-        '只确认 node 是否存在 NodeLoadHigh 告警（instance="web-1:9100"，job="node"），并给出相关证据',
+        '只确认 job="node" 是否存在 NodeLoadHigh 告警（instance="web-1:9100"，job="node"），并给出相关证据',
+        '只确认 service="Checkout API" 是否存在 CheckoutLatencyHigh 告警（namespace="shop"，pod="checkout-7d9f"），'
+        "并给出相关证据",
     ]
     labels = {a["alert_name"]: a["labels"] for a in report.alert_scope["alerts"]}
     assert labels["CheckoutLatencyHigh"]["team"] == "支付 & 结算"

@@ -86,9 +86,9 @@ def test_each_firing_alert_is_diagnosed_by_its_own_verified_child_session():
 
     children = list(session.children.order_by("id"))
     assert [child.query for child in children] == [
-        "只确认 payment-service 是否存在 HighCPUUsage 告警，并给出相关证据",
-        "只确认 order-service 是否存在 HighMemoryUsage 告警，并给出相关证据",
-        "只确认 user-service 是否存在 SlowResponse 告警，并给出相关证据",
+        '只确认 service="payment-service" 是否存在 HighCPUUsage 告警，并给出相关证据',
+        '只确认 service="order-service" 是否存在 HighMemoryUsage 告警，并给出相关证据',
+        '只确认 service="user-service" 是否存在 SlowResponse 告警，并给出相关证据',
     ]
     for child in children:
         assert (child.kind, child.status, child.verdict, child.output_type) == (
@@ -513,3 +513,26 @@ def test_a_report_that_breaks_fails_its_waiting_alert_sessions_with_its_cause(mo
     waiting.refresh_from_db()
     assert report.status == waiting.status == DiagnosisSession.Status.FAILED
     assert waiting.error == f"所属告警分析报告 {report.pk} 已失败：RuntimeError: boom"
+
+
+def memory_alert_on(service: str) -> DiagnosisSession:
+    labels = {"service": service, "namespace": "production"}
+    payload = notification(alert("HighMemoryUsage", service, fingerprint="b2c3d4e5f6071829", labels=labels))
+    return aiops_run(session_pk=received(payload).pk).children.get()
+
+
+@pytest.mark.parametrize("value", ['order-service"} or vector(1)', ".*", "order-service canary"])
+def test_a_service_label_that_only_contains_a_known_name_is_never_confirmed_as_that_service(value):
+    child = memory_alert_on(value)
+
+    assert f"未找到名为 {value} 的服务" in child.answer
+    assert "结论：否，未发现 HighMemoryUsage 告警" in child.answer
+    assert "service=order-service" not in child.answer  # no alert record of the known service is cited
+
+
+@pytest.mark.parametrize("value", ["ORDER_SERVICE", "Order Service"])
+def test_a_service_label_equal_to_a_known_name_in_another_spelling_is_that_service(value):
+    child = memory_alert_on(value)
+
+    assert child.verdict == "PASS"
+    assert "结论：是，order-service 的 HighMemoryUsage 告警" in child.answer

@@ -190,3 +190,12 @@ def test_the_two_worlds_differ_in_names_only():
     demo = [(a.kind, a.subject_kind) for a in asks_of(f"帮我重启 {DEMO.other}", DEMO)]
 
     assert plain == demo == [("action", "service")]
+
+
+@per_world
+def test_an_alert_asked_on_an_unknown_service_is_asked_on_that_service_not_on_any(names):
+    asks = asks_of(f'只确认 service="{names.service} canary" 是否存在 {names.alert} 告警', names)
+
+    assert [(ask.kind, ask.subject, ask.service) for ask in asks] == [
+        ("existence", names.alert, f"{names.service} canary")
+    ]
