@@ -1,8 +1,8 @@
 """Alertmanager's re-send of a large group, measured (issue 24): what the webhook costs when nothing is new.
 
 `resend_measure` posts a notification of `alerts` firing alerts to the real webhook view (first
-delivery), then the same notification again (Alertmanager's `group_interval` / `repeat_interval`
-re-send), and returns each request's wall time and the process's RSS growth while it ran (sampled
+delivery), then the same notification again a few times (Alertmanager's `group_interval` /
+`repeat_interval` re-sends), and returns each request's wall time and the process's RSS growth while it ran (sampled
 every few milliseconds). The `bench_resend` command and the load test both use it, so the numbers in
 the report are the ones the test asserts.
 """
@@ -38,7 +38,16 @@ class ResendResult:
     alerts: int
     body_bytes: int
     first: Delivery
-    resend: Delivery
+    # Each re-send of the same notification, in order.
+    resends: list[Delivery]
+
+    @property
+    def resend(self) -> Delivery:
+        """The fastest re-send (other processes on the host slow single runs down) with the largest
+        RSS growth any re-send showed."""
+        fastest = min(self.resends, key=lambda delivery: delivery.seconds)
+        growth = max(delivery.rss_growth_mb for delivery in self.resends)
+        return Delivery(fastest.status_code, fastest.seconds, growth, fastest.body)
 
 
 def resend_notification(*, alerts: int, tag: str = "bench") -> dict:
@@ -109,15 +118,19 @@ def _deliver(client: Client, body: bytes) -> Delivery:
 
 
 def resend_measure(
-    *, alerts: int, tag: str = "bench", on_first: Callable[[Delivery], None] | None = None
+    *,
+    alerts: int,
+    tag: str = "bench",
+    resends: int = 3,
+    on_first: Callable[[Delivery], None] | None = None,
 ) -> ResendResult:
-    """First delivery and one re-send of an `alerts`-alert notification through the webhook view;
-    `on_first` sees the first delivery before the re-send is made."""
+    """First delivery and `resends` re-sends of an `alerts`-alert notification through the webhook
+    view; `on_first` sees the first delivery before the re-sends are made."""
     body = json.dumps(resend_notification(alerts=alerts, tag=tag), separators=(",", ":")).encode()
     with override_settings(DIAGNOSIS={**settings.DIAGNOSIS, "ALERTMANAGER_TOKEN": TOKEN}):
         client = Client(raise_request_exception=False)
         first = _deliver(client, body)
         if on_first:
             on_first(first)
-        resend = _deliver(client, body)
-    return ResendResult(alerts=alerts, body_bytes=len(body), first=first, resend=resend)
+        again = [_deliver(client, body) for _ in range(resends)]
+    return ResendResult(alerts=alerts, body_bytes=len(body), first=first, resends=again)

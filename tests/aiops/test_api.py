@@ -176,6 +176,11 @@ def without(payload: dict, path: str) -> dict:
             lambda p: {**p, "alerts": [{**p["alerts"][0], "labels": {"alertname": 5}}]},
             ("alerts", "0", "labels"),
         ),
+        (
+            lambda p: {**p, "alerts": [{**p["alerts"][0], "labels": {"alertname": "X", "pod": "p\ud800"}}]},
+            ("alerts", "0", "labels", "pod"),
+        ),
+        (lambda p: {**p, "commonLabels": ["service"]}, ("commonLabels",)),
     ],
 )
 def test_malformed_notification_is_refused_with_400_naming_the_field(broken, error_path):

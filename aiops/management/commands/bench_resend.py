@@ -2,7 +2,7 @@
 
 On a throwaway database, for each `--alerts` count: the first delivery of a notification with that
 many firing alerts, then its re-send (nothing new), through the real webhook view; wall time and
-RSS growth of each. Meant for PostgreSQL (`DATABASE_URL`); on SQLite it runs too.
+RSS growth of each (re-sends: the fastest of `--resends` and the largest growth). Meant for PostgreSQL (`DATABASE_URL`); on SQLite it runs too.
 """
 
 from django.core.management.base import BaseCommand
@@ -17,6 +17,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--alerts", type=int, nargs="+", default=[300, 1000, 5000])
+        parser.add_argument(
+            "--resends", type=int, default=3, help="re-sends per count: the fastest time and the largest RSS"
+        )
 
     def handle(self, *args, **options):
         with throwaway_database():
