@@ -4,7 +4,8 @@ Both answer 202 `{sessionId, status, traceUrl}` at once; the analysis runs in th
 The webhook authenticates Alertmanager with `Authorization: Bearer <DIAGNOSIS_ALERTMANAGER_TOKEN>`.
 Without a configured token the webhook does not exist (404): Alertmanager does not retry a 4xx,
 so a receiver pointed at a disabled deployment fails visibly instead of retrying forever.
-Bounds of its own: `DIAGNOSIS_ALERTMANAGER_RATE` notifications per token (429), and a body over
+Bounds of its own: `DIAGNOSIS_ALERTMANAGER_RATE` notifications per token (429),
+`DIAGNOSIS_ALERTMANAGER_FAILED_TOKEN_RATE` failed token attempts per client address (429), and a body over
 `DIAGNOSIS_ALERTMANAGER_MAX_BYTES` is refused with 413 before anything is parsed or stored.
 """
 
@@ -19,7 +20,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
-from rest_framework.exceptions import APIException, AuthenticationFailed, NotFound
+from rest_framework.exceptions import APIException, AuthenticationFailed, NotFound, Throttled
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -51,9 +52,15 @@ class AlertmanagerTokenAuthentication(BaseAuthentication):
         parts = get_authorization_header(request).split()
         if not parts:
             return None
+        failures = AlertmanagerFailedTokenThrottle()
+        # Checked before the token: while an address is over its failures, a right guess is refused too.
+        if failures.exhausted(request):
+            raise Throttled(wait=failures.wait())
         if len(parts) != 2 or parts[0].lower() != self.keyword:
+            failures.count(request)
             raise AuthenticationFailed("Authorization 头应为 Bearer <token>")
         if not hmac.compare_digest(parts[1], expected.encode()):
+            failures.count(request)
             raise AuthenticationFailed("Alertmanager token 无效")
         return AnonymousUser(), ALERTMANAGER
 
@@ -87,6 +94,30 @@ class AlertmanagerTokenThrottle(SimpleRateThrottle):
     def get_cache_key(self, request: Request, view) -> str:
         token = get_authorization_header(request).split()[-1]
         return self.cache_format % {"scope": self.scope, "ident": hashlib.sha256(token).hexdigest()}
+
+
+class AlertmanagerFailedTokenThrottle(SimpleRateThrottle):
+    """`DIAGNOSIS_ALERTMANAGER_FAILED_TOKEN_RATE` failed token attempts per client address. Counts
+    failures only (`count`), so Alertmanager's own traffic never uses it up; `exhausted` reads the
+    count without adding to it."""
+
+    scope = "alertmanager_failed_token"
+
+    def get_rate(self) -> str:
+        return settings.DIAGNOSIS["ALERTMANAGER_FAILED_TOKEN_RATE"]
+
+    def get_cache_key(self, request: Request, view) -> str:
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+
+    def exhausted(self, request: Request) -> bool:
+        self.key = self.get_cache_key(request, None)
+        self.now = self.timer()
+        self.history = [at for at in self.cache.get(self.key, []) if at > self.now - self.duration]
+        return len(self.history) >= self.num_requests
+
+    def count(self, request: Request) -> None:
+        self.exhausted(request)
+        self.throttle_success()
 
 
 class IsAlertmanager(BasePermission):
@@ -123,7 +154,10 @@ class AlertmanagerWebhookApi(APIView):
             401: OpenApiResponse(description="Missing or wrong bearer token."),
             404: OpenApiResponse(description=WEBHOOK_DISABLED),
             413: OpenApiResponse(description="Body larger than DIAGNOSIS_ALERTMANAGER_MAX_BYTES."),
-            429: OpenApiResponse(description="More notifications than DIAGNOSIS_ALERTMANAGER_RATE."),
+            429: OpenApiResponse(
+                description="More notifications than DIAGNOSIS_ALERTMANAGER_RATE, or this address sent "
+                "more wrong tokens than DIAGNOSIS_ALERTMANAGER_FAILED_TOKEN_RATE."
+            ),
         },
     )
     def post(self, request: Request) -> Response:

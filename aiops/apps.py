@@ -7,3 +7,9 @@ class AiopsConfig(AppConfig):
 
     name = "aiops"
     verbose_name = "告警分析"
+
+    def ready(self) -> None:
+        from aiops.services import aiops_reports_reaped
+        from diagnosis.signals import sessions_reaped
+
+        sessions_reaped.connect(aiops_reports_reaped, dispatch_uid="aiops.aiops_reports_reaped")

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from urllib.parse import urlsplit
 
+from django.conf import settings
+
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.composer import (
     ACTIONS_HEADING,
@@ -55,6 +57,7 @@ QUOTED = re.compile(r"「[^」]*」|（来源：[^）]*）|`[^`]*`")
 
 # Labels that tell one alert's instances apart; the per-alert question names them (contracts §13).
 IDENTITY_LABELS = ("instance", "job", "namespace", "pod")
+SHOWN_VALUE_CHARS = 120
 
 
 @dataclass(frozen=True)
@@ -65,25 +68,47 @@ class AlertSubject:
     service: str
     # (label, value) pairs of `IDENTITY_LABELS` the alert carries, in that order.
     identity: tuple[tuple[str, str], ...] = ()
+    # The label the service came from (`service`, `app`, `job`: DIAGNOSIS_SERVICE_LABELS).
+    service_label: str = field(default="", compare=False)
 
     @classmethod
     def of(cls, alert: dict) -> AlertSubject:
         # In `IDENTITY_LABELS` order: a stored JSON object (PostgreSQL jsonb) keeps no key order.
         identity = alert.get("identity") or {}
+        service = alert.get("service") or ""
+        labels = alert.get("labels") or {}
         return cls(
             alert["alert_name"],
-            alert.get("service") or "",
+            service,
             tuple((name, identity[name]) for name in IDENTITY_LABELS if identity.get(name)),
+            service_label=next(
+                (name for name in settings.DIAGNOSIS["SERVICE_LABELS"] if labels.get(name) == service),
+                settings.DIAGNOSIS["SERVICE_LABELS"][0],
+            ),
         )
 
     @property
+    def shown_name(self) -> str:
+        return shown(self.alert_name)
+
+    @property
+    def shown_service(self) -> str:
+        return shown(self.service)
+
+    @property
     def label(self) -> str:
-        return f"{self.alert_name}（{self.service}）" if self.service else self.alert_name
+        return f"{self.shown_name}（{self.shown_service}）" if self.service else self.shown_name
 
     @property
     def where(self) -> str:
         """`instance=web-1:9100，job=node`: the identity labels, for questions and headings."""
-        return "，".join(f'{name}="{value}"' for name, value in self.identity)
+        return "，".join(f'{name}="{shown(value)}"' for name, value in self.identity)
+
+
+def shown(value: str) -> str:
+    """A label value as reports and questions write it: cut past `SHOWN_VALUE_CHARS` (a 500 KB value
+    made a report millions of pixels wide); the report's alert scope keeps it whole."""
+    return value if len(value) <= SHOWN_VALUE_CHARS else value[: SHOWN_VALUE_CHARS - 1] + "…"
 
 
 @dataclass
@@ -118,10 +143,13 @@ class AlertAnalysis:
 
 def alert_question(subject: AlertSubject) -> str:
     """The narrow question a child session answers about its alert: its name, service and identity
-    labels, so the analysis stays on this alert and not on any alert of the same name."""
-    service = f"{subject.service} " if subject.service else ""
+    labels, so the analysis stays on this alert and not on any alert of the same name. The service is
+    its label quoted (`service="…"`): the session takes the whole value as its subject, a known
+    service only when it equals one, never one it merely contains."""
+    quoted = subject.shown_service.replace("\\", "\\\\").replace('"', '\\"')
+    service = f'{subject.service_label}="{quoted}" ' if subject.service else ""
     where = f"（{subject.where}）" if subject.identity else ""
-    return f"只确认 {service}是否存在 {subject.alert_name} 告警{where}，并给出相关证据"
+    return f"只确认 {service}是否存在 {subject.shown_name} 告警{where}，并给出相关证据"
 
 
 def runbook_query(alert: dict) -> str:
@@ -210,7 +238,7 @@ def report_build(
     if analyses:
         lines += ["| # | 告警 | 服务 | 状态 | 校验结论 | 输出类型 |", "|---|---|---|---|---|---|"]
         lines += [
-            f"| {number} | {_cell(a.subject.alert_name)} | {_cell(a.subject.service or '—')} | "
+            f"| {number} | {_cell(a.subject.shown_name)} | {_cell(a.subject.shown_service or '—')} | "
             f"{_cell(a.state_text)} | {_verdict_text(a)} | {_output_type_text(a)} |"
             for number, a in enumerate(analyses, start=1)
         ]
@@ -268,7 +296,9 @@ def runbook_lines(invocation: ToolInvocation | None) -> list[str]:
 
 def _alert_section(number: int, analysis: AlertAnalysis) -> list[str]:
     subject = analysis.subject
-    heading = f"## {number}. {subject.alert_name}" + (f" · {subject.service}" if subject.service else "")
+    heading = f"## {number}. {subject.shown_name}" + (
+        f" · {subject.shown_service}" if subject.service else ""
+    )
     lines = [
         heading,
         "",
@@ -276,7 +306,10 @@ def _alert_section(number: int, analysis: AlertAnalysis) -> list[str]:
         f"状态：{analysis.state_text}｜子会话：`{analysis.session_id}`",
     ]
     if subject.identity:
-        lines += ["", "告警标签：" + "，".join(f"`{name}={value}`" for name, value in subject.identity)]
+        lines += [
+            "",
+            "告警标签：" + "，".join(f"`{name}={shown(value)}`" for name, value in subject.identity),
+        ]
     if analysis.sources:
         lines += ["", "证据来源：" + "、".join(analysis.sources)]
     if analysis.output_type == OutputType.LOW_CONFID_WITH_DISCLAIMER:
@@ -346,11 +379,11 @@ def _tool_gaps(invocations: list[ToolInvocation]) -> list[str]:
 def _next_steps(analysis: AlertAnalysis, *, allowed_actions: list[str]) -> list[str]:
     """Evidence gathering only (seed 003): the verified material's actions, then standard checks."""
     subject = analysis.subject
-    where = f" {subject.service} 上" if subject.service else ""
+    where = f" {subject.shown_service} 上" if subject.service else ""
     steps = [
         *allowed_actions,
-        f"检索知识库中 {subject.alert_name} 的处理手册，按手册列出的指标与日志逐项取证。",
-        f"持续查询{where} {subject.alert_name} 告警的状态与持续时长，确认其是否仍在触发。",
+        f"检索知识库中 {subject.shown_name} 的处理手册，按手册列出的指标与日志逐项取证。",
+        f"持续查询{where} {subject.shown_name} 告警的状态与持续时长，确认其是否仍在触发。",
     ]
     if analysis.gaps:
         steps.append("针对上述证据缺口补充检索后，重新发起告警分析。")

@@ -10,8 +10,10 @@ one-click filter is typed by people and keeps the identifier shapes.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 # Prometheus alert names are metric-style names; services are label values like `Checkout API`.
@@ -30,20 +32,43 @@ def _service_field(**kwargs) -> serializers.RegexField:
     return serializers.RegexField(SERVICE_REGEX, error_messages={"invalid": SERVICE_MESSAGE}, **kwargs)
 
 
-class LabelValueField(serializers.CharField):
-    """A label or annotation value: a JSON string exactly as sent (a number is not a label value)."""
+# What a label value may not hold, as DRF's CharField refuses it: NUL and surrogate code points.
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
-    def __init__(self, **kwargs):
-        super().__init__(allow_blank=True, trim_whitespace=False, **kwargs)
+
+@extend_schema_field({"type": "object", "additionalProperties": {"type": "string"}})
+class LabelMapField(serializers.Field):
+    """A label or annotation map: names to JSON strings exactly as sent (a number is not a label
+    value). One field, not one per value: a 5,000-alert notification holds tens of thousands of
+    values, and a field each made validation most of a re-send's time."""
+
+    default_error_messages = {
+        "not_a_dict": '应为标签名到字符串的映射，收到的是 "{input_type}"',
+        "empty": "标签不能为空",
+        "not_a_string": "标签值必须是字符串",
+        "unstorable": "标签值不能包含 NUL 或代理字符（surrogate）",
+    }
+
+    def __init__(self, *, allow_empty: bool = True, **kwargs):
+        self.allow_empty = allow_empty
+        super().__init__(**kwargs)
 
     def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
+        if not isinstance(data, dict):
+            self.fail("not_a_dict", input_type=type(data).__name__)
+        if not data and not self.allow_empty:
+            self.fail("empty")
+        errors = {
+            name: [self.error_messages["not_a_string" if not isinstance(value, str) else "unstorable"]]
+            for name, value in data.items()
+            if not isinstance(value, str) or UNSTORABLE.search(value)
+        }
+        if errors:
+            raise serializers.ValidationError(errors)
+        return dict(data)
 
-
-def _label_map(**kwargs) -> serializers.DictField:
-    return serializers.DictField(child=LabelValueField(), **kwargs)
+    def to_representation(self, value):
+        return value
 
 
 class AiOpsRequestSerializer(serializers.Serializer):
@@ -63,8 +88,8 @@ class AiOpsRequestSerializer(serializers.Serializer):
 
 class AlertmanagerAlertSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=("firing", "resolved"))
-    labels = _label_map(allow_empty=False)
-    annotations = _label_map(required=False, default=dict)
+    labels = LabelMapField(allow_empty=False)
+    annotations = LabelMapField(required=False, default=dict)
     # UTC whatever TIME_ZONE says: Alertmanager's "no end" is year 1, which a negative offset overflows.
     startsAt = serializers.DateTimeField(default_timezone=UTC)
     endsAt = serializers.DateTimeField(default_timezone=UTC, required=False, allow_null=True)
@@ -87,9 +112,9 @@ class AlertmanagerNotificationSerializer(serializers.Serializer):
     # No count limit here: the body size is bounded (413) and alerts past DIAGNOSIS_AIOPS_MAX_ALERTS
     # are listed as not analysed.
     alerts = AlertmanagerAlertSerializer(many=True, allow_empty=False)
-    groupLabels = _label_map(required=False, default=dict)
-    commonLabels = _label_map(required=False, default=dict)
-    commonAnnotations = _label_map(required=False, default=dict)
+    groupLabels = LabelMapField(required=False, default=dict)
+    commonLabels = LabelMapField(required=False, default=dict)
+    commonAnnotations = LabelMapField(required=False, default=dict)
     externalURL = serializers.CharField(required=False, allow_blank=True)
     truncatedAlerts = serializers.IntegerField(required=False, min_value=0)
 

@@ -43,8 +43,15 @@ from aiops.report import (
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.selectors.self_evaluation import AIOPS_RULE_EVALUATION
 from diagnosis.services.invocations import invocation_record
+from diagnosis.services.rule_evaluation import rule_evaluation_enqueue
 from diagnosis.services.self_evaluation import self_evaluation_merge
-from diagnosis.services.session_lifecycle import session_enqueue, session_execute, session_update
+from diagnosis.services.session_lifecycle import (
+    new_error_id,
+    session_enqueue,
+    session_execute,
+    session_failure_fields,
+    session_update,
+)
 from diagnosis.services.session_runner import session_run
 from diagnosis.services.sessions import MAX_ANALYSED_ALERTS, session_rate_slot
 from tools.records import service_of
@@ -54,6 +61,8 @@ logger = logging.getLogger(__name__)
 SOURCE_ALERTMANAGER, SOURCE_MANUAL = "alertmanager", "manual"
 INVENTORY_TOOL, RUNBOOK_TOOL = "query_metrics", "lookup_knowledge"
 Status = DiagnosisSession.Status
+# Rows per INSERT when a notification brings thousands of new episodes.
+EPISODE_BATCH = 500
 
 
 def aiops_start(
@@ -87,64 +96,132 @@ class NotificationOutcome:
 def alertmanager_notification_receive(*, notification: dict) -> NotificationOutcome:
     """Record one Alertmanager notification (webhook version 4, validated) episode by episode.
 
-    Firing episodes not seen before start one analysis; episodes already seen (any group, any
-    re-send, a concurrent delivery of the same notice) start nothing; resolved ones close their
-    episode on the report that analysed it. All of it or nothing is stored.
+    Firing episodes not seen before start one analysis, and so do firing episodes whose report
+    FAILED (a killed worker, an outage): analysed again on their next notification. Episodes already
+    covered (any group, any re-send, a concurrent delivery of the same notice) start nothing;
+    resolved ones close their episode on the report that analysed it. All of it or nothing is stored.
+
+    A constant number of queries whatever the count: a re-send of thousands of known alerts reads
+    only their episodes' keys, states and report ids (never a report's body) and locks nothing.
     """
     alerts = [_alertmanager_alert(alert) for alert in notification["alerts"]]
-    outcome = NotificationOutcome(session=None)
-    closed: list[AlertEpisode] = []
+    by_key: dict[tuple, dict] = {}
+    for alert in alerts:
+        by_key.setdefault(_episode_key(alert), alert)
+    outcome = NotificationOutcome(session=None, known=len(alerts) - len(by_key))
     with transaction.atomic():
-        new_ids, episodes = set(), []
-        # One order for every request: concurrent notices sharing episodes lock them in the same order.
-        for alert in sorted(alerts, key=lambda alert: (alert["fingerprint"], alert["starts_at"])):
-            episode, created = _episode_get_or_create(alert)
-            if created and alert["state"] == FIRING:
-                new_ids.add(episode.pk)
-                episodes.append(episode)
-            elif alert["state"] == RESOLVED and _episode_close(episode, alert):
-                closed.append(episode)
-            else:
-                outcome.known += 1
-            alert["episode_id"] = episode.pk
-        new_alerts = [alert for alert in alerts if alert["episode_id"] in new_ids]
-        outcome.new, outcome.resolved = len(new_alerts), len(closed)
-        if new_alerts:
+        episodes = _episodes_of(by_key)
+        if missing := [key for key in by_key if key not in episodes]:
+            _episodes_create([by_key[key] for key in missing])
+            episodes.update(_episodes_of({key: by_key[key] for key in missing}))
+        to_analyse, to_close = _episodes_to_change(by_key, episodes)
+        if to_analyse or to_close:
+            # Re-read under row locks (one order for every request, so concurrent notices sharing
+            # episodes never deadlock): a concurrent notice may have claimed or closed them meanwhile.
+            episodes.update(_episodes_of({key: by_key[key] for key in to_analyse + to_close}, lock=True))
+            to_analyse, to_close = _episodes_to_change(
+                {key: by_key[key] for key in to_analyse + to_close}, episodes
+            )
+        for key, alert in by_key.items():
+            alert["episode_id"] = episodes[key]["pk"]
+        outcome.new, outcome.resolved = len(to_analyse), len(to_close)
+        outcome.known += len(by_key) - outcome.new - outcome.resolved
+        if to_analyse:
+            analysed = set(to_analyse)
+            new_alerts = [alert for key, alert in by_key.items() if key in analysed]
             outcome.session = _notification_session_create(notification, new_alerts)
-            AlertEpisode.objects.filter(pk__in=[e.pk for e in episodes]).update(report=outcome.session)
-        for report_pk in dict.fromkeys(e.report_id for e in closed if e.report_id):
-            _report_resolved(report_pk)
+            AlertEpisode.objects.filter(pk__in=[alert["episode_id"] for alert in new_alerts]).update(
+                report=outcome.session, updated_at=timezone.now()
+            )
+        if to_close:
+            _episodes_close([by_key[key] for key in to_close])
+        for report_pk in dict.fromkeys(episodes[key]["report_id"] for key in to_close):
+            if report_pk:
+                _report_resolved(report_pk)
     if outcome.session is None:
-        known = AlertEpisode.objects.filter(
-            pk__in=[a["episode_id"] for a in alerts], report__isnull=False
-        ).select_related("report")
-        outcome.session = next((episode.report for episode in known), None)
+        report_pk = next((e["report_id"] for key in by_key if (e := episodes[key])["report_id"]), None)
+        if report_pk:
+            outcome.session = DiagnosisSession.objects.only("session_id", "status").get(pk=report_pk)
     return outcome
 
 
-def _episode_get_or_create(alert: dict) -> tuple[AlertEpisode, bool]:
-    resolved = alert["state"] == RESOLVED
-    return AlertEpisode.objects.get_or_create(
-        fingerprint=alert["fingerprint"],
-        starts_at=alert["starts_at_time"],
-        defaults={
-            "alert_name": alert["alert_name"],
-            "labels": alert["labels"],
-            "annotations": alert["annotations"],
-            # A resolve seen first records the episode closed: its late firing notice is stale.
-            "state": alert["state"],
-            "ends_at": alert["ends_at_time"] if resolved else None,
-        },
+def _episode_key(alert: dict) -> tuple[str, datetime]:
+    return alert["fingerprint"], alert["starts_at_time"]
+
+
+def _episodes_of(by_key: dict[tuple, dict], *, lock: bool = False) -> dict[tuple, dict]:
+    """The stored episodes of these keys: key, state, report and its status only (one query, plus
+    one for the reports' statuses); `lock` takes their row locks in key order."""
+    if not by_key:
+        return {}
+    rows = AlertEpisode.objects.filter(
+        fingerprint__in={fingerprint for fingerprint, _ in by_key},
+        starts_at__in={starts_at for _, starts_at in by_key},
+    ).order_by("fingerprint", "starts_at")
+    if lock:
+        rows = rows.select_for_update()
+    found = {
+        (row["fingerprint"], row["starts_at"]): row
+        for row in rows.values("pk", "fingerprint", "starts_at", "state", "report_id")
+        if (row["fingerprint"], row["starts_at"]) in by_key
+    }
+    statuses = dict(
+        DiagnosisSession.objects.filter(
+            pk__in={row["report_id"] for row in found.values()} - {None}
+        ).values_list("pk", "status")
+    )
+    for row in found.values():
+        row["report_status"] = statuses.get(row["report_id"])
+    return found
+
+
+def _episodes_create(alerts: list[dict]) -> None:
+    """Insert the episodes no row exists for yet; one a concurrent notice inserted first is kept."""
+    AlertEpisode.objects.bulk_create(
+        [
+            AlertEpisode(
+                fingerprint=alert["fingerprint"],
+                starts_at=alert["starts_at_time"],
+                alert_name=alert["alert_name"],
+                labels=alert["labels"],
+                annotations=alert["annotations"],
+                # A resolve seen first records the episode closed: its late firing notice is stale.
+                state=alert["state"],
+                ends_at=alert["ends_at_time"] if alert["state"] == RESOLVED else None,
+            )
+            for alert in sorted(alerts, key=_episode_key)
+        ],
+        ignore_conflicts=True,
+        batch_size=EPISODE_BATCH,
     )
 
 
-def _episode_close(episode: AlertEpisode, alert: dict) -> bool:
-    """Close a firing episode; False when it already was closed (by this or a concurrent notice:
-    the conditional UPDATE waits for the other's row lock, then finds nothing left to close)."""
-    closed = AlertEpisode.objects.filter(pk=episode.pk, state=AlertEpisode.State.FIRING).update(
-        state=AlertEpisode.State.RESOLVED, ends_at=alert["ends_at_time"], updated_at=timezone.now()
-    )
-    return bool(closed)
+def _episodes_to_change(by_key: dict[tuple, dict], episodes: dict[tuple, dict]) -> tuple[list, list]:
+    """Keys of the episodes to analyse (firing, no report or a FAILED one) and to close (firing,
+    told resolved), in key order."""
+    to_analyse, to_close = [], []
+    for key in sorted(by_key):
+        episode = episodes[key]
+        if episode["state"] != AlertEpisode.State.FIRING:
+            continue
+        if by_key[key]["state"] == RESOLVED:
+            to_close.append(key)
+        elif episode["report_id"] is None or episode["report_status"] == Status.FAILED:
+            to_analyse.append(key)
+    return to_analyse, to_close
+
+
+def _episodes_close(alerts: list[dict]) -> None:
+    """Close these firing episodes (their rows locked by this transaction) at their alerts' ends."""
+    now = timezone.now()
+    by_end: dict[datetime, list[int]] = {}
+    for alert in alerts:
+        by_end.setdefault(alert["ends_at_time"], []).append(alert["episode_id"])
+    # One UPDATE per end time: a notice's resolved alerts mostly share one.
+    for ends_at, pks in by_end.items():
+        AlertEpisode.objects.filter(pk__in=pks).update(
+            state=AlertEpisode.State.RESOLVED, ends_at=ends_at, updated_at=now
+        )
 
 
 def _report_resolved(report_pk: int) -> None:
@@ -186,9 +263,44 @@ def aiops_run(*, session_pk: int) -> DiagnosisSession:
     """Analyse the session's alerts, write the report and the rule evaluation (background task body)."""
     session = session_execute(session_pk=session_pk, body=_analyse, first_stage="executor")
     if session.status == Status.FAILED:
-        aiops_rule_evaluation_run(session_pk=session.pk)
+        aiops_report_failed(session_pk=session.pk)
         session.refresh_from_db()
     return session
+
+
+def aiops_report_failed(*, session_pk: int) -> None:
+    """A report ended FAILED (its own error, or reaped after its worker died): its alert sessions not
+    yet ended end FAILED now with its cause (nothing would ever run them), then every ended session
+    gets its evaluation. Its episodes are analysed again on their next notification."""
+    report = DiagnosisSession.objects.only("pk", "error").get(pk=session_pk)
+    error = f"所属告警分析报告 {report.pk} 已失败：{report.error}"
+    now = timezone.now()
+    unfinished = Q(status__in=[Status.PENDING, Status.RUNNING])
+    for child_pk in report.children.filter(unfinished).values_list("pk", flat=True):
+        with transaction.atomic():
+            # The status condition again: a child that ended meanwhile keeps its outcome.
+            if DiagnosisSession.objects.filter(unfinished, pk=child_pk).update(
+                status=Status.FAILED,
+                **session_failure_fields(
+                    kind=DiagnosisSession.Kind.AIOPS, error=error, error_id=new_error_id()
+                ),
+                output_type="",
+                current_stage="failed",
+                finished_at=now,
+                updated_at=now,
+            ):
+                rule_evaluation_enqueue(session_pk=child_pk)
+    aiops_rule_evaluation_run(session_pk=session_pk)
+
+
+def aiops_reports_reaped(*, session_pks: list[int], **kwargs) -> None:
+    """`sessions_reaped` receiver: the reports among the reaped sessions get what `aiops_run` gives a
+    failed report."""
+    reports = DiagnosisSession.objects.filter(
+        pk__in=session_pks, kind=DiagnosisSession.Kind.AIOPS, parent__isnull=True, status=Status.FAILED
+    )
+    for report_pk in reports.values_list("pk", flat=True):
+        aiops_report_failed(session_pk=report_pk)
 
 
 def aiops_rule_evaluation_run(*, session_pk: int) -> dict:

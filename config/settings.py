@@ -290,6 +290,19 @@ elif Q_BROKER in ("", "orm"):
 else:
     raise ImproperlyConfigured(f"DIAGNOSIS_Q_BROKER={Q_BROKER!r}: expected redis://… or orm")
 
+# The rate limits (webhook tokens, failed token attempts) count in this cache. With several web processes
+# it must be shared: `DIAGNOSIS_CACHE_URL=redis://…`, else the Redis broker's server when the queue is on
+# Redis; otherwise each process counts on its own (one process: `make run`, the tests).
+CACHE_URL = os.environ.get("DIAGNOSIS_CACHE_URL") or (Q_BROKER if "redis" in Q_CLUSTER else "")
+if CACHE_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": CACHE_URL,
+            "KEY_PREFIX": "diagnosis",
+        }
+    }
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -344,6 +357,9 @@ DIAGNOSIS = {
     ],
     # Webhook bounds: notifications per token and period (N/s|min|hour|day); the largest body accepted.
     "ALERTMANAGER_RATE": os.environ.get("DIAGNOSIS_ALERTMANAGER_RATE", "120/min"),
+    # Wrong or missing-scheme tokens one client address may send per period before every request from
+    # it is refused with 429 (a right token too: guessing must not learn from the answer).
+    "ALERTMANAGER_FAILED_TOKEN_RATE": os.environ.get("DIAGNOSIS_ALERTMANAGER_FAILED_TOKEN_RATE", "10/min"),
     "ALERTMANAGER_MAX_BYTES": env_int("DIAGNOSIS_ALERTMANAGER_MAX_BYTES", 1024 * 1024),
     # Where finished reports and resolved episodes are POSTed (contracts §13); unset = nowhere.
     "NOTIFY_URL": os.environ.get("DIAGNOSIS_NOTIFY_URL") or None,

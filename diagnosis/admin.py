@@ -23,11 +23,11 @@ from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.db import connections
-from django.db.models import Q
+from django.db.models import F, Q
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.functional import cached_property
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator, format_lazy
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
@@ -37,10 +37,14 @@ from diagnosis.evaluation.case_export import cases_export_file
 from diagnosis.models import AgentStep, DiagnosisSession, SessionReview, ToolInvocation
 from diagnosis.selectors.audit import session_audit
 from diagnosis.selectors.sessions import needs_review_condition, session_review_annotated
+from diagnosis.serializers import trace_url
 from diagnosis.services.cases import case_create_from_session
 from diagnosis.services.reviews import VERDICTS, review_record
 from diagnosis.templatetags.desk_labels import code_text, local_time
 
+# The audit page's bounds per tool call (issue 24): refs listed, characters of each ref's text.
+AUDIT_REFS_SHOWN = 20
+AUDIT_TEXT_CHARS = 300
 REVIEW_PERMISSION = "diagnosis.review_session"
 PROMOTE_PERMISSION = "caselib.add_caselibrary"
 # Heavy columns the list never shows: leave them in the database.
@@ -300,11 +304,33 @@ class ToolInvocationInline(ReadOnlyInline):
     def evidence(self, invocation: ToolInvocation) -> str:
         return code_text(invocation.evidence_status) or invocation.error or "—"
 
+    def get_queryset(self, request):
+        # The trace link's id in the same query: no session row (with its JSON) loaded per call.
+        return super().get_queryset(request).annotate(trace_session_id=F("session__session_id"))
+
     @admin.display(description=_("evidence refs"))
     def refs(self, invocation: ToolInvocation) -> str:
-        return (
-            "\n".join(f"{ref.get('raw_path')}: {ref.get('text')}" for ref in invocation.evidence_refs) or "—"
+        """The first refs, each cut for display: a call may return thousands of series, a label value
+        half a megabyte. The trace JSON one click away holds them all, whole."""
+        refs = invocation.evidence_refs
+        if not refs:
+            return "—"
+        texts = [str(ref.get("text") or "") for ref in refs[:AUDIT_REFS_SHOWN]]
+        lines = format_html_join(
+            "\n",
+            "{}: {}",
+            (
+                (ref.get("raw_path"), Truncator(text).chars(AUDIT_TEXT_CHARS))
+                for ref, text in zip(refs[:AUDIT_REFS_SHOWN], texts, strict=True)
+            ),
         )
+        more = len(refs) - len(texts)
+        if not more and all(len(text) <= AUDIT_TEXT_CHARS for text in texts):
+            return lines
+        link = trace_url(invocation.trace_session_id)
+        if more:
+            return format_html('{}\n另有 {} 条，完整记录见 <a href="{}">trace JSON</a>', lines, more, link)
+        return format_html('{}\n全文见 <a href="{}">trace JSON</a>', lines, link)
 
 
 class AlertSessionInline(ReadOnlyInline):

@@ -46,3 +46,23 @@ def test_without_a_secret_key_outside_development_the_project_refuses_to_start()
 
     assert result.returncode != 0
     assert "DJANGO_SECRET_KEY is required" in result.stderr
+
+
+def _caches(**environment: str) -> str:
+    result = _manage(
+        "shell",
+        "-c",
+        "from django.conf import settings; print(settings.CACHES['default'])",
+        DIAGNOSIS_DEV="1",
+        **environment,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_rate_limits_count_in_a_shared_redis_cache_when_the_queue_is_on_redis_or_one_is_named():
+    assert "LocMemCache" in _caches()
+    on_broker = _caches(DIAGNOSIS_Q_BROKER="redis://127.0.0.1:6379/3")
+    assert "RedisCache" in on_broker and "redis://127.0.0.1:6379/3" in on_broker
+    named = _caches(DIAGNOSIS_Q_BROKER="orm", DIAGNOSIS_CACHE_URL="redis://cache.internal:6379/1")
+    assert "RedisCache" in named and "redis://cache.internal:6379/1" in named

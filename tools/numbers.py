@@ -6,17 +6,24 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 
 SIGNIFICANT_DIGITS = 6
+# Beyond this many places either side of the point a value is written in scientific notation:
+# `1e308` (legal in Prometheus) in plain digits would be 309 of them, past decimal's precision too.
+PLAIN_PLACES = 20
 
 
 def number_text(raw: str) -> str:
     """A sample value in plain decimals (Prometheus writes alert values as `1.6450887e+10`): whole
-    numbers exactly, others to six significant digits. NaN and ±Inf stay as Prometheus writes them."""
+    numbers exactly, others to six significant digits; extreme magnitudes as `1.79769e+308`. NaN
+    and ±Inf stay as Prometheus writes them."""
     try:
         value = Decimal(str(raw))
     except InvalidOperation:
         return str(raw)
     if not value.is_finite():
         return str(raw)
+    if value and abs(value.adjusted()) > PLAIN_PLACES:
+        mantissa, exponent = f"{value:.{SIGNIFICANT_DIGITS - 1}e}".split("e")
+        return f"{mantissa.rstrip('0').rstrip('.')}e{exponent}"
     if value == value.to_integral_value():
         return f"{value.quantize(Decimal(1)):f}"
     rounded = round(value, max(0, SIGNIFICANT_DIGITS - 1 - value.adjusted()))

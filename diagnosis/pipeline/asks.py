@@ -185,8 +185,10 @@ def _resolved(kinds: set[str], *, focus: QuestionFocus, series: list[str], windo
 
 
 def _subjects(kind: str, *, focus: QuestionFocus, series: list[str]) -> list[tuple[str, SubjectKind, str]]:
-    """(subject, its kind, the service it was asked on) for each ask of one kind."""
-    service = focus.services[0] if len(focus.services) == 1 else ""
+    """(subject, its kind, the service it was asked on) for each ask of one kind. An unknown service
+    the question names is still the service asked on: its alert is never answered from another's."""
+    named = focus.services or tuple(focus.unknown_services)
+    service = named[0] if len(named) == 1 else ""
     if kind not in PER_SUBJECT:
         return [(service, "service", service)] if service else [("", "all", "")]
     if kind in ("value", "trend") and series:

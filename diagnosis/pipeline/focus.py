@@ -32,6 +32,8 @@ COMPOUND_WORD = re.compile(
 )
 CAMEL_WORD = re.compile(r"(?<![A-Za-z0-9_\-])[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+(?![A-Za-z0-9_\-])")
 NAME_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+# `service="…"` in a question: a label value, quoted as PromQL quotes it (`\"` and `\\` escaped).
+LABEL_VALUE = re.compile(r'(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 SERVICE_WORD_AFTER = re.compile(r"^\s*(?:服务|service\b|svc\b)", re.IGNORECASE)
 NOTHING_UNDERSTOOD = "未能识别问题涉及的服务、告警或主题"
 
@@ -186,7 +188,11 @@ class World:
 
     def focus_of(self, *, query: str, excluded: Iterable[str] = ()) -> QuestionFocus:
         return question_focus(
-            query=query, inventory=self.inventory, vocabulary=self.vocabulary, excluded=excluded
+            query=query,
+            inventory=self.inventory,
+            vocabulary=self.vocabulary,
+            excluded=excluded,
+            service_labels=self.service_labels,
         )
 
 
@@ -250,16 +256,37 @@ class QuestionFocus:
 
 
 def question_focus(
-    *, query: str, inventory: Inventory, vocabulary: Vocabulary, excluded: Iterable[str] = ()
+    *,
+    query: str,
+    inventory: Inventory,
+    vocabulary: Vocabulary,
+    excluded: Iterable[str] = (),
+    service_labels: Iterable[str] = (),
 ) -> QuestionFocus:
-    """Services, alerts (known and unknown) and topics the question asks about, minus what it excludes."""
+    """Services, alerts (known and unknown) and topics the question asks about, minus what it excludes.
+
+    A quoted value of a service label (`service="…"`, as an AIOps alert question writes its alert's
+    label) is one whole subject: the known service it equals (case and separators aside), else an
+    unknown service, never a known name it merely contains (`order-service"} or vector(1)`); other
+    quoted label values are no subject."""
     text = query
     for topic in excluded:
         text = text.replace(topic, " ")
+    quoted = list(LABEL_VALUE.finditer(text))
+    # Other labels' values (`pod="…"`) name no subject at all: a pod named after a service is no ask.
+    text = _masked(text, [match.span() for match in quoted])
+    labelled = [match for match in quoted if match.group(1) in set(service_labels)]
     services = inventory.services_in(text)
     alerts = inventory.alerts_in(text)
     masked = _masked(text, inventory.spans(text))
     unknown = []
+    for match in labelled:
+        value = re.sub(r"\\(.)", r"\1", match.group(2))
+        same = [name for name in sorted(inventory.services) if _folded(name) == _folded(value)]
+        if same:
+            services.append(same[0])
+        elif value.strip():
+            unknown.append(UnknownName(value, "service", tuple(inventory.nearest(value, kind="service"))))
     for candidate in _unknown_names(masked, inventory, vocabulary):
         # `check-out` is `checkout`: separators never make a name unknown.
         same = [

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -38,6 +39,10 @@ ERROR_CHARS = 1000
 MESSAGE_OUTPUT_CHARS = 4000
 MESSAGE_REFS = 30
 MESSAGE_REF_CHARS = 1000
+# What neither database stores: NUL (PostgreSQL refuses it in text and JSON) and surrogate code points
+# (not UTF-8; a lone one from a broken source fails both). Replaced before refs index the output.
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
 
 
 def invocation_record(
@@ -118,14 +123,14 @@ def _invocation_run(
         seen = _seen_block_ids(session, tool_name, batch) if tool.is_guidance else set()
         context = ToolContext(now=clock.now(), seen_block_ids=seen)
         # Round-tripped so an output that cannot be stored fails here, as this tool's failure.
-        output = json.loads(json.dumps(tool.run(parsed, context), ensure_ascii=False))
+        output = storable(json.loads(json.dumps(tool.run(parsed, context), ensure_ascii=False)))
         error = "" if output.get("success", True) else str(output.get("message") or "工具返回失败")
     except Exception as exc:  # any tool failure is recorded as a gap; the pipeline goes on
         if not isinstance(exc, UnknownToolError | ValidationError):
             logger.warning("tool %s failed", tool_name, exc_info=True)
         output, error = {}, _error_text(exc)
     latency_ms = int((time.perf_counter() - started) * 1000)
-    error = error[:ERROR_CHARS]
+    error = storable(error[:ERROR_CHARS])
     if error:
         output = {**output, "success": False, "error": error}
     details = _retrieval_details(
@@ -135,7 +140,7 @@ def _invocation_run(
         session=session,
         round=round,
         tool_name=tool_name,
-        input=arguments or {},
+        input=storable(arguments or {}),
         output=output,
         success=not error,
         error=error,
@@ -204,6 +209,18 @@ def _seen_block_ids(session: DiagnosisSession, tool_name: str, batch: list[ToolI
     for details in [*recorded, *unsaved]:
         seen.update((details or {}).get("evidence_blocks") or ())
     return seen
+
+
+def storable(value: Any) -> Any:
+    """The JSON value with every string (keys too) stripped of what no database stores: a NUL in a
+    log line or a runbook ends that text's character as U+FFFD, never the session."""
+    if isinstance(value, str):
+        return UNSTORABLE.sub(REPLACEMENT, value)
+    if isinstance(value, dict):
+        return {storable(key): storable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [storable(item) for item in value]
+    return value
 
 
 def _error_text(exc: Exception) -> str:

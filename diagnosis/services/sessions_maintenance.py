@@ -18,6 +18,7 @@ from diagnosis.models import DiagnosisSession
 from diagnosis.services.rule_evaluation import rule_evaluation_enqueue
 from diagnosis.services.session_lifecycle import new_error_id, session_failure_fields
 from diagnosis.services.session_liveness import lost_before
+from diagnosis.signals import sessions_reaped
 
 logger = logging.getLogger(__name__)
 STALE_SESSIONS_SCHEDULE_NAME = "stale_sessions_fail"
@@ -71,6 +72,10 @@ def stale_sessions_fail(*, older_than_seconds: int) -> int:
             failed += ended
         for pk, *_ in stale:
             rule_evaluation_enqueue(session_pk=pk)
+        if stale:
+            reaped = [pk for pk, *_ in stale]
+            # After the commit: receivers (AIOps reports) read the failure and write their own records.
+            transaction.on_commit(lambda: sessions_reaped.send(sender=DiagnosisSession, session_pks=reaped))
     return failed
 
 

@@ -176,6 +176,11 @@ def without(payload: dict, path: str) -> dict:
             lambda p: {**p, "alerts": [{**p["alerts"][0], "labels": {"alertname": 5}}]},
             ("alerts", "0", "labels"),
         ),
+        (
+            lambda p: {**p, "alerts": [{**p["alerts"][0], "labels": {"alertname": "X", "pod": "p\ud800"}}]},
+            ("alerts", "0", "labels", "pod"),
+        ),
+        (lambda p: {**p, "commonLabels": ["service"]}, ("commonLabels",)),
     ],
 )
 def test_malformed_notification_is_refused_with_400_naming_the_field(broken, error_path):
@@ -249,7 +254,7 @@ def test_ai_ops_filter_limits_the_alerts(committed):
 
     session = DiagnosisSession.objects.get(session_id=response.data["sessionId"])
     assert list(session.children.values_list("query", flat=True)) == [
-        "只确认 user-service 是否存在 SlowResponse 告警，并给出相关证据"
+        '只确认 service="user-service" 是否存在 SlowResponse 告警，并给出相关证据'
     ]
     assert "HighCPUUsage" not in session.answer
 

@@ -9,6 +9,7 @@ import json
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django_q.conf import Conf
 from rest_framework.test import APIClient
 
@@ -114,7 +115,7 @@ def test_group_mixing_analysed_and_new_episodes_analyses_only_the_new_ones(commi
     report = DiagnosisSession.objects.get(session_id=mixed.data["sessionId"])
     assert [a["alert_name"] for a in report.alert_scope["alerts"]] == ["HighMemoryUsage"]
     assert list(report.children.values_list("query", flat=True)) == [
-        '只确认 order-service 是否存在 HighMemoryUsage 告警（namespace="production"），并给出相关证据'
+        '只确认 service="order-service" 是否存在 HighMemoryUsage 告警（namespace="production"），并给出相关证据'
     ]
     assert "HighCPUUsage" not in report.answer
 
@@ -137,10 +138,10 @@ def test_any_label_prometheus_allows_is_accepted_and_named_in_the_question(commi
     assert response.status_code == 202
     report = DiagnosisSession.objects.get(session_id=response.data["sessionId"])
     assert sorted(report.children.values_list("query", flat=True)) == [
-        '只确认 Checkout API 是否存在 CheckoutLatencyHigh 告警（namespace="shop"，pod="checkout-7d9f"），'
-        "并给出相关证据",
         # No service label: job names the service (DIAGNOSIS_SERVICE_LABELS = service,app,job).
-        '只确认 node 是否存在 NodeLoadHigh 告警（instance="web-1:9100"，job="node"），并给出相关证据',
+        '只确认 job="node" 是否存在 NodeLoadHigh 告警（instance="web-1:9100"，job="node"），并给出相关证据',
+        '只确认 service="Checkout API" 是否存在 CheckoutLatencyHigh 告警（namespace="shop"，pod="checkout-7d9f"），'
+        "并给出相关证据",
     ]
     labels = {a["alert_name"]: a["labels"] for a in report.alert_scope["alerts"]}
     assert labels["CheckoutLatencyHigh"]["team"] == "支付 & 结算"
@@ -258,3 +259,94 @@ def test_concurrent_deliveries_of_one_resolve_close_the_episode_once():
 
     assert sorted(o.resolved for o in outcomes) == [0, 0, 0, 1]
     assert AlertEpisode.objects.get().state == "resolved"
+
+
+def many(count: int, *, offset: int = 0, **kwargs) -> list[dict]:
+    """`count` alerts of the second world's shape, one fingerprint each."""
+    return [checkout(**kwargs) | {"fingerprint": f"{offset + n:016x}"} for n in range(count)]
+
+
+def queries_of(payload: dict) -> list[str]:
+    with CaptureQueriesContext(connection) as captured:
+        assert post(payload).status_code == 202
+    return [query["sql"] for query in captured.captured_queries]
+
+
+def test_a_resend_reads_no_report_body_in_a_constant_number_of_queries():
+    post(notification(*many(5)))
+    post(notification(*many(60, offset=100)))
+    report_columns = ('"answer"', '"alert_scope"', '"self_evaluation"')
+
+    few, lots = queries_of(notification(*many(5))), queries_of(notification(*many(60, offset=100)))
+
+    assert len(few) == len(lots)
+    assert not [sql for sql in lots if any(column in sql for column in report_columns)]
+    assert not [sql for sql in lots if "FOR UPDATE" in sql or sql.startswith(("INSERT", "UPDATE"))]
+
+
+def test_a_first_delivery_creates_its_episodes_in_a_constant_number_of_queries():
+    few, lots = queries_of(notification(*many(5))), queries_of(notification(*many(60, offset=100)))
+
+    assert len(few) == len(lots)
+    assert AlertEpisode.objects.count() == 65
+    assert DiagnosisSession.objects.filter(parent__isnull=True).count() == 2
+
+
+def test_a_resend_with_one_resolved_alert_closes_only_it():
+    first = post(notification(*many(20)))
+    alerts = many(20)
+    alerts[7] = checkout(status="resolved") | {"fingerprint": alerts[7]["fingerprint"]}
+
+    again = post(notification(*alerts))
+
+    assert again.data["episodes"] == {"new": 0, "known": 19, "resolved": 1}
+    assert again.data["sessionId"] == first.data["sessionId"]
+    assert list(AlertEpisode.objects.filter(state="resolved").values_list("fingerprint", flat=True)) == [
+        f"{7:016x}"
+    ]
+
+
+def test_an_alert_twice_in_one_notice_is_one_episode():
+    response = post(notification(memory(), memory(), cpu()))
+
+    assert response.data["episodes"] == {"new": 2, "known": 1, "resolved": 0}
+    report = DiagnosisSession.objects.get(session_id=response.data["sessionId"])
+    assert [a["alert_name"] for a in report.alert_scope["alerts"]] == ["HighMemoryUsage", "HighCPUUsage"]
+
+
+def post_from(address: str, payload: dict, *, token: str):
+    client = APIClient(REMOTE_ADDR=address)
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client.post(WEBHOOK, json.dumps(payload), content_type="application/json")
+
+
+def test_wrong_tokens_are_rate_limited_per_address_and_then_even_the_right_one_is_refused(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"ALERTMANAGER_FAILED_TOKEN_RATE": "3/min"}
+    payload = notification(cpu())
+
+    guesses = [post_from("203.0.113.7", payload, token=f"guess-{n}").status_code for n in range(5)]
+    right_after = post_from("203.0.113.7", payload, token=TOKEN)
+    elsewhere = post_from("198.51.100.2", payload, token=TOKEN)
+
+    assert guesses == [401, 401, 401, 429, 429]
+    assert right_after.status_code == 429 and int(right_after.headers["Retry-After"]) > 0
+    assert elsewhere.status_code == 202
+    assert AlertEpisode.objects.count() == 1
+
+
+def test_a_malformed_authorization_header_counts_as_a_failed_attempt(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"ALERTMANAGER_FAILED_TOKEN_RATE": "1/min"}
+    client = APIClient(REMOTE_ADDR="203.0.113.9")
+    client.credentials(HTTP_AUTHORIZATION="Basic abc")
+
+    statuses = [client.post(WEBHOOK, "{}", content_type="application/json").status_code for _ in range(2)]
+
+    assert statuses == [401, 429]
+
+
+def test_alertmanagers_own_notifications_never_use_up_the_failed_attempts(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"ALERTMANAGER_FAILED_TOKEN_RATE": "1/min"}
+
+    statuses = [post(notification(cpu(starts_at=f"2026-11-29T07:0{n}:00Z"))).status_code for n in range(3)]
+
+    assert statuses == [202, 202, 202]

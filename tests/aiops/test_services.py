@@ -2,10 +2,13 @@
 
 import re
 from collections import Counter
+from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
+from aiops import services
 from aiops.checks import aiops_checks
 from aiops.models import AlertEpisode
 from aiops.report import AlertSubject, alert_analysis_build, report_build
@@ -17,6 +20,7 @@ from aiops.services import (
     alertmanager_notification_receive,
 )
 from diagnosis.models import DiagnosisSession
+from diagnosis.services.sessions_maintenance import stale_sessions_fail
 from tests.aiops.support import DEMO_NOW, alert, notification
 from tests.factories import CompletedSessionFactory, DiagnosisSessionFactory
 
@@ -35,6 +39,15 @@ def received(payload: dict) -> DiagnosisSession:
     serializer = AlertmanagerNotificationSerializer(data=payload)
     serializer.is_valid(raise_exception=True)
     return alertmanager_notification_receive(notification=serializer.validated_data).session
+
+
+def demo_alert() -> dict:
+    return alert("HighMemoryUsage", "order-service", fingerprint="b2c3d4e5f6071829")
+
+
+def shop_alert() -> dict:
+    labels = {"service": "Checkout API", "namespace": "shop"}
+    return alert("CheckoutLatencyHigh", "Checkout API", fingerprint="c0ffee0000000001", labels=labels)
 
 
 def section(report: str, alert_name: str) -> str:
@@ -73,9 +86,9 @@ def test_each_firing_alert_is_diagnosed_by_its_own_verified_child_session():
 
     children = list(session.children.order_by("id"))
     assert [child.query for child in children] == [
-        "只确认 payment-service 是否存在 HighCPUUsage 告警，并给出相关证据",
-        "只确认 order-service 是否存在 HighMemoryUsage 告警，并给出相关证据",
-        "只确认 user-service 是否存在 SlowResponse 告警，并给出相关证据",
+        '只确认 service="payment-service" 是否存在 HighCPUUsage 告警，并给出相关证据',
+        '只确认 service="order-service" 是否存在 HighMemoryUsage 告警，并给出相关证据',
+        '只确认 service="user-service" 是否存在 SlowResponse 告警，并给出相关证据',
     ]
     for child in children:
         assert (child.kind, child.status, child.verdict, child.output_type) == (
@@ -433,3 +446,93 @@ def test_analysis_that_breaks_ends_failed_and_its_rule_evaluation_fails():
         "passed": False,
         "reason": "没有以“告警分析报告”为标题的最终报告",
     }
+
+
+def killed_mid_analysis(report: DiagnosisSession) -> list[DiagnosisSession]:
+    """The report as a SIGKILLed worker leaves it: RUNNING without a heartbeat for an hour, one alert
+    session done, one never started."""
+    an_hour_ago = timezone.now() - timedelta(hours=1)
+    DiagnosisSession.objects.filter(pk=report.pk).update(
+        status=DiagnosisSession.Status.RUNNING, started_at=an_hour_ago, updated_at=an_hour_ago
+    )
+    done = CompletedSessionFactory(kind=DiagnosisSession.Kind.AIOPS, parent=report)
+    waiting = DiagnosisSessionFactory(kind=DiagnosisSession.Kind.AIOPS, parent=report)
+    return [done, waiting]
+
+
+@pytest.mark.parametrize("world_alert", [demo_alert, shop_alert])
+def test_a_reaped_report_fails_its_waiting_alert_sessions_at_once_and_gets_its_rule_evaluation(
+    world_alert, django_capture_on_commit_callbacks
+):
+    report = received(notification(world_alert()))
+    done, waiting = killed_mid_analysis(report)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert stale_sessions_fail(older_than_seconds=900) == 1
+
+    report.refresh_from_db()
+    assert report.status == DiagnosisSession.Status.FAILED
+    assert "心跳" in report.error
+    waiting.refresh_from_db()
+    assert waiting.status == DiagnosisSession.Status.FAILED
+    assert waiting.error == f"所属告警分析报告 {report.pk} 已失败：{report.error}"
+    assert waiting.answer.startswith("告警分析执行失败（错误编号 ")
+    done.refresh_from_db()
+    assert done.status == DiagnosisSession.Status.COMPLETED
+    assert report.self_evaluation["aiops_rule_evaluation"]["verdict"] == "fail"
+
+
+@pytest.mark.parametrize("world_alert", [demo_alert, shop_alert])
+def test_the_episodes_of_a_failed_report_are_analysed_again_on_their_next_notification_once(world_alert):
+    payload = notification(world_alert())
+    failed = received(payload)
+    killed_mid_analysis(failed)
+    stale_sessions_fail(older_than_seconds=900)
+
+    again = received(payload)
+    resent = received(payload)
+
+    assert again.pk != failed.pk and again.status == DiagnosisSession.Status.PENDING
+    assert [a["fingerprint"] for a in again.alert_scope["alerts"]] == [payload["alerts"][0]["fingerprint"]]
+    assert AlertEpisode.objects.get().report == again
+    assert resent.pk == again.pk
+    assert DiagnosisSession.objects.filter(parent__isnull=True).count() == 2
+
+
+def test_a_report_that_breaks_fails_its_waiting_alert_sessions_with_its_cause(monkeypatch):
+    report = received(notification(demo_alert()))
+    waiting = DiagnosisSessionFactory(kind=DiagnosisSession.Kind.AIOPS, parent=report)
+
+    def children_run_breaks(child_pks: list[int]) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(services, "_children_run", children_run_breaks)
+
+    report = aiops_run(session_pk=report.pk)
+
+    waiting.refresh_from_db()
+    assert report.status == waiting.status == DiagnosisSession.Status.FAILED
+    assert waiting.error == f"所属告警分析报告 {report.pk} 已失败：RuntimeError: boom"
+
+
+def memory_alert_on(service: str) -> DiagnosisSession:
+    labels = {"service": service, "namespace": "production"}
+    payload = notification(alert("HighMemoryUsage", service, fingerprint="b2c3d4e5f6071829", labels=labels))
+    return aiops_run(session_pk=received(payload).pk).children.get()
+
+
+@pytest.mark.parametrize("value", ['order-service"} or vector(1)', ".*", "order-service canary"])
+def test_a_service_label_that_only_contains_a_known_name_is_never_confirmed_as_that_service(value):
+    child = memory_alert_on(value)
+
+    assert f"未找到名为 {value} 的服务" in child.answer
+    assert "结论：否，未发现 HighMemoryUsage 告警" in child.answer
+    assert "service=order-service" not in child.answer  # no alert record of the known service is cited
+
+
+@pytest.mark.parametrize("value", ["ORDER_SERVICE", "Order Service"])
+def test_a_service_label_equal_to_a_known_name_in_another_spelling_is_that_service(value):
+    child = memory_alert_on(value)
+
+    assert child.verdict == "PASS"
+    assert "结论：是，order-service 的 HighMemoryUsage 告警" in child.answer

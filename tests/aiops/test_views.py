@@ -204,3 +204,32 @@ def test_report_page_leads_with_the_status_and_links_each_alerts_session_and_bac
         child_page = client.get(reverse("chat-conversation", args=[child.session_id])).content.decode()
         assert reverse("chat-conversation", args=[webhook_report.session_id]) in child_page
         assert "返回所属的告警分析报告" in child_page
+
+
+@pytest.mark.parametrize(
+    ("name", "service"), [("HighMemoryUsage", "order-service"), ("CheckoutLatencyHigh", "Checkout API")]
+)
+def test_a_500_kb_label_value_is_cut_in_the_report_and_kept_whole_in_its_scope(client, name, service):
+    huge = "x" * 500_000
+    payload = notification(
+        alert(
+            name,
+            service + huge,
+            fingerprint="d00d000000000001",
+            labels={"service": service + huge, "pod": huge},
+        )
+    )
+    serializer = AlertmanagerNotificationSerializer(data=payload)
+    serializer.is_valid(raise_exception=True)
+    report = aiops_run(
+        session_pk=alertmanager_notification_receive(notification=serializer.validated_data).session.pk
+    )
+    client.force_login(ReviewerFactory())
+
+    page = client.get(reverse("chat-conversation", args=[report.session_id]))
+
+    assert report.status == DiagnosisSession.Status.COMPLETED
+    assert len(report.answer) < 20_000 and len(report.children.get().query) < 1000
+    assert page.status_code == 200 and len(page.content) < 200_000, len(page.content)
+    assert f"{service}{'x' * 50}" in page.content.decode() and "x" * 1000 not in page.content.decode()
+    assert report.alert_scope["alerts"][0]["labels"]["pod"] == huge

@@ -17,6 +17,7 @@ from tests.factories import (
     CompletedSessionFactory,
     DiagnosisSessionFactory,
     StaffUserFactory,
+    ToolInvocationFactory,
     UserFactory,
     claim_blocked,
 )
@@ -447,3 +448,60 @@ def test_reviewers_see_a_failed_sessions_error_id_and_raw_cause(client, reviewer
     assert "错误编号" in page
     assert "ab12cd34" in page
     assert "AttributeError: &#x27;str&#x27; object has no attribute &#x27;message&#x27;" in page
+
+
+AUDIT_PAGE_BYTES = 2 * 1024 * 1024
+
+
+def promql_series(count: int, *, service: str, label_value: str = "") -> dict:
+    """One query_promql call's record: `count` series and a ref each, as the tool records them."""
+    series = [
+        {
+            "metric": {"__name__": "up", "service": service, "pod": f"{label_value}p{n}"},
+            "value": [1764399600, "1"],
+        }
+        for n in range(count)
+    ]
+    refs = [
+        {"raw_path": f"$.series[{n}]", "text": f'up{{pod="{label_value}p{n}",service="{service}"}} 当前值 1'}
+        for n in range(count)
+    ]
+    return {
+        "tool_name": "query_promql",
+        "input": {"query": f'up{{service="{service}"}}'},
+        "output": {
+            "success": True,
+            "result_type": "vector",
+            "series": series,
+            "message": f"返回 {count} 条时间序列",
+        },
+        "retrieval_details": {"evidence_status": "supported", "evidence_refs": refs},
+    }
+
+
+@pytest.mark.parametrize("service", ["order-service", "checkout"])
+def test_the_audit_page_of_a_session_with_10000_series_stays_small_and_links_the_full_trace(
+    client, reviewer, service
+):
+    session = CompletedSessionFactory(owner=reviewer)
+    for _ in range(5):
+        ToolInvocationFactory(session=session, **promql_series(10_000, service=service))
+
+    response = client.get(change_url(session))
+
+    assert response.status_code == 200
+    assert len(response.content) < AUDIT_PAGE_BYTES, len(response.content)
+    page = response.content.decode()
+    assert page.count("pod=&quot;p9999&quot;") == 0
+    assert "另有 9980 条" in page
+    assert f'href="/api/sessions/{session.session_id}/trace"' in page
+
+
+def test_a_huge_label_value_is_cut_on_the_audit_page_with_the_full_text_in_the_trace(client, reviewer):
+    session = CompletedSessionFactory(owner=reviewer)
+    ToolInvocationFactory(session=session, **promql_series(1, service="checkout", label_value="x" * 500_000))
+
+    response = client.get(change_url(session))
+
+    assert len(response.content) < 200_000, len(response.content)
+    assert "x" * 1000 not in response.content.decode()

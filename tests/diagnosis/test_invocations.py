@@ -4,11 +4,15 @@ import json
 
 import pytest
 
+from diagnosis.evaluation.fixtures import WORLDS_DIR, world_tools
+from diagnosis.models import DiagnosisSession
 from diagnosis.services.invocations import (
     MESSAGE_OUTPUT_CHARS,
     MESSAGE_REFS,
+    storable,
     tool_message_build,
 )
+from diagnosis.services.sessions import session_start
 from tests.factories import DiagnosisSessionFactory
 from tests.tools.support import BrokenBackend, FiveHundredLogsBackend, pin_demo_now, record, use_backend
 
@@ -226,3 +230,74 @@ def test_tool_message_is_bounded_on_a_large_output(session, settings):
     assert output["logs"] == invocation.output["logs"][: len(output["logs"])]
     assert message["evidence_refs"] == invocation.evidence_refs[:MESSAGE_REFS]
     assert message["evidence_refs_omitted"] == 100 - MESSAGE_REFS
+
+
+HOSTILE_TAIL = " cache miss\x00 then \ud800 half a pair"
+HOSTILE_WORLDS = {
+    # world: (question, the alert given a 1e308 value, its service)
+    "demo": ("order-service 为什么内存使用率高？", "HighMemoryUsage", "order-service"),
+    "shop": ("checkout 为什么一直重启？", "KubePodCrashLooping", "checkout"),
+}
+
+
+@pytest.fixture(params=sorted(HOSTILE_WORLDS))
+def hostile_world(request, settings):
+    """The world's data with one alert valued 1e308 (legal in Prometheus) and a log line of its service
+    carrying a NUL and a lone surrogate, served by the fixture backend; yields (question, world)."""
+    question, alert_name, service = HOSTILE_WORLDS[request.param]
+    if request.param == "demo":
+        alerts = json.loads((settings.BASE_DIR / "tools/data/demo_world/alerts.json").read_text())
+        logs = json.loads((settings.BASE_DIR / "tools/data/demo_world/logs.json").read_text())
+        data = {"query_metrics": {"mode": "replace", "records": alerts}, "query_logs": {"records": []}}
+        overrides = {}
+    else:
+        data = world_tools(request.param).backend_data()
+        logs = data["query_logs"]["records"]
+        overrides = {"VOCABULARY_FILE": str(WORLDS_DIR / request.param / "vocabulary.json")}
+    for alert in data["query_metrics"]["records"]:
+        if alert["alert_name"] == alert_name:
+            alert["value"] = "1e308"
+    # The service's first log line again, newest, with the hostile tail: what the question finds.
+    line = next(log for log in logs if log["service"] == service)
+    data["query_logs"]["records"].append(
+        {
+            "minutes_ago": 0,
+            "topic": line["topic"],
+            "level": line["level"],
+            "service": service,
+            "instance": "",
+            "message": line["message"] + HOSTILE_TAIL,
+            "metrics": {},
+        }
+    )
+    backends = dict.fromkeys(data, "tools.backends.fixture.FixtureBackend")
+    settings.DIAGNOSIS = (
+        settings.DIAGNOSIS
+        | overrides
+        | {
+            "TOOL_BACKENDS": settings.DIAGNOSIS["TOOL_BACKENDS"] | backends,
+            "FIXTURE_TOOL_DATA": data,
+        }
+    )
+    return question
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_huge_sample_and_a_nul_in_a_log_line_end_completed_with_the_text_stored_replaced(hostile_world):
+    session = session_start(query=hostile_world, run_inline=True)
+
+    assert session.status == DiagnosisSession.Status.COMPLETED, session.error
+    outputs = [json.dumps(i.output, ensure_ascii=False) for i in session.tool_invocations.all()]
+    assert not [text for text in outputs if "\x00" in text or "\\u0000" in text]
+    logs = [i for i in session.tool_invocations.all() if i.tool_name == "query_logs"]
+    assert any(
+        "cache miss\ufffd then \ufffd half a pair" in ref["text"] for i in logs for ref in i.evidence_refs
+    )
+    metrics = [i for i in session.tool_invocations.all() if i.tool_name == "query_metrics"]
+    assert any("1e+308" in ref["text"] for i in metrics for ref in i.evidence_refs)
+
+
+def test_storable_replaces_nul_and_surrogates_in_keys_and_values_and_keeps_the_rest():
+    value = {"a\x00": ["x\udc80y", 1e308, None, {"k": "正常 text"}]}
+
+    assert storable(value) == {"a\ufffd": ["x\ufffdy", 1e308, None, {"k": "正常 text"}]}

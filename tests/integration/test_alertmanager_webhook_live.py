@@ -105,10 +105,12 @@ def test_real_alertmanager_notices_become_one_analysis_per_episode(alerting, rec
     [node] = episodes("NodeLoadPresent")
     assert checkout.labels["service"] == "Checkout API" and checkout.state == "firing"
     checkout_child = checkout.report.children.get()
-    assert checkout_child.query.startswith("只确认 Checkout API 是否存在 CheckoutErrorsHigh 告警（instance=")
+    assert checkout_child.query.startswith(
+        '只确认 service="Checkout API" 是否存在 CheckoutErrorsHigh 告警（instance='
+    )
     node_child = node.report.children.get()
     assert re.fullmatch(
-        r'只确认 node 是否存在 NodeLoadPresent 告警（instance="127\.0\.0\.1:\d+"，job="node"），并给出相关证据',
+        r'只确认 job="node" 是否存在 NodeLoadPresent 告警（instance="127\.0\.0\.1:\d+"，job="node"），并给出相关证据',
         node_child.query,
     )
     lookup = checkout.report.tool_invocations.get(tool_name="lookup_knowledge")

@@ -341,3 +341,76 @@ def test_a_burst_and_faults_lose_nothing_and_end_every_session(stack, record_pro
     print(
         f"\nburst ended in {burst_seconds:.1f} s; killed worker's session FAILED {killed_seconds:.1f} s after the kill"
     )
+
+
+WEBHOOK_TOKEN = "load-webhook-token"
+ALERT = {
+    "status": "firing",
+    "labels": {"alertname": "HighMemoryUsage", "service": "order-service", "namespace": "production"},
+    "annotations": {},
+    "startsAt": "2026-11-29T06:35:00Z",
+    "fingerprint": "b2c3d4e5f6071829",
+}
+NOTIFICATION = {
+    "receiver": "aiops",
+    "status": "firing",
+    "alerts": [ALERT],
+    "groupKey": "{}:{namespace='production'}",
+    "version": "4",
+}
+
+
+def _restart_web(stack: Stack, **environment: str) -> None:
+    stack.kill("web")
+    stack.environment |= environment
+    stack.start("web", "serve", f"--bind={stack.base_url.removeprefix('http://')}", "--workers=1")
+    _wait(lambda: _request(stack, "GET", "/login")[0] == 200, seconds=30, what="web server up")
+
+
+def _notify(stack: Stack) -> dict:
+    request = urllib.request.Request(
+        stack.base_url + "/api/alertmanager/webhook",
+        method="POST",
+        data=json.dumps(NOTIFICATION).encode(),
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {WEBHOOK_TOKEN}"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 202
+        return json.loads(response.read())
+
+
+def test_a_killed_workers_alert_episode_is_analysed_again_after_the_resend(stack):
+    # The report's alert session waits on the model that never answers: the worker is killed meanwhile.
+    _restart_web(stack, DIAGNOSIS_ALERTMANAGER_TOKEN=WEBHOOK_TOKEN, DIAGNOSIS_ENGINE="llm")
+    killed = _notify(stack)["sessionId"]
+    _wait(lambda: stack.status_of(killed)[0] == "RUNNING", seconds=20, what="the report to run")
+    stack.kill("worker")
+    time.sleep(LOST_AFTER_SECONDS + HEARTBEAT_SECONDS)
+    _restart_web(stack, DIAGNOSIS_ENGINE="rules")
+    stack.start("worker", "qcluster")
+    _wait(lambda: stack.status_of(killed)[0] == "FAILED", seconds=30, what="the killed report to fail")
+
+    again = _notify(stack)
+
+    assert again["episodes"] == {"new": 1, "known": 0, "resolved": 0}
+    assert again["sessionId"] != killed
+    _wait(lambda: stack.status_of(again["sessionId"])[0] == "COMPLETED", seconds=60, what="the new report")
+    children = stack.query(
+        "SELECT c.status, c.error FROM diagnosis_diagnosissession c JOIN diagnosis_diagnosissession p"
+        " ON c.parent_id = p.id WHERE p.session_id = %s",
+        [killed],
+    )
+    assert children and all(status == "FAILED" for status, _ in children)
+    assert all("所属告警分析报告" in error or "心跳" in error for _, error in children)
+    evaluated = stack.query(
+        "SELECT count(*) FROM diagnosis_diagnosissession WHERE session_id = %s AND "
+        + (
+            "self_evaluation::text"
+            if stack.environment["DATABASE_URL"].startswith("postgres")
+            else "self_evaluation"
+        )
+        + " LIKE %s",
+        [killed, "%aiops_rule_evaluation%"],
+    )
+    assert evaluated == [(1,)]
+    assert _notify(stack)["sessionId"] == again["sessionId"]

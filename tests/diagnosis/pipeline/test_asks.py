@@ -212,3 +212,12 @@ def test_a_topic_ask_carries_no_label_values(names):
     asks = asks_of(f"{names.service} 的{names.service_metric}现在是多少？ /data", names)
 
     assert all(a.values == () for a in asks)
+
+
+@per_world
+def test_an_alert_asked_on_an_unknown_service_is_asked_on_that_service_not_on_any(names):
+    asks = asks_of(f'只确认 service="{names.service} canary" 是否存在 {names.alert} 告警', names)
+
+    assert [(ask.kind, ask.subject, ask.service) for ask in asks] == [
+        ("existence", names.alert, f"{names.service} canary")
+    ]

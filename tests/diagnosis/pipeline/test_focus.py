@@ -3,7 +3,10 @@ vocabulary it is handed; a vocabulary without ask words reads the shipped ones."
 
 from __future__ import annotations
 
+import pytest
+
 from diagnosis.pipeline.focus import Inventory, question_focus
+from tests.diagnosis.pipeline.slot_support import WORLD_IDS, WORLDS, world
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, Asks, Vocabulary, vocabulary_load
 
 DEMO = vocabulary_load(DEFAULT_VOCABULARY_FILE)
@@ -65,3 +68,38 @@ def test_a_metric_the_source_holds_is_a_series_not_an_unknown_service():
         assert question_focus(
             query=f"{metric} 当前值", inventory=unheld, vocabulary=DEMO
         ).unknown_services == [metric]
+
+
+per_world = pytest.mark.parametrize("names", WORLDS, ids=WORLD_IDS)
+
+
+@per_world
+def test_a_quoted_service_label_equal_to_a_known_name_in_another_spelling_is_that_service(names):
+    spelled = names.service.upper().replace("-", "_")
+
+    found = world(names).focus_of(query=f'只确认 service="{spelled}" 是否存在 {names.alert} 告警')
+
+    assert found.services == (names.service,)
+    assert found.unknown == ()
+
+
+@per_world
+@pytest.mark.parametrize("shape", ['{name}\\"}} or vector(1)', "{name} canary", "x {name}", ".*"])
+def test_a_quoted_service_label_that_only_contains_a_known_name_is_an_unknown_service(names, shape):
+    value = shape.format(name=names.service)
+
+    found = world(names).focus_of(query=f'只确认 service="{value}" 是否存在 {names.alert} 告警')
+
+    assert found.services == ()
+    assert found.unknown_services == [value.replace('\\"', '"')]
+    assert found.alerts == (names.alert,)
+
+
+@per_world
+def test_a_quoted_identity_label_names_no_subject_even_when_it_contains_a_service(names):
+    found = world(names).focus_of(
+        query=f'只确认 service="elsewhere" 是否存在 {names.alert} 告警（pod="{names.other} 7d9f"）'
+    )
+
+    assert found.services == ()
+    assert found.unknown_services == ["elsewhere"]
