@@ -100,12 +100,14 @@ def round_run(
     recorder: Recorder,
     limits: RoundLimits,
     world: World,
+    reused: Sequence[dict] = (),
 ) -> RoundResult:
     # Read before planning (what the question itself excludes), again below if the planner excluded more.
     parsed_excluded = scope_parse(query)[1]
     asked = world.focus_of(query=query, excluded=parsed_excluded)
-    asks, plan, asked_calls, prior = _planned(
-        query, round_number, retry_context, earlier, engine, recorder, limits, world, focus=asked
+    prior = _prior_messages(recorder, round_number, earlier=earlier, reused=reused)
+    asks, plan, asked_calls = _planned(
+        query, round_number, retry_context, engine, recorder, limits, world, prior, focus=asked
     )
     prior_messages = [*prior, *asked_calls.messages]
     executor_call = _executor_run(
@@ -212,18 +214,27 @@ def _judgement(
     )
 
 
+def _prior_messages(
+    recorder: Recorder, round_number: int, *, earlier: list[RoundResult], reused: Sequence[dict]
+) -> list[dict]:
+    """The calls already made for this question: earlier rounds', and `reused` (those of an engine that
+    became unavailable, contracts §20). Cited again, never made again."""
+    earlier_rounds = recorder.tool_messages_before(round=round_number) if earlier else []
+    return list({m["invocation_id"]: m for m in [*reused, *earlier_rounds]}.values())
+
+
 def _planned(
     query: str,
     round_number: int,
     retry_context: dict | None,
-    earlier: list[RoundResult],
     engine: Engine,
     recorder: Recorder,
     limits: RoundLimits,
     world: World,
+    prior: list[dict],
     *,
     focus: QuestionFocus,
-) -> tuple[list[Ask], PlannerOutput, AskedCalls, list[dict]]:
+) -> tuple[list[Ask], PlannerOutput, AskedCalls]:
     """The asks (code), the engine's plan, and the asks' calls made by code and added to the plan
     (whichever engine planned: the executor starts from their results)."""
     asks = asks_read(
@@ -237,9 +248,8 @@ def _planned(
         query=query, round=round_number, retry_context=retry_context, focus=focus, asks=asks
     )
     plan = stage_run(recorder, round_number, Stage.PLANNER, lambda: engine.plan(planner_input)).output
-    prior = recorder.tool_messages_before(round=round_number) if earlier else []
     asked_calls = _asks_called(asks, recorder, round_number, limits, world, prior)
-    return asks, _plan_widened(plan, asks, asked_calls.messages), asked_calls, prior
+    return asks, _plan_widened(plan, asks, asked_calls.messages), asked_calls
 
 
 @dataclass(frozen=True)

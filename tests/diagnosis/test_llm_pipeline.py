@@ -1,9 +1,11 @@
 """Whole sessions through the LLM engine: the real openai SDK over HTTP against the fake server.
 
 Whatever the model says, the guards decide: fabricated citations are rejected, a lenient verifier
-is overridden, broken replies and a broken endpoint end the session cleanly.
+is overridden, broken replies end the session cleanly, and a broken endpoint is answered by the rules
+engine.
 """
 
+import json
 import re
 
 import pytest
@@ -226,21 +228,85 @@ def test_verifier_malformed_json_twice_cannot_pass(fake_llm, one_round):
     assert session.steps.get(agent=AgentStep.Agent.VERIFIER).status == AgentStep.Status.FALLBACK
 
 
-def test_persistent_http_500_ends_the_session_failed_with_the_cause(fake_llm):
+def test_persistent_http_500_is_answered_by_the_rules_engine_saying_so_first(fake_llm):
     server = fake_llm({"verifier": [{"http_status": 500}, {"http_status": 500}]})
 
     session = run()
 
-    assert session.status == DiagnosisSession.Status.FAILED
-    assert "LLMUnavailableError" in session.error and "InternalServerError" in session.error
-    step = session.steps.get(agent=AgentStep.Agent.VERIFIER)
-    error_id = step.model_output["error_id"]
-    assert f"模型服务暂时不可用（校验阶段，错误编号 {error_id}）" in session.answer
+    assert session.status == DiagnosisSession.Status.COMPLETED
+    failed = session.steps.get(agent=AgentStep.Agent.VERIFIER, status=AgentStep.Status.FAILED)
+    error_id = failed.model_output["error_id"]
+    first_line = session.answer.splitlines()[0]
+    assert (
+        first_line
+        == f"模型服务暂时不可用（校验阶段，错误编号 {error_id}）；本次由规则引擎根据已获取的证据作答。"
+    )
     assert "InternalServerError" not in session.answer and "scripted failure" not in session.answer
-    assert "InternalServerError" in step.model_output["server_error"]  # for staff, on the step
-    assert session.output_type == ""
+    assert "InternalServerError" in failed.model_output["server_error"]  # for staff, on the step
     assert len(server.requests_for("VerifierOutput")) == 2  # retried by the SDK once
-    assert step.status == AgentStep.Status.FAILED
+    assert session.verdict == "PASS" and "91%" in session.answer
+    record = evaluation(session)
+    assert record["engine"] == "rules"
+    assert record["engine_fallback"] == {"engine": "llm", "stage": "verifier", "error_id": error_id}
+    assert session.engine == "llm"
+    assert session.error == ""
+
+
+def test_the_rules_engine_reuses_the_calls_the_model_made_instead_of_repeating_them(fake_llm):
+    fake_llm({"executor": executor_turns(), "verifier": [{"http_status": 500}, {"http_status": 500}]})
+
+    session = run()
+
+    assert session.status == DiagnosisSession.Status.COMPLETED
+    calls = [(i.tool_name, json.dumps(i.input, sort_keys=True)) for i in session.tool_invocations.all()]
+    assert calls and len(calls) == len(set(calls))
+    # Both engines ran: the model's steps up to its failure, then the rules engine's from the planner on.
+    versions = list(
+        session.steps.filter(agent=AgentStep.Agent.PLANNER).values_list("prompt_version", flat=True)
+    )
+    assert len(versions) == 2 and versions[0].startswith("planner-v") and versions[1] == "rules-v1"
+
+
+OUTAGE_QUESTIONS = {
+    "demo": (QUERY, "HighMemoryUsage"),
+    "shop": ("只确认 checkout 是否存在 KubePodCrashLooping 告警", "KubePodCrashLooping"),
+}
+
+
+def test_a_model_that_times_out_on_every_call_gives_a_completed_rules_engine_answer(
+    fake_llm, settings, either_world
+):
+    query, alert_name = OUTAGE_QUESTIONS[either_world]
+    fake_llm(latency_s=1)
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"LLM_TIMEOUT": 0.2}
+
+    session = run(query)
+
+    assert session.status == DiagnosisSession.Status.COMPLETED
+    assert session.answer.startswith("模型服务暂时不可用（规划阶段，错误编号 LLM-")
+    assert "规则引擎" in session.answer.splitlines()[0]
+    assert alert_name in session.answer
+    assert session.verdict == "PASS"
+    failed = session.steps.get(status=AgentStep.Status.FAILED)
+    assert failed.agent == AgentStep.Agent.PLANNER
+    assert "APITimeoutError" in failed.model_output["server_error"]
+    assert evaluation(session)["engine_fallback"]["stage"] == "planner"
+
+
+def test_a_rules_engine_that_fails_too_ends_the_session_failed(fake_llm, monkeypatch):
+    def broken_verifier(self, stage_input):
+        raise RuntimeError("rules verifier exploded")
+
+    monkeypatch.setattr("diagnosis.engines.rules.RulesEngine.verify", broken_verifier)
+    fake_llm({"verifier": [{"http_status": 500}, {"http_status": 500}]})
+
+    session = run()
+
+    assert session.status == DiagnosisSession.Status.FAILED
+    assert session.output_type == ""
+    assert "rules verifier exploded" in session.error
+    failed = session.steps.filter(agent=AgentStep.Agent.VERIFIER, status=AgentStep.Status.FAILED)
+    assert failed.count() == 2  # the model's, then the rules engine's
 
 
 def test_http_500_once_is_retried_and_the_session_completes(fake_llm):
@@ -252,18 +318,18 @@ def test_http_500_once_is_retried_and_the_session_completes(fake_llm):
     assert session.output_type == Output.NORMAL
 
 
-def test_model_timeouts_end_the_session_failed_cleanly(fake_llm, settings):
+def test_composer_timeouts_are_answered_by_the_rules_engine(fake_llm, settings):
     fake_llm({"composer": [{"delay_s": 2}, {"delay_s": 2}]})
     settings.DIAGNOSIS = settings.DIAGNOSIS | {"LLM_TIMEOUT": 0.2}
 
     session = run()
 
-    assert session.status == DiagnosisSession.Status.FAILED
-    assert "模型服务暂时不可用（撰写阶段" in session.answer
-    assert session.output_type == ""
-    step = session.steps.get(agent=AgentStep.Agent.COMPOSER)
-    assert step.status == AgentStep.Status.FAILED
+    assert session.status == DiagnosisSession.Status.COMPLETED
+    assert session.answer.startswith("模型服务暂时不可用（撰写阶段")
+    assert session.output_type == Output.NORMAL
+    step = session.steps.get(agent=AgentStep.Agent.COMPOSER, status=AgentStep.Status.FAILED)
     assert "APITimeoutError" in step.model_output["server_error"]
+    assert "APITimeoutError" not in session.answer
 
 
 def test_composer_answer_with_a_number_not_in_its_material_is_replaced(fake_llm):
@@ -275,3 +341,49 @@ def test_composer_answer_with_a_number_not_in_its_material_is_replaced(fake_llm)
     assert evaluation(session)["composer_output"]["status"] == "replaced"
     assert "97%" not in session.answer
     assert "91%" in session.answer
+
+
+CAUSE_QUESTIONS = {
+    "demo": ("order-service 为什么频繁 Full GC？", "order-service"),
+    "shop": ("checkout 为什么反复重启？", "checkout"),
+}
+
+
+def test_a_model_plan_without_the_logs_still_gets_the_log_call_and_starts_from_it(
+    fake_llm, one_round, either_world
+):
+    query, service = CAUSE_QUESTIONS[either_world]
+    metrics_only = {
+        "goal": query,
+        "steps": [{"tool": "query_metrics", "purpose": "查看告警"}],
+        "narrow_scope": False,
+        "focus": [service],
+        "excluded_topics": [],
+    }
+    server = fake_llm({"planner": [metrics_only]})
+
+    session = run(query)
+
+    assert session.status == DiagnosisSession.Status.COMPLETED
+    logs = session.tool_invocations.get(tool_name="query_logs")
+    assert logs.input["service"] == service
+    steps = evaluation(session)["planner_output"]["steps"]
+    assert [step["tool"] for step in steps] == ["query_metrics", "query_logs"]
+    assert steps[1]["purpose"].startswith("代码按所问补充")
+    # The executor's first request already carries the logs' result: it starts from it.
+    first = server.requests_for("ExecutorOutput")[0]
+    user_message = next(m["content"] for m in first["messages"] if m["role"] == "user")
+    assert f'"invocation_id": {logs.pk}' in user_message
+
+
+def test_the_llm_engine_fills_at_least_the_slots_the_rules_engine_fills(fake_llm, one_round, either_world):
+    query, _service = CAUSE_QUESTIONS[either_world]
+    fake_llm()
+
+    def filled(engine: str) -> list[str]:
+        session = session_start(query=query, engine=engine, run_inline=True)
+        return [slot["ask"]["kind"] for slot in evaluation(session)["slots"] if slot["filled"]]
+
+    by_rules = filled("rules")
+    assert by_rules
+    assert set(by_rules) <= set(filled("llm"))
