@@ -3,6 +3,7 @@
     asks (code) → planner → the asks' calls (code) → executor (tool loop, from their results)
     → claim guards (exclusion, focus, evidence as data) → gatekeeper → slots (code, verified)
     → verifier → verdict (code) → verdict guards (citation cap, coverage) → route
+    (gaps: the verifier's and the caps', plus every empty or failed call nothing cites, by name and source)
 
 The question's focus is read by code against the session's `World` (vocabulary and the sources'
 inventory, computed once by the adapter) and handed to the planner and executor as plain data.
@@ -45,6 +46,7 @@ from diagnosis.pipeline.interfaces import (
 from diagnosis.pipeline.records import RoundRecord
 from diagnosis.pipeline.routing import Route, route
 from diagnosis.pipeline.scope import excluded_topics_of, scope_parse
+from diagnosis.pipeline.searched import searched_gaps
 from diagnosis.pipeline.slot_calls import CallsReused, slot_calls_run
 from diagnosis.pipeline.slots import Slot, SlotWorld, slots_read, slots_verified
 from diagnosis.pipeline.verdict import (
@@ -117,11 +119,13 @@ def round_run(
     excluded = excluded_topics_of(query=query, planned=plan.excluded_topics)
     focus = asked if set(excluded) == set(parsed_excluded) else world.focus_of(query=query, excluded=excluded)
     invocations = recorder.invocations()
-    slots = _slots_filled(asks, asked_calls, recorder, round_number, invocations, world)
+    messages = _round_messages(asked_calls, recorder, round_number)
+    slots = _slots_filled(asks, asked_calls, messages, invocations, world)
     context = RoundContext(query, focus, excluded, world, invocations, slots)
     judged = _judgement(engine, recorder, round_number, executor_call, context, retry_context)
     notes = focus.notes()  # unknown subjects, nothing understood: said to the user, listed as gaps
-    verification = judged.verification.model_copy(update={"gaps": [*notes, *judged.verification.gaps]})
+    searched = searched_gaps(messages=messages, output=judged.guarded.kept_output, slots=slots)
+    verification = _gaps_added(judged.verification, first=notes, last=searched)
     next_step = _next_step(verification, round_number, limits, understood=focus.understood)
     record = RoundRecord(
         **dict(verification),
@@ -148,6 +152,11 @@ def round_run(
         rounds=[r.record.model_copy(update={"rounds": []}) for r in earlier],
     )
     return RoundResult(round=round_number, plan=plan, focus=focus, record=record)
+
+
+def _gaps_added(verification: Verification, *, first: list[str], last: list[str]) -> Verification:
+    gaps = list(dict.fromkeys([*first, *verification.gaps, *last]))
+    return verification.model_copy(update={"gaps": gaps})
 
 
 def _next_step(
@@ -277,21 +286,24 @@ def _asks_called(
     return AskedCalls(slot_world, slot_calls_run(asks, toolbox=toolbox, world=slot_world, prior=prior))
 
 
-def _slots_filled(
-    asks: list[Ask],
-    asked_calls: AskedCalls,
-    recorder: Recorder,
-    round_number: int,
-    invocations: Sequence[RecordedInvocation],
-    world: World,
-) -> list[Slot]:
-    """Each ask's slot, read from every call of the round (the executor's too: evidence is evidence,
-    whoever asked for it) and kept filled only where the gatekeeper verifies its citations."""
+def _round_messages(asked_calls: AskedCalls, recorder: Recorder, round_number: int) -> list[dict]:
+    """Every call of the round and before it, the asks' first (evidence is evidence, whoever asked for it)."""
     made = {m["invocation_id"] for m in asked_calls.messages}
-    messages = [
+    return [
         *asked_calls.messages,
         *(m for m in recorder.tool_messages_before(round=round_number + 1) if m["invocation_id"] not in made),
     ]
+
+
+def _slots_filled(
+    asks: list[Ask],
+    asked_calls: AskedCalls,
+    messages: list[dict],
+    invocations: Sequence[RecordedInvocation],
+    world: World,
+) -> list[Slot]:
+    """Each ask's slot, read from every call of the round (the executor's too) and kept filled only
+    where the gatekeeper verifies its citations."""
     return slots_verified(
         slots_read(asks, messages=messages, world=asked_calls.world),
         invocations=invocations,

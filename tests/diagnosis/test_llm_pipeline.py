@@ -387,3 +387,33 @@ def test_the_llm_engine_fills_at_least_the_slots_the_rules_engine_fills(fake_llm
     by_rules = filled("rules")
     assert by_rules
     assert set(by_rules) <= set(filled("llm"))
+
+
+NO_CLAIMS = {
+    "answer_version": "executor_evidence_v2",
+    "claims": [],
+    "hypotheses": [],
+    "missing_info": [],
+    "recommended_actions": [],
+    "diagnosis_summary": "",
+    "user_facing_answer": "",
+}
+SEARCH_QUESTIONS = {"demo": ("看看 order-service", "order-service"), "shop": ("看看 checkout", "checkout")}
+
+
+def test_an_executor_that_states_nothing_still_says_what_it_searched_and_where(
+    fake_llm, one_round, either_world
+):
+    query, service = SEARCH_QUESTIONS[either_world]
+    search = {"name": "query_logs", "arguments": {"service": service, "query": "Deadlock"}}
+    fake_llm({"executor": [{"tool_calls": [search]}, NO_CLAIMS]})
+
+    session = run(query)
+
+    assert session.verdict == "LOW_CONFID"
+    searched = session.tool_invocations.get(tool_name="query_logs", input__query="Deadlock")
+    assert searched.evidence_status == "no_evidence"
+    gap = searched.evidence_refs[0]["text"]
+    assert gap.startswith("在 query_logs（") and "Deadlock" in gap and service in gap and "来源" in gap
+    assert gap in evaluation(session)["gaps"]
+    assert gap in session.answer.split("当前缺口：")[1]
