@@ -1,6 +1,7 @@
 """One round, as a function over the engine and the recorder:
 
     asks (code) → planner → the asks' calls (code) → executor (tool loop, from their results)
+    (its calls' service and alert names grounded in the inventory by code)
     → claim guards (exclusion, focus, evidence as data) → gatekeeper → slots (code, verified)
     → verifier → verdict (code) → verdict guards (citation cap, coverage) → route
     (gaps: the verifier's and the caps', plus every empty or failed call nothing cites, by name and source)
@@ -49,6 +50,7 @@ from diagnosis.pipeline.scope import excluded_topics_of, scope_parse
 from diagnosis.pipeline.searched import searched_gaps
 from diagnosis.pipeline.slot_calls import CallsReused, slot_calls_run
 from diagnosis.pipeline.slots import Slot, SlotWorld, slots_read, slots_verified
+from diagnosis.pipeline.tool_names import NamesGrounded
 from diagnosis.pipeline.verdict import (
     Verification,
     verification_finalize,
@@ -111,9 +113,9 @@ def round_run(
     asks, plan, asked_calls = _planned(
         query, round_number, retry_context, engine, recorder, limits, world, prior, focus=asked
     )
-    prior_messages = [*prior, *asked_calls.messages]
+    done = [*prior, *asked_calls.messages]
     executor_call = _executor_run(
-        query, round_number, retry_context, engine, recorder, limits, plan, asked, prior_messages
+        query, round_number, retry_context, engine, recorder, limits, plan, asked, done, world
     )
 
     excluded = excluded_topics_of(query=query, planned=plan.excluded_topics)
@@ -342,9 +344,12 @@ def _executor_run(
     plan: PlannerOutput,
     focus: QuestionFocus,
     prior_messages: list[dict],
+    world: World,
 ) -> StageCall[ExecutorOutput]:
-    toolbox = CallsReused(
-        recorder.toolbox(round=round_number, max_calls=limits.max_tool_calls), prior_messages
+    toolbox = NamesGrounded(
+        CallsReused(recorder.toolbox(round=round_number, max_calls=limits.max_tool_calls), prior_messages),
+        inventory=world.inventory,
+        asked=[*focus.unknown_services, *focus.unknown_alerts],
     )
     # A retry round may cite (and must not repeat) what earlier rounds and the asks' calls found.
     stage_input = ExecutorInput(

@@ -417,3 +417,47 @@ def test_an_executor_that_states_nothing_still_says_what_it_searched_and_where(
     assert gap.startswith("在 query_logs（") and "Deadlock" in gap and service in gap and "来源" in gap
     assert gap in evaluation(session)["gaps"]
     assert gap in session.answer.split("当前缺口：")[1]
+
+
+MADE_UP_NAMES = {
+    # (question, the service as the model writes it, as the sources know it, an alert name nobody knows)
+    "demo": (QUERY, "OrderService", "order-service", "order-memory-high"),
+    "shop": (
+        "只确认 checkout 是否存在 KubePodCrashLooping 告警",
+        "Checkout",
+        "checkout",
+        "checkout-restarts",
+    ),
+}
+
+
+def test_names_the_model_makes_up_are_resolved_to_known_ones_or_refused_with_the_nearest(
+    fake_llm, one_round, either_world
+):
+    query, written, known, made_up = MADE_UP_NAMES[either_world]
+    calls = [
+        {"name": "query_metrics", "arguments": {"service": written}},
+        {"name": "query_metrics", "arguments": {"alert_name": made_up}},
+    ]
+    server = fake_llm({"executor": [{"tool_calls": calls}, NO_CLAIMS]})
+
+    session = run(query)
+
+    assert session.status == DiagnosisSession.Status.COMPLETED
+    inputs = [invocation.input for invocation in session.tool_invocations.all()]
+    assert {"service": known} in inputs
+    assert not any(written in value or made_up in value for i in inputs for value in map(str, i.values()))
+    executor_step = session.steps.get(agent=AgentStep.Agent.EXECUTOR)
+    resolved, refused = executor_step.model_output["tool_calls"]
+    invocation = session.tool_invocations.get(pk=resolved["invocation_id"])
+    assert invocation.input == {"service": known}
+    assert resolved["resolved_names"] == {"service": {"asked": written, "known": known}}
+    assert refused["invocation_id"] is None
+    # The model is told the nearest known names, and was offered the known ones with the tools.
+    second_turn = server.requests_for("ExecutorOutput")[1]
+    refusal = next(
+        m["content"] for m in second_turn["messages"] if m["role"] == "tool" and made_up in m["content"]
+    )
+    assert "最接近的已知名称" in refusal
+    described = json.dumps(second_turn["tools"], ensure_ascii=False)
+    assert "已知：" in described and known in described

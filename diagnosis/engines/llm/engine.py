@@ -388,6 +388,8 @@ class LLMEngine:
                     "invocation_id": result.get("invocation_id"),
                     "turn": turn,
                 }
+                # The names code resolved to known ones, next to the invocation that ran with them.
+                | ({"resolved_names": result["resolved_names"]} if result.get("resolved_names") else {})
             )
             exchange.add_tool_result(self.tool_calling.result_message, call, result)
         return len(repeats) == len(calls)
