@@ -293,6 +293,20 @@ def test_a_model_that_times_out_on_every_call_gives_a_completed_rules_engine_ans
     assert evaluation(session)["engine_fallback"]["stage"] == "planner"
 
 
+def test_a_spent_model_budget_is_answered_by_the_rules_engine(fake_llm, settings):
+    server = fake_llm()
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"LLM_SESSION_SECONDS": 0}
+
+    session = run()
+
+    assert session.status == DiagnosisSession.Status.COMPLETED
+    assert session.answer.startswith("模型服务暂时不可用（规划阶段，错误编号 LLM-")
+    assert session.verdict == "PASS" and "91%" in session.answer
+    assert server.requests == []  # no model call was started past the budget
+    failed = session.steps.get(status=AgentStep.Status.FAILED)
+    assert "模型时间预算" in failed.model_output["server_error"]
+
+
 def test_a_rules_engine_that_fails_too_ends_the_session_failed(fake_llm, monkeypatch):
     def broken_verifier(self, stage_input):
         raise RuntimeError("rules verifier exploded")
