@@ -5,6 +5,8 @@ from __future__ import annotations
 from diagnosis.pipeline.interfaces import Engine
 
 ENGINE_NAMES = ("rules", "llm")
+# Which engine answers when an engine's backend is unavailable (contracts §20): the rules engine needs none.
+FALLBACK_ENGINES = {"llm": "rules"}
 
 
 def engine_get(name: str) -> Engine:
@@ -17,3 +19,8 @@ def engine_get(name: str) -> Engine:
 
         return LLMEngine()
     raise ValueError(f"unknown diagnosis engine {name!r}; expected one of {', '.join(ENGINE_NAMES)}")
+
+
+def engine_fallback_get(name: str) -> Engine | None:
+    fallback = FALLBACK_ENGINES.get(name)
+    return engine_get(fallback) if fallback else None

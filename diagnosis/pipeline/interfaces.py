@@ -31,6 +31,17 @@ from diagnosis.pipeline.records import RoundRecord
 T = TypeVar("T")
 
 
+class EngineUnavailableError(RuntimeError):
+    """An engine's backend (a model endpoint) failed after its retries, or its budget is spent.
+
+    Its message is fit for users and carries `error_id`; `staff_detail` is the backend's own text.
+    Not a failed diagnosis (contracts §20): the orchestrator answers with the fallback engine."""
+
+    stage: str
+    error_id: str
+    staff_detail: str
+
+
 class Stage(StrEnum):
     PLANNER = "planner"
     EXECUTOR = "executor"

@@ -6,11 +6,16 @@
     → composer (allowed material only, guarded) → user-facing text (templates, code)
       → what the question named that is unknown, or that nothing was understood (contracts §12)
 
+An engine whose backend is unavailable (a model endpoint down, its budget spent) does not fail the
+diagnosis (contracts §20): the fallback engine answers from the calls already made, and the answer's
+first line says so.
+
 The result comes back as a value; what happened on the way is written through the `Recorder`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from diagnosis.pipeline.composer import (
@@ -22,14 +27,23 @@ from diagnosis.pipeline.composer import (
     user_facing_text,
 )
 from diagnosis.pipeline.focus import World
-from diagnosis.pipeline.interfaces import Engine, Recorder, Stage, StepRecord, StepStatus
-from diagnosis.pipeline.records import ComposerOutcome, VerifierEvaluation
+from diagnosis.pipeline.interfaces import (
+    Engine,
+    EngineUnavailableError,
+    Recorder,
+    Stage,
+    StepRecord,
+    StepStatus,
+)
+from diagnosis.pipeline.records import ComposerOutcome, EngineFallback, VerifierEvaluation
 from diagnosis.pipeline.round import RoundLimits, RoundResult, round_run, stage_run
 from diagnosis.pipeline.routing import RETRY, OutputType
 from diagnosis.pipeline.slots import conclusion_lines
 
 NOTHING_TO_COMPOSE = "没有已确认的发现或合理推断：答案由代码按证据缺口生成，未调用撰写模型"
 RETRY_INSTRUCTION = "仅补充以上断言相关证据，不要重复已完成检索"
+FALLBACK_NOTICE = "{outage}；本次由{engine}根据已获取的证据作答。"
+ENGINE_LABELS = {"rules": "规则引擎"}
 
 
 @dataclass(frozen=True)
@@ -42,7 +56,51 @@ class Diagnosis:
 
 
 def diagnose(
-    *, query: str, engine: Engine, recorder: Recorder, limits: RoundLimits, world: World
+    *,
+    query: str,
+    engine: Engine,
+    recorder: Recorder,
+    limits: RoundLimits,
+    world: World,
+    fallback: Engine | None = None,
+) -> Diagnosis:
+    """The diagnosis by `engine`; by `fallback` when `engine` is unavailable (then its error goes up
+    only if `fallback` fails too)."""
+    try:
+        return _diagnosed(query, engine, recorder, limits, world, reused=[])
+    except EngineUnavailableError as outage:
+        if fallback is None:
+            raise
+        # Every call made so far is evidence the fallback starts from, not a search to repeat.
+        gathered = recorder.tool_messages_before(round=limits.max_rounds + 1)
+        diagnosis = _diagnosed(query, fallback, recorder, limits, world, reused=gathered)
+        return _answered_instead(diagnosis, outage=outage, engine=engine.name, fallback=fallback.name)
+
+
+def _answered_instead(
+    diagnosis: Diagnosis, *, outage: EngineUnavailableError, engine: str, fallback: str
+) -> Diagnosis:
+    label = ENGINE_LABELS.get(fallback, f"{fallback} 引擎")
+    return Diagnosis(
+        output_type=diagnosis.output_type,
+        answer=f"{FALLBACK_NOTICE.format(outage=outage, engine=label)}\n\n{diagnosis.answer}",
+        rounds=diagnosis.rounds,
+        evaluation=diagnosis.evaluation.model_copy(
+            update={
+                "engine_fallback": EngineFallback(engine=engine, stage=outage.stage, error_id=outage.error_id)
+            }
+        ),
+    )
+
+
+def _diagnosed(
+    query: str,
+    engine: Engine,
+    recorder: Recorder,
+    limits: RoundLimits,
+    world: World,
+    *,
+    reused: Sequence[dict],
 ) -> Diagnosis:
     retry_context: dict | None = None
     rounds: list[RoundResult] = []
@@ -56,6 +114,7 @@ def diagnose(
             recorder=recorder,
             limits=limits,
             world=world,
+            reused=reused,
         )
         rounds.append(result)
         if result.route != RETRY:

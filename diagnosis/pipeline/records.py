@@ -41,6 +41,16 @@ class ComposerOutcome(BaseModel):
         return {key: value for key, value in handler(self).items() if value is not None}
 
 
+class EngineFallback(BaseModel):
+    """The engine the session asked for was unavailable; `RoundRecord.engine` is the one that answered."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    engine: str
+    stage: str
+    error_id: str
+
+
 class RoundRecord(Verification):
     round: int
     traceability_version: str = TRACEABILITY_VERSION
@@ -67,6 +77,8 @@ class RoundRecord(Verification):
     tool_trace_summary: list[dict]
     retry_context: dict | None
     route: Route | None
+    # Set when the asked engine's backend failed and another engine answered (contracts §20).
+    engine_fallback: EngineFallback | None = None
     # The earlier rounds, oldest first, each without its own `rounds` (this round is the record itself;
     # rows written before it was stored once may repeat it here, readers take the top-level copy).
     rounds: list[RoundRecord] = []

@@ -1,9 +1,11 @@
 """One round, as a function over the engine and the recorder:
 
     asks (code) → planner → the asks' calls (code) → executor (tool loop, from their results)
+    (its calls' service and alert names grounded in the inventory by code)
     → claim guards (exclusion, focus, evidence as data) → gatekeeper with the binding guards (label
     check) → slots (code, verified)
     → verifier → verdict (code) → verdict guards (citation cap, coverage) → route
+    (gaps: the verifier's and the caps', plus every empty or failed call nothing cites, by name and source)
 
 The question's focus is read by code against the session's `World` (vocabulary and the sources'
 inventory, computed once by the adapter) and handed to the planner and executor as plain data.
@@ -52,14 +54,15 @@ from diagnosis.pipeline.interfaces import (
 from diagnosis.pipeline.records import RoundRecord
 from diagnosis.pipeline.routing import Route, route
 from diagnosis.pipeline.scope import excluded_topics_of, scope_parse
+from diagnosis.pipeline.searched import searched_gaps
 from diagnosis.pipeline.slot_calls import CallsReused, slot_calls_run
 from diagnosis.pipeline.slots import Slot, SlotWorld, slots_read, slots_verified
+from diagnosis.pipeline.tool_names import NamesGrounded
 from diagnosis.pipeline.verdict import (
     Verification,
     verification_finalize,
     verifier_output_for_gatekeeper_reject,
 )
-from tools.promql import Carrier
 
 
 @dataclass(frozen=True)
@@ -108,26 +111,30 @@ def round_run(
     recorder: Recorder,
     limits: RoundLimits,
     world: World,
+    reused: Sequence[dict] = (),
 ) -> RoundResult:
     # Read before planning (what the question itself excludes), again below if the planner excluded more.
     parsed_excluded = scope_parse(query)[1]
     asked = world.focus_of(query=query, excluded=parsed_excluded)
-    asks, plan, asked_calls, prior = _planned(
-        query, round_number, retry_context, earlier, engine, recorder, limits, world, focus=asked
+    prior = _prior_messages(recorder, round_number, earlier=earlier, reused=reused)
+    asks, plan, asked_calls = _planned(
+        query, round_number, retry_context, engine, recorder, limits, world, prior, focus=asked
     )
     citable = [*prior, *asked_calls.messages]
     executor_call = _executor_run(
-        query, round_number, retry_context, engine, recorder, limits, plan, asked, citable, world.carrier
+        query, round_number, retry_context, engine, recorder, limits, plan, asked, citable, world
     )
 
     excluded = excluded_topics_of(query=query, planned=plan.excluded_topics)
     focus = asked if set(excluded) == set(parsed_excluded) else world.focus_of(query=query, excluded=excluded)
     invocations = recorder.invocations()
-    slots = _slots_filled(asks, asked_calls, recorder, round_number, invocations, world)
+    messages = _round_messages(asked_calls, recorder, round_number)
+    slots = _slots_filled(asks, asked_calls, messages, invocations, world)
     context = RoundContext(query, focus, excluded, world, invocations, slots)
     judged = _judgement(engine, recorder, round_number, executor_call, context, retry_context)
     notes = focus.notes()  # unknown subjects, nothing understood: said to the user, listed as gaps
-    verification = judged.verification.model_copy(update={"gaps": [*notes, *judged.verification.gaps]})
+    searched = searched_gaps(messages=messages, output=judged.guarded.kept_output, slots=slots)
+    verification = _gaps_added(judged.verification, first=notes, last=searched)
     next_step = _next_step(verification, round_number, limits, understood=focus.understood)
     record = RoundRecord(
         **dict(verification),
@@ -154,6 +161,11 @@ def round_run(
         rounds=[r.record.model_copy(update={"rounds": []}) for r in earlier],
     )
     return RoundResult(round=round_number, plan=plan, focus=focus, record=record)
+
+
+def _gaps_added(verification: Verification, *, first: list[str], last: list[str]) -> Verification:
+    gaps = list(dict.fromkeys([*first, *verification.gaps, *last]))
+    return verification.model_copy(update={"gaps": gaps})
 
 
 def _next_step(
@@ -220,18 +232,27 @@ def _judgement(
     )
 
 
+def _prior_messages(
+    recorder: Recorder, round_number: int, *, earlier: list[RoundResult], reused: Sequence[dict]
+) -> list[dict]:
+    """The calls already made for this question: earlier rounds', and `reused` (those of an engine that
+    became unavailable, contracts §20). Cited again, never made again."""
+    earlier_rounds = recorder.tool_messages_before(round=round_number) if earlier else []
+    return list({m["invocation_id"]: m for m in [*reused, *earlier_rounds]}.values())
+
+
 def _planned(
     query: str,
     round_number: int,
     retry_context: dict | None,
-    earlier: list[RoundResult],
     engine: Engine,
     recorder: Recorder,
     limits: RoundLimits,
     world: World,
+    prior: list[dict],
     *,
     focus: QuestionFocus,
-) -> tuple[list[Ask], PlannerOutput, AskedCalls, list[dict]]:
+) -> tuple[list[Ask], PlannerOutput, AskedCalls]:
     """The asks (code), the engine's plan, and the asks' calls made by code and added to the plan
     (whichever engine planned: the executor starts from their results)."""
     asks = asks_read(
@@ -245,9 +266,8 @@ def _planned(
         query=query, round=round_number, retry_context=retry_context, focus=focus, asks=asks
     )
     plan = stage_run(recorder, round_number, Stage.PLANNER, lambda: engine.plan(planner_input)).output
-    prior = recorder.tool_messages_before(round=round_number) if earlier else []
     asked_calls = _asks_called(asks, recorder, round_number, limits, world, prior)
-    return asks, _plan_widened(plan, asks, asked_calls.messages), asked_calls, prior
+    return asks, _plan_widened(plan, asks, asked_calls.messages), asked_calls
 
 
 @dataclass(frozen=True)
@@ -276,21 +296,24 @@ def _asks_called(
     return AskedCalls(slot_world, slot_calls_run(asks, toolbox=toolbox, world=slot_world, prior=prior))
 
 
-def _slots_filled(
-    asks: list[Ask],
-    asked_calls: AskedCalls,
-    recorder: Recorder,
-    round_number: int,
-    invocations: Sequence[RecordedInvocation],
-    world: World,
-) -> list[Slot]:
-    """Each ask's slot, read from every call of the round (the executor's too: evidence is evidence,
-    whoever asked for it) and kept filled only where the gatekeeper verifies its citations."""
+def _round_messages(asked_calls: AskedCalls, recorder: Recorder, round_number: int) -> list[dict]:
+    """Every call of the round and before it, the asks' first (evidence is evidence, whoever asked for it)."""
     made = {m["invocation_id"] for m in asked_calls.messages}
-    messages = [
+    return [
         *asked_calls.messages,
         *(m for m in recorder.tool_messages_before(round=round_number + 1) if m["invocation_id"] not in made),
     ]
+
+
+def _slots_filled(
+    asks: list[Ask],
+    asked_calls: AskedCalls,
+    messages: list[dict],
+    invocations: Sequence[RecordedInvocation],
+    world: World,
+) -> list[Slot]:
+    """Each ask's slot, read from every call of the round (the executor's too) and kept filled only
+    where the gatekeeper verifies its citations."""
     return slots_verified(
         slots_read(asks, messages=messages, world=asked_calls.world),
         invocations=invocations,
@@ -329,10 +352,12 @@ def _executor_run(
     plan: PlannerOutput,
     focus: QuestionFocus,
     prior_messages: list[dict],
-    carrier: Carrier | None,
+    world: World,
 ) -> StageCall[ExecutorOutput]:
-    toolbox = CallsReused(
-        recorder.toolbox(round=round_number, max_calls=limits.max_tool_calls), prior_messages
+    toolbox = NamesGrounded(
+        CallsReused(recorder.toolbox(round=round_number, max_calls=limits.max_tool_calls), prior_messages),
+        inventory=world.inventory,
+        asked=[*focus.unknown_services, *focus.unknown_alerts],
     )
     # A retry round may cite (and must not repeat) what earlier rounds and the asks' calls found.
     stage_input = ExecutorInput(
@@ -342,7 +367,7 @@ def _executor_run(
         retry_context=retry_context,
         prior_tool_messages=prior_messages,
         focus=focus,
-        carrier=carrier,
+        carrier=world.carrier,
     )
     return stage_run(recorder, round_number, Stage.EXECUTOR, lambda: engine.execute(stage_input, toolbox))
 

@@ -5,7 +5,8 @@ become `AgentStep` rows, tool calls `ToolInvocation` rows, round records go into
 and writes the result. A session costs a few short commits, none held across a model or source call:
 the claim, one per executor turn (its tool calls, whose ids claims cite), one per retried round (its
 steps and record) and the end (the last steps, the record and the answer). Stages are progress in
-memory, written by the heartbeat (`SessionProgress`). Any exception ends the session FAILED with the
+memory, written by the heartbeat (`SessionProgress`). An engine whose model is unavailable is replaced by
+its fallback engine (contracts §20); any exception still raised ends the session FAILED with the
 reason recorded and the steps so far kept; the answer is only written when the session completes.
 """
 
@@ -17,7 +18,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from diagnosis.engines import engine_get
+from diagnosis.engines import engine_fallback_get, engine_get
 from diagnosis.models import AgentStep, DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.contracts import RecordedInvocation
 from diagnosis.pipeline.interfaces import Stage, StepRecord
@@ -58,6 +59,7 @@ def _diagnose(session: DiagnosisSession, progress: SessionProgress) -> None:
         result = diagnose(
             query=session.query,
             engine=engine_get(session.engine),
+            fallback=engine_fallback_get(session.engine),
             recorder=recorder,
             limits=RoundLimits(
                 max_rounds=config["MAX_ROUNDS"],

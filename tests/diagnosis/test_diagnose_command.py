@@ -41,11 +41,14 @@ def test_json_prints_exactly_the_trace(capsys):
     assert trace["self_evaluation"]["rule_evaluation"]["source"] == "rule"
 
 
-def test_a_failed_session_exits_one(fake_llm, capsys):
-    fake_llm({"planner": [{"http_status": 500}] * 3})
+def test_a_failed_session_exits_one(capsys, monkeypatch):
+    def broken_verifier(self, stage_input):
+        raise RuntimeError("verifier exploded")
+
+    monkeypatch.setattr("diagnosis.engines.rules.RulesEngine.verify", broken_verifier)
 
     with pytest.raises(SystemExit) as exited:
-        call_command("diagnose", QUESTION, "--engine", "llm", "--session-id", "cli-failed")
+        call_command("diagnose", QUESTION, "--engine", "rules", "--session-id", "cli-failed")
 
     assert exited.value.code == 1
     out = capsys.readouterr().out

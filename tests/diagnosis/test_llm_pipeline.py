@@ -1,9 +1,11 @@
 """Whole sessions through the LLM engine: the real openai SDK over HTTP against the fake server.
 
 Whatever the model says, the guards decide: fabricated citations are rejected, a lenient verifier
-is overridden, broken replies and a broken endpoint end the session cleanly.
+is overridden, broken replies end the session cleanly, and a broken endpoint is answered by the rules
+engine.
 """
 
+import json
 import re
 
 import pytest
@@ -226,21 +228,99 @@ def test_verifier_malformed_json_twice_cannot_pass(fake_llm, one_round):
     assert session.steps.get(agent=AgentStep.Agent.VERIFIER).status == AgentStep.Status.FALLBACK
 
 
-def test_persistent_http_500_ends_the_session_failed_with_the_cause(fake_llm):
+def test_persistent_http_500_is_answered_by_the_rules_engine_saying_so_first(fake_llm):
     server = fake_llm({"verifier": [{"http_status": 500}, {"http_status": 500}]})
 
     session = run()
 
-    assert session.status == DiagnosisSession.Status.FAILED
-    assert "LLMUnavailableError" in session.error and "InternalServerError" in session.error
-    step = session.steps.get(agent=AgentStep.Agent.VERIFIER)
-    error_id = step.model_output["error_id"]
-    assert f"模型服务暂时不可用（校验阶段，错误编号 {error_id}）" in session.answer
+    assert session.status == DiagnosisSession.Status.COMPLETED
+    failed = session.steps.get(agent=AgentStep.Agent.VERIFIER, status=AgentStep.Status.FAILED)
+    error_id = failed.model_output["error_id"]
+    first_line = session.answer.splitlines()[0]
+    assert (
+        first_line
+        == f"模型服务暂时不可用（校验阶段，错误编号 {error_id}）；本次由规则引擎根据已获取的证据作答。"
+    )
     assert "InternalServerError" not in session.answer and "scripted failure" not in session.answer
-    assert "InternalServerError" in step.model_output["server_error"]  # for staff, on the step
-    assert session.output_type == ""
+    assert "InternalServerError" in failed.model_output["server_error"]  # for staff, on the step
     assert len(server.requests_for("VerifierOutput")) == 2  # retried by the SDK once
-    assert step.status == AgentStep.Status.FAILED
+    assert session.verdict == "PASS" and "91%" in session.answer
+    record = evaluation(session)
+    assert record["engine"] == "rules"
+    assert record["engine_fallback"] == {"engine": "llm", "stage": "verifier", "error_id": error_id}
+    assert session.engine == "llm"
+    assert session.error == ""
+
+
+def test_the_rules_engine_reuses_the_calls_the_model_made_instead_of_repeating_them(fake_llm):
+    fake_llm({"executor": executor_turns(), "verifier": [{"http_status": 500}, {"http_status": 500}]})
+
+    session = run()
+
+    assert session.status == DiagnosisSession.Status.COMPLETED
+    calls = [(i.tool_name, json.dumps(i.input, sort_keys=True)) for i in session.tool_invocations.all()]
+    assert calls and len(calls) == len(set(calls))
+    # Both engines ran: the model's steps up to its failure, then the rules engine's from the planner on.
+    versions = list(
+        session.steps.filter(agent=AgentStep.Agent.PLANNER).values_list("prompt_version", flat=True)
+    )
+    assert len(versions) == 2 and versions[0].startswith("planner-v") and versions[1] == "rules-v1"
+
+
+OUTAGE_QUESTIONS = {
+    "demo": (QUERY, "HighMemoryUsage"),
+    "shop": ("只确认 checkout 是否存在 KubePodCrashLooping 告警", "KubePodCrashLooping"),
+}
+
+
+def test_a_model_that_times_out_on_every_call_gives_a_completed_rules_engine_answer(
+    fake_llm, settings, either_world
+):
+    query, alert_name = OUTAGE_QUESTIONS[either_world]
+    fake_llm(latency_s=1)
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"LLM_TIMEOUT": 0.2}
+
+    session = run(query)
+
+    assert session.status == DiagnosisSession.Status.COMPLETED
+    assert session.answer.startswith("模型服务暂时不可用（规划阶段，错误编号 LLM-")
+    assert "规则引擎" in session.answer.splitlines()[0]
+    assert alert_name in session.answer
+    assert session.verdict == "PASS"
+    failed = session.steps.get(status=AgentStep.Status.FAILED)
+    assert failed.agent == AgentStep.Agent.PLANNER
+    assert "APITimeoutError" in failed.model_output["server_error"]
+    assert evaluation(session)["engine_fallback"]["stage"] == "planner"
+
+
+def test_a_spent_model_budget_is_answered_by_the_rules_engine(fake_llm, settings):
+    server = fake_llm()
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"LLM_SESSION_SECONDS": 0}
+
+    session = run()
+
+    assert session.status == DiagnosisSession.Status.COMPLETED
+    assert session.answer.startswith("模型服务暂时不可用（规划阶段，错误编号 LLM-")
+    assert session.verdict == "PASS" and "91%" in session.answer
+    assert server.requests == []  # no model call was started past the budget
+    failed = session.steps.get(status=AgentStep.Status.FAILED)
+    assert "模型时间预算" in failed.model_output["server_error"]
+
+
+def test_a_rules_engine_that_fails_too_ends_the_session_failed(fake_llm, monkeypatch):
+    def broken_verifier(self, stage_input):
+        raise RuntimeError("rules verifier exploded")
+
+    monkeypatch.setattr("diagnosis.engines.rules.RulesEngine.verify", broken_verifier)
+    fake_llm({"verifier": [{"http_status": 500}, {"http_status": 500}]})
+
+    session = run()
+
+    assert session.status == DiagnosisSession.Status.FAILED
+    assert session.output_type == ""
+    assert "rules verifier exploded" in session.error
+    failed = session.steps.filter(agent=AgentStep.Agent.VERIFIER, status=AgentStep.Status.FAILED)
+    assert failed.count() == 2  # the model's, then the rules engine's
 
 
 def test_http_500_once_is_retried_and_the_session_completes(fake_llm):
@@ -252,18 +332,18 @@ def test_http_500_once_is_retried_and_the_session_completes(fake_llm):
     assert session.output_type == Output.NORMAL
 
 
-def test_model_timeouts_end_the_session_failed_cleanly(fake_llm, settings):
+def test_composer_timeouts_are_answered_by_the_rules_engine(fake_llm, settings):
     fake_llm({"composer": [{"delay_s": 2}, {"delay_s": 2}]})
     settings.DIAGNOSIS = settings.DIAGNOSIS | {"LLM_TIMEOUT": 0.2}
 
     session = run()
 
-    assert session.status == DiagnosisSession.Status.FAILED
-    assert "模型服务暂时不可用（撰写阶段" in session.answer
-    assert session.output_type == ""
-    step = session.steps.get(agent=AgentStep.Agent.COMPOSER)
-    assert step.status == AgentStep.Status.FAILED
+    assert session.status == DiagnosisSession.Status.COMPLETED
+    assert session.answer.startswith("模型服务暂时不可用（撰写阶段")
+    assert session.output_type == Output.NORMAL
+    step = session.steps.get(agent=AgentStep.Agent.COMPOSER, status=AgentStep.Status.FAILED)
     assert "APITimeoutError" in step.model_output["server_error"]
+    assert "APITimeoutError" not in session.answer
 
 
 def test_composer_answer_with_a_number_not_in_its_material_is_replaced(fake_llm):
@@ -275,3 +355,123 @@ def test_composer_answer_with_a_number_not_in_its_material_is_replaced(fake_llm)
     assert evaluation(session)["composer_output"]["status"] == "replaced"
     assert "97%" not in session.answer
     assert "91%" in session.answer
+
+
+CAUSE_QUESTIONS = {
+    "demo": ("order-service 为什么频繁 Full GC？", "order-service"),
+    "shop": ("checkout 为什么反复重启？", "checkout"),
+}
+
+
+def test_a_model_plan_without_the_logs_still_gets_the_log_call_and_starts_from_it(
+    fake_llm, one_round, either_world
+):
+    query, service = CAUSE_QUESTIONS[either_world]
+    metrics_only = {
+        "goal": query,
+        "steps": [{"tool": "query_metrics", "purpose": "查看告警"}],
+        "narrow_scope": False,
+        "focus": [service],
+        "excluded_topics": [],
+    }
+    server = fake_llm({"planner": [metrics_only]})
+
+    session = run(query)
+
+    assert session.status == DiagnosisSession.Status.COMPLETED
+    logs = session.tool_invocations.get(tool_name="query_logs")
+    assert logs.input["service"] == service
+    steps = evaluation(session)["planner_output"]["steps"]
+    assert [step["tool"] for step in steps] == ["query_metrics", "query_logs"]
+    assert steps[1]["purpose"].startswith("代码按所问补充")
+    # The executor's first request already carries the logs' result: it starts from it.
+    first = server.requests_for("ExecutorOutput")[0]
+    user_message = next(m["content"] for m in first["messages"] if m["role"] == "user")
+    assert f'"invocation_id": {logs.pk}' in user_message
+
+
+def test_the_llm_engine_fills_at_least_the_slots_the_rules_engine_fills(fake_llm, one_round, either_world):
+    query, _service = CAUSE_QUESTIONS[either_world]
+    fake_llm()
+
+    def filled(engine: str) -> list[str]:
+        session = session_start(query=query, engine=engine, run_inline=True)
+        return [slot["ask"]["kind"] for slot in evaluation(session)["slots"] if slot["filled"]]
+
+    by_rules = filled("rules")
+    assert by_rules
+    assert set(by_rules) <= set(filled("llm"))
+
+
+NO_CLAIMS = {
+    "answer_version": "executor_evidence_v2",
+    "claims": [],
+    "hypotheses": [],
+    "missing_info": [],
+    "recommended_actions": [],
+    "diagnosis_summary": "",
+    "user_facing_answer": "",
+}
+SEARCH_QUESTIONS = {"demo": ("看看 order-service", "order-service"), "shop": ("看看 checkout", "checkout")}
+
+
+def test_an_executor_that_states_nothing_still_says_what_it_searched_and_where(
+    fake_llm, one_round, either_world
+):
+    query, service = SEARCH_QUESTIONS[either_world]
+    search = {"name": "query_logs", "arguments": {"service": service, "query": "Deadlock"}}
+    fake_llm({"executor": [{"tool_calls": [search]}, NO_CLAIMS]})
+
+    session = run(query)
+
+    assert session.verdict == "LOW_CONFID"
+    searched = session.tool_invocations.get(tool_name="query_logs", input__query="Deadlock")
+    assert searched.evidence_status == "no_evidence"
+    gap = searched.evidence_refs[0]["text"]
+    assert gap.startswith("在 query_logs（") and "Deadlock" in gap and service in gap and "来源" in gap
+    assert gap in evaluation(session)["gaps"]
+    assert gap in session.answer.split("当前缺口：")[1]
+
+
+MADE_UP_NAMES = {
+    # (question, the service as the model writes it, as the sources know it, an alert name nobody knows)
+    "demo": (QUERY, "OrderService", "order-service", "order-memory-high"),
+    "shop": (
+        "只确认 checkout 是否存在 KubePodCrashLooping 告警",
+        "Checkout",
+        "checkout",
+        "checkout-restarts",
+    ),
+}
+
+
+def test_names_the_model_makes_up_are_resolved_to_known_ones_or_refused_with_the_nearest(
+    fake_llm, one_round, either_world
+):
+    query, written, known, made_up = MADE_UP_NAMES[either_world]
+    calls = [
+        {"name": "query_metrics", "arguments": {"service": written}},
+        {"name": "query_metrics", "arguments": {"alert_name": made_up}},
+    ]
+    server = fake_llm({"executor": [{"tool_calls": calls}, NO_CLAIMS]})
+
+    session = run(query)
+
+    assert session.status == DiagnosisSession.Status.COMPLETED
+    inputs = [invocation.input for invocation in session.tool_invocations.all()]
+    assert {"service": known} in inputs
+    assert not any(written in value or made_up in value for i in inputs for value in map(str, i.values()))
+    executor_step = session.steps.get(agent=AgentStep.Agent.EXECUTOR)
+    resolved, refused = executor_step.model_output["tool_calls"]
+    invocation = session.tool_invocations.get(pk=resolved["invocation_id"])
+    assert invocation.input == {"service": known}
+    assert resolved["resolved_names"] == {"service": {"asked": written, "known": known}}
+    assert refused["invocation_id"] is None
+    # The model is told the nearest known names, and was offered the known ones with the tools.
+    second_turn = server.requests_for("ExecutorOutput")[1]
+    refusal = next(
+        m["content"] for m in second_turn["messages"] if m["role"] == "tool" and made_up in m["content"]
+    )
+    assert "最接近的已知名称" in refusal
+    described = json.dumps(second_turn["tools"], ensure_ascii=False)
+    assert "已知：" in described and known in described

@@ -16,8 +16,9 @@ the official openai SDK against any OpenAI-compatible endpoint (`OPENAI_BASE_URL
 - Requests are trimmed to `DIAGNOSIS_LLM_CONTEXT_TOKENS` (`context.py`); stored replies are bounded
   (`replies.py`).
 - Timeouts and 5xx are retried by the SDK (`max_retries`); each call's timeout is also bounded by
-  what is left of the session's model-time budget, so a slow local server ends the session FAILED
-  before the worker's task timeout would kill it. What still fails raises `LLMUnavailableError`.
+  what is left of the session's model-time budget, so a slow local server gives up before the
+  worker's task timeout would kill it. What still fails raises `LLMUnavailableError`, and the
+  session is answered by the rules engine instead (contracts §20).
 """
 
 from __future__ import annotations
@@ -387,6 +388,8 @@ class LLMEngine:
                     "invocation_id": result.get("invocation_id"),
                     "turn": turn,
                 }
+                # The names code resolved to known ones, next to the invocation that ran with them.
+                | ({"resolved_names": result["resolved_names"]} if result.get("resolved_names") else {})
             )
             exchange.add_tool_result(self.tool_calling.result_message, call, result)
         return len(repeats) == len(calls)

@@ -10,13 +10,15 @@ from __future__ import annotations
 import logging
 import secrets
 
+from diagnosis.pipeline.interfaces import EngineUnavailableError
+
 logger = logging.getLogger(__name__)
 
 STAGE_LABELS = {"planner": "规划", "executor": "取证", "verifier": "校验", "composer": "撰写"}
 USER_MESSAGE = "模型服务暂时不可用（{stage}阶段，错误编号 {error_id}）"
 
 
-class LLMUnavailableError(RuntimeError):
+class LLMUnavailableError(EngineUnavailableError):
     def __init__(self, *, stage: str, detail: str) -> None:
         self.stage = stage
         self.error_id = f"LLM-{secrets.token_hex(4)}"

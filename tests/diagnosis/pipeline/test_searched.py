@@ -1,0 +1,94 @@
+"""What was searched: every empty or failed call nothing cites is a gap naming the call and its source."""
+
+import pytest
+
+from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, Claim, EvidenceBinding, ExecutorOutput
+from diagnosis.pipeline.searched import searched_gaps
+from diagnosis.pipeline.slots import Slot
+from tests.diagnosis.pipeline.slot_support import WORLD_IDS, WORLDS, Names, asks_of, failed, message
+
+
+def no_hit(invocation_id: int, service: str, *, source: str = "loki") -> dict:
+    text = f"在 query_logs（关键词 Deadlock，服务 {service}，来源 {source}）中未检索到匹配记录"
+    return message(
+        invocation_id,
+        "query_logs",
+        "records",
+        [],
+        [],
+        arguments={"service": service, "query": "Deadlock"},
+        source=source,
+    ) | {"evidence_status": "no_evidence", "evidence_refs": [{"raw_path": NO_EVIDENCE_PATH, "text": text}]}
+
+
+def output_citing(*invocation_ids: int) -> ExecutorOutput:
+    return ExecutorOutput(
+        claims=[
+            Claim(
+                claim_id=f"claim-{i}",
+                claim_type="negative_observation",
+                claim_text="未检索到匹配记录",
+                evidence_bindings=[
+                    EvidenceBinding(
+                        tool_name="query_logs",
+                        source_invocation_id=invocation_id,
+                        raw_path=NO_EVIDENCE_PATH,
+                        evidence_excerpt="未检索到匹配记录",
+                    )
+                ],
+            )
+            for i, invocation_id in enumerate(invocation_ids)
+        ],
+        hypotheses=[],
+        missing_info=[],
+        recommended_actions=[],
+        diagnosis_summary="",
+        user_facing_answer="",
+    )
+
+
+@pytest.mark.parametrize("names", WORLDS, ids=WORLD_IDS)
+def test_an_empty_search_nothing_cites_is_a_gap_with_its_call_and_source(names: Names):
+    messages = [no_hit(7, names.service)]
+
+    gaps = searched_gaps(messages=messages, output=output_citing(), slots=[])
+
+    assert gaps == [f"在 query_logs（关键词 Deadlock，服务 {names.service}，来源 loki）中未检索到匹配记录"]
+
+
+@pytest.mark.parametrize("names", WORLDS, ids=WORLD_IDS)
+def test_a_failed_call_is_a_gap_naming_its_arguments_and_source(names: Names):
+    messages = [failed(3, "query_metrics", arguments={"service": names.other}, source="prometheus")]
+
+    gaps = searched_gaps(messages=messages, output=output_citing(), slots=[])
+
+    assert gaps == [f"query_metrics（service={names.other}，来源 prometheus）调用失败，未获得证据"]
+
+
+@pytest.mark.parametrize("names", WORLDS, ids=WORLD_IDS)
+def test_a_search_a_claim_or_a_filled_slot_cites_is_no_gap(names: Names):
+    cited, in_slot = no_hit(1, names.service), no_hit(2, names.other)
+    ask = asks_of(f"{names.other} 有没有超时日志？", names)[0]
+    slot = Slot(
+        ask=ask,
+        filled=True,
+        conclusion="未检索到",
+        bindings=[
+            EvidenceBinding(
+                tool_name="query_logs",
+                source_invocation_id=2,
+                raw_path=NO_EVIDENCE_PATH,
+                evidence_excerpt="未检索到",
+            )
+        ],
+    )
+
+    assert searched_gaps(messages=[cited, in_slot], output=output_citing(1), slots=[slot]) == []
+
+
+def test_a_search_that_found_evidence_is_no_gap():
+    found = message(4, "query_logs", "records", [{"message": "x"}], ["order timed out"]) | {
+        "evidence_status": "supported"
+    }
+
+    assert searched_gaps(messages=[found], output=output_citing(), slots=[]) == []
