@@ -4,8 +4,8 @@ Both answer 202 `{sessionId, status, traceUrl}` at once; the analysis runs in th
 The webhook authenticates Alertmanager with `Authorization: Bearer <DIAGNOSIS_ALERTMANAGER_TOKEN>`.
 Without a configured token the webhook does not exist (404): Alertmanager does not retry a 4xx,
 so a receiver pointed at a disabled deployment fails visibly instead of retrying forever.
-Bounds of its own: `DIAGNOSIS_ALERTMANAGER_RATE` notifications per token (429), and a body over
-`DIAGNOSIS_ALERTMANAGER_MAX_BYTES` is refused with 413 before anything is parsed or stored.
+Bounds of its own: `DIAGNOSIS["ALERTMANAGER_RATE"]` notifications per token (429), and a body over
+`DIAGNOSIS["ALERTMANAGER_MAX_BYTES"]` is refused with 413 before anything is parsed or stored.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ class NotificationTooLarge(APIException):
 
 
 class AlertmanagerTokenThrottle(SimpleRateThrottle):
-    """`DIAGNOSIS_ALERTMANAGER_RATE` per bearer token (hashed: the cache never holds the secret)."""
+    """`DIAGNOSIS["ALERTMANAGER_RATE"]` per bearer token (hashed: the cache never holds the secret)."""
 
     scope = "alertmanager"
 
@@ -122,8 +122,8 @@ class AlertmanagerWebhookApi(APIView):
             202: AlertmanagerAcceptedSerializer,
             401: OpenApiResponse(description="Missing or wrong bearer token."),
             404: OpenApiResponse(description=WEBHOOK_DISABLED),
-            413: OpenApiResponse(description="Body larger than DIAGNOSIS_ALERTMANAGER_MAX_BYTES."),
-            429: OpenApiResponse(description="More notifications than DIAGNOSIS_ALERTMANAGER_RATE."),
+            413: OpenApiResponse(description="Body larger than the webhook's size limit (1 MiB)."),
+            429: OpenApiResponse(description="More notifications than the per-token rate (120 a minute)."),
         },
     )
     def post(self, request: Request) -> Response:
@@ -155,6 +155,4 @@ def _refuse_oversized(request: Request) -> None:
         declared = 0
     # The declared length first: a large body is never read; then what really arrived.
     if declared > limit or len(request.body) > limit:
-        raise NotificationTooLarge(
-            f"通知体超过 {limit} 字节上限（DIAGNOSIS_ALERTMANAGER_MAX_BYTES），未保存任何内容"
-        )
+        raise NotificationTooLarge(f"通知体超过 {limit} 字节上限，未保存任何内容")
