@@ -30,7 +30,7 @@ sources-stack:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(STACK_PACKAGES); }
 
 run: install
-	DIAGNOSIS_DEV=1 $(PY) manage.py quickstart
+	DIAGNOSIS_DEV=1 $(PY) manage.py quickstart $(RUN_ARGS)
 
 # Measured on 2 shared cores: PostgreSQL 120 s serial, 64 s with two workers; SQLite 44 s serial,
 # 87 s with two (worker start-up outweighs the gain), so only PostgreSQL runs in parallel.

@@ -4,9 +4,9 @@ Both answer 202 `{sessionId, status, traceUrl}` at once; the analysis runs in th
 The webhook authenticates Alertmanager with `Authorization: Bearer <DIAGNOSIS_ALERTMANAGER_TOKEN>`.
 Without a configured token the webhook does not exist (404): Alertmanager does not retry a 4xx,
 so a receiver pointed at a disabled deployment fails visibly instead of retrying forever.
-Bounds of its own: `DIAGNOSIS_ALERTMANAGER_RATE` notifications per token (429),
-`DIAGNOSIS_ALERTMANAGER_FAILED_TOKEN_RATE` failed token attempts per client address (429), and a body over
-`DIAGNOSIS_ALERTMANAGER_MAX_BYTES` is refused with 413 before anything is parsed or stored.
+Bounds of its own: `DIAGNOSIS["ALERTMANAGER_RATE"]` notifications per token (429),
+`DIAGNOSIS["ALERTMANAGER_FAILED_TOKEN_RATE"]` failed token attempts per client address (429), and a body over
+`DIAGNOSIS["ALERTMANAGER_MAX_BYTES"]` is refused with 413 before anything is parsed or stored.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class NotificationTooLarge(APIException):
 
 
 class AlertmanagerTokenThrottle(SimpleRateThrottle):
-    """`DIAGNOSIS_ALERTMANAGER_RATE` per bearer token (hashed: the cache never holds the secret)."""
+    """`DIAGNOSIS["ALERTMANAGER_RATE"]` per bearer token (hashed: the cache never holds the secret)."""
 
     scope = "alertmanager"
 
@@ -97,7 +97,7 @@ class AlertmanagerTokenThrottle(SimpleRateThrottle):
 
 
 class AlertmanagerFailedTokenThrottle(SimpleRateThrottle):
-    """`DIAGNOSIS_ALERTMANAGER_FAILED_TOKEN_RATE` failed token attempts per client address. Counts
+    """`DIAGNOSIS["ALERTMANAGER_FAILED_TOKEN_RATE"]` failed token attempts per client address. Counts
     failures only (`count`), so Alertmanager's own traffic never uses it up; `exhausted` reads the
     count without adding to it."""
 
@@ -153,10 +153,10 @@ class AlertmanagerWebhookApi(APIView):
             202: AlertmanagerAcceptedSerializer,
             401: OpenApiResponse(description="Missing or wrong bearer token."),
             404: OpenApiResponse(description=WEBHOOK_DISABLED),
-            413: OpenApiResponse(description="Body larger than DIAGNOSIS_ALERTMANAGER_MAX_BYTES."),
+            413: OpenApiResponse(description="Body larger than the webhook's size limit (1 MiB)."),
             429: OpenApiResponse(
-                description="More notifications than DIAGNOSIS_ALERTMANAGER_RATE, or this address sent "
-                "more wrong tokens than DIAGNOSIS_ALERTMANAGER_FAILED_TOKEN_RATE."
+                description="More notifications than the per-token rate (120 a minute), or this address "
+                "sent more wrong tokens than 10 a minute."
             ),
         },
     )
@@ -189,6 +189,4 @@ def _refuse_oversized(request: Request) -> None:
         declared = 0
     # The declared length first: a large body is never read; then what really arrived.
     if declared > limit or len(request.body) > limit:
-        raise NotificationTooLarge(
-            f"通知体超过 {limit} 字节上限（DIAGNOSIS_ALERTMANAGER_MAX_BYTES），未保存任何内容"
-        )
+        raise NotificationTooLarge(f"通知体超过 {limit} 字节上限，未保存任何内容")

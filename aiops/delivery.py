@@ -3,7 +3,7 @@
 When a report of Alertmanager's alerts completes, or one of its episodes resolves, a versioned
 JSON goes to the configured URL (bearer `DIAGNOSIS_NOTIFY_TOKEN`). Each delivery is a row; each
 try of it a `DeliveryAttempt`. A failed try is retried by the django-q2 worker after the next of
-`DIAGNOSIS_NOTIFY_RETRY_DELAYS` (the first within a minute); after the last the delivery gives up.
+`DIAGNOSIS["NOTIFY_RETRY_DELAYS"]` (the first within a minute); after the last the delivery gives up.
 """
 
 from __future__ import annotations

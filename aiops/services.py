@@ -330,7 +330,7 @@ def aiops_concurrency(*, alert_count: int) -> int:
 
     One when the database is SQLite (a single writer: threads would only queue on its lock) or
     when the caller holds a transaction (other threads' connections could not see the
-    uncommitted sessions); else `DIAGNOSIS_AIOPS_CONCURRENCY`, at most one per alert.
+    uncommitted sessions); else `DIAGNOSIS["AIOPS_CONCURRENCY"]`, at most one per alert.
     """
     if connection.vendor == "sqlite" or connection.in_atomic_block:
         return 1

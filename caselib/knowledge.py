@@ -1,4 +1,4 @@
-"""The case library as a knowledge source for `lookup_knowledge` (`DIAGNOSIS_KNOWLEDGE_SOURCES`)."""
+"""The case library as a knowledge source for `lookup_knowledge` (`DIAGNOSIS["KNOWLEDGE_SOURCES"]`)."""
 
 from __future__ import annotations
 

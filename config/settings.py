@@ -4,7 +4,6 @@ Development defaults: SQLite file in the project, rules engine, DEBUG only when 
 Outside development (DJANGO_DEBUG unset and not running tests) a real DJANGO_SECRET_KEY is required.
 """
 
-import json
 import os
 import sys
 from datetime import timedelta
@@ -13,6 +12,8 @@ from pathlib import Path
 import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
+
+from config.environment import environment_read
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -25,32 +26,15 @@ def env_int(name: str, default: int) -> int:
     return int(os.environ.get(name, default))
 
 
-def env_float(name: str, default: float) -> float:
-    return float(os.environ.get(name, default))
-
-
-def env_json_object(name: str) -> dict:
-    """A JSON object of objects (`{"prometheus": {"Authorization": "Bearer …"}}`); bad JSON is an error."""
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} is not valid JSON: {exc}") from None
-    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
-        raise ImproperlyConfigured(
-            f'{name} must be a JSON object like {{"prometheus": {{"Header": "value"}}}}'
-        )
-    return {source: {str(k): str(v) for k, v in headers.items()} for source, headers in value.items()}
-
+# Every DIAGNOSIS variable, typed and checked once (config/environment.py); a bad value stops here.
+ENV = environment_read(environ=os.environ)
 
 DEBUG = env_bool("DJANGO_DEBUG")
 TESTING = "pytest" in sys.modules or (len(sys.argv) > 1 and sys.argv[1] == "test")
 DEVELOPMENT_SECRET_KEY = "dev-only-insecure-key-change-me"
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
 if not SECRET_KEY:
-    if not (DEBUG or TESTING or env_bool("DIAGNOSIS_DEV")):
+    if not (DEBUG or TESTING or ENV.dev):
         raise ImproperlyConfigured(
             "DJANGO_SECRET_KEY is required unless DJANGO_DEBUG or DIAGNOSIS_DEV is set."
         )
@@ -124,7 +108,7 @@ SQLITE_OPTIONS = {
     # BEGIN IMMEDIATE takes the write lock when a transaction starts, so a writer waits its turn (up to
     # `timeout`) instead of failing with `database is locked` when it upgrades a read lock.
     "transaction_mode": "IMMEDIATE",
-    "timeout": env_int("DIAGNOSIS_SQLITE_TIMEOUT", 20),
+    "timeout": 20,
     # WAL: readers never block the writer nor it them; NORMAL sync is durable in WAL except on power loss.
     "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
 }
@@ -166,8 +150,8 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-AXES_FAILURE_LIMIT = env_int("DIAGNOSIS_LOGIN_FAILURE_LIMIT", 5)
-AXES_COOLOFF_TIME = timedelta(minutes=env_int("DIAGNOSIS_LOGIN_COOLOFF_MINUTES", 15))
+AXES_FAILURE_LIMIT = 5
+AXES_COOLOFF_TIME = timedelta(minutes=15)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 # Failures are recorded (AccessAttempt, visible in the admin); successful logins are not.
@@ -215,6 +199,8 @@ CONTENT_SECURITY_POLICY = {
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
+# The site's address for links in notifications: behind TLS, the first named host; else relative links.
+PUBLIC_URL = ""
 if not DEBUG and env_bool("DJANGO_SECURE", default=False):
     # Production behind TLS: `DJANGO_SECURE=1` turns on the HTTPS-only settings `check --deploy` asks for.
     SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
@@ -224,6 +210,7 @@ if not DEBUG and env_bool("DJANGO_SECURE", default=False):
     SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
+    PUBLIC_URL = next((f"https://{h}" for h in ALLOWED_HOSTS if not h.startswith((".", "*"))), "")
 
 REST_FRAMEWORK = {
     # Token first: an anonymous call gets 401 with `WWW-Authenticate: Token` (DRF takes the header from
@@ -270,30 +257,30 @@ SPECTACULAR_SETTINGS = {
 # `DIAGNOSIS_Q_BROKER=redis://host:6379/0` puts the queue on Redis instead, for workers on several hosts.
 # A task runs at most `timeout` s (its session then ends FAILED); the ORM broker delivers a task again
 # when no worker acknowledged it `retry` s after it was taken (its worker died), which must be later.
-Q_TIMEOUT = env_int("DIAGNOSIS_Q_TIMEOUT", 600)
+Q_TIMEOUT = ENV.q_timeout
+# A running session's heartbeat (the worker-lost bound below is six of them).
+HEARTBEAT_SECONDS = 10.0
 Q_CLUSTER = {
     "name": "diagnosis",
     # Its section in the admin.
     "label": "后台任务",
-    "workers": env_int("DIAGNOSIS_Q_WORKERS", 2),
+    # Worker processes of one cluster; more capacity is more clusters (`qcluster`) or hosts.
+    "workers": 2,
     "timeout": Q_TIMEOUT,
-    "retry": env_int("DIAGNOSIS_Q_RETRY", Q_TIMEOUT + 60),
+    "retry": Q_TIMEOUT + 60,
     "max_attempts": 1,
     "catch_up": False,
-    "sync": env_bool("DIAGNOSIS_Q_SYNC"),
 }
-Q_BROKER = os.environ.get("DIAGNOSIS_Q_BROKER", "")
-if Q_BROKER.startswith(("redis://", "rediss://", "unix://")):
-    Q_CLUSTER["redis"] = Q_BROKER
-elif Q_BROKER in ("", "orm"):
+Q_BROKER = ENV.q_broker
+if Q_BROKER == "orm":
     Q_CLUSTER["orm"] = "default"
 else:
-    raise ImproperlyConfigured(f"DIAGNOSIS_Q_BROKER={Q_BROKER!r}: expected redis://… or orm")
+    Q_CLUSTER["redis"] = Q_BROKER
 
 # The rate limits (webhook tokens, failed token attempts) count in this cache. With several web processes
-# it must be shared: `DIAGNOSIS_CACHE_URL=redis://…`, else the Redis broker's server when the queue is on
-# Redis; otherwise each process counts on its own (one process: `make run`, the tests).
-CACHE_URL = os.environ.get("DIAGNOSIS_CACHE_URL") or (Q_BROKER if "redis" in Q_CLUSTER else "")
+# it must be shared: with the queue on Redis (`DIAGNOSIS_Q_BROKER=redis://…`) it is that Redis; otherwise
+# each process counts on its own (one process: `make run`, the tests).
+CACHE_URL = Q_BROKER if "redis" in Q_CLUSTER else ""
 if CACHE_URL:
     CACHES = {
         "default": {
@@ -321,94 +308,77 @@ LOGGING = {
 
 # The diagnosis pipeline (contracts §2).
 DIAGNOSIS = {
-    "ENGINE": os.environ.get("DIAGNOSIS_ENGINE", "rules"),
-    "LLM_MODEL": os.environ.get("DIAGNOSIS_LLM_MODEL", "gpt-4o-mini"),
+    "ENGINE": ENV.engine,
+    "LLM_MODEL": ENV.llm_model,
     # Per call: long enough for a small model on a local CPU server to read a 4k-token prompt and
     # write its reply; one retry (a timed-out request keeps the server busy, a second would queue).
-    "LLM_TIMEOUT": env_float("DIAGNOSIS_LLM_TIMEOUT", 180.0),
-    "LLM_MAX_RETRIES": env_int("DIAGNOSIS_LLM_MAX_RETRIES", 1),
+    "LLM_TIMEOUT": ENV.llm_timeout,
+    "LLM_MAX_RETRIES": ENV.llm_max_retries,
     # All model calls of one session: ends it FAILED with the cause before the worker's task timeout.
-    "LLM_SESSION_SECONDS": env_float("DIAGNOSIS_LLM_SESSION_SECONDS", Q_CLUSTER["timeout"] - 60),
-    "LLM_STRUCTURED_OUTPUT": os.environ.get("DIAGNOSIS_LLM_STRUCTURED_OUTPUT", "json_schema"),
-    "LLM_TOOL_CALLS": os.environ.get("DIAGNOSIS_LLM_TOOL_CALLS", "native"),
-    "LLM_TEMPERATURE": env_float("DIAGNOSIS_LLM_TEMPERATURE", 0.0),
-    "LLM_CONTEXT_TOKENS": env_int("DIAGNOSIS_LLM_CONTEXT_TOKENS", 32000),
+    "LLM_SESSION_SECONDS": Q_TIMEOUT - 60,
+    "LLM_STRUCTURED_OUTPUT": ENV.llm_structured_output,
+    "LLM_TOOL_CALLS": ENV.llm_tool_calls,
+    "LLM_TEMPERATURE": ENV.llm_temperature,
+    "LLM_CONTEXT_TOKENS": ENV.llm_context_tokens,
     # `max_completion_tokens` (OpenAI, current servers) or `max_tokens` (older vLLM / Ollama setups).
-    "LLM_TOKEN_CAP_PARAMETER": os.environ.get("DIAGNOSIS_LLM_TOKEN_CAP_PARAMETER", "max_completion_tokens"),
+    "LLM_TOKEN_CAP_PARAMETER": "max_completion_tokens",
     # Tool calls of one executor turn run at once (bounded): the sources are waited on in parallel.
-    "TOOL_CONCURRENCY": env_int("DIAGNOSIS_TOOL_CONCURRENCY", 4),
-    "LOW_CONFIDENCE_THRESHOLD": env_float("DIAGNOSIS_LOW_CONFIDENCE_THRESHOLD", 0.5),
-    "MAX_ROUNDS": env_int("DIAGNOSIS_MAX_ROUNDS", 2),
-    "MAX_TOOL_CALLS": env_int("DIAGNOSIS_MAX_TOOL_CALLS", 8),
-    "ALERTMANAGER_TOKEN": os.environ.get("DIAGNOSIS_ALERTMANAGER_TOKEN") or None,
+    "TOOL_CONCURRENCY": 4,
+    "LOW_CONFIDENCE_THRESHOLD": ENV.low_confidence_threshold,
+    "MAX_ROUNDS": ENV.max_rounds,
+    "MAX_TOOL_CALLS": ENV.max_tool_calls,
+    "ALERTMANAGER_TOKEN": ENV.alertmanager_token,
     # Sessions one user may start per period (N/s|min|hour|day), over the web form, the API and AI Ops
     # alike; an AI Ops analysis counts as many as the alert sessions it may start.
-    "CHAT_RATE": os.environ.get("DIAGNOSIS_CHAT_THROTTLE", "30/min"),
+    "CHAT_RATE": "30/min",
     # Alerts of one AIOps analysis diagnosed at the same time (threads). SQLite always runs them one
     # by one: its single writer would only make the threads wait for each other's locks.
-    "AIOPS_CONCURRENCY": env_int("DIAGNOSIS_AIOPS_CONCURRENCY", 3),
+    "AIOPS_CONCURRENCY": 3,
     # Alerts one analysis diagnoses (contracts §13); the rest are listed in its report as not analysed.
-    "AIOPS_MAX_ALERTS": env_int("DIAGNOSIS_AIOPS_MAX_ALERTS", 20),
+    "AIOPS_MAX_ALERTS": ENV.aiops_max_alerts,
     # Label names that name an alert's service, in order of preference (contracts §11).
-    "SERVICE_LABELS": [
-        name.strip()
-        for name in os.environ.get("DIAGNOSIS_SERVICE_LABELS", "service,app,job").split(",")
-        if name.strip()
-    ],
+    "SERVICE_LABELS": ENV.service_labels,
     # Webhook bounds: notifications per token and period (N/s|min|hour|day); the largest body accepted.
-    "ALERTMANAGER_RATE": os.environ.get("DIAGNOSIS_ALERTMANAGER_RATE", "120/min"),
+    "ALERTMANAGER_RATE": "120/min",
     # Wrong or missing-scheme tokens one client address may send per period before every request from
     # it is refused with 429 (a right token too: guessing must not learn from the answer).
-    "ALERTMANAGER_FAILED_TOKEN_RATE": os.environ.get("DIAGNOSIS_ALERTMANAGER_FAILED_TOKEN_RATE", "10/min"),
-    "ALERTMANAGER_MAX_BYTES": env_int("DIAGNOSIS_ALERTMANAGER_MAX_BYTES", 1024 * 1024),
+    "ALERTMANAGER_FAILED_TOKEN_RATE": "10/min",
+    "ALERTMANAGER_MAX_BYTES": 1024 * 1024,
     # Where finished reports and resolved episodes are POSTed (contracts §13); unset = nowhere.
-    "NOTIFY_URL": os.environ.get("DIAGNOSIS_NOTIFY_URL") or None,
-    "NOTIFY_TOKEN": os.environ.get("DIAGNOSIS_NOTIFY_TOKEN") or None,
-    "NOTIFY_TIMEOUT": env_float("DIAGNOSIS_NOTIFY_TIMEOUT", 10.0),
+    "NOTIFY_URL": ENV.notify_url,
+    "NOTIFY_TOKEN": ENV.notify_token,
+    # A delivery is a request to a source like any other: the same time bound.
+    "NOTIFY_TIMEOUT": ENV.source_timeout,
     # Seconds before each retry of a failed delivery; after the last one the delivery is given up.
-    "NOTIFY_RETRY_DELAYS": [
-        int(delay) for delay in os.environ.get("DIAGNOSIS_NOTIFY_RETRY_DELAYS", "20,60,300,1800").split(",")
-    ],
+    "NOTIFY_RETRY_DELAYS": [20, 60, 300, 1800],
     # The site's address as receivers reach it, for the links in notifications ("" = relative links).
-    "PUBLIC_URL": os.environ.get("DIAGNOSIS_PUBLIC_URL", "").rstrip("/"),
+    "PUBLIC_URL": PUBLIC_URL,
     # Members of this group see the reports of Alertmanager's notifications (staff see them anyway).
-    "ONCALL_GROUP": os.environ.get("DIAGNOSIS_ONCALL_GROUP") or None,
-    # Sessions RUNNING longer than this are considered orphaned by a dead worker and end FAILED.
-    "STALE_AFTER_SECONDS": env_int("DIAGNOSIS_STALE_AFTER_SECONDS", 900),
-    # A running session's worker touches it this often; silent for the second time, its worker is gone
+    "ONCALL_GROUP": ENV.oncall_group,
+    # Sessions RUNNING longer than this are considered orphaned by a dead worker and end FAILED: the
+    # task timeout and its redelivery have passed by then.
+    "STALE_AFTER_SECONDS": Q_TIMEOUT + 300,
+    # A running session's worker touches it this often; silent for six beats, its worker is gone
     # (killed, out of memory, host lost) and the reaper (every minute) ends it FAILED.
-    "HEARTBEAT_SECONDS": env_float("DIAGNOSIS_HEARTBEAT_SECONDS", 10.0),
-    "WORKER_LOST_AFTER_SECONDS": env_int("DIAGNOSIS_WORKER_LOST_AFTER_SECONDS", 60),
+    "HEARTBEAT_SECONDS": HEARTBEAT_SECONDS,
+    "WORKER_LOST_AFTER_SECONDS": 6 * HEARTBEAT_SECONDS,
     # A backend class named for a tool (dotted path) replaces its configured source: for evaluation
-    # fixtures and a team's own Python backend. Unset = the source chosen below, else the demo world.
-    "TOOL_BACKENDS": {
-        tool: os.environ[variable]
-        for tool, variable in (
-            ("query_metrics", "DIAGNOSIS_METRICS_BACKEND"),
-            ("query_logs", "DIAGNOSIS_LOGS_BACKEND"),
-            ("lookup_knowledge", "DIAGNOSIS_KNOWLEDGE_BACKEND"),
-        )
-        if os.environ.get(variable)
-    },
-    # Knowledge other apps keep, added to the demo world's runbooks (dotted class paths, comma-separated).
-    "KNOWLEDGE_SOURCES": [
-        path.strip()
-        for path in os.environ.get(
-            "DIAGNOSIS_KNOWLEDGE_SOURCES", "caselib.knowledge.CaseLibraryKnowledge"
-        ).split(",")
-        if path.strip()
-    ],
+    # fixtures and a team's own Python backend (settings overrides). Empty = the sources below.
+    "TOOL_BACKENDS": {},
+    # Knowledge other apps keep, added to the demo world's runbooks (dotted class paths).
+    "KNOWLEDGE_SOURCES": ["caselib.knowledge.CaseLibraryKnowledge"],
     # Evidence sources (contracts §11); unset = the demo world answers that tool.
-    "PROMETHEUS_URL": os.environ.get("DIAGNOSIS_PROMETHEUS_URL") or None,
-    "ALERTMANAGER_URL": os.environ.get("DIAGNOSIS_ALERTMANAGER_URL") or None,
-    "LOKI_URL": os.environ.get("DIAGNOSIS_LOKI_URL") or None,
-    "LOKI_TENANT": os.environ.get("DIAGNOSIS_LOKI_TENANT") or None,
-    "RUNBOOKS_DIR": os.environ.get("DIAGNOSIS_RUNBOOKS_DIR") or None,
-    "SOURCE_HEADERS": env_json_object("DIAGNOSIS_SOURCE_HEADERS"),
-    "LOGS_WINDOW_MINUTES": env_int("DIAGNOSIS_LOGS_WINDOW_MINUTES", 60),
-    "SOURCE_TIMEOUT": env_float("DIAGNOSIS_SOURCE_TIMEOUT", 10.0),
-    # Pins "now" for the demo world (ISO 8601); unset = the real clock.
-    "DEMO_NOW": os.environ.get("DIAGNOSIS_DEMO_NOW") or None,
+    "PROMETHEUS_URL": ENV.prometheus_url,
+    "ALERTMANAGER_URL": ENV.alertmanager_url,
+    "LOKI_URL": ENV.loki_url,
+    "LOKI_TENANT": ENV.loki_tenant,
+    "RUNBOOKS_DIR": ENV.runbooks_dir,
+    "SOURCE_HEADERS": ENV.source_headers,
+    "LOGS_WINDOW_MINUTES": ENV.logs_window_minutes,
+    "SOURCE_TIMEOUT": ENV.source_timeout,
+    # Pins "now" for the demo world (ISO 8601, a settings override in tests and the eval); None = the
+    # real clock.
+    "DEMO_NOW": None,
     # The world vocabulary (contracts §12); unset = the demo world's (tools/data/demo_world/vocabulary.json).
-    "VOCABULARY_FILE": os.environ.get("DIAGNOSIS_VOCABULARY_FILE") or None,
+    "VOCABULARY_FILE": ENV.vocabulary_file,
 }

@@ -29,7 +29,7 @@ from diagnosis.serializers import (
 from diagnosis.services.sessions import SessionRateLimited, session_start
 
 NOT_FOUND_MESSAGE = _("No such diagnosis session.")
-RATE_LIMITED = "Too many sessions started lately (DIAGNOSIS_CHAT_THROTTLE); see Retry-After."
+RATE_LIMITED = "Too many sessions started lately (30 a minute per user); see Retry-After."
 
 
 class RateLimited(Throttled):

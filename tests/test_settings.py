@@ -1,4 +1,5 @@
-"""Production settings pass Django's deployment checklist.
+"""Settings at start-up: production passes Django's deployment checklist, a bad variable stops the start,
+derived values follow what they derive from.
 
 Settings are read from the environment once, at import, so each case runs `manage.py` in a fresh
 process with a production environment instead of patching settings inside this test process.
@@ -48,21 +49,52 @@ def test_without_a_secret_key_outside_development_the_project_refuses_to_start()
     assert "DJANGO_SECRET_KEY is required" in result.stderr
 
 
-def _caches(**environment: str) -> str:
+def _setting(expression: str, **environment: str) -> str:
+    """`expression` over `settings` in a fresh process started with `environment` (development key)."""
     result = _manage(
         "shell",
+        "--no-imports",
         "-c",
-        "from django.conf import settings; print(settings.CACHES['default'])",
+        f"from django.conf import settings; print({expression})",
         DIAGNOSIS_DEV="1",
         **environment,
     )
     assert result.returncode == 0, result.stderr
-    return result.stdout
+    return result.stdout.strip()
 
 
-def test_rate_limits_count_in_a_shared_redis_cache_when_the_queue_is_on_redis_or_one_is_named():
-    assert "LocMemCache" in _caches()
-    on_broker = _caches(DIAGNOSIS_Q_BROKER="redis://127.0.0.1:6379/3")
+def test_a_bad_variable_stops_the_start_naming_it_and_its_value():
+    result = _manage("check", DIAGNOSIS_DEV="1", DIAGNOSIS_SOURCE_TIMEOUT="ten")
+
+    assert result.returncode != 0
+    assert "DIAGNOSIS_SOURCE_TIMEOUT must be a number of seconds, got 'ten'" in result.stderr
+
+
+def test_the_timings_after_a_sessions_task_timeout_are_derived_from_it():
+    timings = (
+        'settings.Q_CLUSTER["timeout"], settings.Q_CLUSTER["retry"], '
+        'settings.DIAGNOSIS["LLM_SESSION_SECONDS"], settings.DIAGNOSIS["STALE_AFTER_SECONDS"]'
+    )
+
+    assert _setting(timings) == "600 660 540 900"
+    assert _setting(timings, DIAGNOSIS_Q_TIMEOUT="1200") == "1200 1260 1140 1500"
+
+
+def test_notification_links_are_absolute_behind_tls_and_relative_otherwise():
+    hosts = ".example.com,aiops.example.com"
+    production = {"DJANGO_SECRET_KEY": get_random_secret_key(), "DJANGO_ALLOWED_HOSTS": hosts}
+
+    assert _setting('settings.DIAGNOSIS["PUBLIC_URL"]', DJANGO_SECURE="1", **production) == (
+        "https://aiops.example.com"
+    )
+    assert _setting('repr(settings.DIAGNOSIS["PUBLIC_URL"])', **production) == "''"
+
+
+def test_a_delivery_is_bounded_like_a_source_request():
+    assert _setting('settings.DIAGNOSIS["NOTIFY_TIMEOUT"]', DIAGNOSIS_SOURCE_TIMEOUT="4") == "4.0"
+
+
+def test_rate_limits_count_in_a_shared_redis_cache_when_the_queue_is_on_redis():
+    assert "LocMemCache" in _setting("settings.CACHES['default']")
+    on_broker = _setting("settings.CACHES['default']", DIAGNOSIS_Q_BROKER="redis://127.0.0.1:6379/3")
     assert "RedisCache" in on_broker and "redis://127.0.0.1:6379/3" in on_broker
-    named = _caches(DIAGNOSIS_Q_BROKER="orm", DIAGNOSIS_CACHE_URL="redis://cache.internal:6379/1")
-    assert "RedisCache" in named and "redis://cache.internal:6379/1" in named

@@ -46,7 +46,7 @@ def _chat_rate() -> tuple[int, int, str]:
     rate = settings.DIAGNOSIS["CHAT_RATE"]
     count, _, period = rate.partition("/")
     if not count.isdigit() or int(count) < 1 or period[:1] not in RATE_PERIODS:
-        raise ImproperlyConfigured(f"DIAGNOSIS_CHAT_THROTTLE={rate!r}：应为 次数/周期，如 30/min")
+        raise ImproperlyConfigured(f'DIAGNOSIS["CHAT_RATE"]={rate!r}：应为 次数/周期，如 30/min')
     seconds, label = RATE_PERIODS[period[:1]]
     return int(count), seconds, label
 

@@ -206,7 +206,7 @@ def test_notification_over_the_size_limit_is_refused_with_413_and_nothing_is_sto
     response = post(payload)
 
     assert response.status_code == 413
-    assert "DIAGNOSIS_ALERTMANAGER_MAX_BYTES" in response.json()["detail"]
+    assert "4000 字节上限" in response.json()["detail"]
     assert not AlertEpisode.objects.exists() and not DiagnosisSession.objects.exists()
 
 

@@ -32,9 +32,9 @@ def static_root(settings, collected_static):
     return settings.STATIC_ROOT
 
 
-def _quickstart_setup() -> str:
+def _quickstart_setup(*options: str) -> str:
     out = StringIO()
-    call_command("quickstart", "--setup-only", stdout=out)
+    call_command("quickstart", "--setup-only", *options, stdout=out)
     return out.getvalue()
 
 
@@ -105,21 +105,7 @@ def test_an_existing_account_without_a_configured_password_keeps_its_own():
     assert get_user_model().objects.get(username="engineer").check_password("pw-for-tests-123")
 
 
-def _clear_environment(monkeypatch) -> None:
-    for variable in (
-        "DIAGNOSIS_DEMO_USER",
-        "DIAGNOSIS_DEMO_PASSWORD",
-        "DIAGNOSIS_REVIEWER_USER",
-        "DIAGNOSIS_REVIEWER_PASSWORD",
-        "DIAGNOSIS_HOST",
-        "DIAGNOSIS_PORT",
-    ):
-        monkeypatch.delenv(variable, raising=False)
-
-
-def test_setup_creates_the_default_accounts_with_random_passwords_and_prints_them(static_root, monkeypatch):
-    _clear_environment(monkeypatch)
-
+def test_setup_creates_the_default_accounts_with_random_passwords_and_prints_them(static_root):
     output = _quickstart_setup()
 
     users = get_user_model().objects
@@ -131,36 +117,32 @@ def test_setup_creates_the_default_accounts_with_random_passwords_and_prints_the
     assert (static_root / "admin").is_dir()
 
 
-def test_setup_again_keeps_the_passwords_and_says_how_to_reset_them(static_root, monkeypatch):
-    _clear_environment(monkeypatch)
+def test_setup_again_keeps_the_passwords_and_says_how_to_reset_them(static_root):
     UserFactory(username="engineer")
     StaffUserFactory(username="reviewer")
 
     output = _quickstart_setup()
 
-    assert "engineer（已存在，密码未改动；设置 DIAGNOSIS_DEMO_PASSWORD 后重新运行即重置为该密码）" in output
-    assert (
-        "reviewer（已存在，密码未改动；设置 DIAGNOSIS_REVIEWER_PASSWORD 后重新运行即重置为该密码）" in output
-    )
+    assert "engineer（已存在，密码未改动；加 --engineer-password 重新运行即重置为该密码）" in output
+    assert "reviewer（已存在，密码未改动；加 --reviewer-password 重新运行即重置为该密码）" in output
     users = get_user_model().objects
     assert users.get(username="engineer").check_password("pw-for-tests-123")
     assert users.get(username="reviewer").check_password("pw-for-tests-123")
 
 
-def test_setup_takes_credentials_and_address_from_the_environment(static_root, monkeypatch):
-    monkeypatch.setenv("DIAGNOSIS_DEMO_USER", "alice")
-    monkeypatch.setenv("DIAGNOSIS_DEMO_PASSWORD", "alice-secret-2026")
-    monkeypatch.setenv("DIAGNOSIS_REVIEWER_USER", "bob")
-    monkeypatch.setenv("DIAGNOSIS_REVIEWER_PASSWORD", "bob-secret-2026")
-    monkeypatch.setenv("DIAGNOSIS_HOST", "0.0.0.0")
-    monkeypatch.setenv("DIAGNOSIS_PORT", "9000")
-
-    output = _quickstart_setup()
+def test_setup_takes_credentials_and_address_from_its_options(static_root):
+    output = _quickstart_setup(
+        "--engineer=alice",
+        "--engineer-password=alice-secret-2026",
+        "--reviewer=bob",
+        "--reviewer-password=bob-secret-2026",
+        "--bind=0.0.0.0:9000",
+    )
 
     users = get_user_model().objects
     assert users.get(username="alice").check_password("alice-secret-2026")
     assert users.get(username="bob").is_staff
-    assert "alice（密码取自 DIAGNOSIS_DEMO_PASSWORD）" in output
+    assert "alice（密码取自 --engineer-password）" in output
     assert "secret-2026" not in output
     assert "http://0.0.0.0:9000/admin/" in output
     assert not users.filter(username__in=["engineer", "reviewer"]).exists()
@@ -181,13 +163,10 @@ def test_setup_is_idempotent_schedules_the_reaper_and_reaps_once(static_root):
 
 
 @pytest.mark.parametrize("password", ["a", "password", "12345678901", "alice-the-user"])
-def test_setup_refuses_a_configured_password_the_validators_reject(static_root, monkeypatch, password):
-    _clear_environment(monkeypatch)
-    monkeypatch.setenv("DIAGNOSIS_DEMO_USER", "alice-the-user")
-    monkeypatch.setenv("DIAGNOSIS_DEMO_PASSWORD", password)
+def test_setup_refuses_a_given_password_the_validators_reject(static_root, password):
+    with pytest.raises(CommandError, match="--engineer-password 不符合密码要求") as refused:
+        _quickstart_setup("--engineer=alice-the-user", f"--engineer-password={password}")
 
-    with pytest.raises(CommandError, match="DIAGNOSIS_DEMO_PASSWORD 不符合密码要求") as refused:
-        _quickstart_setup()
-
-    assert len(password) == 1 or password not in str(refused.value)
+    reason = str(refused.value).removeprefix("--engineer-password")
+    assert len(password) == 1 or password not in reason
     assert not get_user_model().objects.filter(username="alice-the-user").exists()

@@ -65,6 +65,32 @@ def test_serve_collects_static_files_and_runs_gunicorn(tmp_path):
         server.wait(timeout=30)
 
 
+def test_serve_takes_gunicorns_own_variables(tmp_path):
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, str(settings.BASE_DIR / "manage.py"), "serve"],
+        env=_environment(
+            WEB_CONCURRENCY="1",
+            GUNICORN_CMD_ARGS=f"--bind=127.0.0.1:{port} --threads=2",
+            DJANGO_STATIC_ROOT=str(tmp_path / "static"),
+            DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        response = _get(f"http://127.0.0.1:{port}/login", deadline=time.monotonic() + 30)
+
+        assert response.status == 200
+        assert response.headers["Server"].startswith("gunicorn")
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        output = server.communicate(timeout=30)[0].decode()
+    assert output.count("Booting worker") == 1
+    assert f"Listening at: http://127.0.0.1:{port}" in output
+
+
 def test_a_redis_broker_url_queues_tasks_on_redis():
     redis = pytest.importorskip("redis").Redis.from_url(REDIS_URL)
     try:

@@ -112,7 +112,7 @@ def test_an_ai_ops_analysis_takes_all_of_a_rate_below_its_alert_cap(rate):
 @pytest.mark.parametrize("value", ["", "30", "ten/min", "0/min", "30/fortnight"])
 def test_a_malformed_rate_is_a_configuration_error(rate, value):
     rate(value)
-    with pytest.raises(ImproperlyConfigured, match="DIAGNOSIS_CHAT_THROTTLE"):
+    with pytest.raises(ImproperlyConfigured, match="CHAT_RATE"):
         session_rate_check(owner=UserFactory())
 
 

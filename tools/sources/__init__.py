@@ -1,8 +1,8 @@
 """Evidence sources, chosen per tool by environment (contracts §11): a team points the product at
 its own stack with `DIAGNOSIS_PROMETHEUS_URL`, `DIAGNOSIS_ALERTMANAGER_URL`, `DIAGNOSIS_LOKI_URL`
 and `DIAGNOSIS_RUNBOOKS_DIR`; each tool uses the first configured source for it and, with none,
-the demo world. A backend named explicitly in `DIAGNOSIS["TOOL_BACKENDS"]` (evaluation fixtures,
-`DIAGNOSIS_*_BACKEND`) wins over both.
+the demo world. A backend named explicitly in `DIAGNOSIS["TOOL_BACKENDS"]` (evaluation fixtures, a settings
+override) wins over both.
 
 A source answers the methods its tools call (see `tools.backends`) plus `query_promql` and
 `targets` for Prometheus, and tells where its answers come from with `provenance() -> (kind, location)`.

@@ -27,23 +27,20 @@ POLL_SECONDS = 0.5
 
 
 def _demo_account(
-    *, ensure: Callable[..., DemoAccount], user_variable: str, default_user: str, password_variable: str
+    *, ensure: Callable[..., DemoAccount], username: str, password: str | None, password_option: str
 ) -> str:
-    """Create or update the account from the environment; its login line (a configured password is never
-    printed: the terminal's scroll-back and CI logs are not the place for it)."""
+    """Create or update the account; its login line (a given password is never printed: the
+    terminal's scroll-back and CI logs are not the place for it)."""
     try:
-        account = ensure(
-            username=os.environ.get(user_variable) or default_user,
-            password=os.environ.get(password_variable) or None,
-        )
+        account = ensure(username=username, password=password or None)
     except ValidationError as error:
-        raise CommandError(f"{password_variable} 不符合密码要求：{'；'.join(error.messages)}") from error
+        raise CommandError(f"{password_option} 不符合密码要求：{'；'.join(error.messages)}") from error
     username = account.user.get_username()
     if account.password is None:
-        return f"{username}（已存在，密码未改动；设置 {password_variable} 后重新运行即重置为该密码）"
+        return f"{username}（已存在，密码未改动；加 {password_option} 重新运行即重置为该密码）"
     if account.generated:
         return f"{username} / {account.password}（随机生成，只显示这一次）"
-    return f"{username}（密码取自 {password_variable}）"
+    return f"{username}（密码取自 {password_option}）"
 
 
 def _raise_keyboard_interrupt(signum, frame):
@@ -59,28 +56,47 @@ class Command(BaseCommand):
             action="store_true",
             help="只准备数据库、静态文件、账号和定时任务并打印登录信息，不启动服务。",
         )
+        parser.add_argument("--bind", default="127.0.0.1:8000", help="Web 服务监听地址 HOST:PORT")
+        parser.add_argument("--engineer", default="engineer", help="工程师账号名")
+        parser.add_argument("--reviewer", default="reviewer", help="审核员账号名")
+        unchanged = "不给则新账号随机生成，已有账号不改"
+        parser.add_argument("--engineer-password", help=f"工程师账号密码（{unchanged}）")
+        parser.add_argument("--reviewer-password", help=f"审核员账号密码（{unchanged}）")
 
-    def handle(self, *args, setup_only: bool = False, **options):
-        host = os.environ.get("DIAGNOSIS_HOST", "127.0.0.1")
-        port = os.environ.get("DIAGNOSIS_PORT", "8000")
-        self.setup(url=f"http://{host}:{port}/")
+    def handle(
+        self,
+        *args,
+        bind: str = "127.0.0.1:8000",
+        engineer: str = "engineer",
+        engineer_password: str | None = None,
+        reviewer: str = "reviewer",
+        reviewer_password: str | None = None,
+        setup_only: bool = False,
+        **options,
+    ):
+        self.setup(
+            url=f"http://{bind}/",
+            engineer=(engineer, engineer_password),
+            reviewer=(reviewer, reviewer_password),
+        )
         if not setup_only:
-            self.serve(address=f"{host}:{port}")
+            self.serve(address=bind)
 
-    def setup(self, *, url: str) -> None:
+    def setup(self, *, url: str, engineer: tuple[str, str | None], reviewer: tuple[str, str | None]) -> None:
+        """Database, static files, the two accounts (name, password or None) and the reaper."""
         call_command("migrate", interactive=False, verbosity=0)
         call_command("collectstatic", interactive=False, verbosity=0)
-        engineer = _demo_account(
+        engineer_line = _demo_account(
             ensure=engineer_account_ensure,
-            user_variable="DIAGNOSIS_DEMO_USER",
-            default_user="engineer",
-            password_variable="DIAGNOSIS_DEMO_PASSWORD",
+            username=engineer[0],
+            password=engineer[1],
+            password_option="--engineer-password",
         )
-        reviewer = _demo_account(
+        reviewer_line = _demo_account(
             ensure=reviewer_account_ensure,
-            user_variable="DIAGNOSIS_REVIEWER_USER",
-            default_user="reviewer",
-            password_variable="DIAGNOSIS_REVIEWER_PASSWORD",
+            username=reviewer[0],
+            password=reviewer[1],
+            password_option="--reviewer-password",
         )
         stale_sessions_schedule_ensure()
         reaped = stale_sessions_fail(older_than_seconds=settings.DIAGNOSIS["STALE_AFTER_SECONDS"])
@@ -88,8 +104,8 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS("诊断助手已就绪"))
         self.stdout.write(f"  对话页面:   {url}")
         self.stdout.write(f"  审核后台:   {url}admin/")
-        self.stdout.write(f"  工程师账号: {engineer}")
-        self.stdout.write(f"  审核员账号: {reviewer}（staff，reviewers 组）")
+        self.stdout.write(f"  工程师账号: {engineer_line}")
+        self.stdout.write(f"  审核员账号: {reviewer_line}（staff，reviewers 组）")
         self.stdout.write(f"  诊断引擎:   {settings.DIAGNOSIS['ENGINE']}")
         self.stdout.write("  证据来源:   （manage.py sources 检查是否可达）")
         for tool, source, location in sources_in_use():

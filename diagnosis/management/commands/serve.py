@@ -8,48 +8,26 @@ import sys
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+CONFIG_MODULE = "config.gunicorn"
+
 
 class Command(BaseCommand):
     help = "生产方式启动 Web 服务：收集静态文件后以 gunicorn 运行（后台工作进程另用 manage.py qcluster）。"
 
     def add_arguments(self, parser):
-        host = os.environ.get("DIAGNOSIS_HOST", "127.0.0.1")
-        port = os.environ.get("DIAGNOSIS_PORT", "8000")
-        parser.add_argument(
-            "--bind", default=f"{host}:{port}", help="监听地址（默认 DIAGNOSIS_HOST:DIAGNOSIS_PORT）"
-        )
-        parser.add_argument(
-            "--workers",
-            type=int,
-            default=int(os.environ.get("DIAGNOSIS_WEB_WORKERS", 2)),
-            help="gunicorn 进程数（DIAGNOSIS_WEB_WORKERS，默认 2）",
-        )
-        parser.add_argument(
-            "--threads",
-            type=int,
-            default=int(os.environ.get("DIAGNOSIS_WEB_THREADS", 8)),
-            help="每个进程的线程数（DIAGNOSIS_WEB_THREADS，默认 8）",
-        )
-        parser.add_argument(
-            "--timeout",
-            type=int,
-            default=int(os.environ.get("DIAGNOSIS_WEB_TIMEOUT", 60)),
-            help="请求超时秒数（DIAGNOSIS_WEB_TIMEOUT，默认 60）",
-        )
+        # Unset, gunicorn's own defaults apply: `PORT` / 127.0.0.1:8000, `WEB_CONCURRENCY`, `GUNICORN_CMD_ARGS`.
+        parser.add_argument("--bind", help="监听地址 HOST:PORT（默认 127.0.0.1:8000）")
+        parser.add_argument("--workers", type=int, help="gunicorn 进程数（默认 WEB_CONCURRENCY 或 2）")
+        parser.add_argument("--threads", type=int, help="每个进程的线程数（默认 8）")
 
-    def handle(self, *args, bind: str, workers: int, threads: int, timeout: int, **options):
+    def handle(self, *args, bind: str | None, workers: int | None, threads: int | None, **options):
         call_command("collectstatic", interactive=False, verbosity=0)
-        self.stdout.write(f"gunicorn 监听 {bind}（{workers} 进程 × {threads} 线程）", ending="\n")
-        self.stdout.flush()
+        given = {"bind": bind, "workers": workers, "threads": threads}
         command = [
             sys.executable,
             "-m",
             "gunicorn",
-            "config.wsgi:application",
-            f"--bind={bind}",
-            f"--workers={workers}",
-            f"--threads={threads}",
-            f"--timeout={timeout}",
-            "--access-logfile=-",
+            f"--config=python:{CONFIG_MODULE}",
+            *(f"--{name}={value}" for name, value in given.items() if value is not None),
         ]
         os.execv(sys.executable, command)
