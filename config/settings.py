@@ -173,6 +173,8 @@ AXES_RESET_ON_SUCCESS = True
 # Failures are recorded (AccessAttempt, visible in the admin); successful logins are not.
 AXES_DISABLE_ACCESS_LOG = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# Its start-up banner ("AXES: BEGIN …") would open the output of every manage.py command.
+AXES_VERBOSE = False
 
 LANGUAGE_CODE = "zh-hans"
 LANGUAGES = [("zh-hans", "简体中文"), ("en", "English")]

@@ -46,3 +46,11 @@ def test_without_a_secret_key_outside_development_the_project_refuses_to_start()
 
     assert result.returncode != 0
     assert "DJANGO_SECRET_KEY is required" in result.stderr
+
+
+def test_a_management_command_prints_no_library_banner():
+    result = _manage("check", DIAGNOSIS_DEV="1")
+
+    assert result.returncode == 0, result.stderr
+    assert "AXES" not in result.stdout + result.stderr
+    assert result.stdout.splitlines()[0] == "System check identified no issues (0 silenced)."
