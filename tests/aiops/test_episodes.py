@@ -8,7 +8,6 @@ with a space) and a node_exporter alert that has only instance and job.
 import json
 
 import pytest
-from django.db import connection
 from django_q.conf import Conf
 from rest_framework.test import APIClient
 
@@ -18,6 +17,7 @@ from aiops.services import alertmanager_notification_receive
 from diagnosis.models import DiagnosisSession
 from tests.aiops.support import DEMO_NOW, TOKEN, alert, notification
 from tests.concurrency import run_concurrently
+from tests.databases import skip_unless_postgresql
 
 pytestmark = pytest.mark.django_db
 
@@ -222,8 +222,7 @@ def test_webhook_is_rate_limited_per_token(settings):
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_deliveries_of_one_notice_create_one_analysis():
-    if connection.vendor != "postgresql":
-        pytest.skip("the race needs PostgreSQL's concurrent writers")
+    skip_unless_postgresql(why="the race needs concurrent writers")
     payload = notification(checkout(), node_load(), memory())
 
     def receive():
@@ -242,8 +241,7 @@ def test_concurrent_deliveries_of_one_notice_create_one_analysis():
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_deliveries_of_one_resolve_close_the_episode_once():
-    if connection.vendor != "postgresql":
-        pytest.skip("the race needs PostgreSQL's concurrent writers")
+    skip_unless_postgresql(why="the race needs concurrent writers")
     AlertEpisode.objects.create(
         fingerprint="c0ffee0000000001", starts_at="2026-11-29T06:35:00Z", state="firing", alert_name="X"
     )

@@ -18,6 +18,7 @@ from aiops.services import (
 )
 from diagnosis.models import DiagnosisSession
 from tests.aiops.support import DEMO_NOW, alert, notification
+from tests.databases import skip_unless_postgresql
 from tests.factories import CompletedSessionFactory, DiagnosisSessionFactory
 
 pytestmark = pytest.mark.django_db
@@ -376,8 +377,7 @@ def most_at_once(sessions) -> int:
 
 @pytest.mark.django_db(transaction=True)
 def test_alerts_are_diagnosed_concurrently_within_the_configured_bound(settings):
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite diagnoses alerts one at a time (see the next test)")
+    skip_unless_postgresql(why="SQLite diagnoses alerts one at a time (see the next test)")
     settings.DIAGNOSIS = settings.DIAGNOSIS | {"AIOPS_CONCURRENCY": 2}
 
     session = aiops_run(session_pk=aiops_start().pk)

@@ -17,6 +17,7 @@ from django_q.signing import SignedPackage
 
 from aiops.models import AlertEpisode
 from diagnosis.models import DiagnosisSession
+from tests.databases import POSTGRESQL_ONLY
 from tests.integration.alerting import alerting_start, wait_until
 from tests.integration.stack import missing_binaries
 from tests.notify_receiver import NotifyReceiver
@@ -28,7 +29,7 @@ pytestmark = [
     # PostgreSQL, where each thread has its own connection.
     pytest.mark.skipif(
         settings.DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3",
-        reason="needs PostgreSQL: the live server and the test thread would share one SQLite connection",
+        reason=f"{POSTGRESQL_ONLY}: the live server and the test thread would share one SQLite connection",
     ),
 ]
 
