@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from diagnosis.models import DiagnosisSession
 from diagnosis.selectors.aiops import AiOpsReport, aiops_report
 from diagnosis.selectors.evidence import BindingView, SessionPanel, session_panel
+from diagnosis.selectors.examples import AskExamples, ask_examples
 from diagnosis.selectors.sessions import session_sidebar, session_visible_queryset
 
 
@@ -26,6 +27,7 @@ class ChatPanel(SessionPanel):
 class ChatPage:
     conversations: list[DiagnosisSession]
     panel: ChatPanel | None
+    examples: AskExamples
 
 
 def chat_panel(*, user, session_id: str) -> ChatPanel:
@@ -60,4 +62,4 @@ def _charted_bindings(session: DiagnosisSession) -> list[BindingView]:
 
 def chat_page(*, user, session_id: str | None = None) -> ChatPage:
     panel = chat_panel(user=user, session_id=session_id) if session_id else None
-    return ChatPage(conversations=session_sidebar(user=user), panel=panel)
+    return ChatPage(conversations=session_sidebar(user=user), panel=panel, examples=ask_examples())
