@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from diagnosis.models import DiagnosisSession
 from diagnosis.selectors.aiops import AiOpsReport, aiops_report
-from diagnosis.selectors.evidence import BindingView, SessionPanel, session_panel
+from diagnosis.selectors.evidence import BindingView, SessionPanel, invocation_sources, session_panel
 from diagnosis.selectors.examples import AskExamples, ask_examples
 from diagnosis.selectors.sessions import session_sidebar, session_visible_queryset
 
@@ -44,8 +44,14 @@ def chat_panel(*, user, session_id: str) -> ChatPanel:
         else []
     )
     parent = session.parent if session.parent_id else None
+    panel = session_panel(session=session)
+    if children:
+        # The report quotes its alerts' sessions' evidence: their invocations name its references.
+        panel.references = replace(
+            panel.references, sources=invocation_sources(sessions=[session, *children])
+        )
     return ChatPanel(
-        **vars(session_panel(session=session)),
+        **vars(panel),
         alert_sessions=children,
         report=aiops_report(session=session, children=children) if is_analysis else None,
         parent_session_id=parent.session_id if parent else None,

@@ -2,12 +2,13 @@
 
 Answers come from models and tools, so no HTML in them may ever reach the page: everything is
 escaped before any tag is added, and the only tags added are the ones below (no links, no images,
-no attributes).
+no attributes). `engineer_text` adds its reference tags through the same escaped-first path.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from django import template
 from django.utils.html import escape
@@ -31,16 +32,25 @@ CELL_SEPARATOR = re.compile(r"(?<!\\)\|")
 HEADING_OFFSET = 2
 
 
-def _inline(text: str) -> str:
+# Rewrites escaped text outside code spans (the engineer's wording); it may add only fixed tags.
+Rewrite = Callable[[str], str]
+
+
+def _inline(text: str, rewrite: Rewrite | None = None) -> str:
     """Bold outside code spans, code spans kept literal."""
     parts = INLINE_CODE.split(text)
     for index, part in enumerate(parts):
-        parts[index] = f"<code>{part}</code>" if index % 2 else BOLD.sub(r"<strong>\1</strong>", part)
+        if index % 2:
+            parts[index] = f"<code>{part}</code>"
+        else:
+            bold = BOLD.sub(r"<strong>\1</strong>", part)
+            parts[index] = rewrite(bold) if rewrite else bold
     return "".join(parts)
 
 
 class _Writer:
-    def __init__(self) -> None:
+    def __init__(self, rewrite: Rewrite | None = None) -> None:
+        self.rewrite = rewrite
         self.html: list[str] = []
         self.paragraph: list[str] = []
         self.list_tag = ""
@@ -49,7 +59,7 @@ class _Writer:
 
     def flush(self) -> None:
         if self.paragraph:
-            self.html.append("<p>" + "<br>".join(_inline(line) for line in self.paragraph) + "</p>")
+            self.html.append("<p>" + "<br>".join(self.inline(line) for line in self.paragraph) + "</p>")
             self.paragraph = []
         if self.list_tag:
             self.html.append(f"</{self.list_tag}>")
@@ -57,6 +67,9 @@ class _Writer:
         if self.table:
             self.html.append(self._table_html())
             self.table, self.header_rows = [], 0
+
+    def inline(self, text: str) -> str:
+        return _inline(text, self.rewrite)
 
     def table_row(self, line: str) -> None:
         if not self.table:
@@ -69,7 +82,7 @@ class _Writer:
 
     def _table_html(self) -> str:
         def row(cells: list[str], tag: str) -> str:
-            return "<tr>" + "".join(f"<{tag}>{_inline(cell)}</{tag}>" for cell in cells) + "</tr>"
+            return "<tr>" + "".join(f"<{tag}>{self.inline(cell)}</{tag}>" for cell in cells) + "</tr>"
 
         head = "".join(row(cells, "th") for cells in self.table[: self.header_rows])
         body = "".join(row(cells, "td") for cells in self.table[self.header_rows :])
@@ -82,12 +95,12 @@ class _Writer:
             self.html.append(f"<{tag}>")
             self.list_tag = tag
         self.html.append(
-            f'<li class="nested">{_inline(text)}</li>' if nested else f"<li>{_inline(text)}</li>"
+            f'<li class="nested">{self.inline(text)}</li>' if nested else f"<li>{self.inline(text)}</li>"
         )
 
 
-def markdown_to_html(text: str) -> str:
-    writer = _Writer()
+def markdown_to_html(text: str, *, rewrite: Rewrite | None = None) -> str:
+    writer = _Writer(rewrite)
     code: list[str] | None = None
     for line in escape(text or "").splitlines():
         if FENCE.match(line):
@@ -105,7 +118,7 @@ def markdown_to_html(text: str) -> str:
         if heading:
             writer.flush()
             level = min(len(heading.group(1)) + HEADING_OFFSET, 6)
-            writer.html.append(f"<h{level}>{_inline(heading.group(2))}</h{level}>")
+            writer.html.append(f"<h{level}>{writer.inline(heading.group(2))}</h{level}>")
         elif bullet:
             writer.list_item("ul", bullet.group(1), bullet.group(2))
         elif numbered:
