@@ -16,8 +16,11 @@ import logging
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import PurePosixPath
 from urllib.parse import urlsplit
+
+from django.utils import timezone
 
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.composer import (
@@ -51,6 +54,17 @@ MIXED_RESULTS_NOTE = "部分告警的结论存在证据缺口、已降级或执�
 # Until tool invocations record their source (contracts §11), the configured backend tells it.
 # Where a report names evidence rather than a subject: quoted excerpts and their sources.
 QUOTED = re.compile(r"「[^」]*」|（来源：[^）]*）|`[^`]*`")
+
+
+# A resolved alert's findings were verified while it fired: told in the past (contracts §18), outside
+# the quoted excerpts, which stay as the source wrote them.
+PAST_TENSE = (
+    ("当前存在", "触发期间存在"),
+    ("（firing）", "（当时触发中）"),
+    ("（firing，", "（当时触发中，"),
+    ("当前值", "当时的值"),
+    ("当前", "当时"),
+)
 
 
 # Labels that tell one alert's instances apart; the per-alert question names them (contracts §13).
@@ -110,6 +124,8 @@ class AlertAnalysis:
     sources: list[str] = field(default_factory=list)
     # The alert's episodes as the report shows them: firing, or resolved with the time.
     state_text: str = FIRING
+    # For an alert whose episodes all resolved: when it fired, resolved, and for how long; else "".
+    resolved_text: str = ""
 
     @property
     def completed(self) -> bool:
@@ -139,10 +155,14 @@ def alert_subjects(alerts: list[dict]) -> list[AlertSubject]:
 
 
 def alert_analysis_build(
-    *, child: DiagnosisSession, invocations: list[ToolInvocation], runbook: ToolInvocation | None = None
+    *,
+    child: DiagnosisSession,
+    invocations: list[ToolInvocation],
+    runbook: ToolInvocation | None = None,
+    resolved: str = "",
 ) -> AlertAnalysis:
     """What the report may say about one child session, taken from its verified records; `runbook` is
-    the analysis's knowledge lookup for this alert."""
+    the analysis's knowledge lookup for this alert, `resolved` its `resolved_text` once it resolved."""
     alerts = child.alert_scope.get("alerts") or [{}]
     analysis = AlertAnalysis(
         subject=AlertSubject.of({"alert_name": "", **alerts[0]}),
@@ -154,6 +174,7 @@ def alert_analysis_build(
         groundedness_score=child.groundedness_score,
         runbooks=runbook_lines(runbook),
         sources=_sources([*invocations, *([runbook] if runbook else [])]),
+        resolved_text=resolved,
     )
     recorded = None
     if analysis.completed:
@@ -244,9 +265,52 @@ def status_line(analyses: list[AlertAnalysis], *, not_analysed_count: int = 0) -
 def alert_summary(analysis: AlertAnalysis) -> str:
     """One line for a notification: the outcome and, when there is one, the first verified finding."""
     outcome = _output_type_text(analysis) if analysis.completed else FAILED_LABEL
-    if analysis.findings:
-        return f"{outcome}：{' '.join(analysis.findings[0]['claim_text'].split())}"[:500]
-    return outcome
+    finding = " ".join(analysis.findings[0]["claim_text"].split()) if analysis.findings else ""
+    if analysis.resolved_text:
+        lead = f"已恢复：{analysis.resolved_text}；触发期间的分析 {outcome}"
+        return (f"{lead}：{past_tense(finding)}" if finding else lead)[:500]
+    return (f"{outcome}：{finding}" if finding else outcome)[:500]
+
+
+def resolved_text(alerts: list[dict]) -> str:
+    """`触发于 …，恢复于 …，持续 …` when every one of the alerts resolved; "" while any fires."""
+    if not alerts or any(alert.get("state") != RESOLVED for alert in alerts):
+        return ""
+    starts = sorted(datetime.fromisoformat(a["starts_at"]) for a in alerts if a.get("starts_at"))
+    ends = sorted(datetime.fromisoformat(a["ends_at"]) for a in alerts if a.get("ends_at"))
+    parts = []
+    if starts:
+        parts.append(f"触发于 {_local(starts[0])}")
+    if ends:
+        parts.append(f"恢复于 {_local(ends[-1])}")
+    if starts and ends and ends[-1] >= starts[0]:
+        parts.append(f"持续 {duration_words(int((ends[-1] - starts[0]).total_seconds()))}")
+    return "，".join(parts) or "已恢复"
+
+
+def duration_words(seconds: int) -> str:
+    """`1 小时 5 分`, `5 分 30 秒`, `45 秒`: how long an episode lasted, in words."""
+    hours, rest = divmod(max(seconds, 0), 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return f"{hours} 小时 {minutes} 分" if minutes else f"{hours} 小时"
+    if minutes:
+        return f"{minutes} 分 {seconds} 秒" if seconds else f"{minutes} 分"
+    return f"{seconds} 秒"
+
+
+def past_tense(text: str) -> str:
+    """A finding verified while the alert fired, told after it resolved: the present words outside
+    quotes in the past (`当前存在 … 告警（firing）` → `触发期间存在 … 告警（当时触发中）`)."""
+    parts = re.split(r"(「[^」]*」)", text)
+    for index in range(0, len(parts), 2):
+        for present, past in PAST_TENSE:
+            parts[index] = parts[index].replace(present, past)
+    return "".join(parts)
+
+
+def _local(moment: datetime) -> str:
+    return f"{timezone.localtime(moment):%Y-%m-%d %H:%M:%S}"
 
 
 def _outcome(analysis: AlertAnalysis) -> str:
@@ -275,6 +339,8 @@ def _alert_section(number: int, analysis: AlertAnalysis) -> list[str]:
         f"校验结论：{_verdict_text(analysis)}｜输出类型：{_output_type_text(analysis)}｜"
         f"状态：{analysis.state_text}｜子会话：`{analysis.session_id}`",
     ]
+    if analysis.resolved_text:
+        lines += ["", f"**已恢复**：{analysis.resolved_text}。以下是告警触发期间的分析，不是当前状态。"]
     if subject.identity:
         lines += ["", "告警标签：" + "，".join(f"`{name}={value}`" for name, value in subject.identity)]
     if analysis.sources:
@@ -283,10 +349,12 @@ def _alert_section(number: int, analysis: AlertAnalysis) -> list[str]:
         lines += ["", DISCLAIMER]
     elif analysis.output_type == OutputType.DEGRADED:
         lines += ["", DEGRADED_HEADER]
+    told = past_tense if analysis.resolved_text else str
     if analysis.findings:
-        lines += ["", "**已核验的发现**", *finding_lines(analysis.findings)]
+        heading = "**触发期间已核验的发现**" if analysis.resolved_text else "**已核验的发现**"
+        lines += ["", heading, *map(told, finding_lines(analysis.findings))]
     if analysis.inferences:
-        lines += ["", INFERENCES_HEADING, *finding_lines(analysis.inferences)]
+        lines += ["", INFERENCES_HEADING, *map(told, finding_lines(analysis.inferences))]
     if analysis.verified_evidence:
         lines += ["", "**已通过引用核验的证据**（未形成结论）", *bullets(analysis.verified_evidence)]
     if analysis.completed and not (analysis.findings or analysis.inferences or analysis.verified_evidence):
@@ -347,10 +415,15 @@ def _next_steps(analysis: AlertAnalysis, *, allowed_actions: list[str]) -> list[
     """Evidence gathering only (seed 003): the verified material's actions, then standard checks."""
     subject = analysis.subject
     where = f" {subject.service} 上" if subject.service else ""
+    watch = (
+        f"复盘{where} {subject.alert_name} 告警触发期间的指标与日志，留意它是否再次触发。"
+        if analysis.resolved_text
+        else f"持续查询{where} {subject.alert_name} 告警的状态与持续时长，确认其是否仍在触发。"
+    )
     steps = [
         *allowed_actions,
         f"检索知识库中 {subject.alert_name} 的处理手册，按手册列出的指标与日志逐项取证。",
-        f"持续查询{where} {subject.alert_name} 告警的状态与持续时长，确认其是否仍在触发。",
+        watch,
     ]
     if analysis.gaps:
         steps.append("针对上述证据缺口补充检索后，重新发起告警分析。")

@@ -17,7 +17,6 @@ import logging
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -38,6 +37,7 @@ from aiops.report import (
     alert_summary,
     report_build,
     report_output_type,
+    resolved_text,
     runbook_query,
 )
 from diagnosis.models import DiagnosisSession, ToolInvocation
@@ -289,6 +289,7 @@ def _report_render(session: DiagnosisSession, scope: dict) -> tuple[str, str]:
             child=child,
             invocations=by_session.get(child.pk, []),
             runbook=parent_calls.get(own[0].get("runbook_invocation_id")) if own else None,
+            resolved=resolved_text(own),
         )
         analysis.state_text = _state_text(own)
         for alert in own:
@@ -334,11 +335,7 @@ def _scope_with_episode_states(session: DiagnosisSession) -> dict:
 def _state_text(alerts: list[dict]) -> str:
     if not alerts or any(alert["state"] == FIRING for alert in alerts):
         return FIRING
-    ends = sorted(alert["ends_at"] for alert in alerts if alert.get("ends_at"))
-    if not ends:
-        return RESOLVED
-    ended = timezone.localtime(datetime.fromisoformat(ends[-1]))
-    return f"{RESOLVED}（恢复于 {ended:%Y-%m-%d %H:%M:%S}）"
+    return f"{RESOLVED}（{resolved_text(alerts)}）"
 
 
 def _alert_label(alert: dict) -> str:

@@ -6,6 +6,7 @@ with a space) and a node_exporter alert that has only instance and job.
 """
 
 import json
+import re
 
 import pytest
 from django_q.conf import Conf
@@ -88,7 +89,17 @@ def test_resolved_notice_closes_the_episodes_on_the_existing_report_and_starts_n
         ("resolved", "2026-11-29T06:58:00+00:00"),
     ] * 2
     table = [line for line in report.answer.splitlines() if line.startswith("| 1 ")]
-    assert "resolved（恢复于 2026-11-29 14:58:00）" in table[0]
+    told = "触发于 2026-11-29 14:35:00，恢复于 2026-11-29 14:58:00，持续 23 分"
+    assert f"resolved（{told}）" in table[0]
+    # Resolved says resolved (contracts §18): when, how long, and the findings in the past tense.
+    assert f"**已恢复**：{told}。以下是告警触发期间的分析，不是当前状态。" in report.answer
+    assert "**触发期间已核验的发现**" in report.answer
+    unquoted = re.sub(r"「[^」]*」", "", report.answer)
+    assert "当前存在" not in unquoted and "（firing）" not in unquoted
+    assert "确认其是否仍在触发" not in report.answer
+    for scope_alert in report.alert_scope["alerts"]:
+        assert scope_alert["summary"].startswith(f"已恢复：{told}；触发期间的分析 ")
+        assert "当前存在" not in re.sub(r"「[^」]*」", "", scope_alert["summary"])
 
 
 def test_refire_with_a_new_starts_at_is_a_new_episode_and_is_analysed(committed):
