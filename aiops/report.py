@@ -17,6 +17,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
+from decimal import Decimal, InvalidOperation
 from pathlib import PurePosixPath
 from urllib.parse import urlsplit
 
@@ -37,8 +38,10 @@ from diagnosis.pipeline.composer import (
 )
 from diagnosis.pipeline.disclosure import output_type_shows_claims
 from diagnosis.pipeline.routing import OUTPUT_TYPE_LABELS
+from diagnosis.pipeline.slots import ERROR_LEVELS, SEVERITY_RANK
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.services.invocations import NO_EVIDENCE
+from tools.promql import comparison_of
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +68,14 @@ PAST_TENSE = (
     ("当前值", "当时的值"),
     ("当前", "当时"),
 )
+
+
+# Error-level lines of an alert's logs grouped by their text with numbers masked; this many patterns.
+MAX_ERROR_PATTERNS = 5
+MAX_RUNBOOK_STEPS = 6
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+# A runbook section whose title says it holds the steps to take (contracts §17).
+STEP_SECTIONS = re.compile(r"排查|处置|处理|步骤|diagnos|mitigat|remediat|steps|response", re.IGNORECASE)
 
 
 # Labels that tell one alert's instances apart; the per-alert question names them (contracts §13).
@@ -126,6 +137,22 @@ class AlertAnalysis:
     state_text: str = FIRING
     # For an alert whose episodes all resolved: when it fired, resolved, and for how long; else "".
     resolved_text: str = ""
+    # The alert's record as its session's alert query returned it (value, threshold, severity).
+    record: dict = field(default_factory=dict)
+    # Error-level log lines grouped by pattern: (example line, count), most frequent first.
+    error_patterns: list[tuple[str, int]] = field(default_factory=list)
+    runbook_steps: list[str] = field(default_factory=list)
+
+    @property
+    def severity(self) -> str:
+        return str(self.record.get("severity") or "").lower()
+
+    @property
+    def priority(self) -> tuple[int, Decimal]:
+        """As `priority` asks order alerts (contracts §16): severity, then how far past the threshold."""
+        rank = SEVERITY_RANK.get(self.severity, len(SEVERITY_RANK))
+        reading = value_against_threshold(self.record)
+        return rank, -(reading[3] if reading else Decimal(0))
 
     @property
     def completed(self) -> bool:
@@ -159,13 +186,16 @@ def alert_analysis_build(
     child: DiagnosisSession,
     invocations: list[ToolInvocation],
     runbook: ToolInvocation | None = None,
+    logs: ToolInvocation | None = None,
     resolved: str = "",
 ) -> AlertAnalysis:
     """What the report may say about one child session, taken from its verified records; `runbook` is
-    the analysis's knowledge lookup for this alert, `resolved` its `resolved_text` once it resolved."""
+    the analysis's knowledge lookup for this alert, `logs` its query of the service's logs, `resolved`
+    its `resolved_text` once it resolved."""
     alerts = child.alert_scope.get("alerts") or [{}]
+    subject = AlertSubject.of({"alert_name": "", **alerts[0]})
     analysis = AlertAnalysis(
-        subject=AlertSubject.of({"alert_name": "", **alerts[0]}),
+        subject=subject,
         state=alerts[0].get("state", FIRING),
         session_id=child.session_id,
         status=child.status,
@@ -175,6 +205,10 @@ def alert_analysis_build(
         runbooks=runbook_lines(runbook),
         sources=_sources([*invocations, *([runbook] if runbook else [])]),
         resolved_text=resolved,
+        record=_alert_record(subject, invocations)
+        or {"severity": (alerts[0].get("labels") or {}).get("severity")},
+        error_patterns=error_patterns([*invocations, *([logs] if logs else [])]),
+        runbook_steps=runbook_steps(runbook),
     )
     recorded = None
     if analysis.completed:
@@ -216,8 +250,10 @@ def report_output_type(analyses: list[AlertAnalysis]) -> str:
 def report_build(
     *, analyses: list[AlertAnalysis], scope_line: str, notes: list[str], not_analysed: list[str] = ()
 ) -> str:
-    """The Chinese Markdown report: the overall status first, the alert table, one section per alert,
-    the alerts left unanalysed, the summary. `not_analysed` are those alerts' labels."""
+    """The Chinese Markdown report: the overall status first, the alert table, one section per alert
+    (most urgent first: `priority_sorted`), the alerts left unanalysed, the summary. `not_analysed`
+    are those alerts' labels."""
+    analyses = priority_sorted(analyses)
     lines = [
         f"# {REPORT_TITLE}",
         "",
@@ -243,6 +279,98 @@ def report_build(
         lines += ["", "## 未分析的告警", "", *bullets([f"`{label}`" for label in not_analysed])]
     lines += ["", "## 总结", "", *_summary(analyses, notes)]
     return "\n".join(lines).strip() + "\n"
+
+
+def priority_sorted(analyses: list[AlertAnalysis]) -> list[AlertAnalysis]:
+    """Most urgent first: critical > warning > info > none, then further past the threshold."""
+    return sorted(analyses, key=lambda analysis: analysis.priority)
+
+
+def value_against_threshold(record: dict) -> tuple[str, str, str, Decimal] | None:
+    """(value, operator, threshold, how far past as a ratio) of an alert record: its rule's `expr`
+    comparison (a PromQL parser) or its stated threshold; None without both numbers."""
+    value = _number(record.get("value"))
+    comparison = comparison_of(record.get("expr") or "")
+    if comparison is not None:
+        operator, threshold, threshold_text = (
+            comparison.operator,
+            comparison.threshold,
+            comparison.threshold_text,
+        )
+    else:
+        operator, threshold = ">", _number(record.get("threshold"))
+        threshold_text = str(record.get("threshold") or "")
+    if value is None or threshold is None or threshold == 0:
+        return None
+    past = (value - threshold) if operator.startswith(">") else (threshold - value)
+    return str(record.get("value")), operator, threshold_text, past / abs(threshold)
+
+
+def value_line(record: dict) -> str:
+    """`当前值 92%，阈值 > 80%（超出 15%）`, or "" without a value and a threshold."""
+    reading = value_against_threshold(record)
+    if reading is None:
+        return ""
+    value, operator, threshold, ratio = reading
+    how_far = f"超出 {ratio * 100:.0f}%" if ratio > 0 else "未超出"
+    return f"当前值 {value}，阈值 {operator} {threshold}（{how_far}）"
+
+
+def error_patterns(invocations: list[ToolInvocation]) -> list[tuple[str, int]]:
+    """The error-level lines of the alert's log queries, grouped by their text with numbers masked."""
+    groups: dict[str, list[str]] = {}
+    seen: set[tuple] = set()
+    for invocation in invocations:
+        if invocation.tool_name != "query_logs" or not invocation.success:
+            continue
+        for record in invocation.output.get("logs") or []:
+            if str(record.get("level", "")).strip().lower() not in ERROR_LEVELS:
+                continue
+            line = (record.get("timestamp"), record.get("instance"), record.get("message"))
+            if line in seen:  # the service's query and the session's may return the same line
+                continue
+            seen.add(line)
+            message = str(record.get("message", ""))
+            groups.setdefault(NUMBER.sub("<n>", message), []).append(message)
+    ranked = sorted(groups.values(), key=len, reverse=True)[:MAX_ERROR_PATTERNS]
+    return [(lines[0], len(lines)) for lines in ranked]
+
+
+def runbook_steps(invocation: ToolInvocation | None) -> list[str]:
+    """The steps of the alert's runbook: the section that holds them (排查 / 处置 / Diagnosis …), its
+    lines as written; none when the lookup found no runbook of that name."""
+    if invocation is None or not invocation.success:
+        return []
+    blocks = [b for b in invocation.output.get("evidence_blocks") or [] if b.get("retrieval_layer") == "L0"]
+    # The section's own name, after the document's: "… 处置手册 · 处置措施".
+    steps = [b for b in blocks if STEP_SECTIONS.search(str(b.get("title", "")).rpartition(" · ")[2])]
+    for block in steps[:1]:
+        lines = [line.strip() for line in str(block.get("content", "")).splitlines() if line.strip()]
+        return [line for line in lines if not line.startswith("#")][:MAX_RUNBOOK_STEPS]
+    return []
+
+
+def _number(value) -> Decimal | None:
+    match = NUMBER.search(str(value if value is not None else ""))
+    if match is None:
+        return None
+    try:
+        return Decimal(match[0])
+    except InvalidOperation:
+        return None
+
+
+def _alert_record(subject: AlertSubject, invocations: list[ToolInvocation]) -> dict | None:
+    """The subject's record in its session's alert query (same name, and service when it has one)."""
+    for invocation in invocations:
+        if invocation.tool_name != "query_metrics" or not invocation.success:
+            continue
+        for record in invocation.output.get("alerts") or []:
+            if record.get("alert_name") == subject.alert_name and (
+                not subject.service or record.get("service") == subject.service
+            ):
+                return record
+    return None
 
 
 def alert_tally(analyses: list[AlertAnalysis]) -> Counter:
@@ -323,10 +451,14 @@ def runbook_lines(invocation: ToolInvocation | None) -> list[str]:
     """The runbook blocks an alert's knowledge lookup found by name (L0), quoted with their source."""
     if invocation is None or not invocation.success:
         return []
-    return [
-        f"「{block['title']}」（来源：lookup_knowledge #{invocation.pk} {block['source_document']}）"
+    documents = {
+        block["source_document"]: block["title"].split(" · ")[0]
         for block in invocation.output.get("evidence_blocks") or []
         if block.get("retrieval_layer") == "L0"
+    }
+    return [
+        f"「{title}」（来源：lookup_knowledge #{invocation.pk} {document}）"
+        for document, title in documents.items()
     ]
 
 
@@ -345,6 +477,10 @@ def _alert_section(number: int, analysis: AlertAnalysis) -> list[str]:
         lines += ["", "告警标签：" + "，".join(f"`{name}={value}`" for name, value in subject.identity)]
     if analysis.sources:
         lines += ["", "证据来源：" + "、".join(analysis.sources)]
+    reading = value_line(analysis.record)
+    if reading or analysis.severity:
+        severity = f"级别 {analysis.severity}" if analysis.severity else ""
+        lines += ["", "**数值**：" + "；".join(part for part in (severity, reading) if part)]
     if analysis.output_type == OutputType.LOW_CONFID_WITH_DISCLAIMER:
         lines += ["", DISCLAIMER]
     elif analysis.output_type == OutputType.DEGRADED:
@@ -359,8 +495,16 @@ def _alert_section(number: int, analysis: AlertAnalysis) -> list[str]:
         lines += ["", "**已通过引用核验的证据**（未形成结论）", *bullets(analysis.verified_evidence)]
     if analysis.completed and not (analysis.findings or analysis.inferences or analysis.verified_evidence):
         lines += ["", "**已核验的发现**", *bullets([NO_CONCLUSION])]
+    if analysis.error_patterns:
+        lines += [
+            "",
+            "**错误级别日志**（按模式归并）",
+            *bullets([f"{count} 条：「{example}」" for example, count in analysis.error_patterns]),
+        ]
     if analysis.runbooks:
         lines += ["", "**处理手册**（排查参考，不是当前事实）", *bullets(analysis.runbooks)]
+    if analysis.runbook_steps:
+        lines += ["", "**手册步骤**", *(f"> {step}" for step in analysis.runbook_steps)]
     lines += ["", "**证据缺口**", *bullets(analysis.gaps or ["暂无"])]
     lines += ["", ACTIONS_HEADING, *bullets(analysis.actions)]
     return lines
@@ -420,11 +564,11 @@ def _next_steps(analysis: AlertAnalysis, *, allowed_actions: list[str]) -> list[
         if analysis.resolved_text
         else f"持续查询{where} {subject.alert_name} 告警的状态与持续时长，确认其是否仍在触发。"
     )
-    steps = [
-        *allowed_actions,
-        f"检索知识库中 {subject.alert_name} 的处理手册，按手册列出的指标与日志逐项取证。",
-        watch,
-    ]
+    # The runbook lookup already ran: asking for it again adds nothing once it found one.
+    lookup = (
+        [] if analysis.runbooks else [f"为 {subject.alert_name} 补一份处理手册（本次未检索到同名手册）。"]
+    )
+    steps = [*allowed_actions, *lookup, watch]
     if analysis.gaps:
         steps.append("针对上述证据缺口补充检索后，重新发起告警分析。")
     if analysis.output_type != OutputType.NORMAL or not analysis.completed:

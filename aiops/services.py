@@ -35,6 +35,7 @@ from aiops.report import (
     alert_question,
     alert_subjects,
     alert_summary,
+    priority_sorted,
     report_build,
     report_output_type,
     resolved_text,
@@ -52,7 +53,8 @@ from tools.records import service_of
 logger = logging.getLogger(__name__)
 
 SOURCE_ALERTMANAGER, SOURCE_MANUAL = "alertmanager", "manual"
-INVENTORY_TOOL, RUNBOOK_TOOL = "query_metrics", "lookup_knowledge"
+INVENTORY_TOOL, RUNBOOK_TOOL, LOGS_TOOL = "query_metrics", "lookup_knowledge", "query_logs"
+RUNBOOK_SECTIONS = 10
 Status = DiagnosisSession.Status
 
 
@@ -245,11 +247,29 @@ def _analyse(session: DiagnosisSession) -> None:
     for child in children.values():
         first = next(a for a in scope["alerts"] if a.get("session_id") == child.session_id)
         lookup = invocation_record(
-            session=session, round=1, tool_name=RUNBOOK_TOOL, arguments={"query": runbook_query(first)}
+            session=session,
+            round=1,
+            tool_name=RUNBOOK_TOOL,
+            # Every section of the alert's runbook (its steps among them), not the three best.
+            arguments={"query": runbook_query(first), "top_k": RUNBOOK_SECTIONS},
+        )
+        # And its service's logs, whatever the question's topic: the report groups the error-level lines.
+        # The service's name as the query adds no line filter (a source drops it from the search terms).
+        service = AlertSubject.of(first).service
+        logs = (
+            invocation_record(
+                session=session,
+                round=1,
+                tool_name=LOGS_TOOL,
+                arguments={"query": service, "service": service, "limit": 100},
+            )
+            if service
+            else None
         )
         for alert in scope["alerts"]:
             if alert.get("session_id") == child.session_id:
                 alert["runbook_invocation_id"] = lookup.pk
+                alert["logs_invocation_id"] = logs.pk if logs else None
     session_update(session, alert_scope=scope)
 
     _children_run([child.pk for child in children.values()])
@@ -289,6 +309,7 @@ def _report_render(session: DiagnosisSession, scope: dict) -> tuple[str, str]:
             child=child,
             invocations=by_session.get(child.pk, []),
             runbook=parent_calls.get(own[0].get("runbook_invocation_id")) if own else None,
+            logs=parent_calls.get(own[0].get("logs_invocation_id")) if own else None,
             resolved=resolved_text(own),
         )
         analysis.state_text = _state_text(own)
@@ -299,6 +320,9 @@ def _report_render(session: DiagnosisSession, scope: dict) -> tuple[str, str]:
                 summary=alert_summary(analysis),
             )
         analyses.append(analysis)
+    # The page's rows and the notice list the alerts as the report does: most urgent first.
+    rank = {analysis.session_id: place for place, analysis in enumerate(priority_sorted(analyses))}
+    scope["alerts"].sort(key=lambda alert: rank.get(alert.get("session_id") or "", len(rank)))
     scope["evidence_sources"] = list(
         dict.fromkeys(source.strip("`") for analysis in analyses for source in analysis.sources)
     )

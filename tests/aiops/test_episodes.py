@@ -155,7 +155,9 @@ def test_any_label_prometheus_allows_is_accepted_and_named_in_the_question(commi
     ]
     labels = {a["alert_name"]: a["labels"] for a in report.alert_scope["alerts"]}
     assert labels["CheckoutLatencyHigh"]["team"] == "支付 & 结算"
-    assert "## 1. CheckoutLatencyHigh · Checkout API" in report.answer
+    # NodeLoadHigh carries severity=warning, CheckoutLatencyHigh none: the warning comes first (§16 priority).
+    assert "## 1. NodeLoadHigh · node" in report.answer
+    assert "## 2. CheckoutLatencyHigh · Checkout API" in report.answer
     assert report.status == DiagnosisSession.Status.COMPLETED
 
 

@@ -96,9 +96,9 @@ def test_each_firing_alert_is_diagnosed_by_its_own_verified_child_session():
     # And each alert's runbook, looked up by its name.
     lookups = session.tool_invocations.filter(tool_name="lookup_knowledge").order_by("id")
     assert [lookup.input for lookup in lookups] == [
-        {"query": "HighCPUUsage"},
-        {"query": "HighMemoryUsage"},
-        {"query": "SlowResponse"},
+        {"query": "HighCPUUsage", "top_k": 10},
+        {"query": "HighMemoryUsage", "top_k": 10},
+        {"query": "SlowResponse", "top_k": 10},
     ]
 
 
@@ -129,7 +129,7 @@ def test_annotations_from_alertmanager_never_reach_the_report():
 
     report = aiops_run(session_pk=received(payload).pk).answer
 
-    assert "99%" not in report and "重启" not in report
+    assert "CPU 当前 99%" not in report and "建议立即重启" not in report
 
 
 def test_filter_narrows_the_analysis_and_leaves_other_active_alerts_unexpanded():
