@@ -142,6 +142,8 @@ class AlertAnalysis:
     # Error-level log lines grouped by pattern: (example line, count), most frequent first.
     error_patterns: list[tuple[str, int]] = field(default_factory=list)
     runbook_steps: list[str] = field(default_factory=list)
+    # The alert's flapping group (contracts §18): {"episodes", "since", "state"}, or None.
+    flapping: dict | None = None
 
     @property
     def severity(self) -> str:
@@ -188,6 +190,7 @@ def alert_analysis_build(
     runbook: ToolInvocation | None = None,
     logs: ToolInvocation | None = None,
     resolved: str = "",
+    flapping: dict | None = None,
 ) -> AlertAnalysis:
     """What the report may say about one child session, taken from its verified records; `runbook` is
     the analysis's knowledge lookup for this alert, `logs` its query of the service's logs, `resolved`
@@ -205,6 +208,7 @@ def alert_analysis_build(
         runbooks=runbook_lines(runbook),
         sources=_sources([*invocations, *([runbook] if runbook else [])]),
         resolved_text=resolved,
+        flapping=flapping,
         record=_alert_record(subject, invocations)
         or {"severity": (alerts[0].get("labels") or {}).get("severity")},
         error_patterns=error_patterns([*invocations, *([logs] if logs else [])]),
@@ -268,7 +272,7 @@ def report_build(
         lines += ["| # | 告警 | 服务 | 状态 | 校验结论 | 输出类型 |", "|---|---|---|---|---|---|"]
         lines += [
             f"| {number} | {_cell(a.subject.alert_name)} | {_cell(a.subject.service or '—')} | "
-            f"{_cell(a.state_text)} | {_verdict_text(a)} | {_output_type_text(a)} |"
+            f"{_cell(a.state_text)}{_flapping_cell(a)} | {_verdict_text(a)} | {_output_type_text(a)} |"
             for number, a in enumerate(analyses, start=1)
         ]
     else:
@@ -416,6 +420,13 @@ def resolved_text(alerts: list[dict]) -> str:
     return "，".join(parts) or "已恢复"
 
 
+def flapping_text(group: dict) -> str:
+    """`自 … 起反复触发 5 次，仍在反复` / `… 已平息`: a flapping group's count and state."""
+    since = _local(datetime.fromisoformat(group["since"]))
+    state = "已平息" if group.get("state") == "settled" else "仍在反复"
+    return f"自 {since} 起反复触发 {group['episodes']} 次，{state}"
+
+
 def duration_words(seconds: int) -> str:
     """`1 小时 5 分`, `5 分 30 秒`, `45 秒`: how long an episode lasted, in words."""
     hours, rest = divmod(max(seconds, 0), 3600)
@@ -471,6 +482,8 @@ def _alert_section(number: int, analysis: AlertAnalysis) -> list[str]:
         f"校验结论：{_verdict_text(analysis)}｜输出类型：{_output_type_text(analysis)}｜"
         f"状态：{analysis.state_text}｜子会话：`{analysis.session_id}`",
     ]
+    if analysis.flapping:
+        lines += ["", f"**反复触发**：{flapping_text(analysis.flapping)}。"]
     if analysis.resolved_text:
         lines += ["", f"**已恢复**：{analysis.resolved_text}。以下是告警触发期间的分析，不是当前状态。"]
     if subject.identity:
@@ -591,6 +604,10 @@ def _output_type_text(analysis: AlertAnalysis) -> str:
 def _labelled(output_type: str) -> str:
     """The output type's label with its code, as the report's readers look it up: 已核验（NORMAL）."""
     return f"{OUTPUT_TYPE_LABELS[output_type]}（{output_type}）"
+
+
+def _flapping_cell(analysis: AlertAnalysis) -> str:
+    return f" · 反复触发 {analysis.flapping['episodes']} 次" if analysis.flapping else ""
 
 
 def _cell(text: str) -> str:

@@ -17,6 +17,7 @@ import logging
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -101,7 +102,10 @@ def alertmanager_notification_receive(*, notification: dict) -> NotificationOutc
         # One order for every request: concurrent notices sharing episodes lock them in the same order.
         for alert in sorted(alerts, key=lambda alert: (alert["fingerprint"], alert["starts_at"])):
             episode, created = _episode_get_or_create(alert)
-            if created and alert["state"] == FIRING:
+            if created and alert["state"] == FIRING and (group := flap_group_join(episode=episode)):
+                outcome.known += 1  # a flapping group's episode: its report is told, nothing analysed
+                outcome.session = outcome.session or group
+            elif created and alert["state"] == FIRING:
                 new_ids.add(episode.pk)
                 episodes.append(episode)
             elif alert["state"] == RESOLVED and _episode_close(episode, alert):
@@ -115,7 +119,7 @@ def alertmanager_notification_receive(*, notification: dict) -> NotificationOutc
             outcome.session = _notification_session_create(notification, new_alerts)
             AlertEpisode.objects.filter(pk__in=[e.pk for e in episodes]).update(report=outcome.session)
         for report_pk in dict.fromkeys(e.report_id for e in closed if e.report_id):
-            _report_resolved(report_pk)
+            _report_resolved(report_pk, episodes=[e for e in closed if e.report_id == report_pk])
     if outcome.session is None:
         known = AlertEpisode.objects.filter(
             pk__in=[a["episode_id"] for a in alerts], report__isnull=False
@@ -149,9 +153,10 @@ def _episode_close(episode: AlertEpisode, alert: dict) -> bool:
     return bool(closed)
 
 
-def _report_resolved(report_pk: int) -> None:
+def _report_resolved(report_pk: int, *, episodes: list[AlertEpisode]) -> None:
     """Episodes of this report resolved: mirror their state into its scope and, once the report is
-    written, into its text; a completed report's receivers are told."""
+    written, into its text; a completed report's receivers are told, unless the episodes are a
+    flapping group's (its settled notice tells them)."""
     report = DiagnosisSession.objects.select_for_update().get(pk=report_pk)
     scope = _scope_with_episode_states(report)
     if report.answer and report.status != Status.FAILED:
@@ -159,6 +164,8 @@ def _report_resolved(report_pk: int) -> None:
         session_update(report, alert_scope=scope, answer=answer)
     else:
         session_update(report, alert_scope=scope)
+    if flap_resolved(report=report, episodes=episodes):
+        return
     if report.status == Status.COMPLETED:
         delivery_queue(report=report, event=ReportDelivery.Event.RESOLVED)
 
@@ -311,6 +318,7 @@ def _report_render(session: DiagnosisSession, scope: dict) -> tuple[str, str]:
             runbook=parent_calls.get(own[0].get("runbook_invocation_id")) if own else None,
             logs=parent_calls.get(own[0].get("logs_invocation_id")) if own else None,
             resolved=resolved_text(own),
+            flapping=next((alert["flapping"] for alert in own if alert.get("flapping")), None),
         )
         analysis.state_text = _state_text(own)
         for alert in own:
@@ -485,3 +493,127 @@ def _notes(scope: dict, not_analysed: list[str]) -> list[str]:
         limit = settings.DIAGNOSIS["AIOPS_MAX_ALERTS"]
         notes.append(f"另有 {len(not_analysed)} 条 firing 告警超出单次分析上限（{limit} 条），已列出未分析。")
     return notes
+
+
+# Flapping (contracts §18): an alert whose episodes start `FLAP_EPISODES` times within
+# `FLAP_WINDOW_MINUTES` is one group with one report, updated with the count and the latest state;
+# its receivers get one notice per state of the group (flapping started, still flapping at most every
+# `FLAP_REPEAT_MINUTES`, settled), not one per episode. The group lives on its report's scope alert
+# (the one with the fingerprint): `flapping` = {"episodes", "since", "state"} as the notice carries
+# it, and `flapping_notified_at`.
+
+FLAPPING, SETTLED = "flapping", "settled"
+SETTLE_TASK = "aiops.tasks.flap_settle_task"
+
+
+def flap_group_join(*, episode: AlertEpisode) -> DiagnosisSession | None:
+    """The report a new firing episode joins as part of a flapping group (no analysis of its own),
+    or None when it is not one. Called inside the notification's transaction."""
+    config = settings.DIAGNOSIS
+    earlier = list(
+        AlertEpisode.objects.filter(
+            fingerprint=episode.fingerprint,
+            starts_at__lt=episode.starts_at,
+            starts_at__gte=episode.starts_at - timedelta(minutes=config["FLAP_WINDOW_MINUTES"]),
+            report__isnull=False,
+        ).order_by("starts_at")
+    )
+    if not earlier:
+        return None
+    latest_group = _flap_entry(earlier[-1].report, episode.fingerprint)
+    group = latest_group.get("flapping") if latest_group else None
+    if group is None and len(earlier) + 1 < config["FLAP_EPISODES"]:
+        return None
+    # A group that goes on keeps its report; a new one is told on the first report of the window.
+    report = earlier[-1].report if group else earlier[0].report
+    report = DiagnosisSession.objects.select_for_update().get(pk=report.pk)
+    scope = dict(report.alert_scope)
+    entry = _flap_entry(report, episode.fingerprint, scope=scope)
+    previous = entry.get("flapping") or {}
+    entry.update(
+        episode_id=episode.pk,
+        starts_at=episode.starts_at.isoformat(),
+        state=AlertEpisode.State.FIRING,
+        ends_at=None,
+        flapping={
+            "episodes": previous["episodes"] + 1 if previous else len(earlier) + 1,
+            "since": previous.get("since") or earlier[0].starts_at.isoformat(),
+            "state": FLAPPING,
+        },
+    )
+    now = timezone.now()
+    notified = entry.get("flapping_notified_at")
+    repeat = timedelta(minutes=config["FLAP_REPEAT_MINUTES"])
+    notify = (
+        previous.get("state") != FLAPPING or not notified or now - datetime.fromisoformat(notified) >= repeat
+    )
+    if notify:
+        entry["flapping_notified_at"] = now.isoformat()
+    AlertEpisode.objects.filter(pk=episode.pk).update(report=report)
+    _flap_report_update(report, scope, event=ReportDelivery.Event.FLAPPING if notify else None)
+    return report
+
+
+def flap_resolved(*, report: DiagnosisSession, episodes: list[AlertEpisode]) -> bool:
+    """Whether the resolved `episodes` all belong to a flapping group of `report` (their resolve is no
+    notice of its own); schedules the settle check of each group."""
+    groups = {
+        entry["fingerprint"]: entry
+        for entry in report.alert_scope.get("alerts") or []
+        if (entry.get("flapping") or {}).get("state") == FLAPPING
+    }
+    if not episodes or any(groups.get(e.fingerprint, {}).get("episode_id") != e.pk for e in episodes):
+        return False
+    when = timezone.now() + timedelta(minutes=settings.DIAGNOSIS["FLAP_SETTLE_MINUTES"])
+    for episode in episodes:
+        _settle_check_schedule(report_pk=report.pk, episode_pk=episode.pk, when=when)
+    return True
+
+
+def flap_settle_check(*, report_pk: int, episode_pk: int) -> bool:
+    """Settled when the group's latest episode is still `episode_pk` and resolved: nothing started
+    since the settle time began. Then the report says so and its receivers get the settled notice."""
+    with transaction.atomic():
+        report = DiagnosisSession.objects.select_for_update().get(pk=report_pk)
+        scope = dict(report.alert_scope)
+        entry = next((a for a in scope.get("alerts") or [] if a.get("episode_id") == episode_pk), None)
+        group = (entry or {}).get("flapping") or {}
+        resolved = AlertEpisode.objects.filter(pk=episode_pk, state=AlertEpisode.State.RESOLVED).exists()
+        if group.get("state") != FLAPPING or not resolved:
+            return False
+        entry["flapping"] = group | {"state": SETTLED}
+        _flap_report_update(report, scope, event=ReportDelivery.Event.SETTLED)
+    return True
+
+
+def _flap_entry(report: DiagnosisSession, fingerprint: str, *, scope: dict | None = None) -> dict | None:
+    alerts = (scope or report.alert_scope).get("alerts") or []
+    return next((alert for alert in alerts if alert.get("fingerprint") == fingerprint), None)
+
+
+def _flap_report_update(report: DiagnosisSession, scope: dict, *, event: str | None) -> None:
+    """The report's scope and, once written, its text with the group's count and state; then its notice."""
+    if report.answer and report.status != Status.FAILED:
+        answer, _ = _report_render(report, scope)
+        session_update(report, alert_scope=scope, answer=answer)
+    else:
+        session_update(report, alert_scope=scope)
+    if event and report.status == Status.COMPLETED:
+        delivery_queue(report=report, event=event)
+
+
+def _settle_check_schedule(*, report_pk: int, episode_pk: int, when: datetime) -> None:
+    from django_q.models import Schedule
+    from django_q.tasks import schedule
+
+    transaction.on_commit(
+        lambda: schedule(
+            SETTLE_TASK,
+            report_pk,
+            episode_pk,
+            name=f"flap-settle-{report_pk}-{episode_pk}",
+            schedule_type=Schedule.ONCE,
+            repeats=1,
+            next_run=when,
+        )
+    )

@@ -344,6 +344,13 @@ DIAGNOSIS = {
         for name in os.environ.get("DIAGNOSIS_SERVICE_LABELS", "service,app,job").split(",")
         if name.strip()
     ],
+    # Flapping (contracts §18): this many episodes of one alert within the window are one group with
+    # one report; its "still flapping" notice is sent at most every REPEAT minutes, and it has settled
+    # when no episode started for SETTLE minutes after the last one resolved.
+    "FLAP_WINDOW_MINUTES": env_int("DIAGNOSIS_FLAP_WINDOW_MINUTES", 30),
+    "FLAP_EPISODES": env_int("DIAGNOSIS_FLAP_EPISODES", 3),
+    "FLAP_REPEAT_MINUTES": env_float("DIAGNOSIS_FLAP_REPEAT_MINUTES", 60.0),
+    "FLAP_SETTLE_MINUTES": env_float("DIAGNOSIS_FLAP_SETTLE_MINUTES", 10.0),
     # Webhook bounds: notifications per token and period (N/s|min|hour|day); the largest body accepted.
     "ALERTMANAGER_RATE": os.environ.get("DIAGNOSIS_ALERTMANAGER_RATE", "120/min"),
     "ALERTMANAGER_MAX_BYTES": env_int("DIAGNOSIS_ALERTMANAGER_MAX_BYTES", 1024 * 1024),
