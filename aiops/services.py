@@ -426,10 +426,28 @@ def _filtered_active_alerts(inventory: ToolInvocation, alert_filter: dict) -> li
             "active_at": alert.get("active_at"),
             "duration": alert.get("duration"),
             "source_invocation_id": inventory.pk,
+            # Alertmanager's fingerprint, when the source has one: a flapping group is marked by it.
+            "fingerprint": alert.get("fingerprint") or "",
+            "flapping": _flapping_now(alert.get("fingerprint") or ""),
         }
         for alert in alerts
         if (not names or alert["alert_name"] in names) and (not services or alert.get("service") in services)
     ]
+
+
+def _flapping_now(fingerprint: str) -> dict | None:
+    """The group of an alert flapping now (its latest report's), for the AI Ops report's mark."""
+    if not fingerprint:
+        return None
+    latest = (
+        AlertEpisode.objects.filter(fingerprint=fingerprint, report__isnull=False)
+        .select_related("report")
+        .order_by("-starts_at")
+        .first()
+    )
+    entry = _flap_entry(latest.report, fingerprint) if latest else None
+    group = (entry or {}).get("flapping")
+    return group if group and group.get("state") == FLAPPING else None
 
 
 def _alertmanager_alert(alert: dict) -> dict:

@@ -11,7 +11,7 @@ from django_q.models import Schedule
 from rest_framework.test import APIClient
 
 from aiops.models import AlertEpisode, ReportDelivery
-from aiops.services import SETTLE_TASK, flap_settle_check
+from aiops.services import SETTLE_TASK, aiops_run, aiops_start, flap_settle_check
 from diagnosis.models import DiagnosisSession
 from tests.aiops.support import DEMO_NOW, TOKEN, alert, notification
 from tests.notify_receiver import NotifyReceiver
@@ -157,3 +157,41 @@ def test_episodes_further_apart_than_the_window_are_analysed_each(settings, rece
 
     assert DiagnosisSession.objects.filter(parent__isnull=True).count() == 4
     assert not ReportDelivery.objects.filter(event__in=["flapping", "settled"]).exists()
+
+
+class FlappingAlertSource:
+    """An alert source (a plugin, as a team's own would be) whose one firing alert is the flapping one."""
+
+    def provenance(self):
+        return "alertmanager", "http://alertmanager.test:9093"
+
+    def query_alerts(self, *, service, alert_name, now):
+        return [
+            {
+                "alert_name": "HighCPUUsage",
+                "service": "payment-service",
+                "state": "firing",
+                "severity": "critical",
+                "description": "",
+                "active_at": "2026-11-29 14:34:00",
+                "duration": "1m",
+                "labels": {"alertname": "HighCPUUsage", "service": "payment-service"},
+                "value": "92",
+                "fingerprint": "a1b2c3d4e5f60718",
+            }
+        ]
+
+
+def test_ai_ops_marks_an_alert_that_is_flapping_now(settings, committed):
+    flap(ALERTS["demo"], committed, range(4))
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {
+        "TOOL_BACKENDS": settings.DIAGNOSIS["TOOL_BACKENDS"]
+        | {"query_metrics": "tests.aiops.test_flapping.FlappingAlertSource"}
+    }
+
+    session = aiops_run(session_pk=aiops_start().pk)
+
+    [entry] = session.alert_scope["alerts"]
+    assert entry["flapping"] == {"episodes": 4, "since": "2026-11-29T06:30:00+00:00", "state": "flapping"}
+    assert "**反复触发**：自 2026-11-29 14:30:00 起反复触发 4 次，仍在反复。" in session.answer
+    assert "| firing · 反复触发 4 次 |" in session.answer
