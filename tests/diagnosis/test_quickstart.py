@@ -279,6 +279,11 @@ def test_the_product_stops_with_its_worker_and_web_server_on_sigint_and_sigterm(
         assert "正在停止…" in product.stdout.read()
         assert not _listening(port)
     finally:
+        # A failed run still stops its worker and web server: SIGTERM lets quickstart stop them first.
         if product.poll() is None:
-            product.kill()
-            product.wait()
+            product.terminate()
+            try:
+                product.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                product.kill()
+                product.wait()
