@@ -1,6 +1,7 @@
 """Delivering reports to `DIAGNOSIS_NOTIFY_URL` (contracts §13).
 
-When a report of Alertmanager's alerts completes, or one of its episodes resolves, a versioned
+When a report of Alertmanager's alerts completes, one of its episodes resolves, or a flapping group
+starts, goes on or settles (`aiops.services` flapping), a versioned
 JSON goes to the configured URL (bearer `DIAGNOSIS_NOTIFY_TOKEN`). Each delivery is a row; each
 try of it a `DeliveryAttempt`. A failed try is retried by the django-q2 worker after the next of
 `DIAGNOSIS["NOTIFY_RETRY_DELAYS"]` (the first within a minute); after the last the delivery gives up.
@@ -48,6 +49,8 @@ def report_payload(*, report: DiagnosisSession, event: str) -> dict:
                 "output_type": alert.get("output_type"),
                 "summary": alert.get("summary") or alert.get("not_analysed_reason") or "",
                 "session_url": _public_url(alert["session_id"]) if alert.get("session_id") else None,
+                # A flapping group's count, first start and state (contracts §18); null otherwise.
+                "flapping": alert.get("flapping"),
             }
             for alert in report.alert_scope.get("alerts") or []
         ],

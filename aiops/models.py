@@ -49,6 +49,9 @@ class ReportDelivery(models.Model):
     class Event(models.TextChoices):
         COMPLETED = "completed", "报告完成"
         RESOLVED = "resolved", "告警恢复"
+        # A flapping group (contracts §18): started or still flapping, then settled.
+        FLAPPING = "flapping", "反复触发"
+        SETTLED = "settled", "反复触发已平息"
 
     class State(models.TextChoices):
         PENDING = "pending", "待发送"

@@ -16,10 +16,13 @@ import logging
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
 from pathlib import PurePosixPath
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.utils import timezone
 
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.composer import (
@@ -36,8 +39,11 @@ from diagnosis.pipeline.composer import (
 )
 from diagnosis.pipeline.disclosure import output_type_shows_claims
 from diagnosis.pipeline.routing import OUTPUT_TYPE_LABELS
+from diagnosis.pipeline.slots import SEVERITY_RANK
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.services.invocations import NO_EVIDENCE
+from tools.loglines import is_error_level, patterns_mined
+from tools.promql import comparison_of
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +59,25 @@ MIXED_RESULTS_NOTE = "部分告警的结论存在证据缺口、已降级或执�
 # Until tool invocations record their source (contracts §11), the configured backend tells it.
 # Where a report names evidence rather than a subject: quoted excerpts and their sources.
 QUOTED = re.compile(r"「[^」]*」|（来源：[^）]*）|`[^`]*`")
+
+
+# A resolved alert's findings were verified while it fired: told in the past (contracts §18), outside
+# the quoted excerpts, which stay as the source wrote them.
+PAST_TENSE = (
+    ("当前存在", "触发期间存在"),
+    ("（firing）", "（当时触发中）"),
+    ("（firing，", "（当时触发中，"),
+    ("当前值", "当时的值"),
+    ("当前", "当时"),
+)
+
+
+# Error-level log patterns of an alert shown; the runbook steps quoted.
+MAX_ERROR_PATTERNS = 5
+MAX_RUNBOOK_STEPS = 6
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+# A runbook section whose title says it holds the steps to take (contracts §17).
+STEP_SECTIONS = re.compile(r"排查|处置|处理|步骤|diagnos|mitigat|remediat|steps|response", re.IGNORECASE)
 
 
 # Labels that tell one alert's instances apart; the per-alert question names them (contracts §13).
@@ -135,6 +160,26 @@ class AlertAnalysis:
     sources: list[str] = field(default_factory=list)
     # The alert's episodes as the report shows them: firing, or resolved with the time.
     state_text: str = FIRING
+    # For an alert whose episodes all resolved: when it fired, resolved, and for how long; else "".
+    resolved_text: str = ""
+    # The alert's record as its session's alert query returned it (value, threshold, severity).
+    record: dict = field(default_factory=dict)
+    # Error-level log lines grouped by pattern: (example line, count), most frequent first.
+    error_patterns: list[tuple[str, int]] = field(default_factory=list)
+    runbook_steps: list[str] = field(default_factory=list)
+    # The alert's flapping group (contracts §18): {"episodes", "since", "state"}, or None.
+    flapping: dict | None = None
+
+    @property
+    def severity(self) -> str:
+        return str(self.record.get("severity") or "").lower()
+
+    @property
+    def priority(self) -> tuple[int, Decimal]:
+        """As `priority` asks order alerts (contracts §16): severity, then how far past the threshold."""
+        rank = SEVERITY_RANK.get(self.severity, len(SEVERITY_RANK))
+        reading = value_against_threshold(self.record)
+        return rank, -(reading[3] if reading else Decimal(0))
 
     @property
     def completed(self) -> bool:
@@ -167,13 +212,21 @@ def alert_subjects(alerts: list[dict]) -> list[AlertSubject]:
 
 
 def alert_analysis_build(
-    *, child: DiagnosisSession, invocations: list[ToolInvocation], runbook: ToolInvocation | None = None
+    *,
+    child: DiagnosisSession,
+    invocations: list[ToolInvocation],
+    runbook: ToolInvocation | None = None,
+    logs: ToolInvocation | None = None,
+    resolved: str = "",
+    flapping: dict | None = None,
 ) -> AlertAnalysis:
     """What the report may say about one child session, taken from its verified records; `runbook` is
-    the analysis's knowledge lookup for this alert."""
+    the analysis's knowledge lookup for this alert, `logs` its query of the service's logs, `resolved`
+    its `resolved_text` once it resolved."""
     alerts = child.alert_scope.get("alerts") or [{}]
+    subject = AlertSubject.of({"alert_name": "", **alerts[0]})
     analysis = AlertAnalysis(
-        subject=AlertSubject.of({"alert_name": "", **alerts[0]}),
+        subject=subject,
         state=alerts[0].get("state", FIRING),
         session_id=child.session_id,
         status=child.status,
@@ -182,6 +235,12 @@ def alert_analysis_build(
         groundedness_score=child.groundedness_score,
         runbooks=runbook_lines(runbook),
         sources=_sources([*invocations, *([runbook] if runbook else [])]),
+        resolved_text=resolved,
+        flapping=flapping,
+        record=_alert_record(subject, invocations)
+        or {"severity": (alerts[0].get("labels") or {}).get("severity")},
+        error_patterns=error_patterns([*invocations, *([logs] if logs else [])]),
+        runbook_steps=runbook_steps(runbook),
     )
     recorded = None
     if analysis.completed:
@@ -223,8 +282,10 @@ def report_output_type(analyses: list[AlertAnalysis]) -> str:
 def report_build(
     *, analyses: list[AlertAnalysis], scope_line: str, notes: list[str], not_analysed: list[str] = ()
 ) -> str:
-    """The Chinese Markdown report: the overall status first, the alert table, one section per alert,
-    the alerts left unanalysed, the summary. `not_analysed` are those alerts' labels."""
+    """The Chinese Markdown report: the overall status first, the alert table, one section per alert
+    (most urgent first: `priority_sorted`), the alerts left unanalysed, the summary. `not_analysed`
+    are those alerts' labels."""
+    analyses = priority_sorted(analyses)
     lines = [
         f"# {REPORT_TITLE}",
         "",
@@ -239,7 +300,7 @@ def report_build(
         lines += ["| # | 告警 | 服务 | 状态 | 校验结论 | 输出类型 |", "|---|---|---|---|---|---|"]
         lines += [
             f"| {number} | {_cell(a.subject.shown_name)} | {_cell(a.subject.shown_service or '—')} | "
-            f"{_cell(a.state_text)} | {_verdict_text(a)} | {_output_type_text(a)} |"
+            f"{_cell(a.state_text)}{_flapping_cell(a)} | {_verdict_text(a)} | {_output_type_text(a)} |"
             for number, a in enumerate(analyses, start=1)
         ]
     else:
@@ -250,6 +311,98 @@ def report_build(
         lines += ["", "## 未分析的告警", "", *bullets([f"`{label}`" for label in not_analysed])]
     lines += ["", "## 总结", "", *_summary(analyses, notes)]
     return "\n".join(lines).strip() + "\n"
+
+
+def priority_sorted(analyses: list[AlertAnalysis]) -> list[AlertAnalysis]:
+    """Most urgent first: critical > warning > info > none, then further past the threshold."""
+    return sorted(analyses, key=lambda analysis: analysis.priority)
+
+
+def value_against_threshold(record: dict) -> tuple[str, str, str, Decimal] | None:
+    """(value, operator, threshold, how far past as a ratio) of an alert record: its rule's `expr`
+    comparison (a PromQL parser) or its stated threshold; None without both numbers."""
+    value = _number(record.get("value"))
+    comparison = comparison_of(record.get("expr") or "")
+    if comparison is not None:
+        operator, threshold, threshold_text = (
+            comparison.operator,
+            comparison.threshold,
+            comparison.threshold_text,
+        )
+    else:
+        operator, threshold = ">", _number(record.get("threshold"))
+        threshold_text = str(record.get("threshold") or "")
+    if value is None or threshold is None or threshold == 0:
+        return None
+    past = (value - threshold) if operator.startswith(">") else (threshold - value)
+    return str(record.get("value")), operator, threshold_text, past / abs(threshold)
+
+
+def value_line(record: dict) -> str:
+    """`当前值 92%，阈值 > 80%（超出 15%）`, or "" without a value and a threshold."""
+    reading = value_against_threshold(record)
+    if reading is None:
+        return ""
+    value, operator, threshold, ratio = reading
+    how_far = f"超出 {ratio * 100:.0f}%" if ratio > 0 else "未超出"
+    return f"当前值 {value}，阈值 {operator} {threshold}（{how_far}）"
+
+
+def error_patterns(invocations: list[ToolInvocation]) -> list[tuple[str, int]]:
+    """The error-level lines of the alert's log queries grouped by template (Drain3, as the answers'
+    log slots): each pattern's newest line and its count."""
+    messages: list[str] = []
+    seen: set[tuple] = set()
+    for invocation in invocations:
+        if invocation.tool_name != "query_logs" or not invocation.success:
+            continue
+        for record in invocation.output.get("logs") or []:
+            if not is_error_level(str(record.get("level", ""))):
+                continue
+            line = (record.get("timestamp"), record.get("instance"), record.get("message"))
+            if line in seen:  # the service's query and the session's may return the same line
+                continue
+            seen.add(line)
+            messages.append(str(record.get("message", "")))
+    patterns = patterns_mined(messages)[:MAX_ERROR_PATTERNS]
+    return [(messages[pattern.members[0]], pattern.count) for pattern in patterns]
+
+
+def runbook_steps(invocation: ToolInvocation | None) -> list[str]:
+    """The steps of the alert's runbook: the section that holds them (排查 / 处置 / Diagnosis …), its
+    lines as written; none when the lookup found no runbook of that name."""
+    if invocation is None or not invocation.success:
+        return []
+    blocks = [b for b in invocation.output.get("evidence_blocks") or [] if b.get("retrieval_layer") == "L0"]
+    # The section's own name, after the document's: "… 处置手册 · 处置措施".
+    steps = [b for b in blocks if STEP_SECTIONS.search(str(b.get("title", "")).rpartition(" · ")[2])]
+    for block in steps[:1]:
+        lines = [line.strip() for line in str(block.get("content", "")).splitlines() if line.strip()]
+        return [line for line in lines if not line.startswith("#")][:MAX_RUNBOOK_STEPS]
+    return []
+
+
+def _number(value) -> Decimal | None:
+    match = NUMBER.search(str(value if value is not None else ""))
+    if match is None:
+        return None
+    try:
+        return Decimal(match[0])
+    except InvalidOperation:
+        return None
+
+
+def _alert_record(subject: AlertSubject, invocations: list[ToolInvocation]) -> dict | None:
+    """The subject's record in its session's alert query (same name, and service when it has one)."""
+    for invocation in invocations:
+        if invocation.tool_name != "query_metrics" or not invocation.success:
+            continue
+        for record in invocation.output.get("alerts") or []:
+            if record.get("alert_name") == subject.alert_name and (
+                not subject.service or record.get("service") == subject.service
+            ):
+                return record
+    return None
 
 
 def alert_tally(analyses: list[AlertAnalysis]) -> Counter:
@@ -272,9 +425,59 @@ def status_line(analyses: list[AlertAnalysis], *, not_analysed_count: int = 0) -
 def alert_summary(analysis: AlertAnalysis) -> str:
     """One line for a notification: the outcome and, when there is one, the first verified finding."""
     outcome = _output_type_text(analysis) if analysis.completed else FAILED_LABEL
-    if analysis.findings:
-        return f"{outcome}：{' '.join(analysis.findings[0]['claim_text'].split())}"[:500]
-    return outcome
+    finding = " ".join(analysis.findings[0]["claim_text"].split()) if analysis.findings else ""
+    if analysis.resolved_text:
+        lead = f"已恢复：{analysis.resolved_text}；触发期间的分析 {outcome}"
+        return (f"{lead}：{past_tense(finding)}" if finding else lead)[:500]
+    return (f"{outcome}：{finding}" if finding else outcome)[:500]
+
+
+def resolved_text(alerts: list[dict]) -> str:
+    """`触发于 …，恢复于 …，持续 …` when every one of the alerts resolved; "" while any fires."""
+    if not alerts or any(alert.get("state") != RESOLVED for alert in alerts):
+        return ""
+    starts = sorted(datetime.fromisoformat(a["starts_at"]) for a in alerts if a.get("starts_at"))
+    ends = sorted(datetime.fromisoformat(a["ends_at"]) for a in alerts if a.get("ends_at"))
+    parts = []
+    if starts:
+        parts.append(f"触发于 {_local(starts[0])}")
+    if ends:
+        parts.append(f"恢复于 {_local(ends[-1])}")
+    if starts and ends and ends[-1] >= starts[0]:
+        parts.append(f"持续 {duration_words(int((ends[-1] - starts[0]).total_seconds()))}")
+    return "，".join(parts) or "已恢复"
+
+
+def flapping_text(group: dict) -> str:
+    """`自 … 起反复触发 5 次，仍在反复` / `… 已平息`: a flapping group's count and state."""
+    since = _local(datetime.fromisoformat(group["since"]))
+    state = "已平息" if group.get("state") == "settled" else "仍在反复"
+    return f"自 {since} 起反复触发 {group['episodes']} 次，{state}"
+
+
+def duration_words(seconds: int) -> str:
+    """`1 小时 5 分`, `5 分 30 秒`, `45 秒`: how long an episode lasted, in words."""
+    hours, rest = divmod(max(seconds, 0), 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return f"{hours} 小时 {minutes} 分" if minutes else f"{hours} 小时"
+    if minutes:
+        return f"{minutes} 分 {seconds} 秒" if seconds else f"{minutes} 分"
+    return f"{seconds} 秒"
+
+
+def past_tense(text: str) -> str:
+    """A finding verified while the alert fired, told after it resolved: the present words outside
+    quotes in the past (`当前存在 … 告警（firing）` → `触发期间存在 … 告警（当时触发中）`)."""
+    parts = re.split(r"(「[^」]*」)", text)
+    for index in range(0, len(parts), 2):
+        for present, past in PAST_TENSE:
+            parts[index] = parts[index].replace(present, past)
+    return "".join(parts)
+
+
+def _local(moment: datetime) -> str:
+    return f"{timezone.localtime(moment):%Y-%m-%d %H:%M:%S}"
 
 
 def _outcome(analysis: AlertAnalysis) -> str:
@@ -287,10 +490,14 @@ def runbook_lines(invocation: ToolInvocation | None) -> list[str]:
     """The runbook blocks an alert's knowledge lookup found by name (L0), quoted with their source."""
     if invocation is None or not invocation.success:
         return []
-    return [
-        f"「{block['title']}」（来源：lookup_knowledge #{invocation.pk} {block['source_document']}）"
+    documents = {
+        block["source_document"]: block["title"].split(" · ")[0]
         for block in invocation.output.get("evidence_blocks") or []
         if block.get("retrieval_layer") == "L0"
+    }
+    return [
+        f"「{title}」（来源：lookup_knowledge #{invocation.pk} {document}）"
+        for document, title in documents.items()
     ]
 
 
@@ -305,6 +512,10 @@ def _alert_section(number: int, analysis: AlertAnalysis) -> list[str]:
         f"校验结论：{_verdict_text(analysis)}｜输出类型：{_output_type_text(analysis)}｜"
         f"状态：{analysis.state_text}｜子会话：`{analysis.session_id}`",
     ]
+    if analysis.flapping:
+        lines += ["", f"**反复触发**：{flapping_text(analysis.flapping)}。"]
+    if analysis.resolved_text:
+        lines += ["", f"**已恢复**：{analysis.resolved_text}。以下是告警触发期间的分析，不是当前状态。"]
     if subject.identity:
         lines += [
             "",
@@ -312,20 +523,34 @@ def _alert_section(number: int, analysis: AlertAnalysis) -> list[str]:
         ]
     if analysis.sources:
         lines += ["", "证据来源：" + "、".join(analysis.sources)]
+    reading = value_line(analysis.record)
+    if reading or analysis.severity:
+        severity = f"级别 {analysis.severity}" if analysis.severity else ""
+        lines += ["", "**数值**：" + "；".join(part for part in (severity, reading) if part)]
     if analysis.output_type == OutputType.LOW_CONFID_WITH_DISCLAIMER:
         lines += ["", DISCLAIMER]
     elif analysis.output_type == OutputType.DEGRADED:
         lines += ["", DEGRADED_HEADER]
+    told = past_tense if analysis.resolved_text else str
     if analysis.findings:
-        lines += ["", "**已核验的发现**", *finding_lines(analysis.findings)]
+        heading = "**触发期间已核验的发现**" if analysis.resolved_text else "**已核验的发现**"
+        lines += ["", heading, *map(told, finding_lines(analysis.findings))]
     if analysis.inferences:
-        lines += ["", INFERENCES_HEADING, *finding_lines(analysis.inferences)]
+        lines += ["", INFERENCES_HEADING, *map(told, finding_lines(analysis.inferences))]
     if analysis.verified_evidence:
         lines += ["", "**已通过引用核验的证据**（未形成结论）", *bullets(analysis.verified_evidence)]
     if analysis.completed and not (analysis.findings or analysis.inferences or analysis.verified_evidence):
         lines += ["", "**已核验的发现**", *bullets([NO_CONCLUSION])]
+    if analysis.error_patterns:
+        lines += [
+            "",
+            "**错误级别日志**（按模式归并）",
+            *bullets([f"{count} 条：「{example}」" for example, count in analysis.error_patterns]),
+        ]
     if analysis.runbooks:
         lines += ["", "**处理手册**（排查参考，不是当前事实）", *bullets(analysis.runbooks)]
+    if analysis.runbook_steps:
+        lines += ["", "**手册步骤**", *(f"> {step}" for step in analysis.runbook_steps)]
     lines += ["", "**证据缺口**", *bullets(analysis.gaps or ["暂无"])]
     lines += ["", ACTIONS_HEADING, *bullets(analysis.actions)]
     return lines
@@ -380,11 +605,16 @@ def _next_steps(analysis: AlertAnalysis, *, allowed_actions: list[str]) -> list[
     """Evidence gathering only (seed 003): the verified material's actions, then standard checks."""
     subject = analysis.subject
     where = f" {subject.shown_service} 上" if subject.service else ""
-    steps = [
-        *allowed_actions,
-        f"检索知识库中 {subject.shown_name} 的处理手册，按手册列出的指标与日志逐项取证。",
-        f"持续查询{where} {subject.shown_name} 告警的状态与持续时长，确认其是否仍在触发。",
-    ]
+    watch = (
+        f"复盘{where} {subject.shown_name} 告警触发期间的指标与日志，留意它是否再次触发。"
+        if analysis.resolved_text
+        else f"持续查询{where} {subject.shown_name} 告警的状态与持续时长，确认其是否仍在触发。"
+    )
+    # The runbook lookup already ran: asking for it again adds nothing once it found one.
+    lookup = (
+        [] if analysis.runbooks else [f"为 {subject.shown_name} 补一份处理手册（本次未检索到同名手册）。"]
+    )
+    steps = [*allowed_actions, *lookup, watch]
     if analysis.gaps:
         steps.append("针对上述证据缺口补充检索后，重新发起告警分析。")
     if analysis.output_type != OutputType.NORMAL or not analysis.completed:
@@ -407,6 +637,10 @@ def _output_type_text(analysis: AlertAnalysis) -> str:
 def _labelled(output_type: str) -> str:
     """The output type's label with its code, as the report's readers look it up: 已核验（NORMAL）."""
     return f"{OUTPUT_TYPE_LABELS[output_type]}（{output_type}）"
+
+
+def _flapping_cell(analysis: AlertAnalysis) -> str:
+    return f" · 反复触发 {analysis.flapping['episodes']} 次" if analysis.flapping else ""
 
 
 def _cell(text: str) -> str:

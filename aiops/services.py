@@ -17,7 +17,7 @@ import logging
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -36,8 +36,10 @@ from aiops.report import (
     alert_question,
     alert_subjects,
     alert_summary,
+    priority_sorted,
     report_build,
     report_output_type,
+    resolved_text,
     runbook_query,
 )
 from diagnosis.models import DiagnosisSession, ToolInvocation
@@ -59,7 +61,8 @@ from tools.records import service_of
 logger = logging.getLogger(__name__)
 
 SOURCE_ALERTMANAGER, SOURCE_MANUAL = "alertmanager", "manual"
-INVENTORY_TOOL, RUNBOOK_TOOL = "query_metrics", "lookup_knowledge"
+INVENTORY_TOOL, RUNBOOK_TOOL, LOGS_TOOL = "query_metrics", "lookup_knowledge", "query_logs"
+RUNBOOK_SECTIONS = 10
 Status = DiagnosisSession.Status
 # Rows per INSERT when a notification brings thousands of new episodes.
 EPISODE_BATCH = 500
@@ -124,6 +127,13 @@ def alertmanager_notification_receive(*, notification: dict) -> NotificationOutc
             )
         for key, alert in by_key.items():
             alert["episode_id"] = episodes[key]["pk"]
+        if joining := _flap_candidates([key for key in to_analyse if key in set(missing)], by_key):
+            # A new episode of a flapping alert joins its group's report: told there, not analysed.
+            objects = AlertEpisode.objects.in_bulk([episodes[key]["pk"] for key in joining])
+            for key in joining:
+                if group := flap_group_join(episode=objects[episodes[key]["pk"]]):
+                    to_analyse.remove(key)
+                    outcome.session = outcome.session or group
         outcome.new, outcome.resolved = len(to_analyse), len(to_close)
         outcome.known += len(by_key) - outcome.new - outcome.resolved
         if to_analyse:
@@ -135,14 +145,31 @@ def alertmanager_notification_receive(*, notification: dict) -> NotificationOutc
             )
         if to_close:
             _episodes_close([by_key[key] for key in to_close])
-        for report_pk in dict.fromkeys(episodes[key]["report_id"] for key in to_close):
-            if report_pk:
-                _report_resolved(report_pk)
+        closed = AlertEpisode.objects.in_bulk([episodes[key]["pk"] for key in to_close]).values()
+        for report_pk in dict.fromkeys(e.report_id for e in closed if e.report_id):
+            _report_resolved(report_pk, episodes=[e for e in closed if e.report_id == report_pk])
     if outcome.session is None:
         report_pk = next((e["report_id"] for key in by_key if (e := episodes[key])["report_id"]), None)
         if report_pk:
             outcome.session = DiagnosisSession.objects.only("session_id", "status").get(pk=report_pk)
     return outcome
+
+
+def _flap_candidates(created: list[tuple], by_key: dict[tuple, dict]) -> list[tuple]:
+    """The new firing episodes whose alert had an analysed episode within the flap window: the only
+    ones that may join a flapping group (one query, however many alerts are new)."""
+    firing = [key for key in created if by_key[key]["state"] == FIRING]
+    if not firing:
+        return []
+    window = timedelta(minutes=settings.DIAGNOSIS["FLAP_WINDOW_MINUTES"])
+    earlier = set(
+        AlertEpisode.objects.filter(
+            fingerprint__in={fingerprint for fingerprint, _ in firing},
+            starts_at__gte=min(starts_at for _, starts_at in firing) - window,
+            report__isnull=False,
+        ).values_list("fingerprint", flat=True)
+    )
+    return [key for key in firing if key[0] in earlier]
 
 
 def _episode_key(alert: dict) -> tuple[str, datetime]:
@@ -224,9 +251,10 @@ def _episodes_close(alerts: list[dict]) -> None:
         )
 
 
-def _report_resolved(report_pk: int) -> None:
+def _report_resolved(report_pk: int, *, episodes: list[AlertEpisode]) -> None:
     """Episodes of this report resolved: mirror their state into its scope and, once the report is
-    written, into its text; a completed report's receivers are told."""
+    written, into its text; a completed report's receivers are told, unless the episodes are a
+    flapping group's (its settled notice tells them)."""
     report = DiagnosisSession.objects.select_for_update().get(pk=report_pk)
     scope = _scope_with_episode_states(report)
     if report.answer and report.status != Status.FAILED:
@@ -234,6 +262,8 @@ def _report_resolved(report_pk: int) -> None:
         session_update(report, alert_scope=scope, answer=answer)
     else:
         session_update(report, alert_scope=scope)
+    if flap_resolved(report=report, episodes=episodes):
+        return
     if report.status == Status.COMPLETED:
         delivery_queue(report=report, event=ReportDelivery.Event.RESOLVED)
 
@@ -357,11 +387,29 @@ def _analyse(session: DiagnosisSession) -> None:
     for child in children.values():
         first = next(a for a in scope["alerts"] if a.get("session_id") == child.session_id)
         lookup = invocation_record(
-            session=session, round=1, tool_name=RUNBOOK_TOOL, arguments={"query": runbook_query(first)}
+            session=session,
+            round=1,
+            tool_name=RUNBOOK_TOOL,
+            # Every section of the alert's runbook (its steps among them), not the three best.
+            arguments={"query": runbook_query(first), "top_k": RUNBOOK_SECTIONS},
+        )
+        # And its service's logs, whatever the question's topic: the report groups the error-level lines.
+        # The service's name as the query adds no line filter (a source drops it from the search terms).
+        service = AlertSubject.of(first).service
+        logs = (
+            invocation_record(
+                session=session,
+                round=1,
+                tool_name=LOGS_TOOL,
+                arguments={"query": service, "service": service, "limit": 100},
+            )
+            if service
+            else None
         )
         for alert in scope["alerts"]:
             if alert.get("session_id") == child.session_id:
                 alert["runbook_invocation_id"] = lookup.pk
+                alert["logs_invocation_id"] = logs.pk if logs else None
     session_update(session, alert_scope=scope)
 
     _children_run([child.pk for child in children.values()])
@@ -401,6 +449,9 @@ def _report_render(session: DiagnosisSession, scope: dict) -> tuple[str, str]:
             child=child,
             invocations=by_session.get(child.pk, []),
             runbook=parent_calls.get(own[0].get("runbook_invocation_id")) if own else None,
+            logs=parent_calls.get(own[0].get("logs_invocation_id")) if own else None,
+            resolved=resolved_text(own),
+            flapping=next((alert["flapping"] for alert in own if alert.get("flapping")), None),
         )
         analysis.state_text = _state_text(own)
         for alert in own:
@@ -410,6 +461,9 @@ def _report_render(session: DiagnosisSession, scope: dict) -> tuple[str, str]:
                 summary=alert_summary(analysis),
             )
         analyses.append(analysis)
+    # The page's rows and the notice list the alerts as the report does: most urgent first.
+    rank = {analysis.session_id: place for place, analysis in enumerate(priority_sorted(analyses))}
+    scope["alerts"].sort(key=lambda alert: rank.get(alert.get("session_id") or "", len(rank)))
     scope["evidence_sources"] = list(
         dict.fromkeys(source.strip("`") for analysis in analyses for source in analysis.sources)
     )
@@ -446,11 +500,7 @@ def _scope_with_episode_states(session: DiagnosisSession) -> dict:
 def _state_text(alerts: list[dict]) -> str:
     if not alerts or any(alert["state"] == FIRING for alert in alerts):
         return FIRING
-    ends = sorted(alert["ends_at"] for alert in alerts if alert.get("ends_at"))
-    if not ends:
-        return RESOLVED
-    ended = timezone.localtime(datetime.fromisoformat(ends[-1]))
-    return f"{RESOLVED}（恢复于 {ended:%Y-%m-%d %H:%M:%S}）"
+    return f"{RESOLVED}（{resolved_text(alerts)}）"
 
 
 def _alert_label(alert: dict) -> str:
@@ -509,10 +559,28 @@ def _filtered_active_alerts(inventory: ToolInvocation, alert_filter: dict) -> li
             "active_at": alert.get("active_at"),
             "duration": alert.get("duration"),
             "source_invocation_id": inventory.pk,
+            # Alertmanager's fingerprint, when the source has one: a flapping group is marked by it.
+            "fingerprint": alert.get("fingerprint") or "",
+            "flapping": _flapping_now(alert.get("fingerprint") or ""),
         }
         for alert in alerts
         if (not names or alert["alert_name"] in names) and (not services or alert.get("service") in services)
     ]
+
+
+def _flapping_now(fingerprint: str) -> dict | None:
+    """The group of an alert flapping now (its latest report's), for the AI Ops report's mark."""
+    if not fingerprint:
+        return None
+    latest = (
+        AlertEpisode.objects.filter(fingerprint=fingerprint, report__isnull=False)
+        .select_related("report")
+        .order_by("-starts_at")
+        .first()
+    )
+    entry = _flap_entry(latest.report, fingerprint) if latest else None
+    group = (entry or {}).get("flapping")
+    return group if group and group.get("state") == FLAPPING else None
 
 
 def _alertmanager_alert(alert: dict) -> dict:
@@ -576,3 +644,127 @@ def _notes(scope: dict, not_analysed: list[str]) -> list[str]:
         limit = settings.DIAGNOSIS["AIOPS_MAX_ALERTS"]
         notes.append(f"另有 {len(not_analysed)} 条 firing 告警超出单次分析上限（{limit} 条），已列出未分析。")
     return notes
+
+
+# Flapping (contracts §18): an alert whose episodes start `FLAP_EPISODES` times within
+# `FLAP_WINDOW_MINUTES` is one group with one report, updated with the count and the latest state;
+# its receivers get one notice per state of the group (flapping started, still flapping at most every
+# `FLAP_REPEAT_MINUTES`, settled), not one per episode. The group lives on its report's scope alert
+# (the one with the fingerprint): `flapping` = {"episodes", "since", "state"} as the notice carries
+# it, and `flapping_notified_at`.
+
+FLAPPING, SETTLED = "flapping", "settled"
+SETTLE_TASK = "aiops.tasks.flap_settle_task"
+
+
+def flap_group_join(*, episode: AlertEpisode) -> DiagnosisSession | None:
+    """The report a new firing episode joins as part of a flapping group (no analysis of its own),
+    or None when it is not one. Called inside the notification's transaction."""
+    config = settings.DIAGNOSIS
+    earlier = list(
+        AlertEpisode.objects.filter(
+            fingerprint=episode.fingerprint,
+            starts_at__lt=episode.starts_at,
+            starts_at__gte=episode.starts_at - timedelta(minutes=config["FLAP_WINDOW_MINUTES"]),
+            report__isnull=False,
+        ).order_by("starts_at")
+    )
+    if not earlier:
+        return None
+    latest_group = _flap_entry(earlier[-1].report, episode.fingerprint)
+    group = latest_group.get("flapping") if latest_group else None
+    if group is None and len(earlier) + 1 < config["FLAP_EPISODES"]:
+        return None
+    # A group that goes on keeps its report; a new one is told on the first report of the window.
+    report = earlier[-1].report if group else earlier[0].report
+    report = DiagnosisSession.objects.select_for_update().get(pk=report.pk)
+    scope = dict(report.alert_scope)
+    entry = _flap_entry(report, episode.fingerprint, scope=scope)
+    previous = entry.get("flapping") or {}
+    entry.update(
+        episode_id=episode.pk,
+        starts_at=episode.starts_at.isoformat(),
+        state=AlertEpisode.State.FIRING,
+        ends_at=None,
+        flapping={
+            "episodes": previous["episodes"] + 1 if previous else len(earlier) + 1,
+            "since": previous.get("since") or earlier[0].starts_at.isoformat(),
+            "state": FLAPPING,
+        },
+    )
+    now = timezone.now()
+    notified = entry.get("flapping_notified_at")
+    repeat = timedelta(minutes=config["FLAP_REPEAT_MINUTES"])
+    notify = (
+        previous.get("state") != FLAPPING or not notified or now - datetime.fromisoformat(notified) >= repeat
+    )
+    if notify:
+        entry["flapping_notified_at"] = now.isoformat()
+    AlertEpisode.objects.filter(pk=episode.pk).update(report=report)
+    _flap_report_update(report, scope, event=ReportDelivery.Event.FLAPPING if notify else None)
+    return report
+
+
+def flap_resolved(*, report: DiagnosisSession, episodes: list[AlertEpisode]) -> bool:
+    """Whether the resolved `episodes` all belong to a flapping group of `report` (their resolve is no
+    notice of its own); schedules the settle check of each group."""
+    groups = {
+        entry["fingerprint"]: entry
+        for entry in report.alert_scope.get("alerts") or []
+        if (entry.get("flapping") or {}).get("state") == FLAPPING
+    }
+    if not episodes or any(groups.get(e.fingerprint, {}).get("episode_id") != e.pk for e in episodes):
+        return False
+    when = timezone.now() + timedelta(minutes=settings.DIAGNOSIS["FLAP_SETTLE_MINUTES"])
+    for episode in episodes:
+        _settle_check_schedule(report_pk=report.pk, episode_pk=episode.pk, when=when)
+    return True
+
+
+def flap_settle_check(*, report_pk: int, episode_pk: int) -> bool:
+    """Settled when the group's latest episode is still `episode_pk` and resolved: nothing started
+    since the settle time began. Then the report says so and its receivers get the settled notice."""
+    with transaction.atomic():
+        report = DiagnosisSession.objects.select_for_update().get(pk=report_pk)
+        scope = dict(report.alert_scope)
+        entry = next((a for a in scope.get("alerts") or [] if a.get("episode_id") == episode_pk), None)
+        group = (entry or {}).get("flapping") or {}
+        resolved = AlertEpisode.objects.filter(pk=episode_pk, state=AlertEpisode.State.RESOLVED).exists()
+        if group.get("state") != FLAPPING or not resolved:
+            return False
+        entry["flapping"] = group | {"state": SETTLED}
+        _flap_report_update(report, scope, event=ReportDelivery.Event.SETTLED)
+    return True
+
+
+def _flap_entry(report: DiagnosisSession, fingerprint: str, *, scope: dict | None = None) -> dict | None:
+    alerts = (scope or report.alert_scope).get("alerts") or []
+    return next((alert for alert in alerts if alert.get("fingerprint") == fingerprint), None)
+
+
+def _flap_report_update(report: DiagnosisSession, scope: dict, *, event: str | None) -> None:
+    """The report's scope and, once written, its text with the group's count and state; then its notice."""
+    if report.answer and report.status != Status.FAILED:
+        answer, _ = _report_render(report, scope)
+        session_update(report, alert_scope=scope, answer=answer)
+    else:
+        session_update(report, alert_scope=scope)
+    if event and report.status == Status.COMPLETED:
+        delivery_queue(report=report, event=event)
+
+
+def _settle_check_schedule(*, report_pk: int, episode_pk: int, when: datetime) -> None:
+    from django_q.models import Schedule
+    from django_q.tasks import schedule
+
+    transaction.on_commit(
+        lambda: schedule(
+            SETTLE_TASK,
+            report_pk,
+            episode_pk,
+            name=f"flap-settle-{report_pk}-{episode_pk}",
+            schedule_type=Schedule.ONCE,
+            repeats=1,
+            next_run=when,
+        )
+    )

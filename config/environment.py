@@ -131,6 +131,9 @@ class Environment(BaseModel):
     aiops_max_alerts: int = Field(
         alias="DIAGNOSIS_AIOPS_MAX_ALERTS", default=20, ge=1, description="a whole number, 1 or more"
     )
+    flap_window_minutes: int = Field(
+        alias="DIAGNOSIS_FLAP_WINDOW_MINUTES", default=30, ge=1, description="a whole number of minutes"
+    )
     notify_url: str | None = Field(alias="DIAGNOSIS_NOTIFY_URL", default=None, description="a URL")
     notify_token: str | None = Field(alias="DIAGNOSIS_NOTIFY_TOKEN", default=None, description="a token")
     oncall_group: str | None = Field(alias="DIAGNOSIS_ONCALL_GROUP", default=None, description="a group name")

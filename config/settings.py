@@ -157,6 +157,8 @@ AXES_RESET_ON_SUCCESS = True
 # Failures are recorded (AccessAttempt, visible in the admin); successful logins are not.
 AXES_DISABLE_ACCESS_LOG = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# Its start-up banner ("AXES: BEGIN …") would open the output of every manage.py command.
+AXES_VERBOSE = False
 
 LANGUAGE_CODE = "zh-hans"
 LANGUAGES = [("zh-hans", "简体中文"), ("en", "English")]
@@ -338,6 +340,13 @@ DIAGNOSIS = {
     "AIOPS_MAX_ALERTS": ENV.aiops_max_alerts,
     # Label names that name an alert's service, in order of preference (contracts §11).
     "SERVICE_LABELS": ENV.service_labels,
+    # Flapping (contracts §18): this many episodes of one alert within the window are one group with
+    # one report; its "still flapping" notice is sent at most every REPEAT minutes, and it has settled
+    # when no episode started for SETTLE minutes after the last one resolved.
+    "FLAP_WINDOW_MINUTES": ENV.flap_window_minutes,
+    "FLAP_EPISODES": 3,
+    "FLAP_REPEAT_MINUTES": 60.0,
+    "FLAP_SETTLE_MINUTES": 10.0,
     # Webhook bounds: notifications per token and period (N/s|min|hour|day); the largest body accepted.
     "ALERTMANAGER_RATE": "120/min",
     # Wrong or missing-scheme tokens one client address may send per period before every request from

@@ -1,6 +1,10 @@
 import pytest
-from django.db import connection
 from django.test import override_settings
+
+from tests.databases import HOW_TO_RUN, is_postgresql_only_skip, skip_unless_postgresql
+
+# The report category of a PostgreSQL-only skip: counted apart, so `-ra` does not list each one.
+POSTGRESQL_ONLY_STATUS = "skipped (PostgreSQL only)"
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -13,5 +17,18 @@ def fast_password_hasher():
 
 @pytest.fixture
 def postgres_only(db):
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (set DATABASE_URL)")
+    skip_unless_postgresql(why="concurrent writers and row locks")
+
+
+def pytest_report_teststatus(report, config):
+    if is_postgresql_only_skip(report):
+        return POSTGRESQL_ONLY_STATUS, "s", "SKIPPED (PostgreSQL only)"
+    return None
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    skipped = len(terminalreporter.stats.get(POSTGRESQL_ONLY_STATUS, []))
+    if skipped:
+        terminalreporter.write_line(
+            f"{skipped} PostgreSQL-only tests skipped on SQLite; to run them: {HOW_TO_RUN}", yellow=True
+        )

@@ -98,3 +98,11 @@ def test_rate_limits_count_in_a_shared_redis_cache_when_the_queue_is_on_redis():
     assert "LocMemCache" in _setting("settings.CACHES['default']")
     on_broker = _setting("settings.CACHES['default']", DIAGNOSIS_Q_BROKER="redis://127.0.0.1:6379/3")
     assert "RedisCache" in on_broker and "redis://127.0.0.1:6379/3" in on_broker
+
+
+def test_a_management_command_prints_no_library_banner():
+    result = _manage("check", DIAGNOSIS_DEV="1")
+
+    assert result.returncode == 0, result.stderr
+    assert "AXES" not in result.stdout + result.stderr
+    assert result.stdout.splitlines()[0] == "System check identified no issues (0 silenced)."

@@ -11,6 +11,8 @@ from tools.vocabulary import DEFAULT_VOCABULARY_FILE, Vocabulary, VocabularyErro
 
 # Sample questions about the demo world (benchmarks, seeded histories): data, next to the world.
 DEMO_QUESTIONS_FILE = Path(__file__).resolve().parent / "data" / "demo_world" / "bench_questions.txt"
+# The chat page's examples on the demo world (a world with its own sources gets its own).
+DEMO_EXAMPLES_FILE = DEMO_QUESTIONS_FILE.with_name("example_questions.txt")
 
 
 def vocabulary_path() -> Path:
@@ -33,5 +35,14 @@ def current_vocabulary() -> Vocabulary:
 
 def demo_questions() -> list[str]:
     """The demo world's sample questions, narrow ones first."""
-    lines = DEMO_QUESTIONS_FILE.read_text(encoding="utf-8").splitlines()
+    return _question_lines(DEMO_QUESTIONS_FILE)
+
+
+def demo_examples() -> list[str]:
+    """The demo world's example questions for the chat page."""
+    return _question_lines(DEMO_EXAMPLES_FILE)
+
+
+def _question_lines(path: Path) -> list[str]:
+    lines = path.read_text(encoding="utf-8").splitlines()
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]

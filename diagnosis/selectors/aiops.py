@@ -72,6 +72,8 @@ class AlertRow:
     verdict: str
     outcome: str
     note: str
+    # The alert's flapping group (contracts §18): {"episodes", "since", "state"}, or None.
+    flapping: dict | None = None
 
     @property
     def outcome_label(self) -> str:
@@ -112,6 +114,7 @@ def aiops_report(*, session: DiagnosisSession, children: list[DiagnosisSession])
                 verdict=child.verdict if child else "",
                 outcome=_outcome(child),
                 note=alert.get("not_analysed_reason", ""),
+                flapping=alert.get("flapping"),
             )
         )
     return AiOpsReport(

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from diagnosis.models import DiagnosisSession
 from diagnosis.selectors.aiops import AiOpsReport, aiops_report
-from diagnosis.selectors.evidence import BindingView, SessionPanel, session_panel
+from diagnosis.selectors.evidence import BindingView, SessionPanel, invocation_sources, session_panel
+from diagnosis.selectors.examples import AskExamples, ask_examples
 from diagnosis.selectors.sessions import session_sidebar, session_visible_queryset
 
 
@@ -26,6 +27,7 @@ class ChatPanel(SessionPanel):
 class ChatPage:
     conversations: list[DiagnosisSession]
     panel: ChatPanel | None
+    examples: AskExamples
 
 
 def chat_panel(*, user, session_id: str) -> ChatPanel:
@@ -42,8 +44,14 @@ def chat_panel(*, user, session_id: str) -> ChatPanel:
         else []
     )
     parent = session.parent if session.parent_id else None
+    panel = session_panel(session=session)
+    if children:
+        # The report quotes its alerts' sessions' evidence: their invocations name its references.
+        panel.references = replace(
+            panel.references, sources=invocation_sources(sessions=[session, *children])
+        )
     return ChatPanel(
-        **vars(session_panel(session=session)),
+        **vars(panel),
         alert_sessions=children,
         report=aiops_report(session=session, children=children) if is_analysis else None,
         parent_session_id=parent.session_id if parent else None,
@@ -60,4 +68,4 @@ def _charted_bindings(session: DiagnosisSession) -> list[BindingView]:
 
 def chat_page(*, user, session_id: str | None = None) -> ChatPage:
     panel = chat_panel(user=user, session_id=session_id) if session_id else None
-    return ChatPage(conversations=session_sidebar(user=user), panel=panel)
+    return ChatPage(conversations=session_sidebar(user=user), panel=panel, examples=ask_examples())

@@ -32,6 +32,7 @@ from diagnosis.selectors.self_evaluation import (
     VERIFIER_EVALUATION,
     self_evaluation_of,
 )
+from diagnosis.selectors.wording import AnswerReferences, evidence_anchor, reference_label
 
 # Below this rapidfuzz alignment score a fuzzy highlight would mark the wrong words: mark nothing.
 FUZZY_HIGHLIGHT_MIN_SCORE = 70
@@ -153,6 +154,20 @@ class BindingView:
         return self.status == "pass"
 
     @property
+    def reference_label(self) -> str:
+        """`Alertmanager 告警 #3`, as the engineer's page names this evidence."""
+        return reference_label(
+            tool_name=self.tool_name,
+            invocation_id=self.source_invocation_id,
+            raw_path=self.raw_path,
+            source=self.source,
+        )
+
+    @property
+    def anchor(self) -> str:
+        return evidence_anchor(invocation_id=self.source_invocation_id, raw_path=self.raw_path)
+
+    @property
     def status_label(self) -> str:
         return BINDING_STATUS_LABELS.get(self.status, self.status)
 
@@ -267,6 +282,8 @@ class SessionPanel:
     # Some evidence came from the demo world: the page says 演示数据 beside the answer.
     uses_demo_data: bool = False
     progress: ProgressView | None = None
+    # The answer's evidence references: their sources, and which are evidence cards on this page.
+    references: AnswerReferences = field(default_factory=AnswerReferences)
 
 
 def _compacted(text: str) -> tuple[str, list[int]]:
@@ -541,6 +558,7 @@ def session_panel(*, session: DiagnosisSession) -> SessionPanel:
         panel.progress = _progress(session, now=timezone.now())
         return panel
     panel.uses_demo_data = any(invocation.is_demo for invocation in session.tool_invocations.all())
+    panel.references = AnswerReferences(sources=invocation_sources(sessions=[session]))
     rounds = session_rounds(session=session)
     if not rounds:
         return panel
@@ -557,4 +575,18 @@ def session_panel(*, session: DiagnosisSession) -> SessionPanel:
         panel.verified_bindings = [
             binding for claim in claims if not claim.blocked for binding in claim.bindings if binding.passed
         ]
+    shown = [binding for claim in panel.claims for binding in claim.bindings] + panel.verified_bindings
+    panel.references = replace(
+        panel.references,
+        cards=frozenset((binding.source_invocation_id, binding.raw_path) for binding in shown),
+    )
     return panel
+
+
+def invocation_sources(*, sessions: list[DiagnosisSession]) -> dict[int, str]:
+    """Each invocation's source (`alertmanager`, `demo`, …) by id, for naming answer references."""
+    return {
+        invocation.pk: invocation.source
+        for session in sessions
+        for invocation in session.tool_invocations.all()
+    }

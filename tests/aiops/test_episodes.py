@@ -6,6 +6,7 @@ with a space) and a node_exporter alert that has only instance and job.
 """
 
 import json
+import re
 
 import pytest
 from django.db import connection
@@ -19,6 +20,7 @@ from aiops.services import alertmanager_notification_receive
 from diagnosis.models import DiagnosisSession
 from tests.aiops.support import DEMO_NOW, TOKEN, alert, notification
 from tests.concurrency import run_concurrently
+from tests.databases import skip_unless_postgresql
 
 pytestmark = pytest.mark.django_db
 
@@ -89,7 +91,17 @@ def test_resolved_notice_closes_the_episodes_on_the_existing_report_and_starts_n
         ("resolved", "2026-11-29T06:58:00+00:00"),
     ] * 2
     table = [line for line in report.answer.splitlines() if line.startswith("| 1 ")]
-    assert "resolved（恢复于 2026-11-29 14:58:00）" in table[0]
+    told = "触发于 2026-11-29 14:35:00，恢复于 2026-11-29 14:58:00，持续 23 分"
+    assert f"resolved（{told}）" in table[0]
+    # Resolved says resolved (contracts §18): when, how long, and the findings in the past tense.
+    assert f"**已恢复**：{told}。以下是告警触发期间的分析，不是当前状态。" in report.answer
+    assert "**触发期间已核验的发现**" in report.answer
+    unquoted = re.sub(r"「[^」]*」", "", report.answer)
+    assert "当前存在" not in unquoted and "（firing）" not in unquoted
+    assert "确认其是否仍在触发" not in report.answer
+    for scope_alert in report.alert_scope["alerts"]:
+        assert scope_alert["summary"].startswith(f"已恢复：{told}；触发期间的分析 ")
+        assert "当前存在" not in re.sub(r"「[^」]*」", "", scope_alert["summary"])
 
 
 def test_refire_with_a_new_starts_at_is_a_new_episode_and_is_analysed(committed):
@@ -145,7 +157,9 @@ def test_any_label_prometheus_allows_is_accepted_and_named_in_the_question(commi
     ]
     labels = {a["alert_name"]: a["labels"] for a in report.alert_scope["alerts"]}
     assert labels["CheckoutLatencyHigh"]["team"] == "支付 & 结算"
-    assert "## 1. CheckoutLatencyHigh · Checkout API" in report.answer
+    # NodeLoadHigh carries severity=warning, CheckoutLatencyHigh none: the warning comes first (§16 priority).
+    assert "## 1. NodeLoadHigh · node" in report.answer
+    assert "## 2. CheckoutLatencyHigh · Checkout API" in report.answer
     assert report.status == DiagnosisSession.Status.COMPLETED
 
 
@@ -223,8 +237,7 @@ def test_webhook_is_rate_limited_per_token(settings):
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_deliveries_of_one_notice_create_one_analysis():
-    if connection.vendor != "postgresql":
-        pytest.skip("the race needs PostgreSQL's concurrent writers")
+    skip_unless_postgresql(why="the race needs concurrent writers")
     payload = notification(checkout(), node_load(), memory())
 
     def receive():
@@ -243,8 +256,7 @@ def test_concurrent_deliveries_of_one_notice_create_one_analysis():
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_deliveries_of_one_resolve_close_the_episode_once():
-    if connection.vendor != "postgresql":
-        pytest.skip("the race needs PostgreSQL's concurrent writers")
+    skip_unless_postgresql(why="the race needs concurrent writers")
     AlertEpisode.objects.create(
         fingerprint="c0ffee0000000001", starts_at="2026-11-29T06:35:00Z", state="firing", alert_name="X"
     )

@@ -22,6 +22,7 @@ from aiops.services import (
 from diagnosis.models import DiagnosisSession
 from diagnosis.services.sessions_maintenance import stale_sessions_fail
 from tests.aiops.support import DEMO_NOW, alert, notification
+from tests.databases import skip_unless_postgresql
 from tests.factories import CompletedSessionFactory, DiagnosisSessionFactory
 
 pytestmark = pytest.mark.django_db
@@ -108,9 +109,9 @@ def test_each_firing_alert_is_diagnosed_by_its_own_verified_child_session():
     # And each alert's runbook, looked up by its name.
     lookups = session.tool_invocations.filter(tool_name="lookup_knowledge").order_by("id")
     assert [lookup.input for lookup in lookups] == [
-        {"query": "HighCPUUsage"},
-        {"query": "HighMemoryUsage"},
-        {"query": "SlowResponse"},
+        {"query": "HighCPUUsage", "top_k": 10},
+        {"query": "HighMemoryUsage", "top_k": 10},
+        {"query": "SlowResponse", "top_k": 10},
     ]
 
 
@@ -141,7 +142,7 @@ def test_annotations_from_alertmanager_never_reach_the_report():
 
     report = aiops_run(session_pk=received(payload).pk).answer
 
-    assert "99%" not in report and "重启" not in report
+    assert "CPU 当前 99%" not in report and "建议立即重启" not in report
 
 
 def test_filter_narrows_the_analysis_and_leaves_other_active_alerts_unexpanded():
@@ -389,8 +390,7 @@ def most_at_once(sessions) -> int:
 
 @pytest.mark.django_db(transaction=True)
 def test_alerts_are_diagnosed_concurrently_within_the_configured_bound(settings):
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite diagnoses alerts one at a time (see the next test)")
+    skip_unless_postgresql(why="SQLite diagnoses alerts one at a time (see the next test)")
     settings.DIAGNOSIS = settings.DIAGNOSIS | {"AIOPS_CONCURRENCY": 2}
 
     session = aiops_run(session_pk=aiops_start().pk)

@@ -9,6 +9,7 @@ from playwright.sync_api import Page, expect
 from aiops.serializers import AlertmanagerNotificationSerializer
 from aiops.services import aiops_run, alertmanager_notification_receive
 from tests.aiops.support import DEMO_NOW, alert, notification
+from tests.browser.pages import developer_tokens_in
 from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -93,6 +94,7 @@ def test_oncall_engineer_reads_the_report_and_follows_an_alert_there_and_back(
         assert lines_of(page, ".alert-name", alert_name) == 1
         assert lines_of(page, ".answer td", alert_name) == 1
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    assert developer_tokens_in(panel.inner_text()) == []
     page.screenshot(path=str(screenshot_dir / f"aiops-report-{name}.png"), full_page=True)
     panel.scroll_into_view_if_needed()
     page.screenshot(path=str(screenshot_dir / f"aiops-report-{name}-first-screen.png"))

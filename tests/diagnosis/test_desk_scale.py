@@ -19,6 +19,7 @@ from diagnosis.management.desk_load import (
     sessions_seed,
 )
 from diagnosis.models import DiagnosisSession, SessionReview
+from tests.databases import skip_unless_postgresql
 
 pytestmark = [pytest.mark.scale, pytest.mark.django_db]
 
@@ -34,10 +35,7 @@ DEEP_QUERIES = {"admin deep page": ADMIN_QUERIES + 1, "API page at row": 3}
 @pytest.fixture(scope="module")
 def long_history(django_db_setup, django_db_blocker):
     with django_db_blocker.unblock():
-        if connection.vendor != "postgresql":
-            pytest.skip(
-                "the scale test measures PostgreSQL (set DATABASE_URL); SQLite is the small embedded default"
-            )
+        skip_unless_postgresql(why="the scale test measures PostgreSQL; SQLite is the small embedded default")
         sessions_seed(count=SESSIONS)
         try:
             yield desk_requests(sessions=SESSIONS)

@@ -1,6 +1,8 @@
 """Provenance beside the evidence (contracts §11): the chat panel and the admin name each excerpt's
 source, and say 演示数据 when the demo world answered."""
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -33,7 +35,13 @@ def test_demo_world_evidence_is_marked_as_demo_data_beside_the_answer_and_each_e
     page = page_of(client, session)
 
     assert 'class="badge tone-warn demo-data"' in page
-    assert 'data-source="demo">来源 演示数据</span>' in page
+    # Each excerpt's reference is named by its source; the raw reference and location in its tooltip.
+    invocation = session.tool_invocations.get()
+    assert re.search(
+        rf'class="ref source tone-warn" data-source="demo" title="query_metrics #{invocation.pk} '
+        rf'\$\.alerts\[0\] · tools/data/demo_world">演示数据 告警 #{invocation.pk} 第 1 条</span>',
+        page,
+    )
 
 
 def test_evidence_from_a_team_source_names_it_and_is_not_called_demo_data(client, engineer):
@@ -43,7 +51,12 @@ def test_evidence_from_a_team_source_names_it_and_is_not_called_demo_data(client
 
     page = page_of(client, session)
 
-    assert 'data-source="prometheus">来源 prometheus http://prom.internal:9090</span>' in page
+    invocation = session.tool_invocations.get()
+    assert re.search(
+        rf'data-source="prometheus" title="query_metrics #{invocation.pk} \$\.alerts\[0\] · '
+        rf'http://prom.internal:9090">Prometheus 告警 #{invocation.pk} 第 1 条</span>',
+        page,
+    )
     assert "演示数据" not in page
 
 

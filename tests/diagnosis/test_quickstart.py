@@ -1,8 +1,17 @@
+import os
 import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.apps import apps
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.management import CommandError, call_command
@@ -170,3 +179,90 @@ def test_setup_refuses_a_given_password_the_validators_reject(static_root, passw
     reason = str(refused.value).removeprefix("--engineer-password")
     assert len(password) == 1 or password not in reason
     assert not get_user_model().objects.filter(username="alice-the-user").exists()
+
+
+@pytest.fixture(scope="module")
+def prepared_database(tmp_path_factory) -> Path:
+    """A SQLite file `quickstart --setup-only` has migrated once; each run below starts from a copy."""
+    directory = tmp_path_factory.mktemp("quickstart")
+    subprocess.run(
+        [sys.executable, "manage.py", "quickstart", "--setup-only"],
+        cwd=settings.BASE_DIR,
+        env=_product_environment(directory / "db.sqlite3", directory / "static", port=0),
+        capture_output=True,
+        check=True,
+        timeout=300,
+    )
+    return directory
+
+
+def _product_environment(database: Path, static: Path, *, port: int) -> dict[str, str]:
+    return {
+        **{
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(("DIAGNOSIS_", "DATABASE_URL"))
+        },
+        "DIAGNOSIS_DEV": "1",
+        "DATABASE_URL": f"sqlite:///{database}",
+        "DJANGO_STATIC_ROOT": str(static),
+        "DIAGNOSIS_PORT": str(port),
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _ignore_sigint() -> None:
+    """As a non-interactive shell starts a background job (`make run &`): SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize(
+    ("stop_signal", "background"),
+    [(signal.SIGINT, False), (signal.SIGINT, True), (signal.SIGTERM, True)],
+    ids=["ctrl-c", "sigint-to-a-background-job", "sigterm"],
+)
+def test_the_product_stops_with_its_worker_and_web_server_on_sigint_and_sigterm(
+    prepared_database, tmp_path, stop_signal, background
+):
+    database = tmp_path / "db.sqlite3"
+    shutil.copy(prepared_database / "db.sqlite3", database)
+    port = _free_port()
+    product = subprocess.Popen(
+        [sys.executable, "manage.py", "quickstart"],
+        cwd=settings.BASE_DIR,
+        env=_product_environment(database, prepared_database / "static", port=port),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=_ignore_sigint if background else None,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not _listening(port):
+            assert product.poll() is None and time.monotonic() < deadline, product.stdout.read()
+            time.sleep(0.2)
+
+        product.send_signal(stop_signal)
+
+        assert product.wait(timeout=60) == 0
+        assert "正在停止…" in product.stdout.read()
+        assert not _listening(port)
+    finally:
+        # A failed run still stops its worker and web server: SIGTERM lets quickstart stop them first.
+        if product.poll() is None:
+            product.terminate()
+            try:
+                product.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                product.kill()
+                product.wait()

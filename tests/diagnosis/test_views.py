@@ -126,7 +126,8 @@ def test_normal_answer_shows_type_score_and_evidence_with_the_excerpt_marked(cli
     assert "证据支撑度 <strong>1.00</strong>" in page
     assert "<h4>结论</h4>" in page
     assert "<strong>HighMemoryUsage</strong>" in page
-    assert "order-service 存在 firing 状态的 HighMemoryUsage 告警" in page
+    # The page says the state in words; the quoted excerpt keeps the source's own "firing".
+    assert "order-service 存在触发中状态的 HighMemoryUsage 告警" in page
     assert "<mark>HighMemoryUsage firing service=order-service</mark>: 内存使用率持续超过85%" in page
     assert 'data-verification="direct_observation"' in page
     assert 'data-claim-type="observation">已证实</span>' in page
@@ -147,7 +148,7 @@ def test_a_blocked_claim_is_not_shown_and_the_page_says_which_guard_blocked_it(c
     session = CompletedSessionFactory(owner=engineer, verdict="LOW_CONFID")
     claim_blocked(session, claim_id="c1", rule=FOCUS_RULE)
     page = page_of(client, session)
-    assert "order-service 存在 firing 状态的 HighMemoryUsage 告警" not in page
+    assert "状态的 HighMemoryUsage 告警" not in page
     assert "1 条断言涉及问题之外的对象，已拦截，未展示。" in page
     assert "1 条断言未通过校验，未展示" in page
 
@@ -157,7 +158,7 @@ def test_degraded_answer_never_shows_executor_claim_text(client, engineer):
     page = page_of(client, session)
     assert "已降级，需人工" in page
     assert "当前无法基于已获取证据生成可靠结论" in page
-    assert "order-service 存在 firing 状态的 HighMemoryUsage 告警" not in page
+    assert "状态的 HighMemoryUsage 告警" not in page
     assert "当前 97%" not in page
 
 

@@ -13,10 +13,12 @@ from django.conf import settings
 from django.core.cache import cache
 from django.utils.module_loading import import_string
 from django_q.brokers import get_broker
+from django_q.scheduler import scheduler
 from django_q.signing import SignedPackage
 
 from aiops.models import AlertEpisode
 from diagnosis.models import DiagnosisSession
+from tests.databases import POSTGRESQL_ONLY
 from tests.integration.alerting import alerting_start, wait_until
 from tests.integration.stack import missing_binaries
 from tests.notify_receiver import NotifyReceiver
@@ -28,7 +30,7 @@ pytestmark = [
     # PostgreSQL, where each thread has its own connection.
     pytest.mark.skipif(
         settings.DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3",
-        reason="needs PostgreSQL: the live server and the test thread would share one SQLite connection",
+        reason=f"{POSTGRESQL_ONLY}: the live server and the test thread would share one SQLite connection",
     ),
 ]
 
@@ -114,7 +116,7 @@ def test_real_alertmanager_notices_become_one_analysis_per_episode(alerting, rec
         node_child.query,
     )
     lookup = checkout.report.tool_invocations.get(tool_name="lookup_knowledge")
-    assert lookup.input == {"query": "CheckoutErrorsHigh"}
+    assert lookup.input == {"query": "CheckoutErrorsHigh", "top_k": 10}
 
     # The receiver got version "1" JSON for each completed report, with each alert's verdict.
     # Deliveries are queued tasks: the worker (run_queued) must run while waiting for them.
@@ -141,7 +143,7 @@ def test_real_alertmanager_notices_become_one_analysis_per_episode(alerting, rec
     assert closed.ends_at is not None and closed.report_id == checkout.report_id
     report = DiagnosisSession.objects.get(pk=checkout.report_id)
     assert report.alert_scope["alerts"][0]["state"] == "resolved"
-    assert "resolved（恢复于" in report.answer
+    assert "resolved（触发于" in report.answer and "，恢复于 " in report.answer
     assert DiagnosisSession.objects.filter(parent__isnull=True).count() == 2
     wait_until(
         lambda: any(r.body["status"] == "resolved" for r in receiver.received), timeout=30, between=run_queued
@@ -165,3 +167,63 @@ def test_real_alertmanager_notices_become_one_analysis_per_episode(alerting, rec
 
 def alerting_url(body: dict) -> str:
     return body["url"].split("/c/")[0]
+
+
+def run_due_schedules() -> None:
+    """What the django-q2 cluster's scheduler does each beat: enqueue the schedules that are due, then
+    run the queue."""
+    scheduler(broker=get_broker())
+    run_queued()
+
+
+def test_a_flapping_alert_is_one_report_and_at_most_three_notices_then_settled(alerting, receiver, settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {
+        "FLAP_WINDOW_MINUTES": 30,
+        "FLAP_EPISODES": 3,
+        "FLAP_REPEAT_MINUTES": 60,
+        "FLAP_SETTLE_MINUTES": 0.05,
+    }
+    wait_until(reports_completed("CheckoutErrorsHigh"), timeout=90, between=run_queued)
+    # Flapping: the rule resolves and fires again, episode after episode, as Alertmanager tells it.
+    for number in range(2, 7):
+        alerting.checkout_errors(0)
+        wait_until(
+            lambda: all(e.state == "resolved" for e in episodes("CheckoutErrorsHigh")),
+            timeout=60,
+            between=run_queued,
+        )
+        if number == 3:
+            flapping_from = len(receiver.received)
+        alerting.checkout_errors(1)
+        wait_until(lambda n=number: len(episodes("CheckoutErrorsHigh")) >= n, timeout=60, between=run_queued)
+        wait_until(reports_completed("CheckoutErrorsHigh", count=2), timeout=90, between=run_queued)
+    run_queued()
+    all_episodes = episodes("CheckoutErrorsHigh")
+    assert len(all_episodes) == 6
+    # Episodes 1 and 2 were analysed each; from the third the group has one report with the count.
+    first = DiagnosisSession.objects.get(pk=all_episodes[0].report_id)
+    assert {e.report_id for e in all_episodes[2:]} == {first.pk}
+    assert first.alert_scope["alerts"][0]["flapping"]["episodes"] == 6
+    assert first.alert_scope["alerts"][0]["flapping"]["state"] == "flapping"
+    assert "反复触发 6 次" in first.answer
+    # Four more episodes and their resolves, each re-sent by Alertmanager: at most three notices.
+    during = [r.body for r in list(receiver.received)[flapping_from:]]
+    assert len(during) <= 3, [body["status"] for body in during]
+    assert [body["status"] for body in during] == ["flapping"]
+    assert during[0]["alerts"][0]["flapping"]["episodes"] == 3
+
+    # It stops: after the settle time the group is settled and its receivers are told once.
+    alerting.checkout_errors(0)
+    wait_until(lambda: episodes("CheckoutErrorsHigh")[-1].state == "resolved", timeout=60, between=run_queued)
+    wait_until(
+        lambda: any(r.body["status"] == "settled" for r in receiver.received),
+        timeout=60,
+        between=run_due_schedules,
+    )
+    [settled] = [r.body for r in receiver.received if r.body["status"] == "settled"]
+    assert settled["report_id"] == first.session_id
+    assert settled["alerts"][0]["flapping"] == {
+        "episodes": 6,
+        "since": first.alert_scope["alerts"][0]["flapping"]["since"],
+        "state": "settled",
+    }

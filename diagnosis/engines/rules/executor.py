@@ -275,9 +275,11 @@ def _claims_from(
                 if value not in (None, "") and str(value) not in alert["description"]
                 else ""
             )
+            # An alert without a description reads "告警（firing），当前值 …", never "：，".
+            described = f"：{alert['description']}" if alert["description"] else ""
             add(
                 "observation",
-                f"{alert['service']} 当前存在 {alert['alert_name']} 告警（{alert['state']}）：{alert['description']}{value_text}",
+                f"{alert['service']} 当前存在 {alert['alert_name']} 告警（{alert['state']}）{described}{value_text}",
                 [_binding(message, ref), *sample_bindings, *log_bindings],
             )
 

@@ -120,6 +120,9 @@ class Command(BaseCommand):
         if not settings.DEBUG:
             runserver.append("--noreload")
         commands = {"后台工作进程 (qcluster)": [*manage, "qcluster"], "Web 服务 (runserver)": runserver}
+        # Both set explicitly: a job started in the background by a shell inherits SIGINT ignored, and
+        # Python then leaves it ignored.
+        signal.signal(signal.SIGINT, _raise_keyboard_interrupt)
         signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
         # Own process groups: this command alone decides when and how the children stop.
         children = {

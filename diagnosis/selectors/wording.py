@@ -1,0 +1,73 @@
+"""How the engineer's pages name what the records store in developer tokens (issue 25 item 5):
+verdicts, output types and alert states as words, evidence references as "Alertmanager 告警 #3".
+The stored text keeps its tokens (reviewers read them in the admin); only the page says them so."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+VERDICT_WORDS = {"PASS": "核验通过", "LOW_CONFID": "证据不足", "REJECT": "未通过"}
+OUTPUT_TYPE_WORDS = {"NORMAL": "已核验", "LOW_CONFID_WITH_DISCLAIMER": "有缺口", "DEGRADED": "已降级"}
+STATE_WORDS = {"firing": "触发中", "resolved": "已恢复", "pending": "待触发", "inactive": "未触发"}
+# What a source is called on the page (`ToolInvocation.source`); another source is named as recorded.
+SOURCE_NAMES = {
+    "demo": "演示数据",
+    "prometheus": "Prometheus",
+    "alertmanager": "Alertmanager",
+    "alertmanager+prometheus": "Alertmanager",
+    "loki": "Loki",
+    "runbooks": "处理手册库",
+    "fixture": "评测数据",
+}
+# What a tool's call is called on the page, alone ("在 告警查询 中未检索到…") and as a reference.
+TOOL_WORDS = {
+    "query_metrics": "告警查询",
+    "query_promql": "指标查询",
+    "query_targets": "抓取目标查询",
+    "query_logs": "日志查询",
+    "lookup_knowledge": "处理手册检索",
+    "get_current_datetime": "时间查询",
+}
+REFERENCE_KINDS = {
+    "query_metrics": "告警",
+    "query_promql": "指标",
+    "query_targets": "抓取目标",
+    "query_logs": "日志",
+    "lookup_knowledge": "处理手册",
+    "get_current_datetime": "时间",
+}
+NO_EVIDENCE_PATH = "$.no_evidence"
+# `$.logs[3]`: the fourth record of the call, which tells apart several cited from one call.
+LIST_ITEM = re.compile(r"^\$\.\w+\[(\d+)\]")
+
+
+def source_name(source: str) -> str:
+    return SOURCE_NAMES.get(source, source)
+
+
+def reference_label(*, tool_name: str, invocation_id: int | None, raw_path: str, source: str) -> str:
+    """`Alertmanager 告警 #3`: where the evidence is, said for the engineer (the raw path goes in a
+    tooltip); a query's sample series is 指标, a no-hit says so."""
+    kind = REFERENCE_KINDS.get(tool_name, tool_name)
+    if tool_name == "query_metrics" and raw_path and not raw_path.startswith(("$.alerts", NO_EVIDENCE_PATH)):
+        kind = "指标"
+    number = f" #{invocation_id}" if invocation_id is not None else ""
+    if item := LIST_ITEM.match(raw_path):
+        number += f" 第 {int(item[1]) + 1} 条"
+    no_hit = "（无匹配记录）" if raw_path == NO_EVIDENCE_PATH else ""
+    return " ".join(part for part in (source_name(source), f"{kind}{number}{no_hit}") if part)
+
+
+def evidence_anchor(*, invocation_id: int | None, raw_path: str) -> str:
+    """The id of an evidence card on the chat page, which the answer's evidence line links to."""
+    return f"evidence-{invocation_id}-" + re.sub(r"[^A-Za-z0-9]+", "-", raw_path).strip("-")
+
+
+@dataclass(frozen=True)
+class AnswerReferences:
+    """What the page knows about the references in an answer: each invocation's source, and the
+    (invocation, raw path) pairs shown as evidence cards on the same page."""
+
+    sources: dict[int, str] = field(default_factory=dict)
+    cards: frozenset[tuple[int, str]] = frozenset()

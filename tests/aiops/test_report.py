@@ -1,0 +1,104 @@
+"""The on-call report (contracts §18): resolved alerts told in the past with when and how long; AI Ops
+in priority order with each alert's value against its threshold, error-level log patterns, runbook steps."""
+
+import re
+
+import pytest
+from django.test import override_settings
+
+from aiops.report import duration_words, past_tense, resolved_text
+from aiops.services import aiops_run, aiops_start
+from diagnosis.evaluation.fixtures import WORLDS_DIR, world_tools
+from tests.aiops.support import DEMO_NOW
+
+FIXTURE_BACKEND = "tools.backends.fixture.FixtureBackend"
+
+RESOLVED_NODE = {
+    "alert_name": "NodeLoadHigh",
+    "state": "resolved",
+    "starts_at": "2026-11-29T06:35:00+00:00",
+    "ends_at": "2026-11-29T07:40:30+00:00",
+}
+
+
+def test_a_resolved_alert_says_when_it_fired_resolved_and_for_how_long(settings):
+    settings.TIME_ZONE = "Asia/Shanghai"
+
+    assert resolved_text([RESOLVED_NODE]) == (
+        "触发于 2026-11-29 14:35:00，恢复于 2026-11-29 15:40:30，持续 1 小时 5 分"
+    )
+
+
+def test_an_alert_with_one_episode_still_firing_is_not_resolved():
+    assert resolved_text([RESOLVED_NODE, RESOLVED_NODE | {"state": "firing", "ends_at": None}]) == ""
+    assert resolved_text([]) == ""
+
+
+@pytest.mark.parametrize(
+    ("seconds", "words"),
+    [(45, "45 秒"), (300, "5 分"), (330, "5 分 30 秒"), (3600, "1 小时"), (3900, "1 小时 5 分")],
+)
+def test_durations_in_words(seconds, words):
+    assert duration_words(seconds) == words
+
+
+def test_a_finding_is_told_in_the_past_outside_its_quote():
+    finding = "web-1:9100 当前存在 NodeLoadHigh 告警（firing），当前值 7.2：「NodeLoadHigh firing 当前 7.2」"
+
+    assert past_tense(finding) == (
+        "web-1:9100 触发期间存在 NodeLoadHigh 告警（当时触发中），当时的值 7.2：「NodeLoadHigh firing 当前 7.2」"
+    )
+
+
+@pytest.fixture
+def shop_world(settings):
+    data = world_tools("shop").backend_data()
+    overrides = {
+        "VOCABULARY_FILE": str(WORLDS_DIR / "shop" / "vocabulary.json"),
+        "TOOL_BACKENDS": settings.DIAGNOSIS["TOOL_BACKENDS"] | dict.fromkeys(data, FIXTURE_BACKEND),
+        "FIXTURE_TOOL_DATA": data,
+    }
+    with override_settings(DIAGNOSIS=settings.DIAGNOSIS | overrides):
+        yield
+
+
+@pytest.fixture
+def pinned(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"DEMO_NOW": DEMO_NOW, "ENGINE": "rules"}
+
+
+def sections(answer: str) -> list[str]:
+    return re.findall(r"^## \d+\. (\S+)", answer, re.M)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ai_ops_lists_the_demo_alerts_most_urgent_first_with_value_threshold_logs_and_steps(pinned):
+    session = aiops_run(session_pk=aiops_start().pk)
+
+    # All critical: the one furthest past its threshold first (92% of > 80% before 91% of > 85%).
+    assert sections(session.answer)[:2] == ["HighCPUUsage", "HighMemoryUsage"]
+    assert "**数值**：级别 critical；当前值 92%，阈值 > 80%（超出 15%）" in session.answer
+    assert "**数值**：级别 critical；当前值 91%，阈值 > 85%（超出 7%）" in session.answer
+    assert (
+        "- 1 条：「java.lang.OutOfMemoryError: Java heap space at OrderService.processLargeOrder:156」"
+        in (session.answer)
+    )
+    assert (
+        "> 1. 短期：对服务扩容（增加副本数）或临时调高 CPU limit，必要时对非核心接口限流。" in session.answer
+    )
+    # The runbook lookup ran: no next step asks for it again.
+    assert "检索知识库中" not in session.answer
+    scope_order = [alert["alert_name"] for alert in session.alert_scope["alerts"]]
+    assert scope_order == sections(session.answer)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ai_ops_orders_another_world_by_severity_then_distance_past_the_threshold(pinned, shop_world):
+    session = aiops_run(session_pk=aiops_start().pk)
+
+    # critical first; of the two warnings, 2.8s against 1s is further past than 42s against 30s.
+    assert sections(session.answer) == ["KubePodCrashLooping", "HighRequestLatency", "PostgresReplicationLag"]
+    assert "当前值 2.8s，阈值 > 1s（超出 180%）" in session.answer
+    assert "当前值 42s，阈值 > 30s（超出 40%）" in session.answer
+    assert "「container checkout OOMKilled: memory limit 512Mi exceeded, exit code 137」" in session.answer
+    assert [alert["alert_name"] for alert in session.alert_scope["alerts"]] == sections(session.answer)

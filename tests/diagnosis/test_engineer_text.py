@@ -1,0 +1,117 @@
+"""The engineer's page speaks Chinese (issue 25 item 5): references named for the engineer with the raw
+reference in a tooltip, verdicts, output types and states as words, excerpts quoted as the source has
+them, on the demo world and on the shop world."""
+
+import copy
+
+import pytest
+from django.test import override_settings
+from django.urls import reverse
+from django.utils.html import strip_tags
+
+from diagnosis.evaluation.fixtures import WORLDS_DIR, world_tools
+from diagnosis.selectors.wording import AnswerReferences
+from diagnosis.services.sessions import session_start
+from diagnosis.templatetags.engineer_text import engineer_markdown, engineer_words
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+FIXTURE_BACKEND = "tools.backends.fixture.FixtureBackend"
+DEVELOPER_TOKENS = ("PASS", "NORMAL", "LOW_CONFID", "$.", "相似度", "query_metrics", "query_logs")
+SHOP_QUESTION = "只确认 checkout 是否存在 KubePodCrashLooping 告警"
+DEMO_QUESTION = "只确认 order-service 是否存在 HighMemoryUsage 告警"
+
+
+def test_an_evidence_line_links_to_its_card_instead_of_quoting_the_excerpt_again():
+    answer = "- 证据：「HighMemoryUsage firing service=order-service」（来源：query_metrics #7 $.alerts[0]）"
+
+    html = engineer_markdown(
+        answer, AnswerReferences(sources={7: "alertmanager"}, cards=frozenset({(7, "$.alerts[0]")}))
+    )
+
+    assert html == (
+        '<ul>\n<li>证据：<a class="ref" href="#evidence-7-alerts-0" title="query_metrics #7 $.alerts[0]">'
+        "Alertmanager 告警 #7 第 1 条</a></li>\n</ul>"
+    )
+
+
+def test_an_evidence_line_without_its_card_keeps_its_quote_and_names_its_source():
+    answer = (
+        "- 证据：「[ERROR] payments timed out」（来源：query_logs #8 $.logs[2]、query_logs #9 $.logs[0]）"
+    )
+
+    html = engineer_markdown(
+        answer, AnswerReferences(sources={8: "loki"}, cards=frozenset({(8, "$.logs[2]")}))
+    )
+
+    assert "「[ERROR] payments timed out」" in html
+    assert '<span class="ref" title="query_logs #8 $.logs[2]">Loki 日志 #8 第 3 条</span>' in html
+    assert '<span class="ref" title="query_logs #9 $.logs[0]">日志 #9 第 1 条</span>' in html
+
+
+def test_tokens_become_words_outside_quotes_and_stay_inside_them():
+    text = "HighCPUUsage 告警（firing）｜PASS（支撑度 1.00）｜已核验（NORMAL）｜「alert firing PASS」 · 来源 demo"
+
+    assert engineer_words(text) == (
+        "HighCPUUsage 告警（触发中）｜核验通过（支撑度 1.00）｜已核验｜「alert firing PASS」 · 来源 演示数据"
+    )
+
+
+def test_words_inside_names_and_code_are_left_alone():
+    assert engineer_words("PASSWORD_RESET firing_total") == "PASSWORD_RESET firing_total"
+    assert "<code>state=firing</code>" in engineer_markdown("`state=firing`")
+
+
+def test_markup_in_an_answer_is_escaped_before_any_reference_is_added():
+    html = engineer_markdown('<script>x</script> query_logs #1 $.logs[0]"><b>', AnswerReferences())
+
+    assert "<script>" not in html and "<b>" not in html
+    assert "&lt;script&gt;" in html
+
+
+@pytest.fixture
+def shop_world(settings):
+    """The shop world (its own names); its checkout alert without a description."""
+    data = copy.deepcopy(world_tools("shop").backend_data())
+    for record in data["query_metrics"]["records"]:
+        if record["alert_name"] == "KubePodCrashLooping":
+            record["description"] = ""
+    overrides = {
+        "VOCABULARY_FILE": str(WORLDS_DIR / "shop" / "vocabulary.json"),
+        "TOOL_BACKENDS": settings.DIAGNOSIS["TOOL_BACKENDS"] | dict.fromkeys(data, FIXTURE_BACKEND),
+        "FIXTURE_TOOL_DATA": data,
+    }
+    with override_settings(DIAGNOSIS=settings.DIAGNOSIS | overrides):
+        yield
+
+
+@pytest.fixture(params=["demo", "shop"])
+def world_question(request, settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"DEMO_NOW": "2026-11-29T15:00:00+08:00", "ENGINE": "rules"}
+    if request.param == "shop":
+        request.getfixturevalue("shop_world")
+        return SHOP_QUESTION
+    return DEMO_QUESTION
+
+
+def test_the_answer_page_carries_no_developer_token_in_its_text(client, world_question):
+    engineer = UserFactory()
+    client.force_login(engineer)
+    session = session_start(query=world_question, owner=engineer, engine="rules", run_inline=True)
+    assert session.verdict == "PASS"
+
+    page = client.get(reverse("chat-conversation", args=[session.session_id])).content.decode()
+    main = page.split('<main class="main">')[1]
+    text = strip_tags(main)
+
+    assert [token for token in DEVELOPER_TOKENS if token in text] == []
+    assert "校验结论 核验通过" in " ".join(text.split())
+    assert "关键事实中有已核验证据支撑的比例" in text
+    # The raw reference is there for reviewers, in the tooltip of its name.
+    assert 'title="query_metrics #' in main
+    assert "：，" not in text
+    assert "（触发中）" in text
+    if world_question == SHOP_QUESTION:
+        # The alert without a description: its state, then its value, nothing empty between.
+        assert "KubePodCrashLooping 告警（触发中），当前值 6" in text
