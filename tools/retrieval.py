@@ -48,6 +48,8 @@ class Hit:
     block: KnowledgeBlock
     layer: str
     score: float
+    # The block's exact terms the query names (an L0 hit has at least one): whose runbook it is.
+    matched_terms: tuple[str, ...] = ()
 
     @property
     def relevance(self) -> str:
@@ -103,8 +105,9 @@ def knowledge_rank(*, query: str, blocks: list[KnowledgeBlock], top_k: int) -> l
         similarity = sum(weight(feature) for feature in shared) / total if total and topical else 0.0
         if similarity and block.source_document.startswith(CASE_PREFIX):
             similarity *= _topic_precision(wanted, block_features)
-        if any(term_pattern(term).search(lowered) for term in block.exact_terms):
-            hits.append(Hit(block, "L0", round(L0_FLOOR + (1 - L0_FLOOR) * similarity, 3)))
+        named = tuple(term for term in block.exact_terms if term_pattern(term).search(lowered))
+        if named:
+            hits.append(Hit(block, "L0", round(L0_FLOOR + (1 - L0_FLOOR) * similarity, 3), named))
         elif similarity >= L1_MIN_SCORE:
             hits.append(Hit(block, "L1", round(similarity, 3)))
     hits.sort(key=lambda hit: (-hit.score, hit.layer, hit.block.block_id))

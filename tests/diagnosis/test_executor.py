@@ -70,3 +70,26 @@ def test_both_chinese_words_for_alerts_make_the_same_tool_calls_in_either_world(
 
     assert calls == tool_calls("现在有哪些告警")
     assert [tool for tool, _ in calls] == ["query_metrics"]
+
+
+# (question about a service, the alert of another service whose runbook shares a word with it)
+FOREIGN_RUNBOOK = {
+    "demo": ("order-service 响应慢怎么处理", "SlowResponse"),
+    "shop": ("catalog 响应慢怎么处理", "PostgresReplicationLag"),
+}
+
+
+def test_a_question_about_a_service_gets_no_guidance_from_another_services_runbook(either_world):
+    question, foreign = FOREIGN_RUNBOOK[either_world]
+
+    session = session_start(query=question, engine="rules", run_inline=True)
+
+    found = [
+        block
+        for call in session.tool_invocations.filter(tool_name="lookup_knowledge")
+        for block in call.output["evidence_blocks"]
+    ]
+    # The free-text search did find the other runbook; it is not presented as this service's.
+    assert any(block["title"].startswith(foreign) for block in found)
+    assert not any(foreign in claim["claim_text"] for claim in claims_of(session))
+    assert foreign not in session.answer

@@ -14,11 +14,13 @@ BLOCK_FIELDS = {
     "block_id",
     "source_document",
     "title",
+    "section",
     "content",
     "retrieval_layer",
     "relevance",
     "score",
     "deduped",
+    "matched_terms",
 }
 
 
@@ -48,6 +50,8 @@ def test_alert_name_is_an_l0_exact_hit(run_tool):
     assert {block["source_document"] for block in blocks} == {"runbooks/high-memory-usage.md"}
     assert {(block["retrieval_layer"], block["relevance"]) for block in blocks} == {("L0", "high")}
     assert not any(block["deduped"] for block in blocks)
+    # Which of the runbook's exact terms the query named: whose runbook each block is.
+    assert {tuple(block["matched_terms"]) for block in blocks} == {("HighMemoryUsage",)}
 
 
 def test_error_code_is_an_l0_exact_hit(run_tool):

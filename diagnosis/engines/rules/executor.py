@@ -150,6 +150,7 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
             keep(message)
     return _claims_from(
         gathered,
+        subjects=[*focus.services, *focus.alerts],
         alerts_asked=alerts,
         topics_asked=[] if asks_cause else topics,
         own_asked=topics if asks_cause else [],
@@ -207,6 +208,7 @@ def _alert_topics(alert: dict, vocabulary: Vocabulary) -> list[str]:
 def _claims_from(
     gathered: _Gathered,
     *,
+    subjects: list[str],
     alerts_asked: list[str],
     topics_asked: list[str],
     own_asked: list[str],
@@ -309,8 +311,12 @@ def _claims_from(
                     [_binding(message, ref)],
                 )
 
+    # A question about named subjects gets the blocks its search named exactly (L0), not another
+    # service's runbook that only shares a word with it.
     for message in gathered.knowledge_messages:
-        for ref in _refs(message)[:MAX_GUIDANCE_CLAIMS]:
+        blocks = _records(message, "evidence_blocks")
+        refs = [ref for ref in _refs(message) if not subjects or _named(blocks, ref)]
+        for ref in refs[:MAX_GUIDANCE_CLAIMS]:
             if ref["raw_path"] != NO_EVIDENCE_PATH:
                 title, content = _knowledge_parts(ref["text"])
                 add(
@@ -351,6 +357,11 @@ LOG_TEXT = re.compile(
 def _records(message: dict, key: str) -> list[dict]:
     output = message.get("output") or {}
     return output.get(key, []) if message["success"] else []
+
+
+def _named(blocks: list[dict], ref: dict) -> bool:
+    index = ref["raw_path"].removeprefix("$.evidence_blocks[").removesuffix("]")
+    return index.isdigit() and int(index) < len(blocks) and bool(blocks[int(index)].get("matched_terms"))
 
 
 def _refs(message: dict) -> list[dict]:
