@@ -34,7 +34,7 @@ def case_blocks() -> list[KnowledgeBlock]:
                 )
                 if value
             ),
-            exact_terms=tuple(term for term in (case.alert_name, case.error_code, case.service) if term),
+            exact_terms=tuple(term for term in (case.alert_name, case.error_code) if term),
             section="根因与处置",
         )
         for case in cases

@@ -2,6 +2,8 @@
 
     groups           topic → terms (synonyms, Chinese and English); the first term is the canonical one
     intents          what a question wants (cause, mitigation, ...) → terms; knowledge retrieval only
+    ops_terms        operations concept → its words in either language (磁盘 ↔ disk / filesystem);
+                     knowledge retrieval only: a question and a runbook meet on the concept
     asks             the words that say what a question asks, read by the question's focus and so
                      by the planners: `alerts` (it is about alerts: "有哪些告警", and a name right
                      before one is an alert's name), `cause` (why something happens), `guidance`
@@ -119,6 +121,7 @@ class Vocabulary(BaseModel):
 
     groups: dict[str, list[str]] = {}
     intents: dict[str, list[str]] = {}
+    ops_terms: dict[str, list[str]] = {}
     asks: Asks = Field(default_factory=Asks)
     topic_labels: dict[str, str] = {}
     related_topics: dict[str, list[str]] = {}
@@ -138,7 +141,7 @@ class Vocabulary(BaseModel):
             return {topic: [q] if isinstance(q, str) else q for topic, q in table.items()}
         return table
 
-    @field_validator("groups", "intents", "service_aliases")
+    @field_validator("groups", "intents", "ops_terms", "service_aliases")
     @classmethod
     def _no_empty_terms(cls, table: dict[str, list[str]]) -> dict[str, list[str]]:
         return {name: _strip_empty(terms) for name, terms in table.items()}
@@ -180,6 +183,7 @@ class Vocabulary(BaseModel):
         return Vocabulary(
             groups=terms(self.groups, other.groups),
             intents=terms(self.intents, other.intents),
+            ops_terms=terms(self.ops_terms, other.ops_terms),
             asks=self.asks.extended_by(other.asks),
             topic_labels=self.topic_labels | other.topic_labels,
             related_topics=self.related_topics | other.related_topics,

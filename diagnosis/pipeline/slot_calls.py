@@ -85,11 +85,12 @@ def _evidence_calls(ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[C
     if ask.kind in ("runbook", "action"):
         names = sorted(runbook_names(ask, alerts) - {ask.subject})
         topic = world.vocabulary.canonical_term(ask.topic) if ask.topic else ""
-        # The steps' intents, so the sections with steps rank among the subject's sections.
+        # The steps' intents, so the sections with steps rank first of the subject's sections: one
+        # block per intent is what the slot quotes (the rest is left to the engine's own search).
         steps = [terms[0] for intent in STEP_INTENTS if (terms := world.vocabulary.intents.get(intent))]
         words = [ask.subject, *names, topic, ask.word, *steps]
         query = " ".join(dict.fromkeys(w for w in words if w))[:200] or ask.kind
-        return [("lookup_knowledge", {"query": query})]
+        return [("lookup_knowledge", {"query": query, "top_k": len(STEP_INTENTS)})]
     return []
 
 

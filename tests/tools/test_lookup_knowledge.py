@@ -65,7 +65,8 @@ def test_connection_pool_question_ranks_the_mitigation_section_first(run_tool):
     blocks = run_tool("lookup_knowledge", query="order-service 连接池耗尽怎么处理")["evidence_blocks"]
 
     assert blocks[0]["title"] == "HikariCP 数据库连接池耗尽处置手册 · 处置措施"
-    assert blocks[0]["score"] >= blocks[1]["score"] >= blocks[2]["score"]
+    # Ordered by BM25; the score says how much of the question each block covers.
+    assert all(block["score"] >= 0.3 for block in blocks)
 
 
 def test_plain_question_is_an_l1_ranked_hit(run_tool):

@@ -18,7 +18,7 @@ from diagnosis.pipeline.contracts import (
     ExecutorOutput,
 )
 from diagnosis.pipeline.interfaces import Toolbox
-from tools.matching import group_term, groups_in
+from tools.matching import group_term, groups_in, term_pattern
 from tools.numbers import number_text
 from tools.vocabulary import Vocabulary
 from tools.world import current_vocabulary
@@ -311,11 +311,11 @@ def _claims_from(
                     [_binding(message, ref)],
                 )
 
-    # A question about named subjects gets the blocks its search named exactly (L0), not another
-    # service's runbook that only shares a word with it.
+    # A question about named subjects gets the blocks that name them (an exact hit of its search, or
+    # a past case of the service), not another service's runbook that only shares a word with it.
     for message in gathered.knowledge_messages:
         blocks = _records(message, "evidence_blocks")
-        refs = [ref for ref in _refs(message) if not subjects or _named(blocks, ref)]
+        refs = [ref for ref in _refs(message) if not subjects or _names_one_of(blocks, ref, subjects)]
         for ref in refs[:MAX_GUIDANCE_CLAIMS]:
             if ref["raw_path"] != NO_EVIDENCE_PATH:
                 title, content = _knowledge_parts(ref["text"])
@@ -359,9 +359,13 @@ def _records(message: dict, key: str) -> list[dict]:
     return output.get(key, []) if message["success"] else []
 
 
-def _named(blocks: list[dict], ref: dict) -> bool:
+def _names_one_of(blocks: list[dict], ref: dict, subjects: list[str]) -> bool:
     index = ref["raw_path"].removeprefix("$.evidence_blocks[").removesuffix("]")
-    return index.isdigit() and int(index) < len(blocks) and bool(blocks[int(index)].get("matched_terms"))
+    if not index.isdigit() or int(index) >= len(blocks):
+        return False
+    block = blocks[int(index)]
+    text = f"{block.get('title', '')}\n{block.get('content', '')}".lower()
+    return bool(block.get("matched_terms")) or any(term_pattern(name).search(text) for name in subjects)
 
 
 def _refs(message: dict) -> list[dict]:

@@ -172,7 +172,7 @@ def test_an_action_looks_up_the_runbooks_of_its_subjects_alerts(names):
 
     assert toolbox.turns == [
         [("query_metrics", {"service": names.other})],
-        [("lookup_knowledge", {"query": f"{names.other} {names.other_alert} 重启 处置 排查"})],
+        [("lookup_knowledge", {"query": f"{names.other} {names.other_alert} 重启 处置 排查", "top_k": 2})],
     ]
 
 
