@@ -23,8 +23,9 @@
     evidence_actions terms that name gathering evidence (check, compare, 查看, 核对 …): what a
                      recommended action must be
 
-Remedies and evidence actions are language, not a world's names: a world's file adds to the
-shipped terms, it never goes without them (guards hold on any world).
+Remedies, evidence actions and intents are language, not a world's names: a world's file adds to
+the shipped terms, it never goes without them (guards hold on any world; a runbook's "Diagnosis"
+section is its steps in any world).
 
 The demo world ships `data/demo_world/vocabulary.json`. `DIAGNOSIS_VOCABULARY_FILE` (settings
 `DIAGNOSIS["VOCABULARY_FILE"]`, read by `tools.world`; this module never reads settings) names another file, which replaces it, or extends the file its
@@ -67,8 +68,8 @@ def _strip_empty(terms: list[str]) -> list[str]:
 
 @lru_cache(maxsize=1)
 def _shipped() -> dict[str, Any]:
-    """The shipped file's tables: the defaults of the language-level ones (asks, remedies, evidence
-    actions), which every world has whatever its own file says."""
+    """The shipped file's tables: the defaults of the language-level ones (asks, intents, remedies,
+    evidence actions), which every world has whatever its own file says."""
     return json.loads(DEFAULT_VOCABULARY_FILE.read_text(encoding="utf-8"))
 
 
@@ -145,6 +146,16 @@ class Vocabulary(BaseModel):
     @classmethod
     def _no_empty_terms(cls, table: dict[str, list[str]]) -> dict[str, list[str]]:
         return {name: _strip_empty(terms) for name, terms in table.items()}
+
+    @field_validator("intents")
+    @classmethod
+    def _with_shipped_intents(cls, table: dict[str, list[str]]) -> dict[str, list[str]]:
+        """What a question wants and what a runbook's heading says its section holds (Diagnosis,
+        Mitigation, 处置) are language, not a world's names: a world's intents add to the shipped ones."""
+        merged = {name: list(terms) for name, terms in _shipped().get("intents", {}).items()}
+        for name, terms in table.items():
+            merged[name] = list(dict.fromkeys([*merged.get(name, []), *terms]))
+        return merged
 
     @field_validator("remedies", "evidence_actions")
     @classmethod
