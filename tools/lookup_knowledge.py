@@ -42,10 +42,12 @@ class LookupKnowledgeTool(EvidenceTool):
                 "block_id": hit.block.block_id,
                 "source_document": hit.block.source_document,
                 "title": hit.block.title,
+                "section": hit.block.section,
                 "content": hit.block.content,
                 "retrieval_layer": hit.layer,
                 "relevance": hit.relevance,
                 "score": hit.score,
+                "matched_terms": list(hit.matched_terms),
                 "deduped": hit.block.block_id in context.seen_block_ids,
             }
             for hit in hits

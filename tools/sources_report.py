@@ -16,6 +16,8 @@ class SourceLine:
     # True when the environment configured it (an unreachable one is an error, not a default).
     configured: bool
     status: str
+    # What the source left out, said beside its status (runbook files skipped).
+    note: str = ""
 
     @property
     def ok(self) -> bool:
@@ -30,6 +32,7 @@ def source_lines() -> list[SourceLine]:
         source = source_for(tool.name)
         kind, location = provenance_of(source)
         configured = configured_source(tool.name) is not None
+        note = ""
         if not tool.available():
             status = "unavailable: 需要 DIAGNOSIS_PROMETHEUS_URL"
         else:
@@ -37,9 +40,11 @@ def source_lines() -> list[SourceLine]:
                 if hasattr(source, "check"):
                     source.check()
                 status = "ok"
+                skipped = source.skipped() if hasattr(source, "skipped") else 0
+                note = f"（跳过 {skipped} 个文件，原因见日志警告）" if skipped else ""
             except Exception as exc:  # whatever the source raised is the cause to show
                 status = f"unreachable: {getattr(exc, 'cause', exc)}"
-        lines.append(SourceLine(tool.name, kind, location or "-", configured, status))
+        lines.append(SourceLine(tool.name, kind, location or "-", configured, status, note))
     return lines
 
 

@@ -2,6 +2,8 @@
 
     groups           topic → terms (synonyms, Chinese and English); the first term is the canonical one
     intents          what a question wants (cause, mitigation, ...) → terms; knowledge retrieval only
+    ops_terms        operations concept → its words in either language (磁盘 ↔ disk / filesystem);
+                     knowledge retrieval only: a question and a runbook meet on the concept
     asks             the words that say what a question asks, read by the question's focus and so
                      by the planners: `alerts` (it is about alerts: "有哪些告警", and a name right
                      before one is an alert's name), `cause` (why something happens), `guidance`
@@ -22,8 +24,9 @@
                      recommended action must be
     slow_threshold_ms  a log line stating a longer duration is a slow one (contracts §17)
 
-Remedies and evidence actions are language, not a world's names: a world's file adds to the
-shipped terms, it never goes without them (guards hold on any world).
+Remedies, evidence actions and intents are language, not a world's names: a world's file adds to
+the shipped terms, it never goes without them (guards hold on any world; a runbook's "Diagnosis"
+section is its steps in any world).
 
 The demo world ships `data/demo_world/vocabulary.json`. `DIAGNOSIS_VOCABULARY_FILE` (settings
 `DIAGNOSIS["VOCABULARY_FILE"]`, read by `tools.world`; this module never reads settings) names another file, which replaces it, or extends the file its
@@ -68,8 +71,8 @@ def _strip_empty(terms: list[str]) -> list[str]:
 
 @lru_cache(maxsize=1)
 def _shipped() -> dict[str, Any]:
-    """The shipped file's tables: the defaults of the language-level ones (asks, remedies, evidence
-    actions), which every world has whatever its own file says."""
+    """The shipped file's tables: the defaults of the language-level ones (asks, intents, remedies,
+    evidence actions), which every world has whatever its own file says."""
     return json.loads(DEFAULT_VOCABULARY_FILE.read_text(encoding="utf-8"))
 
 
@@ -122,6 +125,7 @@ class Vocabulary(BaseModel):
 
     groups: dict[str, list[str]] = {}
     intents: dict[str, list[str]] = {}
+    ops_terms: dict[str, list[str]] = {}
     asks: Asks = Field(default_factory=Asks)
     topic_labels: dict[str, str] = {}
     related_topics: dict[str, list[str]] = {}
@@ -142,10 +146,20 @@ class Vocabulary(BaseModel):
             return {topic: [q] if isinstance(q, str) else q for topic, q in table.items()}
         return table
 
-    @field_validator("groups", "intents", "service_aliases")
+    @field_validator("groups", "intents", "ops_terms", "service_aliases")
     @classmethod
     def _no_empty_terms(cls, table: dict[str, list[str]]) -> dict[str, list[str]]:
         return {name: _strip_empty(terms) for name, terms in table.items()}
+
+    @field_validator("intents")
+    @classmethod
+    def _with_shipped_intents(cls, table: dict[str, list[str]]) -> dict[str, list[str]]:
+        """What a question wants and what a runbook's heading says its section holds (Diagnosis,
+        Mitigation, 处置) are language, not a world's names: a world's intents add to the shipped ones."""
+        merged = {name: list(terms) for name, terms in _shipped().get("intents", {}).items()}
+        for name, terms in table.items():
+            merged[name] = list(dict.fromkeys([*merged.get(name, []), *terms]))
+        return merged
 
     @field_validator("remedies", "evidence_actions")
     @classmethod
@@ -192,6 +206,7 @@ class Vocabulary(BaseModel):
         return Vocabulary(
             groups=terms(self.groups, other.groups),
             intents=terms(self.intents, other.intents),
+            ops_terms=terms(self.ops_terms, other.ops_terms),
             asks=self.asks.extended_by(other.asks),
             topic_labels=self.topic_labels | other.topic_labels,
             related_topics=self.related_topics | other.related_topics,

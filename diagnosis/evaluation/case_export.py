@@ -132,7 +132,8 @@ def _tool_data(invocations: list[ToolInvocation]) -> dict[str, dict]:
 
 def _knowledge_data(calls: list[ToolInvocation]) -> dict[str, Any]:
     """The blocks the session saw become the whole knowledge base; each stays an exact hit for the
-    query that found it, so the replay finds it again (its rank among them may differ)."""
+    query that found it, so the replay finds it again (its rank among them may differ): by the terms
+    the query named (whose runbook it is), else by the whole query."""
     succeeded = [call for call in calls if call.success]
     if not succeeded:
         return {"mode": "replace", "error": calls[0].error}
@@ -146,11 +147,12 @@ def _knowledge_data(calls: list[ToolInvocation]) -> dict[str, Any]:
                     "title": block["title"],
                     "content": block["content"],
                     "source_document": block["source_document"],
+                    "section": block.get("section", ""),
                     "exact_terms": [],
                 },
             )
-            if call.input.get("query") and call.input["query"] not in entry["exact_terms"]:
-                entry["exact_terms"].append(call.input["query"])
+            named = block.get("matched_terms") or [call.input.get("query")]
+            entry["exact_terms"] += [term for term in named if term and term not in entry["exact_terms"]]
     return {"mode": "replace", "blocks": list(blocks.values())}
 
 

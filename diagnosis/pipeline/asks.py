@@ -203,6 +203,9 @@ def _subjects(kind: str, *, focus: QuestionFocus, series: list[str]) -> list[tup
 def _first_subject(focus: QuestionFocus, series: list[str]) -> tuple[str, SubjectKind]:
     if focus.services:
         return focus.services[0], "service"
+    # A service no source knows is still what the action is about: no other service's runbook is its.
+    if focus.unknown_services:
+        return focus.unknown_services[0], "service"
     if focus.alerts:
         return focus.alerts[0], "alert"
     if series:

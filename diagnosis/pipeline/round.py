@@ -55,7 +55,7 @@ from diagnosis.pipeline.records import RoundRecord
 from diagnosis.pipeline.routing import Route, route
 from diagnosis.pipeline.scope import excluded_topics_of, scope_parse
 from diagnosis.pipeline.searched import searched_gaps
-from diagnosis.pipeline.slot_calls import CallsReused, slot_calls_run
+from diagnosis.pipeline.slot_calls import CallsReused, plan_tools, slot_calls_run
 from diagnosis.pipeline.slots import Slot, SlotWorld, slots_read, slots_verified
 from diagnosis.pipeline.tool_names import NamesGrounded
 from diagnosis.pipeline.verdict import (
@@ -336,7 +336,7 @@ def _plan_widened(plan: PlannerOutput, asks: list[Ask], slot_messages: list[dict
     planned = {step.tool for step in plan.steps}
     added = [
         PlanStep(tool=tool, purpose=f"代码按所问补充：{'、'.join(a.label() for a in asks)}")
-        for tool in dict.fromkeys(m["tool_name"] for m in slot_messages)
+        for tool in plan_tools(asks, slot_messages)
         if tool not in planned and tool in get_args(PlannedTool)
     ]
     return plan.model_copy(update={"steps": [*plan.steps, *added]}) if added else plan

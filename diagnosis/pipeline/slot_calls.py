@@ -11,11 +11,13 @@ from diagnosis.pipeline.asks import Ask
 from diagnosis.pipeline.interfaces import Toolbox
 from diagnosis.pipeline.slots import (
     MAX_RANGE_MINUTES,
+    STEP_INTENTS,
     SlotWorld,
     alert_arguments,
     alerts_of,
     on_topic,
     quoted,
+    runbook_names,
 )
 from tools.promql import comparison_of, series_query
 from tools.terms import term_pattern
@@ -38,6 +40,15 @@ def slot_calls_run(
     return [*messages, *_turn(second, toolbox, earlier)]
 
 
+def plan_tools(asks: Sequence[Ask], messages: Sequence[dict]) -> list[str]:
+    """The tools of the asks' calls that the plan holds. An action's calls (its subject's alerts, their
+    runbook) serve the code-written answer only: an action is answered without findings about its
+    subject (contracts §16), so they are not the executor's."""
+    if asks and all(ask.kind == "action" for ask in asks):
+        return []
+    return list(dict.fromkeys(m["tool_name"] for m in messages))
+
+
 def _turn(calls: list[Call], toolbox: Toolbox, earlier: dict[str, dict]) -> list[dict]:
     unique = {_call_key(tool, arguments): (tool, arguments) for tool, arguments in calls}
     fresh = [call for key, call in unique.items() if key not in earlier]
@@ -48,7 +59,10 @@ def _turn(calls: list[Call], toolbox: Toolbox, earlier: dict[str, dict]) -> list
 
 
 def _alert_calls(ask: Ask) -> list[Call]:
-    if ask.kind in ("health", "action", "logs", "runbook"):
+    if ask.kind in ("health", "logs"):
+        return []
+    # A runbook or an action is about a named subject's alerts (their runbooks), never all alerts.
+    if ask.kind in ("runbook", "action") and not (ask.subject and ask.subject_kind in ("alert", "service")):
         return []
     if ask.kind in ("value", "trend") and ask.subject_kind == "series":
         return []
@@ -79,8 +93,14 @@ def _evidence_calls(ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[C
             term = service if ask.kind == "logs" and ask.service else "error"
         return [("query_logs", {"query": term} | ({"service": service} if service else {}))]
     if ask.kind in ("runbook", "action"):
-        words = [ask.subject, world.vocabulary.canonical_term(ask.topic) if ask.topic else "", ask.word]
-        return [("lookup_knowledge", {"query": " ".join(w for w in words if w)[:200] or ask.kind})]
+        names = sorted(runbook_names(ask, alerts) - {ask.subject})
+        topic = world.vocabulary.canonical_term(ask.topic) if ask.topic else ""
+        # The steps' intents, so the sections with steps rank first of the subject's sections: one
+        # block per intent is what the slot quotes (the rest is left to the engine's own search).
+        steps = [terms[0] for intent in STEP_INTENTS if (terms := world.vocabulary.intents.get(intent))]
+        words = [ask.subject, *names, topic, ask.word, *steps]
+        query = " ".join(dict.fromkeys(w for w in words if w))[:200] or ask.kind
+        return [("lookup_knowledge", {"query": query, "top_k": len(STEP_INTENTS)})]
     return []
 
 

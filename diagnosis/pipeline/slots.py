@@ -26,6 +26,7 @@ from diagnosis.pipeline.instructions import QUOTE_ONLY, instructions_in
 from tools.loglines import Pattern, evidence_record, has_property, patterns_mined
 from tools.numbers import number_text, series_name
 from tools.promql import Carrier, comparison_of
+from tools.terms import groups_in
 from tools.vocabulary import Vocabulary
 
 # query_promql's own bound on a range.
@@ -38,6 +39,9 @@ CONCLUSION = "结论："
 # Severity order of `list` / `priority` (contracts §16): critical > warning > info > none.
 SEVERITY_RANK = {"critical": 0, "error": 1, "warning": 2, "info": 3}
 QUOTED = re.compile(r"「[^」]*」")
+# The sections that hold a runbook's steps, in the order a runbook ask quotes them (vocabulary intents).
+STEP_INTENTS = ("mitigation", "investigation")
+RUNBOOK_FILE = re.compile(r"\.(?:md|markdown)$", re.IGNORECASE)
 READ_ONLY = "本助手只读取告警、指标、日志与处理手册，不能执行「{word}」等操作"
 
 
@@ -528,21 +532,53 @@ def _runbook(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
     message = next(iter(_messages(messages, "lookup_knowledge")), None)
     if message is None or not message.get("success"):
         return _failure(message, ask, "未能检索处理手册")
-    # A runbook first; a reviewed past case when no runbook matched.
-    blocks = sorted(
-        _found(message, "evidence_blocks"),
-        key=lambda f: str(f.record.get("source_document", "")).startswith("case:"),
-    )
+    # A subject's runbook is one that names it (or one of its alerts, or an alert's runbook_url): a
+    # free-text hit on another service's runbook is not the subject's.
+    names = runbook_names(ask, alerts_of(ask, messages))
+    blocks = [
+        f
+        for f in _found(message, "evidence_blocks")
+        if not names
+        or {n.lower() for n in names} & {str(t).lower() for t in f.record.get("matched_terms") or []}
+    ]
     if not blocks:
         return _unfilled(ask, "没有匹配的处理手册")
-    block = blocks[0].record
+    # A runbook before a reviewed past case; within them the steps (mitigation, then diagnosis) before
+    # the other sections, each in the retrieval's order.
+    found = min(
+        blocks,
+        key=lambda f: (
+            str(f.record.get("source_document", "")).startswith("case:"),
+            _steps_rank(str(f.record.get("section", "")), world.vocabulary),
+        ),
+    )
+    block = found.record
     kind = "历史案例" if str(block.get("source_document", "")).startswith("case:") else "处理手册"
+    steps = _quotable(_steps(str(block.get("content", ""))))
     return Slot(
         ask=ask,
         filled=True,
-        conclusion=f"{kind}《{block.get('title', '')}》：{_quotable(_steps(str(block.get('content', ''))))} · 来源 {block.get('source_document', '')}",
-        bindings=[blocks[0].binding],
+        conclusion=f"{kind}《{block.get('title', '')}》：{steps} · 来源 {block.get('source_document', '')}",
+        bindings=[found.binding],
     )
+
+
+def runbook_names(ask: Ask, alerts: Sequence[dict]) -> set[str]:
+    """The names a runbook of the ask's subject is found by: the subject, the alerts on it
+    and the last path segment of their `runbook_url`; empty when the ask names no subject."""
+    if ask.subject_kind not in ("alert", "service") or not ask.subject:
+        return set()
+    names = {ask.subject}
+    for alert in alerts:
+        names.add(str(alert.get("alert_name") or ""))
+        url = str((alert.get("annotations") or {}).get("runbook_url") or "")
+        names.add(RUNBOOK_FILE.sub("", url.split("?")[0].split("#")[0].rstrip("/").rsplit("/", 1)[-1]))
+    return {name for name in names if name}
+
+
+def _steps_rank(section: str, vocabulary: Vocabulary) -> int:
+    intents = groups_in(section, vocabulary=vocabulary, table="intents")
+    return next((rank for rank, intent in enumerate(STEP_INTENTS) if intent in intents), len(STEP_INTENTS))
 
 
 def _action(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:

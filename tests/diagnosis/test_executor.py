@@ -131,3 +131,26 @@ def test_the_rules_engines_labels_pass_the_label_check_in_either_world(either_wo
     assert evaluation["verdict"] == "PASS"
     [conclusion] = [row for row in session.answer.splitlines() if row.startswith("结论：")]
     assert "的超时日志" in conclusion and line in conclusion
+
+
+# (question about a service, the alert of another service whose runbook shares a word with it)
+FOREIGN_RUNBOOK = {
+    "demo": ("order-service 响应慢怎么处理", "SlowResponse"),
+    "shop": ("catalog 响应慢怎么处理", "PostgresReplicationLag"),
+}
+
+
+def test_a_question_about_a_service_gets_no_guidance_from_another_services_runbook(either_world):
+    question, foreign = FOREIGN_RUNBOOK[either_world]
+
+    session = session_start(query=question, engine="rules", run_inline=True)
+
+    found = [
+        block
+        for call in session.tool_invocations.filter(tool_name="lookup_knowledge")
+        for block in call.output["evidence_blocks"]
+    ]
+    # The free-text search did find the other runbook; it is not presented as this service's.
+    assert any(block["title"].startswith(foreign) for block in found)
+    assert not any(foreign in claim["claim_text"] for claim in claims_of(session))
+    assert foreign not in session.answer

@@ -110,7 +110,17 @@ def test_restart_is_answered_as_read_only(team_sources, stack, capsys):
 
     assert "不能执行「重启」" in conclusion
     assert trace["session"]["output_type"] == "NORMAL"
-    assert not [i for i in trace["tool_invocations"] if i["tool_name"] in ("query_logs", "query_metrics")]
+    assert not [i for i in trace["tool_invocations"] if i["tool_name"] == "query_logs"]
+    # billing's alerts are read only to find their runbooks (its KubePodCrashLooping has one): no
+    # finding about billing is presented as the action's result.
+    assert "可参考处理手册《Pod is crash looping · Mitigation》" in conclusion
+    executor = trace["self_evaluation"]["verifier_evaluation"]["executor_structured_output"]
+    assert not [
+        c
+        for c in executor["claims"]
+        if any(b["tool_name"] == "query_metrics" for b in c["evidence_bindings"])
+    ]
+    assert "当前存在" not in trace["session"]["answer"]
 
 
 def test_which_first_names_the_critical_alert_first(team_sources, stack, capsys):

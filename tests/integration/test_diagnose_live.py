@@ -90,3 +90,18 @@ def test_a_configured_source_that_is_down_is_a_failed_call_naming_it(settings, t
     assert "数据源 prometheus 不可用" in trace["session"]["answer"]
     assert not [i for i in trace["tool_invocations"] if i["source"] == "demo"]
     assert_no_demo_world(trace)
+
+
+def test_a_runbook_question_quotes_the_steps_of_the_runbook_the_alerts_runbook_url_names(
+    team_sources, stack, capsys
+):
+    trace = diagnose("PostgresReplicationLag 的 runbook 第一步要检查什么？", capsys)
+
+    conclusion = trace["session"]["answer"].splitlines()[0]
+    assert conclusion.startswith(
+        "结论：处理手册《Postgres replication lag · Diagnosis》：Compare pg_last_wal_replay_lsn"
+    )
+    assert conclusion.endswith("来源 runbooks/databases/postgres-replication.md")
+    [lookup] = [i for i in trace["tool_invocations"] if i["tool_name"] == "lookup_knowledge"][:1]
+    assert lookup["source"] == "runbooks"
+    assert_no_demo_world(trace)

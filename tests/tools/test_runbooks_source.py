@@ -89,3 +89,116 @@ def test_files_outside_the_folder_special_files_and_oversized_ones_are_never_rea
     documents = {b["source_document"] for b in invocation.output["evidence_blocks"]}
     assert documents <= {"runbooks/CartLatency.md", "runbooks/inside.md"}
     assert "runbooks/CartLatency.md" in documents
+
+
+# --- Whole sessions: an alert's runbook_url, and a hostile folder ----------------------------------
+
+# An alert whose runbook file's name does not name it, on two worlds of names.
+RUNBOOK_URL_WORLDS = {
+    "cart": ("CartApiHighLatency", "cart-api", "team-cart/cart-latency-7f3a.md"),
+    "ledger": ("LedgerWriteErrors", "ledger", "finance/ledger/write-errors.md"),
+}
+
+
+class UrlAlerts:
+    """A team's alert source (a plugin, as sources are): one firing alert whose `runbook_url` names
+    a file of the runbook folder, set by `settings.DIAGNOSIS["TEST_RUNBOOK_ALERT"]`."""
+
+    def provenance(self) -> tuple[str, str]:
+        return "test-alerts", "tests"
+
+    def _alert(self) -> tuple[str, str, str]:
+        from django.conf import settings
+
+        return settings.DIAGNOSIS["TEST_RUNBOOK_ALERT"]
+
+    def query_alerts(self, *, service, alert_name, now):
+        from tools.records import labelled_alert_record
+
+        name, owner, url = self._alert()
+        if (service and service != owner) or (alert_name and alert_name != name):
+            return []
+        return [
+            labelled_alert_record(
+                labels={"alertname": name, "service": owner, "severity": "warning"},
+                annotations={"description": f"{name} firing", "runbook_url": url},
+                state="firing",
+                started=now,
+                now=now,
+                value="1",
+            )
+        ]
+
+    def inventory(self, *, now):
+        from tools.inventory import SourceInventory
+
+        name, owner, _ = self._alert()
+        return SourceInventory(services={owner}, alerts={name})
+
+
+def trace_text(session) -> str:
+    import json
+
+    from diagnosis.selectors.trace import session_trace
+    from diagnosis.serializers import TraceSerializer
+
+    return json.dumps(TraceSerializer(session_trace(session=session)).data, ensure_ascii=False, default=str)
+
+
+@pytest.mark.parametrize("world", RUNBOOK_URL_WORLDS, ids=list(RUNBOOK_URL_WORLDS))
+def test_a_runbook_question_about_an_alert_follows_its_runbook_url_and_quotes_the_first_step(
+    world, settings, tmp_path
+):
+    from diagnosis.services.sessions import session_start
+
+    alert, owner, relative = RUNBOOK_URL_WORLDS[world]
+    runbook = tmp_path / relative
+    runbook.parent.mkdir(parents=True)
+    runbook.write_text(
+        "# Latency or errors\n\n## Meaning\n\nRequests are slow or fail.\n\n"
+        "## Diagnosis\n\n1. Check the p99 panel of the service.\n2. Compare with the last deploy.\n"
+    )
+    (tmp_path / "other.md").write_text("# Other\n\n## Diagnosis\n\n1. Check another thing for latency.\n")
+    url = f"https://git.example.org/ops/runbooks/blob/main/{relative.upper()}"
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {
+        "RUNBOOKS_DIR": str(tmp_path),
+        "TOOL_BACKENDS": settings.DIAGNOSIS["TOOL_BACKENDS"] | {"query_metrics": f"{__name__}.UrlAlerts"},
+        "TEST_RUNBOOK_ALERT": (alert, owner, url),
+    }
+
+    session = session_start(query=f"{alert} 的 runbook 第一步要检查什么？", engine="rules", run_inline=True)
+
+    conclusion = session.answer.splitlines()[0]
+    assert conclusion.startswith("结论：处理手册《Latency or errors · Diagnosis》：1. Check the p99 panel")
+    assert f"来源 runbooks/{relative}" in conclusion
+    assert session.verdict == "PASS"
+
+
+def test_symlinked_secrets_never_reach_an_answer_or_a_trace(settings, tmp_path):
+    from diagnosis.services.sessions import session_start
+
+    folder = tmp_path / "runbooks"
+    folder.mkdir()
+    (folder / "CartLatency.md").write_text("# Cart latency\n\n## Diagnosis\n\n1. Check the p99 panel.\n")
+    secret = tmp_path / "environ"
+    secret.write_text("OPENAI_API_KEY=sk-leaked-through-runbooks\nDJANGO_SECRET_KEY=do-not-show\n")
+    (folder / "environ.md").symlink_to(secret)
+    (folder / "passwd.md").symlink_to("/etc/passwd")
+    url = "https://git.example.org/ops/runbooks/blob/main/passwd"
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {
+        "RUNBOOKS_DIR": str(folder),
+        "TOOL_BACKENDS": settings.DIAGNOSIS["TOOL_BACKENDS"] | {"query_metrics": f"{__name__}.UrlAlerts"},
+        "TEST_RUNBOOK_ALERT": ("CartApiHighLatency", "cart-api", url),
+    }
+
+    for question in (
+        "environ 怎么处理？",
+        "passwd 的 runbook",
+        "CartApiHighLatency 的 runbook 第一步要检查什么？",
+    ):
+        session = session_start(query=question, engine="rules", run_inline=True)
+
+        shown = session.answer + trace_text(session)
+        assert session.status == session.Status.COMPLETED
+        for leaked in ("sk-leaked-through-runbooks", "do-not-show", "root:x:0", "environ.md", "passwd.md"):
+            assert leaked not in shown, (question, leaked)

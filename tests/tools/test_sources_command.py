@@ -46,7 +46,51 @@ def test_an_unreachable_configured_source_is_named_with_its_cause_and_exits_one(
     lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
     assert lines["query_metrics"].split()[1:3] == ["prometheus", down]
     assert "unreachable: 无法连接" in lines["query_metrics"]
-    assert lines["lookup_knowledge"].split()[1:] == ["runbooks", RUNBOOKS, "ok"]
+    # The folder's malformed runbook is skipped, and said so.
+    assert lines["lookup_knowledge"].split()[1:] == [
+        "runbooks",
+        RUNBOOKS,
+        "ok",
+        "（跳过",
+        "1",
+        "个文件，原因见日志警告）",
+    ]
+
+
+@pytest.mark.django_db
+def test_runbook_files_the_source_will_not_read_are_counted(settings, capsys, tmp_path):
+    folder = tmp_path / "runbooks"
+    (folder / "team").mkdir(parents=True)
+    (folder / "team" / "disk-full.md").write_text("# Disk full\n\n## Mitigation\n\n1. Free space.\n")
+    (folder / "environ.md").symlink_to("/proc/self/environ")
+    (folder / "passwd.md").symlink_to("/etc/passwd")
+    (folder / "huge.md").write_text("# huge\n" + "x" * 1_000_001)
+    (folder / "alias.md").symlink_to(folder / "team" / "disk-full.md")
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"RUNBOOKS_DIR": str(folder)}
+
+    call_command("sources")
+
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    # Two symlinks out of the folder and one oversized file; the symlink inside it is read.
+    assert lines["lookup_knowledge"].split()[1:] == [
+        "runbooks",
+        str(folder),
+        "ok",
+        "（跳过",
+        "3",
+        "个文件，原因见日志警告）",
+    ]
+
+
+@pytest.mark.django_db
+def test_a_folder_with_nothing_skipped_is_just_ok(settings, capsys, tmp_path):
+    (tmp_path / "disk-full.md").write_text("# Disk full\n\n## Mitigation\n\n1. Free space.\n")
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"RUNBOOKS_DIR": str(tmp_path)}
+
+    call_command("sources")
+
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert lines["lookup_knowledge"].split()[1:] == ["runbooks", str(tmp_path), "ok"]
 
 
 def test_the_webhook_with_demo_alerts_is_warned_about(settings):

@@ -59,6 +59,27 @@ def test_a_file_without_ask_words_reads_the_shipped_ones(settings, tmp_path):
     assert "why" in current_vocabulary().asks.cause
 
 
+def test_a_replacing_file_keeps_the_shipped_intents_and_adds_its_own(settings, tmp_path):
+    path = write(
+        tmp_path / "v.json",
+        {"groups": {"crashloop": ["CrashLoopBackOff"]}, "intents": {"mitigation": ["止损"]}},
+    )
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"VOCABULARY_FILE": str(path)}
+
+    # A runbook's "Diagnosis" and "处置措施" headings name its steps in any world.
+    assert groups_in("Diagnosis", "intents") == {"investigation"}
+    assert groups_in("处置措施", "intents") == {"mitigation"}
+    assert groups_in("止损方案", "intents") == {"mitigation"}
+
+
+def test_bilingual_ops_terms_are_data_of_either_kind_of_file(settings, tmp_path):
+    path = write(tmp_path / "v.json", {"extends": True, "ops_terms": {"ledger": ["账本", "ledger"]}})
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"VOCABULARY_FILE": str(path)}
+
+    assert groups_in("账本写入落后", "ops_terms") == {"ledger", "behind"}
+    assert groups_in("the filesystem is almost full", "ops_terms") >= {"disk", "full"}
+
+
 def test_an_extending_file_adds_ask_words_and_keeps_the_kinds_it_leaves_out(settings, tmp_path):
     write(tmp_path / "base.json", {"asks": {"alerts": ["告警"], "cause": ["为什么"]}})
     path = write(tmp_path / "v.json", {"extends": "base.json", "asks": {"alerts": ["通知"]}})

@@ -45,6 +45,11 @@ class RunbooksSource:
         if not self.folder.is_dir():
             raise RunbookError(f"{self.kind} {self.location}: 不是可读的目录")
 
+    def skipped(self) -> int:
+        """Files of the folder that are not read: symlinks out of it, special, oversized or malformed."""
+        self.check()
+        return runbooks_read(self.folder)[1]
+
     def knowledge_blocks(self) -> list[KnowledgeBlock]:
         """The folder's runbooks and the case library's past cases."""
         self.check()
@@ -66,11 +71,16 @@ class RunbooksSource:
 
 
 def runbook_files(folder: Path) -> list[Path]:
-    """The folder's Markdown runbooks that are regular files inside it and of a runbook's size. A
-    symlink out of the folder (`environ.md → /proc/self/environ`), a special file or an oversized file
-    is skipped with a warning: whoever can merge into the runbooks must not read the server's files."""
+    return _scanned(folder)[0]
+
+
+def _scanned(folder: Path) -> tuple[list[Path], int]:
+    """The folder's Markdown runbooks that are regular files inside it and of a runbook's size, and
+    how many were skipped. A symlink out of the folder (`environ.md → /proc/self/environ`), a special
+    file or an oversized file is skipped with a warning: whoever can merge into the runbooks must not
+    read the server's files."""
     root = folder.resolve()
-    files = []
+    files, skipped = [], 0
     for path in sorted(folder.rglob("*.md")):
         resolved = path.resolve()
         if not resolved.is_relative_to(root):
@@ -81,17 +91,26 @@ def runbook_files(folder: Path) -> list[Path]:
             logger.warning("runbook %s skipped: larger than %d bytes", path, MAX_RUNBOOK_BYTES)
         else:
             files.append(path)
-    return files
+            continue
+        skipped += 1
+    return files, skipped
 
 
 def runbook_blocks(folder: Path) -> list[KnowledgeBlock]:
+    return runbooks_read(folder)[0]
+
+
+def runbooks_read(folder: Path) -> tuple[list[KnowledgeBlock], int]:
+    """The blocks of the folder's runbooks, and how many files were skipped (unsafe or unreadable)."""
+    files, skipped = _scanned(folder)
     blocks: list[KnowledgeBlock] = []
-    for path in runbook_files(folder):
+    for path in files:
         try:
             blocks += document_blocks(path, relative=path.relative_to(folder).as_posix())
         except (OSError, UnicodeDecodeError, yaml.YAMLError, RunbookError) as exc:
             logger.warning("runbook %s skipped: %s", path, exc)
-    return blocks
+            skipped += 1
+    return blocks, skipped
 
 
 def front_matter(text: str) -> tuple[dict, str]:

@@ -19,7 +19,7 @@ from diagnosis.pipeline.contracts import (
 )
 from diagnosis.pipeline.interfaces import Toolbox
 from tools.loglines import evidence_parts, has_property
-from tools.matching import group_term, groups_in
+from tools.matching import group_term, groups_in, term_pattern
 from tools.numbers import number_text
 from tools.vocabulary import Vocabulary
 from tools.world import current_vocabulary
@@ -151,6 +151,7 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
             keep(message)
     return _claims_from(
         gathered,
+        subjects=[*focus.services, *focus.alerts],
         alerts_asked=alerts,
         topics_asked=[] if asks_cause else topics,
         own_asked=topics if asks_cause else [],
@@ -208,6 +209,7 @@ def _alert_topics(alert: dict, vocabulary: Vocabulary) -> list[str]:
 def _claims_from(
     gathered: _Gathered,
     *,
+    subjects: list[str],
     alerts_asked: list[str],
     topics_asked: list[str],
     own_asked: list[str],
@@ -318,8 +320,12 @@ def _claims_from(
                     [_binding(message, ref)],
                 )
 
+    # A question about named subjects gets the blocks that name them (an exact hit of its search, or
+    # a past case of the service), not another service's runbook that only shares a word with it.
     for message in gathered.knowledge_messages:
-        for ref in _refs(message)[:MAX_GUIDANCE_CLAIMS]:
+        blocks = _records(message, "evidence_blocks")
+        refs = [ref for ref in _refs(message) if not subjects or _names_one_of(blocks, ref, subjects)]
+        for ref in refs[:MAX_GUIDANCE_CLAIMS]:
             if ref["raw_path"] != NO_EVIDENCE_PATH:
                 title, content = _knowledge_parts(ref["text"])
                 add(
@@ -355,6 +361,15 @@ def _claims_from(
 def _records(message: dict, key: str) -> list[dict]:
     output = message.get("output") or {}
     return output.get(key, []) if message["success"] else []
+
+
+def _names_one_of(blocks: list[dict], ref: dict, subjects: list[str]) -> bool:
+    index = ref["raw_path"].removeprefix("$.evidence_blocks[").removesuffix("]")
+    if not index.isdigit() or int(index) >= len(blocks):
+        return False
+    block = blocks[int(index)]
+    text = f"{block.get('title', '')}\n{block.get('content', '')}".lower()
+    return bool(block.get("matched_terms")) or any(term_pattern(name).search(text) for name in subjects)
 
 
 def _refs(message: dict) -> list[dict]:

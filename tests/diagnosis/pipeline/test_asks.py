@@ -113,6 +113,14 @@ def test_a_request_to_restart_is_one_action_ask_with_its_word(names):
 
 
 @per_world
+def test_an_action_on_a_service_no_source_knows_is_about_that_service(names):
+    # Not about nothing in particular: no other service's runbook may be offered as its.
+    asks = asks_of("帮我重启 ghost-api", names)
+
+    assert [(a.kind, a.subject, a.subject_kind) for a in asks] == [("action", "ghost-api", "service")]
+
+
+@per_world
 def test_an_english_restart_request_is_one_action_ask(names):
     asks = asks_of(f"please restart {names.service}", names)
 

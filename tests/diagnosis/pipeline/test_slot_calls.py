@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
-from diagnosis.pipeline.slot_calls import CallsReused, slot_calls_run
+from diagnosis.pipeline.slot_calls import CallsReused, plan_tools, slot_calls_run
 from tests.diagnosis.pipeline.slot_support import (
     NO_PROMETHEUS,
     WORLD_IDS,
@@ -31,6 +31,8 @@ class FakeToolbox:
     """Records every turn of calls; answers alert queries with the world's firing alerts."""
 
     names: Names
+    # Annotations of the world's alerts (a `runbook_url`).
+    annotations: dict = field(default_factory=dict)
     remaining_calls: int = 10
     parallel_safe: bool = False
     turns: list[list[tuple[str, dict]]] = field(default_factory=list)
@@ -54,7 +56,10 @@ class FakeToolbox:
     def _answer(self, tool: str, arguments: dict) -> dict:
         self.next_id += 1
         if tool == "query_metrics":
-            records = [alert_record(self.names), alert_record(self.names, other=True)]
+            records = [
+                alert_record(self.names, annotations=self.annotations),
+                alert_record(self.names, other=True, annotations=self.annotations),
+            ]
             wanted = [r for r in records if all(r.get(k) == v for k, v in arguments.items())]
             return alerts_message(self.next_id, wanted, arguments=arguments)
         return message(self.next_id, tool, "series", [], [], arguments=arguments)
@@ -160,12 +165,51 @@ def test_health_asks_the_scrape_targets_only(names):
 
 
 @per_world
-def test_an_action_makes_no_alert_call_and_looks_up_the_runbook(names):
+def test_an_action_looks_up_the_runbooks_of_its_subjects_alerts(names):
     toolbox = FakeToolbox(names)
 
     run(f"帮我重启 {names.other}", names, toolbox)
 
-    assert toolbox.calls == [("lookup_knowledge", {"query": f"{names.other} 重启"})]
+    assert toolbox.turns == [
+        [("query_metrics", {"service": names.other})],
+        [("lookup_knowledge", {"query": f"{names.other} {names.other_alert} 重启 处置 排查", "top_k": 2})],
+    ]
+
+
+@per_world
+def test_a_runbook_ask_about_an_alert_follows_its_runbook_url_to_the_file(names):
+    url = f"https://git.example.org/ops/runbooks/blob/main/team/{names.alert.lower()}-steps.MD"
+    toolbox = FakeToolbox(names, annotations={"runbook_url": url})
+
+    run(f"{names.alert} 的 runbook 第一步要检查什么？", names, toolbox)
+
+    (alerts,), ((tool, arguments),) = toolbox.turns
+    assert alerts == ("query_metrics", {"alert_name": names.alert})
+    # The alert, its runbook file's stem, the alert's topic word if any, the steps' intents.
+    words = arguments["query"].split()
+    assert (tool, words[:2], words[-2:]) == (
+        "lookup_knowledge",
+        [names.alert, f"{names.alert.lower()}-steps"],
+        ["处置", "排查"],
+    )
+
+
+@per_world
+def test_a_runbook_ask_about_nothing_named_makes_no_alert_call(names):
+    toolbox = FakeToolbox(names)
+
+    run("连接池耗尽怎么处理", names, toolbox)
+
+    assert [tool for tool, _ in toolbox.calls] == ["lookup_knowledge"]
+
+
+def test_an_actions_calls_are_not_the_executors_plan():
+    names = WORLDS[0]
+    asks = asks_of(f"帮我重启 {names.other}", names)
+    messages = [alerts_message(1, [alert_record(names, other=True)], arguments={"service": names.other})]
+
+    assert plan_tools(asks, messages) == []
+    assert plan_tools(asks_of(f"{names.alert} 怎么处理", names), messages) == ["query_metrics"]
 
 
 @per_world

@@ -505,15 +505,30 @@ def test_logs_when_the_log_source_failed_are_unfilled(names):
 # --- runbook and action -----------------------------------------------------------------------------
 
 
-def knowledge_message(names: Names, *, with_runbook: bool = True) -> dict:
-    blocks = [
-        {"source_document": "case:17", "title": f"{names.alert} 历史案例", "content": "上次扩容后恢复"},
-        {
-            "source_document": f"runbooks/{names.alert}.md",
-            "title": f"{names.alert} 处理手册",
-            "content": "1. 查看最近一次发布\n2. 检查下游依赖",
-        },
-    ][: 2 if with_runbook else 1]
+def block(document: str, title: str, content: str, *, section: str = "", named: tuple[str, ...] = ()) -> dict:
+    """A lookup_knowledge record: `named` are the block's exact terms the query named."""
+    return {
+        "source_document": document,
+        "title": title,
+        "section": section,
+        "content": content,
+        "matched_terms": list(named),
+    }
+
+
+def knowledge_message(names: Names, *, with_runbook: bool = True, blocks: list[dict] | None = None) -> dict:
+    blocks = (
+        blocks
+        or [
+            block("case:17", f"{names.alert} 历史案例", "上次扩容后恢复", named=(names.alert,)),
+            block(
+                f"runbooks/{names.alert}.md",
+                f"{names.alert} 处理手册",
+                "1. 查看最近一次发布\n2. 检查下游依赖",
+                named=(names.alert,),
+            ),
+        ][: 2 if with_runbook else 1]
+    )
     texts = [f"{b['title']}: {b['content']}" for b in blocks]
     return message(
         9,
@@ -524,6 +539,41 @@ def knowledge_message(names: Names, *, with_runbook: bool = True) -> dict:
         arguments={"query": names.alert},
         source="knowledge",
     )
+
+
+def sectioned_runbook(names: Names) -> list[dict]:
+    """One runbook of the alert in the order retrieval ranked its sections: meaning, causes, steps."""
+    document, title = f"runbooks/{names.alert}.md", f"{names.alert} 处理手册"
+    return [
+        block(
+            document,
+            f"{title} · 告警含义",
+            f"{names.alert} 表示错误率过高",
+            section="告警含义",
+            named=(names.alert,),
+        ),
+        block(
+            document,
+            f"{title} · 常见原因",
+            "- 发布引入缺陷\n- 下游超时",
+            section="常见原因",
+            named=(names.alert,),
+        ),
+        block(
+            document,
+            f"{title} · 排查步骤",
+            "1. 查看最近一次发布\n2. 检查下游依赖",
+            section="排查步骤",
+            named=(names.alert,),
+        ),
+        block(
+            document,
+            f"{title} · 处置措施",
+            "1. 回滚到上一版本\n2. 扩容",
+            section="处置措施",
+            named=(names.alert,),
+        ),
+    ]
 
 
 @per_world
@@ -538,10 +588,93 @@ def test_a_runbook_is_preferred_over_a_past_case_and_quoted_as_steps(names):
 
 
 @per_world
+def test_a_runbook_ask_quotes_the_steps_of_the_mitigation_section_numbered_as_in_the_file(names):
+    slot = only(
+        read(f"{names.alert} 怎么处理", names, [knowledge_message(names, blocks=sectioned_runbook(names))])
+    )
+
+    assert slot.conclusion == (
+        f"处理手册《{names.alert} 处理手册 · 处置措施》：1. 回滚到上一版本；2. 扩容 · 来源 runbooks/{names.alert}.md"
+    )
+    assert [b.raw_path for b in slot.bindings] == ["$.evidence_blocks[3]"]
+
+
+@per_world
+def test_without_a_mitigation_section_the_diagnosis_steps_are_quoted_not_the_meaning(names):
+    blocks = sectioned_runbook(names)[:3]
+
+    slot = only(read(f"{names.alert} 怎么处理", names, [knowledge_message(names, blocks=blocks)]))
+
+    assert slot.conclusion.startswith(
+        f"处理手册《{names.alert} 处理手册 · 排查步骤》：1. 查看最近一次发布；2."
+    )
+
+
+@per_world
+def test_english_step_headings_are_steps_too(names):
+    document = f"runbooks/{names.alert}.md"
+    blocks = [
+        block(document, "Meaning", "The error ratio is high.", section="Meaning", named=(names.alert,)),
+        block(document, "Diagnosis", "- Check the last deploy.", section="Diagnosis", named=(names.alert,)),
+    ]
+
+    slot = only(
+        read(
+            f"what does the {names.alert} runbook recommend?",
+            names,
+            [knowledge_message(names, blocks=blocks)],
+        )
+    )
+
+    assert "《Diagnosis》：- Check the last deploy." in slot.conclusion
+
+
+@per_world
 def test_a_past_case_answers_when_no_runbook_matched(names):
     slot = only(read(f"{names.alert} 怎么处理", names, [knowledge_message(names, with_runbook=False)]))
 
     assert slot.conclusion.startswith(f"历史案例《{names.alert} 历史案例》：上次扩容后恢复")
+
+
+@per_world
+def test_a_runbook_that_does_not_name_the_asked_alert_is_not_its_runbook(names):
+    # Found by the words it shares with the question, it names another alert: the asked one has none.
+    blocks = [
+        block(f"runbooks/{names.other_alert}.md", f"{names.other_alert} 处理手册", "1. 扩容", section="处置")
+    ]
+
+    slot = only(read(f"{names.alert} 怎么处理", names, [knowledge_message(names, blocks=blocks)]))
+
+    assert not slot.filled
+    assert slot.gap() == f"未能回答：{names.alert} 的处理手册步骤 — 没有匹配的处理手册"
+
+
+@per_world
+def test_an_alerts_runbook_url_names_its_runbook(names):
+    url = f"https://wiki.example.org/Runbooks/team/{names.alert.lower()}-steps.md?plain=1"
+    alerts = alerts_message(
+        1, [alert_record(names, annotations={"runbook_url": url})], arguments={"alert_name": names.alert}
+    )
+    blocks = [
+        block(
+            f"runbooks/team/{names.alert.lower()}-steps.md",
+            "Error ratio runbook",
+            "1. Check the last deploy.",
+            section="Mitigation",
+            named=(f"{names.alert.lower()}-steps",),
+        )
+    ]
+
+    slot = only(
+        read(
+            f"{names.alert} 的 runbook 第一步要检查什么？",
+            names,
+            [alerts, knowledge_message(names, blocks=blocks)],
+        )
+    )
+
+    assert slot.filled
+    assert "1. Check the last deploy." in slot.conclusion
 
 
 @per_world
@@ -554,12 +687,34 @@ def test_an_action_is_answered_with_the_read_only_statement(names):
 
 
 @per_world
-def test_an_action_with_a_matching_runbook_points_at_its_steps(names):
-    slot = only(read(f"帮我重启 {names.other}", names, [knowledge_message(names)]))
-
-    assert slot.conclusion.startswith(
-        "本助手只读取告警、指标、日志与处理手册，不能执行「重启」等操作；可参考处理手册《"
+def test_an_action_with_a_runbook_of_its_subjects_alert_points_at_its_steps(names):
+    alerts = alerts_message(1, [alert_record(names, other=True)], arguments={"service": names.other})
+    runbook = block(
+        f"runbooks/{names.other_alert}.md",
+        f"{names.other_alert} 处理手册 · 处置措施",
+        "1. 扩容",
+        section="处置措施",
+        named=(names.other_alert,),
     )
+
+    slot = only(read(f"帮我重启 {names.other}", names, [alerts, knowledge_message(names, blocks=[runbook])]))
+
+    assert slot.conclusion == (
+        "本助手只读取告警、指标、日志与处理手册，不能执行「重启」等操作；"
+        f"可参考处理手册《{names.other_alert} 处理手册 · 处置措施》：1. 扩容 · 来源 runbooks/{names.other_alert}.md"
+    )
+
+
+@per_world
+def test_an_action_is_never_pointed_at_another_services_runbook(names):
+    # The other service has no alert; the runbook found names the first service's alert.
+    alerts = alerts_message(1, [], arguments={"service": names.other})
+
+    slot = only(read(f"帮我重启 {names.other}", names, [alerts, knowledge_message(names)]))
+
+    assert slot.filled
+    assert slot.line() == "结论：本助手只读取告警、指标、日志与处理手册，不能执行「重启」等操作"
+    assert slot.bindings == []
 
 
 # --- conclusion lines and gaps ---------------------------------------------------------------------
