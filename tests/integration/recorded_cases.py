@@ -92,6 +92,20 @@ class Recorded:
                 return down["labels"]["job"], down["lastError"]
         raise LookupError("no targets in the recording")
 
+    def firing(self, service: str | None = None) -> list[str]:
+        """The alerts Alertmanager held active, most severe first (critical, then the rest)."""
+        for exchange in self.exchanges:
+            if exchange["path"] == "/api/v2/alerts":
+                alerts = [
+                    a["labels"]
+                    for a in json.loads(exchange["body"])
+                    if a["status"]["state"] == "active"
+                    and (service is None or a["labels"].get("service") == service)
+                ]
+                alerts.sort(key=lambda labels: labels.get("severity") != "critical")
+                return [labels["alertname"] for labels in alerts]
+        raise LookupError("no Alertmanager alerts in the recording")
+
     def log_lines(self, service: str, *, level: str | None = None) -> list[str]:
         """Lines Loki served for the service (of the given stream level), each once."""
         lines: dict[str, None] = {}
@@ -116,6 +130,29 @@ class Case:
     subjects: tuple[str, ...] = ()
     # The answer the product still gets wrong, said in the description: run with `--exclude-tag known_gap`.
     known_gap: bool = False
+    # A gap that depends on what the recording caught: the reason, or "" when the product answers it.
+    gap: Callable[[Recorded], str] | None = None
+
+
+def _first_step(runbook: str, section: str) -> str:
+    """The first line of a runbook section, as the file has it."""
+    text = (WORLD / "runbooks" / runbook).read_text(encoding="utf-8")
+    body = text.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+    return next(line.strip() for line in body.splitlines() if line.strip())
+
+
+def _not_active(alert: str) -> Callable[[Recorded], str]:
+    """A rule not firing at the recording's instant: its threshold is still in the rule, but the
+    product reads thresholds from the active alerts only (a known gap)."""
+
+    def reason(recorded: Recorded) -> str:
+        if alert in recorded.firing():
+            return ""
+        return (
+            f"录制时 {alert} 未处于 firing，阈值仍在规则里，应从 /api/v1/rules 回答；现在回答不了（已知缺口）"
+        )
+
+    return reason
 
 
 def _trend(recorded: Recorded, metric: str, service: str, minutes: int) -> list[str]:
@@ -134,7 +171,6 @@ EVERY_ALERT = (
     "KubePodCrashLooping",
     "HighMemoryUsage",
 )
-FIRING = ("PostgresReplicationLag", "DbConnectionsSaturated", "KubePodCrashLooping", "HighMemoryUsage")
 
 CASES_OF_THE_WORLD = (
     Case("value-load-billing", "billing 的 node_load1 当前是多少？", "value",
@@ -150,15 +186,14 @@ CASES_OF_THE_WORLD = (
     Case("value-filesystem-billing", "billing 的 node_filesystem_avail_bytes 当前是多少？", "value",
          lambda r: [r.sample("node_filesystem_avail_bytes", "billing"), 'mountpoint="/"'], "词表不认识的指标名：按原名查询"),
     Case("threshold-replication-lag", "PostgresReplicationLag 的阈值是多少？", "threshold",
-         lambda r: [r.expr("PostgresReplicationLag")], "阈值：规则 expr"),
+         lambda r: [r.expr("PostgresReplicationLag")], "阈值：规则 expr", gap=_not_active("PostgresReplicationLag")),
     Case("threshold-high-memory-english", "What is the threshold of HighMemoryUsage?", "threshold",
-         lambda r: [r.expr("HighMemoryUsage")], "阈值（英文）", ("english",)),
+         lambda r: [r.expr("HighMemoryUsage")], "阈值（英文）", ("english",), gap=_not_active("HighMemoryUsage")),
     Case("threshold-db-connections-english", "What is the threshold of DbConnectionsSaturated?", "threshold",
-         lambda r: [r.expr("DbConnectionsSaturated")], "阈值（英文）", ("english",)),
+         lambda r: [r.expr("DbConnectionsSaturated")], "阈值（英文）", ("english",),
+         gap=_not_active("DbConnectionsSaturated")),
     Case("threshold-filesystem", "NodeFilesystemAlmostFull 的阈值是多少？", "threshold",
-         lambda r: [r.expr("NodeFilesystemAlmostFull")],
-         "录制时该告警尚未 firing（pending），阈值仍在规则里：应从 /api/v1/rules 回答；现在回答 LOW_CONFID。",
-         known_gap=True),
+         lambda r: [r.expr("NodeFilesystemAlmostFull")], "阈值：规则 expr", gap=_not_active("NodeFilesystemAlmostFull")),
     Case("value-threshold-replication-lag", "PostgresReplicationLag 当前值是多少，阈值是多少？", "threshold",
          lambda r: [r.expr("PostgresReplicationLag"), r.alert_value("PostgresReplicationLag")], "当前值与阈值"),
     Case("value-threshold-high-memory-english", "HighMemoryUsage current value and threshold?", "threshold",
@@ -181,16 +216,17 @@ CASES_OF_THE_WORLD = (
          lambda r: ["DbConnectionsSaturated", "KubePodCrashLooping", "PostgresReplicationLag"], "过去 7 天 billing 的告警历史"),
     Case("history-yesterday-billing-english", "What alerts fired for billing yesterday?", "history",
          lambda r: ["00:00–24:00", "未见"], "昨天：栈是今天启动的，没有样本", ("english", "negative")),
-    Case("list-firing", "现在有哪些告警？", "list", lambda r: list(FIRING), "4 个 firing", subjects=("billing", "ledger-service")),
-    Case("list-firing-english", "Which alerts are firing right now?", "list", lambda r: list(FIRING), "4 个 firing（英文）",
+    Case("list-firing", "现在有哪些告警？", "list", lambda r: r.firing(), "录制时 Alertmanager 里 active 的告警",
+         subjects=("billing", "ledger-service")),
+    Case("list-firing-english", "Which alerts are firing right now?", "list", lambda r: r.firing(), "active 的告警（英文）",
          ("english",), subjects=("billing", "ledger-service")),
     Case("list-ledger-english", "Are there any alerts on ledger-service?", "list",
          lambda r: ["HighMemoryUsage", r.alert_value("HighMemoryUsage")], "ledger-service 只有 HighMemoryUsage", ("english",)),
-    Case("list-billing", "billing 有哪些告警？", "list", lambda r: list(FIRING[:3]), "billing 的 3 个 firing 告警"),
-    Case("priority-first", "哪个告警最需要先处理？", "priority", lambda r: ["PostgresReplicationLag", "critical"],
+    Case("list-billing", "billing 有哪些告警？", "list", lambda r: r.firing("billing"), "billing 的 active 告警"),
+    Case("priority-first", "哪个告警最需要先处理？", "priority", lambda r: [r.firing()[0], "critical"],
          "唯一 critical 的是 PostgresReplicationLag", subjects=EVERY_ALERT),
     Case("priority-first-english", "Which alert should I handle first?", "priority",
-         lambda r: ["PostgresReplicationLag", "critical"], "唯一 critical（英文）", ("english",), subjects=EVERY_ALERT),
+         lambda r: [r.firing()[0], "critical"], "唯一 critical（英文）", ("english",), subjects=EVERY_ALERT),
     Case("health-targets", "有没有抓取目标挂了？", "health", lambda r: [r.down_target()[0], "connection refused"],
          "/api/v1/targets 里唯一 down 的目标", subjects=("payments",)),
     Case("health-targets-english", "Is Prometheus healthy? Any scrape targets down?", "health",
@@ -209,11 +245,12 @@ CASES_OF_THE_WORLD = (
          lambda r: [r.log_lines("billing", level="error")[0].split(":")[0]], "错误日志（英文）", ("english",)),
     Case("logs-ledger-none", "ledger-service 最近有错误日志吗？", "logs", lambda r: ["未检索到", "60 分钟"],
          "ledger-service 只有 info 流", ("negative",)),
-    Case("runbook-crashloop", "KubePodCrashLooping 的 runbook 怎么说？", "runbook", lambda r: ["kubectl"],
-         "runbooks/KubePodCrashLooping.md 的排查步骤；现在引用的是第一段说明", ("knowledge",), subjects=("billing",),
-         known_gap=True),
+    Case("runbook-crashloop", "KubePodCrashLooping 的 runbook 怎么说？", "runbook",
+         lambda r: [_first_step("KubePodCrashLooping.md", "Mitigation")],
+         "runbooks/KubePodCrashLooping.md 的处置步骤（Mitigation）", ("knowledge",), subjects=("billing",)),
     Case("runbook-crashloop-english", "What does the KubePodCrashLooping runbook recommend?", "runbook",
-         lambda r: ["kubectl"], "排查步骤（英文）", ("english", "knowledge"), subjects=("billing",), known_gap=True),
+         lambda r: [_first_step("KubePodCrashLooping.md", "Mitigation")], "处置步骤（英文）", ("english", "knowledge"),
+         subjects=("billing",)),
     Case("runbook-replication", "PostgresReplicationLag 怎么处理？", "runbook", lambda r: ["postgres-replication.md"],
          "runbooks/databases/postgres-replication.md", ("knowledge",), subjects=("billing",)),
     Case("cause-billing-restarts", "billing 为什么一直重启？", "cause", lambda r: ["KubePodCrashLooping", "OOMKilled"],
@@ -234,7 +271,8 @@ def cases_write(recorded: Recorded) -> int:
         tags = ["slot", "recorded", "grounded", *case.tags]
         if "negative" not in tags:
             tags.insert(1, "positive")
-        if case.known_gap:
+        gap = case.gap(recorded) if case.gap else ""
+        if case.known_gap or gap:
             tags.append("known_gap")
         expect: dict = {"verdict": case.verdict, "output_type": "NORMAL" if case.verdict == "PASS" else None}
         expect = {key: value for key, value in expect.items() if value}
@@ -242,7 +280,7 @@ def cases_write(recorded: Recorded) -> int:
             expect["subjects"] = list(case.subjects)
         expect["slot"] = {"ask": case.ask, "answer_contains": case.expected(recorded)}
         documents[case.name] = {
-            "description": f"录制世界：{case.description}（期望值取自 recording.json）",
+            "description": f"录制世界：{case.description}{'；' + gap if gap else ''}（期望值取自 recording.json）",
             "question": case.question,
             "engine": "rules",
             "tags": tags,
