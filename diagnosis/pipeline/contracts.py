@@ -62,6 +62,16 @@ class EvidenceBinding(BaseModel):
     raw_path: str | None
     evidence_excerpt: str
 
+    @classmethod
+    def of_ref(cls, message: dict, ref: dict) -> EvidenceBinding:
+        """The binding that cites one evidence ref (`raw_path`, `text`) of a recorded tool message."""
+        return cls(
+            tool_name=message["tool_name"],
+            source_invocation_id=message["invocation_id"],
+            raw_path=ref["raw_path"],
+            evidence_excerpt=ref["text"],
+        )
+
 
 class Claim(BaseModel):
     model_config = ConfigDict(extra="forbid")

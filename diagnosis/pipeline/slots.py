@@ -133,7 +133,7 @@ class _Found:
 
     @property
     def binding(self) -> EvidenceBinding:
-        return _binding(self.message, self.ref)
+        return EvidenceBinding.of_ref(self.message, self.ref)
 
 
 def _found(message: dict, key: str) -> list[_Found]:
@@ -198,7 +198,7 @@ def _failure(message: dict | None, ask: Ask, missing: str) -> Slot:
 
 def _no_hit(message: dict) -> EvidenceBinding | None:
     ref = next((r for r in message.get("evidence_refs") or [] if r["raw_path"] == NO_EVIDENCE_PATH), None)
-    return _binding(message, ref) if ref else None
+    return EvidenceBinding.of_ref(message, ref) if ref else None
 
 
 def _existence(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
@@ -766,15 +766,6 @@ def _source(message: dict) -> str:
 
 def _arguments(message: dict) -> dict:
     return message.get("arguments") or {}
-
-
-def _binding(message: dict, ref: dict) -> EvidenceBinding:
-    return EvidenceBinding(
-        tool_name=message["tool_name"],
-        source_invocation_id=message["invocation_id"],
-        raw_path=ref["raw_path"],
-        evidence_excerpt=ref["text"],
-    )
 
 
 def _decimal(value: object) -> Decimal | None:

@@ -259,13 +259,13 @@ def _claims_from(
             # The alert's own expr re-evaluated (query_promql): the sample of this very alert.
             sample_message = gathered.expr_messages.get(alert.get("expr") or "")
             sample_bindings = [
-                _binding(sample_message, series_ref)
+                EvidenceBinding.of_ref(sample_message, series_ref)
                 for series_ref in _series_of(sample_message, alert.get("labels") or {})
             ][: MAX_BINDINGS_PER_CLAIM - 1]
             room = MAX_BINDINGS_PER_CLAIM - 1 - len(sample_bindings)
             log_bindings = []
             for _, log_message, log_ref in candidates[:room]:
-                log_bindings.append(_binding(log_message, log_ref))
+                log_bindings.append(EvidenceBinding.of_ref(log_message, log_ref))
                 used_log_refs.add((log_message["invocation_id"], log_ref["raw_path"]))
             if overflow := candidates[room:]:
                 for _, log_message, log_ref in overflow:
@@ -282,7 +282,7 @@ def _claims_from(
             add(
                 "observation",
                 f"{alert['service']} 当前存在 {alert['alert_name']} 告警（{alert['state']}）{described}{value_text}",
-                [_binding(message, ref), *sample_bindings, *log_bindings],
+                [EvidenceBinding.of_ref(message, ref), *sample_bindings, *log_bindings],
             )
 
     for topic, message in gathered.log_searches:
@@ -308,7 +308,7 @@ def _claims_from(
             add(
                 "observation",
                 f"{service} 的{label}日志记录：{evidence_parts(refs[0]['text'])[2]}",
-                [_binding(message, ref) for ref in refs],
+                [EvidenceBinding.of_ref(message, ref) for ref in refs],
             )
 
     for topic, service, message in gathered.metric_queries:
@@ -317,7 +317,7 @@ def _claims_from(
                 add(
                     "observation",
                     f"{service} 的{vocabulary.label(topic)}指标：{ref['text']}",
-                    [_binding(message, ref)],
+                    [EvidenceBinding.of_ref(message, ref)],
                 )
 
     # A question about named subjects gets the blocks that name them (an exact hit of its search, or
@@ -331,13 +331,13 @@ def _claims_from(
                 add(
                     "risk",
                     f"处置手册《{title}》的排查参考（非当前事实）：{_first_lines(content)}",
-                    [_binding(message, ref)],
+                    [EvidenceBinding.of_ref(message, ref)],
                 )
 
     for message in gathered.messages:
         if message["evidence_status"] == "no_evidence":
             ref = _refs(message)[0]
-            add("negative_observation", ref["text"], [_binding(message, ref)])
+            add("negative_observation", ref["text"], [EvidenceBinding.of_ref(message, ref)])
 
     failed = [m for m in gathered.messages if not m["success"]]
     missing_info = [f"{m['tool_name']} 调用失败{_failed_source(m)}，相关证据缺失" for m in failed]
@@ -374,15 +374,6 @@ def _names_one_of(blocks: list[dict], ref: dict, subjects: list[str]) -> bool:
 
 def _refs(message: dict) -> list[dict]:
     return message.get("evidence_refs") or []
-
-
-def _binding(message: dict, ref: dict) -> EvidenceBinding:
-    return EvidenceBinding(
-        tool_name=message["tool_name"],
-        source_invocation_id=message["invocation_id"],
-        raw_path=ref["raw_path"],
-        evidence_excerpt=ref["text"],
-    )
 
 
 def _knowledge_parts(text: str) -> tuple[str, str]:
