@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -73,11 +73,15 @@ def _split(handler: BaseHTTPRequestHandler) -> tuple[str, str, list[tuple[str, s
     return source, "/" + rest, parse_qsl(parts.query, keep_blank_values=True), headers
 
 
-class _Server:
-    """One local HTTP server on a free port, run in a thread for the life of a `with` block."""
+# (source, path, query pairs, kept headers) → (status, content type, body)
+Answer = Callable[[str, str, list[tuple[str, str]], dict[str, str]], tuple[int, str, str]]
 
-    def __init__(self) -> None:
-        owner = self
+
+class _Server:
+    """One local HTTP server on a free port, run in a thread for the life of a `with` block, each
+    request answered by `answer`."""
+
+    def __init__(self, answer: Answer) -> None:
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *_) -> None:
@@ -85,7 +89,7 @@ class _Server:
 
             def do_GET(self) -> None:
                 source, path, params, headers = _split(self)
-                status, content_type, body = owner.answer(source, path, params, headers)
+                status, content_type, body = answer(source, path, params, headers)
                 payload = body.encode("utf-8")
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
@@ -100,11 +104,6 @@ class _Server:
         host, port = self.server.server_address[:2]
         return f"http://{host}:{port}/{source}"
 
-    def answer(
-        self, source: str, path: str, params: list[tuple[str, str]], headers: dict[str, str]
-    ) -> tuple[int, str, str]:
-        raise NotImplementedError
-
     def __enter__(self):
         self.thread.start()
         return self
@@ -117,12 +116,12 @@ class _Server:
 
 class ReplayServer(_Server):
     def __init__(self, recording: Recording) -> None:
-        super().__init__()
+        super().__init__(self._replayed)
         self.recording = recording
         self.exchanges = {exchange.key(): exchange for exchange in recording.exchanges}
         self.misses: list[str] = []
 
-    def answer(self, source, path, params, headers):
+    def _replayed(self, source, path, params, headers):
         exchange = self.exchanges.get(exchange_key(source, path, params, headers))
         if exchange is None:
             asked = f"{source} {path}?{'&'.join(f'{k}={v}' for k, v in params)}"
@@ -133,13 +132,13 @@ class ReplayServer(_Server):
 
 class RecordingProxy(_Server):
     def __init__(self, upstreams: dict[str, str], *, timeout: float = 30.0) -> None:
-        super().__init__()
+        super().__init__(self._forwarded)
         self.upstreams = upstreams
         self.client = httpx2.Client(timeout=timeout)
         self.lock = threading.Lock()
         self.exchanges: dict[tuple, Exchange] = {}
 
-    def answer(self, source, path, params, headers):
+    def _forwarded(self, source, path, params, headers):
         upstream = self.upstreams.get(source)
         if upstream is None:
             return 502, "text/plain; charset=utf-8", f"no upstream for source {source!r}"

@@ -267,7 +267,7 @@ def question_focus(
 
     A quoted value of a service label (`service="…"`, as an AIOps alert question writes its alert's
     label) is one whole subject: the known service it equals (case and separators aside), else an
-    unknown service, never a known name it merely contains (`order-service"} or vector(1)`); other
+    unknown service, never a known name it merely contains (`web-api"} or vector(1)` for `web-api`); other
     quoted label values are no subject."""
     text = query
     for topic in excluded:
