@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from diagnosis.pipeline.focus import QuestionFocus
+from diagnosis.pipeline.focus import QuestionFocus, folded_name
 from diagnosis.pipeline.windows import Window, window_in
 from tools.terms import term_pattern
 from tools.vocabulary import Vocabulary
@@ -215,19 +215,15 @@ def _first_subject(focus: QuestionFocus, series: list[str]) -> tuple[str, Subjec
 
 def _series_in(text: str, focus: QuestionFocus) -> list[str]:
     """Metric names the question writes (`node_load1`), other than the names it reads as subjects."""
-    known = {_folded(name) for name in (*focus.services, *focus.alerts)}
+    known = {folded_name(name) for name in (*focus.services, *focus.alerts)}
     return list(
-        dict.fromkeys(m.group(0) for m in METRIC_NAME.finditer(text) if _folded(m.group(0)) not in known)
+        dict.fromkeys(m.group(0) for m in METRIC_NAME.finditer(text) if folded_name(m.group(0)) not in known)
     )
 
 
 def _values_in(text: str, series: list[str]) -> tuple[str, ...]:
     """Words shaped like label values (a path, a device, an address) other than the metric names."""
     return tuple(dict.fromkeys(m.group(0) for m in LABEL_VALUE.finditer(text) if m.group(0) not in series))
-
-
-def _folded(name: str) -> str:
-    return re.sub(r"[-_\s]+", "", name).casefold()
 
 
 def _without_span(text: str, span: tuple[int, int] | None) -> str:

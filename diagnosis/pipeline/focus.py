@@ -59,7 +59,8 @@ def _alert_topics(alert: str, vocabulary: Vocabulary) -> list[str]:
     )
 
 
-def _folded(name: str) -> str:
+def folded_name(name: str) -> str:
+    """A name without case and separators: `Ledger_Service`, `ledger service` and `ledger-service` are one."""
     return re.sub(r"[-_\s]+", "", name).casefold()
 
 
@@ -124,15 +125,15 @@ class Inventory:
         return list(dict.fromkeys(name for name, _ in self._spans(text, self.alerts, with_aliases=False)))
 
     def same_service(self, a: str, b: str) -> bool:
-        return _folded(a) == _folded(b)
+        return folded_name(a) == folded_name(b)
 
     def nearest(self, name: str, *, kind: str) -> list[str]:
         choices = sorted(self.alerts if kind == "alert" else self.services)
         if kind not in ("alert", "service"):
             choices = sorted(self.services | self.alerts)
         found = process.extract(
-            _folded(name),
-            {choice: _folded(choice) for choice in choices},
+            folded_name(name),
+            {choice: folded_name(choice) for choice in choices},
             scorer=fuzz.WRatio,
             limit=NEAREST_LIMIT,
             score_cutoff=NEAREST_MIN_SCORE,
@@ -282,7 +283,7 @@ def question_focus(
     unknown = []
     for match in labelled:
         value = re.sub(r"\\(.)", r"\1", match.group(2))
-        same = [name for name in sorted(inventory.services) if _folded(name) == _folded(value)]
+        same = [name for name in sorted(inventory.services) if folded_name(name) == folded_name(value)]
         if same:
             services.append(same[0])
         elif value.strip():
@@ -290,7 +291,9 @@ def question_focus(
     for candidate in _unknown_names(masked, inventory, vocabulary):
         # `check-out` is `checkout`: separators never make a name unknown.
         same = [
-            name for name in inventory.services | inventory.alerts if _folded(name) == _folded(candidate.name)
+            name
+            for name in inventory.services | inventory.alerts
+            if folded_name(name) == folded_name(candidate.name)
         ]
         if not same:
             unknown.append(candidate)

@@ -127,6 +127,31 @@ class Toolbox(Protocol):
         ...
 
 
+class ToolboxWrapper:
+    """A toolbox over another one: what a wrapper does not change passes through. Wrappers override
+    `call_many` (every call goes through it) and, where they change it, `tool_definitions`."""
+
+    def __init__(self, toolbox: Toolbox) -> None:
+        self._toolbox = toolbox
+
+    @property
+    def remaining_calls(self) -> int:
+        return self._toolbox.remaining_calls
+
+    @property
+    def parallel_safe(self) -> bool:
+        return self._toolbox.parallel_safe
+
+    def call(self, tool_name: str, arguments: dict) -> dict:
+        return self.call_many([(tool_name, arguments)])[0]
+
+    def call_many(self, calls: Sequence[tuple[str, dict]]) -> list[dict]:
+        return self._toolbox.call_many(calls)
+
+    def tool_definitions(self) -> list[dict]:
+        return self._toolbox.tool_definitions()
+
+
 class Engine(Protocol):
     name: str
 

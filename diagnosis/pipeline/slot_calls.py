@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 
 from diagnosis.pipeline.asks import Ask
-from diagnosis.pipeline.interfaces import Toolbox
+from diagnosis.pipeline.interfaces import Toolbox, ToolboxWrapper
 from diagnosis.pipeline.slots import (
     MAX_RANGE_MINUTES,
     STEP_INTENTS,
@@ -159,29 +159,15 @@ def _call_key(tool_name: str, arguments: dict) -> str:
     return tool_name + json.dumps(arguments, sort_keys=True, ensure_ascii=False)
 
 
-class CallsReused:
+class CallsReused(ToolboxWrapper):
     """The executor's toolbox over the asks' calls: a call code already made is answered with its
     recorded message, not made again (so one search is one invocation, whoever asked for it)."""
 
     def __init__(self, toolbox: Toolbox, messages: Sequence[dict]) -> None:
-        self._toolbox = toolbox
+        super().__init__(toolbox)
         self._made = {_call_key(m["tool_name"], m.get("arguments") or {}): m for m in messages}
-
-    @property
-    def remaining_calls(self) -> int:
-        return self._toolbox.remaining_calls
-
-    @property
-    def parallel_safe(self) -> bool:
-        return self._toolbox.parallel_safe
-
-    def call(self, tool_name: str, arguments: dict) -> dict:
-        return self.call_many([(tool_name, arguments)])[0]
 
     def call_many(self, calls: Sequence[tuple[str, dict]]) -> list[dict]:
         fresh = [call for call in calls if _call_key(*call) not in self._made]
         recorded = iter(self._toolbox.call_many(fresh) if fresh else [])
         return [self._made.get(_call_key(*call)) or next(recorded) for call in calls]
-
-    def tool_definitions(self) -> list[dict]:
-        return self._toolbox.tool_definitions()

@@ -9,12 +9,11 @@ then says it is unknown). Whichever engine calls: code never grounds differently
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from diagnosis.pipeline.focus import Inventory, name_pattern
-from diagnosis.pipeline.interfaces import Toolbox
+from diagnosis.pipeline.focus import Inventory, folded_name, name_pattern
+from diagnosis.pipeline.interfaces import Toolbox, ToolboxWrapper
 
 # Argument → the inventory's kind of name it carries.
 NAMED_ARGUMENTS = {"service": "service", "alert_name": "alert"}
@@ -38,13 +37,13 @@ class Grounding:
 
 def arguments_grounded(arguments: dict, *, inventory: Inventory, asked: Iterable[str] = ()) -> Grounding:
     grounded, resolved = dict(arguments), {}
-    asked_folded = {_folded(name) for name in asked}
+    asked_folded = {folded_name(name) for name in asked}
     for argument, kind in NAMED_ARGUMENTS.items():
         value = arguments.get(argument)
         known = inventory.services if kind == "service" else inventory.alerts
         if not isinstance(value, str) or not value.strip() or not known or value in known:
             continue
-        if _folded(value) in asked_folded:
+        if folded_name(value) in asked_folded:
             continue
         match = _tolerant_match(value.strip(), kind=kind, inventory=inventory)
         if match is None:
@@ -61,36 +60,21 @@ def _tolerant_match(value: str, *, kind: str, inventory: Inventory) -> str | Non
     matches = [
         name
         for name in sorted(known)
-        if _folded(name) == _folded(value)
+        if folded_name(name) == folded_name(value)
         or name_pattern(name).fullmatch(value.lower())
-        or any(_folded(alias) == _folded(value) for alias in aliases.get(name, ()))
+        or any(folded_name(alias) == folded_name(value) for alias in aliases.get(name, ()))
     ]
     return matches[0] if len(matches) == 1 else None
 
 
-def _folded(name: str) -> str:
-    return re.sub(r"[-_\s]+", "", name).casefold()
-
-
-class NamesGrounded:
+class NamesGrounded(ToolboxWrapper):
     """The executor's toolbox with its calls' names grounded in the inventory, and the known names in
     the tool descriptions it offers."""
 
     def __init__(self, toolbox: Toolbox, *, inventory: Inventory, asked: Iterable[str]) -> None:
-        self._toolbox = toolbox
+        super().__init__(toolbox)
         self._inventory = inventory
         self._asked = tuple(asked)
-
-    @property
-    def remaining_calls(self) -> int:
-        return self._toolbox.remaining_calls
-
-    @property
-    def parallel_safe(self) -> bool:
-        return self._toolbox.parallel_safe
-
-    def call(self, tool_name: str, arguments: dict) -> dict:
-        return self.call_many([(tool_name, arguments)])[0]
 
     def call_many(self, calls: Sequence[tuple[str, dict]]) -> list[dict]:
         groundings = [
