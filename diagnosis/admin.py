@@ -35,6 +35,7 @@ from django.utils.translation import gettext_noop
 from caselib.models import CaseLibrary
 from diagnosis.evaluation.case_export import cases_export_file
 from diagnosis.models import AgentStep, DiagnosisSession, SessionReview, ToolInvocation
+from diagnosis.presenters.audit import audit_view
 from diagnosis.selectors.audit import session_audit
 from diagnosis.selectors.sessions import needs_review_condition, session_review_annotated
 from diagnosis.serializers import trace_url
@@ -552,7 +553,7 @@ class DiagnosisSessionAdmin(admin.ModelAdmin):
         if session is not None:
             extra_context = {
                 **(extra_context or {}),
-                "audit": session_audit(session=session),
+                "audit": audit_view(audit=session_audit(session=session)),
                 "review_form": ReviewForm(),
                 "can_review": self.has_review_permission(request),
                 "can_promote": self.has_promote_permission(request),

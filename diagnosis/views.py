@@ -12,7 +12,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from diagnosis.models import DiagnosisSession
-from diagnosis.selectors.chat import chat_page, chat_panel
+from diagnosis.presenters.chat import ChatPage, chat_page, chat_panel
+from diagnosis.selectors.chat import chat_contents, chat_conversation
 from diagnosis.services.sessions import SessionRateLimited, session_start
 
 
@@ -20,17 +21,21 @@ def is_htmx(request: HttpRequest) -> bool:
     return request.headers.get("HX-Request") == "true"
 
 
+def _chat_page(request: HttpRequest, *, session_id: str | None = None) -> ChatPage:
+    return chat_page(contents=chat_contents(user=request.user, session_id=session_id))
+
+
 @login_required
 @require_GET
 def chat(request: HttpRequest) -> HttpResponse:
-    return render(request, "diagnosis/chat.html", {"page": chat_page(user=request.user)})
+    return render(request, "diagnosis/chat.html", {"page": _chat_page(request)})
 
 
 @login_required
 @require_GET
 def conversation(request: HttpRequest, session_id: str) -> HttpResponse:
     try:
-        page = chat_page(user=request.user, session_id=session_id)
+        page = _chat_page(request, session_id=session_id)
     except DiagnosisSession.DoesNotExist as error:
         raise Http404 from error
     return render(request, "diagnosis/chat.html", {"page": page})
@@ -41,7 +46,7 @@ def conversation(request: HttpRequest, session_id: str) -> HttpResponse:
 def conversation_panel(request: HttpRequest, session_id: str) -> HttpResponse:
     """The live part of a conversation, polled by htmx until the session ends."""
     try:
-        panel = chat_panel(user=request.user, session_id=session_id)
+        panel = chat_panel(conversation=chat_conversation(user=request.user, session_id=session_id))
     except DiagnosisSession.DoesNotExist as error:
         raise Http404 from error
     # The sidebar entry of this conversation is refreshed out of band as its status changes.
@@ -63,5 +68,5 @@ def ask(request: HttpRequest) -> HttpResponse:
 
 def _ask_again(request: HttpRequest, *, question: str, errors: list[str], status: int) -> HttpResponse:
     """The chat page again, the question kept in the form and the reason it was not started below it."""
-    context = {"page": chat_page(user=request.user), "errors": errors, "question": question}
+    context = {"page": _chat_page(request), "errors": errors, "question": question}
     return render(request, "diagnosis/chat.html", context, status=status)

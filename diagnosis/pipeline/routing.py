@@ -12,17 +12,12 @@ class OutputType(StrEnum):
     DEGRADED = "DEGRADED"
 
 
-# How each output type is named and toned wherever it is shown (chat, admin, reports): named for what
-# the answer is worth, never for the system's state ("正常" read as "all is well").
+# How each output type is named wherever it is shown (chat, admin, reports): named for what the answer
+# is worth, never for the system's state ("正常" read as "all is well").
 OUTPUT_TYPE_LABELS = {
     OutputType.NORMAL: "已核验",
     OutputType.LOW_CONFID_WITH_DISCLAIMER: "有证据缺口",
     OutputType.DEGRADED: "已降级，需人工",
-}
-OUTPUT_TYPE_TONES = {
-    OutputType.NORMAL: "good",
-    OutputType.LOW_CONFID_WITH_DISCLAIMER: "warn",
-    OutputType.DEGRADED: "bad",
 }
 
 Route = Literal["NORMAL", "LOW_CONFID_WITH_DISCLAIMER", "DEGRADED", "RETRY"]

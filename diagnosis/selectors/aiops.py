@@ -42,30 +42,18 @@ def _child_summary(child: DiagnosisSession) -> dict:
     }
 
 
-# The report page's verdict badge per child outcome (contracts §6 routing).
-OUTCOME_TONES = {
-    "verified": "good",
-    "gaps": "warn",
-    "degraded": "bad",
-    "running": "none",
-    "not_analysed": "none",
-}
-OUTCOME_LABELS = {
-    "verified": "已核验",
-    "gaps": "有证据缺口",
-    "degraded": "已降级",
-    "running": "诊断中",
-    "not_analysed": "未分析",
-}
+# What became of an alert's child session, as the report counts it.
+OUTCOMES = ("verified", "gaps", "degraded", "running", "not_analysed")
 
 
 @dataclass(frozen=True)
 class AlertRow:
-    """One alert of an analysis as the report page lists it."""
+    """One alert of an analysis with its child session's outcome."""
 
     alert_name: str
     service: str
-    where: list[str]
+    # The alert's identifying labels.
+    identity: dict[str, str]
     state: str
     ends_at: datetime | None
     session_id: str | None
@@ -75,18 +63,10 @@ class AlertRow:
     # The alert's flapping group (contracts §18): {"episodes", "since", "state"}, or None.
     flapping: dict | None = None
 
-    @property
-    def outcome_label(self) -> str:
-        return OUTCOME_LABELS[self.outcome]
-
-    @property
-    def outcome_tone(self) -> str:
-        return OUTCOME_TONES[self.outcome]
-
 
 @dataclass(frozen=True)
 class AiOpsReport:
-    """The head of an analysis's report: the overall status, each alert with its badge, the sources."""
+    """The head of an analysis's report: the overall status, each alert with its outcome, the sources."""
 
     rows: list[AlertRow]
     tally: dict[str, int]
@@ -107,7 +87,7 @@ def aiops_report(*, session: DiagnosisSession, children: list[DiagnosisSession])
             AlertRow(
                 alert_name=alert.get("alert_name", ""),
                 service=alert.get("service") or "",
-                where=[f"{name}={value}" for name, value in sorted((alert.get("identity") or {}).items())],
+                identity=alert.get("identity") or {},
                 state=alert.get("state", ""),
                 ends_at=datetime.fromisoformat(alert["ends_at"]) if alert.get("ends_at") else None,
                 session_id=child.session_id if child else None,
@@ -119,7 +99,7 @@ def aiops_report(*, session: DiagnosisSession, children: list[DiagnosisSession])
         )
     return AiOpsReport(
         rows=rows,
-        tally=dict.fromkeys(OUTCOME_LABELS, 0) | Counter(row.outcome for row in rows),
+        tally=dict.fromkeys(OUTCOMES, 0) | Counter(row.outcome for row in rows),
         sources=list(session.alert_scope.get("evidence_sources") or []),
     )
 

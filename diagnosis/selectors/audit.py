@@ -6,12 +6,12 @@ from dataclasses import dataclass
 
 from caselib.models import CaseLibrary
 from diagnosis.models import DiagnosisSession, SessionReview
-from diagnosis.selectors.evidence import RoundView, session_rounds, session_slots
+from diagnosis.selectors.evidence import CheckedRound, session_rounds, session_slots
 
 
 @dataclass(frozen=True)
 class SessionAudit:
-    rounds: list[RoundView]
+    rounds: list[CheckedRound]
     rule_evaluation: dict
     aiops_rule_evaluation: dict
     reviews: list[SessionReview]

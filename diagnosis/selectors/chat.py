@@ -1,37 +1,37 @@
-"""What the chat page shows: the user's conversations and, when one is open, its live panel."""
+"""What the chat page shows: the user's conversations and, when one is open, its evidence."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from diagnosis.models import DiagnosisSession
 from diagnosis.selectors.aiops import AiOpsReport, aiops_report
-from diagnosis.selectors.evidence import BindingView, SessionPanel, invocation_sources, session_panel
-from diagnosis.selectors.examples import AskExamples, ask_examples
+from diagnosis.selectors.evidence import CitedEvidence, SessionEvidence, invocation_sources, session_evidence
+from diagnosis.selectors.examples import AskSubjects, ask_subjects
 from diagnosis.selectors.sessions import session_sidebar, session_visible_queryset
 
 
 @dataclass
-class ChatPanel(SessionPanel):
-    """A session's panel; for an AIOps analysis also the sessions that diagnosed its alerts and the
+class Conversation(SessionEvidence):
+    """A session's evidence; for an AIOps analysis also the sessions that diagnosed its alerts and the
     report's head; for one of those sessions the analysis it belongs to."""
 
     alert_sessions: list[DiagnosisSession] = field(default_factory=list)
     report: AiOpsReport | None = None
     parent_session_id: str | None = None
     # The range-query series the alerts' sessions cited and showed, drawn under the report.
-    alert_charts: list[tuple[DiagnosisSession, BindingView]] = field(default_factory=list)
+    alert_series: list[tuple[DiagnosisSession, CitedEvidence]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
-class ChatPage:
+class ChatContents:
     conversations: list[DiagnosisSession]
-    panel: ChatPanel | None
-    examples: AskExamples
+    conversation: Conversation | None
+    ask_subjects: AskSubjects
 
 
-def chat_panel(*, user, session_id: str) -> ChatPanel:
-    """The panel of a session the user may see; `DiagnosisSession.DoesNotExist` otherwise."""
+def chat_conversation(*, user, session_id: str) -> Conversation:
+    """The evidence of a session the user may see; `DiagnosisSession.DoesNotExist` otherwise."""
     session = (
         session_visible_queryset(user=user)
         .prefetch_related("steps", "tool_invocations")
@@ -44,28 +44,27 @@ def chat_panel(*, user, session_id: str) -> ChatPanel:
         else []
     )
     parent = session.parent if session.parent_id else None
-    panel = session_panel(session=session)
+    evidence = session_evidence(session=session)
     if children:
         # The report quotes its alerts' sessions' evidence: their invocations name its references.
-        panel.references = replace(
-            panel.references, sources=invocation_sources(sessions=[session, *children])
-        )
-    return ChatPanel(
-        **vars(panel),
+        evidence.sources = invocation_sources(sessions=[session, *children])
+    return Conversation(
+        **vars(evidence),
         alert_sessions=children,
         report=aiops_report(session=session, children=children) if is_analysis else None,
         parent_session_id=parent.session_id if parent else None,
-        alert_charts=[(child, binding) for child in children for binding in _charted_bindings(child)],
+        alert_series=[(child, binding) for child in children for binding in _charted_bindings(child)],
     )
 
 
-def _charted_bindings(session: DiagnosisSession) -> list[BindingView]:
-    """The bindings with a chart among what the session's panel shows (never a hidden claim's)."""
-    panel = session_panel(session=session)
-    shown = [binding for claim in panel.claims for binding in claim.bindings] + panel.verified_bindings
-    return [binding for binding in shown if binding.chart is not None]
+def _charted_bindings(session: DiagnosisSession) -> list[CitedEvidence]:
+    """The bindings with a series among what the session's panel shows (never a hidden claim's)."""
+    shown = session_evidence(session=session).shown_bindings
+    return [binding for binding in shown if binding.series is not None]
 
 
-def chat_page(*, user, session_id: str | None = None) -> ChatPage:
-    panel = chat_panel(user=user, session_id=session_id) if session_id else None
-    return ChatPage(conversations=session_sidebar(user=user), panel=panel, examples=ask_examples())
+def chat_contents(*, user, session_id: str | None = None) -> ChatContents:
+    conversation = chat_conversation(user=user, session_id=session_id) if session_id else None
+    return ChatContents(
+        conversations=session_sidebar(user=user), conversation=conversation, ask_subjects=ask_subjects()
+    )

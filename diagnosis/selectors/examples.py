@@ -1,11 +1,11 @@
-"""The chat page's example questions and placeholder (contracts §18): the demo world's own examples
-on the demo world; with real sources, questions about what those sources have firing now (most
-severe first) and the services they know."""
+"""What the chat page's example questions are about (contracts §18): the demo world's own examples on
+the demo world; with real sources, what those sources have firing now (most severe first) and the
+services they know. `diagnosis.presenters.examples` words them."""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.core.cache import cache
 
@@ -18,41 +18,38 @@ logger = logging.getLogger(__name__)
 
 # The page asks the sources at most this often: a chat page view must not wait on them each time.
 EXAMPLES_CACHE_SECONDS = 60
-EXAMPLE_COUNT = 3
 FIRING = "firing"
-PRIORITY_QUESTION = "现在有哪些告警，先处理哪个？"
-HEALTH_QUESTION = "有没有抓取目标挂了？"
 
 
 @dataclass(frozen=True)
-class AskExamples:
-    questions: list[str]
-    placeholder: str
+class AskSubjects:
+    # The world's own example questions; None for a world with real sources.
+    world_questions: list[str] | None = None
+    # The firing alerts as (alert name, service), most severe first, each once.
+    alerts: list[tuple[str, str]] = field(default_factory=list)
+    # The services the sources know, when nothing fires; none when the alert source is down.
+    services: list[str] = field(default_factory=list)
 
 
-def ask_examples() -> AskExamples:
-    """What the page offers to ask: from the source that answers alert questions, cached briefly."""
+def ask_subjects() -> AskSubjects:
+    """From the source that answers alert questions, cached briefly."""
     source = source_for("query_metrics")
     if is_demo(source):
-        return _examples(demo_examples())
-    key = "ask-examples:" + ":".join(provenance_of(source)).encode().hex()
-    examples = cache.get(key)
-    if examples is None:
-        examples = _examples(_live_questions(source))
-        cache.set(key, examples, EXAMPLES_CACHE_SECONDS)
-    return examples
+        return AskSubjects(world_questions=demo_examples())
+    key = "ask-subjects:" + ":".join(provenance_of(source)).encode().hex()
+    subjects = cache.get(key)
+    if subjects is None:
+        subjects = _live_subjects(source)
+        cache.set(key, subjects, EXAMPLES_CACHE_SECONDS)
+    return subjects
 
 
-def _examples(questions: list[str]) -> AskExamples:
-    return AskExamples(questions=questions[:EXAMPLE_COUNT], placeholder=f"例如：{questions[0]}")
-
-
-def _live_questions(source) -> list[str]:
+def _live_subjects(source) -> AskSubjects:
     try:
         alerts = source.query_alerts(service=None, alert_name=None, now=now())
     except Exception:  # a source being down must not stop the chat page; its tool calls say why
         logger.warning("examples: the alert source %s failed", provenance_of(source), exc_info=True)
-        return [PRIORITY_QUESTION, HEALTH_QUESTION]
+        return AskSubjects()
     firing = sorted(
         (alert for alert in alerts if alert.get("state") == FIRING and alert.get("alert_name")),
         key=lambda alert: (
@@ -62,14 +59,6 @@ def _live_questions(source) -> list[str]:
         ),
     )
     subjects = list(dict.fromkeys((alert["alert_name"], alert.get("service") or "") for alert in firing))
-    questions = []
     if subjects:
-        alert, service = subjects[0]
-        questions.append(f"只确认 {service} 是否存在 {alert} 告警" if service else f"是否存在 {alert} 告警")
-        alert, service = subjects[1] if len(subjects) > 1 else subjects[0]
-        questions.append(f"{service} 的 {alert} 告警为什么触发？" if service else f"{alert} 告警为什么触发？")
-        questions.append(PRIORITY_QUESTION)
-        return questions
-    services = sorted(sources_inventory(now=now()).services)
-    questions += [f"{service} 最近 15 分钟有错误日志吗？" for service in services[:2]]
-    return [*questions, PRIORITY_QUESTION, HEALTH_QUESTION]
+        return AskSubjects(alerts=subjects)
+    return AskSubjects(services=sorted(sources_inventory(now=now()).services))

@@ -28,7 +28,7 @@ from diagnosis.pipeline.composer import composer_material_from_record
 from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, ComposerInput
 from diagnosis.pipeline.facts import fact_tokens
 from diagnosis.pipeline.records import verifier_record_read
-from diagnosis.selectors.evidence import BindingView, ClaimView, session_rounds
+from diagnosis.selectors.evidence import CheckedClaim, CitedEvidence, session_rounds
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from tools.matching import groups_in
 from tools.world import current_vocabulary
@@ -64,7 +64,7 @@ def _bullets(lines: list[str]) -> str:
     return "\n".join(f"- {line}" for line in lines)
 
 
-def _evidence_of(claim: ClaimView) -> list[BindingView]:
+def _evidence_of(claim: CheckedClaim) -> list[CitedEvidence]:
     """The claim's gatekeeper-passed citations of a recorded finding. A "nothing found" citation
     (`NO_EVIDENCE_PATH`) quotes the tool's arguments, which may be the user's own words (a knowledge
     search is the question itself): it observes an absence and is never case material."""
@@ -112,7 +112,7 @@ def case_fields_extract(*, session: DiagnosisSession) -> CaseFields:
     finding_ids = {item["claim_id"] for item in findings}
     confirmed_ids = finding_ids | {item["claim_id"] for item in inferences}
     rounds = session_rounds(session=session)
-    claims: list[ClaimView] = [
+    claims: list[CheckedClaim] = [
         claim
         for claim in (rounds[-1].claims if rounds else [])
         if claim.claim_id in confirmed_ids and _evidence_of(claim)

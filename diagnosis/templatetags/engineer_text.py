@@ -16,7 +16,7 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from diagnosis.selectors.wording import (
+from diagnosis.presenters.wording import (
     OUTPUT_TYPE_WORDS,
     SOURCE_NAMES,
     STATE_WORDS,

@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 from aiops.serializers import AlertmanagerNotificationSerializer
 from aiops.services import aiops_run, aiops_start, alertmanager_notification_receive
 from diagnosis.models import DiagnosisSession
-from diagnosis.selectors.chat import chat_panel
+from diagnosis.selectors.chat import chat_conversation
 from tests.aiops.support import DEMO_NOW, alert, notification
 from tests.factories import DiagnosisSessionFactory, ReviewerFactory, StaffUserFactory, UserFactory
 
@@ -69,11 +69,12 @@ def test_ai_ops_button_over_the_rate_limit_shows_why_and_starts_nothing(client, 
 
 
 def test_analysis_panel_lists_its_alert_sessions_in_order(analysis):
-    panel = chat_panel(user=analysis.owner, session_id=analysis.session_id)
+    conversation = chat_conversation(user=analysis.owner, session_id=analysis.session_id)
 
-    assert panel.alert_sessions == list(analysis.children.order_by("id"))
-    assert len(panel.alert_sessions) == 3
-    assert chat_panel(user=analysis.owner, session_id=panel.alert_sessions[0].session_id).alert_sessions == []
+    assert conversation.alert_sessions == list(analysis.children.order_by("id"))
+    assert len(conversation.alert_sessions) == 3
+    first_alert = conversation.alert_sessions[0]
+    assert chat_conversation(user=analysis.owner, session_id=first_alert.session_id).alert_sessions == []
 
 
 def test_ai_ops_button_needs_a_signed_in_post(client):

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils.html import strip_tags
 
 from diagnosis.evaluation.fixtures import WORLDS_DIR, world_tools
-from diagnosis.selectors.wording import AnswerReferences
+from diagnosis.presenters.wording import AnswerReferences
 from diagnosis.services.sessions import session_start
 from diagnosis.templatetags.engineer_text import engineer_markdown, engineer_words
 from tests.factories import UserFactory

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH
+
 VERDICT_WORDS = {"PASS": "核验通过", "LOW_CONFID": "证据不足", "REJECT": "未通过"}
 OUTPUT_TYPE_WORDS = {"NORMAL": "已核验", "LOW_CONFID_WITH_DISCLAIMER": "有缺口", "DEGRADED": "已降级"}
 STATE_WORDS = {"firing": "触发中", "resolved": "已恢复", "pending": "待触发", "inactive": "未触发"}
@@ -37,7 +39,6 @@ REFERENCE_KINDS = {
     "lookup_knowledge": "处理手册",
     "get_current_datetime": "时间",
 }
-NO_EVIDENCE_PATH = "$.no_evidence"
 # `$.logs[3]`: the fourth record of the call, which tells apart several cited from one call.
 LIST_ITEM = re.compile(r"^\$\.\w+\[(\d+)\]")
 

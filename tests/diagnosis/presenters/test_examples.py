@@ -3,7 +3,8 @@
 import pytest
 from django.core.cache import cache
 
-from diagnosis.selectors.examples import PRIORITY_QUESTION, ask_examples
+from diagnosis.presenters.examples import PRIORITY_QUESTION, AskExamples, ask_examples
+from diagnosis.selectors.examples import ask_subjects
 from tools.world import demo_examples
 
 pytestmark = pytest.mark.django_db
@@ -16,6 +17,11 @@ def fresh_cache():
     cache.clear()
 
 
+def examples_offered() -> AskExamples:
+    """What the page offers now: the selector's subjects, worded."""
+    return ask_examples(subjects=ask_subjects())
+
+
 class DownSource:
     def provenance(self):
         return "prometheus", "http://127.0.0.1:9"
@@ -25,14 +31,14 @@ class DownSource:
 
 
 def test_the_demo_world_offers_its_own_examples(settings):
-    examples = ask_examples()
+    examples = examples_offered()
 
     assert examples.questions == demo_examples()
     assert examples.placeholder == "例如：只确认 order-service 是否存在 HighMemoryUsage 告警"
 
 
 def test_a_world_with_its_own_sources_is_asked_about_its_firing_alerts_most_severe_first(either_world):
-    examples = ask_examples()
+    examples = examples_offered()
 
     if either_world == "demo":
         assert examples.questions == demo_examples()
@@ -52,10 +58,10 @@ def test_a_world_with_its_own_sources_is_asked_about_its_firing_alerts_most_seve
 def test_a_source_that_is_down_leaves_generic_examples_and_the_page_working(settings):
     settings.DIAGNOSIS = settings.DIAGNOSIS | {
         "TOOL_BACKENDS": settings.DIAGNOSIS["TOOL_BACKENDS"]
-        | {"query_metrics": "tests.diagnosis.test_examples.DownSource"}
+        | {"query_metrics": "tests.diagnosis.presenters.test_examples.DownSource"}
     }
 
-    examples = ask_examples()
+    examples = examples_offered()
 
     assert examples.questions[0] == PRIORITY_QUESTION
     assert examples.placeholder == f"例如：{PRIORITY_QUESTION}"
