@@ -47,7 +47,7 @@ class CitedEvidence:
     # The cited evidence ref's text; None when the invocation or the ref is not in the session.
     ref_text: str | None = None
     record: dict | None = None
-    # Provenance of the cited invocation (contracts §11): `prometheus`, `demo`, … and where.
+    # Provenance of the cited invocation: `prometheus`, `demo`, … and where.
     source: str = ""
     source_location: str = ""
     # A range query's cited series.

@@ -1,4 +1,4 @@
-"""What the chat page's example questions are about (contracts §18): the demo world's own examples on
+"""What the chat page's example questions are about: the demo world's own examples on
 the demo world; with real sources, what those sources have firing now (most severe first) and the
 services they know. `diagnosis.presenters.examples` words them."""
 
