@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
@@ -34,6 +34,9 @@ from opentelemetry.trace import Span, SpanKind, StatusCode
 from diagnosis.pipeline.contracts import RecordedInvocation
 from diagnosis.pipeline.interfaces import Recorder, Stage, StepRecord, StepStatus, Toolbox
 from diagnosis.pipeline.records import RoundRecord
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -49,7 +52,7 @@ ERROR_TEXT_CHARS = 300
 SESSION_ID = otel_context.create_key("diagnosis.session_id")
 
 _provider_lock = threading.Lock()
-_provider: tuple[tuple[tuple[str, str], ...], Any] | None = None
+_provider: tuple[tuple[tuple[str, str], ...], TracerProvider] | None = None
 
 
 def enabled() -> bool:
@@ -90,7 +93,7 @@ def _tracer() -> trace.Tracer | None:
         return _provider[1].get_tracer(__name__)
 
 
-def _provider_build() -> Any:
+def _provider_build() -> TracerProvider:
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import SERVICE_NAME, Resource
     from opentelemetry.sdk.trace import TracerProvider
@@ -389,7 +392,8 @@ def chat_traced(
         **_session_attributes(),
     }
     if server.hostname:
-        attributes |= {"server.address": server.hostname, "server.port": server.port or 443}
+        default_port = 443 if server.scheme == "https" else 80
+        attributes |= {"server.address": server.hostname, "server.port": server.port or default_port}
     with tracer.start_as_current_span(
         f"chat {model}",
         kind=SpanKind.CLIENT,
@@ -411,7 +415,7 @@ class ToolCallTrace:
     """A recorded tool call: when it ran (ns since the epoch) and what it found."""
 
     tool_name: str
-    invocation_id: Any
+    invocation_id: int
     round: int
     started_ns: int
     ended_ns: int
