@@ -100,7 +100,7 @@ def _provider_build() -> TracerProvider:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     service = os.environ.get("OTEL_SERVICE_NAME") or DEFAULT_SERVICE_NAME
-    # Ends with the process (an exit handler flushes it): management commands, the web server.
+    # Flushed by its exit handler when the process ends normally (a management command).
     provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service}))
     # The exporter reads the endpoint, headers, timeout and compression from the OTEL_* variables.
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
