@@ -42,6 +42,7 @@ from aiops.report import (
     resolved_text,
     runbook_query,
 )
+from diagnosis import tracing
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.selectors.self_evaluation import AIOPS_RULE_EVALUATION
 from diagnosis.services.invocations import invocation_record
@@ -515,7 +516,8 @@ def _children_run(child_pks: list[int]) -> None:
             _child_run(pk)
         return
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aiops-alert") as pool:
-        list(pool.map(_child_run_in_thread, child_pks))
+        # Each alert's session a span of the report's trace, whichever thread runs it.
+        list(pool.map(tracing.in_this_trace(_child_run_in_thread), child_pks))
 
 
 def _child_run(session_pk: int) -> None:

@@ -1,10 +1,12 @@
-"""Signal receivers that keep the stale-session reaper scheduled however the product is deployed."""
+"""Signal receivers of the django-q2 worker: the stale-session reaper kept scheduled however the product
+is deployed, and each task's trace spans exported before the worker takes the next task."""
 
 import logging
 
 from django.conf import settings
 from django.db import DatabaseError
 
+from diagnosis import tracing
 from diagnosis.services.sessions_maintenance import stale_sessions_fail, stale_sessions_schedule_ensure
 
 logger = logging.getLogger(__name__)
@@ -26,3 +28,9 @@ def reaper_on_worker_start(**kwargs) -> None:
         return
     if reaped:
         logger.warning("worker start: %d stale sessions ended FAILED", reaped)
+
+
+def traces_flush_after_task(**kwargs) -> None:
+    """A worker process is stopped or recycled without running exit handlers: what a task traced is
+    exported when it ends, not left in the batch."""
+    tracing.flush()

@@ -2,6 +2,7 @@ import pytest
 from django.test import override_settings
 
 from tests.databases import HOW_TO_RUN, is_postgresql_only_skip, skip_unless_postgresql
+from tests.otlp_receiver import OtlpReceiver
 
 # The report category of a PostgreSQL-only skip: counted apart, so `-ra` does not list each one.
 POSTGRESQL_ONLY_STATUS = "skipped (PostgreSQL only)"
@@ -13,6 +14,16 @@ def fast_password_hasher():
     not hashing strength, so they hash with MD5 (never a production setting)."""
     with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
         yield
+
+
+@pytest.fixture
+def otlp_receiver(monkeypatch):
+    """A local OTLP/HTTP receiver, the product's traces sent to it; message content not captured."""
+    with OtlpReceiver() as receiver:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
+        monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+        yield receiver
 
 
 @pytest.fixture

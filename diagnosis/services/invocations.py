@@ -16,11 +16,13 @@ import logging
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection, transaction
 from pydantic import BaseModel, ValidationError
 
+from diagnosis import tracing
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH
 from tools import clock
@@ -64,7 +66,7 @@ def invocations_record(
     `progress` (session columns for the live view, such as `current_stage`) written in the same commit.
     Two or more guidance lookups in one turn run one by one after the rest, so their blocks dedup
     against each other."""
-    runs: list[ToolInvocation | None] = [None] * len(calls)
+    runs: list[_ToolRun | None] = [None] * len(calls)
     guidance = guidance_tool_names()
     lookups = [index for index, (name, _arguments) in enumerate(calls) if name in guidance]
     parallel = [index for index in range(len(calls)) if len(lookups) < 2 or index not in lookups]
@@ -83,21 +85,48 @@ def invocations_record(
             )
     for index, (tool_name, arguments) in enumerate(calls):
         if runs[index] is None:
-            done = [run for run in runs if run is not None]
+            done = [run.invocation for run in runs if run is not None]
             runs[index] = _invocation_run(
                 session=session, round=round, tool_name=tool_name, arguments=arguments, batch=done
             )
     with transaction.atomic():
         # One INSERT … RETURNING: PostgreSQL and SQLite ≥ 3.35 hand every row its id.
-        recorded = ToolInvocation.objects.bulk_create(runs)
+        recorded = ToolInvocation.objects.bulk_create([run.invocation for run in runs])
         if progress:
             DiagnosisSession.objects.filter(pk=session.pk, status=DiagnosisSession.Status.RUNNING).update(
                 **progress
             )
+    tracing.tool_calls_traced(_traced(run) for run in runs)
     return recorded
 
 
-def _run_in_thread(session: DiagnosisSession, round: int, tool_name: str, arguments: dict) -> ToolInvocation:
+@dataclass(frozen=True)
+class _ToolRun:
+    """A call run and its record built, not yet saved; when it ran (ns since the epoch), for its span."""
+
+    invocation: ToolInvocation
+    started_ns: int
+    ended_ns: int
+
+
+def _traced(run: _ToolRun) -> tracing.ToolCallTrace:
+    invocation = run.invocation
+    return tracing.ToolCallTrace(
+        tool_name=invocation.tool_name,
+        invocation_id=invocation.pk,
+        round=invocation.round,
+        started_ns=run.started_ns,
+        ended_ns=run.ended_ns,
+        source=invocation.source,
+        evidence_status=invocation.evidence_status,
+        evidence_refs=len(invocation.evidence_refs),
+        error=invocation.error,
+        arguments=invocation.input,
+        message=lambda: tool_message_build(invocation=invocation),
+    )
+
+
+def _run_in_thread(session: DiagnosisSession, round: int, tool_name: str, arguments: dict) -> _ToolRun:
     try:
         return _invocation_run(
             session=session, round=round, tool_name=tool_name, arguments=arguments, batch=[]
@@ -108,8 +137,9 @@ def _run_in_thread(session: DiagnosisSession, round: int, tool_name: str, argume
 
 def _invocation_run(
     *, session: DiagnosisSession, round: int, tool_name: str, arguments: dict, batch: list[ToolInvocation]
-) -> ToolInvocation:
+) -> _ToolRun:
     """The call run and its record built, not yet saved; `batch` holds this turn's earlier calls."""
+    started_ns = time.time_ns()
     started = time.perf_counter()
     tool: EvidenceTool | None = None
     parsed: BaseModel | None = None
@@ -129,14 +159,15 @@ def _invocation_run(
         if not isinstance(exc, UnknownToolError | ValidationError):
             logger.warning("tool %s failed", tool_name, exc_info=True)
         output, error = {}, _error_text(exc)
-    latency_ms = int((time.perf_counter() - started) * 1000)
+    elapsed = time.perf_counter() - started
+    latency_ms = int(elapsed * 1000)
     error = storable(error[:ERROR_CHARS])
     if error:
         output = {**output, "success": False, "error": error}
     details = _retrieval_details(
         tool=tool, tool_name=tool_name, parsed=parsed, output=output, failed=bool(error), source=source
     )
-    return ToolInvocation(
+    invocation = ToolInvocation(
         session=session,
         round=round,
         tool_name=tool_name,
@@ -149,6 +180,7 @@ def _invocation_run(
         source=source[:64],
         source_location=location[:500],
     )
+    return _ToolRun(invocation, started_ns=started_ns, ended_ns=started_ns + int(elapsed * 1e9))
 
 
 def tool_message_build(*, invocation: ToolInvocation) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from diagnosis import tracing
 from diagnosis.models import DiagnosisSession
 from diagnosis.services.session_liveness import SessionProgress, session_heartbeat, session_is_lost
 
@@ -67,20 +68,25 @@ def session_execute(
         else:
             logger.warning("session %s is %s, not PENDING: not run", session.session_id, session.status)
         return session
-    try:
-        with session_heartbeat(session_pk=session.pk, progress=progress):
-            body(session)
-    except BaseException as exc:
-        # An error with a `staff_detail` (the model endpoint's own text) has a message fit for users
-        # and its own error id; any other exception's text is for staff only.
-        staff_detail = getattr(exc, "staff_detail", None)
-        error_id = getattr(exc, "error_id", None) or new_error_id() if staff_detail else new_error_id()
-        logger.exception("session %s failed (error id %s)", session.session_id, error_id)
-        error = f"{type(exc).__name__}: {exc}" + (f"\n{staff_detail}" if staff_detail else "")
-        _session_fail(session, error=error, error_id=error_id, user_message=str(exc) if staff_detail else "")
-        if not isinstance(exc, Exception):
-            raise
-    session.refresh_from_db()
+    # Its span ends with the session's outcome as written (read off the refreshed row).
+    with tracing.session_traced(session) as traced:
+        try:
+            with session_heartbeat(session_pk=session.pk, progress=progress):
+                body(session)
+        except BaseException as exc:
+            traced.failed(exc)
+            # An error with a `staff_detail` (the model endpoint's own text) has a message fit for users
+            # and its own error id; any other exception's text is for staff only.
+            staff_detail = getattr(exc, "staff_detail", None)
+            error_id = getattr(exc, "error_id", None) or new_error_id() if staff_detail else new_error_id()
+            logger.exception("session %s failed (error id %s)", session.session_id, error_id)
+            error = f"{type(exc).__name__}: {exc}" + (f"\n{staff_detail}" if staff_detail else "")
+            _session_fail(
+                session, error=error, error_id=error_id, user_message=str(exc) if staff_detail else ""
+            )
+            if not isinstance(exc, Exception):
+                raise
+        session.refresh_from_db()
     return session
 
 

@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from diagnosis import tracing
 from diagnosis.engines import engine_fallback_get, engine_get
 from diagnosis.models import AgentStep, DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.contracts import RecordedInvocation
@@ -56,19 +57,20 @@ def _diagnose(session: DiagnosisSession, progress: SessionProgress) -> None:
     config = settings.DIAGNOSIS
     recorder = SessionRecorder(session, progress=progress)
     try:
-        result = diagnose(
-            query=session.query,
-            engine=engine_get(session.engine),
-            fallback=engine_fallback_get(session.engine),
-            recorder=recorder,
-            limits=RoundLimits(
-                max_rounds=config["MAX_ROUNDS"],
-                max_tool_calls=config["MAX_TOOL_CALLS"],
-                low_confidence_threshold=config["LOW_CONFIDENCE_THRESHOLD"],
-            ),
-            # The sources' inventory is asked once per session, before any round (contracts §12).
-            world=world_current(),
-        )
+        with tracing.stages_traced(recorder) as traced_recorder:
+            result = diagnose(
+                query=session.query,
+                engine=engine_get(session.engine),
+                fallback=engine_fallback_get(session.engine),
+                recorder=traced_recorder,
+                limits=RoundLimits(
+                    max_rounds=config["MAX_ROUNDS"],
+                    max_tool_calls=config["MAX_TOOL_CALLS"],
+                    low_confidence_threshold=config["LOW_CONFIDENCE_THRESHOLD"],
+                ),
+                # The sources' inventory is asked once per session, before any round (contracts §12).
+                world=world_current(),
+            )
     except BaseException:
         recorder.steps_write()  # the failed stage's step shows reviewers where it stopped
         raise

@@ -19,6 +19,7 @@ from aiops.services import (
     aiops_start,
     alertmanager_notification_receive,
 )
+from diagnosis import tracing
 from diagnosis.models import DiagnosisSession
 from diagnosis.services.sessions_maintenance import stale_sessions_fail
 from tests.aiops.support import DEMO_NOW, alert, notification
@@ -113,6 +114,31 @@ def test_each_firing_alert_is_diagnosed_by_its_own_verified_child_session():
         {"query": "HighMemoryUsage", "top_k": 10},
         {"query": "SlowResponse", "top_k": 10},
     ]
+
+
+@pytest.mark.parametrize("world_alert", [demo_alert, shop_alert])
+def test_a_report_is_one_trace_with_each_alerts_session_nested_in_it(world_alert, otlp_receiver):
+    report = aiops_run(session_pk=received(notification(world_alert())).pk)
+
+    tracing.flush()
+    sessions = otlp_receiver.named("invoke_agent diagnosis")
+    [root] = [span for span in sessions if not span.parent_span_id]
+    assert root.attributes["gen_ai.conversation.id"] == report.session_id
+    assert root.attributes["diagnosis.session.kind"] == "aiops"
+    assert root.attributes["diagnosis.status"] == report.status == DiagnosisSession.Status.COMPLETED
+    children = [span for span in sessions if span is not root]
+    assert sorted(child.attributes["gen_ai.conversation.id"] for child in children) == sorted(
+        report.children.values_list("session_id", flat=True)
+    )
+    assert children and all(otlp_receiver.parent_of(child) == root for child in children)
+    # The report's own calls (the active alerts, each alert's runbook and logs) are its spans.
+    own_calls = [
+        span.attributes["gen_ai.tool.call.id"]
+        for span in otlp_receiver.named("execute_tool")
+        if otlp_receiver.parent_of(span) == root
+    ]
+    assert sorted(own_calls) == sorted(str(pk) for pk in report.tool_invocations.values_list("pk", flat=True))
+    assert {span.trace_id for span in otlp_receiver.spans} == {root.trace_id}
 
 
 def test_notification_report_covers_exactly_its_firing_alerts_and_records_the_resolved_one():

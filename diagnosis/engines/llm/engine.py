@@ -34,6 +34,7 @@ from django.conf import settings
 from openai import APIError, OpenAI, OpenAIError
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from diagnosis import tracing
 from diagnosis.engines.llm.context import estimated_tokens, prompt_budget, without_bounded_outputs
 from diagnosis.engines.llm.errors import LLMUnavailableError
 from diagnosis.engines.llm.prompts import RenderedPrompt, prompt_render
@@ -307,20 +308,37 @@ class LLMEngine:
             )
         client = self._client(exchange.stage)
         started = time.perf_counter()
-        try:
-            response = client.chat.completions.create(
-                model=self.model,
-                messages=exchange.messages,
-                temperature=self.temperature,
-                # The SDK's retries share what is left, so even the last retry ends within the budget.
-                timeout=min(self.timeout, remaining / (1 + self.max_retries)),
-                **{self.token_cap_parameter: max_tokens},
-                **request,
+        with tracing.chat_traced(
+            model=self.model,
+            stage=exchange.stage,
+            base_url=str(client.base_url),
+            messages=exchange.messages,
+            temperature=self.temperature,
+            max_tokens=max_tokens,
+            structured="response_format" in request,
+        ) as traced:
+            try:
+                response = client.chat.completions.create(
+                    model=self.model,
+                    messages=exchange.messages,
+                    temperature=self.temperature,
+                    # The SDK's retries share what is left, so even the last retry ends within the budget.
+                    timeout=min(self.timeout, remaining / (1 + self.max_retries)),
+                    **{self.token_cap_parameter: max_tokens},
+                    **request,
+                )
+            except APIError as exc:
+                raise LLMUnavailableError(
+                    stage=exchange.stage, detail=f"{type(exc).__name__}: {exc}"
+                ) from exc
+            finally:
+                exchange.usage.wait_ms += (time.perf_counter() - started) * 1000
+            reply = ModelReply.of(response)
+            traced.answered(
+                response,
+                content=reply.content if reply else "",
+                tool_calls=reply.tool_calls if reply else [],
             )
-        except APIError as exc:
-            raise LLMUnavailableError(stage=exchange.stage, detail=f"{type(exc).__name__}: {exc}") from exc
-        finally:
-            exchange.usage.wait_ms += (time.perf_counter() - started) * 1000
         usage = response.usage
         exchange.usage.add(
             Usage(
@@ -329,7 +347,6 @@ class LLMEngine:
                 llm_calls=1,
             )
         )
-        reply = ModelReply.of(response)
         exchange.replies.append(reply.stored() if reply else {"content": "", "finish_reason": ""})
         return reply
 
