@@ -113,7 +113,7 @@ def _tool_data(invocations: list[ToolInvocation]) -> dict[str, dict]:
         key = get_tool(tool_name).collection_key
         responses: dict[str, dict] = {}
         for invocation in calls:
-            # The first answer to the same arguments wins, as the fixture backend looks them up.
+            # The first answer to the same arguments wins, as the fixture source looks them up.
             responses.setdefault(
                 json.dumps(invocation.input, sort_keys=True, ensure_ascii=False),
                 {"arguments": invocation.input}

@@ -11,7 +11,8 @@ from django.core.cache import cache
 
 from diagnosis.pipeline.slots import SEVERITY_RANK
 from tools.clock import now
-from tools.sources import is_demo, provenance_of, source_for, sources_inventory
+from tools.sources import is_demo, source_for, sources_inventory
+from tools.sources.kinds import AlertSource
 from tools.world import demo_examples
 
 logger = logging.getLogger(__name__)
@@ -32,10 +33,10 @@ class AskExamples:
 
 def ask_examples() -> AskExamples:
     """What the page offers to ask: from the source that answers alert questions, cached briefly."""
-    source = source_for("query_metrics")
-    if is_demo(source):
+    source = source_for(AlertSource)
+    if source is None or is_demo(source):
         return _examples(demo_examples())
-    key = "ask-examples:" + ":".join(provenance_of(source)).encode().hex()
+    key = "ask-examples:" + ":".join(source.provenance()).encode().hex()
     examples = cache.get(key)
     if examples is None:
         examples = _examples(_live_questions(source))
@@ -47,11 +48,11 @@ def _examples(questions: list[str]) -> AskExamples:
     return AskExamples(questions=questions[:EXAMPLE_COUNT], placeholder=f"例如：{questions[0]}")
 
 
-def _live_questions(source) -> list[str]:
+def _live_questions(source: AlertSource) -> list[str]:
     try:
         alerts = source.query_alerts(service=None, alert_name=None, now=now())
     except Exception:  # a source being down must not stop the chat page; its tool calls say why
-        logger.warning("examples: the alert source %s failed", provenance_of(source), exc_info=True)
+        logger.warning("examples: the alert source %s failed", source.provenance(), exc_info=True)
         return [PRIORITY_QUESTION, HEALTH_QUESTION]
     firing = sorted(
         (alert for alert in alerts if alert.get("state") == FIRING and alert.get("alert_name")),

@@ -4,6 +4,8 @@ import pytest
 from django.core.cache import cache
 
 from diagnosis.selectors.examples import PRIORITY_QUESTION, ask_examples
+from tests.tools.support import use_source
+from tools.sources.kinds import AlertSource
 from tools.world import demo_examples
 
 pytestmark = pytest.mark.django_db
@@ -16,7 +18,7 @@ def fresh_cache():
     cache.clear()
 
 
-class DownSource:
+class DownSource(AlertSource):
     def provenance(self):
         return "prometheus", "http://127.0.0.1:9"
 
@@ -50,10 +52,7 @@ def test_a_world_with_its_own_sources_is_asked_about_its_firing_alerts_most_seve
 
 
 def test_a_source_that_is_down_leaves_generic_examples_and_the_page_working(settings):
-    settings.DIAGNOSIS = settings.DIAGNOSIS | {
-        "TOOL_BACKENDS": settings.DIAGNOSIS["TOOL_BACKENDS"]
-        | {"query_metrics": "tests.diagnosis.test_examples.DownSource"}
-    }
+    use_source(settings, DownSource, AlertSource)
 
     examples = ask_examples()
 

@@ -11,6 +11,7 @@ import pytest
 from tests.integration.stack import free_port
 from tests.tools.support import record
 from tools.sources import source_for
+from tools.sources.kinds import AlertSource, LogSource, SeriesSource
 
 pytestmark = pytest.mark.django_db
 WORLD_RUNBOOKS = Path(__file__).parents[1] / "world" / "runbooks"
@@ -76,21 +77,21 @@ def test_promql_without_prometheus_is_a_failed_call_that_says_what_to_configure(
     assert "DIAGNOSIS_PROMETHEUS_URL" in invocation.error
 
 
-def test_an_explicit_backend_class_wins_over_the_configured_source(settings):
+def test_an_explicit_source_class_wins_over_the_configured_source(settings):
     configure(
         settings,
         PROMETHEUS_URL="http://prom:9090",
-        TOOL_BACKENDS={"query_metrics": "tools.backends.demo.DemoWorldBackend"},
+        SOURCE_CLASSES={"alerts": "tools.sources.demo.DemoWorldSource"},
     )
 
-    assert source_for("query_metrics").provenance()[0] == "demo"
-    assert source_for("query_promql").provenance() == ("prometheus", "http://prom:9090")
+    assert source_for(AlertSource).provenance()[0] == "demo"
+    assert source_for(SeriesSource).provenance() == ("prometheus", "http://prom:9090")
 
 
 def test_credentials_in_a_url_are_never_recorded(settings):
     configure(settings, LOKI_URL="https://user:secret@loki.example.org/")
 
-    assert source_for("query_logs").provenance() == ("loki", "https://loki.example.org")
+    assert source_for(LogSource).provenance() == ("loki", "https://loki.example.org")
 
 
 @pytest.mark.parametrize(
