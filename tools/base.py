@@ -1,8 +1,8 @@
 """Evidence tools are plugins: a base class, a registry, one module per tool (contracts §4).
 
 A tool validates its arguments with a pydantic model (which also gives the JSON schema the LLM
-sees), asks the source of its kind for records, and returns plain JSON. It knows nothing about sessions or
-the database: recording and evidence extraction happen in `diagnosis.services.invocations`.
+sees), asks the source of its kind for records, and returns plain JSON. It knows nothing about
+sessions or the database: recording and evidence extraction happen in `diagnosis.services.invocations`.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ def fake_llm(monkeypatch, settings):
 @pytest.fixture(params=["demo", "shop"])
 def either_world(request, settings):
     """The demo world, then the `shop` evaluation world (its own names, a vocabulary that does not
-    extend the shipped one) served by the fixture backend; the clock pinned in both. Yields the name."""
+    extend the shipped one) served by the fixture source; the clock pinned in both. Yields the name."""
     overrides = {"DEMO_NOW": "2026-11-29T15:00:00+08:00"}
     if request.param != "demo":
         data = world_tools(request.param).source_data()

@@ -29,7 +29,7 @@ WORLDS = {
 
 @pytest.fixture(params=sorted(WORLDS))
 def world_question(request, settings):
-    """A cause question of the demo world, and of the second world served by the fixture backend."""
+    """A cause question of the demo world, and of the second world served by the fixture source."""
     question, world = WORLDS[request.param]
     overrides = {"DEMO_NOW": "2026-11-29T15:00:00+08:00"}
     if world:

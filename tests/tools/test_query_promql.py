@@ -107,7 +107,7 @@ def test_a_range_output_says_how_far_back_the_source_keeps_samples(session, sett
     use_source(settings, KeepsAWeek, SeriesSource)
     week = record(session, "query_promql", query="node_load1", minutes=30)
 
-    # A backend that cannot tell says so (None); an instant query has no window to limit.
+    # A source that cannot tell says so (None); an instant query has no window to limit.
     assert unknown.output["retention_minutes"] is None
     assert week.output["retention_minutes"] == 7 * 24 * 60
     assert "retention_minutes" not in instant.output
