@@ -2,7 +2,7 @@
 its own stack with `DIAGNOSIS_PROMETHEUS_URL`, `DIAGNOSIS_ALERTMANAGER_URL`, `DIAGNOSIS_LOKI_URL`
 and `DIAGNOSIS_RUNBOOKS_DIR`, no Python needed.
 
-`SOURCES` is the one registry: each setting names the source class it configures. For each kind of
+`SOURCES` is the one registry: each variable names the source class it configures. For each kind of
 evidence (`tools.sources.kinds`) the first configured class serving it answers; with none, the demo
 world, where it serves the kind (PromQL and scrape targets need Prometheus). A class named for the
 kind in `DIAGNOSIS["SOURCE_CLASSES"]` wins over both (`tools.sources.plugins`).
@@ -40,21 +40,22 @@ class ConfiguredSource(Source, Protocol):
         ...
 
 
-# The setting (`DIAGNOSIS_<name>`) that configures each source, in order of preference per kind:
+# The environment variable that configures each source, in order of preference per kind:
 # Alertmanager's alert list before Prometheus's alerting rules.
 SOURCES: dict[str, type[ConfiguredSource]] = {
-    "ALERTMANAGER_URL": AlertmanagerSource,
-    "PROMETHEUS_URL": PrometheusSource,
-    "LOKI_URL": LokiSource,
-    "RUNBOOKS_DIR": RunbooksSource,
+    "DIAGNOSIS_ALERTMANAGER_URL": AlertmanagerSource,
+    "DIAGNOSIS_PROMETHEUS_URL": PrometheusSource,
+    "DIAGNOSIS_LOKI_URL": LokiSource,
+    "DIAGNOSIS_RUNBOOKS_DIR": RunbooksSource,
 }
 
 
 def configured_source(kind: type[Source]) -> Source | None:
     """The first source the environment configures for the kind, or None."""
     config = settings.DIAGNOSIS
-    for setting, source_class in SOURCES.items():
-        if config[setting] and issubclass(source_class, kind):
+    for variable, source_class in SOURCES.items():
+        # `settings.DIAGNOSIS` holds each variable's value under its name without the prefix.
+        if config[variable.partition("_")[2]] and issubclass(source_class, kind):
             return source_class.configured(config)
     return None
 
@@ -73,7 +74,7 @@ def source_for(kind: type[Source]) -> Source | None:
 def settings_needed(kind: type[Source]) -> str:
     """The variables that would configure a source for the kind: `DIAGNOSIS_PROMETHEUS_URL`."""
     return " 或 ".join(
-        f"DIAGNOSIS_{setting}" for setting, source_class in SOURCES.items() if issubclass(source_class, kind)
+        variable for variable, source_class in SOURCES.items() if issubclass(source_class, kind)
     )
 
 
