@@ -56,7 +56,6 @@ REQUIRED_EVIDENCE_TOOLS = ("query_metrics", "query_logs")
 FAILED_LABEL = "执行失败"
 FAILED_GAP = "诊断执行失败，未获得可用证据"
 MIXED_RESULTS_NOTE = "部分告警的结论存在证据缺口、已降级或执行失败，请按各告警的输出类型谨慎参考。"
-# Until tool invocations record their source (contracts §11), the configured backend tells it.
 # Where a report names evidence rather than a subject: quoted excerpts and their sources.
 QUOTED = re.compile(r"「[^」]*」|（来源：[^）]*）|`[^`]*`")
 

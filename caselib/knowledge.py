@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from caselib.models import CaseLibrary
 from tools.retrieval import KnowledgeBlock
+from tools.sources.kinds import KnowledgeSource
 
 # The newest approved cases searched per call; older ones are still in the library, just not in reach.
 MAX_CASES = 500
 
 
-class CaseLibraryKnowledge:
+class CaseLibraryKnowledge(KnowledgeSource):
     def knowledge_blocks(self) -> list[KnowledgeBlock]:
         return case_blocks()
 

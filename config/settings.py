@@ -371,9 +371,10 @@ DIAGNOSIS = {
     # (killed, out of memory, host lost) and the reaper (every minute) ends it FAILED.
     "HEARTBEAT_SECONDS": HEARTBEAT_SECONDS,
     "WORKER_LOST_AFTER_SECONDS": 6 * HEARTBEAT_SECONDS,
-    # A backend class named for a tool (dotted path) replaces its configured source: for evaluation
-    # fixtures and a team's own Python backend (settings overrides). Empty = the sources below.
-    "TOOL_BACKENDS": {},
+    # A source class named for a kind of evidence (`alerts`, `series`, `targets`, `logs`, `knowledge`;
+    # dotted path) replaces the environment's choice: evaluation fixtures, a team's own Python source
+    # (settings overrides). Empty = the sources below.
+    "SOURCE_CLASSES": {},
     # Knowledge other apps keep, added to the demo world's runbooks (dotted class paths).
     "KNOWLEDGE_SOURCES": ["caselib.knowledge.CaseLibraryKnowledge"],
     # Evidence sources (contracts §11); unset = the demo world answers that tool.

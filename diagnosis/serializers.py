@@ -111,7 +111,7 @@ class TraceInvocationSerializer(serializers.Serializer):
     round = serializers.IntegerField()
     tool_name = serializers.CharField()
     source = serializers.CharField(
-        help_text="Provenance: prometheus, alertmanager, loki, runbooks, demo (the demo world), fixture, or a backend's dotted path."
+        help_text="Provenance: prometheus, alertmanager, loki, runbooks, demo (the demo world), fixture, or a source class's dotted path."
     )
     source_location = serializers.CharField(help_text="The source's URL (credentials removed) or folder.")
     input = serializers.DictField()

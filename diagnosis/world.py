@@ -16,6 +16,7 @@ from tools.clock import now
 from tools.promql import Carrier
 from tools.series import SeriesLabels
 from tools.sources import source_for, sources_inventory
+from tools.sources.kinds import LabelledSeriesSource, SeriesSource
 from tools.world import current_vocabulary
 
 
@@ -42,8 +43,8 @@ def world_current() -> World:
 
 def _carrier(*, service_labels: tuple[str, ...], metrics: set[str]) -> Carrier | None:
     """The series labels of the source PromQL goes to, when it can tell them."""
-    source = source_for("query_promql")
-    if not hasattr(source, "label_names"):
+    source = source_for(SeriesSource)
+    if not isinstance(source, LabelledSeriesSource):
         return None
     return SeriesLabels(source, service_labels=service_labels, metrics=metrics).carrier
 

@@ -1,8 +1,8 @@
 """Evidence tools are plugins: a base class, a registry, one module per tool (contracts §4).
 
 A tool validates its arguments with a pydantic model (which also gives the JSON schema the LLM
-sees), asks its backend for records, and returns plain JSON. It knows nothing about sessions or
-the database: recording and evidence extraction happen in `diagnosis.services.invocations`.
+sees), asks the source of its kind for records, and returns plain JSON. It knows nothing about
+sessions or the database: recording and evidence extraction happen in `diagnosis.services.invocations`.
 """
 
 from __future__ import annotations
@@ -10,12 +10,15 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import openai
 from pydantic import BaseModel, ConfigDict
 
-from tools.sources import source_for
+from tools.sources import settings_needed, source_for
+from tools.sources.kinds import Source
+
+SourceT = TypeVar("SourceT", bound=Source)
 
 
 class ToolArguments(BaseModel):
@@ -31,7 +34,11 @@ class ToolContext:
     seen_block_ids: set[str] = field(default_factory=set)
 
 
-class EvidenceTool(ABC):
+class SourceUnavailableError(RuntimeError):
+    """No source answers the tool's kind (PromQL without Prometheus)."""
+
+
+class EvidenceTool(ABC, Generic[SourceT]):
     name: ClassVar[str]
     description: ClassVar[str]
     arguments_model: ClassVar[type[ToolArguments]]
@@ -40,18 +47,35 @@ class EvidenceTool(ABC):
     # Guidance (runbooks, past cases), never a current-incident fact: it can support a claim only
     # indirectly. Its records are knowledge blocks, deduped per session and ranked by layer.
     is_guidance: ClassVar[bool] = False
+    # The kind of source it reads (`tools.sources.kinds`), None for a helper; which source answers is
+    # chosen by environment, and the tool never knows which.
+    source_kind: ClassVar[type[Source] | None] = None
+    # What it says when no source answers its kind: "PromQL 需要 Prometheus 数据源".
+    source_needed: ClassVar[str] = ""
 
     @property
     def is_evidence(self) -> bool:
         return self.collection_key is not None
 
-    def backend(self) -> Any:
-        """The tool's source, chosen by environment (`tools.sources`); the tool never knows which."""
-        return source_for(self.name)
+    def source(self) -> SourceT:
+        """The source of its kind now; SourceUnavailableError (naming what to set) when none answers."""
+        source = self._current_source()
+        if source is None:
+            needed = settings_needed(self.source_kind) if self.source_kind is not None else ""
+            raise SourceUnavailableError(f"{self.source_needed}：未设置 {needed}")
+        return cast(SourceT, source)
 
     def available(self) -> bool:
-        """Whether the tool's source can answer it (PromQL needs Prometheus)."""
-        return True
+        """Whether a source answers it now (PromQL needs Prometheus); a helper always is."""
+        return self.source_kind is None or self._current_source() is not None
+
+    def provenance(self) -> tuple[str, str]:
+        """(kind, location) of the source that would answer it now; empty when none would."""
+        source = self._current_source()
+        return source.provenance() if source is not None else ("", "")
+
+    def _current_source(self) -> Source | None:
+        return source_for(self.source_kind) if self.source_kind is not None else None
 
     @abstractmethod
     def run(self, arguments: ToolArguments, context: ToolContext) -> dict[str, Any]:
@@ -69,22 +93,22 @@ class EvidenceTool(ABC):
         )
 
 
-_REGISTRY: dict[str, EvidenceTool] = {}
+_REGISTRY: dict[str, EvidenceTool[Any]] = {}
 
 
-def register(tool_class: type[EvidenceTool]) -> type[EvidenceTool]:
+def register(tool_class: type[EvidenceTool[Any]]) -> type[EvidenceTool[Any]]:
     _REGISTRY[tool_class.name] = tool_class()
     return tool_class
 
 
-def get_tool(name: str) -> EvidenceTool:
+def get_tool(name: str) -> EvidenceTool[Any]:
     try:
         return _REGISTRY[name]
     except KeyError:
         raise UnknownToolError(name) from None
 
 
-def all_tools() -> list[EvidenceTool]:
+def all_tools() -> list[EvidenceTool[Any]]:
     return list(_REGISTRY.values())
 
 

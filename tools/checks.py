@@ -4,6 +4,7 @@ from django.conf import settings
 from django.core.checks import Warning, register
 
 from tools.sources import is_demo, source_for
+from tools.sources.kinds import AlertSource
 
 WEBHOOK_ON_DEMO = "tools.W001"
 
@@ -12,7 +13,7 @@ WEBHOOK_ON_DEMO = "tools.W001"
 def webhook_alerts_from_demo_world(app_configs, **kwargs) -> list[Warning]:
     """Real alerts arriving while query_metrics answers from the demo world would be "verified"
     with demo evidence."""
-    if settings.DIAGNOSIS.get("ALERTMANAGER_TOKEN") and is_demo(source_for("query_metrics")):
+    if settings.DIAGNOSIS.get("ALERTMANAGER_TOKEN") and is_demo(source_for(AlertSource)):
         return [
             Warning(
                 "The Alertmanager webhook is enabled (DIAGNOSIS_ALERTMANAGER_TOKEN) but alerts come from "

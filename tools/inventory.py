@@ -1,6 +1,6 @@
 """What one source knows now (contracts §12): services, alert names, runbook names.
 
-The inventory protocol: a source or backend may offer `inventory(*, now) -> SourceInventory`;
+Every source says it with `inventory(*, now) -> SourceInventory` (`tools.sources.kinds.Source`);
 `tools.sources.sources_inventory` asks each source the tools would use and unites the answers.
 """
 

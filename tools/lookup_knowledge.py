@@ -1,5 +1,5 @@
 """`lookup_knowledge`: runbooks and past cases for a question (contracts §4), from the blocks its
-backend serves, ranked by `tools.retrieval`.
+source serves, ranked by `tools.retrieval`.
 
 Results are guidance, never current-incident facts. A block already returned earlier in the
 session comes back `deduped: true`: it is not new evidence.
@@ -13,6 +13,7 @@ from pydantic import Field
 
 from tools.base import EvidenceTool, ToolArguments, ToolContext, register
 from tools.retrieval import knowledge_rank
+from tools.sources.kinds import KnowledgeSource
 
 
 class LookupKnowledgeArguments(ToolArguments):
@@ -26,16 +27,17 @@ class LookupKnowledgeArguments(ToolArguments):
 
 
 @register
-class LookupKnowledgeTool(EvidenceTool):
+class LookupKnowledgeTool(EvidenceTool[KnowledgeSource]):
     name = "lookup_knowledge"
     description = "检索运维知识库（处理手册与历史案例）。结果只是排查参考，不能当作当前故障的事实。"
     arguments_model = LookupKnowledgeArguments
     collection_key = "evidence_blocks"
     is_guidance = True
+    source_kind = KnowledgeSource
 
     def run(self, arguments: LookupKnowledgeArguments, context: ToolContext) -> dict[str, Any]:
         hits = knowledge_rank(
-            query=arguments.query, blocks=self.backend().knowledge_blocks(), top_k=arguments.top_k
+            query=arguments.query, blocks=self.source().knowledge_blocks(), top_k=arguments.top_k
         )
         evidence_blocks = [
             {

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from tools.base import EvidenceTool, ToolArguments, ToolContext, register
 from tools.loglines import evidence_text
+from tools.sources.kinds import LogSource
 
 LogTopic = Literal["system-metrics", "application-logs", "database-slow-query", "system-events"]
 
@@ -30,14 +31,15 @@ class QueryLogsArguments(ToolArguments):
 
 
 @register
-class QueryLogsTool(EvidenceTool):
+class QueryLogsTool(EvidenceTool[LogSource]):
     name = "query_logs"
     description = "按关键词检索日志（支持同义词，中英文），可按服务、日志类别过滤，最新的在前。"
     arguments_model = QueryLogsArguments
     collection_key = "logs"
+    source_kind = LogSource
 
     def run(self, arguments: QueryLogsArguments, context: ToolContext) -> dict[str, Any]:
-        logs = self.backend().query_logs(
+        logs = self.source().query_logs(
             query=arguments.query, service=arguments.service, topic=arguments.topic, now=context.now
         )
         shown = logs[: arguments.limit]

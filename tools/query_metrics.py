@@ -8,6 +8,7 @@ from pydantic import Field
 
 from tools.base import EvidenceTool, ToolArguments, ToolContext, register
 from tools.numbers import number_text
+from tools.sources.kinds import AlertSource
 
 
 class QueryMetricsArguments(ToolArguments):
@@ -20,14 +21,15 @@ class QueryMetricsArguments(ToolArguments):
 
 
 @register
-class QueryMetricsTool(EvidenceTool):
+class QueryMetricsTool(EvidenceTool[AlertSource]):
     name = "query_metrics"
     description = "查询当前告警（告警名、服务、状态、描述、开始时间、持续时长），可按服务或告警名过滤。"
     arguments_model = QueryMetricsArguments
     collection_key = "alerts"
+    source_kind = AlertSource
 
     def run(self, arguments: QueryMetricsArguments, context: ToolContext) -> dict[str, Any]:
-        alerts = self.backend().query_alerts(
+        alerts = self.source().query_alerts(
             service=arguments.service, alert_name=arguments.alert_name, now=context.now
         )
         message = f"找到 {len(alerts)} 条告警" if alerts else "未找到匹配的告警"

@@ -17,6 +17,7 @@ from pydantic import Field
 from tools.base import EvidenceTool, ToolArguments, ToolContext, register
 from tools.clock import local_text
 from tools.numbers import number_text, series_name
+from tools.sources.kinds import SeriesSource
 
 MAX_MINUTES = 7 * 24 * 60
 # A range selector (`changes(ALERTS_FOR_STATE[7d])`): an instant query that still reads back in time.
@@ -39,40 +40,28 @@ class QueryPromqlArguments(ToolArguments):
     )
 
 
-class PromqlUnavailableError(RuntimeError):
-    pass
-
-
 @register
-class QueryPromqlTool(EvidenceTool):
+class QueryPromqlTool(EvidenceTool[SeriesSource]):
     name = "query_promql"
     description = "执行 PromQL 查询（即时或最近 N 分钟区间），返回每条时间序列的标签与采样值。"
     arguments_model = QueryPromqlArguments
     collection_key = "series"
-
-    def available(self) -> bool:
-        return hasattr(self.backend(), "query_promql")
+    source_kind = SeriesSource
+    source_needed = "PromQL 需要 Prometheus 数据源"
 
     def run(self, arguments: QueryPromqlArguments, context: ToolContext) -> dict[str, Any]:
-        source = self.backend()
-        if not hasattr(source, "query_promql"):
-            raise PromqlUnavailableError("PromQL 需要 Prometheus 数据源：未设置 DIAGNOSIS_PROMETHEUS_URL")
+        source = self.source()
         answer = source.query_promql(query=arguments.query, minutes=arguments.minutes, now=context.now)
         series = answer["series"]
         message = f"返回 {len(series)} 条时间序列" if series else "查询结果为空"
         output = {"success": True, "result_type": answer["result_type"], "series": series, "message": message}
         if arguments.minutes > 0 or RANGE_SELECTOR.search(arguments.query):
             # A window beyond what the server keeps is answered with the window that exists (§16).
-            output["retention_minutes"] = _retention_minutes(source)
+            output["retention_minutes"] = source.retention_minutes()
         return output
 
     def evidence_text(self, record: dict[str, Any]) -> str:
         return f"{series_name(record.get('metric') or {})} {samples_text(record)}"
-
-
-def _retention_minutes(source: Any) -> int | None:
-    """The source's retention, None when it cannot say (a team's own backend may not know it)."""
-    return source.retention_minutes() if hasattr(source, "retention_minutes") else None
 
 
 def _sample(pair: list) -> tuple[str, str]:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from tools.base import EvidenceTool, ToolArguments, ToolContext, register
+from tools.sources.kinds import TargetSource
 from tools.sources.prometheus import matches
 
 DOWN = "down"
@@ -28,27 +29,19 @@ class QueryTargetsArguments(ToolArguments):
     )
 
 
-class TargetsUnavailableError(RuntimeError):
-    pass
-
-
 @register
-class QueryTargetsTool(EvidenceTool):
+class QueryTargetsTool(EvidenceTool[TargetSource]):
     name = "query_targets"
     description = "查询 Prometheus 抓取目标（job、instance）的健康状态（up/down）与最近一次抓取的错误。"
     arguments_model = QueryTargetsArguments
     collection_key = "targets"
-
-    def available(self) -> bool:
-        return hasattr(self.backend(), "targets")
+    source_kind = TargetSource
+    source_needed = "抓取目标需要 Prometheus 数据源"
 
     def run(self, arguments: QueryTargetsArguments, context: ToolContext) -> dict[str, Any]:
-        source = self.backend()
-        if not hasattr(source, "targets"):
-            raise TargetsUnavailableError("抓取目标需要 Prometheus 数据源：未设置 DIAGNOSIS_PROMETHEUS_URL")
         targets = [
             target
-            for target in source.targets()
+            for target in self.source().targets()
             if matches(arguments.job, target["job"]) and (arguments.state != DOWN or target["health"] == DOWN)
         ]
         message = f"找到 {len(targets)} 个抓取目标" if targets else "未找到匹配的抓取目标"

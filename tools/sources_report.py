@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tools.base import all_tools
-from tools.sources import configured_source, provenance_of, source_for
+from tools.sources import configured_source, settings_needed, source_for
 
 
 @dataclass(frozen=True)
@@ -27,27 +27,28 @@ class SourceLine:
 def source_lines() -> list[SourceLine]:
     lines = []
     for tool in all_tools():
-        if not tool.is_evidence:
+        if tool.source_kind is None:
             continue
-        source = source_for(tool.name)
-        kind, location = provenance_of(source)
-        configured = configured_source(tool.name) is not None
+        source = source_for(tool.source_kind)
+        if source is None:
+            status = f"unavailable: 需要 {settings_needed(tool.source_kind)}"
+            lines.append(SourceLine(tool.name, "-", "-", configured=False, status=status))
+            continue
+        kind, location = source.provenance()
         note = ""
-        if not tool.available():
-            status = "unavailable: 需要 DIAGNOSIS_PROMETHEUS_URL"
-        else:
-            try:
-                if hasattr(source, "check"):
-                    source.check()
-                status = "ok"
-                skipped = source.skipped() if hasattr(source, "skipped") else 0
-                note = f"（跳过 {skipped} 个文件，原因见日志警告）" if skipped else ""
-            except Exception as exc:  # whatever the source raised is the cause to show
-                status = f"unreachable: {getattr(exc, 'cause', exc)}"
+        try:
+            source.check()
+            status = "ok"
+            skipped = source.skipped()
+            note = f"（跳过 {skipped} 个文件，原因见日志警告）" if skipped else ""
+        except Exception as exc:  # whatever the source raised is the cause to show
+            status = f"unreachable: {getattr(exc, 'cause', exc)}"
+        configured = configured_source(tool.source_kind) is not None
         lines.append(SourceLine(tool.name, kind, location or "-", configured, status, note))
     return lines
 
 
 def sources_in_use() -> list[tuple[str, str, str]]:
-    """(tool, source kind, location) of every evidence tool, without contacting any source."""
-    return [(tool.name, *provenance_of(source_for(tool.name))) for tool in all_tools() if tool.is_evidence]
+    """(tool, source kind, location) of every evidence tool, without contacting any source; an empty
+    kind when no source answers the tool."""
+    return [(tool.name, *tool.provenance()) for tool in all_tools() if tool.source_kind is not None]

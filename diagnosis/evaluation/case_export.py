@@ -22,7 +22,7 @@ import yaml
 from django.core.exceptions import ValidationError
 
 from diagnosis.evaluation.fixtures import CASE_FILE, EvalCase
-from diagnosis.models import AgentStep, DiagnosisSession, ToolInvocation
+from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from tools.base import get_tool
 
@@ -113,7 +113,7 @@ def _tool_data(invocations: list[ToolInvocation]) -> dict[str, dict]:
         key = get_tool(tool_name).collection_key
         responses: dict[str, dict] = {}
         for invocation in calls:
-            # The first answer to the same arguments wins, as the fixture backend looks them up.
+            # The first answer to the same arguments wins, as the fixture source looks them up.
             responses.setdefault(
                 json.dumps(invocation.input, sort_keys=True, ensure_ascii=False),
                 {"arguments": invocation.input}
@@ -163,13 +163,7 @@ def _script(session: DiagnosisSession, invocations: list[ToolInvocation]) -> dic
         replies = (step.model_output or {}).get("replies")
         if not replies:
             continue  # not a model call (skipped verifier) or nothing was said
-        if all(isinstance(reply, dict) for reply in replies):
-            turns = [_turn(reply, placeholders) for reply in replies]
-        elif step.agent == AgentStep.Agent.EXECUTOR:
-            turns = _legacy_executor_turns(step.model_output, placeholders)
-        else:
-            turns = [_reply(text, {}) for text in replies]
-        script.setdefault(step.agent, []).extend(turns)
+        script.setdefault(step.agent, []).extend(_turn(reply, placeholders) for reply in replies)
     return script
 
 
@@ -184,20 +178,6 @@ def _turn(reply: dict, placeholders: dict[int, str]) -> Any:
     if reply.get("truncated"):
         return {"raw": reply["content"], "finish_reason": "length"}
     return _reply(reply["content"], placeholders)
-
-
-def _legacy_executor_turns(model_output: dict, placeholders: dict[int, str]) -> list:
-    """Sessions recorded before replies carried their tool calls (plain strings): the tool calls as
-    one turn, then the final answer and, if it had to be re-asked, the second answer."""
-    replies = model_output["replies"]
-    final_count = 1 if (model_output.get("parse_status") or {}).get("status", "valid") == "valid" else 2
-    turns: list = []
-    calls = model_output.get("tool_calls") or []
-    if calls:
-        turns.append(
-            {"tool_calls": [{"name": call["name"], "arguments": call["arguments"]} for call in calls]}
-        )
-    return turns + [_reply(text, placeholders) for text in replies[-final_count:]]
 
 
 def _reply(text: str, placeholders: dict[int, str]) -> Any:

@@ -22,6 +22,7 @@ A broken file is reported as `<path>: <field>: <problem>`.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -35,6 +36,8 @@ from diagnosis.evaluation.templates import fixed_text_holding
 from diagnosis.pipeline.gatekeeper import RULE_SEVERITY
 from diagnosis.pipeline.guards import EVIDENCE_AS_DATA_RULE
 from diagnosis.pipeline.scope import FOCUS_RULE, SCOPE_RULE
+from tools.base import get_tool
+from tools.sources.kinds import kind_name
 
 CASE_FILE = "case.yaml"
 CASES_DIR = Path(__file__).resolve().parent / "cases"
@@ -47,6 +50,7 @@ DEMO_WORLD = "demo"
 DEMO_WORLD_DIR = Path(__file__).resolve().parents[2] / "tools" / "data" / "demo_world"
 # The demo clock every case runs at unless it says otherwise (the tests pin the same moment).
 DEFAULT_NOW = "2026-11-29T15:00:00+08:00"
+FIXTURE_SOURCE = "tools.sources.fixture.FixtureSource"
 
 TAGS = {
     "positive": "the evidence exists and the answer should confirm it",
@@ -168,8 +172,8 @@ class _ToolOverride(_Strict):
     mode: Literal["merge", "replace"] = "merge"
     error: str | None = None
 
-    def backend_data(self) -> dict[str, Any]:
-        """The plain JSON `tools.backends.fixture.FixtureBackend` serves."""
+    def source_data(self) -> dict[str, Any]:
+        """The plain JSON `tools.sources.fixture.FixtureSource` serves."""
         data = self.model_dump(mode="json")
         records = data.pop(self.records_field)
         return {**data, "records": records}
@@ -197,12 +201,22 @@ class ToolOverrides(_Strict):
     query_logs: LogsOverride | None = None
     lookup_knowledge: KnowledgeOverride | None = None
 
-    def backend_data(self) -> dict[str, dict[str, Any]]:
+    def source_data(self) -> dict[str, dict[str, Any]]:
         return {
-            name: override.backend_data()
+            name: override.source_data()
             for name in type(self).model_fields
             if (override := getattr(self, name)) is not None
         }
+
+
+def fixture_sources(tool_data: dict[str, dict[str, Any]], *, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The `settings.DIAGNOSIS` overrides that serve each tool's data (`ToolOverrides.source_data`)
+    through `FixtureSource`, in place of the source the environment chose for the tool's kind."""
+    kinds = {kind_name(source_kind) for tool in tool_data if (source_kind := get_tool(tool).source_kind)}
+    return {
+        "SOURCE_CLASSES": config["SOURCE_CLASSES"] | dict.fromkeys(kinds, FIXTURE_SOURCE),
+        "FIXTURE_TOOL_DATA": tool_data,
+    }
 
 
 class CaseSettings(_Strict):

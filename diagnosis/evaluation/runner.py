@@ -17,12 +17,11 @@ from django.test import override_settings
 
 from diagnosis.evaluation.answer import off_topic_subjects, slot_failure, slot_found
 from diagnosis.evaluation.fake_llm import FakeOpenAIServer, fake_llm_environment
-from diagnosis.evaluation.fixtures import DEMO_WORLD, EvalCase, Expectation, world_file
+from diagnosis.evaluation.fixtures import DEMO_WORLD, EvalCase, Expectation, fixture_sources, world_file
 from diagnosis.evaluation.observe import Observation, session_observe
 from diagnosis.evaluation.recording import ReplayServer, replayed
 from diagnosis.services.sessions import session_start
 
-FIXTURE_BACKEND = "tools.backends.fixture.FixtureBackend"
 # A scripted model answers at once; a case that hangs should fail fast, not stall the suite.
 EVAL_LLM_TIMEOUT = 10.0
 
@@ -185,15 +184,13 @@ def _got_label(observed: Observation) -> str:
 @contextmanager
 def _case_settings(case: EvalCase) -> Iterator[None]:
     config = settings.DIAGNOSIS
-    tool_data = case.tool_overrides().backend_data()
     vocabulary_file = case.vocabulary_file()
     overrides = {
         "VOCABULARY_FILE": str(vocabulary_file) if vocabulary_file else config.get("VOCABULARY_FILE"),
         "DEMO_NOW": case.now.isoformat(),
         "LLM_TIMEOUT": min(config["LLM_TIMEOUT"], EVAL_LLM_TIMEOUT),
         **case.settings.overrides(),
-        "TOOL_BACKENDS": config["TOOL_BACKENDS"] | dict.fromkeys(tool_data, FIXTURE_BACKEND),
-        "FIXTURE_TOOL_DATA": tool_data,
+        **fixture_sources(case.tool_overrides().source_data(), config=config),
     }
     recorded = case.recorded_world()
     if recorded is None:

@@ -69,7 +69,7 @@ def _session_values(index: int, *, owners: list[int], now, payload: str) -> dict
         "answer": "" if failed else "结论：已核验的证据显示告警存在。",
         "output_type": output_type,
         "status": "FAILED" if failed else "COMPLETED",
-        "error": "tool backend unreachable" if failed else "",
+        "error": "tool source unreachable" if failed else "",
         "engine": "llm" if index % 7 == 0 else "rules",
         "rounds": 0 if failed else 1 + (verdict == "LOW_CONFID" and index % 3 == 0),
         "current_stage": "done",

@@ -2,8 +2,7 @@
 
 `RoundRecord` is one round's record; a retried round is stored as it is, the final one as a
 `VerifierEvaluation` (the round plus the composer's outcome and the output type), carrying the
-earlier rounds under `rounds`. `verifier_record_read` is the one reader of stored records, also of rows an
-older pipeline wrote without the fields added since.
+earlier rounds under `rounds`. `verifier_record_read` is the one reader of stored records.
 """
 
 from __future__ import annotations
@@ -79,30 +78,13 @@ class RoundRecord(Verification):
     route: Route | None
     # Set when the asked engine's backend failed and another engine answered (contracts §20).
     engine_fallback: EngineFallback | None = None
-    # The earlier rounds, oldest first, each without its own `rounds` (this round is the record itself;
-    # rows written before it was stored once may repeat it here, readers take the top-level copy).
+    # The earlier rounds, oldest first, each without its own `rounds` (this round is the record itself).
     rounds: list[RoundRecord] = []
 
 
 class VerifierEvaluation(RoundRecord):
     composer_output: ComposerOutcome
-    # None only in rows an older pipeline wrote; the orchestrator always sets it.
-    output_type: OutputType | None
-
-
-# Fields an older pipeline did not write: read as "nothing recorded", never as a finding.
-LEGACY_DEFAULTS: dict[str, Any] = {
-    "gaps": [],
-    "overrides": [],
-    "engine": "",
-    "planner_output": None,
-    "excluded_topics": [],
-    "blocked_claims": [],
-    "route": None,
-    "rounds": [],
-    "output_type": None,
-}
-LEGACY_CLAIM_CHECK_DEFAULTS = {"grounding_reason": ""}
+    output_type: OutputType
 
 
 def verifier_record_read(raw: Any) -> RoundRecord | None:
@@ -110,22 +92,8 @@ def verifier_record_read(raw: Any) -> RoundRecord | None:
     still retried); None when it is missing or unreadable, so nothing in it counts as verified."""
     if not isinstance(raw, dict) or not raw:
         return None
-    data = LEGACY_DEFAULTS | {
-        key: value for key, value in raw.items() if key in VerifierEvaluation.model_fields
-    }
-    if isinstance(data.get("claim_checks"), list):
-        data["claim_checks"] = [
-            LEGACY_CLAIM_CHECK_DEFAULTS | check if isinstance(check, dict) else check
-            for check in data["claim_checks"]
-        ]
-    if isinstance(data.get("rounds"), list):
-        data["rounds"] = [
-            record.model_dump()
-            for item in data["rounds"]
-            if (record := verifier_record_read(item)) is not None
-        ]
     model = VerifierEvaluation if "composer_output" in raw else RoundRecord
     try:
-        return model.model_validate({key: value for key, value in data.items() if key in model.model_fields})
+        return model.model_validate(raw)
     except ValidationError:
         return None

@@ -11,7 +11,8 @@ from django.core.cache import cache
 
 from diagnosis.pipeline.slots import SEVERITY_RANK
 from tools.clock import now
-from tools.sources import is_demo, provenance_of, source_for, sources_inventory
+from tools.sources import is_demo, source_for, sources_inventory
+from tools.sources.kinds import AlertSource
 from tools.world import demo_examples
 
 logger = logging.getLogger(__name__)
@@ -33,10 +34,10 @@ class AskSubjects:
 
 def ask_subjects() -> AskSubjects:
     """From the source that answers alert questions, cached briefly."""
-    source = source_for("query_metrics")
-    if is_demo(source):
+    source = source_for(AlertSource)
+    if source is None or is_demo(source):
         return AskSubjects(world_questions=demo_examples())
-    key = "ask-subjects:" + ":".join(provenance_of(source)).encode().hex()
+    key = "ask-subjects:" + ":".join(source.provenance()).encode().hex()
     subjects = cache.get(key)
     if subjects is None:
         subjects = _live_subjects(source)
@@ -44,11 +45,11 @@ def ask_subjects() -> AskSubjects:
     return subjects
 
 
-def _live_subjects(source) -> AskSubjects:
+def _live_subjects(source: AlertSource) -> AskSubjects:
     try:
         alerts = source.query_alerts(service=None, alert_name=None, now=now())
     except Exception:  # a source being down must not stop the chat page; its tool calls say why
-        logger.warning("examples: the alert source %s failed", provenance_of(source), exc_info=True)
+        logger.warning("examples: the alert source %s failed", source.provenance(), exc_info=True)
         return AskSubjects()
     firing = sorted(
         (alert for alert in alerts if alert.get("state") == FIRING and alert.get("alert_name")),

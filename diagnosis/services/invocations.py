@@ -27,7 +27,7 @@ from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH
 from tools import clock
 from tools.base import EvidenceTool, ToolContext, UnknownToolError, get_tool, guidance_tool_names
-from tools.sources import DEMO, provenance_of, source_for
+from tools.sources import DEMO
 
 logger = logging.getLogger(__name__)
 DEMO_SOURCE_LABEL = "演示数据"
@@ -146,8 +146,7 @@ def _invocation_run(
     source = location = ""
     try:
         tool = get_tool(tool_name)
-        if tool.is_evidence:
-            source, location = provenance_of(source_for(tool_name))
+        source, location = tool.provenance()
         parsed = tool.arguments_model.model_validate(arguments or {})
         # Only guidance lookups dedup, so only they pay the query for what the session has seen.
         seen = _seen_block_ids(session, tool_name, batch) if tool.is_guidance else set()

@@ -6,14 +6,14 @@ import math
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import UTC, datetime
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import IntegrityError, transaction
-from django.utils import timezone
+from rest_framework.throttling import SimpleRateThrottle
 
 from diagnosis.engines import ENGINE_NAMES
 from diagnosis.models import DiagnosisSession
@@ -28,8 +28,8 @@ MAX_QUERY_CHARS = 2000
 # The rate limit weighs a user's AI Ops analysis as this many sessions (how many alerts one analysis
 # diagnoses is `DIAGNOSIS_AIOPS_MAX_ALERTS`).
 MAX_ANALYSED_ALERTS = 10
-# DRF-style rate periods ("30/min" → 30 per 60 s), keyed by the period's first letter.
-RATE_PERIODS = {"s": (1, "秒"), "m": (60, "分钟"), "h": (3600, "小时"), "d": (86400, "天")}
+# How the message names each period DRF's rates know, by its length in seconds.
+PERIOD_LABELS = {1: "秒", 60: "分钟", 3600: "小时", 86400: "天"}
 
 
 class SessionRateLimited(Exception):
@@ -41,51 +41,68 @@ class SessionRateLimited(Exception):
         super().__init__(self.message)
 
 
-def _chat_rate() -> tuple[int, int, str]:
-    """`DIAGNOSIS["CHAT_RATE"]` as (sessions, period in seconds, period label)."""
-    rate = settings.DIAGNOSIS["CHAT_RATE"]
-    count, _, period = rate.partition("/")
-    if not count.isdigit() or int(count) < 1 or period[:1] not in RATE_PERIODS:
-        raise ImproperlyConfigured(f'DIAGNOSIS["CHAT_RATE"]={rate!r}：应为 次数/周期，如 30/min')
-    seconds, label = RATE_PERIODS[period[:1]]
-    return int(count), seconds, label
+class SessionStartThrottle(SimpleRateThrottle):
+    """`DIAGNOSIS["CHAT_RATE"]`, a DRF rate ("30/min"), per owner. Its history is the owner's top-level
+    sessions in the database rather than a cache, so every entry point and process shares one budget
+    and a check under the owner's row lock is atomic with the insert; an AI Ops analysis counts as the
+    most alert sessions it may start."""
+
+    scope = "chat"
+
+    def get_rate(self) -> str:
+        return settings.DIAGNOSIS["CHAT_RATE"]
+
+    def parse_rate(self, rate: str | None) -> tuple[int, int]:
+        try:
+            num_requests, duration = super().parse_rate(rate)
+        except (ValueError, KeyError, IndexError, AttributeError):
+            num_requests = duration = None
+        if not num_requests or num_requests < 1 or duration is None:
+            raise ImproperlyConfigured(f'DIAGNOSIS["CHAT_RATE"]={rate!r}：应为 次数/周期，如 30/min')
+        return num_requests, duration
+
+    def allow_start(self, *, owner: AbstractBaseUser, cost: int) -> bool:
+        """Whether `cost` more sessions fit; `history` (newest first, an analysis once per session it
+        weighs) tells `wait` when they will."""
+        self.now = self.timer()
+        since = datetime.fromtimestamp(self.now - self.duration, tz=UTC)
+        recent = (
+            DiagnosisSession.objects.filter(owner=owner, parent__isnull=True, created_at__gt=since)
+            .order_by("-created_at")
+            .values_list("created_at", "kind")
+        )
+        # A single start never needs more than the whole budget, or it could never start at all.
+        aiops_weight = min(MAX_ANALYSED_ALERTS, self.num_requests)
+        self.history = [
+            created_at.timestamp()
+            for created_at, kind in recent
+            for _ in range(aiops_weight if kind == DiagnosisSession.Kind.AIOPS else 1)
+        ]
+        self.cost = min(cost, self.num_requests)
+        return len(self.history) + self.cost <= self.num_requests
+
+    def wait(self) -> float:
+        """Seconds until enough of the oldest sessions have left the period for the refused start."""
+        excess = len(self.history) + self.cost - self.num_requests
+        return self.history[-excess] + self.duration - self.now
+
+    @property
+    def period_label(self) -> str:
+        return PERIOD_LABELS[self.duration]
 
 
 def session_rate_check(*, owner: AbstractBaseUser | None, cost: int = 1) -> None:
     """Raise `SessionRateLimited` when starting `cost` more sessions would exceed the owner's rate.
-
-    Counted from the database, so every entry point and process shares one limit: the owner's
-    top-level sessions created within the period, an AI Ops analysis weighing as much as the most
-    alert sessions it may start. Sessions without an owner (CLI, eval, Alertmanager) are not limited.
-    """
+    Sessions without an owner (CLI, eval, Alertmanager) are not limited."""
     if owner is None:
         return
-    limit, period_seconds, period_label = _chat_rate()
-    now = timezone.now()
-    recent = (
-        DiagnosisSession.objects.filter(
-            owner=owner, parent__isnull=True, created_at__gt=now - timedelta(seconds=period_seconds)
+    throttle = SessionStartThrottle()
+    if not throttle.allow_start(owner=owner, cost=cost):
+        raise SessionRateLimited(
+            limit=throttle.num_requests,
+            period_label=throttle.period_label,
+            retry_after=max(1, math.ceil(throttle.wait())),
         )
-        .order_by("created_at")
-        .values_list("created_at", "kind")
-    )
-    # A single start never needs more than the whole budget, or it could never start at all.
-    aiops_weight = min(MAX_ANALYSED_ALERTS, limit)
-    weights = [
-        (created_at, aiops_weight if kind == DiagnosisSession.Kind.AIOPS else 1)
-        for created_at, kind in recent
-    ]
-    excess = sum(weight for _, weight in weights) + min(cost, limit) - limit
-    if excess <= 0:
-        return
-    # Allowed again once enough of the oldest sessions have left the window (`cost` ≤ the sum).
-    for created_at, weight in weights:
-        excess -= weight
-        if excess <= 0:
-            wait = created_at + timedelta(seconds=period_seconds) - now
-            raise SessionRateLimited(
-                limit=limit, period_label=period_label, retry_after=max(1, math.ceil(wait.total_seconds()))
-            )
 
 
 @contextmanager

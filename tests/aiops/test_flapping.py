@@ -15,6 +15,8 @@ from aiops.services import SETTLE_TASK, aiops_run, aiops_start, flap_settle_chec
 from diagnosis.models import DiagnosisSession
 from tests.aiops.support import DEMO_NOW, TOKEN, alert, notification
 from tests.notify_receiver import NotifyReceiver
+from tests.tools.support import use_source
+from tools.sources.kinds import AlertSource
 
 pytestmark = pytest.mark.django_db
 
@@ -159,7 +161,7 @@ def test_episodes_further_apart_than_the_window_are_analysed_each(settings, rece
     assert not ReportDelivery.objects.filter(event__in=["flapping", "settled"]).exists()
 
 
-class FlappingAlertSource:
+class FlappingAlertSource(AlertSource):
     """An alert source (a plugin, as a team's own would be) whose one firing alert is the flapping one."""
 
     def provenance(self):
@@ -184,10 +186,7 @@ class FlappingAlertSource:
 
 def test_ai_ops_marks_an_alert_that_is_flapping_now(settings, committed):
     flap(ALERTS["demo"], committed, range(4))
-    settings.DIAGNOSIS = settings.DIAGNOSIS | {
-        "TOOL_BACKENDS": settings.DIAGNOSIS["TOOL_BACKENDS"]
-        | {"query_metrics": "tests.aiops.test_flapping.FlappingAlertSource"}
-    }
+    use_source(settings, FlappingAlertSource, AlertSource)
 
     session = aiops_run(session_pk=aiops_start().pk)
 

@@ -8,10 +8,8 @@ from django.test import override_settings
 
 from aiops.report import duration_words, past_tense, resolved_text
 from aiops.services import aiops_run, aiops_start
-from diagnosis.evaluation.fixtures import WORLDS_DIR, world_tools
+from diagnosis.evaluation.fixtures import WORLDS_DIR, fixture_sources, world_tools
 from tests.aiops.support import DEMO_NOW
-
-FIXTURE_BACKEND = "tools.backends.fixture.FixtureBackend"
 
 RESOLVED_NODE = {
     "alert_name": "NodeLoadHigh",
@@ -52,11 +50,10 @@ def test_a_finding_is_told_in_the_past_outside_its_quote():
 
 @pytest.fixture
 def shop_world(settings):
-    data = world_tools("shop").backend_data()
+    data = world_tools("shop").source_data()
     overrides = {
         "VOCABULARY_FILE": str(WORLDS_DIR / "shop" / "vocabulary.json"),
-        "TOOL_BACKENDS": settings.DIAGNOSIS["TOOL_BACKENDS"] | dict.fromkeys(data, FIXTURE_BACKEND),
-        "FIXTURE_TOOL_DATA": data,
+        **fixture_sources(data, config=settings.DIAGNOSIS),
     }
     with override_settings(DIAGNOSIS=settings.DIAGNOSIS | overrides):
         yield

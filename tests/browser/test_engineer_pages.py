@@ -6,7 +6,7 @@ import pytest
 from django.test import override_settings
 from playwright.sync_api import expect
 
-from diagnosis.evaluation.fixtures import WORLDS_DIR, world_tools
+from diagnosis.evaluation.fixtures import WORLDS_DIR, fixture_sources, world_tools
 from tests.browser.pages import developer_tokens_in
 from tests.factories import UserFactory
 
@@ -15,7 +15,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 PASSWORD = "pw-for-tests-123"
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
-FIXTURE_BACKEND = "tools.backends.fixture.FixtureBackend"
 FIRST_EXAMPLES = {
     "demo": "只确认 order-service 是否存在 HighMemoryUsage 告警",
     "shop": "只确认 checkout 是否存在 KubePodCrashLooping 告警",
@@ -26,11 +25,10 @@ FIRST_EXAMPLES = {
 def world(request, settings):
     overrides = {"DEMO_NOW": "2026-11-29T15:00:00+08:00", "ENGINE": "rules"}
     if request.param == "shop":
-        data = world_tools("shop").backend_data()
+        data = world_tools("shop").source_data()
         overrides |= {
             "VOCABULARY_FILE": str(WORLDS_DIR / "shop" / "vocabulary.json"),
-            "TOOL_BACKENDS": settings.DIAGNOSIS["TOOL_BACKENDS"] | dict.fromkeys(data, FIXTURE_BACKEND),
-            "FIXTURE_TOOL_DATA": data,
+            **fixture_sources(data, config=settings.DIAGNOSIS),
         }
     with override_settings(DIAGNOSIS=settings.DIAGNOSIS | overrides):
         yield request.param

@@ -3,7 +3,7 @@ import pytest
 from caselib.knowledge import CaseLibraryKnowledge
 from caselib.models import CaseLibrary
 from tests.factories import CaseLibraryFactory
-from tools.backends.demo import DemoWorldBackend
+from tools.sources.demo import DemoWorldSource
 
 pytestmark = pytest.mark.django_db
 
@@ -25,7 +25,7 @@ def test_the_demo_world_serves_past_cases_only_while_the_case_library_is_a_confi
     case = CaseLibraryFactory(title="billing-api 队列积压")
 
     def case_ids() -> list[str]:
-        return [b.block_id for b in DemoWorldBackend().knowledge_blocks() if b.block_id.startswith("case:")]
+        return [b.block_id for b in DemoWorldSource().knowledge_blocks() if b.block_id.startswith("case:")]
 
     assert case_ids() == [f"case:{case.case_id}"]
     settings.DIAGNOSIS = settings.DIAGNOSIS | {"KNOWLEDGE_SOURCES": []}

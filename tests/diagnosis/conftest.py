@@ -4,7 +4,7 @@ import pytest
 from django.test import override_settings
 
 from diagnosis.evaluation.fake_llm import FakeOpenAIServer
-from diagnosis.evaluation.fixtures import WORLDS_DIR, world_tools
+from diagnosis.evaluation.fixtures import WORLDS_DIR, fixture_sources, world_tools
 from tests.factories import MEMORY_ALERT_TEXT, DiagnosisSessionFactory, recorded_invocation
 
 
@@ -23,20 +23,16 @@ def fake_llm(monkeypatch, settings):
         yield start
 
 
-FIXTURE_BACKEND = "tools.backends.fixture.FixtureBackend"
-
-
 @pytest.fixture(params=["demo", "shop"])
 def either_world(request, settings):
     """The demo world, then the `shop` evaluation world (its own names, a vocabulary that does not
-    extend the shipped one) served by the fixture backend; the clock pinned in both. Yields the name."""
+    extend the shipped one) served by the fixture source; the clock pinned in both. Yields the name."""
     overrides = {"DEMO_NOW": "2026-11-29T15:00:00+08:00"}
     if request.param != "demo":
-        data = world_tools(request.param).backend_data()
+        data = world_tools(request.param).source_data()
         overrides |= {
             "VOCABULARY_FILE": str(WORLDS_DIR / request.param / "vocabulary.json"),
-            "TOOL_BACKENDS": settings.DIAGNOSIS["TOOL_BACKENDS"] | dict.fromkeys(data, FIXTURE_BACKEND),
-            "FIXTURE_TOOL_DATA": data,
+            **fixture_sources(data, config=settings.DIAGNOSIS),
         }
     with override_settings(DIAGNOSIS=settings.DIAGNOSIS | overrides):
         yield request.param

@@ -3,7 +3,9 @@ rule compares against 0.5, and a five-point load series; plus an llm executor sc
 
 from datetime import datetime
 
+from tests.tools.support import use_source
 from tools.inventory import SourceInventory
+from tools.sources.kinds import AlertSource, SeriesSource
 
 AT = datetime.fromisoformat("2026-11-29T14:58:00+08:00").timestamp()
 # A second world with other names: one node, one load alert whose rule compares against 0.5.
@@ -24,7 +26,7 @@ ALERT = {
 QUESTION = "web 的 NodeLoadHigh 告警最近怎样？"
 
 
-class LoadPrometheus:
+class LoadPrometheus(AlertSource, SeriesSource):
     """A Prometheus with one alert and a five-point load series (any range query answers it)."""
 
     def provenance(self) -> tuple[str, str]:
@@ -79,7 +81,4 @@ def executor_citing(*, minutes: int) -> list[dict]:
 
 def use_load_prometheus(settings) -> None:
     """Serve `query_metrics` and `query_promql` from `LoadPrometheus`."""
-    backends = settings.DIAGNOSIS["TOOL_BACKENDS"] | dict.fromkeys(
-        ("query_metrics", "query_promql"), f"{__name__}.LoadPrometheus"
-    )
-    settings.DIAGNOSIS = settings.DIAGNOSIS | {"TOOL_BACKENDS": backends}
+    use_source(settings, LoadPrometheus, AlertSource, SeriesSource)

@@ -8,14 +8,12 @@ from django.test import override_settings
 from django.urls import reverse
 from django.utils import timezone
 
-from diagnosis.evaluation.fixtures import WORLDS_DIR, world_tools
+from diagnosis.evaluation.fixtures import WORLDS_DIR, fixture_sources, world_tools
 from diagnosis.models import DiagnosisSession
 from diagnosis.services.sessions import session_start
 from tests.factories import DiagnosisSessionFactory, ToolInvocationFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
-
-FIXTURE_BACKEND = "tools.backends.fixture.FixtureBackend"
 
 
 @pytest.fixture
@@ -32,11 +30,10 @@ def pinned_demo_clock(settings):
 
 @pytest.fixture
 def shop_world(settings):
-    data = world_tools("shop").backend_data()
+    data = world_tools("shop").source_data()
     overrides = {
         "VOCABULARY_FILE": str(WORLDS_DIR / "shop" / "vocabulary.json"),
-        "TOOL_BACKENDS": settings.DIAGNOSIS["TOOL_BACKENDS"] | dict.fromkeys(data, FIXTURE_BACKEND),
-        "FIXTURE_TOOL_DATA": data,
+        **fixture_sources(data, config=settings.DIAGNOSIS),
     }
     with override_settings(DIAGNOSIS=settings.DIAGNOSIS | overrides):
         yield

@@ -9,7 +9,7 @@ from django.test import override_settings
 from django.urls import reverse
 from django.utils.html import strip_tags
 
-from diagnosis.evaluation.fixtures import WORLDS_DIR, world_tools
+from diagnosis.evaluation.fixtures import WORLDS_DIR, fixture_sources, world_tools
 from diagnosis.presenters.wording import AnswerReferences
 from diagnosis.services.sessions import session_start
 from diagnosis.templatetags.engineer_text import engineer_markdown, engineer_words
@@ -17,7 +17,6 @@ from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
-FIXTURE_BACKEND = "tools.backends.fixture.FixtureBackend"
 DEVELOPER_TOKENS = ("PASS", "NORMAL", "LOW_CONFID", "$.", "相似度", "query_metrics", "query_logs")
 SHOP_QUESTION = "只确认 checkout 是否存在 KubePodCrashLooping 告警"
 DEMO_QUESTION = "只确认 order-service 是否存在 HighMemoryUsage 告警"
@@ -73,14 +72,13 @@ def test_markup_in_an_answer_is_escaped_before_any_reference_is_added():
 @pytest.fixture
 def shop_world(settings):
     """The shop world (its own names); its checkout alert without a description."""
-    data = copy.deepcopy(world_tools("shop").backend_data())
+    data = copy.deepcopy(world_tools("shop").source_data())
     for record in data["query_metrics"]["records"]:
         if record["alert_name"] == "KubePodCrashLooping":
             record["description"] = ""
     overrides = {
         "VOCABULARY_FILE": str(WORLDS_DIR / "shop" / "vocabulary.json"),
-        "TOOL_BACKENDS": settings.DIAGNOSIS["TOOL_BACKENDS"] | dict.fromkeys(data, FIXTURE_BACKEND),
-        "FIXTURE_TOOL_DATA": data,
+        **fixture_sources(data, config=settings.DIAGNOSIS),
     }
     with override_settings(DIAGNOSIS=settings.DIAGNOSIS | overrides):
         yield

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from diagnosis.evaluation.fixtures import WORLDS_DIR, world_tools
+from diagnosis.evaluation.fixtures import WORLDS_DIR, fixture_sources, world_tools
 from diagnosis.models import DiagnosisSession
 from diagnosis.services.invocations import (
     MESSAGE_OUTPUT_CHARS,
@@ -14,7 +14,8 @@ from diagnosis.services.invocations import (
 )
 from diagnosis.services.sessions import session_start
 from tests.factories import DiagnosisSessionFactory
-from tests.tools.support import BrokenBackend, FiveHundredLogsBackend, pin_demo_now, record, use_backend
+from tests.tools.support import BrokenLogs, FiveHundredLogs, pin_demo_now, record, use_source
+from tools.sources.kinds import LogSource
 
 pytestmark = pytest.mark.django_db
 
@@ -141,7 +142,7 @@ def test_current_datetime_is_a_helper_never_evidence(session):
 
 
 def test_failing_tool_is_recorded_and_the_caller_goes_on(session, settings):
-    use_backend(settings, "query_logs", BrokenBackend)
+    use_source(settings, BrokenLogs, LogSource)
 
     failed = record(session, "query_logs", query="HikariCP")
     after = record(session, "query_metrics", service="order-service")
@@ -214,7 +215,7 @@ def test_tool_message_of_a_failure_says_why(session, tool_name, arguments, error
 
 
 def test_tool_message_is_bounded_on_a_large_output(session, settings):
-    use_backend(settings, "query_logs", FiveHundredLogsBackend)
+    use_source(settings, FiveHundredLogs, LogSource)
     invocation = record(session, "query_logs", query="异常", limit=100)
 
     message = tool_message_build(invocation=invocation)
@@ -243,7 +244,7 @@ HOSTILE_WORLDS = {
 @pytest.fixture(params=sorted(HOSTILE_WORLDS))
 def hostile_world(request, settings):
     """The world's data with one alert valued 1e308 (legal in Prometheus) and a log line of its service
-    carrying a NUL and a lone surrogate, served by the fixture backend; yields (question, world)."""
+    carrying a NUL and a lone surrogate, served by the fixture source; yields (question, world)."""
     question, alert_name, service = HOSTILE_WORLDS[request.param]
     if request.param == "demo":
         alerts = json.loads((settings.BASE_DIR / "tools/data/demo_world/alerts.json").read_text())
@@ -251,7 +252,7 @@ def hostile_world(request, settings):
         data = {"query_metrics": {"mode": "replace", "records": alerts}, "query_logs": {"records": []}}
         overrides = {}
     else:
-        data = world_tools(request.param).backend_data()
+        data = world_tools(request.param).source_data()
         logs = data["query_logs"]["records"]
         overrides = {"VOCABULARY_FILE": str(WORLDS_DIR / request.param / "vocabulary.json")}
     for alert in data["query_metrics"]["records"]:
@@ -270,15 +271,7 @@ def hostile_world(request, settings):
             "metrics": {},
         }
     )
-    backends = dict.fromkeys(data, "tools.backends.fixture.FixtureBackend")
-    settings.DIAGNOSIS = (
-        settings.DIAGNOSIS
-        | overrides
-        | {
-            "TOOL_BACKENDS": settings.DIAGNOSIS["TOOL_BACKENDS"] | backends,
-            "FIXTURE_TOOL_DATA": data,
-        }
-    )
+    settings.DIAGNOSIS = settings.DIAGNOSIS | overrides | fixture_sources(data, config=settings.DIAGNOSIS)
     return question
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from diagnosis.engines.llm import LLMEngine, LLMUnavailableError
-from diagnosis.evaluation.fixtures import ToolOverrides
+from diagnosis.evaluation.fixtures import ToolOverrides, fixture_sources
 from diagnosis.models import AgentStep, DiagnosisSession
 from diagnosis.pipeline.contracts import PlannerInput, PlannerOutput
 from diagnosis.services.sessions import session_start
@@ -51,12 +51,8 @@ def world(request, settings):
         return QUERY, "91%"
     data = ToolOverrides.model_validate(
         {"query_metrics": {"mode": "replace", "alerts": [OTHER_WORLD_ALERT]}}
-    ).backend_data()
-    settings.DIAGNOSIS = settings.DIAGNOSIS | {
-        "TOOL_BACKENDS": settings.DIAGNOSIS["TOOL_BACKENDS"]
-        | {"query_metrics": "tools.backends.fixture.FixtureBackend"},
-        "FIXTURE_TOOL_DATA": data,
-    }
+    ).source_data()
+    settings.DIAGNOSIS = settings.DIAGNOSIS | fixture_sources(data, config=settings.DIAGNOSIS)
     return OTHER_WORLD_QUERY, "7420"
 
 

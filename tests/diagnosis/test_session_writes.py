@@ -9,7 +9,7 @@ from django.db import connection
 from django.test import override_settings
 
 from diagnosis.engines.rules import RulesEngine
-from diagnosis.evaluation.fixtures import WORLDS_DIR, world_tools
+from diagnosis.evaluation.fixtures import WORLDS_DIR, fixture_sources, world_tools
 from diagnosis.evaluation.measure import CommitCounter
 from diagnosis.models import AgentStep, DiagnosisSession
 from diagnosis.services import invocations
@@ -21,7 +21,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 # The steps, the asks' two turns of calls (alerts, then what they name) and the executor's turns.
 MAX_COMMITS = 8
-FIXTURE_BACKEND = "tools.backends.fixture.FixtureBackend"
 WORLDS = {
     "demo": ("order-service 数据库连接池是否耗尽？", None),
     "shop": ("checkout 为什么一直重启？", "shop"),
@@ -30,15 +29,14 @@ WORLDS = {
 
 @pytest.fixture(params=sorted(WORLDS))
 def world_question(request, settings):
-    """A cause question of the demo world, and of the second world served by the fixture backend."""
+    """A cause question of the demo world, and of the second world served by the fixture source."""
     question, world = WORLDS[request.param]
     overrides = {"DEMO_NOW": "2026-11-29T15:00:00+08:00"}
     if world:
-        data = world_tools(world).backend_data()
+        data = world_tools(world).source_data()
         overrides |= {
             "VOCABULARY_FILE": str(WORLDS_DIR / world / "vocabulary.json"),
-            "TOOL_BACKENDS": settings.DIAGNOSIS["TOOL_BACKENDS"] | dict.fromkeys(data, FIXTURE_BACKEND),
-            "FIXTURE_TOOL_DATA": data,
+            **fixture_sources(data, config=settings.DIAGNOSIS),
         }
     with override_settings(DIAGNOSIS=settings.DIAGNOSIS | overrides):
         yield question

@@ -109,6 +109,18 @@ def test_an_ai_ops_analysis_takes_all_of_a_rate_below_its_alert_cap(rate):
         session_start(query="order-service 内存", owner=owner)
 
 
+@pytest.mark.parametrize(("value", "period"), [("1/min", "分钟"), ("1/hour", "小时"), ("1/day", "天")])
+def test_every_period_of_a_drf_rate_is_named_in_the_refusal(rate, value, period):
+    rate(value)
+    owner = UserFactory()
+    DiagnosisSessionFactory(owner=owner)
+
+    with pytest.raises(SessionRateLimited) as refused:
+        session_rate_check(owner=owner)
+
+    assert f"每{period}最多 1 次" in refused.value.message
+
+
 @pytest.mark.parametrize("value", ["", "30", "ten/min", "0/min", "30/fortnight"])
 def test_a_malformed_rate_is_a_configuration_error(rate, value):
     rate(value)

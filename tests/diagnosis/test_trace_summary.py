@@ -3,7 +3,8 @@
 import pytest
 
 from diagnosis.services.trace_summary import SUMMARY_CHARS, tool_trace_summary_build
-from tests.tools.support import BrokenBackend, FiveHundredLogsBackend, pin_demo_now, record, use_backend
+from tests.tools.support import BrokenLogs, FiveHundredLogs, pin_demo_now, record, use_source
+from tools.sources.kinds import LogSource
 
 pytestmark = pytest.mark.django_db
 
@@ -66,7 +67,7 @@ def test_slow_requests_keep_both_endpoints(session):
 
 
 def test_five_hundred_log_output_gives_a_bounded_summary(session, settings):
-    use_backend(settings, "query_logs", FiveHundredLogsBackend)
+    use_source(settings, FiveHundredLogs, LogSource)
     record(session, "query_logs", query="异常", limit=100)
     record(session, "query_logs", query="异常 重试", limit=100)
 
@@ -106,7 +107,7 @@ def test_a_hit_among_repeats_keeps_the_entry_direct_and_counts_the_misses(sessio
 
 
 def test_failed_calls_stay_as_gaps(session, settings):
-    use_backend(settings, "query_logs", BrokenBackend)
+    use_source(settings, BrokenLogs, LogSource)
     failed = record(session, "query_logs", query="CPU")
     invalid = record(session, "query_metrics", service=42)
 

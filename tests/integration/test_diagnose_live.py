@@ -7,8 +7,8 @@ import pytest
 from django.core.management import call_command
 
 from tests.integration.stack import free_port
-from tools.backends.demo import DATA_DIR
 from tools.numbers import number_text
+from tools.sources.demo import DATA_DIR
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 

@@ -1,4 +1,4 @@
-"""Test support for the evidence tools: a pinned clock and backends plugged in by setting."""
+"""Test support for the evidence tools: a pinned clock and sources plugged in by setting."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from diagnosis.services.invocations import invocation_record
 from tools.clock import local_text
 from tools.retrieval import KnowledgeBlock
+from tools.sources.kinds import KnowledgeSource, LogSource, Source, kind_name
 
 DEMO_NOW = "2026-11-29T15:00:00+08:00"
 
@@ -20,19 +21,21 @@ def record(session, tool_name: str, round: int = 1, **arguments: object):
     return invocation_record(session=session, round=round, tool_name=tool_name, arguments=arguments)
 
 
-def use_backend(settings, tool_name: str, backend_class: type) -> None:
-    backends = {**settings.DIAGNOSIS["TOOL_BACKENDS"], tool_name: f"{__name__}.{backend_class.__name__}"}
-    settings.DIAGNOSIS = {**settings.DIAGNOSIS, "TOOL_BACKENDS": backends}
+def use_source(settings, source_class: type[Source], *kinds: type[Source]) -> None:
+    """Serve the kinds from `source_class` (a test's own), whatever the environment configures."""
+    path = f"{source_class.__module__}.{source_class.__qualname__}"
+    classes = settings.DIAGNOSIS["SOURCE_CLASSES"] | {kind_name(kind): path for kind in kinds}
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"SOURCE_CLASSES": classes}
 
 
-class BrokenBackend:
+class BrokenLogs(LogSource):
     """A log store that is down."""
 
     def query_logs(self, **_: object) -> list[dict]:
         raise ConnectionError("日志服务连接超时")
 
 
-class FiveHundredLogsBackend:
+class FiveHundredLogs(LogSource):
     """A noisy log store: 500 lines, every one a different message."""
 
     def query_logs(self, *, now: datetime, **_: object) -> list[dict]:
@@ -51,7 +54,7 @@ class FiveHundredLogsBackend:
         ]
 
 
-class WikiBackend:
+class WikiKnowledge(KnowledgeSource):
     """A team's own knowledge base: one page, no case library."""
 
     def knowledge_blocks(self) -> list[KnowledgeBlock]:

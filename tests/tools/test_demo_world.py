@@ -2,8 +2,8 @@
 
 import pytest
 
-from tools.backends import demo
-from tools.backends.demo import log_record
+from tools.sources import demo
+from tools.sources.demo import log_record
 
 pytestmark = pytest.mark.django_db
 

@@ -4,9 +4,10 @@ import pytest
 from pydantic import ValidationError
 
 from tests.factories import CaseLibraryFactory
-from tests.tools.support import WikiBackend, use_backend
-from tools.backends.demo import DemoWorldBackend
+from tests.tools.support import WikiKnowledge, use_source
 from tools.lookup_knowledge import LookupKnowledgeArguments
+from tools.sources.demo import DemoWorldSource
+from tools.sources.kinds import KnowledgeSource
 
 pytestmark = pytest.mark.django_db
 
@@ -25,7 +26,7 @@ BLOCK_FIELDS = {
 
 
 def test_six_chinese_runbooks_split_by_heading():
-    blocks = DemoWorldBackend().knowledge_blocks()
+    blocks = DemoWorldSource().knowledge_blocks()
     documents = {block.source_document for block in blocks}
 
     assert documents == {
@@ -107,10 +108,10 @@ def test_past_case_is_searchable_and_marked_as_a_case(run_tool):
     assert "根因：redis-cluster-01 主节点切换期间连接超时" in blocks[0]["content"]
 
 
-def test_the_demo_backend_serves_past_cases_beside_the_runbooks():
+def test_the_demo_world_serves_past_cases_beside_the_runbooks():
     case = CaseLibraryFactory(title="order-service 连接池耗尽", alert_name="HighMemoryUsage")
 
-    blocks = DemoWorldBackend().knowledge_blocks()
+    blocks = DemoWorldSource().knowledge_blocks()
 
     assert [block.block_id for block in blocks if block.source_document.startswith("case:")] == [
         f"case:{case.case_id}"
@@ -118,9 +119,9 @@ def test_the_demo_backend_serves_past_cases_beside_the_runbooks():
     assert len(blocks) > 1
 
 
-def test_cases_come_only_from_the_configured_backend(run_tool, settings):
+def test_cases_come_only_from_the_configured_source(run_tool, settings):
     CaseLibraryFactory(title="payment-service Redis 连接超时", error_code="RedisConnectionTimeout")
-    use_backend(settings, "lookup_knowledge", WikiBackend)
+    use_source(settings, WikiKnowledge, KnowledgeSource)
 
     blocks = run_tool("lookup_knowledge", query="RedisConnectionTimeout")["evidence_blocks"]
 

@@ -7,14 +7,15 @@ import pytest
 
 from diagnosis.pipeline.contracts import Claim, EvidenceBinding, ExecutorOutput
 from diagnosis.pipeline.gatekeeper import gatekeep
-from tests.tools.support import record
+from tests.tools.support import record, use_source
+from tools.sources.kinds import SeriesSource
 
 pytestmark = pytest.mark.django_db
 AT = datetime.fromisoformat("2026-11-29T13:20:00+08:00").timestamp()
 SERIES = {"__name__": "node_load1", "instance": "web-1:9100", "job": "node"}
 
 
-class SecondWorldPrometheus:
+class SecondWorldPrometheus(SeriesSource):
     def query_promql(self, *, query: str, minutes: int, now) -> dict:
         if minutes:
             values = [[AT - 120, "0.31"], [AT - 60, "0.88"], [AT, "0.52"]]
@@ -26,8 +27,7 @@ class SecondWorldPrometheus:
 def session(settings):
     from tests.factories import DiagnosisSessionFactory
 
-    backends = settings.DIAGNOSIS["TOOL_BACKENDS"] | {"query_promql": f"{__name__}.SecondWorldPrometheus"}
-    settings.DIAGNOSIS = settings.DIAGNOSIS | {"TOOL_BACKENDS": backends}
+    use_source(settings, SecondWorldPrometheus, SeriesSource)
     return DiagnosisSessionFactory()
 
 
@@ -104,19 +104,17 @@ class KeepsAWeek(SecondWorldPrometheus):
 def test_a_range_output_says_how_far_back_the_source_keeps_samples(session, settings):
     unknown = record(session, "query_promql", query="node_load1", minutes=30)
     instant = record(session, "query_promql", query="node_load1")
-    backends = settings.DIAGNOSIS["TOOL_BACKENDS"] | {"query_promql": f"{__name__}.KeepsAWeek"}
-    settings.DIAGNOSIS = settings.DIAGNOSIS | {"TOOL_BACKENDS": backends}
+    use_source(settings, KeepsAWeek, SeriesSource)
     week = record(session, "query_promql", query="node_load1", minutes=30)
 
-    # A backend that cannot tell says so (None); an instant query has no window to limit.
+    # A source that cannot tell says so (None); an instant query has no window to limit.
     assert unknown.output["retention_minutes"] is None
     assert week.output["retention_minutes"] == 7 * 24 * 60
     assert "retention_minutes" not in instant.output
 
 
 def test_an_instant_query_reading_back_through_a_range_says_how_far_back_too(session, settings):
-    backends = settings.DIAGNOSIS["TOOL_BACKENDS"] | {"query_promql": f"{__name__}.KeepsAWeek"}
-    settings.DIAGNOSIS = settings.DIAGNOSIS | {"TOOL_BACKENDS": backends}
+    use_source(settings, KeepsAWeek, SeriesSource)
 
     history = record(session, "query_promql", query="changes(ALERTS_FOR_STATE[10080m])")
 

@@ -4,7 +4,8 @@ health, and for a failing one Prometheus's own `lastError`; only with a Promethe
 import pytest
 
 from diagnosis.services.toolbox import RecordingToolbox
-from tests.tools.support import record
+from tests.tools.support import record, use_source
+from tools.sources.kinds import TargetSource
 
 pytestmark = pytest.mark.django_db
 REFUSED = 'Get "http://127.0.0.1:9/metrics": dial tcp 127.0.0.1:9: connect: connection refused'
@@ -22,7 +23,7 @@ def target(job: str, instance: str, health: str, last_error: str = "") -> dict:
     }
 
 
-class TwoJobsPrometheus:
+class TwoJobsPrometheus(TargetSource):
     def targets(self) -> list[dict]:
         return [
             target("payments-exporter", "127.0.0.1:9", "down", REFUSED),
@@ -35,8 +36,7 @@ class TwoJobsPrometheus:
 def session(settings):
     from tests.factories import DiagnosisSessionFactory
 
-    backends = settings.DIAGNOSIS["TOOL_BACKENDS"] | {"query_targets": f"{__name__}.TwoJobsPrometheus"}
-    settings.DIAGNOSIS = settings.DIAGNOSIS | {"TOOL_BACKENDS": backends}
+    use_source(settings, TwoJobsPrometheus, TargetSource)
     return DiagnosisSessionFactory()
 
 

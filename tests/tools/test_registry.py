@@ -2,8 +2,8 @@
 
 import pytest
 
-from tools.backends.demo import DATA_DIR
 from tools.base import all_tools
+from tools.sources.demo import DATA_DIR
 
 PLACEHOLDER = "-".join(("generic", "service"))
 TOOLS_DIR = DATA_DIR.parent.parent

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.tools.support import record
+from tests.tools.support import record, use_source
+from tools.sources.kinds import AlertSource
 
 pytestmark = pytest.mark.django_db
 RUNBOOKS = Path(__file__).parents[1] / "world" / "runbooks"
@@ -100,7 +101,7 @@ RUNBOOK_URL_WORLDS = {
 }
 
 
-class UrlAlerts:
+class UrlAlerts(AlertSource):
     """A team's alert source (a plugin, as sources are): one firing alert whose `runbook_url` names
     a file of the runbook folder, set by `settings.DIAGNOSIS["TEST_RUNBOOK_ALERT"]`."""
 
@@ -160,9 +161,9 @@ def test_a_runbook_question_about_an_alert_follows_its_runbook_url_and_quotes_th
     )
     (tmp_path / "other.md").write_text("# Other\n\n## Diagnosis\n\n1. Check another thing for latency.\n")
     url = f"https://git.example.org/ops/runbooks/blob/main/{relative.upper()}"
+    use_source(settings, UrlAlerts, AlertSource)
     settings.DIAGNOSIS = settings.DIAGNOSIS | {
         "RUNBOOKS_DIR": str(tmp_path),
-        "TOOL_BACKENDS": settings.DIAGNOSIS["TOOL_BACKENDS"] | {"query_metrics": f"{__name__}.UrlAlerts"},
         "TEST_RUNBOOK_ALERT": (alert, owner, url),
     }
 
@@ -185,9 +186,9 @@ def test_symlinked_secrets_never_reach_an_answer_or_a_trace(settings, tmp_path):
     (folder / "environ.md").symlink_to(secret)
     (folder / "passwd.md").symlink_to("/etc/passwd")
     url = "https://git.example.org/ops/runbooks/blob/main/passwd"
+    use_source(settings, UrlAlerts, AlertSource)
     settings.DIAGNOSIS = settings.DIAGNOSIS | {
         "RUNBOOKS_DIR": str(folder),
-        "TOOL_BACKENDS": settings.DIAGNOSIS["TOOL_BACKENDS"] | {"query_metrics": f"{__name__}.UrlAlerts"},
         "TEST_RUNBOOK_ALERT": ("CartApiHighLatency", "cart-api", url),
     }
 

@@ -7,10 +7,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 
 from tests.integration.stack import free_port
 from tests.tools.support import record
-from tools.sources import source_for
+from tools.inventory import SourceInventory
+from tools.sources import settings_needed, source_for
+from tools.sources.kinds import SOURCE_KINDS, AlertSource, LogSource, SeriesSource, Source
 
 pytestmark = pytest.mark.django_db
 WORLD_RUNBOOKS = Path(__file__).parents[1] / "world" / "runbooks"
@@ -76,21 +79,92 @@ def test_promql_without_prometheus_is_a_failed_call_that_says_what_to_configure(
     assert "DIAGNOSIS_PROMETHEUS_URL" in invocation.error
 
 
-def test_an_explicit_backend_class_wins_over_the_configured_source(settings):
+def test_an_explicit_source_class_wins_over_the_configured_source(settings):
     configure(
         settings,
         PROMETHEUS_URL="http://prom:9090",
-        TOOL_BACKENDS={"query_metrics": "tools.backends.demo.DemoWorldBackend"},
+        SOURCE_CLASSES={"alerts": "tools.sources.demo.DemoWorldSource"},
     )
 
-    assert source_for("query_metrics").provenance()[0] == "demo"
-    assert source_for("query_promql").provenance() == ("prometheus", "http://prom:9090")
+    assert source_for(AlertSource).provenance()[0] == "demo"
+    assert source_for(SeriesSource).provenance() == ("prometheus", "http://prom:9090")
+
+
+@pytest.mark.parametrize(
+    ("configured", "expected"),
+    [
+        ({}, {"alerts": "demo", "series": None, "targets": None, "logs": "demo", "knowledge": "demo"}),
+        (
+            {"ALERTMANAGER_URL": "http://am:9093", "PROMETHEUS_URL": "http://prom:9090"},
+            {
+                "alerts": "alertmanager+prometheus",
+                "series": "prometheus",
+                "targets": "prometheus",
+                "logs": "demo",
+                "knowledge": "demo",
+            },
+        ),
+        (
+            {"ALERTMANAGER_URL": "http://am:9093", "LOKI_URL": "http://loki:3100", "RUNBOOKS_DIR": "/srv/rb"},
+            {
+                "alerts": "alertmanager",
+                "series": None,
+                "targets": None,
+                "logs": "loki",
+                "knowledge": "runbooks",
+            },
+        ),
+    ],
+)
+def test_each_kind_is_answered_by_the_first_configured_source_serving_it(settings, configured, expected):
+    configure(settings, **configured)
+
+    chosen = {name: source_for(kind) for name, kind in SOURCE_KINDS.items()}
+
+    assert {name: source.provenance()[0] if source else None for name, source in chosen.items()} == expected
+
+
+def test_a_kind_without_a_source_names_the_variable_that_would_configure_one():
+    assert settings_needed(SeriesSource) == "DIAGNOSIS_PROMETHEUS_URL"
+    assert settings_needed(AlertSource) == "DIAGNOSIS_ALERTMANAGER_URL 或 DIAGNOSIS_PROMETHEUS_URL"
+
+
+class LogsOfItsOwn:
+    """A team's log source that defines every method of the protocol without subclassing it."""
+
+    def provenance(self):
+        return "team-logs", "tests"
+
+    def check(self):
+        pass
+
+    def skipped(self):
+        return 0
+
+    def inventory(self, *, now):
+        return SourceInventory()
+
+    def query_logs(self, *, query, service, topic, now):
+        return []
+
+
+class NoLogs(Source):
+    """A source class named for logs that answers no log query."""
+
+
+def test_a_named_source_class_is_checked_against_its_kind(settings):
+    configure(settings, SOURCE_CLASSES={"logs": f"{__name__}.LogsOfItsOwn"})
+    assert source_for(LogSource).provenance() == ("team-logs", "tests")
+
+    configure(settings, SOURCE_CLASSES={"logs": f"{__name__}.NoLogs"})
+    with pytest.raises(ImproperlyConfigured, match=f"{__name__}.NoLogs is not a LogSource"):
+        source_for(LogSource)
 
 
 def test_credentials_in_a_url_are_never_recorded(settings):
     configure(settings, LOKI_URL="https://user:secret@loki.example.org/")
 
-    assert source_for("query_logs").provenance() == ("loki", "https://loki.example.org")
+    assert source_for(LogSource).provenance() == ("loki", "https://loki.example.org")
 
 
 @pytest.mark.parametrize(

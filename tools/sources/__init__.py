@@ -1,102 +1,102 @@
-"""Evidence sources, chosen per tool by environment (contracts §11): a team points the product at
+"""Evidence sources, chosen per kind by environment (contracts §11): a team points the product at
 its own stack with `DIAGNOSIS_PROMETHEUS_URL`, `DIAGNOSIS_ALERTMANAGER_URL`, `DIAGNOSIS_LOKI_URL`
-and `DIAGNOSIS_RUNBOOKS_DIR`; each tool uses the first configured source for it and, with none,
-the demo world. A backend named explicitly in `DIAGNOSIS["TOOL_BACKENDS"]` (evaluation fixtures, a settings
-override) wins over both.
+and `DIAGNOSIS_RUNBOOKS_DIR`, no Python needed.
 
-A source answers the methods its tools call (see `tools.backends`) plus `query_promql` and
-`targets` for Prometheus, and tells where its answers come from with `provenance() -> (kind, location)`.
-A source that fails raises; the recorder turns that into a failed invocation naming the source.
+`SOURCES` is the one registry: each variable names the source class it configures. For each kind of
+evidence (`tools.sources.kinds`) the first configured class serving it answers; with none, the demo
+world, where it serves the kind (PromQL and scrape targets need Prometheus). A class named for the
+kind in `DIAGNOSIS["SOURCE_CLASSES"]` wins over both (`tools.sources.plugins`).
+
 There is no fallback: a configured source that is down never gives demo-world evidence.
-
-A source may also say what it knows now, `inventory(*, now) -> SourceInventory` (contracts §12);
-`sources_inventory` asks every source the tools would use, each once.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
-from django.utils.module_loading import import_string
 
-from tools.backends.demo import DemoWorldBackend
 from tools.inventory import SourceInventory
 from tools.sources.alertmanager import AlertmanagerSource
+from tools.sources.demo import DemoWorldSource
+from tools.sources.kinds import SOURCE_KINDS, Source, kind_name
 from tools.sources.loki import LokiSource
+from tools.sources.plugins import source_class_load
 from tools.sources.prometheus import PrometheusSource
 from tools.sources.runbooks import RunbooksSource
 
 logger = logging.getLogger(__name__)
 
 DEMO = "demo"
-# The tools that read a source, and the method that tells whether a source serves the tool.
-SOURCE_TOOLS = {
-    "query_metrics": "query_alerts",
-    "query_promql": "query_promql",
-    "query_targets": "targets",
-    "query_logs": "query_logs",
-    "lookup_knowledge": "knowledge_blocks",
+
+
+class ConfiguredSource(Source, Protocol):
+    @classmethod
+    def configured(cls, config: Mapping[str, Any]) -> Source:
+        """The source as the settings (`settings.DIAGNOSIS`) configure it."""
+        ...
+
+
+# The environment variable that configures each source, in order of preference per kind:
+# Alertmanager's alert list before Prometheus's alerting rules.
+SOURCES: dict[str, type[ConfiguredSource]] = {
+    "DIAGNOSIS_ALERTMANAGER_URL": AlertmanagerSource,
+    "DIAGNOSIS_PROMETHEUS_URL": PrometheusSource,
+    "DIAGNOSIS_LOKI_URL": LokiSource,
+    "DIAGNOSIS_RUNBOOKS_DIR": RunbooksSource,
 }
 
 
-def _prometheus() -> PrometheusSource | None:
-    url = settings.DIAGNOSIS["PROMETHEUS_URL"]
-    return PrometheusSource(url) if url else None
-
-
-def configured_source(tool_name: str) -> Any | None:
-    """The first source configured for the tool, or None (then the demo world answers)."""
+def configured_source(kind: type[Source]) -> Source | None:
+    """The first source the environment configures for the kind, or None."""
     config = settings.DIAGNOSIS
-    if tool_name == "query_metrics":
-        if config["ALERTMANAGER_URL"]:
-            return AlertmanagerSource(config["ALERTMANAGER_URL"], prometheus=_prometheus())
-        return _prometheus()
-    if tool_name in ("query_promql", "query_targets"):
-        return _prometheus()
-    if tool_name == "query_logs" and config["LOKI_URL"]:
-        return LokiSource(config["LOKI_URL"], tenant=config["LOKI_TENANT"])
-    if tool_name == "lookup_knowledge" and config["RUNBOOKS_DIR"]:
-        return RunbooksSource(config["RUNBOOKS_DIR"])
+    for variable, source_class in SOURCES.items():
+        # `settings.DIAGNOSIS` holds each variable's value under its name without the prefix.
+        if config[variable.partition("_")[2]] and issubclass(source_class, kind):
+            return source_class.configured(config)
     return None
 
 
-def source_for(tool_name: str) -> Any:
-    explicit = settings.DIAGNOSIS["TOOL_BACKENDS"].get(tool_name)
-    if explicit:
-        return import_string(explicit)()
-    return configured_source(tool_name) or DemoWorldBackend()
+def source_for(kind: type[Source]) -> Source | None:
+    """The source that answers the kind now; None when nothing can (PromQL without Prometheus)."""
+    path = settings.DIAGNOSIS["SOURCE_CLASSES"].get(kind_name(kind))
+    if path:
+        return source_class_load(path, kind=kind)()
+    source = configured_source(kind)
+    if source is None and issubclass(DemoWorldSource, kind):
+        return DemoWorldSource()
+    return source
 
 
-def provenance_of(source: Any) -> tuple[str, str]:
-    """(kind, location) of a source; a team's own backend class is named by its dotted path."""
-    if hasattr(source, "provenance"):
-        return source.provenance()
-    return f"{type(source).__module__}.{type(source).__qualname__}", ""
+def settings_needed(kind: type[Source]) -> str:
+    """The variables that would configure a source for the kind: `DIAGNOSIS_PROMETHEUS_URL`."""
+    return " 或 ".join(
+        variable for variable, source_class in SOURCES.items() if issubclass(source_class, kind)
+    )
 
 
-def is_demo(source: Any) -> bool:
-    return provenance_of(source)[0] == DEMO
+def is_demo(source: Source | None) -> bool:
+    return source is not None and source.provenance()[0] == DEMO
 
 
 def sources_inventory(*, now: datetime) -> SourceInventory:
     """What the sources the tools would use know now, united; each distinct source asked once.
 
-    A source that fails is left out with a logged warning (its tool call will fail and say so);
-    one without `inventory` contributes nothing."""
-    chosen: dict[tuple[str, str], Any] = {}
-    for tool_name, method in SOURCE_TOOLS.items():
-        source = source_for(tool_name)
-        if hasattr(source, method):
-            chosen.setdefault(provenance_of(source), source)
+    A source that fails is left out with a logged warning (its tool call will fail and say so)."""
+    chosen: dict[tuple[str, str], Source] = {}
+    for kind in SOURCE_KINDS.values():
+        source = source_for(kind)
+        if source is not None:
+            chosen.setdefault(source.provenance(), source)
     inventory = SourceInventory()
-    for (kind, location), source in chosen.items():
-        if not hasattr(source, "inventory"):
-            continue
+    for (kind_of_source, location), source in chosen.items():
         try:
             inventory = inventory.united(source.inventory(now=now))
         except Exception:  # a source being down must not stop the session
-            logger.warning("inventory of source %s %s failed; left out", kind, location, exc_info=True)
+            logger.warning(
+                "inventory of source %s %s failed; left out", kind_of_source, location, exc_info=True
+            )
     return inventory

@@ -3,11 +3,14 @@ each alert's current value and `expr` come from Prometheus, joined on labels (co
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
 from tools.inventory import SourceInventory
 from tools.records import labelled_alert_record, parsed_time, service_of
 from tools.sources.http import HttpSource
+from tools.sources.kinds import AlertSource
 from tools.sources.prometheus import PrometheusSource, matches
 
 
@@ -19,12 +22,17 @@ def alert_state(status: dict) -> str:
     return "firing"
 
 
-class AlertmanagerSource(HttpSource):
+class AlertmanagerSource(HttpSource, AlertSource):
     kind = "alertmanager"
 
     def __init__(self, base_url: str, *, prometheus: PrometheusSource | None = None) -> None:
         super().__init__(base_url)
         self.prometheus = prometheus
+
+    @classmethod
+    def configured(cls, config: Mapping[str, Any]) -> AlertmanagerSource:
+        prometheus = PrometheusSource.configured(config) if config["PROMETHEUS_URL"] else None
+        return cls(config["ALERTMANAGER_URL"], prometheus=prometheus)
 
     def provenance(self) -> tuple[str, str]:
         if self.prometheus is None:

@@ -15,6 +15,8 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx2
 from django.conf import settings
 
+from tools.sources.kinds import Source
+
 MAX_BODY_BYTES = 20 * 1024 * 1024
 ERROR_BODY_CHARS = 300
 
@@ -42,7 +44,7 @@ def source_timeout() -> float:
     return float(settings.DIAGNOSIS["SOURCE_TIMEOUT"])
 
 
-class HttpSource:
+class HttpSource(Source):
     """Base of the HTTP sources: `get_json(path, params)` against the configured base URL."""
 
     kind: ClassVar[str]

@@ -9,7 +9,7 @@ parsed from the line otherwise. Code then keeps only the lines the same word and
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -21,6 +21,7 @@ from tools.loglines import LEVEL_LABELS, has_word, is_error_level, level_of, log
 from tools.matching import group_terms, query_terms
 from tools.records import service_of
 from tools.sources.http import HttpSource
+from tools.sources.kinds import LogSource
 
 # The most lines one call asks for: the tool's own `limit` maximum.
 MAX_LINES = 100
@@ -32,12 +33,16 @@ ERROR_IN_LINE = r"(?i:error|err|fatal|critical|crit|severe|panic)|^E\d{4} |^F\d{
 LITERAL_WORD = re.compile(r"[a-z0-9_.:/\-]{4,}|[\u4e00-\u9fff]{2,}")
 
 
-class LokiSource(HttpSource):
+class LokiSource(HttpSource, LogSource):
     kind = "loki"
 
     def __init__(self, base_url: str, *, tenant: str | None = None) -> None:
         super().__init__(base_url)
         self.tenant = tenant
+
+    @classmethod
+    def configured(cls, config: Mapping[str, Any]) -> LokiSource:
+        return cls(config["LOKI_URL"], tenant=config["LOKI_TENANT"])
 
     def headers(self) -> dict[str, str]:
         headers = super().headers()

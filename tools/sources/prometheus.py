@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -15,6 +16,7 @@ from tools.clock import local_text
 from tools.inventory import SourceInventory
 from tools.records import labelled_alert_record, parsed_time, service_of
 from tools.sources.http import HttpSource, SourceError
+from tools.sources.kinds import AlertSource, LabelledSeriesSource, TargetSource
 
 logger = logging.getLogger(__name__)
 
@@ -29,11 +31,15 @@ def matches(wanted: str | None, value: str) -> bool:
     return not wanted or wanted.strip().lower() == value.lower()
 
 
-class PrometheusSource(HttpSource):
+class PrometheusSource(HttpSource, AlertSource, LabelledSeriesSource, TargetSource):
     kind = "prometheus"
     # `retention_minutes()` asks the server once per source object.
     _retention_read = False
     _retention: int | None = None
+
+    @classmethod
+    def configured(cls, config: Mapping[str, Any]) -> PrometheusSource:
+        return cls(config["PROMETHEUS_URL"])
 
     def data(self, path: str, params: dict[str, Any] | None = None) -> Any:
         payload = self.get_json(path, params)

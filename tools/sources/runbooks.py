@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import yaml
 
-from tools.backends.demo import knowledge_source_blocks
 from tools.inventory import SourceInventory
 from tools.retrieval import KnowledgeBlock
+from tools.sources.kinds import KnowledgeSource
+from tools.sources.plugins import knowledge_sources_blocks
 
 logger = logging.getLogger(__name__)
 
@@ -31,12 +34,16 @@ class RunbookError(ValueError):
     pass
 
 
-class RunbooksSource:
+class RunbooksSource(KnowledgeSource):
     kind = "runbooks"
 
     def __init__(self, folder: str) -> None:
         self.folder = Path(folder)
         self.location = str(self.folder)
+
+    @classmethod
+    def configured(cls, config: Mapping[str, Any]) -> RunbooksSource:
+        return cls(config["RUNBOOKS_DIR"])
 
     def provenance(self) -> tuple[str, str]:
         return self.kind, self.location
@@ -53,7 +60,7 @@ class RunbooksSource:
     def knowledge_blocks(self) -> list[KnowledgeBlock]:
         """The folder's runbooks and the case library's past cases."""
         self.check()
-        return [*runbook_blocks(self.folder), *knowledge_source_blocks()]
+        return [*runbook_blocks(self.folder), *knowledge_sources_blocks()]
 
     def inventory(self, *, now: datetime) -> SourceInventory:
         """Alerts the front matter names; runbooks by title and file stem."""

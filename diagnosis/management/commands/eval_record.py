@@ -84,7 +84,7 @@ class Command(BaseCommand):
                 if (folder / VOCABULARY_FILE).is_file()
                 else None,
                 "DEMO_NOW": recorded_at.isoformat(),
-                "TOOL_BACKENDS": {},
+                "SOURCE_CLASSES": {},
             }
             with override_settings(DIAGNOSIS=settings.DIAGNOSIS | overrides):
                 for question in questions:

@@ -109,7 +109,7 @@ class Command(BaseCommand):
         self.stdout.write(f"  诊断引擎:   {settings.DIAGNOSIS['ENGINE']}")
         self.stdout.write("  证据来源:   （manage.py sources 检查是否可达）")
         for tool, source, location in sources_in_use():
-            label = "演示数据" if source == "demo" else source
+            label = "演示数据" if source == "demo" else source or "未配置"
             self.stdout.write(f"    {tool:<18} {label} {location}")
         if reaped:
             self.stdout.write(self.style.WARNING(f"  已将 {reaped} 个长时间未结束的会话标记为失败"))

@@ -5,6 +5,8 @@ from django.core.cache import cache
 
 from diagnosis.presenters.examples import PRIORITY_QUESTION, AskExamples, ask_examples
 from diagnosis.selectors.examples import ask_subjects
+from tests.tools.support import use_source
+from tools.sources.kinds import AlertSource
 from tools.world import demo_examples
 
 pytestmark = pytest.mark.django_db
@@ -22,7 +24,7 @@ def examples_offered() -> AskExamples:
     return ask_examples(subjects=ask_subjects())
 
 
-class DownSource:
+class DownSource(AlertSource):
     def provenance(self):
         return "prometheus", "http://127.0.0.1:9"
 
@@ -56,10 +58,7 @@ def test_a_world_with_its_own_sources_is_asked_about_its_firing_alerts_most_seve
 
 
 def test_a_source_that_is_down_leaves_generic_examples_and_the_page_working(settings):
-    settings.DIAGNOSIS = settings.DIAGNOSIS | {
-        "TOOL_BACKENDS": settings.DIAGNOSIS["TOOL_BACKENDS"]
-        | {"query_metrics": "tests.diagnosis.presenters.test_examples.DownSource"}
-    }
+    use_source(settings, DownSource, AlertSource)
 
     examples = examples_offered()
 

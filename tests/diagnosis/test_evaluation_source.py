@@ -1,8 +1,8 @@
-"""The fixture backend: a case's own tool data served through the real tools and recorder."""
+"""The fixture source: a case's own tool data served through the real tools and recorder."""
 
 import pytest
 
-from diagnosis.evaluation.fixtures import ToolOverrides
+from diagnosis.evaluation.fixtures import ToolOverrides, fixture_sources
 from diagnosis.services.invocations import invocation_record
 from tests.factories import CaseLibraryFactory, DiagnosisSessionFactory
 
@@ -32,17 +32,13 @@ QUANTUM_BLOCK = {
 
 @pytest.fixture
 def serve(settings):
-    """Plug the fixture backend in for the tools a case overrides, with the demo clock pinned."""
+    """Plug the fixture source in for the tools a case overrides, with the demo clock pinned."""
 
     def plug(overrides: dict) -> None:
-        data = ToolOverrides.model_validate(overrides).backend_data()
-        backends = settings.DIAGNOSIS["TOOL_BACKENDS"] | dict.fromkeys(
-            data, "tools.backends.fixture.FixtureBackend"
-        )
+        data = ToolOverrides.model_validate(overrides).source_data()
         settings.DIAGNOSIS = settings.DIAGNOSIS | {
             "DEMO_NOW": "2026-11-29T15:00:00+08:00",
-            "TOOL_BACKENDS": backends,
-            "FIXTURE_TOOL_DATA": data,
+            **fixture_sources(data, config=settings.DIAGNOSIS),
         }
 
     return plug

@@ -15,8 +15,6 @@ from functools import cache
 from pathlib import Path
 
 import yaml
-from django.conf import settings
-from django.utils.module_loading import import_string
 
 from tools.clock import local_text
 from tools.inventory import SourceInventory
@@ -24,6 +22,8 @@ from tools.loglines import groups_of
 from tools.matching import mentioned, query_groups
 from tools.records import alert_record
 from tools.retrieval import KnowledgeBlock
+from tools.sources.kinds import AlertSource, KnowledgeSource, LogSource
+from tools.sources.plugins import knowledge_sources_blocks
 from tools.world import current_vocabulary
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "demo_world"
@@ -125,7 +125,7 @@ def log_matches(record: LogRecord, query: str) -> bool:
     return bool(names) or any(word in record.text for word in LITERAL_WORD.findall(query.lower()))
 
 
-class DemoWorldBackend:
+class DemoWorldSource(AlertSource, LogSource, KnowledgeSource):
     def provenance(self) -> tuple[str, str]:
         return "demo", "tools/data/demo_world"
 
@@ -147,7 +147,7 @@ class DemoWorldBackend:
 
     def knowledge_blocks(self) -> list[KnowledgeBlock]:
         """The runbooks and the blocks of the configured knowledge sources (the case library's past cases)."""
-        return [*_runbook_blocks(), *knowledge_source_blocks()]
+        return [*_runbook_blocks(), *knowledge_sources_blocks()]
 
     def inventory(self, *, now: datetime) -> SourceInventory:
         return SourceInventory(
@@ -155,16 +155,6 @@ class DemoWorldBackend:
             alerts={alert["alert_name"] for alert in _alerts()},
             runbooks={block.source_document for block in _runbook_blocks()},
         )
-
-
-def knowledge_source_blocks() -> list[KnowledgeBlock]:
-    """Blocks of `settings.DIAGNOSIS["KNOWLEDGE_SOURCES"]` (dotted class paths with `knowledge_blocks()`):
-    knowledge kept by other apps reaches lookup_knowledge without this package importing them."""
-    return [
-        block
-        for path in settings.DIAGNOSIS["KNOWLEDGE_SOURCES"]
-        for block in import_string(path)().knowledge_blocks()
-    ]
 
 
 def alert_rendered(alert: dict, now: datetime) -> dict:

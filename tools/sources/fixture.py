@@ -1,7 +1,7 @@
-"""A backend serving an evaluation case's own tool data, on top of the demo world or instead of it.
+"""A source serving an evaluation case's own tool data, on top of the demo world or instead of it.
 
-Plugged in per tool like any backend (`DIAGNOSIS["TOOL_BACKENDS"][tool] =
-"tools.backends.fixture.FixtureBackend"`); what it serves is read from
+Named per kind like any source class (`DIAGNOSIS["SOURCE_CLASSES"]["logs"] =
+"tools.sources.fixture.FixtureSource"`); what it serves is read from
 `DIAGNOSIS["FIXTURE_TOOL_DATA"][tool]` (plain JSON, validated by `diagnosis.evaluation.fixtures`):
 
 - `mode`: `merge` (the demo world, for lookup_knowledge its runbooks and past cases, plus these
@@ -20,19 +20,20 @@ from typing import Any
 
 from django.conf import settings
 
-from tools.backends.demo import (
-    DemoWorldBackend,
+from tools.inventory import SourceInventory
+from tools.retrieval import KnowledgeBlock
+from tools.sources.demo import (
+    DemoWorldSource,
     alert_rendered,
     filter_matches,
     log_matches,
     log_record,
     log_rendered,
 )
-from tools.inventory import SourceInventory
-from tools.retrieval import KnowledgeBlock
+from tools.sources.kinds import AlertSource, KnowledgeSource, LogSource
 
 MERGE, REPLACE = "merge", "replace"
-# Arguments the backend sees for each tool; others (limit, top_k) are applied by the tool itself.
+# Arguments the source sees for each tool; others (limit, top_k) are applied by the tool itself.
 CALL_KEYS = {"query_metrics": ("service", "alert_name"), "query_logs": ("query", "service", "topic")}
 
 
@@ -40,7 +41,7 @@ class FixtureToolError(RuntimeError):
     """The case says this tool is down."""
 
 
-class FixtureBackend:
+class FixtureSource(AlertSource, LogSource, KnowledgeSource):
     def provenance(self) -> tuple[str, str]:
         """An evaluation case's data; `merge` mode also serves the demo world."""
         return "fixture", "evaluation case"
@@ -57,7 +58,7 @@ class FixtureBackend:
         ]
         if data.get("mode", MERGE) == REPLACE:
             return own
-        return [*DemoWorldBackend().query_alerts(service=service, alert_name=alert_name, now=now), *own]
+        return [*DemoWorldSource().query_alerts(service=service, alert_name=alert_name, now=now), *own]
 
     def query_logs(self, *, query: str, service: str | None, topic: str | None, now: datetime) -> list[dict]:
         data = _data("query_logs")
@@ -72,7 +73,7 @@ class FixtureBackend:
             and log_matches(log_record(fields), query)
         ]
         if data.get("mode", MERGE) == MERGE:
-            logs = [*DemoWorldBackend().query_logs(query=query, service=service, topic=topic, now=now), *logs]
+            logs = [*DemoWorldSource().query_logs(query=query, service=service, topic=topic, now=now), *logs]
         # Newest first, as the demo world answers; timestamps share one shape and zone, so they sort as
         # text, and the sort is stable for equal times.
         return sorted(logs, key=lambda log: log["timestamp"], reverse=True)
@@ -91,13 +92,13 @@ class FixtureBackend:
             for block in data.get("records", [])
         ]
         if data.get("mode", MERGE) == MERGE:
-            return [*DemoWorldBackend().knowledge_blocks(), *own]
+            return [*DemoWorldSource().knowledge_blocks(), *own]
         return own
 
     def inventory(self, *, now: datetime) -> SourceInventory:
         """What the case's own records name, plus the demo world's where a tool merges with it."""
         tool_data = settings.DIAGNOSIS.get("FIXTURE_TOOL_DATA", {})
-        demo = DemoWorldBackend().inventory(now=now)
+        demo = DemoWorldSource().inventory(now=now)
         inventory = SourceInventory()
         for tool_name, data in tool_data.items():
             records = [
