@@ -1,4 +1,4 @@
-"""What one source knows now (contracts §12): services, alert names, runbook names.
+"""What one source knows now: services, alert names, runbook names.
 
 The inventory protocol: a source or backend may offer `inventory(*, now) -> SourceInventory`;
 `tools.sources.sources_inventory` asks each source the tools would use and unites the answers.

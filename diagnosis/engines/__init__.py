@@ -5,7 +5,7 @@ from __future__ import annotations
 from diagnosis.pipeline.interfaces import Engine
 
 ENGINE_NAMES = ("rules", "llm")
-# Which engine answers when an engine's backend is unavailable (contracts §20): the rules engine needs none.
+# Which engine answers when an engine's backend is unavailable: the rules engine needs none.
 FALLBACK_ENGINES = {"llm": "rules"}
 
 

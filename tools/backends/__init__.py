@@ -7,5 +7,5 @@ A backend class is instantiated per call and answers the tools it serves:
 - `knowledge_blocks() -> list[tools.retrieval.KnowledgeBlock]` for `lookup_knowledge`: every
   runbook and past-case block it knows (the tool ranks them with `tools.retrieval`)
 
-Records carry the output fields of contracts §4. No match is an empty list, never a placeholder.
+Records carry their tool's output fields. No match is an empty list, never a placeholder.
 """

@@ -1,4 +1,4 @@
-"""Evidence sources, chosen per tool by environment (contracts §11): a team points the product at
+"""Evidence sources, chosen per tool by environment: a team points the product at
 its own stack with `DIAGNOSIS_PROMETHEUS_URL`, `DIAGNOSIS_ALERTMANAGER_URL`, `DIAGNOSIS_LOKI_URL`
 and `DIAGNOSIS_RUNBOOKS_DIR`; each tool uses the first configured source for it and, with none,
 the demo world. A backend named explicitly in `DIAGNOSIS["TOOL_BACKENDS"]` (evaluation fixtures, a settings
@@ -9,7 +9,7 @@ A source answers the methods its tools call (see `tools.backends`) plus `query_p
 A source that fails raises; the recorder turns that into a failed invocation naming the source.
 There is no fallback: a configured source that is down never gives demo-world evidence.
 
-A source may also say what it knows now, `inventory(*, now) -> SourceInventory` (contracts §12);
+A source may also say what it knows now, `inventory(*, now) -> SourceInventory`;
 `sources_inventory` asks every source the tools would use, each once.
 """
 
