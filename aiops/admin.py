@@ -1,4 +1,4 @@
-"""Reviewers' admin of alert episodes and report deliveries (each attempt visible, contracts §13)."""
+"""Reviewers' admin of alert episodes and report deliveries (each attempt visible)."""
 
 from django.contrib import admin
 from django.urls import reverse

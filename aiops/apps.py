@@ -2,7 +2,7 @@ from django.apps import AppConfig
 
 
 class AiopsConfig(AppConfig):
-    """Alert analysis (seed 004 §6, contracts §13): per-alert sessions through the diagnosis pipeline,
+    """Alert analysis: per-alert sessions through the diagnosis pipeline,
     the report, Alertmanager's episodes and the deliveries of reports."""
 
     name = "aiops"

@@ -1,4 +1,4 @@
-"""`aiops_rule_evaluation` (seed 004 §6): light rule checks of a finished analysis, not a verifier.
+"""`aiops_rule_evaluation`: light rule checks of a finished analysis, not a verifier.
 
 They read the report text, so a report that strays from its alerts fails whoever wrote it.
 """
@@ -20,7 +20,7 @@ def aiops_checks(
     active_alerts: list[dict],
     analysed: dict[AlertSubject, Counter],
 ) -> dict:
-    """The four checks of seed 004 §6 on a finished analysis, and the verdict (pass/fail).
+    """The four checks on a finished analysis, and the verdict (pass/fail).
 
     `scope_alerts` are the alerts of the request (payload or filter), any state; `active_alerts`
     the alerts query_metrics reported as current when the analysis started; `analysed` maps each
@@ -55,7 +55,7 @@ def _final_report_check(report: str, subjects: list[AlertSubject]) -> dict:
 
 def _focus_check(report: str, scope_alerts: list[dict], active_alerts: list[dict]) -> dict:
     names, services = _scope_vocabulary(scope_alerts)
-    # The world vocabulary names alerts and services beyond the active ones (contracts §12).
+    # The world vocabulary names alerts and services beyond the active ones.
     vocabulary = current_vocabulary()
     known_names = names | {a["alert_name"] for a in active_alerts} | set(vocabulary.alert_topics)
     known_services = (

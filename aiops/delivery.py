@@ -1,4 +1,4 @@
-"""Delivering reports to `DIAGNOSIS_NOTIFY_URL` (contracts §13).
+"""Delivering reports to `DIAGNOSIS_NOTIFY_URL`.
 
 When a report of Alertmanager's alerts completes, one of its episodes resolves, or a flapping group
 starts, goes on or settles (`aiops.services` flapping), a versioned
@@ -49,7 +49,7 @@ def report_payload(*, report: DiagnosisSession, event: str) -> dict:
                 "output_type": alert.get("output_type"),
                 "summary": alert.get("summary") or alert.get("not_analysed_reason") or "",
                 "session_url": _public_url(alert["session_id"]) if alert.get("session_id") else None,
-                # A flapping group's count, first start and state (contracts §18); null otherwise.
+                # A flapping group's count, first start and state; null otherwise.
                 "flapping": alert.get("flapping"),
             }
             for alert in report.alert_scope.get("alerts") or []

@@ -1,4 +1,4 @@
-"""Alert episodes and the deliveries of their reports (contracts §13).
+"""Alert episodes and the deliveries of their reports.
 
 An episode is one firing of one alert: Alertmanager's `fingerprint` (a hash of the labels) plus
 its `startsAt`. It is analysed once, by the report (an AIOps `DiagnosisSession`) whose notification
@@ -49,7 +49,7 @@ class ReportDelivery(models.Model):
     class Event(models.TextChoices):
         COMPLETED = "completed", "报告完成"
         RESOLVED = "resolved", "告警恢复"
-        # A flapping group (contracts §18): started or still flapping, then settled.
+        # A flapping group: started or still flapping, then settled.
         FLAPPING = "flapping", "反复触发"
         SETTLED = "settled", "反复触发已平息"
 

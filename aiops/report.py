@@ -1,4 +1,4 @@
-"""AIOps analysis (seed 004 §6): per-alert questions, the `告警分析报告`, and the rule checks.
+"""AIOps analysis: per-alert questions, the `告警分析报告`, and the rule checks.
 
 Each analysed alert is diagnosed by an ordinary verified session (its child). The report is built
 by code from what those sessions verified: the composer module's material (confirmed findings and
@@ -51,7 +51,7 @@ OutputType = DiagnosisSession.OutputType
 
 REPORT_TITLE = "告警分析报告"
 FIRING, RESOLVED = "firing", "resolved"
-# The evidence every analysed alert must have been checked against (seed 004 §6).
+# The evidence every analysed alert must have been checked against.
 REQUIRED_EVIDENCE_TOOLS = ("query_metrics", "query_logs")
 FAILED_LABEL = "执行失败"
 FAILED_GAP = "诊断执行失败，未获得可用证据"
@@ -60,7 +60,7 @@ MIXED_RESULTS_NOTE = "部分告警的结论存在证据缺口、已降级或执�
 QUOTED = re.compile(r"「[^」]*」|（来源：[^）]*）|`[^`]*`")
 
 
-# A resolved alert's findings were verified while it fired: told in the past (contracts §18), outside
+# A resolved alert's findings were verified while it fired: told in the past, outside
 # the quoted excerpts, which stay as the source wrote them.
 PAST_TENSE = (
     ("当前存在", "触发期间存在"),
@@ -75,11 +75,11 @@ PAST_TENSE = (
 MAX_ERROR_PATTERNS = 5
 MAX_RUNBOOK_STEPS = 6
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-# A runbook section whose title says it holds the steps to take (contracts §17).
+# A runbook section whose title says it holds the steps to take.
 STEP_SECTIONS = re.compile(r"排查|处置|处理|步骤|diagnos|mitigat|remediat|steps|response", re.IGNORECASE)
 
 
-# Labels that tell one alert's instances apart; the per-alert question names them (contracts §13).
+# Labels that tell one alert's instances apart; the per-alert question names them.
 IDENTITY_LABELS = ("instance", "job", "namespace", "pod")
 SHOWN_VALUE_CHARS = 120
 
@@ -155,7 +155,7 @@ class AlertAnalysis:
     actions: list[str] = field(default_factory=list)
     # Runbook blocks found for the alert (guidance, never current facts), quoted with their sources.
     runbooks: list[str] = field(default_factory=list)
-    # Where the evidence came from (contracts §11): `演示数据` for the demo world.
+    # Where the evidence came from: `演示数据` for the demo world.
     sources: list[str] = field(default_factory=list)
     # The alert's episodes as the report shows them: firing, or resolved with the time.
     state_text: str = FIRING
@@ -166,7 +166,7 @@ class AlertAnalysis:
     # Error-level log lines grouped by pattern: (example line, count), most frequent first.
     error_patterns: list[tuple[str, int]] = field(default_factory=list)
     runbook_steps: list[str] = field(default_factory=list)
-    # The alert's flapping group (contracts §18): {"episodes", "since", "state"}, or None.
+    # The alert's flapping group: {"episodes", "since", "state"}, or None.
     flapping: dict | None = None
 
     @property
@@ -175,7 +175,7 @@ class AlertAnalysis:
 
     @property
     def priority(self) -> tuple[int, Decimal]:
-        """As `priority` asks order alerts (contracts §16): severity, then how far past the threshold."""
+        """As `priority` asks order alerts: severity, then how far past the threshold."""
         rank = SEVERITY_RANK.get(self.severity, len(SEVERITY_RANK))
         reading = value_against_threshold(self.record)
         return rank, -(reading[3] if reading else Decimal(0))
@@ -601,7 +601,7 @@ def _tool_gaps(invocations: list[ToolInvocation]) -> list[str]:
 
 
 def _next_steps(analysis: AlertAnalysis, *, allowed_actions: list[str]) -> list[str]:
-    """Evidence gathering only (seed 003): the verified material's actions, then standard checks."""
+    """Evidence gathering only, never a fix: the verified material's actions, then standard checks."""
     subject = analysis.subject
     where = f" {subject.shown_service} 上" if subject.service else ""
     watch = (

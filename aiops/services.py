@@ -1,4 +1,4 @@
-"""AIOps mode (seed 004 §6): analyse firing alerts into one report, from a click or from Alertmanager.
+"""AIOps mode: analyse firing alerts into one report, from a click or from Alertmanager.
 
 An AIOps session (kind `aiops`) holds its alerts in `alert_scope`. Its background run records one
 `query_metrics` call (the alerts active right now), diagnoses every firing alert in scope through
@@ -6,8 +6,8 @@ its own child session (the ordinary verified pipeline, a narrow per-alert questi
 number at a time, writes the `告警分析报告` as the session's answer and then the
 `aiops_rule_evaluation` slot.
 
-Alertmanager's notifications are taken apart into episodes (`aiops.models.AlertEpisode`, contracts
-§13): a notification starts one analysis of the firing episodes nobody has seen yet, and closes on
+Alertmanager's notifications are taken apart into episodes (`aiops.models.AlertEpisode`, one per fingerprint
+and `startsAt`): a notification starts one analysis of the firing episodes nobody has seen yet, and closes on
 their reports the episodes it says resolved. Resolved alerts are never analysed.
 """
 
@@ -335,7 +335,7 @@ def aiops_reports_reaped(*, session_pks: list[int], **kwargs) -> None:
 
 
 def aiops_rule_evaluation_run(*, session_pk: int) -> dict:
-    """Check the finished analysis (seed 004 §6) and store it in the `aiops_rule_evaluation` slot."""
+    """Check the finished analysis by rule (no model) and store it in the `aiops_rule_evaluation` slot."""
     session = DiagnosisSession.objects.get(pk=session_pk)
     scope_alerts = session.alert_scope.get("alerts") or []
     inventory = session.tool_invocations.filter(tool_name=INVENTORY_TOOL).first()
@@ -648,7 +648,7 @@ def _notes(scope: dict, not_analysed: list[str]) -> list[str]:
     return notes
 
 
-# Flapping (contracts §18): an alert whose episodes start `FLAP_EPISODES` times within
+# Flapping: an alert whose episodes start `FLAP_EPISODES` times within
 # `FLAP_WINDOW_MINUTES` is one group with one report, updated with the count and the latest state;
 # its receivers get one notice per state of the group (flapping started, still flapping at most every
 # `FLAP_REPEAT_MINUTES`, settled), not one per episode. The group lives on its report's scope alert

@@ -1,4 +1,4 @@
-"""The case library (contracts §3, seed 004): verified sessions users found useful, searchable later.
+"""The case library: verified sessions users found useful, searchable later.
 
 A case from a user's "useful" is a candidate until a reviewer approves it; only approved cases are
 served to anyone's `lookup_knowledge` (issue 14: one user's session must not speak in another's answer).

@@ -1,4 +1,4 @@
-"""Settings read from the environment with safe defaults (contracts §2).
+"""Settings read from the environment with safe defaults.
 
 Development defaults: SQLite file in the project, rules engine, DEBUG only when asked.
 Outside development (DJANGO_DEBUG unset and not running tests) a real DJANGO_SECRET_KEY is required.
@@ -103,7 +103,7 @@ TEMPLATES = [
 WSGI_APPLICATION = "config.wsgi.application"
 ASGI_APPLICATION = "config.asgi.application"
 
-# SQLite, the embedded default, is shared by the web server's threads and the worker processes (§15).
+# SQLite, the embedded default, is shared by the web server's threads and the worker processes.
 SQLITE_OPTIONS = {
     # BEGIN IMMEDIATE takes the write lock when a transaction starts, so a writer waits its turn (up to
     # `timeout`) instead of failing with `database is locked` when it upgrades a read lock.
@@ -308,7 +308,7 @@ LOGGING = {
     },
 }
 
-# The diagnosis pipeline (contracts §2).
+# The diagnosis pipeline's settings.
 DIAGNOSIS = {
     "ENGINE": ENV.engine,
     "LLM_MODEL": ENV.llm_model,
@@ -336,11 +336,11 @@ DIAGNOSIS = {
     # Alerts of one AIOps analysis diagnosed at the same time (threads). SQLite always runs them one
     # by one: its single writer would only make the threads wait for each other's locks.
     "AIOPS_CONCURRENCY": 3,
-    # Alerts one analysis diagnoses (contracts §13); the rest are listed in its report as not analysed.
+    # Alerts one analysis diagnoses; the rest are listed in its report as not analysed.
     "AIOPS_MAX_ALERTS": ENV.aiops_max_alerts,
-    # Label names that name an alert's service, in order of preference (contracts §11).
+    # Label names that name an alert's service, in order of preference.
     "SERVICE_LABELS": ENV.service_labels,
-    # Flapping (contracts §18): this many episodes of one alert within the window are one group with
+    # Flapping: this many episodes of one alert within the window are one group with
     # one report; its "still flapping" notice is sent at most every REPEAT minutes, and it has settled
     # when no episode started for SETTLE minutes after the last one resolved.
     "FLAP_WINDOW_MINUTES": ENV.flap_window_minutes,
@@ -353,7 +353,7 @@ DIAGNOSIS = {
     # it is refused with 429 (a right token too: guessing must not learn from the answer).
     "ALERTMANAGER_FAILED_TOKEN_RATE": "10/min",
     "ALERTMANAGER_MAX_BYTES": 1024 * 1024,
-    # Where finished reports and resolved episodes are POSTed (contracts §13); unset = nowhere.
+    # Where finished reports and resolved episodes are POSTed; unset = nowhere.
     "NOTIFY_URL": ENV.notify_url,
     "NOTIFY_TOKEN": ENV.notify_token,
     # A delivery is a request to a source like any other: the same time bound.
@@ -377,7 +377,7 @@ DIAGNOSIS = {
     "SOURCE_CLASSES": {},
     # Knowledge other apps keep, added to the demo world's runbooks (dotted class paths).
     "KNOWLEDGE_SOURCES": ["caselib.knowledge.CaseLibraryKnowledge"],
-    # Evidence sources (contracts §11); unset = the demo world answers that tool.
+    # Evidence sources; unset = the demo world answers that tool.
     "PROMETHEUS_URL": ENV.prometheus_url,
     "ALERTMANAGER_URL": ENV.alertmanager_url,
     "LOKI_URL": ENV.loki_url,
@@ -389,6 +389,6 @@ DIAGNOSIS = {
     # Pins "now" for the demo world (ISO 8601, a settings override in tests and the eval); None = the
     # real clock.
     "DEMO_NOW": None,
-    # The world vocabulary (contracts §12); unset = the demo world's (tools/data/demo_world/vocabulary.json).
+    # The world vocabulary; unset = the demo world's (tools/data/demo_world/vocabulary.json).
     "VOCABULARY_FILE": ENV.vocabulary_file,
 }

@@ -1,4 +1,4 @@
-"""The JSON API (contracts §10): chat, session list, trace (feedback: `feedback.api`)."""
+"""The JSON API: chat, session list, trace (feedback: `feedback.api`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Diagnosis records (contracts §3): a session, its agent steps and its tool invocations."""
+"""Diagnosis records: a session, its agent steps and its tool invocations."""
 
 import uuid
 
@@ -50,7 +50,7 @@ class DiagnosisSession(models.Model):
     rounds = models.PositiveSmallIntegerField(default=0)
     # The stage the pipeline is in now, for the live view (planner / executor / ... / done).
     current_stage = models.CharField(max_length=16, blank=True, default="")
-    # null = no feedback yet (contracts §3), distinct from any value a user can send.
+    # null = no feedback yet, distinct from any value a user can send.
     feedback = models.CharField(max_length=16, choices=Feedback.choices, null=True, blank=True)  # noqa: DJ001
     self_evaluation = models.JSONField(default=dict, blank=True)
     # Denormalised from self_evaluation at write time so reviewers can filter and sort cheaply.
@@ -64,7 +64,7 @@ class DiagnosisSession(models.Model):
         on_delete=models.SET_NULL,
         related_name="diagnosis_sessions",
     )
-    # AIOps (seed 004 §6): an analysis session holds its alerts in `alert_scope`; each analysed
+    # AIOps: an analysis session holds its alerts in `alert_scope`; each analysed
     # alert runs as a child session (`parent` set) through the ordinary verified pipeline.
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
@@ -158,7 +158,7 @@ class ToolInvocation(models.Model):
     error = models.TextField(blank=True, default="")
     retrieval_details = models.JSONField(default=dict, blank=True)
     latency_ms = models.PositiveIntegerField(default=0)
-    # Where the evidence came from (contracts §11): `prometheus`, `loki`, `runbooks`, `demo`, … and
+    # Where the evidence came from: `prometheus`, `loki`, `runbooks`, `demo`, … and
     # the URL or folder; empty for helpers and unknown tools.
     source = models.CharField("来源", max_length=64, blank=True, default="")
     source_location = models.CharField("来源地址", max_length=500, blank=True, default="")

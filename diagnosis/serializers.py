@@ -1,4 +1,4 @@
-"""Request validation and response shapes of the JSON API (contracts §10).
+"""Request validation and response shapes of the JSON API.
 
 The chat response serializers only describe the shape for the OpenAPI schema (the views build those
 bodies); `TraceSerializer` both produces the trace JSON and documents it.
@@ -135,7 +135,7 @@ class TraceSerializer(serializers.Serializer):
     hasVerifierEvaluation = serializers.BooleanField(source="has_verifier_evaluation")
     hasAiOpsRuleEvaluation = serializers.BooleanField(source="has_aiops_rule_evaluation")
     self_evaluation = serializers.DictField(
-        help_text="Slots rule_evaluation, verifier_evaluation, aiops_rule_evaluation (contracts §7)."
+        help_text="Slots rule_evaluation, verifier_evaluation, aiops_rule_evaluation, one writer each."
     )
     steps = TraceStepSerializer(many=True, source="session.steps")
     tool_invocations = TraceInvocationSerializer(many=True, source="session.tool_invocations")

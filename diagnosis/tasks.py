@@ -10,7 +10,7 @@ from diagnosis.services.session_runner import session_run
 from diagnosis.services.sessions_maintenance import stale_sessions_fail as stale_sessions_fail_service
 
 logger = logging.getLogger(__name__)
-# A rule evaluation that meets a busy or unreachable database is queued again, not lost (§15).
+# A rule evaluation that meets a busy or unreachable database is queued again, not lost.
 RULE_EVALUATION_ATTEMPTS = 5
 
 

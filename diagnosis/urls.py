@@ -1,4 +1,4 @@
-"""JSON API routes (contracts §10), mounted under /api/."""
+"""JSON API routes, mounted under /api/."""
 
 from csp.decorators import csp_update
 from django.urls import path

@@ -1,4 +1,4 @@
-"""The session's `World` (contracts §12), built where Django is: the configured vocabulary file,
+"""The session's `World`, built where Django is: the configured vocabulary file,
 what the configured sources know now, and `DIAGNOSIS_SERVICE_LABELS`. The session runner builds
 it once per session and hands it to the Django-free pipeline as plain data."""
 
@@ -69,7 +69,7 @@ def world_recorded(record: dict) -> World:
 
 def off_topic_claims(*, query: str, record: dict, invocations: Sequence[RecordedInvocation]) -> list[str]:
     """Ids of the kept claims of a round record that are about a subject the question did not ask
-    (contracts §12: verified means quoted and on topic), judged afresh from the question, the
+    (verified means quoted and on topic), judged afresh from the question, the
     recorded tool calls and the recorded inventory, not from the guard's own record."""
     if not record.get("executor_structured_output"):
         return []

@@ -1,4 +1,4 @@
-"""The feedback endpoint of the JSON API (contracts §10), mounted under /api/."""
+"""The feedback endpoint of the JSON API, mounted under /api/."""
 
 from __future__ import annotations
 

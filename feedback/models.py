@@ -1,4 +1,4 @@
-"""Bad cases: sessions a user marked not_useful, kept for review (seed 004 §10)."""
+"""Bad cases: sessions a user marked not_useful, kept for review."""
 
 from django.conf import settings
 from django.db import models

@@ -1,4 +1,4 @@
-"""Request and response shapes of the feedback API (contracts §10)."""
+"""Request and response shapes of the feedback API."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Recording a user's feedback on a diagnosis (seed 004 §7): useful → case, not_useful → bad case.
+"""Recording a user's feedback on a diagnosis: useful → case, not_useful → bad case.
 
 Feedback is the owner's opinion of the answer they got; it never touches the execution `status`.
 Only the owner gives it: someone else's session, reviewers' included, is not found (reviewers

@@ -121,7 +121,7 @@ class AlertInvocationFactory(ToolInvocationFactory):
 
 
 class HikariLogInvocationFactory(ToolInvocationFactory):
-    """query_logs on order-service's connection pool (seed 003)."""
+    """query_logs on order-service's connection pool."""
 
     tool_name = "query_logs"
     input = factory.LazyFunction(lambda: {"query": "HikariCP 连接池", "service": "order-service"})
@@ -165,7 +165,7 @@ FACT_CLASSES = {
 
 
 def verifier_evaluation_build(*, invocation: ToolInvocation, verdict: str = "PASS", round: int = 1) -> dict:
-    """A `verifier_evaluation` record (contracts §7) as the orchestrator writes it, citing `invocation`:
+    """A `verifier_evaluation` record as the orchestrator writes it, citing `invocation`:
     validated by the pipeline's own `VerifierEvaluation` model, so it has the shape production writes.
 
     PASS: one observation whose excerpt is in the record, seen directly. LOW_CONFID: plus a

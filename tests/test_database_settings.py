@@ -1,4 +1,4 @@
-"""SQLite, the embedded default, takes concurrent writers without `database is locked` (contracts §15).
+"""SQLite, the embedded default, takes concurrent writers without `database is locked`.
 
 Each case opens a SQLite file of its own with the project's database settings, whatever database the
 rest of the suite runs on, so the embedded default is checked on the PostgreSQL CI run too.

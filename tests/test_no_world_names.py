@@ -1,5 +1,5 @@
-"""Nothing wired to a world: no service or alert name of any world's data in product Python
-(contracts §12). Names are taken from the world data files themselves, so a new world is covered
+"""Nothing wired to a world: no service or alert name of any world's data in product Python.
+Names are taken from the world data files themselves, so a new world is covered
 as soon as it has data."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@ from importlib import import_module
 
 from django.apps import AppConfig
 
-# One module per tool; importing it registers the tool (contracts §4).
+# One module per tool; importing it registers the tool.
 TOOL_MODULES = (
     "query_metrics",
     "query_promql",

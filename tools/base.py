@@ -1,4 +1,4 @@
-"""Evidence tools are plugins: a base class, a registry, one module per tool (contracts §4).
+"""Evidence tools are plugins: a base class, a registry, one module per tool.
 
 A tool validates its arguments with a pydantic model (which also gives the JSON schema the LLM
 sees), asks the source of its kind for records, and returns plain JSON. It knows nothing about
@@ -82,7 +82,7 @@ class EvidenceTool(ABC, Generic[SourceT]):
         """Return the tool output JSON. Raise on failure; the recorder turns it into success=false."""
 
     def evidence_text(self, record: dict[str, Any]) -> str:
-        """The evidence ref text extracted by code from one output record (contracts §4)."""
+        """The evidence ref text extracted by code from one output record, when the call is recorded."""
         return ""
 
     def openai_tool(self) -> dict[str, Any]:

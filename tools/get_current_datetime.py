@@ -1,4 +1,4 @@
-"""`get_current_datetime`: a helper, never evidence (contracts §4)."""
+"""`get_current_datetime`: a helper, never evidence."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What one source knows now (contracts §12): services, alert names, runbook names.
+"""What one source knows now: services, alert names, runbook names.
 
 Every source says it with `inventory(*, now) -> SourceInventory` (`tools.sources.kinds.Source`);
 `tools.sources.sources_inventory` asks each source the tools would use and unites the answers.

@@ -1,4 +1,4 @@
-"""Log lines with their meaning (contracts §17), Django-free: the tools, the rules engine and the
+"""Log lines with their meaning, Django-free: the tools, the rules engine and the
 pipeline's label check all read a line through these functions, so none can call a line what it is not.
 
 - `level_of`: the level from the stream's labels, else parsed from the line (JSON, logfmt, glog
@@ -225,7 +225,7 @@ def durations_ms(text: str) -> list[Decimal]:
 
 
 def has_property(topic: str, *, level: str, message: str, vocabulary: Vocabulary) -> bool:
-    """Whether a line has what calling it a `topic` line says (contracts §17): an error line is at
+    """Whether a line has what calling it a `topic` line says: an error line is at
     ERROR or above, a timeout line states a failure of waiting (not `negotiated timeout 10000`), a slow
     line says slow or states a duration above the slow threshold; any other topic, one of its terms."""
     if topic == "error":

@@ -1,4 +1,4 @@
-"""`lookup_knowledge`: runbooks and past cases for a question (contracts §4), from the blocks its
+"""`lookup_knowledge`: runbooks and past cases for a question, from the blocks its
 source serves, ranked by `tools.retrieval`.
 
 Results are guidance, never current-incident facts. A block already returned earlier in the

@@ -1,5 +1,5 @@
-"""What an alert rule's PromQL says, read with a maintained parser (contracts §16 `threshold`,
-`history`): the comparison of its `expr`, and the firing episodes in a range of `ALERTS_FOR_STATE`.
+"""What an alert rule's PromQL says, read with a maintained parser (the `threshold` and
+`history` asks): the comparison of its `expr`, and the firing episodes in a range of `ALERTS_FOR_STATE`.
 
 Django-free, so the pipeline can read exprs too.
 """
@@ -122,7 +122,7 @@ def _one_line(pretty: str) -> str:
     return text
 
 
-# --- Series as they exist (contracts §17) --------------------------------------------------------
+# --- Series as they exist ------------------------------------------------------------------------
 
 # The subject's place in a vocabulary template: `node_load1{service="{service}"}`. The label written
 # there is only a placeholder too: the subject's matcher goes on the label that carries it.

@@ -1,4 +1,4 @@
-"""`query_logs`: log lines matching a query, by service and topic keywords with synonyms (contracts §4)."""
+"""`query_logs`: log lines matching a query, by service and topic keywords with synonyms."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`query_metrics`: the alerts currently known for a service or alert name (contracts §4)."""
+"""`query_metrics`: the alerts currently known for a service or alert name."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`query_promql`: a PromQL query against Prometheus, instant or over the last minutes (contracts §11).
+"""`query_promql`: a PromQL query against Prometheus, instant or over the last minutes.
 
 Each series is one evidence ref whose text names the series and its numbers, so an answer can only
 quote a number Prometheus returned: `node_load1{instance="web-1:9100",job="node"} 最新值 0.52（13:20:00），
@@ -56,7 +56,7 @@ class QueryPromqlTool(EvidenceTool[SeriesSource]):
         message = f"返回 {len(series)} 条时间序列" if series else "查询结果为空"
         output = {"success": True, "result_type": answer["result_type"], "series": series, "message": message}
         if arguments.minutes > 0 or RANGE_SELECTOR.search(arguments.query):
-            # A window beyond what the server keeps is answered with the window that exists (§16).
+            # A window beyond what the server keeps is answered with the window that exists.
             output["retention_minutes"] = source.retention_minutes()
         return output
 

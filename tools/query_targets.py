@@ -1,4 +1,4 @@
-"""`query_targets`: Prometheus's scrape targets and their health (contracts §16 `health`).
+"""`query_targets`: Prometheus's scrape targets and their health (the `health` ask).
 
 Each target is one evidence ref that names it and, when its scrape fails, Prometheus's own error:
 `job="node" instance="web-1:9100" health=down lastError: Get "…": connection refused`.

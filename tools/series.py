@@ -1,4 +1,4 @@
-"""Which label carries a subject in a metric's series, as the metrics source has them (contracts §17):
+"""Which label carries a subject in a metric's series, as the metrics source has them:
 `billing` may be a `service` on one metric and a `job` on another, and a node_exporter series has no
 `service` label at all. A query never adds a matcher its series lack, so code asks the source.
 
@@ -16,7 +16,7 @@ from tools.sources.http import SourceError
 
 logger = logging.getLogger(__name__)
 
-# Labels that name a subject besides the configured service labels, in this order (contracts §17).
+# Labels that name a subject besides the configured service labels, in this order.
 SUBJECT_LABELS = ("instance", "job", "namespace", "pod", "container")
 
 

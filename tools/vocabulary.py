@@ -1,4 +1,4 @@
-"""The world vocabulary (contracts §12): what words mean in the team's system, as data, one file per world.
+"""The world vocabulary: what words mean in the team's system, as data, one file per world.
 
     groups           topic → terms (synonyms, Chinese and English); the first term is the canonical one
     intents          what a question wants (cause, mitigation, ...) → terms; knowledge retrieval only
@@ -7,7 +7,7 @@
     asks             the words that say what a question asks, read by the question's focus and so
                      by the planners: `alerts` (it is about alerts: "有哪些告警", and a name right
                      before one is an alert's name), `cause` (why something happens), `guidance`
-                     (how to handle it: the runbooks); and the asks of contracts §16, each with
+                     (how to handle it: the runbooks); and the asks, each with
                      its slot in the answer: existence, value, threshold, trend, history, logs,
                      runbook, list, priority, health, action. A kind a file leaves out has the shipped
                      file's words, so a world that names its services differently still reads
@@ -22,7 +22,7 @@
                      recommended, whatever text suggests it
     evidence_actions terms that name gathering evidence (check, compare, 查看, 核对 …): what a
                      recommended action must be
-    slow_threshold_ms  a log line stating a longer duration is a slow one (contracts §17)
+    slow_threshold_ms  a log line stating a longer duration is a slow one
 
 Remedies, evidence actions and intents are language, not a world's names: a world's file adds to
 the shipped terms, it never goes without them (guards hold on any world; a runbook's "Diagnosis"
@@ -88,7 +88,7 @@ class Asks(BaseModel):
     alerts: list[str] = Field(default_factory=_shipped_words("alerts"))
     cause: list[str] = Field(default_factory=_shipped_words("cause"))
     guidance: list[str] = Field(default_factory=_shipped_words("guidance"))
-    # The asks of contracts §16, each answered by its own slot (`diagnosis.pipeline.asks`).
+    # The asks, each answered by its own slot (`diagnosis.pipeline.asks`).
     existence: list[str] = Field(default_factory=_shipped_words("existence"))
     value: list[str] = Field(default_factory=_shipped_words("value"))
     threshold: list[str] = Field(default_factory=_shipped_words("threshold"))

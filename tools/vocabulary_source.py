@@ -1,5 +1,5 @@
-"""A starter vocabulary from what a Prometheus server says about its metrics (contracts §17,
-`manage.py vocabulary --from-prometheus`): each metric's topic from the words of its name and HELP
+"""A starter vocabulary from what a Prometheus server says about its metrics
+(`manage.py vocabulary --from-prometheus`): each metric's topic from the words of its name and HELP
 text, read against a language table (`data/topic_words.json`: memory ↔ 内存, load ↔ 负载 …), a PromQL
 template per metric on the subject's label, and each alerting rule's topic from the metric its `expr`
 reads. Django-free: it reads the server's answers, not the server."""

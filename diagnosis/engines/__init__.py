@@ -11,7 +11,7 @@ from diagnosis.pipeline.interfaces import Engine
 # The engines by the name `DIAGNOSIS_ENGINE` and a session's `engine` use.
 ENGINES: dict[str, Callable[[], Engine]] = {"rules": RulesEngine, "llm": LLMEngine}
 ENGINE_NAMES = tuple(ENGINES)
-# Which engine answers when an engine's backend is unavailable (contracts §20): the rules engine needs none.
+# Which engine answers when an engine's model is unavailable: the rules engine needs none.
 FALLBACK_ENGINES = {"llm": "rules"}
 
 

@@ -1,5 +1,5 @@
 """What the eval reads in an answer's text, judged from the case file alone and never by calling the
-code it evaluates (contracts §19): whether the expected slot is filled, and which of the world's
+code it evaluates: whether the expected slot is filled, and which of the world's
 subjects a PASS names that the question did not ask about."""
 
 from __future__ import annotations

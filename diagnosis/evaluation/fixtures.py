@@ -71,11 +71,11 @@ TAGS = {
     "injection": "tool data tries to instruct the model",
     "unknown": "an unknown service or procedure",
     "knowledge": "runbooks and past cases",
-    "seed003": "from seed 003's eval / E2E matrix",
+    "seed003": "from the first design's eval matrix: narrow scope, pool logs, no placeholder records",
     "exported": "exported from a reviewed session",
     "known_gap": "the correct expectation for a wrong answer the product still gives (`--exclude-tag known_gap`)",
-    "slot": "states the slot its question's ask must fill (`expect.slot`, contracts §16)",
-    "focus": "answers only what was asked: focus guard, inventory, unknown subjects (contracts §12)",
+    "slot": "states the slot its question's ask must fill (`expect.slot`)",
+    "focus": "answers only what was asked: focus guard, inventory, unknown subjects",
     "vocabulary": "the world vocabulary as data",
     "polarity": "an excerpt that drops or adds a negation",
     "second_world": "a world other than the demo one (`world:`)",
@@ -98,7 +98,7 @@ TAGS = {
 }
 GUARD_TAG_PREFIX = "guard:"
 Stage = Literal["planner", "executor", "verifier", "composer"]
-# The kinds of ask (contracts §16), written out here rather than imported: the eval checks the
+# The kinds of ask, written out here rather than imported: the eval checks the
 # pipeline's asks against the contract, not against themselves.
 AskKind = Literal[
     "existence",
@@ -238,7 +238,7 @@ class ClaimCount(_Strict):
 
 
 class SlotExpectation(_Strict):
-    """The slot the answer must fill for the question's ask (contracts §16). The case author takes
+    """The slot the answer must fill for the question's ask. The case author takes
     `answer_contains` from the world's data (the value, the threshold, the step), never from product code."""
 
     ask: AskKind

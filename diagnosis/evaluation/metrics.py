@@ -1,5 +1,5 @@
 """The evaluation summary: how often the verdict is right, whether the question was answered, how well
-the guards hold, what it costs. Each metric comes from the cases' own expectations (contracts §19)."""
+the guards hold, what it costs. Each metric comes from the cases' own expectations."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ class Summary:
     slot_cases: int
     # Share of the cases expecting a slot whose answer fills it.
     answered_rate: float | None
-    # PASS verdicts whose expected slot the answer does not fill (contracts §16).
+    # PASS verdicts whose expected slot the answer does not fill: a false PASS.
     false_pass: int
     forbidden_leaks: int
     # PASS verdicts whose answer names a world subject the case does not ask about.

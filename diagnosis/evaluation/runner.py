@@ -44,7 +44,7 @@ class CaseResult:
     tokens: int
     session_id: str
     answer: str = field(repr=False, default="")
-    # A PASS naming world subjects the case does not ask about (contracts §12, §19): always a failure.
+    # A PASS naming world subjects the case does not ask about: always a failure.
     off_topic_subjects: list[str] = field(default_factory=list)
     # Whether the answer fills the case's expected slot; None when the case expects none.
     slot_found: bool | None = None

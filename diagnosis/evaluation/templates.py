@@ -1,6 +1,6 @@
 """The fixed text the product writes whatever the evidence says: headings, disclaimers, the `结论` and
 `未能回答` line prefixes. An `answer_contains` item inside it proves nothing about the answer, so the
-eval's loader rejects such a case (contracts §19).
+eval's loader rejects such a case.
 
 The texts are rendered by the product's own template code with a placeholder where evidence would go
 and cut at it, so a changed template changes the rule without anyone copying its strings here.

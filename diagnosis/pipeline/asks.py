@@ -1,4 +1,4 @@
-"""What a question asks (contracts §16): code reads it into asks, each about one subject, each with
+"""What a question asks: code reads it into asks, each about one subject, each with
 the slot its answer must fill.
 
 The words of each kind are vocabulary data (`Vocabulary.asks`), the subjects come from the question's
@@ -109,7 +109,7 @@ class Ask(BaseModel):
 def asks_read(
     *, query: str, focus: QuestionFocus, vocabulary: Vocabulary, now: datetime, default_minutes: int
 ) -> list[Ask]:
-    """The asks of a question, in the order of contracts §16; none when the question asks nothing code
+    """The asks of a question, in the order of `ASK_LABELS`; none when the question asks nothing code
     can name a slot for (then the answer is judged on its claims alone, as before)."""
     window = window_in(query, now=now, default_minutes=default_minutes)
     text = _without_span(query, window.span)

@@ -3,7 +3,7 @@
 Code decides what the composer may see (`composer_material_build`, or read back from a stored
 record: `composer_material_from_record`), checks what it wrote (`composer_guard`), can write the
 answer itself (`answer_from_material`), and assembles the text the user sees for each output type
-(`user_facing_text`, the templates of contracts §6). The Markdown parts (`finding_lines`,
+(`user_facing_text`, one fixed template per output type). The Markdown parts (`finding_lines`,
 `evidence_quote`, `verified_evidence_lines`, `evidence_gap_lines`, `bullets`) are shared with the
 AIOps report, so both show evidence and gaps alike.
 """
@@ -194,7 +194,7 @@ def answer_from_material(material: ComposerInput) -> str:
 
 
 def conclusions_first(answer: str, conclusions: Sequence[str]) -> str:
-    """An answer that does not open with its conclusion lines gets them put first (contracts §16)."""
+    """An answer that does not open with its conclusion lines gets them put first."""
     first = next((line.strip().lstrip("-*# ").strip("*") for line in answer.splitlines() if line.strip()), "")
     if not conclusions or first.startswith(CONCLUSION_WORD):
         return answer
@@ -204,7 +204,7 @@ def conclusions_first(answer: str, conclusions: Sequence[str]) -> str:
 def user_facing_text(
     *, output_type: str, composer_answer: str, verification: Verification, gatekeeper_result: GatekeeperResult
 ) -> str:
-    """The text the user sees, assembled by code from the templates of contracts §6."""
+    """The text the user sees, assembled by code from one fixed template per output type."""
     if output_type == OutputType.NORMAL:
         return composer_answer
     if output_type == OutputType.LOW_CONFID_WITH_DISCLAIMER:

@@ -1,4 +1,4 @@
-"""The stage contracts (contracts §5): what each stage receives and what it must return.
+"""The stage contracts: what each stage receives and what it must return.
 
 Nearly a leaf: it imports only the question's focus and asks (`diagnosis.pipeline.focus`, `.asks`:
 plain data over the world vocabulary), so engines, guards and the Django side can all depend on it without a cycle. The output models are also the JSON schemas sent as `response_format`.
@@ -17,7 +17,7 @@ from diagnosis.pipeline.focus import QuestionFocus
 from tools.promql import Carrier
 
 ANSWER_VERSION = "executor_evidence_v2"
-# raw_path of the one evidence ref of a tool call that found nothing (contracts §4).
+# raw_path of the one evidence ref of a tool call that found nothing.
 NO_EVIDENCE_PATH = "$.no_evidence"
 # raw_path of one record of a tool's output: `$.alerts[0]`, `$.series[2]`, `$.logs[3]`.
 RECORD_PATH = re.compile(r"^\$\.(?P<key>[A-Za-z_]+)\[(?P<index>\d+)\]$")
@@ -135,9 +135,9 @@ class PlannerInput:
     query: str
     round: int
     retry_context: dict | None = None
-    # What the question names and asks, read by code against the sources' inventory (contracts §12).
+    # What the question names and asks, read by code against the sources' inventory.
     focus: QuestionFocus = field(default_factory=QuestionFocus)
-    # What the question asks, each with the slot its answer must fill (contracts §16).
+    # What the question asks, each with the slot its answer must fill.
     asks: list[Ask] = field(default_factory=list)
 
 
@@ -147,7 +147,7 @@ class ExecutorInput:
     plan: PlannerOutput
     round: int
     retry_context: dict | None = None
-    # Tool messages (contracts §4 shape) of earlier rounds' invocations, citable again.
+    # Tool messages (as the model saw them) of earlier rounds' invocations, citable again.
     prior_tool_messages: list[dict] = field(default_factory=list)
     focus: QuestionFocus = field(default_factory=QuestionFocus)
     # Which label of a metric's series carries a subject (a topic query's matcher goes on it).
@@ -156,7 +156,7 @@ class ExecutorInput:
 
 @dataclass
 class VerifierInput:
-    """Assembled explicitly (seed 000): never the planner's or executor's intermediate reasoning."""
+    """Assembled explicitly: never the planner's or executor's intermediate reasoning."""
 
     original_query: str
     executor_structured_output: dict
@@ -168,7 +168,7 @@ class VerifierInput:
 
 @dataclass
 class ComposerInput:
-    """Only verifier-allowed material (contracts §6)."""
+    """Only verifier-allowed material: never a blocked claim or raw tool output."""
 
     query: str
     confirmed_findings: list[dict]

@@ -1,4 +1,4 @@
-"""Which claims an output type may show the user (contracts §6): the one rule.
+"""Which claims an output type may show the user: the one rule.
 
 The chat panel, the AIOps report and the admin's "shown to the user" mark all ask it. A DEGRADED
 answer shows no claim text at all, only gatekeeper-verified evidence; NORMAL and the disclaimer show

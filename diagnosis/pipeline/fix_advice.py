@@ -1,4 +1,4 @@
-"""Fix recommendations in a composed answer (contracts §14): the composer may only suggest the
+"""Fix recommendations in a composed answer: the composer may only suggest the
 allowed evidence-gathering actions, never a remedy (restart, scale, delete, change config…).
 
 A pure function over text: a clause that names a remedy is a recommendation unless it only restates

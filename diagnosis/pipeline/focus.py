@@ -1,4 +1,4 @@
-"""What a question is about (contracts §12): the services and alerts it names, known or not, its topics.
+"""What a question is about: the services and alerts it names, known or not, its topics.
 
 Names come from the inventory (what the sources know now, `tools.inventory`) and the world
 vocabulary's aliases, never from Python: a name matches tolerantly (case, `-`/`_`/space, CamelCase

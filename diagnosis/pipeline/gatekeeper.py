@@ -1,6 +1,6 @@
 """Gatekeeper stage (code, no LLM): is every cited excerpt really in that tool call's output?
 
-It judges citations, not claims (seed 003). Per binding: the invocation belongs to this session,
+It judges citations, not claims. Per binding: the invocation belongs to this session,
 the tool name is the invocation's, the raw_path is one of its evidence refs, and the excerpt
 matches that ref's text: exactly, as a substring, or fuzzily (whitespace, punctuation, full-/half-
 width and truncation tolerated) — but never with a changed fact token (number, unit, service,
@@ -73,7 +73,7 @@ class GatekeeperResult(BaseModel):
         return [b for b in self.checked_bindings if b.claim_id == claim_id and b.status == "pass"]
 
 
-# --- Rules (contracts §6). Each rule has one severity; reject dominates low_confid. ---
+# --- Rules. Each rule has one severity; reject dominates low_confid. ---
 
 INVOCATION_REF = "evidence.invocation_ref"
 TOOL_NAME = "evidence.tool_name"
@@ -89,7 +89,7 @@ MISSING_INVOCATION_ID = "evidence.missing_invocation_id"
 # The claim denies what its evidence states (a firing alert, a matched line, a series), or states what
 # its evidence denies (a search that found nothing).
 POLARITY_MISMATCH = "evidence.polarity_mismatch"
-# The claim calls a cited log line an error, timeout or slow request the line is not (contracts §17).
+# The claim calls a cited log line an error, timeout or slow request the line is not.
 LABEL_UNSUPPORTED = "evidence.label_unsupported"
 
 RULE_SEVERITY: dict[str, Severity] = {

@@ -54,7 +54,7 @@ class RoundContext:
     excluded_topics: list[str]
     world: World
     invocations: Sequence[RecordedInvocation]
-    # The asks' slots, read and verified by code (contracts §16).
+    # The asks' slots, read and verified by code.
     slots: Sequence[Slot] = ()
 
 

@@ -35,7 +35,7 @@ class EngineUnavailableError(RuntimeError):
     """An engine's backend (a model endpoint) failed after its retries, or its budget is spent.
 
     Its message is fit for users and carries `error_id`; `staff_detail` is the backend's own text.
-    Not a failed diagnosis (contracts §20): the orchestrator answers with the fallback engine."""
+    Not a failed diagnosis: the orchestrator answers with the fallback engine."""
 
     stage: str
     error_id: str
@@ -115,7 +115,7 @@ class Toolbox(Protocol):
     parallel_safe: bool
 
     def call(self, tool_name: str, arguments: dict) -> dict:
-        """Run and record one tool call; return the tool message the model sees (contracts §4)."""
+        """Run and record one tool call; return the tool message the model sees."""
         ...
 
     def call_many(self, calls: Sequence[tuple[str, dict]]) -> list[dict]:

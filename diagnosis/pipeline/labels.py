@@ -1,4 +1,4 @@
-"""The label check (contracts §17), pure code: a claim that calls log lines error, timeout or slow-request
+"""The label check, pure code: a claim that calls log lines error, timeout or slow-request
 lines needs that property in each line it cites, read by `tools.loglines.has_property`, the rule the
 rules engine writes its labels by. A cited line without it fails with `evidence.label_unsupported`.
 

@@ -1,13 +1,13 @@
-"""One diagnosis, top to bottom (contracts §0):
+"""One diagnosis, top to bottom:
 
     round: planner → executor (tool loop) → scope and focus guards → gatekeeper → verifier → verdict (code)
       → route: PASS → NORMAL · LOW_CONFID ≥ threshold → disclaimer · LOW_CONFID < threshold → retry once
                · REJECT → DEGRADED
     → composer (allowed material only, guarded) → user-facing text (templates, code)
-      → what the question named that is unknown, or that nothing was understood (contracts §12)
+      → what the question named that is unknown, or that nothing was understood
 
 An engine whose backend is unavailable (a model endpoint down, its budget spent) does not fail the
-diagnosis (contracts §20): the fallback engine answers from the calls already made, and the answer's
+diagnosis: the fallback engine answers from the calls already made, and the answer's
 first line says so.
 
 The result comes back as a value; what happened on the way is written through the `Recorder`.

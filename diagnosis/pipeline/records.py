@@ -1,4 +1,4 @@
-"""The `verifier_evaluation` slot (contracts §7) as typed records, validated when they are built.
+"""The `verifier_evaluation` slot as typed records, validated when they are built.
 
 `RoundRecord` is one round's record; a retried round is stored as it is, the final one as a
 `VerifierEvaluation` (the round plus the composer's outcome and the output type), carrying the
@@ -59,13 +59,13 @@ class RoundRecord(Verification):
     # What the verifier judged: the executor's claims after the scope guard (raw output is on its step).
     executor_structured_output: ExecutorOutput
     excluded_topics: list[str]
-    # What the question asks and each ask's slot, as code read and verified it (contracts §16).
+    # What the question asks and each ask's slot, as code read and verified it.
     asks: list[Ask] = []
     slots: list[Slot] = []
     # What the question named (services, alerts, topics) and what it named that the sources do not know.
     focus: dict[str, Any] = {}
     focus_notes: list[str] = []
-    # The inventory the question was read against (contracts §12).
+    # The inventory the question was read against.
     inventory: dict[str, Any] = {}
     blocked_claims: list[Claim]
     # What the claim guards (exclusion, focus, evidence as data) blocked or removed, and why.
@@ -76,7 +76,7 @@ class RoundRecord(Verification):
     tool_trace_summary: list[dict]
     retry_context: dict | None
     route: Route | None
-    # Set when the asked engine's backend failed and another engine answered (contracts §20).
+    # Set when the asked engine's backend failed and another engine answered.
     engine_fallback: EngineFallback | None = None
     # The earlier rounds, oldest first, each without its own `rounds` (this round is the record itself).
     rounds: list[RoundRecord] = []

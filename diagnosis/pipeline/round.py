@@ -77,7 +77,7 @@ class RoundResult:
     round: int
     plan: PlannerOutput
     focus: QuestionFocus
-    # The round's `verifier_evaluation` record (contracts §7): what it verified, and how.
+    # The round's `verifier_evaluation` record: what it verified, and how.
     record: RoundRecord
 
     @property
@@ -236,7 +236,7 @@ def _prior_messages(
     recorder: Recorder, round_number: int, *, earlier: list[RoundResult], reused: Sequence[dict]
 ) -> list[dict]:
     """The calls already made for this question: earlier rounds', and `reused` (those of an engine that
-    became unavailable, contracts §20). Cited again, never made again."""
+    became unavailable). Cited again, never made again."""
     earlier_rounds = recorder.tool_messages_before(round=round_number) if earlier else []
     return list({m["invocation_id"]: m for m in [*reused, *earlier_rounds]}.values())
 
@@ -332,7 +332,7 @@ def _slot_fact(slot: Slot) -> FactCheck:
 
 
 def _plan_widened(plan: PlannerOutput, asks: list[Ask], slot_messages: list[dict]) -> PlannerOutput:
-    """The plan holds the asks' calls, whichever engine planned (contracts §20): code says so in the step."""
+    """The plan holds the asks' calls, whichever engine planned: code says so in the step."""
     planned = {step.tool for step in plan.steps}
     added = [
         PlanStep(tool=tool, purpose=f"代码按所问补充：{'、'.join(a.label() for a in asks)}")
@@ -403,7 +403,7 @@ def _verifier_run(
     guarded: GuardedOutput,
     gatekeeper_result: GatekeeperResult,
 ) -> VerifierOutput:
-    """The engine's verifier, except on fabricated citations: then it is not consulted (seed 003)."""
+    """The engine's verifier, except on fabricated citations: then it is not consulted."""
     if gatekeeper_result.severity != "reject":
         return stage_run(recorder, round_number, Stage.VERIFIER, lambda: engine.verify(stage_input)).output
     verifier_output = verifier_output_for_gatekeeper_reject(

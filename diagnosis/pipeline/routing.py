@@ -1,4 +1,4 @@
-"""Where a round's verdict leads (contracts §6): an output type, or one more round."""
+"""Where a round's verdict leads: an output type, or one more round."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Narrow scope (seed 003): "只确认 KubePodCrashLooping，不要分析订单123、OOM…".
+"""Narrow scope: "只确认 KubePodCrashLooping，不要分析订单123、OOM…".
 
 `scope_parse` reads the question (Chinese and English): is it a narrow confirmation, and which
 topics did the user exclude. `scope_guard` blocks executor claims that touch an excluded topic
@@ -184,7 +184,7 @@ def _named(topic: str, text: str, vocabulary: Vocabulary) -> bool:
     )
 
 
-# --- Focus (contracts §12): a question that names services or alerts is about them. ---
+# --- Focus: a question that names services or alerts is about them. ---
 
 FOCUS_RULE = "scope.out_of_focus"
 

@@ -1,4 +1,4 @@
-"""What was searched and came back empty (contracts §16 "naming what was searched", issue: the llm
+"""What was searched and came back empty (an answer names what it searched; issue: the llm
 path's gaps). A call that found nothing or failed, and that neither a kept claim nor a filled slot
 cites, is one gap line naming the call and its source, whichever engine made it: an executor that
 stated nothing still tells the user where it looked. Pure code over the round's tool messages.

@@ -1,4 +1,4 @@
-"""The calls the asks need (contracts §16, §20): made by code before the executor, whichever engine
+"""The calls the asks need: made by code before the executor, whichever engine
 runs, so its plan holds them and it starts from their results."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def slot_calls_run(
 def plan_tools(asks: Sequence[Ask], messages: Sequence[dict]) -> list[str]:
     """The tools of the asks' calls that the plan holds. An action's calls (its subject's alerts, their
     runbook) serve the code-written answer only: an action is answered without findings about its
-    subject (contracts §16), so they are not the executor's."""
+    subject, so they are not the executor's."""
     if asks and all(ask.kind == "action" for ask in asks):
         return []
     return list(dict.fromkeys(m["tool_name"] for m in messages))

@@ -1,4 +1,4 @@
-"""Slots (contracts §16): what the answer to each ask must contain, filled by code from recorded tool
+"""Slots: what the answer to each ask must contain, filled by code from recorded tool
 output only, and the one `结论` line per ask written from it.
 
 `slot_calls.slot_calls_run` makes the calls the asks need (whichever engine runs: the executor starts
@@ -33,10 +33,10 @@ from tools.vocabulary import Vocabulary
 MAX_RANGE_MINUTES = 7 * 24 * 60
 MAX_LISTED = 8
 MAX_PATTERNS = 3
-# Episodes in the window from which an alert is flapping (contracts §18).
+# Episodes in the window from which an alert is flapping.
 FLAPPING_EPISODES = 3
 CONCLUSION = "结论："
-# Severity order of `list` / `priority` (contracts §16): critical > warning > info > none.
+# Severity order of `list` / `priority`: critical > warning > info > none.
 SEVERITY_RANK = {"critical": 0, "error": 1, "warning": 2, "info": 3}
 QUOTED = re.compile(r"「[^」]*」")
 # The sections that hold a runbook's steps, in the order a runbook ask quotes them (vocabulary intents).
@@ -411,7 +411,7 @@ def _health(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
 
 def _logs(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
     """A plain logs ask about a service is answered with its recent lines; one without a service, and a
-    topic's, with the lines that have the asked property (contracts §16, §17)."""
+    topic's, with the lines that have the asked property."""
     return _log_slot(ask, messages, world, wanted=ask.topic or ("" if ask.service else "error"))
 
 

@@ -1,4 +1,4 @@
-"""Tool arguments grounded in the inventory (contracts §12, §20): a service or alert name in an
+"""Tool arguments grounded in the inventory: a service or alert name in an
 executor's call that the sources do not know is resolved by code to the known name it matches
 tolerantly (case, separators, CamelCase humps, the vocabulary's aliases: `CartApi` → `cart-api`);
 with no match the call reaches no source and its result lists the nearest known names, so the

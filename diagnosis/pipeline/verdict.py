@@ -3,7 +3,7 @@
 The verifier (model or rules) classifies each claim against its gatekeeper-checked excerpts. Code
 then (1) caps claims whose fact tokens are not in their verified evidence (grounding check),
 (2) maps claim checks to fact classes, every executor claim being critical, and (3) computes the
-verdict and groundedness score with the matrix of seed 000 / contracts §6. The model's own verdict
+verdict and groundedness score with the verdict matrix. The model's own verdict
 and score are ignored; every difference is recorded in `overrides`. The verdict guards
 (`diagnosis.pipeline.guards`, the gatekeeper's severity among them) cap the verdict afterwards.
 """
@@ -135,7 +135,7 @@ def verification_finalize(
     names: FactNames = NO_NAMES,
     slot_facts: Sequence[FactCheck] = (),
 ) -> Verification:
-    """`slot_facts`: the asks' filled slots, facts code read from verified tool output (contracts §16)."""
+    """`slot_facts`: the asks' filled slots, facts code read from verified tool output."""
     overrides: list[Override] = []
     checks = _claim_checks_capped(
         verifier_output, executor_output, gatekeeper_result, overrides, guidance_tools, names

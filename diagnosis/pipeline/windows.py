@@ -1,4 +1,4 @@
-"""The time window a question names (contracts §17): "最近 15 分钟", "过去一小时", "昨天", "上周",
+"""The time window a question names: "最近 15 分钟", "过去一小时", "昨天", "上周",
 "since 10:00", "last 2h".
 
 `window_in` reads the first window phrase of a question, Chinese or English, into the query window

@@ -60,7 +60,7 @@ class AlertRow:
     verdict: str
     outcome: str
     note: str
-    # The alert's flapping group (contracts §18): {"episodes", "since", "state"}, or None.
+    # The alert's flapping group: {"episodes", "since", "state"}, or None.
     flapping: dict | None = None
 
 

@@ -1,4 +1,4 @@
-"""Reading the `self_evaluation` container (contracts §7, seed 004 §3)."""
+"""Reading the `self_evaluation` container, one slot per writer."""
 
 from copy import deepcopy
 

@@ -1,4 +1,4 @@
-"""Everything recorded about one session (contracts §10, seed 004 §9), for the API and `diagnose --json`.
+"""Everything recorded about one session, for the API and `diagnose --json`.
 
 `diagnosis.serializers.TraceSerializer` turns it into the trace JSON and documents that shape in
 the OpenAPI schema: one shape, not two. Two queries whatever the session's size: its steps and its

@@ -1,4 +1,4 @@
-"""Turning a verified session into a case (seed 004 §8): once per session, from verified material only.
+"""Turning a verified session into a case: once per session, from verified material only.
 
 The fields come from the same material the Composer was allowed to use in the final round
 (`composer_material_build`): confirmed findings give the root cause, allowed evidence-gathering

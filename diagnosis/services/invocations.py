@@ -1,4 +1,4 @@
-"""Recording tool calls (contracts §4, seed 003).
+"""Recording tool calls, their evidence refs extracted by code.
 
 Every call becomes one `ToolInvocation`. Its evidence refs are extracted by code here, at record
 time, so the model can only cite text the tool really returned. A failing tool, bad arguments or

@@ -1,4 +1,4 @@
-"""Rule evaluation: how well a session gathered evidence, scored by code (contracts §8, seed 004 §4).
+"""Rule evaluation: how well a session gathered evidence, scored by code.
 
 It measures evidence collection only, not whether the answer reasons correctly (that is the
 verifier's job), and needs no LLM. It runs in the background once a session has ended. A PASS

@@ -1,4 +1,4 @@
-"""Writing the `self_evaluation` container one slot at a time (contracts §7, seed 000/004).
+"""Writing the `self_evaluation` container one slot at a time.
 
 Several writers share the container (the rule evaluation runs in the background while the
 pipeline writes the verifier result), so each one re-reads it under a row lock and replaces only

@@ -6,7 +6,7 @@ and writes the result. A session costs a few short commits, none held across a m
 the claim, one per executor turn (its tool calls, whose ids claims cite), one per retried round (its
 steps and record) and the end (the last steps, the record and the answer). Stages are progress in
 memory, written by the heartbeat (`SessionProgress`). An engine whose model is unavailable is replaced by
-its fallback engine (contracts §20); any exception still raised ends the session FAILED with the
+its fallback engine; any exception still raised ends the session FAILED with the
 reason recorded and the steps so far kept; the answer is only written when the session completes.
 """
 
@@ -68,7 +68,7 @@ def _diagnose(session: DiagnosisSession, progress: SessionProgress) -> None:
                     max_tool_calls=config["MAX_TOOL_CALLS"],
                     low_confidence_threshold=config["LOW_CONFIDENCE_THRESHOLD"],
                 ),
-                # The sources' inventory is asked once per session, before any round (contracts §12).
+                # The sources' inventory is asked once per session, before any round.
                 world=world_current(),
             )
     except BaseException:

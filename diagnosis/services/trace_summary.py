@@ -1,4 +1,4 @@
-"""`tool_trace_summary` (contracts §7; seeds 000, 002, 003): a bounded overview of the evidence
+"""`tool_trace_summary`: a bounded overview of the evidence
 tool calls for the Verifier and reviewers. Navigation, not the evidence source.
 
 Evidence tools only; failed and no-hit calls stay visible as gaps; repeated calls of one tool on

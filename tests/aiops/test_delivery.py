@@ -1,4 +1,4 @@
-"""Report delivery to DIAGNOSIS_NOTIFY_URL (contracts §13): versioned JSON, bearer token, every
+"""Report delivery to DIAGNOSIS_NOTIFY_URL: versioned JSON, bearer token, every
 attempt recorded, retries scheduled in the worker with back-off, visible in admin."""
 
 import json

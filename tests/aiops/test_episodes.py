@@ -1,4 +1,4 @@
-"""Alertmanager's notifications as episodes (contracts §13): each firing of an alert analysed once,
+"""Alertmanager's notifications as episodes: each firing of an alert analysed once,
 resolves closed on its report, any label accepted, the webhook's own bounds.
 
 Besides the demo world, a second world with other names: a `Checkout API` service (a label value
@@ -93,7 +93,7 @@ def test_resolved_notice_closes_the_episodes_on_the_existing_report_and_starts_n
     table = [line for line in report.answer.splitlines() if line.startswith("| 1 ")]
     told = "触发于 2026-11-29 14:35:00，恢复于 2026-11-29 14:58:00，持续 23 分"
     assert f"resolved（{told}）" in table[0]
-    # Resolved says resolved (contracts §18): when, how long, and the findings in the past tense.
+    # Resolved says resolved: when, how long, and the findings in the past tense.
     assert f"**已恢复**：{told}。以下是告警触发期间的分析，不是当前状态。" in report.answer
     assert "**触发期间已核验的发现**" in report.answer
     unquoted = re.sub(r"「[^」]*」", "", report.answer)
@@ -157,7 +157,7 @@ def test_any_label_prometheus_allows_is_accepted_and_named_in_the_question(commi
     ]
     labels = {a["alert_name"]: a["labels"] for a in report.alert_scope["alerts"]}
     assert labels["CheckoutLatencyHigh"]["team"] == "支付 & 结算"
-    # NodeLoadHigh carries severity=warning, CheckoutLatencyHigh none: the warning comes first (§16 priority).
+    # NodeLoadHigh carries severity=warning, CheckoutLatencyHigh none: the warning comes first (by severity).
     assert "## 1. NodeLoadHigh · node" in report.answer
     assert "## 2. CheckoutLatencyHigh · Checkout API" in report.answer
     assert report.status == DiagnosisSession.Status.COMPLETED

@@ -1,4 +1,4 @@
-"""A flapping alert is one story (contracts §18): from the third episode within the flap window the
+"""A flapping alert is one story: from the third episode within the flap window the
 episodes join one report with their count and latest state, and its receivers get one notice per
 state of the group (flapping, still flapping at most every repeat interval, settled), not one per
 episode. On the demo world's HighCPUUsage and on a node_exporter alert with only instance and job."""

@@ -1,4 +1,4 @@
-"""The on-call report (contracts §18): resolved alerts told in the past with when and how long; AI Ops
+"""The on-call report: resolved alerts told in the past with when and how long; AI Ops
 in priority order with each alert's value against its threshold, error-level log patterns, runbook steps."""
 
 import re

@@ -1,4 +1,4 @@
-"""`manage.py diagnose` (contracts §10): answer or trace JSON, exit 0 when completed, 1 when failed."""
+"""`manage.py diagnose`: answer or trace JSON, exit 0 when completed, 1 when failed."""
 
 import json
 

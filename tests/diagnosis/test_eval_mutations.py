@@ -1,4 +1,4 @@
-"""Mutation tests of the shipped eval (contracts §19): switching a guard off must turn at least one
+"""Mutation tests of the shipped eval: switching a guard off must turn at least one
 shipped case red. One table drives them: each guard, how it is switched off, and the tag of the
 cases that must catch it (`guard:<name>` in their case.yaml). Only the tagged cases run, to stay fast.
 A guard registered in `CLAIM_GUARDS`, `BINDING_GUARDS` or `VERDICT_GUARDS` without a row fails here, so a guard added

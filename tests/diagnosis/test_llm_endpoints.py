@@ -1,4 +1,4 @@
-"""The llm engine on endpoints as they really are (contracts §14), through the real openai SDK over
+"""The llm engine on endpoints as they really are, through the real openai SDK over
 HTTP against the fake server: endpoints that refuse json_schema, models that wrap their JSON in
 prose or write tool calls as text, reasoning text, truncated and huge replies, small contexts."""
 

@@ -1,4 +1,4 @@
-"""Provenance beside the evidence (contracts §11): the chat panel and the admin name each excerpt's
+"""Provenance beside the evidence: the chat panel and the admin name each excerpt's
 source, and say 演示数据 when the demo world answered."""
 
 import re

@@ -1,4 +1,4 @@
-"""The rules engine end to end on the demo world (seed 003 matrix)."""
+"""The rules engine end to end on the demo world: narrow, excluding, hit and no-hit questions."""
 
 import pytest
 

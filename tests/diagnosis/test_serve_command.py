@@ -1,4 +1,4 @@
-"""Serving as in production (contracts §15): `manage.py serve` is gunicorn with collected static files,
+"""Serving as in production: `manage.py serve` is gunicorn with collected static files,
 and `DIAGNOSIS_Q_BROKER=redis://…` queues the background work on Redis."""
 
 import os

@@ -1,4 +1,4 @@
-"""The real Debian Alertmanager posting to the webhook of the live test server (contracts §13).
+"""The real Debian Alertmanager posting to the webhook of the live test server.
 
 Prometheus rules fire, resolve and fire again; Alertmanager groups, re-sends and resolves them
 as in production; the django-q2 tasks the webhook queues run from the ORM broker as a worker

@@ -1,4 +1,4 @@
-"""Done-when of the asks (contracts §16) on the live stack: each question's `结论` line carries what
+"""Done-when of the asks on the live stack: each question's `结论` line carries what
 Prometheus holds right now, read again here by the test itself."""
 
 import json

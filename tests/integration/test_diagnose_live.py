@@ -1,4 +1,4 @@
-"""Done-when of the sources (contracts §11): `manage.py diagnose --json` pointed at the live stack
+"""Done-when of the sources: `manage.py diagnose --json` pointed at the live stack
 answers with what Prometheus reports, never with demo-world text, and names a source that is down."""
 
 import json

@@ -1,4 +1,4 @@
-"""Done-when of the log lines with their meaning (contracts §17) on the live stack, the Loki API serving
+"""Done-when of the log lines with their meaning on the live stack, the Loki API serving
 loghub-style lines (OpenStack nova on a host named `slowvm1`, ZooKeeper): what the answer calls a line
 is what the line is, and its pattern counts are the lines Loki served, counted here by the test."""
 

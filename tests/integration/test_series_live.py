@@ -1,4 +1,4 @@
-"""Series as they exist (contracts §17) on the live stack: a subject is matched on the label that
+"""Series as they exist on the live stack: a subject is matched on the label that
 carries it in each series (`job="node"` has no `service` label), a metric the question names is
 queried by that name, and no recorded query carries a matcher its series lack."""
 

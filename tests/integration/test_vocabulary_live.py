@@ -1,4 +1,4 @@
-"""`manage.py vocabulary --from-prometheus` against the live Prometheus (contracts §17): the file it
+"""`manage.py vocabulary --from-prometheus` against the live Prometheus: the file it
 writes passes `--check` and, with no hand editing, answers a topic question with the live value."""
 
 import json

@@ -1,4 +1,4 @@
-"""Load and faults against the real thing (issue 14, contracts §15): gunicorn (`manage.py serve`) and a
+"""Load and faults against the real thing (issue 14): gunicorn (`manage.py serve`) and a
 django-q2 cluster (`manage.py qcluster`) as subprocesses on loopback, on a SQLite file with the ORM broker
 and on PostgreSQL with the Redis broker. A burst of 50 chats and 20 feedback posts loses nothing and
 ends every session; a model endpoint that never answers ends its session; a cluster killed mid-session

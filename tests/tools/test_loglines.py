@@ -1,4 +1,4 @@
-"""Log lines with their meaning (contracts §17), on the loghub-style lines the tests' Loki serves and on
+"""Log lines with their meaning, on the loghub-style lines the tests' Loki serves and on
 the formats services write their level in; the demo world's vocabulary and the second world's."""
 
 import json

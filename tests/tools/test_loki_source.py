@@ -1,4 +1,4 @@
-"""`query_logs` from Loki (contracts §11), against the Loki-HTTP-API server of the tests."""
+"""`query_logs` from Loki, against the Loki-HTTP-API server of the tests."""
 
 import json
 from pathlib import Path

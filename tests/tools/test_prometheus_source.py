@@ -1,5 +1,5 @@
-"""How the Prometheus source asks for a range (contracts §11): at most 120 points, the last one now;
-how it reads its retention and its scrape targets (§16 limits, `health`)."""
+"""How the Prometheus source asks for a range: at most 120 points, the last one now;
+how it reads its retention (a window beyond it is answered with what exists) and its scrape targets."""
 
 from datetime import UTC, datetime
 

@@ -1,4 +1,4 @@
-"""An alert rule's `expr` read with the PromQL parser (contracts §16 `threshold`), and the firing
+"""An alert rule's `expr` read with the PromQL parser (the `threshold` ask), and the firing
 episodes of an `ALERTS_FOR_STATE` range (`history`)."""
 
 from decimal import Decimal

@@ -1,4 +1,4 @@
-"""A subject put on the label that carries it in each metric's series (contracts §17): vocabulary
+"""A subject put on the label that carries it in each metric's series: vocabulary
 templates and metrics the question names, never a matcher the series lack."""
 
 import promql_parser

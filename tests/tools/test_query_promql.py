@@ -1,4 +1,4 @@
-"""`query_promql` (contracts §11): series refs name the series and its numbers, and the gatekeeper's
+"""`query_promql`: series refs name the series and its numbers, and the gatekeeper's
 number rules hold for them as for any evidence."""
 
 from datetime import datetime

@@ -1,4 +1,4 @@
-"""`query_targets` (contracts §16 `health`): one ref per scrape target naming its job, instance and
+"""`query_targets` (the `health` ask): one ref per scrape target naming its job, instance and
 health, and for a failing one Prometheus's own `lastError`; only with a Prometheus source."""
 
 import pytest

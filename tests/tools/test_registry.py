@@ -1,4 +1,4 @@
-"""The tools as the model sees them: names of contracts §4, schemas, no placeholder anywhere."""
+"""The tools as the model sees them: one name each, as persisted, schemas, no placeholder anywhere."""
 
 import pytest
 
@@ -36,7 +36,7 @@ def test_openai_definitions_carry_the_argument_schemas():
         tool.openai_tool()["function"]["name"]: tool.openai_tool()["function"] for tool in all_tools()
     }
 
-    # Strict (contracts §14): every argument required, optional ones nullable, nothing else allowed.
+    # Strict: every argument required, optional ones nullable, nothing else allowed.
     assert all(definition["strict"] is True for definition in definitions.values())
     logs = definitions["query_logs"]["parameters"]
     assert sorted(logs["required"]) == sorted(logs["properties"]) == ["limit", "query", "service", "topic"]

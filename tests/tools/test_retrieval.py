@@ -1,4 +1,4 @@
-"""Knowledge retrieval (contracts §17): BM25 over runbook sections, a Chinese question finds an English
+"""Knowledge retrieval: BM25 over runbook sections, a Chinese question finds an English
 runbook through the vocabulary's bilingual terms, the named runbook's steps sections come first, and
 a question nothing answers gets nothing. On the shipped vocabulary and on a second world's own."""
 

@@ -1,4 +1,4 @@
-"""`lookup_knowledge` from a runbook folder (contracts §11): plain Markdown works, front matter is
+"""`lookup_knowledge` from a runbook folder: plain Markdown works, front matter is
 optional, the file stem names an alert, a malformed file is skipped with a warning."""
 
 import logging

@@ -1,4 +1,4 @@
-"""Sources chosen by environment, and how a failing source is recorded (contracts §11)."""
+"""Sources chosen by environment, and how a failing source is recorded."""
 
 import socket
 import threading

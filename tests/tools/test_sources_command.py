@@ -1,4 +1,4 @@
-"""`manage.py sources` and the webhook-on-demo system check (contracts §11)."""
+"""`manage.py sources` and the webhook-on-demo system check."""
 
 import socket
 

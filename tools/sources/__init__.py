@@ -1,4 +1,4 @@
-"""Evidence sources, chosen per kind by environment (contracts §11): a team points the product at
+"""Evidence sources, chosen per kind by environment: a team points the product at
 its own stack with `DIAGNOSIS_PROMETHEUS_URL`, `DIAGNOSIS_ALERTMANAGER_URL`, `DIAGNOSIS_LOKI_URL`
 and `DIAGNOSIS_RUNBOOKS_DIR`, no Python needed.
 

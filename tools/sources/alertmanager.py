@@ -1,5 +1,5 @@
 """Alertmanager API v2: the alert list with silences and inhibitions; with Prometheus configured too,
-each alert's current value and `expr` come from Prometheus, joined on labels (contracts §11)."""
+each alert's current value and `expr` come from Prometheus, joined on labels."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The one HTTP client of the evidence sources: timeouts, per-source auth headers, errors that name
-the source and the cause (contracts §11).
+the source and the cause.
 
 A request costs at most `DIAGNOSIS_SOURCE_TIMEOUT` seconds in all: connect, send and the whole body,
 so a server that trickles its answer cannot hold a session longer than that.

@@ -1,7 +1,7 @@
-"""Loki HTTP API: LogQL over the look-back window, newest first, with the tenant header (contracts §11).
+"""Loki HTTP API: LogQL over the look-back window, newest first, with the tenant header.
 
 The query is built from the service (its label), the terms of the topics the question is about and
-its other words, each as a whole word (contracts §17): `{service="billing"} |~ "…(?i:oom)…"`. A query
+its other words, each as a whole word: `{service="billing"} |~ "…(?i:oom)…"`. A query
 for errors only filters by level: in the stream selector where a level label exists, by the level
 parsed from the line otherwise. Code then keeps only the lines the same word and level rules accept.
 """

@@ -20,7 +20,7 @@ from tools.sources.kinds import AlertSource, LabelledSeriesSource, TargetSource
 
 logger = logging.getLogger(__name__)
 
-# A range query keeps at most this many points per series (contracts §11).
+# A range query keeps at most this many points per series.
 MAX_POINTS = 120
 ALERT_STATES = ("firing", "pending")
 # `storageRetention` joins a time and a size limit so: `15d or 10GiB`.

@@ -1,4 +1,4 @@
-"""A folder of Markdown runbooks (sub-folders too), YAML front matter optional (contracts §11).
+"""A folder of Markdown runbooks (sub-folders too), YAML front matter optional.
 
 One document per file, one block per heading. A block's exact terms are the front matter's
 `alerts` and `title` and the file's stem (`KubePodCrashLooping.md` names the alert

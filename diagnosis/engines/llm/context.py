@@ -1,4 +1,4 @@
-"""Fitting a request into the model's context (`DIAGNOSIS_LLM_CONTEXT_TOKENS`, contracts §14).
+"""Fitting a request into the model's context (`DIAGNOSIS_LLM_CONTEXT_TOKENS`).
 
 Tokens are estimated, not counted (no tokenizer for every model): UTF-8 bytes / 3, which errs on
 the safe side for Chinese (one CJK character is 3 bytes and at most about one token) and for JSON.

@@ -1,4 +1,4 @@
-"""The LLM engine (contracts §9, §14): each stage is a non-streaming `chat.completions` call through
+"""The LLM engine: each stage is a non-streaming `chat.completions` call through
 the official openai SDK against any OpenAI-compatible endpoint (`OPENAI_BASE_URL`, `OPENAI_API_KEY`).
 
 - The stage's rules are the `system` message, its input the `user` message; every request sends
@@ -18,7 +18,7 @@ the official openai SDK against any OpenAI-compatible endpoint (`OPENAI_BASE_URL
 - Timeouts and 5xx are retried by the SDK (`max_retries`); each call's timeout is also bounded by
   what is left of the session's model-time budget, so a slow local server gives up before the
   worker's task timeout would kill it. What still fails raises `LLMUnavailableError`, and the
-  session is answered by the rules engine instead (contracts §20).
+  session is answered by the rules engine instead.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ OutputT = TypeVar("OutputT", bound=BaseModel)
 
 class VerifierJudgement(BaseModel):
     """What the verifier model is asked for: a judgement per claim. Facts, verdict and score are
-    computed by code from it (contracts §6), so the model is not asked to produce them."""
+    computed by code from it, so the model is not asked to produce them."""
 
     model_config = ConfigDict(extra="ignore")  # a verdict or facts said anyway are not an error
 
@@ -222,7 +222,7 @@ class LLMEngine:
         )
         output, status = self._structured(exchange, EXECUTOR, self.tool_calling.final_turn_request(tools))
         if output is None:
-            # Natural-language fallback (seed 002): no claims, so nothing here can ever PASS.
+            # Natural-language fallback: no claims, so nothing here can ever PASS.
             raw_text = next(
                 (reply["content"] for reply in reversed(exchange.replies) if reply["content"]), ""
             )

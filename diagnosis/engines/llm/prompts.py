@@ -2,7 +2,7 @@
 
 Each file is the stage's rules, then a `## 输入` section holding exactly the stage input as one
 `<input>` JSON block. The rules are sent as the `system` message, the input block as the `user`
-message (contracts §14).
+message.
 
 Undefined variables are errors (StrictUndefined), so a renamed stage input can never silently
 render an empty section. Each file opens with `{# version: <name>-vN #}`; the version, plus a short

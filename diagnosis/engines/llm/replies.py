@@ -1,4 +1,4 @@
-"""What came back from the model, made safe to parse and to store (contracts §14).
+"""What came back from the model, made safe to parse and to store.
 
 - Reasoning text (`<think>…</think>` in the content, or a separate `reasoning_content` field) is
   removed before anything parses the reply, and is never stored or shown; only its length is kept.

@@ -1,15 +1,15 @@
-"""Structured output modes (contracts §14): how a stage asks for its JSON and reads it back.
+"""Structured output modes: how a stage asks for its JSON and reads it back.
 
 `DIAGNOSIS_LLM_STRUCTURED_OUTPUT` picks one profile; the engine only calls its methods:
 
-- `json_schema` (default): `response_format` strict json_schema, named after the stage schema (§5);
+- `json_schema` (default): `response_format` strict json_schema, named after the stage schema;
   the schema is the one the SDK's public `openai.pydantic_function_tool` builds in strict form.
 - `json_object`: `response_format: {"type": "json_object"}` (DeepSeek-style endpoints); the schema
   goes into the instructions, since the endpoint does not enforce it.
 - `prompted`: no `response_format` at all; the schema in the instructions, and the JSON read out of
   whatever surrounds it (code fences, a sentence before or after).
 
-Every mode validates the reply with pydantic and re-asks once on failure (§9).
+Every mode validates the reply with pydantic and re-asks once on failure, with the validation error.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ SCHEMA_INSTRUCTION = (
 
 @dataclass(frozen=True)
 class StageSchema:
-    """What a stage asks the model for: the §5 name on the wire, the model that validates it, and
+    """What a stage asks the model for: the schema's name on the wire, the model that validates it, and
     the reply's token cap."""
 
     name: str

@@ -1,4 +1,4 @@
-"""How the executor's tool calls travel (contracts §14, `DIAGNOSIS_LLM_TOOL_CALLS`):
+"""How the executor's tool calls travel (`DIAGNOSIS_LLM_TOOL_CALLS`):
 
 - `native` (default): strict function tools in `tools`, `tool_calls` in the reply, results as
   `role: tool` messages.

@@ -1,5 +1,5 @@
 """The rules engine's executor: calls the tools the plan needs, then states one claim per observed
-fact, quoting evidence_refs text exactly (seed 003: limit claims, not evidence)."""
+fact, quoting evidence_refs text exactly (limit claims, not evidence)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
     alerts = [*focus.alerts, *focus.unknown_alerts]
     topics = list(focus.topics)
     # A cause question is answered from everything about its subject: all its alerts, its logs on
-    # the related topics (contracts §12). A narrow one stays narrow.
+    # the related topics. A narrow one stays narrow.
     asks_cause = focus.asks_cause and not plan.narrow_scope and bool(services or alerts)
     planned = {step.tool for step in plan.steps}
     gathered = _Gathered()
@@ -394,7 +394,7 @@ def _first_lines(content: str, limit: int = 160) -> str:
 
 
 def _failed_source(message: dict) -> str:
-    """Which source failed, so the answer says so (contracts §11)."""
+    """Which source failed, so the answer says so."""
     return f"（数据源 {message['source']} 不可用）" if message.get("source") else ""
 
 

@@ -12,7 +12,7 @@ from diagnosis.pipeline.scope import scope_parse
 
 def plan_by_rules(query: str, *, focus: QuestionFocus, asks: Sequence[Ask] = ()) -> PlannerOutput:
     """`focus`: what the question names and asks, read by code against the inventory (the round's);
-    `asks`: what it asks (contracts §16)."""
+    `asks`: what it asks, each with its slot."""
     narrow, excluded = scope_parse(query)
     services = [*focus.services, *focus.unknown_services]
     alerts = [*focus.alerts, *focus.unknown_alerts]
@@ -26,7 +26,7 @@ def plan_by_rules(query: str, *, focus: QuestionFocus, asks: Sequence[Ask] = ())
         return PlannerOutput(
             goal=query.strip(), steps=[], narrow_scope=True, focus=services + alerts, excluded_topics=excluded
         )
-    # A question nothing of which is understood has nothing to search for (contracts §12); a how-to
+    # A question nothing of which is understood has nothing to search for; a how-to
     # question about nothing in the system ("如何轮换 … token") is for the runbooks alone.
     if focus.understood and (services or alerts or topics or not asks_guidance):
         steps.append(PlanStep(tool="query_metrics", purpose="确认相关告警是否处于 firing 状态"))

@@ -1,4 +1,4 @@
-"""`manage.py serve`: the web server for production (contracts §15): static files collected, then
+"""`manage.py serve`: the web server for production: static files collected, then
 gunicorn serving `config.wsgi` in this process's place (it gets the signals: SIGTERM stops gracefully,
 SIGHUP reloads). Run the worker beside it with `manage.py qcluster`."""
 

@@ -1,4 +1,4 @@
-"""What a question asks (contracts §16): code reads it into asks, each of one kind about one subject,
+"""What a question asks: code reads it into asks, each of one kind about one subject,
 from the vocabulary's ask words and the names the world knows. Every behaviour holds on two worlds:
 plain names (checkout, cart-api, billing-db) and the demo world's (order-service, payment-service)."""
 

@@ -236,7 +236,7 @@ def test_each_binding_is_checked_on_its_own(session, alert):
     ]
 
 
-# The tolerance table: real ref texts of the demo world (contracts §4 shapes) and excerpts a model
+# The tolerance table: real ref texts of the demo world (as the tools extract them) and excerpts a model
 # might write. It calibrates MATCH_THRESHOLD and pins what is never tolerated.
 HONEST, SHORT, CHANGED_FACT, MADE_UP, POLARITY = "honest", "too_short", "changed_fact", "made_up", "polarity"
 

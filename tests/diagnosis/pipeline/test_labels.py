@@ -1,4 +1,4 @@
-"""The label check (contracts §17) on the loghub-style lines the tests' Loki serves: a claim calling a
+"""The label check on the loghub-style lines the tests' Loki serves: a claim calling a
 line an error, a timeout or a slow request needs that property in the line; both worlds' vocabularies."""
 
 from __future__ import annotations

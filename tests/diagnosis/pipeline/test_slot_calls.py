@@ -1,4 +1,4 @@
-"""The calls the asks need (contracts §16): code makes them before the executor, in two turns (the
+"""The calls the asks need: code makes them before the executor, in two turns (the
 alerts first, since their `expr` names the series), each call once, reusing what an earlier round
 already called; `CallsReused` answers the executor's repeat of a call with the recorded message.
 Every behaviour holds on two worlds: plain names (checkout, billing-db) and the demo world's."""

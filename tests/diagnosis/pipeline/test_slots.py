@@ -1,4 +1,4 @@
-"""Slots (contracts §16): each ask's slot is filled by code from recorded tool output only, says its
+"""Slots: each ask's slot is filled by code from recorded tool output only, says its
 conclusion in one `结论` line, and stays filled only when the gatekeeper verifies what it cites; an
 unfilled slot says why, as a `未能回答：…` gap. Every behaviour holds on two worlds: plain names
 (checkout, billing-db, node) and the demo world's (order-service, payment-service)."""

@@ -1,4 +1,4 @@
-"""The time window a question names (contracts §17) becomes the query window, named in the answer."""
+"""The time window a question names becomes the query window, named in the answer."""
 
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo

@@ -1,4 +1,4 @@
-"""The chat page's example questions come from the world the sources serve (contracts §18)."""
+"""The chat page's example questions come from the world the sources serve."""
 
 import pytest
 from django.core.cache import cache

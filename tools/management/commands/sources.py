@@ -1,6 +1,6 @@
 """`manage.py sources`: one line per evidence tool: tool, source, URL or folder, `ok` or
 `unreachable: <cause>`, and how many runbook files were skipped. Exits 1 when a configured source
-is unreachable (contracts §11)."""
+is unreachable."""
 
 from django.core.management.base import BaseCommand
 
