@@ -1,9 +1,9 @@
-"""What a source answers: one protocol per kind of evidence (contracts §4, §11).
+"""What a source answers: one protocol per kind of evidence.
 
 A source class subclasses the protocols of the kinds it serves (Prometheus: alerts, series and
 targets) and gets the defaults of `Source`; a class named by dotted path in settings is checked
 against its kind's protocol when it is loaded (`tools.sources.plugins`). Records carry the output
-fields of contracts §4; no match is an empty list, never a placeholder. A source that fails raises;
+fields the tools declare; no match is an empty list, never a placeholder. A source that fails raises;
 the recorder turns that into a failed invocation naming the source.
 """
 
@@ -32,7 +32,7 @@ class Source(Protocol):
         return 0
 
     def inventory(self, *, now: datetime) -> SourceInventory:
-        """What it knows now (contracts §12): services, alert names, runbooks, metrics."""
+        """What it knows now: services, alert names, runbooks, metrics."""
         return SourceInventory()
 
 
@@ -56,7 +56,7 @@ class SeriesSource(Source, Protocol):
 
 @runtime_checkable
 class LabelledSeriesSource(SeriesSource, Protocol):
-    """A series source that also tells its series' label names and values (contracts §17); one that
+    """A series source that also tells its series' label names and values; one that
     cannot has no carrier, and PromQL templates are taken as written."""
 
     def label_names(self, *, match: str) -> list[str]: ...
