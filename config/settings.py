@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "caselib",
     "feedback",
     "aiops",
+    "mcp_server",
 ]
 
 MIDDLEWARE = [
