@@ -47,14 +47,17 @@ def _scope(request: HttpRequest) -> dict:
         "root_path": "",
         "query_string": request.META.get("QUERY_STRING", "").encode("latin-1"),
         "headers": [
-            (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in request.headers.items()
+            (name.lower().encode("latin-1"), value.encode("latin-1"))
+            for name, value in request.headers.items()
         ],
         "client": (request.META.get("REMOTE_ADDR", ""), 0),
         "server": (host, int(port or (443 if request.is_secure() else 80))),
     }
 
 
-async def _exchange(*, scope: dict, body: bytes, caller: Caller) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+async def _exchange(
+    *, scope: dict, body: bytes, caller: Caller
+) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
     """The transport's response to one request: status, headers, body."""
     manager = StreamableHTTPSessionManager(
         app=_server(), json_response=True, stateless=True, security_settings=HOSTS_CHECKED_BY_DJANGO

@@ -30,7 +30,9 @@ class Citation(BaseModel):
     tool_name: str
     raw_path: str = Field(description="where in the invocation's output, e.g. $.alerts[0]")
     excerpt: str = Field(description="the cited text, as found in the output")
-    source: str = Field(description="where the output came from: prometheus, loki, runbooks, …; demo = the built-in demo data")
+    source: str = Field(
+        description="where the output came from: prometheus, loki, runbooks, …; demo = the built-in demo data"
+    )
     source_location: str = Field(description="the source's URL or folder")
 
 
@@ -54,20 +56,30 @@ class DiagnosisAnswer(BaseModel):
     session_url: str = Field(description="the session on the chat page (claims beside their evidence)")
     trace_url: str = Field(description="the session's full trace in the JSON API")
     status: str = Field(description="COMPLETED or FAILED")
-    verdict: str = Field(description="PASS, LOW_CONFID or REJECT, computed by code from the checks; empty when failed")
+    verdict: str = Field(
+        description="PASS, LOW_CONFID or REJECT, computed by code from the checks; empty when failed"
+    )
     output_type: str = Field(
         description="NORMAL (verified), LOW_CONFID_WITH_DISCLAIMER (gaps remain, said in the answer) or DEGRADED (no claim shown: only checked evidence and the gaps)"
     )
     output_type_label: str
     groundedness_score: float | None
-    conclusions: list[Conclusion] = Field(description="the answer's `结论` lines with their checked citations")
-    answer: str = Field(description="the answer as the user sees it (Chinese Markdown); for a failed session the stable message with its error id")
-    claims: list[VerifiedClaim] = Field(description="the claims the answer may state, each with its checked citations")
+    conclusions: list[Conclusion] = Field(
+        description="the answer's `结论` lines with their checked citations"
+    )
+    answer: str = Field(
+        description="the answer as the user sees it (Chinese Markdown); for a failed session the stable message with its error id"
+    )
+    claims: list[VerifiedClaim] = Field(
+        description="the claims the answer may state, each with its checked citations"
+    )
     verified_evidence: list[Citation] = Field(
         description="when no claim may be shown (DEGRADED, REJECT): the evidence that passed the citation check"
     )
     hidden_claim_count: int = Field(description="claims the verifier did not allow; never stated")
-    uses_demo_data: bool = Field(description="some evidence came from the built-in demo data, not the team's sources")
+    uses_demo_data: bool = Field(
+        description="some evidence came from the built-in demo data, not the team's sources"
+    )
 
 
 class ToolCallResult(BaseModel):
@@ -77,8 +89,12 @@ class ToolCallResult(BaseModel):
     invocation_id: int | None = Field(description="the recorded invocation; null when recording failed")
     tool_name: str
     success: bool
-    evidence_status: str = Field(description="supported (records found), no_evidence (searched, nothing found) or failed")
-    source: str = Field(description="where the output came from: prometheus, loki, runbooks, …; demo = the built-in demo data")
+    evidence_status: str = Field(
+        description="supported (records found), no_evidence (searched, nothing found) or failed"
+    )
+    source: str = Field(
+        description="where the output came from: prometheus, loki, runbooks, …; demo = the built-in demo data"
+    )
     source_location: str
     evidence_refs: list[dict] = Field(
         description="one ref per output record: raw_path and the text code extracted from it (the first 30)"
@@ -97,7 +113,12 @@ def session_url(*, session_id: str, site_url: str) -> str:
 
 
 def _citation(
-    *, tool_name: str, invocation_id: int | None, raw_path: str, excerpt: str, invocation: ToolInvocation | None
+    *,
+    tool_name: str,
+    invocation_id: int | None,
+    raw_path: str,
+    excerpt: str,
+    invocation: ToolInvocation | None,
 ) -> Citation:
     return Citation(
         invocation_id=invocation_id,

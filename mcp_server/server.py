@@ -95,7 +95,9 @@ class DiagnoseArguments(BaseModel):
 class SessionTraceArguments(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    session_id: str = Field(pattern=SESSION_ID_PATTERN.pattern, description="a session id from diagnose or a tool call")
+    session_id: str = Field(
+        pattern=SESSION_ID_PATTERN.pattern, description="a session id from diagnose or a tool call"
+    )
 
 
 @dataclass(frozen=True)

@@ -26,18 +26,25 @@ def fake_llm(monkeypatch, settings):
 FIXTURE_BACKEND = "tools.backends.fixture.FixtureBackend"
 
 
-@pytest.fixture(params=["demo", "shop"])
-def either_world(request, settings):
-    """The demo world, then the `shop` evaluation world (its own names, a vocabulary that does not
-    extend the shipped one) served by the fixture backend; the clock pinned in both. Yields the name."""
+def world_overrides(name: str, *, diagnosis: dict) -> dict:
+    """The `DIAGNOSIS` keys that put `diagnosis` in world `name`: the demo world, or an evaluation
+    world (its own names, a vocabulary that does not extend the shipped one) served by the fixture
+    backend; the clock pinned in both. Plain JSON values, so a subprocess can be given them too."""
     overrides = {"DEMO_NOW": "2026-11-29T15:00:00+08:00"}
-    if request.param != "demo":
-        data = world_tools(request.param).backend_data()
+    if name != "demo":
+        data = world_tools(name).backend_data()
         overrides |= {
-            "VOCABULARY_FILE": str(WORLDS_DIR / request.param / "vocabulary.json"),
-            "TOOL_BACKENDS": settings.DIAGNOSIS["TOOL_BACKENDS"] | dict.fromkeys(data, FIXTURE_BACKEND),
+            "VOCABULARY_FILE": str(WORLDS_DIR / name / "vocabulary.json"),
+            "TOOL_BACKENDS": diagnosis["TOOL_BACKENDS"] | dict.fromkeys(data, FIXTURE_BACKEND),
             "FIXTURE_TOOL_DATA": data,
         }
+    return overrides
+
+
+@pytest.fixture(params=["demo", "shop"])
+def either_world(request, settings):
+    """The demo world, then the `shop` evaluation world (`world_overrides`). Yields the name."""
+    overrides = world_overrides(request.param, diagnosis=settings.DIAGNOSIS)
     with override_settings(DIAGNOSIS=settings.DIAGNOSIS | overrides):
         yield request.param
 

@@ -10,7 +10,9 @@ from rest_framework.authtoken.models import Token
 from mcp_server.results import site_url_default
 from mcp_server.server import Caller, stdio_serve
 
-NO_CALLER = "需要 --user USERNAME 或 --token TOKEN：MCP 调用以该用户的身份记录会话，并只能读取该用户可见的会话"
+NO_CALLER = (
+    "需要 --user USERNAME 或 --token TOKEN：MCP 调用以该用户的身份记录会话，并只能读取该用户可见的会话"
+)
 
 
 def _user(*, username: str | None, token: str | None):
