@@ -24,15 +24,20 @@ class BearerTokenAuthentication(TokenAuthentication):
 # MCP's own protocol, described by its specification rather than the OpenAPI schema.
 @extend_schema(exclude=True)
 class McpApi(APIView):
-    """Without a valid token: 401 with `WWW-Authenticate: Bearer`, before any MCP message is read."""
+    """Without a valid token: 401 with `WWW-Authenticate: Bearer`, before any MCP message is read.
+
+    POST only: stateless, there is no stream for a GET to open and no session for a DELETE to end, and
+    the protocol has the server answer both 405 then.
+    """
 
     authentication_classes = [BearerTokenAuthentication]
     permission_classes = [IsAuthenticated]
+
+    def perform_content_negotiation(self, request: Request, force: bool = False):
+        # The transport answers `Accept` itself (JSON or an event stream); DRF renders only refusals.
+        return super().perform_content_negotiation(request, force=True)
 
     def post(self, request: Request) -> HttpResponse:
         # Links in results point where the product is published, else where this request reached it.
         site_url = site_url_default() or request.build_absolute_uri("/").removesuffix("/")
         return mcp_response(request=request, caller=Caller(user=request.user, site_url=site_url))
-
-    # The transport answers these itself (stateless: no stream to open, no session to end).
-    get = delete = post

@@ -130,6 +130,14 @@ def test_without_a_valid_token_nothing_is_answered_and_nothing_recorded(mcp_url,
     assert not DiagnosisSession.objects.exists()
 
 
+def test_no_stream_is_opened_and_no_session_ended_get_and_delete_answer_405_at_once(mcp_url, token):
+    headers = {"Authorization": f"Bearer {token}", "Accept": "text/event-stream"}
+
+    answers = [httpx2.request(method, mcp_url, headers=headers, timeout=5) for method in ("GET", "DELETE")]
+
+    assert [answer.status_code for answer in answers] == [405, 405]
+
+
 def test_session_trace_shows_the_api_trace_to_whom_the_api_shows_it(mcp_url, engineer, token):
     session = DiagnosisSessionFactory(owner=engineer, status=DiagnosisSession.Status.COMPLETED)
     other_user = UserFactory()
