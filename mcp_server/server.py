@@ -88,7 +88,7 @@ class DiagnoseArguments(BaseModel):
     question: str = Field(
         min_length=1,
         max_length=MAX_QUERY_CHARS,
-        description="the operations question, in Chinese or English, e.g. 只确认 order-service 是否存在 HighMemoryUsage 告警",
+        description="the operations question, in Chinese or English, e.g. 只确认 <服务> 是否存在 <告警名> 告警",
     )
 
 
@@ -145,8 +145,7 @@ def _diagnose(caller: Caller, arguments: dict) -> DiagnosisAnswer:
 def _session_trace(caller: Caller, arguments: dict) -> dict:
     with _refusals():
         trace = session_trace_for_user(user=caller.user, session_id=arguments["session_id"])
-    # The API's trace, as JSON values (times as ISO strings).
-    return json.loads(json.dumps(TraceSerializer(trace).data, default=str))
+    return TraceSerializer(trace).data
 
 
 def _evidence_tool(name: str, *, calls: str) -> McpTool:

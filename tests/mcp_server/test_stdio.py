@@ -3,6 +3,7 @@ with its own database, every call recorded under the user it was started for."""
 
 import pytest
 from django.core.management import CommandError, call_command
+from rest_framework.authtoken.models import Token
 
 from tests.diagnosis.conftest import world_overrides
 from tests.factories import UserFactory
@@ -75,12 +76,13 @@ def test_calls_are_recorded_under_the_user_the_server_runs_for(database, setting
     [
         ([], "需要 --user USERNAME 或 --token TOKEN"),
         (["--user", "nobody"], "--user nobody：没有这个用户"),
-        (["--token", "0" * 40], "--token 无效"),
-        (["--user", "retired"], "用户 retired 已停用"),
+        (["--token", "0" * 40], "--token："),
+        (["--user", "retired"], "--user retired：该用户已停用"),
+        (["--token", "retired-token"], "--token："),
     ],
 )
 def test_without_a_user_it_may_act_for_the_command_refuses_to_start(options, message):
-    UserFactory(username="retired", is_active=False)
+    Token.objects.create(user=UserFactory(username="retired", is_active=False), key="retired-token")
 
     with pytest.raises(CommandError, match=message):
         call_command("mcp", *options)

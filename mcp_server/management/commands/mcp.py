@@ -4,8 +4,10 @@ user and sees what that user may see. stdout carries the protocol only; logs go 
 
 import anyio
 from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.management.base import BaseCommand, CommandError
-from rest_framework.authtoken.models import Token
+from rest_framework.authentication import TokenAuthentication
+from rest_framework.exceptions import AuthenticationFailed
 
 from mcp_server.results import site_url_default
 from mcp_server.server import Caller, stdio_serve
@@ -15,20 +17,22 @@ NO_CALLER = (
 )
 
 
-def _user(*, username: str | None, token: str | None):
+def _user(*, username: str | None, token: str | None) -> AbstractBaseUser:
     if token:
-        found = Token.objects.select_related("user").filter(key=token).first()
-        if found is None:
-            raise CommandError("--token 无效：没有这个 API 令牌")
-        user = found.user
-    elif username:
-        user = get_user_model().objects.filter(**{get_user_model().USERNAME_FIELD: username}).first()
-        if user is None:
-            raise CommandError(f"--user {username}：没有这个用户")
-    else:
+        # The API's own check of a token: unknown or its user inactive is refused alike.
+        try:
+            user, _token = TokenAuthentication().authenticate_credentials(token)
+        except AuthenticationFailed as error:
+            raise CommandError(f"--token：{error.detail}") from error
+        return user
+    if not username:
         raise CommandError(NO_CALLER)
+    try:
+        user = get_user_model()._default_manager.get_by_natural_key(username)
+    except get_user_model().DoesNotExist as error:
+        raise CommandError(f"--user {username}：没有这个用户") from error
     if not user.is_active:
-        raise CommandError(f"用户 {user.get_username()} 已停用")
+        raise CommandError(f"--user {username}：该用户已停用")
     return user
 
 
