@@ -26,6 +26,8 @@ from mcp_server.server import Caller, called_by, in_calling_thread, mcp_server_b
 HOSTS_CHECKED_BY_DJANGO = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 # Headers Django writes itself for the body it sends.
 HOP_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"})
+# The token has done its work (the caller is known): the transport never sees it.
+CREDENTIAL_HEADERS = frozenset({"authorization", "cookie"})
 
 
 @cache
@@ -49,6 +51,7 @@ def _scope(request: HttpRequest) -> dict:
         "headers": [
             (name.lower().encode("latin-1"), value.encode("latin-1"))
             for name, value in request.headers.items()
+            if name.lower() not in CREDENTIAL_HEADERS
         ],
         "client": (request.META.get("REMOTE_ADDR", ""), 0),
         "server": (host, int(port or (443 if request.is_secure() else 80))),
