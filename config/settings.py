@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "caselib",
     "feedback",
     "aiops",
+    "mcp_server",
 ]
 
 MIDDLEWARE = [
@@ -304,6 +305,8 @@ LOGGING = {
         "httpx": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},
         "openai": {"level": "WARNING"},
+        # The MCP SDK logs each HTTP request's session manager starting and stopping at INFO.
+        "mcp": {"level": "WARNING"},
         "django.request": {"filters": ["quiet_forbidden"]},
     },
 }

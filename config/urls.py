@@ -9,4 +9,5 @@ urlpatterns = [
     path("", include("diagnosis.web_urls")),
     path("", include("feedback.web_urls")),
     path("", include("aiops.web_urls")),
+    path("", include("mcp_server.urls")),
 ]

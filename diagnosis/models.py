@@ -35,6 +35,8 @@ class DiagnosisSession(models.Model):
     class Kind(models.TextChoices):
         CHAT = "chat", "对话诊断"
         AIOPS = "aiops", "告警分析"
+        # One evidence tool called on its own (an MCP client's query_promql, …), not a diagnosis.
+        TOOL = "tool", "工具调用"
 
     session_id = models.CharField(max_length=64, unique=True, default=new_session_id)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.CHAT)

@@ -157,7 +157,7 @@ def _invocation_run(
     except Exception as exc:  # any tool failure is recorded as a gap; the pipeline goes on
         if not isinstance(exc, UnknownToolError | ValidationError):
             logger.warning("tool %s failed", tool_name, exc_info=True)
-        output, error = {}, _error_text(exc)
+        output, error = {}, tool_error_text(exc)
     elapsed = time.perf_counter() - started
     latency_ms = int(elapsed * 1000)
     error = storable(error[:ERROR_CHARS])
@@ -254,7 +254,8 @@ def storable(value: Any) -> Any:
     return value
 
 
-def _error_text(exc: Exception) -> str:
+def tool_error_text(exc: Exception) -> str:
+    """A failed call in words: an unknown tool, the arguments that do not validate, or the exception."""
     if isinstance(exc, UnknownToolError):
         return f"未知工具: {exc.name}"
     if isinstance(exc, ValidationError):

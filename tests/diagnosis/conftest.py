@@ -23,17 +23,24 @@ def fake_llm(monkeypatch, settings):
         yield start
 
 
+def world_overrides(name: str, *, diagnosis: dict) -> dict:
+    """The `DIAGNOSIS` keys that put `diagnosis` in world `name`: the demo world, or an evaluation
+    world (its own names, a vocabulary that does not extend the shipped one) served by the fixture
+    source; the clock pinned in both. Plain JSON values, so a subprocess can be given them too."""
+    overrides = {"DEMO_NOW": "2026-11-29T15:00:00+08:00"}
+    if name != "demo":
+        data = world_tools(name).source_data()
+        overrides |= {
+            "VOCABULARY_FILE": str(WORLDS_DIR / name / "vocabulary.json"),
+            **fixture_sources(data, config=diagnosis),
+        }
+    return overrides
+
+
 @pytest.fixture(params=["demo", "shop"])
 def either_world(request, settings):
-    """The demo world, then the `shop` evaluation world (its own names, a vocabulary that does not
-    extend the shipped one) served by the fixture source; the clock pinned in both. Yields the name."""
-    overrides = {"DEMO_NOW": "2026-11-29T15:00:00+08:00"}
-    if request.param != "demo":
-        data = world_tools(request.param).source_data()
-        overrides |= {
-            "VOCABULARY_FILE": str(WORLDS_DIR / request.param / "vocabulary.json"),
-            **fixture_sources(data, config=settings.DIAGNOSIS),
-        }
+    """The demo world, then the `shop` evaluation world (`world_overrides`). Yields the name."""
+    overrides = world_overrides(request.param, diagnosis=settings.DIAGNOSIS)
     with override_settings(DIAGNOSIS=settings.DIAGNOSIS | overrides):
         yield request.param
 

@@ -1,0 +1,278 @@
+"""The MCP server: the verified `diagnose`, the evidence tools and `session_trace`, for one calling user.
+
+Built on the SDK's low-level `Server`, so each tool's input schema is the pydantic model the product
+already validates with (an evidence tool's own arguments model) and its output schema the typed
+result. Every call runs the existing services under the caller: `diagnose` is a session like one
+started on the chat page, an evidence tool call a recorded `tool` session, and `session_trace` reads
+what the API's trace reads, with the same rule of who sees which session.
+
+The caller is the transport's to set (`called_by`): the stdio command's user, or the user whose
+bearer token authenticated the HTTP request. The services are blocking Django code; each call runs
+them through `run_sync`, outside the event loop, with no transaction open across a source call.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import mcp_types as types
+from asgiref.sync import sync_to_async
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import close_old_connections
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as ArgumentsError
+
+from diagnosis.api import NOT_FOUND_MESSAGE
+from diagnosis.models import DiagnosisSession
+from diagnosis.selectors.trace import session_trace_for_user
+from diagnosis.serializers import TraceSerializer
+from diagnosis.services.invocations import tool_error_text
+from diagnosis.services.sessions import MAX_QUERY_CHARS, SESSION_ID_PATTERN, SessionRateLimited, session_start
+from diagnosis.services.tool_calls import tool_call_run
+from mcp_server.results import DiagnosisAnswer, ToolCallResult, diagnosis_answer, tool_call_result
+from tools.base import get_tool
+
+SERVER_NAME = "verified-aiops"
+INSTRUCTIONS = (
+    "A verified AIOps diagnosis assistant. `diagnose` answers an operations question only with what "
+    "its evidence tools returned, and proves it: code checked every citation against the recorded "
+    "tool output and computed the verdict. Quote its conclusions and claims as they are; anything "
+    "you add is not verified. `query_promql`, `query_logs` and `lookup_runbook` return raw evidence "
+    "with its provenance, not verified conclusions. Every call is recorded under your account."
+)
+RAW_EVIDENCE = (
+    "Raw evidence, not a verified answer: the call is recorded as a tool invocation in a session under "
+    "your account, with the source its output came from and one evidence ref per record (raw_path and "
+    "the text code extracted from the output). Nothing checks a conclusion you draw from it; ask "
+    "`diagnose` for an answer whose citations are checked."
+)
+T = TypeVar("T")
+SyncRunner = Callable[[Callable[[], T]], Awaitable[T]]
+
+
+@dataclass(frozen=True)
+class Caller:
+    user: AbstractBaseUser
+    # Where the product is reached, for the session links in results ("" = relative links).
+    site_url: str
+
+
+_caller: ContextVar[Caller] = ContextVar("mcp_caller")
+
+
+@contextmanager
+def called_by(caller: Caller) -> Iterator[None]:
+    """Every tool call made inside the block runs as `caller` (tasks the block starts inherit it)."""
+    token = _caller.set(caller)
+    try:
+        yield
+    finally:
+        _caller.reset(token)
+
+
+class ToolRefused(Exception):
+    """The call was refused (bad input, rate limit, no such session): said to the client, nothing run."""
+
+
+class DiagnoseArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(
+        min_length=1,
+        max_length=MAX_QUERY_CHARS,
+        description="the operations question, in Chinese or English, e.g. 只确认 <服务> 是否存在 <告警名> 告警",
+    )
+
+
+class SessionTraceArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str = Field(
+        pattern=SESSION_ID_PATTERN.pattern, description="a session id from diagnose or a tool call"
+    )
+
+
+@dataclass(frozen=True)
+class McpTool:
+    name: str
+    description: str
+    arguments: type[BaseModel]
+    output: type[BaseModel] | None
+    # Blocking Django code: the validated arguments as sent → the result (`ToolRefused` to refuse).
+    call: Callable[[Caller, dict], BaseModel | dict]
+    # The product's evidence tool it calls, if any: listed only while its source can answer it.
+    evidence_tool: str | None = None
+
+    def available(self) -> bool:
+        return self.evidence_tool is None or get_tool(self.evidence_tool).available()
+
+    def definition(self) -> types.Tool:
+        return types.Tool(
+            name=self.name,
+            description=self.description,
+            input_schema=self.arguments.model_json_schema(),
+            output_schema=self.output.model_json_schema() if self.output else None,
+        )
+
+
+@contextmanager
+def _refusals() -> Iterator[None]:
+    """The services' refusals as the client's error message."""
+    try:
+        yield
+    except ValidationError as error:
+        raise ToolRefused("；".join(error.messages)) from error
+    except SessionRateLimited as error:
+        raise ToolRefused(error.message) from error
+    except DiagnosisSession.DoesNotExist as error:
+        raise ToolRefused(str(NOT_FOUND_MESSAGE)) from error
+
+
+def _diagnose(caller: Caller, arguments: dict) -> DiagnosisAnswer:
+    with _refusals():
+        session = session_start(query=arguments["question"], owner=caller.user, run_inline=True)
+    return diagnosis_answer(session=session, site_url=caller.site_url)
+
+
+def _session_trace(caller: Caller, arguments: dict) -> dict:
+    with _refusals():
+        trace = session_trace_for_user(user=caller.user, session_id=arguments["session_id"])
+    return TraceSerializer(trace).data
+
+
+def _evidence_tool(name: str, *, calls: str) -> McpTool:
+    tool = get_tool(calls)
+
+    def call(caller: Caller, arguments: dict) -> ToolCallResult:
+        with _refusals():
+            session = tool_call_run(owner=caller.user, tool_name=calls, arguments=arguments)
+        return tool_call_result(session=session, tool_name=calls, site_url=caller.site_url)
+
+    return McpTool(
+        name=name,
+        description=f"{tool.description}\n\n{RAW_EVIDENCE}",
+        arguments=tool.arguments_model,
+        output=ToolCallResult,
+        call=call,
+        evidence_tool=calls,
+    )
+
+
+def mcp_tools() -> list[McpTool]:
+    return [
+        McpTool(
+            name="diagnose",
+            description=(
+                "Ask the verified diagnosis assistant an operations question (alerts, metrics, logs, "
+                "runbooks). It runs a recorded diagnosis session under your account and returns the "
+                "verified answer. Verified by code before you see it: each citation (invocation id + "
+                "raw_path + excerpt) was found in the recorded tool output; the verdict (PASS / "
+                "LOW_CONFID / REJECT) and the output type are computed from those checks; `claims` "
+                "holds only the claims the verifier allowed (a reasonable_inference is an inference, "
+                "not a fact), `conclusions` the answer's 结论 lines written by code from verified "
+                "evidence. A DEGRADED answer states no claim, only checked evidence and its gaps."
+            ),
+            arguments=DiagnoseArguments,
+            output=DiagnosisAnswer,
+            call=_diagnose,
+        ),
+        _evidence_tool("query_promql", calls="query_promql"),
+        _evidence_tool("query_logs", calls="query_logs"),
+        _evidence_tool("lookup_runbook", calls="lookup_knowledge"),
+        McpTool(
+            name="session_trace",
+            description=(
+                "Everything recorded about one session: its steps, every tool invocation with its full "
+                "output and evidence refs, and the verifier's record (claims, checked citations, "
+                "verdict). The same JSON as the API's GET /api/sessions/{id}/trace; you see your own "
+                "sessions, reviewers every session."
+            ),
+            arguments=SessionTraceArguments,
+            output=None,
+            call=_session_trace,
+        ),
+    ]
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+
+def _failed(result: BaseModel | dict) -> bool:
+    """A diagnosis that failed or a tool call whose tool or source failed: reported as an error result
+    (with its record), so the client does not take it for an answer."""
+    if isinstance(result, DiagnosisAnswer):
+        return result.status != DiagnosisSession.Status.COMPLETED
+    if isinstance(result, ToolCallResult):
+        return not result.success
+    return False
+
+
+def mcp_server_build(*, run_sync: SyncRunner) -> Server:
+    """The server over `mcp_tools()`; `run_sync` runs a call's blocking Django code off the event loop."""
+    tools = {tool.name: tool for tool in mcp_tools()}
+
+    def offered() -> dict[str, McpTool]:
+        return {name: tool for name, tool in tools.items() if tool.available()}
+
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[tool.definition() for tool in offered().values()])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        tool = offered().get(params.name)
+        if tool is None:
+            return _error(f"未知工具: {params.name}；可用：{', '.join(offered())}")
+        arguments = params.arguments or {}
+        try:
+            tool.arguments.model_validate(arguments)
+        except ArgumentsError as error:
+            return _error(tool_error_text(error))
+        caller = _caller.get()
+        try:
+            result = await run_sync(lambda: tool.call(caller, arguments))
+        except ToolRefused as refused:
+            return _error(str(refused))
+        structured = result.model_dump(mode="json") if isinstance(result, BaseModel) else result
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(structured, ensure_ascii=False))],
+            structured_content=structured,
+            is_error=_failed(result),
+        )
+
+    return Server(SERVER_NAME, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def in_calling_thread(function: Callable[[], T]) -> T:
+    """In the thread that handles the HTTP request (whose database connection Django closes when
+    the request ends)."""
+    return await sync_to_async(function, thread_sensitive=True)()
+
+
+async def in_worker_thread(function: Callable[[], T]) -> T:
+    """In a worker thread, its connection refreshed as around a request: a stdio server runs for as
+    long as its client, and a connection the database dropped meanwhile is replaced, not reused."""
+
+    def run() -> T:
+        close_old_connections()
+        try:
+            return function()
+        finally:
+            close_old_connections()
+
+    return await sync_to_async(run, thread_sensitive=False)()
+
+
+async def stdio_serve(*, caller: Caller) -> None:
+    """Serve MCP on this process's stdin/stdout until the client closes it."""
+    server = mcp_server_build(run_sync=in_worker_thread)
+    with called_by(caller):
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
