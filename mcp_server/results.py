@@ -1,6 +1,6 @@
 """What the MCP tools answer: typed records read from a recorded session, never computed anew.
 
-A diagnosis answers with what its user would see on the chat page (`session_panel`: only the claims its
+A diagnosis answers with what its user would see on the chat page (`session_evidence`: only the claims its
 output type may show, each with the citations the gatekeeper passed) and the `结论` lines code wrote
 from verified evidence; a tool call answers with its invocation as the model in a diagnosis would have
 seen it (`tool_message_build`), with its provenance and the session it is recorded in.
@@ -16,7 +16,7 @@ from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.disclosure import output_type_shows_claims
 from diagnosis.pipeline.records import verifier_record_read
 from diagnosis.pipeline.slots import Slot
-from diagnosis.selectors.evidence import BindingView, session_panel
+from diagnosis.selectors.evidence import CitedEvidence, session_evidence
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.serializers import trace_url
 from diagnosis.services.invocations import tool_message_build
@@ -130,7 +130,7 @@ def _citation(
     )
 
 
-def _binding_citation(binding: BindingView) -> Citation:
+def _binding_citation(binding: CitedEvidence) -> Citation:
     return Citation(
         invocation_id=binding.source_invocation_id,
         tool_name=binding.tool_name,
@@ -172,7 +172,7 @@ def _conclusions(session: DiagnosisSession) -> list[Conclusion]:
 
 def diagnosis_answer(*, session: DiagnosisSession, site_url: str) -> DiagnosisAnswer:
     """A finished session's verified answer, as its owner's chat page shows it."""
-    panel = session_panel(session=session)
+    evidence = session_evidence(session=session)
     return DiagnosisAnswer(
         session_id=session.session_id,
         session_url=session_url(session_id=session.session_id, site_url=site_url),
@@ -192,11 +192,11 @@ def diagnosis_answer(*, session: DiagnosisSession, site_url: str) -> DiagnosisAn
                 verification=claim.verification,
                 citations=[_binding_citation(binding) for binding in claim.bindings],
             )
-            for claim in panel.claims
+            for claim in evidence.claims
         ],
-        verified_evidence=[_binding_citation(binding) for binding in panel.verified_bindings],
-        hidden_claim_count=panel.hidden_claim_count,
-        uses_demo_data=panel.uses_demo_data,
+        verified_evidence=[_binding_citation(binding) for binding in evidence.verified_bindings],
+        hidden_claim_count=evidence.hidden_claim_count,
+        uses_demo_data=evidence.uses_demo_data,
     )
 
 
