@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import get_args
 
 from diagnosis.pipeline.asks import Ask, asks_read
+from diagnosis.pipeline.claims_under_check import claims_under_check
 from diagnosis.pipeline.contracts import (
     ExecutorInput,
     ExecutorOutput,
@@ -207,6 +208,11 @@ def _judgement(
         gatekeeper_result=gatekeeper_result.model_dump(),
         tool_trace_summary=trace_summary,
         executor_output_parse_status=executor_call.parse_status.as_dict(),
+        claims=claims_under_check(
+            executor_output=guarded.kept_output,
+            gatekeeper_result=gatekeeper_result,
+            names=context.world.fact_names,
+        ),
         retry_context=retry_context,
     )
     verifier_output = _verifier_run(

@@ -123,6 +123,43 @@ def test_scripted_citation_of_real_evidence_passes(fake_llm):
     assert evaluation(session)["gatekeeper_result"]["status"] == "pass"
 
 
+def verifier_seen(server) -> dict:
+    [request] = server.requests_for("VerifierOutput")
+    prompt = request["messages"][1]["content"]
+    return json.loads(prompt[prompt.index("<input>") + len("<input>") : prompt.rindex("</input>")])
+
+
+def test_the_verifier_sees_each_claim_with_its_verified_excerpt_and_codes_checks(fake_llm, one_round):
+    # 97% is in the claim only: the excerpt is the real alert text (91%), so the citation passes.
+    server = fake_llm({"executor": executor_turns("order-service 的 HighMemoryUsage 告警当前 97%")})
+
+    session = run()
+
+    [claim] = verifier_seen(server)["claims"]
+    [invocation] = session.tool_invocations.filter(tool_name="query_metrics", round=1)[:1]
+    [ref] = [r for r in invocation.retrieval_details["evidence_refs"] if r["raw_path"] == "$.alerts[0]"]
+    assert claim == {
+        "claim_id": "claim-1",
+        "claim_type": "observation",
+        "claim": "order-service 的 HighMemoryUsage 告警当前 97%",
+        "excerpts": [{"source": f"query_metrics #{invocation.pk} $.alerts[0]", "text": ref["text"]}],
+        "facts_in_excerpts": ["order-service", "HighMemoryUsage"],
+        "facts_not_in_excerpts": ["97%"],
+        "polarity": "consistent",
+    }
+    # Code's finding is what the verdict is capped with, whatever the model says.
+    assert session.verdict == "LOW_CONFID"
+
+
+def test_a_claim_denying_what_its_excerpt_states_is_rejected_before_any_verifier(fake_llm, one_round):
+    server = fake_llm({"executor": executor_turns("order-service 不存在 HighMemoryUsage 告警")})
+
+    session = run()
+
+    assert server.requests_for("VerifierOutput") == []
+    assert "evidence.polarity_mismatch" in evaluation(session)["gatekeeper_result"]["failed_rules"]
+
+
 @pytest.mark.parametrize(
     ("tampering", "rule"),
     [

@@ -55,6 +55,11 @@ def prompt_render(name: str, **variables: Any) -> RenderedPrompt:
     return RenderedPrompt(text=template.render(**variables), version=version)
 
 
+def prompt_version(name: str) -> str:
+    """The version of a prompt file, as recorded on a step (also one that sent nothing)."""
+    return _prompt_template(name)[1]
+
+
 def _to_json(value: Any) -> str:
     # Readable for the model: real characters, not \uXXXX escapes (Jinja's tojson escapes for HTML).
     return json.dumps(value, ensure_ascii=False)

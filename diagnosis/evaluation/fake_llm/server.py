@@ -39,7 +39,8 @@ An unresolvable placeholder answers HTTP 400 naming it.
 With no script left for a stage the server behaves honestly: the planner plans every evidence
 tool for the services and alerts named in the question; the executor calls `query_metrics` (for
 the focus service; `fan_out` calls when set) and then states one claim citing the first evidence ref exactly; the verifier
-marks claims with a passing checked binding `direct_observation`, others `unsupported`; the
+marks each claim it is shown `direct_observation` when code found all its facts in its excerpts,
+else `unsupported`; the
 composer writes from its material only. A session through the llm engine passes with no script.
 
 Usage is reported with prompt/completion tokens ≈ characters / 4. Tool results reach the fake as
@@ -481,26 +482,23 @@ def _honest_claims(cited: dict | None) -> dict:
 
 
 def _honest_verification(request: dict, fan_out: int) -> dict:
-    stage_input = _stage_input(request)
-    claims = (stage_input.get("executor_structured_output") or {}).get("claims", [])
-    bindings = (stage_input.get("gatekeeper_result") or {}).get("checked_bindings", [])
-    claim_checks = []
-    for claim in claims:
-        passed = [
-            f"{b['source_invocation_id']}:{b['raw_path']}"
-            for b in bindings
-            if b.get("claim_id") == claim["claim_id"] and b.get("status") == "pass"
-        ]
-        claim_checks.append(
+    """Each claim shown (with its verified excerpts and code's checks) is a direct observation when
+    code found every fact of it in its excerpts, unsupported otherwise."""
+    claims = _stage_input(request).get("claims", [])
+    return {
+        "claim_checks": [
             {
                 "claim_id": claim["claim_id"],
-                "verification": "direct_observation" if passed else "unsupported",
-                "detail": "已核验证据原文直接陈述了该断言" if passed else "没有通过核验的证据",
-                "evidence_refs": passed,
+                "verification": "unsupported"
+                if claim.get("facts_not_in_excerpts")
+                else "direct_observation",
+                "detail": f"摘录 {claim['excerpts'][0]['source']} 写明了断言的内容"
+                if claim.get("excerpts")
+                else "没有摘录",
             }
-        )
-    supported = sum(bool(check["evidence_refs"]) for check in claim_checks)
-    return {"claim_checks": claim_checks, "rationale": f"{supported}/{len(claims)} 条断言有直接证据"}
+            for claim in claims
+        ]
+    }
 
 
 def _honest_composition(request: dict, fan_out: int) -> dict:

@@ -22,12 +22,17 @@ STAGE_VARIABLES = {
         "max_tool_calls": 8,
     },
     "verifier": {
-        "original_query": "只确认 order-service 是否存在 HighMemoryUsage 告警",
-        "executor_structured_output": {"claims": []},
-        "gatekeeper_result": {"status": "pass", "severity": "none", "checked_bindings": []},
-        "tool_trace_summary": [],
-        "executor_output_parse_status": {"status": "valid", "detail": ""},
-        "retry_context": None,
+        "claims": [
+            {
+                "claim_id": "claim-1",
+                "claim_type": "observation",
+                "claim": "order-service 存在 HighMemoryUsage 告警",
+                "excerpts": [{"source": "query_metrics #1 $.alerts[0]", "text": "HighMemoryUsage firing"}],
+                "facts_in_excerpts": ["HighMemoryUsage"],
+                "facts_not_in_excerpts": ["order-service"],
+                "polarity": "consistent",
+            }
+        ]
     },
     "composer": {
         "query": "只确认 order-service 是否存在 HighMemoryUsage 告警",
