@@ -195,7 +195,7 @@ def test_retry_round_cites_the_first_rounds_evidence_without_searching_again(fak
     assert session.output_type == Output.NORMAL
     # Round two searches nothing again: it cites what round one (the ask's call and the executor's) found.
     assert session.tool_invocations.filter(round=2).count() == 0
-    round_two_prompt = server.requests_for("ExecutorOutput")[-1]["messages"][0]["content"]
+    round_two_prompt = server.requests_for("ExecutorOutput")[-1]["messages"][1]["content"]
     assert "补充取证轮（第 2 轮）" in round_two_prompt
     assert evaluation(session)["retry_context"]["round"] == 1
 

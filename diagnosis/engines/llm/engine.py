@@ -32,10 +32,16 @@ from collections import Counter
 from typing import Any, TypeVar
 
 from django.conf import settings
-from openai import APIError, OpenAI, OpenAIError
+from openai import APIError, BadRequestError, OpenAI, OpenAIError
+from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from diagnosis.engines.llm.context import estimated_tokens, prompt_budget, without_bounded_outputs
+from diagnosis.engines.llm.context import (
+    estimated_tokens,
+    prompt_budget,
+    tool_message_for_model,
+    without_bounded_outputs,
+)
 from diagnosis.engines.llm.errors import LLMUnavailableError
 from diagnosis.engines.llm.prompts import RenderedPrompt, prompt_render, prompt_version
 from diagnosis.engines.llm.replies import (
@@ -45,7 +51,12 @@ from diagnosis.engines.llm.replies import (
     bounded_text,
     restated,
 )
-from diagnosis.engines.llm.structured import StageSchema, json_text_of, structured_output_profile
+from diagnosis.engines.llm.structured import (
+    StageSchema,
+    for_model,
+    json_text_of,
+    structured_output_profile,
+)
 from diagnosis.engines.llm.tool_calls import ToolCall, tool_calling_profile
 from diagnosis.engines.rules.planner import plan_by_rules
 from diagnosis.pipeline.contracts import (
@@ -131,6 +142,12 @@ MISSING_CHECK_ERROR = "缺少 {claim_ids} 的判断，每条断言都要有一�
 ERROR_DETAIL_LIMIT = 800
 # The shortest timeout worth starting a call with; below it the session's budget counts as spent.
 MIN_CALL_TIMEOUT = 1.0
+# Where a reply is over: a model writing tool results itself (prompted calls), or padding with blank
+# lines up to its token cap (measured on a 1.5B model on llama.cpp's server). No stage output holds
+# either: JSON strings escape their line breaks.
+STOP_SEQUENCES = ("<tool_result>", "\n\n\n\n")
+# Endpoints (base URLs) that answered a `stop` with 400: this process sends them none again.
+_ENDPOINTS_REFUSING_STOP: set[str | None] = set()
 
 
 class LLMEngine:
@@ -173,7 +190,7 @@ class LLMEngine:
         return exchange.stage_call(output, status, thought)
 
     def execute(self, stage_input: ExecutorInput, toolbox: Toolbox) -> StageCall[ExecutorOutput]:
-        tools = toolbox.tool_definitions()
+        tools = for_model(toolbox.tool_definitions())
         exchange = self._exchange(
             "executor",
             EXECUTOR,
@@ -182,7 +199,7 @@ class LLMEngine:
                 "round": stage_input.round,
                 "plan": stage_input.plan.model_dump(),
                 "retry_context": stage_input.retry_context,
-                "prior_tool_messages": stage_input.prior_tool_messages,
+                "prior_tool_messages": [tool_message_for_model(m) for m in stage_input.prior_tool_messages],
                 "max_tool_calls": toolbox.remaining_calls,
             },
             tools=tools,
@@ -363,17 +380,21 @@ class LLMEngine:
                 stage=exchange.stage, detail=BUDGET_SPENT.format(seconds=self.session_seconds)
             )
         client = self._client(exchange.stage)
+        endpoint = os.environ.get("OPENAI_BASE_URL")
+        arguments = {
+            "model": self.model,
+            "messages": exchange.messages,
+            "temperature": self.temperature,
+            # The SDK's retries share what is left, so even the last retry ends within the budget.
+            "timeout": min(self.timeout, remaining / (1 + self.max_retries)),
+            self.token_cap_parameter: max_tokens,
+            **request,
+        }
+        if endpoint not in _ENDPOINTS_REFUSING_STOP:
+            arguments["stop"] = list(STOP_SEQUENCES)
         started = time.perf_counter()
         try:
-            response = client.chat.completions.create(
-                model=self.model,
-                messages=exchange.messages,
-                temperature=self.temperature,
-                # The SDK's retries share what is left, so even the last retry ends within the budget.
-                timeout=min(self.timeout, remaining / (1 + self.max_retries)),
-                **{self.token_cap_parameter: max_tokens},
-                **request,
-            )
+            response = self._create(client, arguments, endpoint)
         except APIError as exc:
             raise LLMUnavailableError(stage=exchange.stage, detail=f"{type(exc).__name__}: {exc}") from exc
         finally:
@@ -389,6 +410,18 @@ class LLMEngine:
         reply = ModelReply.of(response)
         exchange.replies.append(reply.stored() if reply else {"content": "", "finish_reason": ""})
         return reply
+
+    @staticmethod
+    def _create(client: OpenAI, arguments: dict[str, Any], endpoint: str | None) -> ChatCompletion:
+        """One completion; an endpoint that refuses `stop` (some models do) is asked again without it,
+        and not sent it again."""
+        try:
+            return client.chat.completions.create(**arguments)
+        except BadRequestError as exc:
+            if "stop" not in arguments or "stop" not in str(exc.message).lower():
+                raise
+        _ENDPOINTS_REFUSING_STOP.add(endpoint)
+        return client.chat.completions.create(**{k: v for k, v in arguments.items() if k != "stop"})
 
     def _tool_turn(
         self, exchange: _Exchange, reply: ModelReply, calls: list[ToolCall], toolbox: Toolbox, *, turn: int
@@ -448,7 +481,7 @@ class LLMEngine:
                 # The names code resolved to known ones, next to the invocation that ran with them.
                 | ({"resolved_names": result["resolved_names"]} if result.get("resolved_names") else {})
             )
-            exchange.add_tool_result(self.tool_calling.result_message, call, result)
+            exchange.add_tool_result(self.tool_calling.result_message, call, tool_message_for_model(result))
         return len(repeats) == len(calls)
 
     def _client(self, stage: str) -> OpenAI:

@@ -65,12 +65,19 @@ class NativeToolCalls:
         return {"tools": tools, "tool_choice": "none"}
 
     def calls(self, reply: ModelReply) -> list[ToolCall]:
-        return [ToolCall(id=call.id, name=call.name, arguments=call.arguments) for call in reply.tool_calls]
+        if reply.tool_calls:
+            return [
+                ToolCall(id=call.id, name=call.name, arguments=call.arguments) for call in reply.tool_calls
+            ]
+        # Offered native tools, a small model may still write its call in the text, fenced (measured:
+        # Qwen2.5-Coder 1.5B on llama.cpp's server): read as the prompted mode reads it.
+        return written_calls(reply.content)
 
     def assistant_message(self, reply: ModelReply, calls: list[ToolCall]) -> dict[str, Any]:
         return {
             "role": "assistant",
-            "content": reply.content or None,
+            # Calls written in the text go back as the native calls they were read as, not twice.
+            "content": (reply.content or None) if reply.tool_calls else None,
             "tool_calls": [
                 {
                     "id": call.id,
@@ -117,30 +124,7 @@ class PromptedToolCalls:
         return {}
 
     def calls(self, reply: ModelReply) -> list[ToolCall]:
-        written = [match["json"] for match in TOOL_CALL_BLOCK.finditer(reply.content)]
-        candidates: list[Any] = []
-        for text in written:
-            candidates += json_objects_in(text)  # a block cut off mid-call holds no object: skipped
-        if not written:
-            for value in json_objects_in(reply.content):
-                if isinstance(value, dict) and isinstance(value.get("tool_calls"), list):
-                    candidates += value["tool_calls"]
-                elif isinstance(value, dict) and "arguments" in value:
-                    # A call written alone, `{"name": …, "arguments": …}`, often fenced: what small
-                    # instruct models (Qwen2.5-Coder 1.5B on llama.cpp) write when asked to call a tool.
-                    candidates.append(value)
-        calls = []
-        for index, value in enumerate(candidates):
-            if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
-                continue
-            arguments = value.get("arguments", {})
-            if isinstance(arguments, dict):
-                # Copied from the format's example, or null written as a string (both seen on a 1.5B
-                # model): no value, as if the argument were left out.
-                arguments = {key: item for key, item in arguments.items() if item not in NO_VALUE}
-            text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
-            calls.append(ToolCall(id=f"call_{index}", name=value["name"], arguments=text))
-        return calls
+        return written_calls(reply.content)
 
     def assistant_message(self, reply: ModelReply, calls: list[ToolCall]) -> dict[str, Any]:
         return {"role": "assistant", "content": reply.content}
@@ -148,6 +132,37 @@ class PromptedToolCalls:
     def result_message(self, call: ToolCall, result: dict) -> dict[str, Any]:
         body = json.dumps(result, ensure_ascii=False)
         return {"role": "user", "content": f"<tool_result>\n{body}\n</tool_result>"}
+
+
+def written_calls(text: str) -> list[ToolCall]:
+    """The calls written in a reply's text: `<tool_call>` blocks, else a `{"tool_calls": [...]}` object or
+    calls written alone."""
+    written = [match["json"] for match in TOOL_CALL_BLOCK.finditer(text)]
+    candidates: list[Any] = []
+    for block in written:
+        candidates += json_objects_in(block)  # a block cut off mid-call holds no object: skipped
+    if not written:
+        for value in json_objects_in(text):
+            if isinstance(value, dict) and isinstance(value.get("tool_calls"), list):
+                candidates += value["tool_calls"]
+            elif isinstance(value, dict) and "arguments" in value:
+                # A call written alone, `{"name": …, "arguments": …}`, often fenced: what small
+                # instruct models (Qwen2.5-Coder 1.5B on llama.cpp) write when asked to call a tool.
+                candidates.append(value)
+    calls = []
+    for index, value in enumerate(candidates):
+        if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
+            continue
+        arguments = value.get("arguments", {})
+        if isinstance(arguments, dict):
+            # Copied from the format's example, or null written as a string (both seen on a 1.5B
+            # model): no value, as if the argument were left out.
+            arguments = {key: item for key, item in arguments.items() if item not in NO_VALUE}
+        written_arguments = (
+            arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+        )
+        calls.append(ToolCall(id=f"call_{index}", name=value["name"], arguments=written_arguments))
+    return calls
 
 
 ToolCalling = NativeToolCalls | PromptedToolCalls
