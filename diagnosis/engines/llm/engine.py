@@ -98,10 +98,13 @@ class VerifierJudgement(BaseModel):
     claim_checks: list[ClaimJudgement]
 
 
-PLANNER = StageSchema("PlannerOutput", PlannerOutput, max_completion_tokens=1024)
-EXECUTOR = StageSchema("ExecutorOutput", ExecutorOutput, max_completion_tokens=2048)
-VERIFIER = StageSchema("VerifierOutput", VerifierJudgement, max_completion_tokens=768)
-COMPOSER = StageSchema("ComposerOutput", ComposerOutput, max_completion_tokens=1024)
+# Prompt budgets: a call and its one re-ask for the single-call stages; for the executor, two or three
+# tool turns and the final one (a tool turn re-sends the whole conversation).
+PLANNER = StageSchema("PlannerOutput", PlannerOutput, max_completion_tokens=512, prompt_tokens=1500)
+EXECUTOR = StageSchema("ExecutorOutput", ExecutorOutput, max_completion_tokens=1536, prompt_tokens=8000)
+VERIFIER = StageSchema("VerifierOutput", VerifierJudgement, max_completion_tokens=768, prompt_tokens=2000)
+COMPOSER = StageSchema("ComposerOutput", ComposerOutput, max_completion_tokens=768, prompt_tokens=2000)
+STAGE_SCHEMAS = {"planner": PLANNER, "executor": EXECUTOR, "verifier": VERIFIER, "composer": COMPOSER}
 # A tool turn writes calls, not the answer: a small cap also stops a model that drifts into prose.
 TOOL_TURN_TOKENS = 768
 # An invalid reply is shown back to the model with its error only when it is this short.
@@ -246,6 +249,12 @@ class LLMEngine:
             if repeats_only:
                 # Only repeats (measured: a 1.5B model wrote one call 8 times): asking for more
                 # turns would only repeat it again.
+                break
+            if (
+                exchange.usage.prompt_tokens + estimated_tokens(exchange.messages, tools)
+                > EXECUTOR.prompt_tokens
+            ):
+                # Another tool turn would pass the stage's budget: what was gathered is answered from.
                 break
         exchange.messages.append(
             {

@@ -31,12 +31,15 @@ SCHEMA_INSTRUCTION = (
 
 @dataclass(frozen=True)
 class StageSchema:
-    """What a stage asks the model for: the §5 name on the wire, the model that validates it, and
-    the reply's token cap."""
+    """What a stage asks the model for: the §5 name on the wire, the model that validates it, the
+    reply's token cap, and the stage's prompt-token budget (all its calls in a round together;
+    `manage.py bench` reports each stage against it, and the executor's tool turns stop before
+    passing it)."""
 
     name: str
     model: type[BaseModel]
     max_completion_tokens: int
+    prompt_tokens: int
 
 
 class JsonSchemaOutput:

@@ -30,7 +30,7 @@ PROMPTED_INSTRUCTION = """
 
 ## 调用工具的方式
 
-可用工具（JSON Schema 描述参数）：
+可用工具：
 
 {tools}
 
@@ -40,6 +40,8 @@ PROMPTED_INSTRUCTION = """
 
 工具结果会以 <tool_result>…</tool_result> 的形式返回给你。取证完成后不要再写 <tool_call>。
 """
+# A parameter as the prompted instructions describe it: name, whether it is required, type or values.
+REQUIRED, OPTIONAL = "必填", "可选"
 
 
 @dataclass
@@ -96,18 +98,7 @@ class PromptedToolCalls:
     name = "prompted"
 
     def instructions(self, tools: list[dict]) -> str:
-        described = "\n".join(
-            json.dumps(
-                {
-                    "name": tool["function"]["name"],
-                    "description": tool["function"].get("description", ""),
-                    "parameters": tool["function"].get("parameters", {}),
-                },
-                ensure_ascii=False,
-            )
-            for tool in tools
-        )
-        return PROMPTED_INSTRUCTION.format(tools=described)
+        return PROMPTED_INSTRUCTION.format(tools="\n".join(_tool_line(tool) for tool in tools))
 
     def tool_turn_request(self, tools: list[dict], *, required: bool) -> dict[str, Any]:
         return {}  # nothing to force with: the instructions ask for the calls
@@ -132,6 +123,26 @@ class PromptedToolCalls:
     def result_message(self, call: ToolCall, result: dict) -> dict[str, Any]:
         body = json.dumps(result, ensure_ascii=False)
         return {"role": "user", "content": f"<tool_result>\n{body}\n</tool_result>"}
+
+
+def _tool_line(tool: dict) -> str:
+    """One tool in a line of text, not its JSON Schema (a third of the tokens): `- name：description
+    参数：service（可选，string）服务名…；limit（可选，integer，1–100）条数`."""
+    function = tool["function"]
+    parameters = function.get("parameters", {})
+    required = set(parameters.get("required", []))
+    described = []
+    for name, schema in parameters.get("properties", {}).items():
+        kinds = [option for option in schema.get("anyOf", [schema]) if option.get("type") != "null"]
+        nullable = len(kinds) < len(schema.get("anyOf", [schema]))
+        kind = kinds[0] if kinds else {}
+        shape = " / ".join(kind["enum"]) if kind.get("enum") else kind.get("type", "string")
+        if "minimum" in kind and "maximum" in kind:
+            shape += f"，{kind['minimum']}–{kind['maximum']}"
+        needed = REQUIRED if name in required and not nullable and "default" not in schema else OPTIONAL
+        described.append(f"{name}（{needed}，{shape}）{schema.get('description', '')}")
+    line = f"- {function['name']}：{function.get('description', '')}"
+    return line + ("\n  参数：" + "；".join(described) if described else "")
 
 
 def written_calls(text: str) -> list[ToolCall]:

@@ -9,6 +9,7 @@ import pytest
 from django.db import connection
 
 from diagnosis.engines.llm import LLMEngine, LLMUnavailableError
+from diagnosis.engines.llm.engine import EXECUTOR
 from diagnosis.models import ToolInvocation
 from diagnosis.pipeline.contracts import (
     ClaimUnderCheck,
@@ -298,6 +299,35 @@ def test_executor_tool_loop_stops_when_the_toolbox_is_exhausted(fake_llm, db):
     assert call.output.claims[0].evidence_bindings[0].source_invocation_id in set(
         ToolInvocation.objects.values_list("pk", flat=True)
     )
+
+
+def test_tool_turns_stop_before_the_executors_prompt_budget_is_passed(fake_llm, db):
+    toolbox = RecordingToolbox(session=DiagnosisSessionFactory(query=QUERY), round=1, max_calls=8)
+    queries = ("内存", "GC", "慢请求", "连接池", "超时", "OOM", "CPU", "磁盘")
+
+    def calling(query):
+        # A tool call while tools may be called; asked for the final answer, the honest one.
+        turn = {"tool_calls": [{"name": "query_logs", "arguments": {"query": query, "limit": 100}}]}
+        return lambda request: turn if request.get("tool_choice") != "none" else None
+
+    server = fake_llm({"executor": [calling(query) for query in queries]})
+
+    call = LLMEngine().execute(executor_input(), toolbox)
+
+    *tool_turns, final = server.requests_for("ExecutorOutput")
+    assert 1 < len(tool_turns) < len(queries)
+    assert final["tool_choice"] == "none" and call.output.claims
+    # The tool turns stay within the budget, and one more (re-sending all of them) would have passed
+    # it; only the final turn, always asked, may pass it.
+    spent = sum(_prompt_tokens(request) for request in tool_turns)
+    assert spent == call.usage.prompt_tokens - _prompt_tokens(final)
+    assert spent <= EXECUTOR.prompt_tokens < spent + _prompt_tokens(tool_turns[-1])
+
+
+def _prompt_tokens(request: dict) -> int:
+    """As the fake server counts them."""
+    text = "".join(m.get("content") or "" for m in request["messages"])
+    return len((text + json.dumps(request.get("tools") or [], ensure_ascii=False)).encode()) // 3
 
 
 def test_a_repeated_call_is_not_run_again_and_points_to_the_earlier_result(fake_llm, toolbox):
