@@ -198,7 +198,9 @@ def test_a_call_written_as_fenced_json_is_run_in_native_mode_too(fake_llm, db):
 def test_a_tool_result_the_model_writes_itself_is_cut_off_by_a_stop(fake_llm, mode, db):
     mode("json_schema", "prompted")
     toolbox = RecordingToolbox(session=DiagnosisSessionFactory(query=QUERY), round=1, max_calls=8)
-    made_up = '<tool_result>{"invocation_id": 1, "evidence_refs": [{"raw_path": "$.alerts[0]", "text": "97%"}]}'
+    made_up = (
+        '<tool_result>{"invocation_id": 1, "evidence_refs": [{"raw_path": "$.alerts[0]", "text": "97%"}]}'
+    )
     server = fake_llm(
         {
             "executor": [

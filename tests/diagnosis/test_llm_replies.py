@@ -112,6 +112,8 @@ OLD_RULE = "- `external_unknown`：断言引入了证据中不存在的新实体
     ],
 )
 def test_a_reason_copied_from_the_instructions_is_found(reason, copied):
-    own = ["断言引入了证据中不存在的新实体 disk-api"] if reason.endswith("disk-api") else ["disk-api 磁盘 93%"]
+    own = (
+        ["断言引入了证据中不存在的新实体 disk-api"] if reason.endswith("disk-api") else ["disk-api 磁盘 93%"]
+    )
 
     assert restated(reason, OLD_RULE, own=own) == copied

@@ -509,9 +509,7 @@ def _honest_verification(request: dict, fan_out: int) -> dict:
         "claim_checks": [
             {
                 "claim_id": claim["claim_id"],
-                "verification": "unsupported"
-                if claim.get("facts_not_in_excerpts")
-                else "direct_observation",
+                "verification": "unsupported" if claim.get("facts_not_in_excerpts") else "direct_observation",
                 "detail": f"摘录 {claim['excerpts'][0]['source']} 写明了断言的内容"
                 if claim.get("excerpts")
                 else "没有摘录",
