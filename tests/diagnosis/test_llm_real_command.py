@@ -50,4 +50,3 @@ def test_each_question_gets_a_row_and_its_replies_are_written(tmp_path):
     assert executor["model_output"]["replies"][0]["content"]
     assert all(call["invocation_id"] for call in executor["model_output"].get("tool_calls", []))
     assert record["tool_invocations"] and all("input" in call for call in record["tool_invocations"])
-
