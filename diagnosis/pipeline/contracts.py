@@ -152,6 +152,8 @@ class ExecutorInput:
     focus: QuestionFocus = field(default_factory=QuestionFocus)
     # Which label of a metric's series carries a subject (a topic query's matcher goes on it).
     carrier: Carrier | None = None
+    # The `结论` lines code read from the calls already made (the asks' slots they fill, verified).
+    conclusions: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

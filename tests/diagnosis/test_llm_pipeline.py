@@ -440,6 +440,26 @@ def test_the_llm_engine_fills_at_least_the_slots_the_rules_engine_fills(fake_llm
     assert set(by_rules) <= set(filled("llm"))
 
 
+EXISTENCE_QUESTIONS = {
+    "demo": ("只确认 order-service 是否存在 HighMemoryUsage 告警", "91%"),
+    "shop": ("只确认 checkout 是否存在 KubePodCrashLooping 告警", "checkout"),
+}
+
+
+def test_the_executor_starts_from_what_the_asks_calls_already_answer(fake_llm, one_round, either_world):
+    query, fact = EXISTENCE_QUESTIONS[either_world]
+    server = fake_llm()
+
+    session = run(query)
+
+    prompt = server.requests_for("ExecutorOutput")[0]["messages"][1]["content"]
+    seen = json.loads(prompt[prompt.index("<input>") + len("<input>") : prompt.rindex("</input>")])
+    filled = [slot for slot in evaluation(session)["slots"] if slot["filled"]]
+    assert filled and len(seen["conclusions"]) == len(filled)
+    assert seen["conclusions"][0].startswith("结论：" + filled[0]["conclusion"])
+    assert fact in seen["conclusions"][0]
+
+
 NO_CLAIMS = {
     "answer_version": "executor_evidence_v2",
     "claims": [],

@@ -203,6 +203,7 @@ class LLMEngine:
                 "plan": stage_input.plan.model_dump(),
                 "retry_context": stage_input.retry_context,
                 "prior_tool_messages": [tool_message_for_model(m) for m in stage_input.prior_tool_messages],
+                "conclusions": stage_input.conclusions,
                 "max_tool_calls": toolbox.remaining_calls,
             },
             tools=tools,

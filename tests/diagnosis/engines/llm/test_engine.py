@@ -317,11 +317,11 @@ def test_tool_turns_stop_before_the_executors_prompt_budget_is_passed(fake_llm, 
     *tool_turns, final = server.requests_for("ExecutorOutput")
     assert 1 < len(tool_turns) < len(queries)
     assert final["tool_choice"] == "none" and call.output.claims
-    # The tool turns stay within the budget, and one more (re-sending all of them) would have passed
-    # it; only the final turn, always asked, may pass it.
+    # The tool turns stay within the budget, and one more (re-sending all of them, as the final turn
+    # does) would have passed it; only the final turn, always asked, may pass it.
     spent = sum(_prompt_tokens(request) for request in tool_turns)
     assert spent == call.usage.prompt_tokens - _prompt_tokens(final)
-    assert spent <= EXECUTOR.prompt_tokens < spent + _prompt_tokens(tool_turns[-1])
+    assert spent <= EXECUTOR.prompt_tokens < spent + _prompt_tokens(final)
 
 
 def _prompt_tokens(request: dict) -> int:

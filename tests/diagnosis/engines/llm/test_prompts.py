@@ -19,6 +19,7 @@ STAGE_VARIABLES = {
         "plan": {"goal": "确认告警", "steps": [], "narrow_scope": True, "focus": [], "excluded_topics": []},
         "retry_context": None,
         "prior_tool_messages": [],
+        "conclusions": [],
         "max_tool_calls": 8,
     },
     "verifier": {
@@ -98,6 +99,7 @@ ANOTHER_QUESTION = {
         "plan": {"goal": "查慢", "steps": [], "narrow_scope": False, "focus": ["web"], "excluded_topics": []},
         "retry_context": {"missing_evidence_facts": ["x"], "instruction": "仅补充"},
         "prior_tool_messages": [{"invocation_id": 3}],
+        "conclusions": ["结论：web 的 p99 为 2.1s"],
         "max_tool_calls": 2,
     },
     "verifier": {"claims": []},
