@@ -1,15 +1,20 @@
 """The LLM engine (contracts §9, §14): each stage is a non-streaming `chat.completions` call through
 the official openai SDK against any OpenAI-compatible endpoint (`OPENAI_BASE_URL`, `OPENAI_API_KEY`).
 
-- The stage's rules are the `system` message, its input the `user` message; every request sends
-  `temperature` and a per-stage token cap.
+- The stage's rules are the `system` message (the same for every question: a stable prefix for a
+  server's prompt cache), its input the `user` message; every request sends `temperature`, a
+  per-stage token cap and `stop` sequences (unless the endpoint refused them once).
 - How structured output is asked for is the profile of `DIAGNOSIS_LLM_STRUCTURED_OUTPUT`
   (`structured.py`), how tool calls travel that of `DIAGNOSIS_LLM_TOOL_CALLS` (`tool_calls.py`);
   nothing else here depends on either.
 - The executor's tool turns carry tools and no `response_format`; the tool calls of one turn run
   concurrently (bounded), their results appended in call order. When the model stops calling
   tools, a reply that already is a valid `ExecutorOutput` is taken; otherwise the final output is
-  asked for in its own turn (`tool_choice: "none"`, the structured-output mode's schema).
+  asked for in its own turn (`tool_choice: "none"`, the structured-output mode's schema). The tool
+  turns stop before the stage's prompt-token budget would be passed; tool outputs reach the model
+  summarised by code (`context.py`), the evidence refs verbatim.
+- The verifier is shown each claim with only its verified excerpts and code's findings about them,
+  never the trace; a reply that copies its instructions, or leaves a claim out, is asked again once.
 - An invalid reply is re-asked once with the validation error; a truncated one (`finish_reason:
   "length"`) is re-asked once without pasting it back. A second failure is `parse_failed` and a
   safe fallback that can never PASS on unverifiable content.
