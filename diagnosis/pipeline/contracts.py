@@ -152,6 +152,30 @@ class ExecutorInput:
     focus: QuestionFocus = field(default_factory=QuestionFocus)
     # Which label of a metric's series carries a subject (a topic query's matcher goes on it).
     carrier: Carrier | None = None
+    # The `结论` lines code read from the calls already made (the asks' slots they fill, verified).
+    conclusions: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class VerifiedExcerpt:
+    """Evidence text the gatekeeper found where a claim's binding points, and where it is."""
+
+    source: str  # `query_logs #12 $.logs[0]`
+    text: str
+
+
+@dataclass(frozen=True)
+class ClaimUnderCheck:
+    """One claim as a verifier judges it: nothing but the claim, its verified excerpts and what code
+    already found (its fact tokens in or not in those excerpts, and whether its polarity agrees)."""
+
+    claim_id: str
+    claim_type: str
+    claim: str
+    excerpts: list[VerifiedExcerpt]
+    facts_in_excerpts: list[str]
+    facts_not_in_excerpts: list[str]
+    polarity: str  # `consistent`, or how the claim's negation differs from its evidence's
 
 
 @dataclass
@@ -163,6 +187,8 @@ class VerifierInput:
     gatekeeper_result: dict
     tool_trace_summary: list[dict]
     executor_output_parse_status: dict
+    # The same claims one by one, with code's checks: all a model verifier is shown.
+    claims: list[ClaimUnderCheck]
     retry_context: dict | None = None
 
 

@@ -1,6 +1,7 @@
 """One round, as a function over the engine and the recorder:
 
-    asks (code) → planner → the asks' calls (code) → executor (tool loop, from their results)
+    asks (code) → planner → the asks' calls (code) → executor (tool loop, from their results and the
+    conclusions code reads from them)
     (its calls' service and alert names grounded in the inventory by code)
     → claim guards (exclusion, focus, evidence as data) → gatekeeper with the binding guards (label
     check) → slots (code, verified)
@@ -17,10 +18,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import get_args
 
 from diagnosis.pipeline.asks import Ask, asks_read
+from diagnosis.pipeline.claims_under_check import claims_under_check
 from diagnosis.pipeline.contracts import (
     ExecutorInput,
     ExecutorOutput,
@@ -56,7 +58,7 @@ from diagnosis.pipeline.routing import Route, route
 from diagnosis.pipeline.scope import excluded_topics_of, scope_parse
 from diagnosis.pipeline.searched import searched_gaps
 from diagnosis.pipeline.slot_calls import CallsReused, plan_tools, slot_calls_run
-from diagnosis.pipeline.slots import Slot, SlotWorld, slots_read, slots_verified
+from diagnosis.pipeline.slots import Slot, SlotWorld, conclusion_lines, slots_read, slots_verified
 from diagnosis.pipeline.tool_names import NamesGrounded
 from diagnosis.pipeline.verdict import (
     Verification,
@@ -120,9 +122,8 @@ def round_run(
     asks, plan, asked_calls = _planned(
         query, round_number, retry_context, engine, recorder, limits, world, prior, focus=asked
     )
-    citable = [*prior, *asked_calls.messages]
     executor_call = _executor_run(
-        query, round_number, retry_context, engine, recorder, limits, plan, asked, citable, world
+        query, round_number, retry_context, engine, recorder, limits, plan, asked, world, prior, asked_calls
     )
 
     excluded = excluded_topics_of(query=query, planned=plan.excluded_topics)
@@ -207,6 +208,11 @@ def _judgement(
         gatekeeper_result=gatekeeper_result.model_dump(),
         tool_trace_summary=trace_summary,
         executor_output_parse_status=executor_call.parse_status.as_dict(),
+        claims=claims_under_check(
+            executor_output=guarded.kept_output,
+            gatekeeper_result=gatekeeper_result,
+            names=context.world.fact_names,
+        ),
         retry_context=retry_context,
     )
     verifier_output = _verifier_run(
@@ -274,6 +280,8 @@ def _planned(
 class AskedCalls:
     world: SlotWorld
     messages: list[dict]
+    # The `结论` lines code reads from them (and earlier rounds' calls): what they already answer.
+    conclusions: list[str] = field(default_factory=list)
 
 
 def _asks_called(
@@ -293,7 +301,10 @@ def _asks_called(
         logs_window_minutes=world.logs_window_minutes,
         carrier=world.carrier,
     )
-    return AskedCalls(slot_world, slot_calls_run(asks, toolbox=toolbox, world=slot_world, prior=prior))
+    asked = AskedCalls(slot_world, slot_calls_run(asks, toolbox=toolbox, world=slot_world, prior=prior))
+    messages = _round_messages(asked, recorder, round_number)
+    answered = _slots_filled(asks, asked, messages, recorder.invocations(), world)
+    return replace(asked, conclusions=conclusion_lines(answered))
 
 
 def _round_messages(asked_calls: AskedCalls, recorder: Recorder, round_number: int) -> list[dict]:
@@ -351,9 +362,12 @@ def _executor_run(
     limits: RoundLimits,
     plan: PlannerOutput,
     focus: QuestionFocus,
-    prior_messages: list[dict],
     world: World,
+    prior: list[dict],
+    asked_calls: AskedCalls,
 ) -> StageCall[ExecutorOutput]:
+    """The executor, from the calls already made (earlier rounds', the asks') and what they answer."""
+    prior_messages = [*prior, *asked_calls.messages]
     toolbox = NamesGrounded(
         CallsReused(recorder.toolbox(round=round_number, max_calls=limits.max_tool_calls), prior_messages),
         inventory=world.inventory,
@@ -368,6 +382,7 @@ def _executor_run(
         prior_tool_messages=prior_messages,
         focus=focus,
         carrier=world.carrier,
+        conclusions=asked_calls.conclusions,
     )
     return stage_run(recorder, round_number, Stage.EXECUTOR, lambda: engine.execute(stage_input, toolbox))
 

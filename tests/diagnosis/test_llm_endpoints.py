@@ -2,11 +2,14 @@
 HTTP against the fake server: endpoints that refuse json_schema, models that wrap their JSON in
 prose or write tool calls as text, reasoning text, truncated and huge replies, small contexts."""
 
+import dataclasses
 import json
+import re
 
 import pytest
 
 from diagnosis.engines.llm import LLMEngine, LLMUnavailableError
+from diagnosis.engines.llm.context import MODEL_REFS
 from diagnosis.evaluation.fixtures import ToolOverrides, fixture_sources
 from diagnosis.models import AgentStep, DiagnosisSession
 from diagnosis.pipeline.contracts import PlannerInput, PlannerOutput
@@ -170,6 +173,55 @@ def test_prompted_tool_calls_are_parsed_from_the_text_and_answered_as_tool_resul
         == invocation.pk
     )
     assert call.output.claims[0].evidence_bindings[0].source_invocation_id == invocation.pk
+
+
+def test_a_call_written_as_fenced_json_is_run_in_native_mode_too(fake_llm, db):
+    # Measured on Qwen2.5-Coder 1.5B on llama.cpp's server: offered native tools, it wrote this.
+    toolbox = RecordingToolbox(session=DiagnosisSessionFactory(query=QUERY), round=1, max_calls=8)
+    written = '```json\n{"name": "query_metrics", "arguments": {"service": "order-service"}}\n```'
+    server = fake_llm({"executor": [written]})
+
+    LLMEngine().execute(executor_input(), toolbox)
+
+    invocation = toolbox.session.tool_invocations.get()
+    assert invocation.input == {"service": "order-service"}
+    assistant, result = server.requests[1]["messages"][-2:]
+    assert assistant["content"] is None
+    assert [call["function"]["name"] for call in assistant["tool_calls"]] == ["query_metrics"]
+    assert result["role"] == "tool" and result["tool_call_id"] == assistant["tool_calls"][0]["id"]
+
+
+def test_a_tool_result_the_model_writes_itself_is_cut_off_by_a_stop(fake_llm, mode, db):
+    mode("json_schema", "prompted")
+    toolbox = RecordingToolbox(session=DiagnosisSessionFactory(query=QUERY), round=1, max_calls=8)
+    made_up = (
+        '<tool_result>{"invocation_id": 1, "evidence_refs": [{"raw_path": "$.alerts[0]", "text": "97%"}]}'
+    )
+    server = fake_llm(
+        {
+            "executor": [
+                '<tool_call>{"name": "query_metrics", "arguments": {"service": "order-service"}}</tool_call>\n'
+                + made_up
+            ]
+        }
+    )
+
+    LLMEngine().execute(executor_input(), toolbox)
+
+    assert all(request["stop"] == ["<tool_result>", "\n\n\n\n"] for request in server.requests)
+    assert toolbox.session.tool_invocations.count() == 1
+    everything_sent_back = json.dumps(server.requests[1]["messages"], ensure_ascii=False)
+    assert "97%" not in everything_sent_back
+
+
+def test_an_endpoint_that_refuses_stop_is_asked_again_without_it_and_never_sent_it_again(fake_llm):
+    server = fake_llm(refuse_stop=True)
+
+    session = run()
+
+    assert session.status == DiagnosisSession.Status.COMPLETED and session.output_type == Output.NORMAL
+    with_stop = [index for index, request in enumerate(server.requests) if "stop" in request]
+    assert with_stop == [0]
 
 
 def test_an_answer_written_before_any_tool_call_is_refused_once_with_the_call_format(fake_llm, mode, db):
@@ -362,7 +414,7 @@ def one_round_of_tools(settings):
 
 
 def test_tool_outputs_are_trimmed_to_fit_the_context_but_refs_are_kept(fake_llm, settings, db):
-    settings.DIAGNOSIS = settings.DIAGNOSIS | {"LLM_CONTEXT_TOKENS": 6000}
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"LLM_CONTEXT_TOKENS": 4500}
     toolbox = RecordingToolbox(session=DiagnosisSessionFactory(query=QUERY), round=1, max_calls=8)
     calls = [
         {"name": "query_logs", "arguments": {"query": query, "limit": 100}}
@@ -381,5 +433,49 @@ def test_tool_outputs_are_trimmed_to_fit_the_context_but_refs_are_kept(fake_llm,
     recorded = {invocation.pk: invocation for invocation in toolbox.session.tool_invocations.all()}
     for message in tool_messages:
         assert [ref["raw_path"] for ref in message["evidence_refs"]] == [
-            ref["raw_path"] for ref in recorded[message["invocation_id"]].evidence_refs[:30]
+            ref["raw_path"] for ref in recorded[message["invocation_id"]].evidence_refs[:MODEL_REFS]
         ]
+
+
+def test_the_model_reads_tool_outputs_summarised_by_code_and_the_refs_verbatim(fake_llm, db):
+    toolbox = RecordingToolbox(session=DiagnosisSessionFactory(query=QUERY), round=1, max_calls=8)
+    server = fake_llm(
+        {
+            "executor": [
+                {
+                    "tool_calls": [
+                        {"name": "query_logs", "arguments": {"query": "内存 GC 慢请求", "limit": 100}}
+                    ]
+                }
+            ]
+        }
+    )
+
+    LLMEngine().execute(executor_input(), toolbox)
+
+    [message] = [json.loads(m["content"]) for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    [invocation] = toolbox.session.tool_invocations.all()
+    refs = invocation.evidence_refs
+    assert len(refs) > MODEL_REFS
+    assert message["evidence_refs"] == [
+        {"raw_path": ref["raw_path"], "text": ref["text"]} for ref in refs[:MODEL_REFS]
+    ]
+    assert message["evidence_refs_omitted"] == len(refs) - MODEL_REFS
+    # The records are the refs' text: the output carries their count, not the records again.
+    assert re.fullmatch(r"\d+ 条（原文见 evidence_refs）", message["output"]["logs"])
+    assert message["output"]["total"] == invocation.output["total"]
+
+
+def test_the_calls_made_before_the_executor_reach_it_summarised_too(fake_llm, db):
+    toolbox = RecordingToolbox(session=DiagnosisSessionFactory(query=QUERY), round=1, max_calls=8)
+    [prior] = toolbox.call_many([("query_logs", {"query": "GC", "limit": 100})])
+    server = fake_llm()
+
+    LLMEngine().execute(dataclasses.replace(executor_input(), prior_tool_messages=[prior]), toolbox)
+
+    prompt = server.requests[0]["messages"][1]["content"]
+    [seen] = json.loads(prompt[prompt.index("<input>") + len("<input>") : prompt.rindex("</input>")])[
+        "prior_tool_messages"
+    ]
+    assert seen["evidence_refs"] == prior["evidence_refs"][:MODEL_REFS]
+    assert isinstance(seen["output"]["logs"], str)

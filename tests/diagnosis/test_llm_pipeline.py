@@ -123,6 +123,43 @@ def test_scripted_citation_of_real_evidence_passes(fake_llm):
     assert evaluation(session)["gatekeeper_result"]["status"] == "pass"
 
 
+def verifier_seen(server) -> dict:
+    [request] = server.requests_for("VerifierOutput")
+    prompt = request["messages"][1]["content"]
+    return json.loads(prompt[prompt.index("<input>") + len("<input>") : prompt.rindex("</input>")])
+
+
+def test_the_verifier_sees_each_claim_with_its_verified_excerpt_and_codes_checks(fake_llm, one_round):
+    # 97% is in the claim only: the excerpt is the real alert text (91%), so the citation passes.
+    server = fake_llm({"executor": executor_turns("order-service 的 HighMemoryUsage 告警当前 97%")})
+
+    session = run()
+
+    [claim] = verifier_seen(server)["claims"]
+    [invocation] = session.tool_invocations.filter(tool_name="query_metrics", round=1)[:1]
+    [ref] = [r for r in invocation.retrieval_details["evidence_refs"] if r["raw_path"] == "$.alerts[0]"]
+    assert claim == {
+        "claim_id": "claim-1",
+        "claim_type": "observation",
+        "claim": "order-service 的 HighMemoryUsage 告警当前 97%",
+        "excerpts": [{"source": f"query_metrics #{invocation.pk} $.alerts[0]", "text": ref["text"]}],
+        "facts_in_excerpts": ["order-service", "HighMemoryUsage"],
+        "facts_not_in_excerpts": ["97%"],
+        "polarity": "consistent",
+    }
+    # Code's finding is what the verdict is capped with, whatever the model says.
+    assert session.verdict == "LOW_CONFID"
+
+
+def test_a_claim_denying_what_its_excerpt_states_is_rejected_before_any_verifier(fake_llm, one_round):
+    server = fake_llm({"executor": executor_turns("order-service 不存在 HighMemoryUsage 告警")})
+
+    session = run()
+
+    assert server.requests_for("VerifierOutput") == []
+    assert "evidence.polarity_mismatch" in evaluation(session)["gatekeeper_result"]["failed_rules"]
+
+
 @pytest.mark.parametrize(
     ("tampering", "rule"),
     [
@@ -158,7 +195,7 @@ def test_retry_round_cites_the_first_rounds_evidence_without_searching_again(fak
     assert session.output_type == Output.NORMAL
     # Round two searches nothing again: it cites what round one (the ask's call and the executor's) found.
     assert session.tool_invocations.filter(round=2).count() == 0
-    round_two_prompt = server.requests_for("ExecutorOutput")[-1]["messages"][0]["content"]
+    round_two_prompt = server.requests_for("ExecutorOutput")[-1]["messages"][1]["content"]
     assert "补充取证轮（第 2 轮）" in round_two_prompt
     assert evaluation(session)["retry_context"]["round"] == 1
 
@@ -401,6 +438,26 @@ def test_the_llm_engine_fills_at_least_the_slots_the_rules_engine_fills(fake_llm
     by_rules = filled("rules")
     assert by_rules
     assert set(by_rules) <= set(filled("llm"))
+
+
+EXISTENCE_QUESTIONS = {
+    "demo": ("只确认 order-service 是否存在 HighMemoryUsage 告警", "91%"),
+    "shop": ("只确认 checkout 是否存在 KubePodCrashLooping 告警", "checkout"),
+}
+
+
+def test_the_executor_starts_from_what_the_asks_calls_already_answer(fake_llm, one_round, either_world):
+    query, fact = EXISTENCE_QUESTIONS[either_world]
+    server = fake_llm()
+
+    session = run(query)
+
+    prompt = server.requests_for("ExecutorOutput")[0]["messages"][1]["content"]
+    seen = json.loads(prompt[prompt.index("<input>") + len("<input>") : prompt.rindex("</input>")])
+    filled = [slot for slot in evaluation(session)["slots"] if slot["filled"]]
+    assert filled and len(seen["conclusions"]) == len(filled)
+    assert seen["conclusions"][0].startswith("结论：" + filled[0]["conclusion"])
+    assert fact in seen["conclusions"][0]
 
 
 NO_CLAIMS = {

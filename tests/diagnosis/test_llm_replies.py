@@ -4,7 +4,13 @@ import json
 
 import pytest
 
-from diagnosis.engines.llm.replies import ModelReply, bounded_replies, bounded_text, without_reasoning
+from diagnosis.engines.llm.replies import (
+    ModelReply,
+    bounded_replies,
+    bounded_text,
+    restated,
+    without_reasoning,
+)
 from diagnosis.engines.llm.structured import json_text_of
 from diagnosis.engines.llm.tool_calls import PromptedToolCalls
 
@@ -89,3 +95,25 @@ def test_stored_replies_stay_within_the_step_bound_with_a_note():
     assert "已截断：原文 300000 字节" in stored[0]["content"]
     assert stored[1]["content"] == "短"
     assert bounded_text("abc", 10) == "abc"
+
+
+# The old verifier prompt's definition of external_unknown, as a 1.5B model wrote it for every claim.
+OLD_RULE = "- `external_unknown`：断言引入了证据中不存在的新实体、新数值、新错误码、新接口或新结论。"
+
+
+@pytest.mark.parametrize(
+    ("reason", "copied"),
+    [
+        ("断言引入了证据中不存在的新实体…", "断言引入了证据中不存"),
+        ("断言引入了证据中\n不存在的新实体", "断言引入了证据中不存"),  # spaces and line breaks aside
+        ("摘录写明 disk-api 的磁盘使用率 93%", ""),
+        # Quoting the input is what a reason should do, even where the instructions say the same.
+        ("断言引入了证据中不存在的新实体 disk-api", ""),
+    ],
+)
+def test_a_reason_copied_from_the_instructions_is_found(reason, copied):
+    own = (
+        ["断言引入了证据中不存在的新实体 disk-api"] if reason.endswith("disk-api") else ["disk-api 磁盘 93%"]
+    )
+
+    assert restated(reason, OLD_RULE, own=own) == copied

@@ -51,7 +51,8 @@ def planner_rounds(session: DiagnosisSession) -> list[int]:
 
 def test_low_confidence_is_retried_once_with_the_gaps_and_never_a_third_time(fake_llm, settings):
     settings.DIAGNOSIS = settings.DIAGNOSIS | {"MAX_ROUNDS": 2}
-    fake_llm({"verifier": [NOTHING_CHECKED, NOTHING_CHECKED, NOTHING_CHECKED]})
+    # Each round's verifier judges nothing, asked twice (a reply that leaves a claim out is re-asked).
+    fake_llm({"verifier": [NOTHING_CHECKED] * 4})
 
     session = session_start(query=QUERY, engine="llm", run_inline=True)
 

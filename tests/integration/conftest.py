@@ -1,12 +1,9 @@
 import json
-from pathlib import Path
 
 import pytest
 
-from tests.integration.stack import missing_binaries, stack_start
+from tests.integration.stack import LOKI_TENANT, WORLD, missing_binaries, stack_start
 from tests.loki_server import FakeLoki
-
-WORLD = Path(__file__).resolve().parent.parent / "world"
 
 
 @pytest.fixture(scope="session")
@@ -22,7 +19,7 @@ def stack(tmp_path_factory):
 
 @pytest.fixture
 def loki():
-    with FakeLoki(json.loads((WORLD / "loki_streams.json").read_text()), tenant="team-a") as server:
+    with FakeLoki(json.loads((WORLD / "loki_streams.json").read_text()), tenant=LOKI_TENANT) as server:
         yield server
 
 
@@ -32,7 +29,7 @@ def team_sources(settings, stack, loki):
     settings.DIAGNOSIS = settings.DIAGNOSIS | {
         "PROMETHEUS_URL": stack.prometheus_url,
         "LOKI_URL": loki.url,
-        "LOKI_TENANT": "team-a",
+        "LOKI_TENANT": LOKI_TENANT,
         "RUNBOOKS_DIR": str(WORLD / "runbooks"),
         "VOCABULARY_FILE": str(WORLD / "vocabulary.json"),
         "DEMO_NOW": None,

@@ -1,5 +1,6 @@
 """Debian's real Prometheus, Alertmanager and node_exporter on free 127.0.0.1 ports, with temporary
-config and data directories and alert rules that fire within seconds."""
+config and data directories and alert rules that fire within seconds; `team_sources_running` adds
+the test Loki server over the second world's lines, as a team's sources for a command to read."""
 
 from __future__ import annotations
 
@@ -7,11 +8,16 @@ import json
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx2
+
+from tests.loki_server import FakeLoki
 
 BINARIES = {
     "prometheus": "prometheus",
@@ -80,6 +86,10 @@ receivers: [{name: blackhole}]
 """
 NODE_COLLECTORS = ("meminfo", "loadavg", "filesystem")
 RETENTION = "2d"
+WORLD = Path(__file__).resolve().parents[1] / "world"
+LOKI_TENANT = "team-a"
+# Long enough for a flapping rule to flap and for range queries to have points.
+SETTLE_SECONDS = 90
 
 
 def free_port() -> int:
@@ -228,3 +238,26 @@ def silence(stack: Stack, alert_name: str) -> str:
     )
     response.raise_for_status()
     return response.json()["silenceID"]
+
+
+@contextmanager
+def team_sources_running(settle_seconds: float = SETTLE_SECONDS) -> Iterator[list[str]]:
+    """The stack and the test Loki server running, after `settle_seconds`: yields the source options of
+    `manage.py eval_record` and `manage.py llm_real` that point at them (with the world's runbooks and
+    vocabulary); stopped afterwards."""
+    with tempfile.TemporaryDirectory(prefix="team-sources-") as folder:
+        stack = stack_start(Path(folder))
+        try:
+            time.sleep(settle_seconds)
+            streams = json.loads((WORLD / "loki_streams.json").read_text())
+            with FakeLoki(streams, tenant=LOKI_TENANT) as loki:
+                yield [
+                    "--prometheus", stack.prometheus_url,
+                    "--alertmanager", stack.alertmanager_url,
+                    "--loki", loki.url,
+                    "--loki-tenant", LOKI_TENANT,
+                    "--runbooks", str(WORLD / "runbooks"),
+                    "--vocabulary", str(WORLD / "vocabulary.json"),
+                ]  # fmt: skip
+        finally:
+            stack.stop()

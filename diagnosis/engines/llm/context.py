@@ -1,4 +1,10 @@
-"""Fitting a request into the model's context (`DIAGNOSIS_LLM_CONTEXT_TOKENS`).
+"""What of a tool message the model reads, and fitting a request into the model's context
+(`DIAGNOSIS_LLM_CONTEXT_TOKENS`).
+
+A tool message reaches the model summarised by code: its evidence refs verbatim (they are what a
+claim cites, so never reworded; at most MODEL_REFS of them, the rest counted), its output as a short
+summary (scalar fields bounded, each list of records as its count): the records themselves are the
+refs' text, so sending them again only doubled every tool message.
 
 Tokens are estimated, not counted (no tokenizer for every model): UTF-8 bytes / 3, which errs on
 the safe side for Chinese (one CJK character is 3 bytes and at most about one token) and for JSON.
@@ -18,6 +24,35 @@ MESSAGE_OVERHEAD_TOKENS = 8
 SAFETY_MARGIN_TOKENS = 256
 BOUNDED_FIELDS = ("output", "output_summary")
 TRIMMED_NOTE = "〔为适应模型上下文已省略；可引用的证据原文见 evidence_refs〕"
+MODEL_REFS = 12
+SUMMARY_TEXT_CHARS = 160
+RECORDS_NOTE = "{count} 条（原文见 evidence_refs）"
+
+
+def tool_message_for_model(message: dict) -> dict:
+    """`message` as the model reads it: refs verbatim and bounded in number, the output summarised."""
+    shown = dict(message)
+    refs = message.get("evidence_refs") or []
+    if len(refs) > MODEL_REFS:
+        shown["evidence_refs"] = refs[:MODEL_REFS]
+        shown["evidence_refs_omitted"] = message.get("evidence_refs_omitted", 0) + len(refs) - MODEL_REFS
+    if isinstance(message.get("output"), dict):
+        shown["output"] = _summary(message["output"], depth=0)
+    return shown
+
+
+def _summary(value: Any, *, depth: int) -> Any:
+    if isinstance(value, list):
+        return RECORDS_NOTE.format(count=len(value))
+    if isinstance(value, dict):
+        if depth >= 2:
+            return _bounded(json.dumps(value, ensure_ascii=False))
+        return {key: _summary(item, depth=depth + 1) for key, item in value.items()}
+    return _bounded(value) if isinstance(value, str) else value
+
+
+def _bounded(text: str) -> str:
+    return text if len(text) <= SUMMARY_TEXT_CHARS else text[:SUMMARY_TEXT_CHARS] + "…"
 
 
 def estimated_tokens(messages: list[dict], tools: list[dict] | None = None) -> int:

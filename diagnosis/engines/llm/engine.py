@@ -1,15 +1,20 @@
 """The LLM engine: each stage is a non-streaming `chat.completions` call through
 the official openai SDK against any OpenAI-compatible endpoint (`OPENAI_BASE_URL`, `OPENAI_API_KEY`).
 
-- The stage's rules are the `system` message, its input the `user` message; every request sends
-  `temperature` and a per-stage token cap.
+- The stage's rules are the `system` message (the same for every question: a stable prefix for a
+  server's prompt cache), its input the `user` message; every request sends `temperature`, a
+  per-stage token cap and `stop` sequences (unless the endpoint refused them once).
 - How structured output is asked for is the profile of `DIAGNOSIS_LLM_STRUCTURED_OUTPUT`
   (`structured.py`), how tool calls travel that of `DIAGNOSIS_LLM_TOOL_CALLS` (`tool_calls.py`);
   nothing else here depends on either.
 - The executor's tool turns carry tools and no `response_format`; the tool calls of one turn run
   concurrently (bounded), their results appended in call order. When the model stops calling
   tools, a reply that already is a valid `ExecutorOutput` is taken; otherwise the final output is
-  asked for in its own turn (`tool_choice: "none"`, the structured-output mode's schema).
+  asked for in its own turn (`tool_choice: "none"`, the structured-output mode's schema). The tool
+  turns stop before the stage's prompt-token budget would be passed; tool outputs reach the model
+  summarised by code (`context.py`), the evidence refs verbatim.
+- The verifier is shown each claim with only its verified excerpts and code's findings about them,
+  never the trace; a reply that copies its instructions, or leaves a claim out, is asked again once.
 - An invalid reply is re-asked once with the validation error; a truncated one (`finish_reason:
   "length"`) is re-asked once without pasting it back. A second failure is `parse_failed` and a
   safe fallback that can never PASS on unverifiable content.
@@ -28,27 +33,42 @@ import functools
 import json
 import os
 import time
+from collections import Counter
 from typing import Any, TypeVar
 
 from django.conf import settings
-from openai import APIError, OpenAI, OpenAIError
+from openai import APIError, BadRequestError, OpenAI, OpenAIError
+from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from diagnosis import tracing
-from diagnosis.engines.llm.context import estimated_tokens, prompt_budget, without_bounded_outputs
+from diagnosis.engines.llm.context import (
+    estimated_tokens,
+    prompt_budget,
+    tool_message_for_model,
+    without_bounded_outputs,
+)
 from diagnosis.engines.llm.errors import LLMUnavailableError
-from diagnosis.engines.llm.prompts import RenderedPrompt, prompt_render
+from diagnosis.engines.llm.prompts import RenderedPrompt, prompt_render, prompt_version
 from diagnosis.engines.llm.replies import (
     REPLY_CHARS_LIMIT,
     ModelReply,
     bounded_replies,
     bounded_text,
+    restated,
 )
-from diagnosis.engines.llm.structured import StageSchema, json_text_of, structured_output_profile
+from diagnosis.engines.llm.structured import (
+    StageSchema,
+    for_model,
+    json_text_of,
+    structured_output_profile,
+)
 from diagnosis.engines.llm.tool_calls import ToolCall, tool_calling_profile
 from diagnosis.engines.rules.planner import plan_by_rules
 from diagnosis.pipeline.contracts import (
     ClaimCheck,
+    ClaimUnderCheck,
+    ClaimVerification,
     ComposerInput,
     ComposerOutput,
     ExecutorInput,
@@ -64,20 +84,33 @@ from diagnosis.pipeline.interfaces import ParseStatus, StageCall, Toolbox, Usage
 OutputT = TypeVar("OutputT", bound=BaseModel)
 
 
+class ClaimJudgement(BaseModel):
+    """The verifier model's judgement of one claim; its evidence refs are the claim's verified
+    excerpts (code), so the model is not asked for them."""
+
+    model_config = ConfigDict(extra="ignore")  # refs said anyway are not an error
+
+    claim_id: str
+    verification: ClaimVerification
+    detail: str
+
+
 class VerifierJudgement(BaseModel):
     """What the verifier model is asked for: a judgement per claim. Facts, verdict and score are
     computed by code from it, so the model is not asked to produce them."""
 
-    model_config = ConfigDict(extra="ignore")  # a verdict or facts said anyway are not an error
+    model_config = ConfigDict(extra="ignore")  # a verdict, facts or rationale said anyway are not an error
 
-    claim_checks: list[ClaimCheck]
-    rationale: str
+    claim_checks: list[ClaimJudgement]
 
 
-PLANNER = StageSchema("PlannerOutput", PlannerOutput, max_completion_tokens=1024)
-EXECUTOR = StageSchema("ExecutorOutput", ExecutorOutput, max_completion_tokens=2048)
-VERIFIER = StageSchema("VerifierOutput", VerifierJudgement, max_completion_tokens=1536)
-COMPOSER = StageSchema("ComposerOutput", ComposerOutput, max_completion_tokens=1024)
+# Prompt budgets: a call and its one re-ask for the single-call stages; for the executor, two or three
+# tool turns and the final one (a tool turn re-sends the whole conversation).
+PLANNER = StageSchema("PlannerOutput", PlannerOutput, max_completion_tokens=512, prompt_tokens=1500)
+EXECUTOR = StageSchema("ExecutorOutput", ExecutorOutput, max_completion_tokens=1536, prompt_tokens=8000)
+VERIFIER = StageSchema("VerifierOutput", VerifierJudgement, max_completion_tokens=768, prompt_tokens=2000)
+COMPOSER = StageSchema("ComposerOutput", ComposerOutput, max_completion_tokens=768, prompt_tokens=2000)
+STAGE_SCHEMAS = {"planner": PLANNER, "executor": EXECUTOR, "verifier": VERIFIER, "composer": COMPOSER}
 # A tool turn writes calls, not the answer: a small cap also stops a model that drifts into prose.
 TOOL_TURN_TOKENS = 768
 # An invalid reply is shown back to the model with its error only when it is this short.
@@ -110,9 +143,20 @@ FALLBACK_PLAN_STEPS = (
     PlanStep(tool="lookup_knowledge", purpose="查找处理手册作为排查参考（非当前事实）"),
 )
 VERIFIER_FALLBACK_DETAIL = "校验模型的输出无法解析，按未获证据支持处理"
+NO_EXCERPT_DETAIL = "没有通过引用核验的摘录，未请模型校验"
+RESTATED_ERROR = (
+    "{claim_id} 的 detail 照抄了说明中的文字（“{copied}”），请用自己的话写这条断言与它的摘录的关系"
+)
+MISSING_CHECK_ERROR = "缺少 {claim_ids} 的判断，每条断言都要有一项"
 ERROR_DETAIL_LIMIT = 800
 # The shortest timeout worth starting a call with; below it the session's budget counts as spent.
 MIN_CALL_TIMEOUT = 1.0
+# Where a reply is over: a model writing tool results itself (prompted calls), or padding with blank
+# lines up to its token cap (measured on a 1.5B model on llama.cpp's server). No stage output holds
+# either: JSON strings escape their line breaks.
+STOP_SEQUENCES = ("<tool_result>", "\n\n\n\n")
+# Endpoints (base URLs) that answered a `stop` with 400: this process sends them none again.
+_ENDPOINTS_REFUSING_STOP: set[str | None] = set()
 
 
 class LLMEngine:
@@ -155,7 +199,7 @@ class LLMEngine:
         return exchange.stage_call(output, status, thought)
 
     def execute(self, stage_input: ExecutorInput, toolbox: Toolbox) -> StageCall[ExecutorOutput]:
-        tools = toolbox.tool_definitions()
+        tools = for_model(toolbox.tool_definitions())
         exchange = self._exchange(
             "executor",
             EXECUTOR,
@@ -164,7 +208,8 @@ class LLMEngine:
                 "round": stage_input.round,
                 "plan": stage_input.plan.model_dump(),
                 "retry_context": stage_input.retry_context,
-                "prior_tool_messages": stage_input.prior_tool_messages,
+                "prior_tool_messages": [tool_message_for_model(m) for m in stage_input.prior_tool_messages],
+                "conclusions": stage_input.conclusions,
                 "max_tool_calls": toolbox.remaining_calls,
             },
             tools=tools,
@@ -212,6 +257,12 @@ class LLMEngine:
                 # Only repeats (measured: a 1.5B model wrote one call 8 times): asking for more
                 # turns would only repeat it again.
                 break
+            if (
+                exchange.usage.prompt_tokens + estimated_tokens(exchange.messages, tools)
+                > EXECUTOR.prompt_tokens
+            ):
+                # Another tool turn would pass the stage's budget: what was gathered is answered from.
+                break
         exchange.messages.append(
             {
                 "role": "user",
@@ -237,15 +288,47 @@ class LLMEngine:
         return exchange.stage_call(output, status, _executor_thought(exchange, output))
 
     def verify(self, stage_input: VerifierInput) -> StageCall[VerifierOutput]:
-        exchange = self._exchange("verifier", VERIFIER, dataclasses.asdict(stage_input))
-        judgement, status = self._structured(exchange, VERIFIER)
-        if judgement is None:
-            output = _verifier_fallback(stage_input)
-        else:
-            output = VerifierOutput(
-                claim_checks=judgement.claim_checks, facts_checked=[], rationale=judgement.rationale
+        """One claim at a time in one request: each with only its verified excerpts and code's checks.
+        A claim without a verified excerpt has nothing to be judged on: code marks it unsupported."""
+        claims = [claim for claim in stage_input.claims if claim.excerpts]
+        if not claims:
+            output = _verifier_output(stage_input.claims, {}, detail=NO_EXCERPT_DETAIL)
+            return StageCall(
+                output=output,
+                thought=NO_EXCERPT_DETAIL,
+                model_output={"replies": []},
+                prompt_version=prompt_version("verifier"),
             )
+        exchange = self._exchange("verifier", VERIFIER, {"claims": [dataclasses.asdict(c) for c in claims]})
+        judged, status = self._judged(exchange, claims)
+        output = _verifier_output(stage_input.claims, judged, detail=VERIFIER_FALLBACK_DETAIL)
         return exchange.stage_call(output, status, output.rationale[:200])
+
+    def _judged(
+        self, exchange: _Exchange, claims: list[ClaimUnderCheck]
+    ) -> tuple[dict[str, ClaimJudgement], ParseStatus]:
+        """Each claim's judgement; a reply that restates the instructions instead of judging, or leaves
+        a claim out, is re-asked once. What is still missing then falls back (code, per claim)."""
+        request = self.structured.request(VERIFIER)
+        rules = exchange.messages[0]["content"]
+        judged: dict[str, ClaimJudgement] = {}
+        errors = []
+        for attempt in range(2):
+            reply = self._complete(exchange, VERIFIER.max_completion_tokens, request)
+            judgement, error = _validated(VERIFIER, reply)
+            if judgement is not None:
+                error = _judgements_taken(judgement, claims, judged, rules=rules)
+            if not error:
+                detail = f"首次回复无效：{errors[0]}" if errors else ""
+                return judged, ParseStatus("repaired" if errors else "valid", detail)
+            errors.append(error)
+            if attempt == 0:
+                self._re_ask(exchange, VERIFIER, reply, error)
+            elif reply is not None and reply.truncated:
+                exchange.truncated += 1
+        return judged, ParseStatus(
+            "parse_failed", f"两次回复均无效：{'；'.join(errors)}"[:ERROR_DETAIL_LIMIT]
+        )
 
     def compose(self, stage_input: ComposerInput) -> StageCall[ComposerOutput]:
         exchange = self._exchange("composer", COMPOSER, dataclasses.asdict(stage_input))
@@ -278,17 +361,7 @@ class LLMEngine:
         output, error = _validated(schema, reply)
         if output is not None:
             return output, ParseStatus("valid", "")
-        if reply is not None and reply.truncated:
-            exchange.truncated += 1
-            exchange.messages.append(
-                {"role": "user", "content": TRUNCATED_INSTRUCTION.format(schema=schema.name)}
-            )
-        else:
-            echoed = _echo(reply.content) if reply is not None else ""
-            exchange.messages += [
-                {"role": "assistant", "content": echoed},
-                {"role": "user", "content": REPAIR_INSTRUCTION.format(schema=schema.name, error=error)},
-            ]
+        self._re_ask(exchange, schema, reply, error)
         second = self._complete(exchange, schema.max_completion_tokens, request)
         output, second_error = _validated(schema, second)
         if second is not None and second.truncated:
@@ -299,6 +372,22 @@ class LLMEngine:
             "parse_failed", f"两次回复均无效：{error}；{second_error}"[:ERROR_DETAIL_LIMIT]
         )
 
+    @staticmethod
+    def _re_ask(exchange: _Exchange, schema: StageSchema, reply: ModelReply | None, error: str) -> None:
+        """The messages that ask once more: a truncated reply is not pasted back, an invalid one is,
+        with what was wrong."""
+        if reply is not None and reply.truncated:
+            exchange.truncated += 1
+            exchange.messages.append(
+                {"role": "user", "content": TRUNCATED_INSTRUCTION.format(schema=schema.name)}
+            )
+            return
+        echoed = _echo(reply.content) if reply is not None else ""
+        exchange.messages += [
+            {"role": "assistant", "content": echoed},
+            {"role": "user", "content": REPAIR_INSTRUCTION.format(schema=schema.name, error=error)},
+        ]
+
     def _complete(self, exchange: _Exchange, max_tokens: int, request: dict[str, Any]) -> ModelReply | None:
         exchange.fit(prompt_budget(self.context_tokens, max_tokens))
         remaining = self.deadline - time.monotonic()
@@ -307,6 +396,18 @@ class LLMEngine:
                 stage=exchange.stage, detail=BUDGET_SPENT.format(seconds=self.session_seconds)
             )
         client = self._client(exchange.stage)
+        endpoint = os.environ.get("OPENAI_BASE_URL")
+        arguments = {
+            "model": self.model,
+            "messages": exchange.messages,
+            "temperature": self.temperature,
+            # The SDK's retries share what is left, so even the last retry ends within the budget.
+            "timeout": min(self.timeout, remaining / (1 + self.max_retries)),
+            self.token_cap_parameter: max_tokens,
+            **request,
+        }
+        if endpoint not in _ENDPOINTS_REFUSING_STOP:
+            arguments["stop"] = list(STOP_SEQUENCES)
         started = time.perf_counter()
         with tracing.chat_traced(
             model=self.model,
@@ -318,15 +419,7 @@ class LLMEngine:
             structured="response_format" in request,
         ) as traced:
             try:
-                response = client.chat.completions.create(
-                    model=self.model,
-                    messages=exchange.messages,
-                    temperature=self.temperature,
-                    # The SDK's retries share what is left, so even the last retry ends within the budget.
-                    timeout=min(self.timeout, remaining / (1 + self.max_retries)),
-                    **{self.token_cap_parameter: max_tokens},
-                    **request,
-                )
+                response = self._create(client, arguments, endpoint)
             except APIError as exc:
                 raise LLMUnavailableError(
                     stage=exchange.stage, detail=f"{type(exc).__name__}: {exc}"
@@ -349,6 +442,18 @@ class LLMEngine:
         )
         exchange.replies.append(reply.stored() if reply else {"content": "", "finish_reason": ""})
         return reply
+
+    @staticmethod
+    def _create(client: OpenAI, arguments: dict[str, Any], endpoint: str | None) -> ChatCompletion:
+        """One completion; an endpoint that refuses `stop` (some models do) is asked again without it,
+        and not sent it again."""
+        try:
+            return client.chat.completions.create(**arguments)
+        except BadRequestError as exc:
+            if "stop" not in arguments or "stop" not in str(exc.message).lower():
+                raise
+        _ENDPOINTS_REFUSING_STOP.add(endpoint)
+        return client.chat.completions.create(**{k: v for k, v in arguments.items() if k != "stop"})
 
     def _tool_turn(
         self, exchange: _Exchange, reply: ModelReply, calls: list[ToolCall], toolbox: Toolbox, *, turn: int
@@ -408,7 +513,7 @@ class LLMEngine:
                 # The names code resolved to known ones, next to the invocation that ran with them.
                 | ({"resolved_names": result["resolved_names"]} if result.get("resolved_names") else {})
             )
-            exchange.add_tool_result(self.tool_calling.result_message, call, result)
+            exchange.add_tool_result(self.tool_calling.result_message, call, tool_message_for_model(result))
         return len(repeats) == len(calls)
 
     def _client(self, stage: str) -> OpenAI:
@@ -531,19 +636,54 @@ def _validated(schema: StageSchema, reply: ModelReply | None) -> tuple[Any, str]
         return None, problems[:ERROR_DETAIL_LIMIT]
 
 
-def _verifier_fallback(stage_input: VerifierInput) -> VerifierOutput:
-    """Every claim unsupported: an unreadable verifier can only lower the verdict, never raise it."""
-    claims = stage_input.executor_structured_output.get("claims", [])
+def _judgements_taken(
+    judgement: VerifierJudgement,
+    claims: list[ClaimUnderCheck],
+    judged: dict[str, ClaimJudgement],
+    *,
+    rules: str,
+) -> str:
+    """Take the reply's judgements of claims not judged yet into `judged`; what was wrong, or ""."""
+    by_id = {claim.claim_id: claim for claim in claims}
+    problems, restating = [], set()
+    for check in judgement.claim_checks:
+        claim = by_id.get(check.claim_id)
+        if claim is None or check.claim_id in judged:
+            continue
+        own = [claim.claim, *(excerpt.text for excerpt in claim.excerpts)]
+        if copied := restated(check.detail, rules, own=own):
+            restating.add(check.claim_id)
+            problems.append(RESTATED_ERROR.format(claim_id=check.claim_id, copied=copied))
+            continue
+        judged[check.claim_id] = check
+    missing = [claim_id for claim_id in by_id if claim_id not in judged and claim_id not in restating]
+    if missing:
+        problems.append(MISSING_CHECK_ERROR.format(claim_ids="、".join(missing)))
+    return "；".join(problems)
+
+
+def _verifier_output(
+    claims: list[ClaimUnderCheck], judged: dict[str, ClaimJudgement], *, detail: str
+) -> VerifierOutput:
+    """A check per claim: the model's judgement where there is one, else unsupported with `detail`
+    (an unreadable verifier can only lower the verdict, never raise it). Refs: the verified excerpts."""
+    checks = [
+        ClaimCheck(
+            claim_id=claim.claim_id,
+            verification=judged[claim.claim_id].verification if claim.claim_id in judged else "unsupported",
+            detail=judged[claim.claim_id].detail
+            if claim.claim_id in judged
+            else (detail if claim.excerpts else NO_EXCERPT_DETAIL),
+            evidence_refs=[excerpt.source for excerpt in claim.excerpts],
+        )
+        for claim in claims
+    ]
+    counts = Counter(check.verification for check in checks)
+    summary = "，".join(f"{kind} {count} 条" for kind, count in counts.items())
     return VerifierOutput(
-        claim_checks=[
-            ClaimCheck(
-                claim_id=claim["claim_id"],
-                verification="unsupported",
-                detail=VERIFIER_FALLBACK_DETAIL,
-                evidence_refs=[],
-            )
-            for claim in claims
-        ],
+        claim_checks=checks,
         facts_checked=[],
-        rationale=VERIFIER_FALLBACK_DETAIL,
+        rationale=f"逐条校验 {len(checks)} 条断言（模型判断 {len(judged)} 条）：{summary}"
+        if checks
+        else "没有断言",
     )

@@ -1,8 +1,10 @@
 """Prompt files (`prompts/<name>.md`, Chinese Jinja2 templates) rendered for the LLM engine.
 
-Each file is the stage's rules, then a `## 输入` section holding exactly the stage input as one
-`<input>` JSON block. The rules are sent as the `system` message, the input block as the `user`
-message.
+Each file is the stage's rules, then a `## 输入` section: what depends on this question (a note for a
+narrow plan or a retry round), then exactly the stage input as one `<input>` JSON block. The rules are
+sent as the `system` message, the input section as the `user` message. The rules hold
+no variable, so a stage's system message is the same for every question: the prefix a server's
+prompt cache reuses.
 
 Undefined variables are errors (StrictUndefined), so a renamed stage input can never silently
 render an empty section. Each file opens with `{# version: <name>-vN #}`; the version, plus a short
@@ -26,7 +28,6 @@ VERSION_PATTERN = re.compile(r"\A\{#\s*version:\s*(?P<version>[\w.-]+)\s*#\}")
 
 
 INPUT_HEADING = "## 输入"
-INPUT_BLOCK_START = "<input>"
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,8 @@ class RenderedPrompt:
 
     @property
     def user(self) -> str:
-        """The stage input block."""
-        return self.text[self.text.rindex(INPUT_BLOCK_START) :].strip()
+        """The input section: notes for this question, then the stage input block."""
+        return self.text[self.text.rindex(INPUT_HEADING) + len(INPUT_HEADING) :].strip()
 
 
 class PromptVersionMissingError(ValueError):
@@ -53,6 +54,11 @@ class PromptVersionMissingError(ValueError):
 def prompt_render(name: str, **variables: Any) -> RenderedPrompt:
     template, version = _prompt_template(name)
     return RenderedPrompt(text=template.render(**variables), version=version)
+
+
+def prompt_version(name: str) -> str:
+    """The version of a prompt file, as recorded on a step (also one that sent nothing)."""
+    return _prompt_template(name)[1]
 
 
 def _to_json(value: Any) -> str:

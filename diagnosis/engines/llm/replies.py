@@ -5,11 +5,15 @@
 - `finish_reason: "length"` marks the reply truncated: it is never parsed as complete.
 - Stored replies are bounded: a step's replies together stay under `MODEL_OUTPUT_BYTES`, each cut
   with a note saying how long it was.
+- A reply that copies its instructions instead of answering (measured: a 1.5B verifier wrote a
+  category's definition from its prompt as the reason for every claim) is found by `restated`.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +25,11 @@ THINK_TAIL = re.compile(r"\A.*?</think>", re.DOTALL | re.IGNORECASE)
 MODEL_OUTPUT_BYTES = 64 * 1024
 # A stage reply this long is not a stage output (the largest are a few KB): refused unparsed.
 REPLY_CHARS_LIMIT = MODEL_OUTPUT_BYTES
+# Letters and digits in a row that a reply may share with its instructions by chance: ten CJK
+# characters are a phrase, not a common word.
+RESTATED_CHARS = 10
+QUOTED_CHARS = 4
+NOT_A_WORD_CHARACTER = re.compile(r"[\W_]+")
 
 
 @dataclass
@@ -96,3 +105,26 @@ def bounded_replies(replies: list[dict[str, Any]], limit_bytes: int = MODEL_OUTP
         return []
     share = max(256, limit_bytes // len(replies) - 128)
     return [reply | {"content": bounded_text(reply["content"], share)} for reply in replies]
+
+
+def restated(text: str, instructions: str, *, own: Iterable[str] = ()) -> str:
+    """A stretch of `text` copied from `instructions` (RESTATED_CHARS letters and digits, punctuation
+    and spaces aside) that holds nothing quoted from `own` (what the reply may quote: its input);
+    "" when there is none."""
+    source = _letters(instructions)
+    allowed = [_letters(quoted) for quoted in own]
+    copied = _letters(text)
+    # Whatever the reply quotes from its input (QUOTED_CHARS in a row or more) is its own.
+    quoted = [False] * len(copied)
+    for start in range(len(copied) - QUOTED_CHARS + 1):
+        if any(copied[start : start + QUOTED_CHARS] in text for text in allowed):
+            quoted[start : start + QUOTED_CHARS] = [True] * QUOTED_CHARS
+    for start in range(len(copied) - RESTATED_CHARS + 1):
+        window = copied[start : start + RESTATED_CHARS]
+        if window in source and not any(quoted[start : start + RESTATED_CHARS]):
+            return window
+    return ""
+
+
+def _letters(text: str) -> str:
+    return NOT_A_WORD_CHARACTER.sub("", unicodedata.normalize("NFKC", text)).casefold()

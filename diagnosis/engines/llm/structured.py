@@ -31,12 +31,15 @@ SCHEMA_INSTRUCTION = (
 
 @dataclass(frozen=True)
 class StageSchema:
-    """What a stage asks the model for: the schema's name on the wire, the model that validates it, and
-    the reply's token cap."""
+    """What a stage asks the model for: the schema's name on the wire, the model that validates it, the
+    reply's token cap, and the stage's prompt-token budget (all its calls in a round together;
+    `manage.py bench` reports each stage against it, and the executor's tool turns stop before
+    passing it)."""
 
     name: str
     model: type[BaseModel]
     max_completion_tokens: int
+    prompt_tokens: int
 
 
 class JsonSchemaOutput:
@@ -46,7 +49,11 @@ class JsonSchemaOutput:
         return {
             "response_format": {
                 "type": "json_schema",
-                "json_schema": {"name": schema.name, "schema": strict_json_schema(schema), "strict": True},
+                "json_schema": {
+                    "name": schema.name,
+                    "schema": for_model(strict_json_schema(schema)),
+                    "strict": True,
+                },
             }
         }
 
@@ -99,26 +106,26 @@ def strict_json_schema(schema: StageSchema) -> dict[str, Any]:
 
 @functools.cache
 def _schema_instruction(schema: StageSchema) -> str:
-    compact = json.dumps(
-        _without_titles(strict_json_schema(schema)), ensure_ascii=False, separators=(",", ":")
-    )
+    compact = json.dumps(for_model(strict_json_schema(schema)), ensure_ascii=False, separators=(",", ":"))
     return SCHEMA_INSTRUCTION.format(name=schema.name, schema=compact)
 
 
-def _without_titles(node: Any) -> Any:
-    # Titles only repeat the property names; a small model's context is better spent elsewhere.
+def for_model(node: Any) -> Any:
+    """A JSON schema (or tool definition) without what a model does not need: titles only repeat the
+    property names, and an object's description is its class docstring, written for developers.
+    A small model's context is better spent elsewhere; field descriptions stay."""
     if isinstance(node, list):
-        return [_without_titles(item) for item in node]
+        return [for_model(item) for item in node]
     if not isinstance(node, dict):
         return node
     return {
         key: (
-            {name: _without_titles(sub) for name, sub in value.items()}
+            {name: for_model(sub) for name, sub in value.items()}
             if key in ("properties", "$defs")
-            else _without_titles(value)
+            else for_model(value)
         )
         for key, value in node.items()
-        if key != "title"
+        if key != "title" and not (key == "description" and "properties" in node)
     }
 
 

@@ -30,7 +30,7 @@ PROMPTED_INSTRUCTION = """
 
 ## 调用工具的方式
 
-可用工具（JSON Schema 描述参数）：
+可用工具：
 
 {tools}
 
@@ -40,6 +40,8 @@ PROMPTED_INSTRUCTION = """
 
 工具结果会以 <tool_result>…</tool_result> 的形式返回给你。取证完成后不要再写 <tool_call>。
 """
+# A parameter as the prompted instructions describe it: name, whether it is required, type or values.
+REQUIRED, OPTIONAL = "必填", "可选"
 
 
 @dataclass
@@ -65,12 +67,19 @@ class NativeToolCalls:
         return {"tools": tools, "tool_choice": "none"}
 
     def calls(self, reply: ModelReply) -> list[ToolCall]:
-        return [ToolCall(id=call.id, name=call.name, arguments=call.arguments) for call in reply.tool_calls]
+        if reply.tool_calls:
+            return [
+                ToolCall(id=call.id, name=call.name, arguments=call.arguments) for call in reply.tool_calls
+            ]
+        # Offered native tools, a small model may still write its call in the text, fenced (measured:
+        # Qwen2.5-Coder 1.5B on llama.cpp's server): read as the prompted mode reads it.
+        return written_calls(reply.content)
 
     def assistant_message(self, reply: ModelReply, calls: list[ToolCall]) -> dict[str, Any]:
         return {
             "role": "assistant",
-            "content": reply.content or None,
+            # Calls written in the text go back as the native calls they were read as, not twice.
+            "content": (reply.content or None) if reply.tool_calls else None,
             "tool_calls": [
                 {
                     "id": call.id,
@@ -89,18 +98,7 @@ class PromptedToolCalls:
     name = "prompted"
 
     def instructions(self, tools: list[dict]) -> str:
-        described = "\n".join(
-            json.dumps(
-                {
-                    "name": tool["function"]["name"],
-                    "description": tool["function"].get("description", ""),
-                    "parameters": tool["function"].get("parameters", {}),
-                },
-                ensure_ascii=False,
-            )
-            for tool in tools
-        )
-        return PROMPTED_INSTRUCTION.format(tools=described)
+        return PROMPTED_INSTRUCTION.format(tools="\n".join(_tool_line(tool) for tool in tools))
 
     def tool_turn_request(self, tools: list[dict], *, required: bool) -> dict[str, Any]:
         return {}  # nothing to force with: the instructions ask for the calls
@@ -117,30 +115,7 @@ class PromptedToolCalls:
         return {}
 
     def calls(self, reply: ModelReply) -> list[ToolCall]:
-        written = [match["json"] for match in TOOL_CALL_BLOCK.finditer(reply.content)]
-        candidates: list[Any] = []
-        for text in written:
-            candidates += json_objects_in(text)  # a block cut off mid-call holds no object: skipped
-        if not written:
-            for value in json_objects_in(reply.content):
-                if isinstance(value, dict) and isinstance(value.get("tool_calls"), list):
-                    candidates += value["tool_calls"]
-                elif isinstance(value, dict) and "arguments" in value:
-                    # A call written alone, `{"name": …, "arguments": …}`, often fenced: what small
-                    # instruct models (Qwen2.5-Coder 1.5B on llama.cpp) write when asked to call a tool.
-                    candidates.append(value)
-        calls = []
-        for index, value in enumerate(candidates):
-            if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
-                continue
-            arguments = value.get("arguments", {})
-            if isinstance(arguments, dict):
-                # Copied from the format's example, or null written as a string (both seen on a 1.5B
-                # model): no value, as if the argument were left out.
-                arguments = {key: item for key, item in arguments.items() if item not in NO_VALUE}
-            text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
-            calls.append(ToolCall(id=f"call_{index}", name=value["name"], arguments=text))
-        return calls
+        return written_calls(reply.content)
 
     def assistant_message(self, reply: ModelReply, calls: list[ToolCall]) -> dict[str, Any]:
         return {"role": "assistant", "content": reply.content}
@@ -148,6 +123,57 @@ class PromptedToolCalls:
     def result_message(self, call: ToolCall, result: dict) -> dict[str, Any]:
         body = json.dumps(result, ensure_ascii=False)
         return {"role": "user", "content": f"<tool_result>\n{body}\n</tool_result>"}
+
+
+def _tool_line(tool: dict) -> str:
+    """One tool in a line of text, not its JSON Schema (a third of the tokens): `- name：description
+    参数：service（可选，string）服务名…；limit（可选，integer，1–100）条数`."""
+    function = tool["function"]
+    parameters = function.get("parameters", {})
+    required = set(parameters.get("required", []))
+    described = []
+    for name, schema in parameters.get("properties", {}).items():
+        kinds = [option for option in schema.get("anyOf", [schema]) if option.get("type") != "null"]
+        nullable = len(kinds) < len(schema.get("anyOf", [schema]))
+        kind = kinds[0] if kinds else {}
+        shape = " / ".join(kind["enum"]) if kind.get("enum") else kind.get("type", "string")
+        if "minimum" in kind and "maximum" in kind:
+            shape += f"，{kind['minimum']}–{kind['maximum']}"
+        needed = REQUIRED if name in required and not nullable and "default" not in schema else OPTIONAL
+        described.append(f"{name}（{needed}，{shape}）{schema.get('description', '')}")
+    line = f"- {function['name']}：{function.get('description', '')}"
+    return line + ("\n  参数：" + "；".join(described) if described else "")
+
+
+def written_calls(text: str) -> list[ToolCall]:
+    """The calls written in a reply's text: `<tool_call>` blocks, else a `{"tool_calls": [...]}` object or
+    calls written alone."""
+    written = [match["json"] for match in TOOL_CALL_BLOCK.finditer(text)]
+    candidates: list[Any] = []
+    for block in written:
+        candidates += json_objects_in(block)  # a block cut off mid-call holds no object: skipped
+    if not written:
+        for value in json_objects_in(text):
+            if isinstance(value, dict) and isinstance(value.get("tool_calls"), list):
+                candidates += value["tool_calls"]
+            elif isinstance(value, dict) and "arguments" in value:
+                # A call written alone, `{"name": …, "arguments": …}`, often fenced: what small
+                # instruct models (Qwen2.5-Coder 1.5B on llama.cpp) write when asked to call a tool.
+                candidates.append(value)
+    calls = []
+    for index, value in enumerate(candidates):
+        if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
+            continue
+        arguments = value.get("arguments", {})
+        if isinstance(arguments, dict):
+            # Copied from the format's example, or null written as a string (both seen on a 1.5B
+            # model): no value, as if the argument were left out.
+            arguments = {key: item for key, item in arguments.items() if item not in NO_VALUE}
+        written_arguments = (
+            arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+        )
+        calls.append(ToolCall(id=f"call_{index}", name=value["name"], arguments=written_arguments))
+    return calls
 
 
 ToolCalling = NativeToolCalls | PromptedToolCalls

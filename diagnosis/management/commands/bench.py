@@ -5,7 +5,7 @@ writes cost nothing), or PostgreSQL's `test_<name>` when `DATABASE_URL` points t
 it runs the demo world's questions inline and reports sessions/s, the p50/p95 of the pipeline's own
 overhead per session (wall time minus the model wait measured at the socket, so the SDK's CPU counts
 as ours), wall / model time, committed write transactions and queries per session and, for the llm
-engine, prompt tokens per stage. The llm engine runs against the local fake OpenAI-compatible server
+engine, prompt and completion tokens per stage against the stage's budget and cap, and per session. The llm engine runs against the local fake OpenAI-compatible server
 with zero latency, so what it measures is our overhead.
 
 With `--model-latency-ms` (every model reply takes that long), `--tool-latency-ms` (every tool call
@@ -21,9 +21,10 @@ from contextlib import contextmanager, nullcontext
 
 from django.core.management.base import BaseCommand
 from django.db import connection
-from django.db.models import Avg
+from django.db.models import Sum
 from django.test.utils import CaptureQueriesContext
 
+from diagnosis.engines.llm.engine import STAGE_SCHEMAS
 from diagnosis.evaluation.database import throwaway_database
 from diagnosis.evaluation.fake_llm import fake_llm_environment
 from diagnosis.evaluation.measure import CommitCounter, SocketWait, server_commits
@@ -77,12 +78,6 @@ class Command(BaseCommand):
             pks.append(session.pk)
         elapsed = time.perf_counter() - started
         server_after = server_commits()
-        tokens = (
-            AgentStep.objects.filter(session__pk__in=pks)
-            .values("agent")
-            .annotate(prompt=Avg("prompt_tokens"))
-            .order_by("agent")
-        )
         self.stdout.write(f"engine={engine} sessions={count}")
         self.stdout.write(f"  sessions/s            {count / elapsed:8.1f}")
         self.stdout.write(f"  overhead p50 (ms)     {_percentile(overheads, 50):8.1f}")
@@ -102,8 +97,35 @@ class Command(BaseCommand):
                 f"  wall/(model+tool turns) p50 {_percentile(ratios, 50):6.3f}   p95 {_percentile(ratios, 95):6.3f}"
             )
         if engine == "llm":
-            for row in tokens:
-                self.stdout.write(f"  prompt tokens {row['agent']:<10} {row['prompt']:8.0f} per step")
+            self._tokens(pks)
+
+    def _tokens(self, pks: list[int]) -> None:
+        """Per stage (one step = a stage in one round, all its model calls), prompt and completion
+        tokens against the stage's budget and cap, then each session's total."""
+        steps = AgentStep.objects.filter(session__pk__in=pks, llm_calls__gt=0)
+        self.stdout.write(
+            f"  {'tokens per step':<16}{'prompt mean':>12}{'max':>7}{'budget':>8}"
+            f"{'completion mean':>17}{'max':>7}{'cap/call':>10}"
+        )
+        for stage, schema in STAGE_SCHEMAS.items():
+            rows = list(steps.filter(agent=stage).values_list("prompt_tokens", "completion_tokens"))
+            if not rows:
+                continue
+            prompts, completions = [row[0] for row in rows], [row[1] for row in rows]
+            over = "  over budget" if max(prompts) > schema.prompt_tokens else ""
+            self.stdout.write(
+                f"  {stage:<16}{statistics.mean(prompts):12.0f}{max(prompts):7d}{schema.prompt_tokens:8d}"
+                f"{statistics.mean(completions):17.0f}{max(completions):7d}"
+                f"{schema.max_completion_tokens:10d}{over}"
+            )
+        totals = list(
+            steps.values("session").annotate(prompt=Sum("prompt_tokens")).values_list("prompt", flat=True)
+        )
+        if totals:
+            self.stdout.write(
+                f"  prompt tokens/session  median {statistics.median(totals):6.0f}   "
+                f"mean {statistics.mean(totals):6.0f}   max {max(totals)}"
+            )
 
 
 def _percentile(values: list[float], pct: int) -> float:

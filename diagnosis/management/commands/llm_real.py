@@ -1,10 +1,15 @@
-"""`manage.py llm_real`: demo-world questions through the llm engine against a real local model.
+"""`manage.py llm_real`: questions through the llm engine against a real local model, each beside the
+rules engine on the same question.
 
 Starts llama.cpp's `llama-server` (built by `diagnosis/evaluation/real_llm/llama_server.sh`) on a
-free 127.0.0.1 port with the given GGUF, runs each question as an inline session on a throwaway
-database, prints per question the tool calls made, verdict, output type, tokens and wall time, and
-stops the server. Minutes of CPU per question on a small machine: not part of the test suite
-(`make test-llm-real`).
+free 127.0.0.1 port with the given GGUF, asks each question once with each engine, inline on a
+throwaway database, prints per question the slots filled (llm / rules), the verdicts, the llm
+session's prompt tokens, both wall times and the llm's tool calls with a name the sources do not
+know that reached a source unresolved, then a summary; and stops the server. The demo world's
+questions by default; `--question` (repeatable) and the source options (`--prometheus` …) ask other
+questions of other sources: `python -m tests.integration.llm_real_stack` runs the integration tests'
+questions against the real stack they start. Minutes of CPU per question on a small machine: not part
+of the test suite (`make test-llm-real`).
 """
 
 from __future__ import annotations
@@ -22,65 +27,70 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
-from django.db.models import Sum
 from django.test import override_settings
 
 from diagnosis.evaluation.database import throwaway_database
-from diagnosis.models import AgentStep
-from diagnosis.services.sessions import session_start
+from diagnosis.evaluation.real_llm.comparison import HEADER, engines_compared, summary_lines
 from tools.world import demo_questions
 
 QUESTIONS = demo_questions()
 SERVER_START_SECONDS = 180
+# Source options → the DIAGNOSIS settings they set (as a team configures its own sources).
+SOURCE_SETTINGS = {
+    "prometheus": "PROMETHEUS_URL",
+    "alertmanager": "ALERTMANAGER_URL",
+    "loki": "LOKI_URL",
+    "loki_tenant": "LOKI_TENANT",
+    "runbooks": "RUNBOOKS_DIR",
+    "vocabulary": "VOCABULARY_FILE",
+}
 
 
 class Command(BaseCommand):
-    help = "Run demo-world questions through the llm engine against a local llama-server and a GGUF model."
+    help = "Ask questions of the llm engine against a local llama-server and a GGUF model, beside the rules engine."
 
     def add_arguments(self, parser):
         parser.add_argument("--server", required=True, help="path of the llama-server binary")
         parser.add_argument("--model", required=True, help="path of the GGUF model")
-        parser.add_argument("--questions", type=int, default=len(QUESTIONS))
+        parser.add_argument(
+            "--question", action="append", default=[], help="a question to ask (default: the demo world's)"
+        )
+        parser.add_argument("--questions", type=int, help="ask only the first N questions")
         parser.add_argument("--context", type=int, default=8192, help="context tokens of the server")
         parser.add_argument("--structured-output", default="json_schema")
         parser.add_argument("--tool-calls", default="native")
         parser.add_argument("--threads", type=int, default=2)
+        parser.add_argument("--prometheus", help="Prometheus base URL (instead of the demo world)")
+        parser.add_argument("--alertmanager", help="Alertmanager base URL")
+        parser.add_argument("--loki", help="Loki base URL")
+        parser.add_argument("--loki-tenant", help="Loki X-Scope-OrgID")
+        parser.add_argument("--runbooks", help="runbooks folder")
+        parser.add_argument("--vocabulary", help="vocabulary file")
         parser.add_argument(
             "--replies",
             type=Path,
-            help="directory to write each session's steps to (the model's replies, as stored), one JSON file per question",
+            help="directory to write each llm session's steps to (the model's replies, as stored), one JSON file per question",
         )
 
     def handle(self, *args, **options):
         for path in (options["server"], options["model"]):
             if not Path(path).is_file():
                 raise CommandError(f"not found: {path}")
+        questions = (options["question"] or QUESTIONS)[: options["questions"]]
         # A stopped run still stops its server (the `finally` below) instead of leaving it on both cores.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         with _llama_server(options) as base_url, throwaway_database(), self._endpoint(base_url, options):
-            self.stdout.write(
-                f"{'#':>2} {'tools':>5} {'verdict':<10} {'output type':<27} {'tokens':>7} {'wall s':>7}  question"
-            )
-            for number, question in enumerate(QUESTIONS[: options["questions"]], start=1):
-                started = time.perf_counter()
-                session = session_start(query=question, engine="llm", run_inline=True)
-                wall = time.perf_counter() - started
-                usage = AgentStep.objects.filter(session=session).aggregate(
-                    prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens")
-                )
-                tokens = (usage["prompt"] or 0) + (usage["completion"] or 0)
-                verdict = session.verdict or session.status
-                output = session.output_type or session.status
-                self.stdout.write(
-                    f"{number:>2} {session.tool_invocations.count():>5} {verdict:<10} {output:<27} "
-                    f"{tokens:>7} {wall:>7.1f}  {question}"
-                )
-                if session.status != session.Status.COMPLETED:
-                    failed = session.steps.filter(status=AgentStep.Status.FAILED).first()
-                    detail = (failed.model_output or {}).get("server_error") if failed else session.error
-                    self.stdout.write(f"   failed: {detail}")
+            comparisons = []
+            self.stdout.write(HEADER)
+            for number, question in enumerate(questions, start=1):
+                comparison = engines_compared(question, number=number)
+                comparisons.append(comparison)
+                for line in comparison.lines():
+                    self.stdout.write(line)
                 if options["replies"]:
-                    _write_steps(session, options["replies"] / f"question-{number:02d}.json")
+                    _write_steps(comparison.llm.session, options["replies"] / f"question-{number:02d}.json")
+            for line in summary_lines(comparisons):
+                self.stdout.write(line)
 
     @contextmanager
     def _endpoint(self, base_url: str, options: dict):
@@ -92,6 +102,11 @@ class Command(BaseCommand):
             "LLM_STRUCTURED_OUTPUT": options["structured_output"],
             "LLM_TOOL_CALLS": options["tool_calls"],
         }
+        if options["prometheus"]:
+            # The team's own sources, read live: no demo clock.
+            diagnosis |= {name: options[option] for option, name in SOURCE_SETTINGS.items()} | {
+                "DEMO_NOW": None
+            }
         try:
             with override_settings(DIAGNOSIS=diagnosis):
                 yield
@@ -132,7 +147,8 @@ def _llama_server(options: dict):
 
 
 def _write_steps(session, path: Path) -> None:
-    """What each stage sent back, as stored: the throwaway database is gone after the run."""
+    """What each stage sent back and the calls it recorded, as stored: the throwaway database is gone
+    after the run."""
     steps = [
         {
             "round": step.round,
@@ -145,8 +161,18 @@ def _write_steps(session, path: Path) -> None:
         }
         for step in session.steps.order_by("pk")
     ]
+    calls = [
+        {"tool_name": call.tool_name, "input": call.input, "success": call.success, "error": call.error}
+        for call in session.tool_invocations.order_by("pk")
+    ]
     path.parent.mkdir(parents=True, exist_ok=True)
-    record = {"query": session.query, "verdict": session.verdict, "answer": session.answer, "steps": steps}
+    record = {
+        "query": session.query,
+        "verdict": session.verdict,
+        "answer": session.answer,
+        "steps": steps,
+        "tool_invocations": calls,
+    }
     path.write_text(json.dumps(record, ensure_ascii=False, indent=2))
 
 

@@ -1,6 +1,7 @@
 import pytest
 
 from diagnosis.engines.rules.verifier import verify_by_rules
+from diagnosis.pipeline.claims_under_check import claims_under_check
 from diagnosis.pipeline.contracts import (
     Claim,
     ClaimCheck,
@@ -294,6 +295,7 @@ def verify_rules(output, invocations):
         gatekeeper_result=result.model_dump(),
         tool_trace_summary=[],
         executor_output_parse_status={"status": "valid", "detail": ""},
+        claims=claims_under_check(executor_output=output, gatekeeper_result=result),
     )
     return [(c.verification, c.detail) for c in verify_by_rules(stage_input).claim_checks]
 

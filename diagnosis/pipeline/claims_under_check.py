@@ -1,0 +1,59 @@
+"""What a verifier is shown of each claim: the claim, the excerpts the gatekeeper verified for it, and
+what code already found about them, so a small model judges one short item at a time instead of
+reading the whole trace.
+
+Code's findings are the ones the verdict is capped with afterwards (the grounding check's fact tokens,
+the gatekeeper's polarity check): given to the verifier as input, they can only help it agree with
+code; whatever it says, the caps still apply.
+"""
+
+from __future__ import annotations
+
+from diagnosis.pipeline.contracts import ClaimUnderCheck, ExecutorOutput, VerifiedExcerpt
+from diagnosis.pipeline.facts import NO_NAMES, FactNames, fact_tokens, unsupported_facts
+from diagnosis.pipeline.gatekeeper import GatekeeperResult, claim_denial
+
+CONSISTENT = "consistent"
+# An excerpt is the recorded text of one evidence ref; as long as the tool message shows it.
+EXCERPT_CHARS = 1000
+
+
+def claims_under_check(
+    *, executor_output: ExecutorOutput, gatekeeper_result: GatekeeperResult, names: FactNames = NO_NAMES
+) -> list[ClaimUnderCheck]:
+    """Every claim of `executor_output`; one without a verified excerpt has nothing to be judged on."""
+    items = []
+    for claim in executor_output.claims:
+        passed = gatekeeper_result.passed_for(claim.claim_id)
+        excerpts = list(
+            {
+                binding.source_label(): VerifiedExcerpt(
+                    source=binding.source_label(), text=(binding.matched_text or "")[:EXCERPT_CHARS]
+                )
+                for binding in passed
+            }.values()
+        )
+        evidence = [binding.matched_text or "" for binding in passed]
+        missing = unsupported_facts(claim.claim_text, evidence, names=names)
+        found = [token.surface for token in fact_tokens(claim.claim_text, names)]
+        denials = [
+            denial
+            for binding in passed
+            if (
+                denial := claim_denial(
+                    claim.claim_text, ref_text=binding.matched_text or "", raw_path=binding.raw_path
+                )
+            )
+        ]
+        items.append(
+            ClaimUnderCheck(
+                claim_id=claim.claim_id,
+                claim_type=claim.claim_type,
+                claim=claim.claim_text,
+                excerpts=excerpts,
+                facts_in_excerpts=list(dict.fromkeys(t for t in found if t not in missing)),
+                facts_not_in_excerpts=missing,
+                polarity=denials[0] if denials else CONSISTENT,
+            )
+        )
+    return items
