@@ -14,6 +14,8 @@ from diagnosis.pipeline.facts import NO_NAMES, FactNames, fact_tokens, unsupport
 from diagnosis.pipeline.gatekeeper import GatekeeperResult, claim_denial
 
 CONSISTENT = "consistent"
+# The verdicts that say the excerpts bear a claim out; the others say they do not.
+SUPPORTING = frozenset({"direct_observation", "reasonable_inference"})
 # An excerpt is the recorded text of one evidence ref; as long as the tool message shows it.
 EXCERPT_CHARS = 1000
 
@@ -57,3 +59,17 @@ def claims_under_check(
             )
         )
     return items
+
+
+def agrees_with_code(claim: ClaimUnderCheck, verification: str) -> bool:
+    """Whether a verdict says what code's own findings say: supported when every fact token is in the
+    excerpts and the polarity agrees, not supported otherwise."""
+    code_finds_support = not claim.facts_not_in_excerpts and claim.polarity == CONSISTENT
+    return (verification in SUPPORTING) == code_finds_support
+
+
+def code_findings_text(claim: ClaimUnderCheck) -> str:
+    """Code's findings in a sentence, for a judgement whose own reason cannot be used."""
+    found = "、".join(claim.facts_in_excerpts) or "无"
+    missing = "、".join(claim.facts_not_in_excerpts) or "无"
+    return f"代码比对：摘录中有 {found}；摘录中没有 {missing}；肯定否定：{claim.polarity}"

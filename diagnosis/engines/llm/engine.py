@@ -65,6 +65,7 @@ from diagnosis.engines.llm.structured import (
 )
 from diagnosis.engines.llm.tool_calls import ToolCall, tool_calling_profile
 from diagnosis.engines.rules.planner import plan_by_rules
+from diagnosis.pipeline.claims_under_check import agrees_with_code, code_findings_text
 from diagnosis.pipeline.contracts import (
     ClaimCheck,
     ClaimUnderCheck,
@@ -147,6 +148,7 @@ NO_EXCERPT_DETAIL = "没有通过引用核验的摘录，未请模型校验"
 RESTATED_ERROR = (
     "{claim_id} 的 detail 照抄了说明中的文字（“{copied}”），请用自己的话写这条断言与它的摘录的关系"
 )
+COPIED_DETAIL = "模型的理由照抄了说明，判断与代码比对一致，理由由代码给出"
 MISSING_CHECK_ERROR = "缺少 {claim_ids} 的判断，每条断言都要有一项"
 ERROR_DETAIL_LIMIT = 800
 # The shortest timeout worth starting a call with; below it the session's budget counts as spent.
@@ -652,6 +654,13 @@ def _judgements_taken(
             continue
         own = [claim.claim, *(excerpt.text for excerpt in claim.excerpts)]
         if copied := restated(check.detail, rules, own=own):
+            # Measured on a 1.5B model: the right verdict with an example from the prompt as its reason.
+            # A copied reason is no judgement of its own, so it stands only where code's findings agree.
+            if agrees_with_code(claim, check.verification):
+                judged[check.claim_id] = check.model_copy(
+                    update={"detail": f"{COPIED_DETAIL}；{code_findings_text(claim)}"}
+                )
+                continue
             restating.add(check.claim_id)
             problems.append(RESTATED_ERROR.format(claim_id=check.claim_id, copied=copied))
             continue

@@ -164,6 +164,31 @@ def test_restating_twice_falls_back_for_that_claim_only(fake_llm):
     assert call.output.claim_checks[1].detail != COPIED_RULE
 
 
+# The `direct_observation` example of the verifier prompt, as the 1.5B model wrote it back.
+COPIED_EXAMPLE = "摘录直接写明了断言的内容。例：断言“search-api 的 QueueBacklog 告警 firing，当前 1200”"
+
+
+def test_a_copied_reason_stands_when_the_verdict_agrees_with_code_and_code_gives_the_reason(fake_llm):
+    server = fake_llm({"verifier": [judgement(("claim-1", "direct_observation", COPIED_EXAMPLE))]})
+
+    call = LLMEngine().verify(verifier_input(FIRING))
+
+    assert len(server.requests) == 1
+    check = call.output.claim_checks[0]
+    assert check.verification == "direct_observation"
+    assert COPIED_EXAMPLE not in check.detail and "1200" in check.detail
+
+
+def test_a_copied_reason_for_a_verdict_code_does_not_share_is_re_asked(fake_llm):
+    unfounded = dataclasses.replace(FIRING, facts_in_excerpts=["search-api"], facts_not_in_excerpts=["9000"])
+    server = fake_llm({"verifier": [judgement(("claim-1", "direct_observation", COPIED_EXAMPLE))] * 2})
+
+    call = LLMEngine().verify(verifier_input(unfounded))
+
+    assert len(server.requests) == 2
+    assert call.output.claim_checks[0].verification == "unsupported"
+
+
 def test_quoting_the_claim_or_its_excerpt_is_not_restating(fake_llm):
     # The excerpt's own words may appear in the prompt's examples too (here `QueueBacklog firing
     # service=search-api`): quoting the input is what a reason should do.
