@@ -4,9 +4,10 @@ instructions is re-asked once, and what stays unjudged falls back to unsupported
 
 import dataclasses
 import json
+from typing import get_args
 
 from diagnosis.engines.llm import LLMEngine
-from diagnosis.pipeline.contracts import ClaimUnderCheck, VerifiedExcerpt, VerifierInput
+from diagnosis.pipeline.contracts import ClaimUnderCheck, ClaimVerification, VerifiedExcerpt, VerifierInput
 
 ALERT_TEXT = "QueueBacklog firing service=search-api: 积压 1200 条，持续 10m"
 NO_HIT_TEXT = "未检索到匹配证据：query_logs(service=search-api, query=error)"
@@ -91,15 +92,7 @@ def test_the_instructions_name_every_verdict_with_one_example_each(fake_llm):
     LLMEngine().verify(verifier_input(FIRING))
 
     rules = server.requests[0]["messages"][0]["content"]
-    verdicts = (
-        "direct_observation",
-        "reasonable_inference",
-        "overstated",
-        "unsupported",
-        "external_unknown",
-        "contradicted",
-    )
-    for verdict in verdicts:
+    for verdict in get_args(ClaimVerification):
         [line] = [line for line in rules.splitlines() if line.startswith(f"- `{verdict}`")]
         assert line.count("例：") == 1
     for check in ("facts_in_excerpts", "facts_not_in_excerpts", "polarity"):
