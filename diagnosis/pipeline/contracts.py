@@ -154,6 +154,8 @@ class ExecutorInput:
     carrier: Carrier | None = None
     # The `结论` lines code read from the calls already made (the asks' slots they fill, verified).
     conclusions: list[str] = field(default_factory=list)
+    # The asks those calls leave open (a slot unfilled, or a cause to reason about), by label.
+    open_asks: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,14 @@ from diagnosis.pipeline.routing import Route, route
 from diagnosis.pipeline.scope import excluded_topics_of, scope_parse
 from diagnosis.pipeline.searched import searched_gaps
 from diagnosis.pipeline.slot_calls import CallsReused, plan_tools, slot_calls_run
-from diagnosis.pipeline.slots import Slot, SlotWorld, conclusion_lines, slots_read, slots_verified
+from diagnosis.pipeline.slots import (
+    Slot,
+    SlotWorld,
+    conclusion_lines,
+    open_asks,
+    slots_read,
+    slots_verified,
+)
 from diagnosis.pipeline.tool_names import NamesGrounded
 from diagnosis.pipeline.verdict import (
     Verification,
@@ -282,6 +289,8 @@ class AskedCalls:
     messages: list[dict]
     # The `结论` lines code reads from them (and earlier rounds' calls): what they already answer.
     conclusions: list[str] = field(default_factory=list)
+    # What they leave to the executor: asks whose slot is unfilled, or that ask for reasoning.
+    open_asks: list[str] = field(default_factory=list)
 
 
 def _asks_called(
@@ -304,7 +313,7 @@ def _asks_called(
     asked = AskedCalls(slot_world, slot_calls_run(asks, toolbox=toolbox, world=slot_world, prior=prior))
     messages = _round_messages(asked, recorder, round_number)
     answered = _slots_filled(asks, asked, messages, recorder.invocations(), world)
-    return replace(asked, conclusions=conclusion_lines(answered))
+    return replace(asked, conclusions=conclusion_lines(answered), open_asks=open_asks(answered))
 
 
 def _round_messages(asked_calls: AskedCalls, recorder: Recorder, round_number: int) -> list[dict]:
@@ -383,6 +392,7 @@ def _executor_run(
         focus=focus,
         carrier=world.carrier,
         conclusions=asked_calls.conclusions,
+        open_asks=asked_calls.open_asks,
     )
     return stage_run(recorder, round_number, Stage.EXECUTOR, lambda: engine.execute(stage_input, toolbox))
 

@@ -42,6 +42,8 @@ QUOTED = re.compile(r"「[^」]*」")
 # The sections that hold a runbook's steps, in the order a runbook ask quotes them (vocabulary intents).
 STEP_INTENTS = ("mitigation", "investigation")
 RUNBOOK_FILE = re.compile(r"\.(?:md|markdown)$", re.IGNORECASE)
+# Asks whose answer is reasoning over the evidence, which code only hedges: left open to the executor.
+REASONED_KINDS = ("cause",)
 READ_ONLY = "本助手只读取告警、指标、日志与处理手册，不能执行「{word}」等操作"
 
 
@@ -68,6 +70,12 @@ class Slot(BaseModel):
 
 def conclusion_lines(slots: Sequence[Slot]) -> list[str]:
     return [slot.line() for slot in slots if slot.filled]
+
+
+def open_asks(slots: Sequence[Slot]) -> list[str]:
+    """The asks code's slots do not settle: unfilled, or asking for reasoning (code's own inference on
+    a cause is only a hedged pairing of its symptoms)."""
+    return [slot.ask.label() for slot in slots if not slot.filled or slot.ask.kind in REASONED_KINDS]
 
 
 def coverage_gaps(slots: Sequence[Slot]) -> list[str]:

@@ -460,6 +460,63 @@ def test_the_executor_starts_from_what_the_asks_calls_already_answer(fake_llm, o
     assert fact in seen["conclusions"][0]
 
 
+def existence_plan(query: str) -> dict:
+    """A plan of nothing but the tool the existence ask's calls use."""
+    return {
+        "goal": query,
+        "steps": [{"tool": "query_metrics", "purpose": "确认告警是否 firing"}],
+        "narrow_scope": True,
+        "focus": [],
+        "excluded_topics": [],
+    }
+
+
+def test_a_question_the_asks_calls_settle_costs_one_model_call_and_passes_on_the_slots(
+    fake_llm, one_round, either_world
+):
+    query, fact = EXISTENCE_QUESTIONS[either_world]
+    server = fake_llm({"planner": [existence_plan(query)]})
+
+    session = run(query)
+
+    assert session.verdict == "PASS" and session.output_type == Output.NORMAL
+    # Only the plan was asked of the model: no claim to restate the slot, none to judge or word.
+    assert len(server.requests) == 1 and server.requests_for("PlannerOutput")
+    executor = session.steps.get(agent=AgentStep.Agent.EXECUTOR)
+    assert executor.thought.startswith("所问均已由代码按已做的调用写出结论") and executor.llm_calls == 0
+    filled = [slot for slot in evaluation(session)["slots"] if slot["filled"]]
+    assert filled and evaluation(session)["executor_structured_output"]["claims"] == []
+    assert session.answer.startswith("结论：" + filled[0]["conclusion"])
+    assert fact in session.answer
+
+
+def test_a_planned_tool_the_asks_calls_did_not_use_is_the_executors_to_call(
+    fake_llm, one_round, either_world
+):
+    query, _fact = EXISTENCE_QUESTIONS[either_world]
+    plan = existence_plan(query)
+    plan["steps"].append({"tool": "query_logs", "purpose": "查看相关日志"})
+    server = fake_llm({"planner": [plan]})
+
+    run(query)
+
+    assert server.requests_for("ExecutorOutput")
+
+
+def test_a_cause_is_the_executors_to_reason_about_even_with_every_slot_filled(
+    fake_llm, one_round, either_world
+):
+    query, _service = CAUSE_QUESTIONS[either_world]
+    server = fake_llm({"planner": [existence_plan(query) | {"narrow_scope": False}]})
+
+    session = run(query)
+
+    assert all(slot["filled"] for slot in evaluation(session)["slots"])
+    prompt = server.requests_for("ExecutorOutput")[0]["messages"][1]["content"]
+    seen = json.loads(prompt[prompt.index("<input>") + len("<input>") : prompt.rindex("</input>")])
+    assert any(ask.endswith("的原因") for ask in seen["open_asks"])
+
+
 NO_CLAIMS = {
     "answer_version": "executor_evidence_v2",
     "claims": [],

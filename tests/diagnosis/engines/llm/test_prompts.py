@@ -20,6 +20,7 @@ STAGE_VARIABLES = {
         "retry_context": None,
         "prior_tool_messages": [],
         "conclusions": [],
+        "open_asks": [],
         "max_tool_calls": 8,
     },
     "verifier": {
@@ -100,6 +101,7 @@ ANOTHER_QUESTION = {
         "retry_context": {"missing_evidence_facts": ["x"], "instruction": "仅补充"},
         "prior_tool_messages": [{"invocation_id": 3}],
         "conclusions": ["结论：web 的 p99 为 2.1s"],
+        "open_asks": ["web 的原因"],
         "max_tool_calls": 2,
     },
     "verifier": {"claims": []},
