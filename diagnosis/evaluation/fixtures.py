@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from diagnosis.evaluation.templates import fixed_text_holding
 from diagnosis.pipeline.gatekeeper import RULE_SEVERITY
-from diagnosis.pipeline.guards import EVIDENCE_AS_DATA_RULE
+from diagnosis.pipeline.guards import EVIDENCE_AS_DATA_RULE, RESTATED_RULE
 from diagnosis.pipeline.scope import FOCUS_RULE, SCOPE_RULE
 from tools.base import get_tool
 from tools.sources.kinds import kind_name
@@ -75,6 +75,7 @@ TAGS = {
     "exported": "exported from a reviewed session",
     "known_gap": "the correct expectation for a wrong answer the product still gives (`--exclude-tag known_gap`)",
     "slot": "states the slot its question's ask must fill (`expect.slot`)",
+    "cause": "asks why: the cause slot, and what a model may reason beyond it",
     "focus": "answers only what was asked: focus guard, inventory, unknown subjects",
     "vocabulary": "the world vocabulary as data",
     "polarity": "an excerpt that drops or adds a negation",
@@ -87,6 +88,7 @@ TAGS = {
     "guard:exclusion": "catches the scope / exclusion guard switched off",
     "guard:focus": "catches the focus guard switched off",
     "guard:evidence_as_data": "catches the evidence-as-data guard (remedies, instructions) switched off",
+    "guard:restated": "catches the guard that counts a claim restating a conclusion line as that slot switched off",
     "guard:citation_cap": "catches the verdict cap from the gatekeeper's severity switched off",
     "guard:coverage": "catches the coverage guard switched off",
     "guard:composer": "catches the composer guard switched off",
@@ -115,7 +117,7 @@ AskKind = Literal[
     "action",
 ]
 ToolName = Literal["query_metrics", "query_logs", "lookup_knowledge"]
-KNOWN_RULES = {*RULE_SEVERITY, SCOPE_RULE, FOCUS_RULE, EVIDENCE_AS_DATA_RULE}
+KNOWN_RULES = {*RULE_SEVERITY, SCOPE_RULE, FOCUS_RULE, EVIDENCE_AS_DATA_RULE, RESTATED_RULE}
 
 
 class _Strict(BaseModel):

@@ -127,7 +127,8 @@ def asks_read(
         return [
             Ask(kind="action", subject=subject, subject_kind=subject_kind, window=ask_window, word=words[0])
         ]
-    kinds = _resolved(kinds, focus=focus, series=series, window=window)
+    about_alerts = any(term_pattern(word).search(text.lower()) for word in vocabulary.asks.alerts)
+    kinds = _resolved(kinds, focus=focus, series=series, window=window, about_alerts=about_alerts)
     values = _values_in(text, series) if series else ()
     asks = []
     for kind in kinds:
@@ -149,14 +150,23 @@ def asks_read(
 def _kinds_in(text: str, vocabulary: Vocabulary) -> set[str]:
     lowered = text.lower()
     words = vocabulary.asks
-    return {
+    kinds = {
         kind
         for kind, field in WORDS_FIELD.items()
         if kind != "cause" and any(term_pattern(word).search(lowered) for word in getattr(words, field))
-    } | ({"cause"} if any(term_pattern(w).search(lowered) for w in words.cause) else set())
+    }
+    cause_words = [word for word in words.cause if term_pattern(word).search(lowered)]
+    # A cause word that is also a topic's term names a symptom ("很慢"); beside another ask it is that
+    # ask's topic ("是否存在慢请求日志"), not a question of why.
+    topic_terms = {term.lower() for terms in vocabulary.groups.values() for term in terms}
+    if any(word.lower() not in topic_terms for word in cause_words) or (cause_words and not kinds):
+        kinds.add("cause")
+    return kinds
 
 
-def _resolved(kinds: set[str], *, focus: QuestionFocus, series: list[str], window: Window) -> list[str]:
+def _resolved(
+    kinds: set[str], *, focus: QuestionFocus, series: list[str], window: Window, about_alerts: bool
+) -> list[str]:
     """Which kinds the question asks, once the words that overlap are read together."""
     if "priority" in kinds:
         kinds -= {"list"}
@@ -174,8 +184,11 @@ def _resolved(kinds: set[str], *, focus: QuestionFocus, series: list[str], windo
     if "list" in kinds and focus.alerts:
         kinds = (kinds - {"list"}) | {"existence"}
     if "existence" in kinds and not focus.alerts:
-        # "是否存在 … 日志" asks about the logs; "checkout 有告警吗" about the service's alerts.
+        # "是否存在 … 日志" asks about the logs; "是否存在连接池耗尽" about the lines of that topic;
+        # "checkout 有告警吗" about the service's alerts.
         kinds -= {"existence"}
+        if not kinds and focus.topics and not about_alerts:
+            kinds = {"logs"}
         kinds |= {"list"} if focus.services and not kinds else set()
     if focus.alerts and not kinds:
         kinds = {"existence"}

@@ -4,7 +4,7 @@ Two kinds, each a small class returning its own typed `GuardResult`:
 
 - claim guards run in order over the executor's output before the gatekeeper: each may drop a
   binding, block a claim or remove an item, never add one (the exclusion guard, the focus guard,
-  evidence-as-data);
+  evidence-as-data, a restated conclusion); an output left with no claim is answered by the slots;
 - binding guards run with the gatekeeper: each may only fail a citation the gatekeeper passed, with a
   rule of its own and that rule's severity (the label check: a line called an error it is not);
 - verdict guards run after the verdict is computed: each may only cap it (the citation cap from the
@@ -36,12 +36,13 @@ from diagnosis.pipeline.gatekeeper import (
 from diagnosis.pipeline.instructions import evidence_gathering
 from diagnosis.pipeline.labels import labels_unsupported
 from diagnosis.pipeline.scope import FOCUS_RULE, SCOPE_RULE, out_of_focus, record_subjects, scope_guard
-from diagnosis.pipeline.slots import Slot, coverage_gaps
+from diagnosis.pipeline.slots import Slot, coverage_gaps, restated_conclusion
 from diagnosis.pipeline.verdict import Override, Verification
 
 EVIDENCE_AS_DATA_RULE = "evidence.not_an_instruction"
 CITATION_CAP_RULE = "evidence.citation_cap"
 COVERAGE_RULE = "answer.coverage"
+RESTATED_RULE = "answer.restated_conclusion"
 VERDICT_STRENGTH: dict[str, int] = {"PASS": 2, "LOW_CONFID": 1, "REJECT": 0}
 
 
@@ -155,6 +156,36 @@ class EvidenceAsDataGuard:
         )
 
 
+class RestatedConclusionGuard:
+    """A claim restating a `结论` line is that slot's, already stated and verified by code: blocked as a
+    finding, so the answer says it once (measured on a 1.5B model: it copied the lines with their counts,
+    which no excerpt holds, and the copies were judged unsupported) (`answer.restated_conclusion`)."""
+
+    name = RESTATED_RULE
+
+    def check(self, output: ExecutorOutput, context: RoundContext) -> GuardResult:
+        restated = {
+            claim.claim_id: line
+            for claim in output.claims
+            if (line := restated_conclusion(claim.claim_text, context.slots))
+        }
+        return GuardResult(
+            guard=self.name,
+            kept_output=output.model_copy(
+                update={"claims": [c for c in output.claims if c.claim_id not in restated]}
+            ),
+            blocked_claims=[c for c in output.claims if c.claim_id in restated],
+            warnings=[
+                RuleMessage(
+                    rule=self.name,
+                    message=f"断言重复了代码写出的结论，按该结论计：{line[:80]}",
+                    claim_id=claim_id,
+                )
+                for claim_id, line in restated.items()
+            ],
+        )
+
+
 class LabelCheck:
     """A claim calling a cited log line an error, timeout or slow request needs that property in the
     line (`evidence.label_unsupported`, reject), read by the rule the rules engine labels lines by."""
@@ -208,7 +239,12 @@ class CoverageGuard:
         return VerdictCap(guard=self.name, verdict="LOW_CONFID", reason="；".join(gaps), gaps=gaps)
 
 
-CLAIM_GUARDS: tuple[ClaimGuard, ...] = (ExclusionGuard(), FocusGuard(), EvidenceAsDataGuard())
+CLAIM_GUARDS: tuple[ClaimGuard, ...] = (
+    ExclusionGuard(),
+    FocusGuard(),
+    EvidenceAsDataGuard(),
+    RestatedConclusionGuard(),
+)
 BINDING_GUARDS: tuple[BindingGuard, ...] = (LabelCheck(),)
 VERDICT_GUARDS: tuple[VerdictGuard, ...] = (CitationCap(), CoverageGuard())
 

@@ -38,6 +38,7 @@ from diagnosis.pipeline.contracts import (
 from diagnosis.pipeline.focus import QuestionFocus, World
 from diagnosis.pipeline.gatekeeper import GatekeeperResult, gatekeep
 from diagnosis.pipeline.guards import (
+    RESTATED_RULE,
     GuardedOutput,
     RoundContext,
     bindings_guarded,
@@ -231,11 +232,12 @@ def _judgement(
         gatekeeper_result=gatekeeper_result,
         guidance_tools=recorder.guidance_tools,
         names=context.world.fact_names,
-        # An executor that stated nothing (its search planned nothing the asks need, e.g. a health
-        # question) is answered by the slots alone; claims it did state are what the verdict judges.
-        slot_facts=[]
-        if executor_call.output.claims or executor_call.parse_status.status == "parse_failed"
-        else [_slot_fact(slot) for slot in context.slots if slot.filled],
+        # An executor that stated nothing beyond the slots (nothing at all, e.g. a health question, or
+        # only restatements of their lines) is answered by the slots alone; claims it did state are what
+        # the verdict judges, also when a guard blocked them.
+        slot_facts=[_slot_fact(slot) for slot in context.slots if slot.filled]
+        if _nothing_beyond_slots(executor_call, guarded)
+        else [],
     )
     return Judgement(
         guarded=guarded,
@@ -243,6 +245,12 @@ def _judgement(
         verification=verdict_capped(verification, gatekeeper_result=gatekeeper_result, context=context),
         trace_summary=trace_summary,
     )
+
+
+def _nothing_beyond_slots(executor_call: StageCall[ExecutorOutput], guarded: GuardedOutput) -> bool:
+    if guarded.kept_output.claims or executor_call.parse_status.status == "parse_failed":
+        return False
+    return all(guard == RESTATED_RULE for guard in guarded.blocked_by().values())
 
 
 def _prior_messages(

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
+from difflib import SequenceMatcher
 
 from pydantic import BaseModel, ConfigDict
 
@@ -44,6 +45,10 @@ STEP_INTENTS = ("mitigation", "investigation")
 RUNBOOK_FILE = re.compile(r"\.(?:md|markdown)$", re.IGNORECASE)
 # Asks whose answer is reasoning over the evidence, which code only hedges: left open to the executor.
 REASONED_KINDS = ("cause",)
+# A claim restating a conclusion line: at least this share of it once plain, within it or this similar.
+RESTATED_SHARE = 0.5
+RESTATED_RATIO = 0.85
+PUNCTUATION = re.compile(r"[\s\W_]+")
 READ_ONLY = "本助手只读取告警、指标、日志与处理手册，不能执行「{word}」等操作"
 
 
@@ -76,6 +81,24 @@ def open_asks(slots: Sequence[Slot]) -> list[str]:
     """The asks code's slots do not settle: unfilled, or asking for reasoning (code's own inference on
     a cause is only a hedged pairing of its symptoms)."""
     return [slot.ask.label() for slot in slots if not slot.filled or slot.ask.kind in REASONED_KINDS]
+
+
+def restated_conclusion(text: str, slots: Sequence[Slot]) -> str:
+    """The `结论` line of a filled slot that `text` restates, or "": a copy of most of the line (within it,
+    or nearly the same text), never longer than it (a longer claim says something more)."""
+    said = _plain(text)
+    for slot in slots:
+        line = _plain(slot.line()) if slot.filled else ""
+        if not line or not len(line) * RESTATED_SHARE <= len(said) <= len(line):
+            continue
+        if said in line or SequenceMatcher(None, said, line).ratio() >= RESTATED_RATIO:
+            return slot.line()
+    return ""
+
+
+def _plain(text: str) -> str:
+    """The text without its `结论：` prefix, spaces and punctuation, lower-cased: how a copy is compared."""
+    return PUNCTUATION.sub("", text.removeprefix(CONCLUSION)).lower()
 
 
 def coverage_gaps(slots: Sequence[Slot]) -> list[str]:

@@ -144,6 +144,12 @@ MUTATIONS = (
         _without_claim_guard(guards.EVIDENCE_AS_DATA_RULE),
     ),
     Mutation(
+        guards.RESTATED_RULE,
+        "RestatedConclusionGuard removed from CLAIM_GUARDS",
+        "guard:restated",
+        _without_claim_guard(guards.RESTATED_RULE),
+    ),
+    Mutation(
         guards.CITATION_CAP_RULE,
         "CitationCap removed from VERDICT_GUARDS",
         "guard:citation_cap",

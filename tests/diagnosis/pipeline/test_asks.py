@@ -160,6 +160,31 @@ def test_what_the_logs_say_is_a_logs_ask_on_the_service(names):
 
 
 @per_world
+def test_whether_a_topic_is_present_asks_for_its_lines_not_for_the_alert_list(names):
+    asks = asks_of(f"确认 {names.service} 是否存在连接池耗尽", names)
+
+    assert [(a.kind, a.subject, a.topic) for a in asks] == [("logs", names.service, "connection_pool")]
+
+
+@per_world
+def test_whether_a_service_has_a_topics_alert_asks_for_its_alerts(names):
+    assert read(f"{names.service} 是否存在连接池告警", names) == [("list", names.service)]
+
+
+@per_world
+def test_a_symptom_word_beside_another_ask_is_its_topic_not_a_question_of_why(names):
+    asks = read(f"只确认 {names.service} 是否存在 {names.alert} 告警和慢请求日志", names)
+
+    assert "cause" not in [kind for kind, _ in asks]
+    assert ("logs", names.service) in asks
+
+
+@per_world
+def test_a_symptom_word_alone_asks_the_cause(names):
+    assert read(f"{names.service} 很慢", names) == [("cause", names.service)]
+
+
+@per_world
 def test_how_to_handle_an_alert_is_a_runbook_ask_on_the_alert(names):
     assert read(f"{names.alert} 怎么处理", names) == [("runbook", names.alert)]
 

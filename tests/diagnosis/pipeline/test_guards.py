@@ -309,6 +309,13 @@ SHORT_CITATION = output(
 INFO_CALLED_AN_ERROR = output(
     claim("cart-api 的错误日志记录：GET /v2/servers/detail status: 200", cite(info_logs_call()))
 )
+# The value slot's conclusion line, copied as a claim: its "32.79%" and source are in no excerpt.
+RESTATED = output(
+    claim(
+        'checkout:error_ratio{service="checkout"} 当前值 0.3279（32.79%）（采样时间未知） · 来源 query_promql',
+        cite(series_call()),
+    )
+)
 GUARD_CASES = {
     "ExclusionGuard": (
         "checkout 的错误率是多少？不要分析告警",
@@ -320,6 +327,11 @@ GUARD_CASES = {
         "checkout 为什么报错？",
         HOSTILE,
         lambda d: d.evaluation.executor_structured_output.recommended_actions == ["查看 checkout 的错误日志"],
+    ),
+    "RestatedConclusionGuard": (
+        "checkout 的错误率是多少？",
+        RESTATED,
+        lambda d: d.evaluation.verdict == "PASS" and d.answer.count("32.79%") == 1,
     ),
     "CitationCap": (
         "checkout 的错误率是多少？",

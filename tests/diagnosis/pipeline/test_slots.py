@@ -9,7 +9,14 @@ from decimal import Decimal
 
 import pytest
 
-from diagnosis.pipeline.slots import Slot, conclusion_lines, coverage_gaps, slots_read, slots_verified
+from diagnosis.pipeline.slots import (
+    Slot,
+    conclusion_lines,
+    coverage_gaps,
+    restated_conclusion,
+    slots_read,
+    slots_verified,
+)
 from tests.diagnosis.pipeline.slot_support import (
     NO_PROMETHEUS,
     NOW,
@@ -815,3 +822,32 @@ def test_a_value_is_read_in_its_unit_with_the_raw_number_beside_it(names, metric
     slot = only(read(f"{metric} 当前值", names, [series_message(2, metric, [sample])]))
 
     assert shown in slot.conclusion
+
+
+# --- A claim restating a conclusion line ---
+
+
+def existence_slot(names: Names) -> Slot:
+    alerts = alerts_message(1, [alert_record(names)], arguments={"service": names.service})
+    slot = only(read(f"只确认 {names.service} 是否存在 {names.alert} 告警", names, [alerts]))
+    assert slot.filled
+    return slot
+
+
+@per_world
+def test_a_claim_copying_a_conclusion_line_or_part_of_it_restates_that_line(names):
+    slot = existence_slot(names)
+
+    assert restated_conclusion(slot.line(), [slot]) == slot.line()
+    assert restated_conclusion(slot.conclusion.split(" · 来源")[0], [slot]) == slot.line()
+    # Spacing and punctuation of the copy do not matter.
+    assert restated_conclusion(slot.conclusion.replace("，", ", ").replace(" ", ""), [slot]) == slot.line()
+
+
+@per_world
+def test_a_claim_saying_more_than_the_conclusion_does_not_restate_it(names):
+    slot = existence_slot(names)
+
+    assert restated_conclusion(f"{slot.conclusion}，可能与同期发布有关", [slot]) == ""
+    assert restated_conclusion(f"{names.other} 的 {names.other_alert} 告警", [slot]) == ""
+    assert restated_conclusion(names.alert, [slot]) == ""  # a name in it is no copy of it
