@@ -449,14 +449,15 @@ def _logs(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
 def _log_slot(ask: Ask, messages: Sequence[dict], world: SlotWorld, *, wanted: str) -> Slot:
     """The lines served that have the `wanted` property (all of them for ""), grouped by template: each
     pattern's count, first and last time, and its newest line as the evidence ref."""
-    searches = _messages(messages, "query_logs")
+    # Searches on the ask's service (or on none): another service's lines are never this one's.
+    searches = _messages(messages, "query_logs", lambda arguments: _on_service(ask, arguments.get("service")))
     # The first search whose lines have the property (a cause ask runs several), else the first search.
     message = next(
         (
             m
             for m in searches
             if m.get("success")
-            and any(not wanted or _has(wanted, f.record, world.vocabulary) for f in _lines_served(m))
+            and any(not wanted or _has(wanted, f.record, world.vocabulary) for f in _lines_served(m, ask))
         ),
         next(iter(searches), None),
     )
@@ -465,7 +466,7 @@ def _log_slot(ask: Ask, messages: Sequence[dict], world: SlotWorld, *, wanted: s
     window = f"最近 {world.logs_window_minutes} 分钟"
     about = ask.service or "所有服务"
     label = world.vocabulary.label(wanted) if wanted else ""
-    found = _lines_served(message)
+    found = _lines_served(message, ask)
     limits = _logs_limits(ask, world)
     if not found:
         no_hit = _no_hit(message)
@@ -506,14 +507,20 @@ def _log_slot(ask: Ask, messages: Sequence[dict], world: SlotWorld, *, wanted: s
     )
 
 
-def _lines_served(message: dict) -> list[_Found]:
-    """Every line the call served, read from its evidence refs: the message's output may hold only a
-    prefix of long lines, its refs hold them all (up to the message's bound on refs)."""
-    return [
+def _lines_served(message: dict, ask: Ask) -> list[_Found]:
+    """Every line of the ask's service the call served, read from its evidence refs: the message's output
+    may hold only a prefix of long lines, its refs hold them all (up to the message's bound on refs)."""
+    lines = (
         _Found(message, evidence_record(ref["text"]), ref)
         for ref in message.get("evidence_refs") or []
         if str(ref.get("raw_path", "")).startswith("$.logs[")
-    ]
+    )
+    return [line for line in lines if _on_service(ask, line.record.get("service"))]
+
+
+def _on_service(ask: Ask, service: str | None) -> bool:
+    """Whether a search or a line with this service can be the ask's: its own service, or none said."""
+    return not ask.service or service in (None, "", ask.service)
 
 
 def _has(topic: str, record: dict, vocabulary: Vocabulary) -> bool:

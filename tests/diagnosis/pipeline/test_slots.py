@@ -431,6 +431,20 @@ def test_logs_count_error_level_lines_by_pattern(names):
 
 
 @per_world
+def test_another_services_error_lines_never_fill_a_services_logs_slot(names):
+    others = logs_message(names, [("ERROR", "pool exhausted for request 42")])
+    others["arguments"] = {"query": "error", "service": names.other}
+    for ref in others["evidence_refs"]:
+        ref["text"] = ref["text"].replace(f"[{names.service}]", f"[{names.other}]")
+    own = message(8, "query_logs", "logs", [], [], arguments={"query": "error", "service": names.service})
+
+    slot = only(read(f"{names.service} 的日志里有什么报错", names, [others, own]))
+
+    assert "pool exhausted" not in slot.conclusion
+    assert all(binding.source_invocation_id != others["invocation_id"] for binding in slot.bindings)
+
+
+@per_world
 def test_logs_whose_matched_lines_are_all_below_error_say_so(names):
     lines = [("WARN", "retry 2 of 3"), ("info", "request served")]
 
