@@ -40,7 +40,7 @@ test: install browser sources-stack
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest $(XDIST) -m "not scale" $(PYTEST_ARGS)
-	# The timed 100,000-session desk test runs alone, so other tests do not share its two cores.
+	# The 100,000-session desk test runs alone: it commits its history, which no other test may see.
 	$(PY) -m pytest -m scale $(PYTEST_ARGS)
 	DIAGNOSIS_DEV=1 $(PY) manage.py eval --exclude-tag known_gap
 

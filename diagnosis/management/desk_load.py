@@ -2,8 +2,9 @@
 
 `sessions_seed` writes many finished sessions (with reviews and open user reports) fast: PostgreSQL's
 COPY, batched `bulk_create` elsewhere. `desk_requests` names the pages reviewers and API clients open
-most; `desk_measure` times each one (best of a few runs) and counts its queries. Both the `bench_desk`
-command and the scale test use them, so the numbers in the report are the ones the test asserts.
+most; `desk_measure` times each one (best of a few runs), counts its queries and the pages the largest
+reads. Both the `bench_desk` command and the scale test use them: the command prints the times, the
+test asserts the queries and pages (a count of work, not a wall time a busy machine changes).
 """
 
 from __future__ import annotations
@@ -207,6 +208,29 @@ class Measurement:
     median_ms: float
     queries: int
     query_ms: float
+    # The most table and index pages one of the page's queries reads (PostgreSQL's buffer counts; None
+    # elsewhere): the work a page does, which unlike its wall time does not depend on a busy machine.
+    most_pages: int | None
+
+
+def pages_read(query: dict) -> int | None:
+    """Shared buffers (hit or read) a captured query touches, from running it again under EXPLAIN."""
+    if connection.vendor != "postgresql" or not query["sql"].lstrip().upper().startswith("SELECT"):
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {query['sql']}")
+        plan = cursor.fetchone()[0][0]["Plan"]
+    return plan["Shared Hit Blocks"] + plan["Shared Read Blocks"]
+
+
+def history_blocks() -> int:
+    """Pages of the sessions table: what one sequential scan of the history reads."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_relation_size(%s) / current_setting('block_size')::int",
+            [DiagnosisSession._meta.db_table],
+        )
+        return cursor.fetchone()[0]
 
 
 def desk_measure(*, client: Client, requests: list[DeskRequest], runs: int = 3) -> list[Measurement]:
@@ -236,6 +260,7 @@ def desk_measure(*, client: Client, requests: list[DeskRequest], runs: int = 3) 
                 statistics.median(times[request]),
                 len(queries),
                 slowest,
+                max((pages for query in queries if (pages := pages_read(query)) is not None), default=None),
             )
         )
     return results

@@ -15,6 +15,9 @@ VERDICTS_NEEDING_REVIEW = ("REJECT", "LOW_CONFID")
 # Reading everyone's sessions goes by the permission the admin already shows them by (the reviewers
 # group has it), never by `is_staff`: a staff flag alone reads no more than its own sessions.
 VIEW_ALL_PERMISSION = "diagnosis.view_diagnosissession"
+# feedback's BadCase, reached through its relation (diagnosis does not import the feedback app); its own
+# table is queried, not joined back to the sessions (a join read the session index once per open report).
+_BAD_CASE = DiagnosisSession.bad_case.related
 
 
 def user_may_view_all_sessions(*, user) -> bool:
@@ -82,9 +85,8 @@ def session_review_annotated(*, queryset: QuerySet[DiagnosisSession]) -> QuerySe
     return queryset.annotate(
         reviewed=Exists(reviews),
         disagreed=Exists(reviews.filter(opinion=SessionReview.Opinion.DISAGREE)),
-        # Through the reverse relation of feedback's BadCase: diagnosis does not import the feedback app.
         has_open_bad_case=Exists(
-            DiagnosisSession.objects.filter(pk=OuterRef("pk"), bad_case__resolved=False)
+            _BAD_CASE.related_model.objects.filter(**{_BAD_CASE.field.name: OuterRef("pk"), "resolved": False})
         ),
     )
 

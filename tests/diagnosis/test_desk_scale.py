@@ -1,21 +1,25 @@
-"""The reviewers' admin and the session API at 100,000 sessions on PostgreSQL: fixed queries, fast pages.
+"""The reviewers' admin and the session API at 100,000 sessions on PostgreSQL: fixed queries, little work.
 
 The history is written once for the module (COPY) and committed, then vacuumed and analysed as
 autovacuum would have done on a real desk (an uncommitted history has no visibility map, so every
-index scan visits the heap: a slower desk than any deployment has), and truncated at the end. Each
-request is timed by `desk_measure` (best of seven passes after a warm-up), the same code
-`manage.py bench_desk` reports with.
+index scan visits the heap: more work than any deployment does), and truncated at the end. Each
+request is measured by `desk_measure`, the code `manage.py bench_desk` reports with: the test asserts
+what a page does (its queries, the pages they read), the command prints how long it took on the
+machine it ran on.
 """
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from diagnosis.management.desk_load import (
     BadCase,
     desk_measure,
     desk_requests,
     desk_reviewer_client,
+    history_blocks,
+    pages_read,
     sessions_seed,
 )
 from diagnosis.models import DiagnosisSession, SessionReview
@@ -24,7 +28,6 @@ from tests.databases import skip_unless_postgresql
 pytestmark = [pytest.mark.scale, pytest.mark.django_db]
 
 SESSIONS = 100_000
-BUDGET_MS = 150
 # auth session, user, capped count, planner estimate (above the cap), the page of rows.
 ADMIN_QUERIES = 5
 # A search that is no session id: the exact-id probe first. A deep page: its ids, then its rows.
@@ -51,22 +54,26 @@ def expected_queries(name: str) -> int:
     return deep or QUERIES.get(name, ADMIN_QUERIES)
 
 
-def test_every_desk_page_is_fast_with_a_fixed_number_of_queries(long_history):
-    results = desk_measure(client=desk_reviewer_client(), requests=long_history, runs=7)
-    table = "\n".join(
-        f"{result.request.name}: {result.status_code}, {result.best_ms:.0f} ms, {result.queries} queries"
+def test_no_desk_query_reads_as_much_as_a_scan_of_the_history_and_each_page_makes_fixed_queries(long_history):
+    """A page's rows come by index (a few hundred pages here, a few thousand where a filter probes one
+    index per row); a query that scans the sessions (0.3–2 s here) reads every page of the table."""
+    results = desk_measure(client=desk_reviewer_client(), requests=long_history, runs=1)
+    scan = history_blocks()
+    table = f"a scan reads {scan} pages\n" + "\n".join(
+        f"{result.request.name}: {result.status_code}, {result.queries} queries, at most {result.most_pages} pages"
         for result in results
     )
     assert [result.status_code for result in results] == [200] * len(results), table
     assert {result.request.name: result.queries for result in results} == {
         result.request.name: expected_queries(result.request.name) for result in results
     }, table
-    # A page over budget is measured once more before it fails: a busy moment of a shared machine
-    # passes, a page that is really slow (a sequential scan takes 0.3–2 s here) does not.
-    slow = [result.request for result in results if result.best_ms > BUDGET_MS]
-    again = desk_measure(client=desk_reviewer_client(), requests=slow, runs=7) if slow else []
-    table += "\nmeasured again:\n" + "\n".join(f"{r.request.name}: {r.best_ms:.0f} ms" for r in again)
-    assert [result.request.name for result in again if result.best_ms > BUDGET_MS] == [], table
+    assert [result.request.name for result in results if result.most_pages >= scan] == [], table
+
+
+def test_a_query_that_scans_the_history_is_over_the_budget(long_history):
+    with CaptureQueriesContext(connection) as captured:
+        DiagnosisSession.objects.filter(error__contains="unreachable").count()
+    assert pages_read(captured.captured_queries[-1]) >= history_blocks()
 
 
 def test_a_deep_admin_page_and_an_exact_id_show_the_right_sessions(long_history):

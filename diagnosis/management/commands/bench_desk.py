@@ -2,8 +2,8 @@
 
 On a throwaway database it writes `--sessions` finished sessions (COPY on PostgreSQL), then opens
 the admin list, each filter, the searches, a deep page and the API's first and a deep page, and
-prints per request the best and median wall time of `--runs` runs, the queries made and their total
-time. Meant for PostgreSQL (`DATABASE_URL`); on SQLite it runs, but says so.
+prints per request the best and median wall time of `--runs` runs, the queries made, the slowest
+query's time and the most table and index pages one query reads (PostgreSQL). Meant for PostgreSQL (`DATABASE_URL`); on SQLite it runs, but says so.
 """
 
 import time
@@ -37,9 +37,12 @@ class Command(BaseCommand):
                 runs=options["runs"],
             )
         width = max(len(result.request.name) for result in results)
-        self.stdout.write(f"{'request':<{width}}  status  best ms  median ms  queries  SQL ms (last run)")
+        self.stdout.write(
+            f"{'request':<{width}}  status  best ms  median ms  queries  slowest SQL ms  most pages"
+        )
         for result in results:
             self.stdout.write(
                 f"{result.request.name:<{width}}  {result.status_code:>6}  {result.best_ms:>7.1f}"
-                f"  {result.median_ms:>9.1f}  {result.queries:>7}  {result.query_ms:>18.1f}"
+                f"  {result.median_ms:>9.1f}  {result.queries:>7}  {result.query_ms:>14.1f}"
+                f"  {'–' if result.most_pages is None else result.most_pages:>10}"
             )
