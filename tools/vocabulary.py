@@ -7,7 +7,8 @@
     asks             the words that say what a question asks, read by the question's focus and so
                      by the planners: `alerts` (it is about alerts: "有哪些告警", and a name right
                      before one is an alert's name), `cause` (why something happens), `guidance`
-                     (how to handle it: the runbooks); and the asks, each with
+                     (how to handle it: the runbooks), `status` (how a subject is doing: alone
+                     beside a topic, "内存情况怎么样", it asks the current value); and the asks, each with
                      its slot in the answer: existence, value, threshold, trend, history, logs,
                      runbook, list, priority, health, action. A kind a file leaves out has the shipped
                      file's words, so a world that names its services differently still reads
@@ -88,6 +89,7 @@ class Asks(BaseModel):
     alerts: list[str] = Field(default_factory=_shipped_words("alerts"))
     cause: list[str] = Field(default_factory=_shipped_words("cause"))
     guidance: list[str] = Field(default_factory=_shipped_words("guidance"))
+    status: list[str] = Field(default_factory=_shipped_words("status"))
     # The asks, each answered by its own slot (`diagnosis.pipeline.asks`).
     existence: list[str] = Field(default_factory=_shipped_words("existence"))
     value: list[str] = Field(default_factory=_shipped_words("value"))

@@ -161,6 +161,9 @@ def _kinds_in(text: str, vocabulary: Vocabulary) -> set[str]:
     topic_terms = {term.lower() for terms in vocabulary.groups.values() for term in terms}
     if any(word.lower() not in topic_terms for word in cause_words) or (cause_words and not kinds):
         kinds.add("cause")
+    # "内存情况怎么样" asks how the topic is doing now: its value; beside another ask, that ask says how.
+    if not kinds and any(term_pattern(word).search(lowered) for word in words.status):
+        kinds.add("value")
     return kinds
 
 

@@ -4,7 +4,6 @@ runs, so its plan holds them and it starts from their results."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 
 from diagnosis.pipeline.asks import Ask
@@ -14,17 +13,13 @@ from diagnosis.pipeline.slots import (
     STEP_INTENTS,
     SlotWorld,
     alert_arguments,
+    alert_on_topic,
     alerts_of,
     on_topic,
     quoted,
     runbook_names,
 )
 from tools.promql import comparison_of, series_query
-from tools.terms import term_pattern
-from tools.vocabulary import Vocabulary
-
-# The words of a CamelCase or snake_case name: `CheckoutErrorRatio` → Checkout Error Ratio.
-NAME_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 Call = tuple[str, dict]
 
@@ -124,21 +119,11 @@ def _series_queries(ask: Ask, alerts: list[dict], world: SlotWorld) -> list[str]
     if templated and ask.subject_kind == "all":
         return topic_queries
     if templated and not any(
-        _alert_on_topic(a.get("alert_name", ""), ask.topic, world.vocabulary) for a in about
+        alert_on_topic(a.get("alert_name", ""), ask.topic, world.vocabulary) for a in about
     ):
         return topic_queries
     own = [c.series for a in about if (c := comparison_of(a.get("expr") or ""))]
     return list(dict.fromkeys(own))[:3] or topic_queries
-
-
-def _alert_on_topic(alert: str, topic: str, vocabulary: Vocabulary) -> bool:
-    """The vocabulary's topic of the alert, or a term of the topic in its name (`CheckoutErrorRatio`)."""
-    if alert in vocabulary.alert_topics:
-        return vocabulary.alert_topics[alert] == topic
-    return any(
-        term_pattern(term).search(" ".join(NAME_PARTS.findall(alert)).lower())
-        for term in vocabulary.groups.get(topic, [])
-    )
 
 
 def _history_query(ask: Ask, world: SlotWorld) -> str:

@@ -27,8 +27,11 @@ from diagnosis.pipeline.instructions import QUOTE_ONLY, instructions_in
 from tools.loglines import Pattern, evidence_record, has_property, patterns_mined
 from tools.numbers import number_text, series_name
 from tools.promql import Carrier, comparison_of
-from tools.terms import groups_in
+from tools.terms import groups_in, term_pattern
 from tools.vocabulary import Vocabulary
+
+# The words of a CamelCase or snake_case name: `CheckoutErrorRatio` → Checkout Error Ratio.
+NAME_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 # query_promql's own bound on a range.
 MAX_RANGE_MINUTES = 7 * 24 * 60
@@ -271,10 +274,13 @@ def _value(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
             conclusion=f"{'；'.join(lines)} · 来源 {_source(message)}",
             bindings=[f.binding for f in found[:MAX_LISTED]],
         )
-    # No Prometheus to ask: the alert's own current value, as its source records it.
+    # No Prometheus to ask: the alert's own current value, as its source records it; the value of a
+    # topic is an alert of that topic's ("内存是多少" is not answered by a crash-loop count).
     alerts, message = _alert_found(ask, messages)
     valued = [
-        f for f in _on_topic_found(alerts, ask, world.vocabulary) if f.record.get("value") not in (None, "")
+        f
+        for f in _on_topic_found(alerts, ask, world.vocabulary, or_all=False)
+        if f.record.get("value") not in (None, "")
     ]
     if not valued:
         return _failure(message, ask, "没有可查询的指标序列（需要 Prometheus 数据源，或告警记录自带当前值）")
@@ -666,16 +672,28 @@ def _series_found(ask: Ask, messages: Sequence[dict]) -> tuple[list[_Found], dic
     return found[0]
 
 
-def on_topic(alerts: list[dict], ask: Ask, vocabulary: Vocabulary) -> list[dict]:
-    """The alerts an ask about a topic means: those of that topic, else all of the subject's."""
+def on_topic(alerts: list[dict], ask: Ask, vocabulary: Vocabulary, *, or_all: bool = True) -> list[dict]:
+    """The alerts an ask about a topic means: those of that topic, else (`or_all`) all of the subject's."""
     if not ask.topic or ask.subject_kind == "alert":
         return alerts
-    topical = [a for a in alerts if vocabulary.alert_topics.get(a.get("alert_name", "")) == ask.topic]
-    return topical or alerts
+    topical = [a for a in alerts if alert_on_topic(a.get("alert_name", ""), ask.topic, vocabulary)]
+    return topical or (alerts if or_all else [])
 
 
-def _on_topic_found(found: list[_Found], ask: Ask, vocabulary: Vocabulary) -> list[_Found]:
-    wanted = {id(a) for a in on_topic([f.record for f in found], ask, vocabulary)}
+def alert_on_topic(alert: str, topic: str, vocabulary: Vocabulary) -> bool:
+    """The vocabulary's topic of the alert, or a term of the topic in its name (`CheckoutErrorRatio`)."""
+    if alert in vocabulary.alert_topics:
+        return vocabulary.alert_topics[alert] == topic
+    return any(
+        term_pattern(term).search(" ".join(NAME_PARTS.findall(alert)).lower())
+        for term in vocabulary.groups.get(topic, [])
+    )
+
+
+def _on_topic_found(
+    found: list[_Found], ask: Ask, vocabulary: Vocabulary, *, or_all: bool = True
+) -> list[_Found]:
+    wanted = {id(a) for a in on_topic([f.record for f in found], ask, vocabulary, or_all=or_all)}
     return [f for f in found if id(f.record) in wanted]
 
 

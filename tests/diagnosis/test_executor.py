@@ -24,8 +24,9 @@ def claims_of(session: DiagnosisSession) -> list[dict]:
 def test_a_spent_tool_budget_leaves_the_rest_as_gaps_and_the_session_completes(settings):
     settings.DIAGNOSIS = settings.DIAGNOSIS | {"MAX_TOOL_CALLS": 2, "MAX_ROUNDS": 1}
 
+    # No ask words: every call is the executor's own, so its budget is all there is.
     session = session_start(
-        query="payment-service、order-service、user-service 的 CPU 和内存怎么样",
+        query="payment-service、order-service、user-service 的 CPU 和内存",
         engine="rules",
         run_inline=True,
     )

@@ -37,6 +37,19 @@ def test_an_english_what_is_question_is_a_value_ask(names):
 
 
 @per_world
+@pytest.mark.parametrize("query", ["{service} 的内存情况怎么样", "how is the memory of {service}?"])
+def test_how_a_topic_of_a_service_is_doing_is_a_value_ask_on_that_service(names, query):
+    asks = asks_of(query.format(service=names.service), names)
+
+    assert [(a.kind, a.subject, a.topic) for a in asks] == [("value", names.service, "memory")]
+
+
+@per_world
+def test_how_a_topics_lines_are_doing_asks_for_the_lines_not_a_value(names):
+    assert read(f"{names.service} 最近的错误日志怎么样", names) == [("logs", names.service)]
+
+
+@per_world
 def test_an_alert_firing_again_and_again_is_a_history_ask(names):
     asks = asks_of(f"{names.other} 的{names.other_metric}告警是不是在反复触发？", names)
 

@@ -113,6 +113,17 @@ def test_without_prometheus_a_value_is_the_alert_records_own_value(names):
 
 
 @per_world
+def test_without_prometheus_a_topics_value_is_never_another_topics_alert_value(names):
+    alerts = alerts_message(1, [alert_record(names)], arguments={"service": names.service})
+
+    slot = only(read(f"{names.service} 的磁盘情况怎么样", names, [alerts], tools=NO_PROMETHEUS))
+
+    assert not slot.filled
+    assert slot.gap().startswith(f"未能回答：{names.service} 的当前值 — ")
+    assert names.alert not in slot.gap()
+
+
+@per_world
 def test_a_named_metric_is_answered_from_its_own_series(names):
     sample = {"metric": {"__name__": "node_load1", "instance": "10.0.0.7:9100"}, "value": [T, "1.5"]}
 
