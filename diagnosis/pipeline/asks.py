@@ -106,6 +106,12 @@ class Ask(BaseModel):
         return f"{about} 的{ASK_LABELS[self.kind]}" if about else ASK_LABELS[self.kind]
 
 
+def only_actions(asks: list[Ask]) -> bool:
+    """The question asks for an action and nothing else ("帮我重启 X"): code's statement answers it, and
+    nothing found about X may pose as the action's result."""
+    return bool(asks) and all(ask.kind == "action" for ask in asks)
+
+
 def asks_read(
     *, query: str, focus: QuestionFocus, vocabulary: Vocabulary, now: datetime, default_minutes: int
 ) -> list[Ask]:

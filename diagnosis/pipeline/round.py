@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import get_args
 
-from diagnosis.pipeline.asks import Ask, asks_read
+from diagnosis.pipeline.asks import Ask, asks_read, only_actions
 from diagnosis.pipeline.claims_under_check import claims_under_check
 from diagnosis.pipeline.contracts import (
     ExecutorInput,
@@ -360,7 +360,11 @@ def _slot_fact(slot: Slot) -> FactCheck:
 
 
 def _plan_widened(plan: PlannerOutput, asks: list[Ask], slot_messages: list[dict]) -> PlannerOutput:
-    """The plan holds the asks' calls, whichever engine planned: code says so in the step."""
+    """The plan holds the asks' calls, whichever engine planned: code says so in the step. An action
+    asked alone is answered by code's statement: no planned search about its subject (measured: a 1.5B
+    planner planned the subject's alerts and logs, and the executor's findings about it were rejected)."""
+    if only_actions(asks):
+        return plan.model_copy(update={"steps": []})
     planned = {step.tool for step in plan.steps}
     added = [
         PlanStep(tool=tool, purpose=f"代码按所问补充：{'、'.join(a.label() for a in asks)}")

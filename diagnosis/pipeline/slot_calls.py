@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from diagnosis.pipeline.asks import Ask
+from diagnosis.pipeline.asks import Ask, only_actions
 from diagnosis.pipeline.interfaces import Toolbox, ToolboxWrapper
 from diagnosis.pipeline.slots import (
     MAX_RANGE_MINUTES,
@@ -39,7 +39,7 @@ def plan_tools(asks: Sequence[Ask], messages: Sequence[dict]) -> list[str]:
     """The tools of the asks' calls that the plan holds. An action's calls (its subject's alerts, their
     runbook) serve the code-written answer only: an action is answered without findings about its
     subject, so they are not the executor's."""
-    if asks and all(ask.kind == "action" for ask in asks):
+    if only_actions(asks):
         return []
     return list(dict.fromkeys(m["tool_name"] for m in messages))
 

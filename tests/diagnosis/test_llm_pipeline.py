@@ -490,6 +490,27 @@ def test_a_question_the_asks_calls_settle_costs_one_model_call_and_passes_on_the
     assert fact in session.answer
 
 
+ACTION_QUESTIONS = {"demo": ("帮我重启 order-service", "order-service"), "shop": ("帮我重启 checkout", "checkout")}
+
+
+def test_an_action_request_is_answered_by_codes_statement_whatever_the_model_planned(
+    fake_llm, one_round, either_world
+):
+    query, service = ACTION_QUESTIONS[either_world]
+    plan = existence_plan(query)
+    plan["steps"].append({"tool": "query_logs", "purpose": f"查看 {service} 的日志"})
+    server = fake_llm({"planner": [plan]})
+
+    session = run(query)
+
+    assert session.verdict == "PASS"
+    # The model's search of the subject is not run: nothing about it may pose as the restart's result.
+    assert not server.requests_for("ExecutorOutput")
+    assert evaluation(session)["planner_output"]["steps"] == []
+    assert not session.tool_invocations.filter(tool_name="query_logs").exists()
+    assert session.answer.startswith("结论：本助手只读取") and "「重启」" in session.answer
+
+
 def test_a_planned_tool_the_asks_calls_did_not_use_is_the_executors_to_call(
     fake_llm, one_round, either_world
 ):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from diagnosis.pipeline.asks import Ask
+from diagnosis.pipeline.asks import Ask, only_actions
 from diagnosis.pipeline.contracts import PlannerOutput, PlanStep
 from diagnosis.pipeline.focus import QuestionFocus
 from diagnosis.pipeline.scope import scope_parse
@@ -20,9 +20,7 @@ def plan_by_rules(query: str, *, focus: QuestionFocus, asks: Sequence[Ask] = ())
 
     asks_guidance = not narrow and focus.asks_guidance
     steps = []
-    if asks and all(ask.kind == "action" for ask in asks):
-        # "帮我重启 X" asks for an action, not a finding about X: the read-only statement and the
-        # runbook answer it (the action slot), and nothing found about X may pose as its result.
+    if only_actions(asks):
         return PlannerOutput(
             goal=query.strip(), steps=[], narrow_scope=True, focus=services + alerts, excluded_topics=excluded
         )
