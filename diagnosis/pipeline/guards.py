@@ -239,11 +239,13 @@ class CoverageGuard:
         return VerdictCap(guard=self.name, verdict="LOW_CONFID", reason="；".join(gaps), gaps=gaps)
 
 
+# A copy of code's own conclusion is taken out first: it is the slot's, whatever the other guards would
+# say of a model claim naming those subjects (a health question names none of the targets it lists).
 CLAIM_GUARDS: tuple[ClaimGuard, ...] = (
+    RestatedConclusionGuard(),
     ExclusionGuard(),
     FocusGuard(),
     EvidenceAsDataGuard(),
-    RestatedConclusionGuard(),
 )
 BINDING_GUARDS: tuple[BindingGuard, ...] = (LabelCheck(),)
 VERDICT_GUARDS: tuple[VerdictGuard, ...] = (CitationCap(), CoverageGuard())

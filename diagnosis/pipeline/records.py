@@ -68,7 +68,8 @@ class RoundRecord(Verification):
     # The inventory the question was read against.
     inventory: dict[str, Any] = {}
     blocked_claims: list[Claim]
-    # What the claim guards (exclusion, focus, evidence as data) blocked or removed, and why.
+    # What the claim guards (restated conclusion, exclusion, focus, evidence as data) blocked or
+    # removed, and why.
     guard_warnings: list[RuleMessage] = []
     # Each blocked claim's id and the guard that blocked it.
     blocked_by: dict[str, str] = {}

@@ -3,8 +3,8 @@
     asks (code) → planner → the asks' calls (code) → executor (tool loop, from their results and the
     conclusions code reads from them)
     (its calls' service and alert names grounded in the inventory by code)
-    → claim guards (exclusion, focus, evidence as data) → gatekeeper with the binding guards (label
-    check) → slots (code, verified)
+    → claim guards (restated conclusion, exclusion, focus, evidence as data) → gatekeeper with the
+    binding guards (label check) → slots (code, verified)
     → verifier → verdict (code) → verdict guards (citation cap, coverage) → route
     (gaps: the verifier's and the caps', plus every empty or failed call nothing cites, by name and source)
 

@@ -93,6 +93,16 @@ def info_logs_call(pk: int = 4) -> Invocation:
     return Invocation(pk, "query_logs", {"logs": logs}, {"service": "cart-api"}, {"evidence_refs": refs})
 
 
+def targets_call(pk: int = 5) -> Invocation:
+    targets = [
+        {"job": "node", "instance": "10.0.0.1:9100", "health": "up", "last_error": ""},
+        {"job": "payments", "instance": "10.0.0.2:9187", "health": "down", "last_error": "connection refused"},
+    ]
+    texts = [f"{t['job']} {t['instance']} {t['health']} {t['last_error']}".strip() for t in targets]
+    refs = [{"raw_path": f"$.targets[{i}]", "text": text} for i, text in enumerate(texts)]
+    return Invocation(pk, "query_targets", {"targets": targets}, retrieval_details={"evidence_refs": refs})
+
+
 def cite(invocation: Invocation, index: int = 0, excerpt: str | None = None) -> EvidenceBinding:
     ref = invocation.retrieval_details["evidence_refs"][index]
     return EvidenceBinding(
@@ -290,6 +300,18 @@ def test_a_remedy_is_removed_from_the_recommended_actions(action):
 
     assert result.evaluation.executor_structured_output.recommended_actions == []
     assert guards.EVIDENCE_AS_DATA_RULE in {w.rule for w in result.evaluation.guard_warnings}
+
+
+def test_a_copy_of_codes_conclusion_counts_as_its_slot_even_naming_subjects_the_question_did_not():
+    query = "Any scrape targets down?"
+    [line] = [slot.line() for slot in diagnosed(query, output(), [targets_call()]).evaluation.slots]
+    copied = output(claim(line.removeprefix("结论："), cite(targets_call(), 1)))
+
+    result = diagnosed(query, copied, [targets_call()])
+
+    # Not a claim about `payments` out of the question's focus: the health slot's own line.
+    assert result.evaluation.blocked_by == {"claim-1": guards.RESTATED_RULE}
+    assert result.evaluation.verdict == "PASS"
 
 
 # --- Each guard matters: switched off, its case turns out differently ---
