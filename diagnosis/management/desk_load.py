@@ -223,7 +223,7 @@ def pages_read(query: dict) -> int | None:
     return plan["Shared Hit Blocks"] + plan["Shared Read Blocks"]
 
 
-def history_blocks() -> int:
+def history_pages() -> int:
     """Pages of the sessions table: what one sequential scan of the history reads."""
     with connection.cursor() as cursor:
         cursor.execute(

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from diagnosis.pipeline.focus import QuestionFocus, folded_name
 from diagnosis.pipeline.windows import Window, window_in
-from tools.terms import term_pattern
+from tools.terms import asks_in, term_pattern
 from tools.vocabulary import Vocabulary
 
 AskKind = Literal[
@@ -119,7 +119,8 @@ def asks_read(
     can name a slot for (then the answer is judged on its claims alone, as before)."""
     window = window_in(query, now=now, default_minutes=default_minutes)
     text = _without_span(query, window.span)
-    kinds = _kinds_in(text, vocabulary)
+    said = asks_in(text, vocabulary=vocabulary)
+    kinds = _kinds_in(text, said, vocabulary)
     ask_window = AskWindow.of(window, now=now)
     series = _series_in(text, focus)
     topic = focus.topics[0] if focus.topics else ""
@@ -133,8 +134,7 @@ def asks_read(
         return [
             Ask(kind="action", subject=subject, subject_kind=subject_kind, window=ask_window, word=words[0])
         ]
-    about_alerts = any(term_pattern(word).search(text.lower()) for word in vocabulary.asks.alerts)
-    kinds = _resolved(kinds, focus=focus, series=series, window=window, about_alerts=about_alerts)
+    kinds = _resolved(kinds, focus=focus, series=series, window=window, about_alerts="alerts" in said)
     values = _values_in(text, series) if series else ()
     asks = []
     for kind in kinds:
@@ -153,22 +153,17 @@ def asks_read(
     return asks
 
 
-def _kinds_in(text: str, vocabulary: Vocabulary) -> set[str]:
-    lowered = text.lower()
-    words = vocabulary.asks
-    kinds = {
-        kind
-        for kind, field in WORDS_FIELD.items()
-        if kind != "cause" and any(term_pattern(word).search(lowered) for word in getattr(words, field))
-    }
-    cause_words = [word for word in words.cause if term_pattern(word).search(lowered)]
+def _kinds_in(text: str, said: set[str], vocabulary: Vocabulary) -> set[str]:
+    """The kinds asked, from the vocabulary's ask words the text uses (`said`, by field)."""
+    kinds = {kind for kind, field in WORDS_FIELD.items() if kind != "cause" and field in said}
+    cause_words = [word for word in vocabulary.asks.cause if term_pattern(word).search(text.lower())]
     # A cause word that is also a topic's term names a symptom ("很慢"); beside another ask it is that
     # ask's topic ("是否存在慢请求日志"), not a question of why.
     topic_terms = {term.lower() for terms in vocabulary.groups.values() for term in terms}
     if any(word.lower() not in topic_terms for word in cause_words) or (cause_words and not kinds):
         kinds.add("cause")
     # "内存情况怎么样" asks how the topic is doing now: its value; beside another ask, that ask says how.
-    if not kinds and any(term_pattern(word).search(lowered) for word in words.status):
+    if not kinds and "status" in said:
         kinds.add("value")
     return kinds
 

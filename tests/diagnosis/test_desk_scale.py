@@ -18,7 +18,7 @@ from diagnosis.management.desk_load import (
     desk_measure,
     desk_requests,
     desk_reviewer_client,
-    history_blocks,
+    history_pages,
     pages_read,
     sessions_seed,
 )
@@ -58,7 +58,7 @@ def test_no_desk_query_reads_as_much_as_a_scan_of_the_history_and_each_page_make
     """A page's rows come by index (a few hundred pages here, a few thousand where a filter probes one
     index per row); a query that scans the sessions (0.3–2 s here) reads every page of the table."""
     results = desk_measure(client=desk_reviewer_client(), requests=long_history, runs=1)
-    scan = history_blocks()
+    scan = history_pages()
     table = f"a scan reads {scan} pages\n" + "\n".join(
         f"{result.request.name}: {result.status_code}, {result.queries} queries, at most {result.most_pages} pages"
         for result in results
@@ -73,7 +73,7 @@ def test_no_desk_query_reads_as_much_as_a_scan_of_the_history_and_each_page_make
 def test_a_query_that_scans_the_history_is_over_the_budget(long_history):
     with CaptureQueriesContext(connection) as captured:
         DiagnosisSession.objects.filter(error__contains="unreachable").count()
-    assert pages_read(captured.captured_queries[-1]) >= history_blocks()
+    assert pages_read(captured.captured_queries[-1]) >= history_pages()
 
 
 def test_a_deep_admin_page_and_an_exact_id_show_the_right_sessions(long_history):

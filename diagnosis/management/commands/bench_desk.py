@@ -3,7 +3,8 @@
 On a throwaway database it writes `--sessions` finished sessions (COPY on PostgreSQL), then opens
 the admin list, each filter, the searches, a deep page and the API's first and a deep page, and
 prints per request the best and median wall time of `--runs` runs, the queries made, the slowest
-query's time and the most table and index pages one query reads (PostgreSQL). Meant for PostgreSQL (`DATABASE_URL`); on SQLite it runs, but says so.
+query's time and the most table and index pages one query reads (PostgreSQL). Meant for PostgreSQL
+(`DATABASE_URL`); on SQLite it runs, but says so.
 """
 
 import time
