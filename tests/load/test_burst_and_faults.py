@@ -378,11 +378,25 @@ def _notify(stack: Stack) -> dict:
         return json.loads(response.read())
 
 
+def _children(stack, session_id: str) -> list[tuple[str, str]]:
+    """Status and error of the report's alert sessions."""
+    return stack.query(
+        "SELECT c.status, c.error FROM diagnosis_diagnosissession c JOIN diagnosis_diagnosissession p"
+        " ON c.parent_id = p.id WHERE p.session_id = %s",
+        [session_id],
+    )
+
+
 def test_a_killed_workers_alert_episode_is_analysed_again_after_the_resend(stack):
     # The report's alert session waits on the model that never answers: the worker is killed meanwhile.
     _restart_web(stack, DIAGNOSIS_ALERTMANAGER_TOKEN=WEBHOOK_TOKEN, DIAGNOSIS_ENGINE="llm")
     killed = _notify(stack)["sessionId"]
-    _wait(lambda: stack.status_of(killed)[0] == "RUNNING", seconds=20, what="the report to run")
+    # The report runs before it writes its alert sessions: killed in between, it would have none.
+    _wait(
+        lambda: "RUNNING" in [status for status, _ in _children(stack, killed)],
+        seconds=20,
+        what="the report's alert session to run",
+    )
     stack.kill("worker")
     time.sleep(LOST_AFTER_SECONDS + HEARTBEAT_SECONDS)
     _restart_web(stack, DIAGNOSIS_ENGINE="rules")
@@ -394,11 +408,7 @@ def test_a_killed_workers_alert_episode_is_analysed_again_after_the_resend(stack
     assert again["episodes"] == {"new": 1, "known": 0, "resolved": 0}
     assert again["sessionId"] != killed
     _wait(lambda: stack.status_of(again["sessionId"])[0] == "COMPLETED", seconds=60, what="the new report")
-    children = stack.query(
-        "SELECT c.status, c.error FROM diagnosis_diagnosissession c JOIN diagnosis_diagnosissession p"
-        " ON c.parent_id = p.id WHERE p.session_id = %s",
-        [killed],
-    )
+    children = _children(stack, killed)
     assert children and all(status == "FAILED" for status, _ in children)
     assert all("所属告警分析报告" in error or "心跳" in error for _, error in children)
     evaluated = stack.query(
