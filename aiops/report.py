@@ -42,6 +42,7 @@ from diagnosis.pipeline.routing import OUTPUT_TYPE_LABELS
 from diagnosis.pipeline.slots import SEVERITY_RANK
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.services.invocations import NO_EVIDENCE
+from tools.evidence_kinds import ALERTS, LOGS
 from tools.loglines import is_error_level, patterns_mined
 from tools.promql import comparison_of
 
@@ -52,7 +53,7 @@ OutputType = DiagnosisSession.OutputType
 REPORT_TITLE = "告警分析报告"
 FIRING, RESOLVED = "firing", "resolved"
 # The evidence every analysed alert must have been checked against.
-REQUIRED_EVIDENCE_TOOLS = ("query_metrics", "query_logs")
+REQUIRED_EVIDENCE_TOOLS = (ALERTS.tool, LOGS.tool)
 FAILED_LABEL = "执行失败"
 FAILED_GAP = "诊断执行失败，未获得可用证据"
 MIXED_RESULTS_NOTE = "部分告警的结论存在证据缺口、已降级或执行失败，请按各告警的输出类型谨慎参考。"
@@ -353,7 +354,7 @@ def error_patterns(invocations: list[ToolInvocation]) -> list[tuple[str, int]]:
     messages: list[str] = []
     seen: set[tuple] = set()
     for invocation in invocations:
-        if invocation.tool_name != "query_logs" or not invocation.success:
+        if not LOGS.owns(invocation.tool_name) or not invocation.success:
             continue
         for record in invocation.output.get("logs") or []:
             if not is_error_level(str(record.get("level", ""))):
@@ -394,7 +395,7 @@ def _number(value) -> Decimal | None:
 def _alert_record(subject: AlertSubject, invocations: list[ToolInvocation]) -> dict | None:
     """The subject's record in its session's alert query (same name, and service when it has one)."""
     for invocation in invocations:
-        if invocation.tool_name != "query_metrics" or not invocation.success:
+        if not ALERTS.owns(invocation.tool_name) or not invocation.success:
             continue
         for record in invocation.output.get("alerts") or []:
             if record.get("alert_name") == subject.alert_name and (

@@ -57,12 +57,13 @@ from diagnosis.services.session_lifecycle import (
 )
 from diagnosis.services.session_runner import session_run
 from diagnosis.services.sessions import MAX_ANALYSED_ALERTS, session_rate_slot
+from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS
 from tools.records import service_of
 
 logger = logging.getLogger(__name__)
 
 SOURCE_ALERTMANAGER, SOURCE_MANUAL = "alertmanager", "manual"
-INVENTORY_TOOL, RUNBOOK_TOOL, LOGS_TOOL = "query_metrics", "lookup_knowledge", "query_logs"
+INVENTORY_TOOL, RUNBOOK_TOOL, LOGS_TOOL = ALERTS.tool, KNOWLEDGE.tool, LOGS.tool
 RUNBOOK_SECTIONS = 10
 Status = DiagnosisSession.Status
 # Rows per INSERT when a notification brings thousands of new episodes.

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 import openai
 from pydantic import BaseModel, ConfigDict
 
+from tools.evidence_kinds import EvidenceKind, current_name
 from tools.sources import settings_needed, source_for
 from tools.sources.kinds import Source
 
@@ -39,6 +40,8 @@ class SourceUnavailableError(RuntimeError):
 
 
 class EvidenceTool(ABC, Generic[SourceT]):
+    # The tool's row in `tools.evidence_kinds`: its name, record list key and guidance flag come from it.
+    kind: ClassVar[EvidenceKind]
     name: ClassVar[str]
     description: ClassVar[str]
     arguments_model: ClassVar[type[ToolArguments]]
@@ -52,6 +55,15 @@ class EvidenceTool(ABC, Generic[SourceT]):
     source_kind: ClassVar[type[Source] | None] = None
     # What it says when no source answers its kind: "PromQL 需要 Prometheus 数据源".
     source_needed: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "kind" in cls.__dict__:
+            cls.name, cls.collection_key, cls.is_guidance = (
+                cls.kind.tool,
+                cls.kind.collection_key,
+                cls.kind.guidance,
+            )
 
     @property
     def is_evidence(self) -> bool:
@@ -102,8 +114,9 @@ def register(tool_class: type[EvidenceTool[Any]]) -> type[EvidenceTool[Any]]:
 
 
 def get_tool(name: str) -> EvidenceTool[Any]:
+    """The tool of that name, also by a name it had before (recorded sessions, shipped cases)."""
     try:
-        return _REGISTRY[name]
+        return _REGISTRY[current_name(name)]
     except KeyError:
         raise UnknownToolError(name) from None
 

@@ -8,6 +8,7 @@ from django.conf import settings
 
 from tools.base import EvidenceTool, ToolArguments, ToolContext, register
 from tools.clock import local_text
+from tools.evidence_kinds import CLOCK
 
 
 class NoArguments(ToolArguments):
@@ -16,7 +17,7 @@ class NoArguments(ToolArguments):
 
 @register
 class GetCurrentDatetimeTool(EvidenceTool):
-    name = "get_current_datetime"
+    kind = CLOCK
     description = "返回当前时间（与日志时间戳同一时区、同一格式），用于换算“最近 N 分钟”。"
     arguments_model = NoArguments
 

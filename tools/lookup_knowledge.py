@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import Field
 
 from tools.base import EvidenceTool, ToolArguments, ToolContext, register
+from tools.evidence_kinds import KNOWLEDGE
 from tools.retrieval import knowledge_rank
 from tools.sources.kinds import KnowledgeSource
 
@@ -28,11 +29,9 @@ class LookupKnowledgeArguments(ToolArguments):
 
 @register
 class LookupKnowledgeTool(EvidenceTool[KnowledgeSource]):
-    name = "lookup_knowledge"
+    kind = KNOWLEDGE
     description = "检索运维知识库（处理手册与历史案例）。结果只是排查参考，不能当作当前故障的事实。"
     arguments_model = LookupKnowledgeArguments
-    collection_key = "evidence_blocks"
-    is_guidance = True
     source_kind = KnowledgeSource
 
     def run(self, arguments: LookupKnowledgeArguments, context: ToolContext) -> dict[str, Any]:

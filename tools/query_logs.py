@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from tools.base import EvidenceTool, ToolArguments, ToolContext, register
+from tools.evidence_kinds import LOGS
 from tools.loglines import evidence_text
 from tools.sources.kinds import LogSource
 
@@ -32,10 +33,9 @@ class QueryLogsArguments(ToolArguments):
 
 @register
 class QueryLogsTool(EvidenceTool[LogSource]):
-    name = "query_logs"
+    kind = LOGS
     description = "按关键词检索日志（支持同义词，中英文），可按服务、日志类别过滤，最新的在前。"
     arguments_model = QueryLogsArguments
-    collection_key = "logs"
     source_kind = LogSource
 
     def run(self, arguments: QueryLogsArguments, context: ToolContext) -> dict[str, Any]:

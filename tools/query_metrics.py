@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from tools.base import EvidenceTool, ToolArguments, ToolContext, register
+from tools.evidence_kinds import ALERTS
 from tools.numbers import number_text
 from tools.sources.kinds import AlertSource
 
@@ -22,10 +23,9 @@ class QueryMetricsArguments(ToolArguments):
 
 @register
 class QueryMetricsTool(EvidenceTool[AlertSource]):
-    name = "query_metrics"
+    kind = ALERTS
     description = "查询当前告警（告警名、服务、状态、描述、开始时间、持续时长），可按服务或告警名过滤。"
     arguments_model = QueryMetricsArguments
-    collection_key = "alerts"
     source_kind = AlertSource
 
     def run(self, arguments: QueryMetricsArguments, context: ToolContext) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from pydantic import Field
 
 from tools.base import EvidenceTool, ToolArguments, ToolContext, register
 from tools.clock import local_text
+from tools.evidence_kinds import SERIES
 from tools.numbers import number_text, series_name
 from tools.sources.kinds import SeriesSource
 
@@ -42,10 +43,9 @@ class QueryPromqlArguments(ToolArguments):
 
 @register
 class QueryPromqlTool(EvidenceTool[SeriesSource]):
-    name = "query_promql"
+    kind = SERIES
     description = "执行 PromQL 查询（即时或最近 N 分钟区间），返回每条时间序列的标签与采样值。"
     arguments_model = QueryPromqlArguments
-    collection_key = "series"
     source_kind = SeriesSource
     source_needed = "PromQL 需要 Prometheus 数据源"
 

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from tools.base import EvidenceTool, ToolArguments, ToolContext, register
+from tools.evidence_kinds import TARGETS
 from tools.sources.kinds import TargetSource
 from tools.sources.prometheus import matches
 
@@ -31,10 +32,9 @@ class QueryTargetsArguments(ToolArguments):
 
 @register
 class QueryTargetsTool(EvidenceTool[TargetSource]):
-    name = "query_targets"
+    kind = TARGETS
     description = "查询 Prometheus 抓取目标（job、instance）的健康状态（up/down）与最近一次抓取的错误。"
     arguments_model = QueryTargetsArguments
-    collection_key = "targets"
     source_kind = TargetSource
     source_needed = "抓取目标需要 Prometheus 数据源"
 

@@ -25,6 +25,7 @@ from diagnosis.evaluation.fixtures import CASE_FILE, EvalCase
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from tools.base import get_tool
+from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS
 
 SCRIPTED_STAGES = ("planner", "executor", "verifier", "composer")
 EXPORTED_TAG = "exported"
@@ -106,7 +107,7 @@ def _expectation(session: DiagnosisSession, evaluation: dict, expected: str) -> 
 
 def _tool_data(invocations: list[ToolInvocation]) -> dict[str, dict]:
     data: dict[str, dict] = {}
-    for tool_name in ("query_metrics", "query_logs"):
+    for tool_name in (ALERTS.tool, LOGS.tool):
         calls = [i for i in invocations if i.tool_name == tool_name]
         if not calls:
             continue
@@ -124,9 +125,9 @@ def _tool_data(invocations: list[ToolInvocation]) -> dict[str, dict]:
                 ),
             )
         data[tool_name] = {"mode": "replace", "responses": list(responses.values())}
-    knowledge = [i for i in invocations if i.tool_name == "lookup_knowledge"]
+    knowledge = [i for i in invocations if KNOWLEDGE.owns(i.tool_name)]
     if knowledge:
-        data["lookup_knowledge"] = _knowledge_data(knowledge)
+        data[KNOWLEDGE.tool] = _knowledge_data(knowledge)
     return data
 
 

@@ -10,10 +10,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from diagnosis.pipeline.asks import Ask
 from diagnosis.pipeline.focus import QuestionFocus
+from tools.evidence_kinds import PLANNABLE_TOOLS, current_name
 from tools.promql import Carrier
 
 ANSWER_VERSION = "executor_evidence_v2"
@@ -33,7 +34,7 @@ ClaimVerification = Literal[
 ]
 FactVerification = Literal["direct_evidence", "indirect_support", "no_evidence", "contradicted"]
 Verdict = Literal["PASS", "LOW_CONFID", "REJECT"]
-PlannedTool = Literal["query_metrics", "query_logs", "lookup_knowledge"]
+PlannedTool = Literal[PLANNABLE_TOOLS]
 
 
 class PlanStep(BaseModel):
@@ -41,6 +42,12 @@ class PlanStep(BaseModel):
 
     tool: PlannedTool
     purpose: str
+
+    @field_validator("tool", mode="before")
+    @classmethod
+    def _current_name(cls, tool: object) -> object:
+        """A step naming a tool by a former name (a recorded or scripted plan) names it as it is now."""
+        return current_name(tool) if isinstance(tool, str) else tool
 
 
 class PlannerOutput(BaseModel):

@@ -19,7 +19,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import get_args
 
 from diagnosis.pipeline.asks import Ask, asks_read, only_actions
 from diagnosis.pipeline.claims_under_check import claims_under_check
@@ -27,7 +26,6 @@ from diagnosis.pipeline.contracts import (
     ExecutorInput,
     ExecutorOutput,
     FactCheck,
-    PlannedTool,
     PlannerInput,
     PlannerOutput,
     PlanStep,
@@ -73,6 +71,7 @@ from diagnosis.pipeline.verdict import (
     verification_finalize,
     verifier_output_for_gatekeeper_reject,
 )
+from tools.evidence_kinds import PLANNABLE_TOOLS
 
 
 @dataclass(frozen=True)
@@ -369,7 +368,7 @@ def _plan_widened(plan: PlannerOutput, asks: list[Ask], slot_messages: list[dict
     added = [
         PlanStep(tool=tool, purpose=f"代码按所问补充：{'、'.join(a.label() for a in asks)}")
         for tool in plan_tools(asks, slot_messages)
-        if tool not in planned and tool in get_args(PlannedTool)
+        if tool not in planned and tool in PLANNABLE_TOOLS
     ]
     return plan.model_copy(update={"steps": [*plan.steps, *added]}) if added else plan
 

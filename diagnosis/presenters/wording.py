@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 
 from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH
+from tools.evidence_kinds import KINDS, kind_named
 
 VERDICT_WORDS = {"PASS": "核验通过", "LOW_CONFID": "证据不足", "REJECT": "未通过"}
 OUTPUT_TYPE_WORDS = {"NORMAL": "已核验", "LOW_CONFID_WITH_DISCLAIMER": "有缺口", "DEGRADED": "已降级"}
@@ -22,23 +23,8 @@ SOURCE_NAMES = {
     "runbooks": "处理手册库",
     "fixture": "评测数据",
 }
-# What a tool's call is called on the page, alone ("在 告警查询 中未检索到…") and as a reference.
-TOOL_WORDS = {
-    "query_metrics": "告警查询",
-    "query_promql": "指标查询",
-    "query_targets": "抓取目标查询",
-    "query_logs": "日志查询",
-    "lookup_knowledge": "处理手册检索",
-    "get_current_datetime": "时间查询",
-}
-REFERENCE_KINDS = {
-    "query_metrics": "告警",
-    "query_promql": "指标",
-    "query_targets": "抓取目标",
-    "query_logs": "日志",
-    "lookup_knowledge": "处理手册",
-    "get_current_datetime": "时间",
-}
+# What a tool's call is called on the page ("在 告警查询 中未检索到…"), by its current and former names.
+TOOL_WORDS = {name: kind.label for kind in KINDS for name in (kind.tool, *kind.former_names)}
 # `$.logs[3]`: the fourth record of the call, which tells apart several cited from one call.
 LIST_ITEM = re.compile(r"^\$\.\w+\[(\d+)\]")
 
@@ -50,9 +36,12 @@ def source_name(source: str) -> str:
 def reference_label(*, tool_name: str, invocation_id: int | None, raw_path: str, source: str) -> str:
     """`Alertmanager 告警 #3`: where the evidence is, said for the engineer (the raw path goes in a
     tooltip); a query's sample series is 指标, a no-hit says so."""
-    kind = REFERENCE_KINDS.get(tool_name, tool_name)
-    if tool_name == "query_metrics" and raw_path and not raw_path.startswith(("$.alerts", NO_EVIDENCE_PATH)):
-        kind = "指标"
+    evidence_kind = kind_named(tool_name)
+    kind = (
+        evidence_kind.reference_noun(raw_path, no_evidence_path=NO_EVIDENCE_PATH)
+        if evidence_kind is not None
+        else tool_name
+    )
     number = f" #{invocation_id}" if invocation_id is not None else ""
     if item := LIST_ITEM.match(raw_path):
         number += f" 第 {int(item[1]) + 1} 条"

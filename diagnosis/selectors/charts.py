@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from diagnosis.models import ToolInvocation
 from diagnosis.pipeline.contracts import record_at, record_path_parts
+from tools.evidence_kinds import SERIES
 from tools.numbers import number_text, series_name
 
-RANGE_TOOL = "query_promql"
 SERIES_KEY = "series"
 # `<left> <op> <number>` at the top level of an expr (`… > 0.8`, `… >= bool 90`); anything else: no threshold.
 COMPARISON = re.compile(
@@ -66,7 +66,7 @@ def _alert_thresholds(invocations: Iterable[ToolInvocation]) -> dict[str, Thresh
 def is_range_invocation(invocation: ToolInvocation | None) -> bool:
     return (
         invocation is not None
-        and invocation.tool_name == RANGE_TOOL
+        and SERIES.owns(invocation.tool_name)
         and invocation.success
         and int((invocation.input or {}).get("minutes") or 0) > 0
     )

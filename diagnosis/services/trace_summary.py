@@ -21,6 +21,7 @@ from diagnosis.services.invocations import (
     is_evidence_call,
     is_guidance_call,
 )
+from tools.evidence_kinds import ALERTS, LOGS
 from tools.matching import query_groups
 
 SUMMARY_CHARS = 1200
@@ -42,7 +43,7 @@ def _topic_key(invocation: ToolInvocation) -> tuple:
     """Same round, same tool, same topic: alerts are one topic; a log or knowledge search's topic
     is the synonym groups its query names (any synonym of one group is one topic), else its text."""
     arguments = invocation.input if isinstance(invocation.input, dict) else {}
-    if invocation.tool_name == "query_metrics":
+    if ALERTS.owns(invocation.tool_name):
         return invocation.round, invocation.tool_name
     query = str(arguments.get("query", ""))
     return invocation.round, invocation.tool_name, tuple(sorted(query_groups(query))) or query.strip().lower()
@@ -89,9 +90,9 @@ def _summary(
 def _facts(tool_name: str, hits: list[ToolInvocation], budget: int) -> str:
     key = collection_key_of(tool_name) or ""
     records = [record for call in hits for record in call.output.get(key) or []]
-    if tool_name == "query_metrics":
+    if ALERTS.owns(tool_name):
         return _alert_facts(records, budget)
-    if tool_name == "query_logs":
+    if LOGS.owns(tool_name):
         return _log_facts(records, budget)
     return _knowledge_facts(records, budget)
 

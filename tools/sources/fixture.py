@@ -20,6 +20,7 @@ from typing import Any
 
 from django.conf import settings
 
+from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS
 from tools.inventory import SourceInventory
 from tools.retrieval import KnowledgeBlock
 from tools.sources.demo import (
@@ -34,7 +35,7 @@ from tools.sources.kinds import AlertSource, KnowledgeSource, LogSource
 
 MERGE, REPLACE = "merge", "replace"
 # Arguments the source sees for each tool; others (limit, top_k) are applied by the tool itself.
-CALL_KEYS = {"query_metrics": ("service", "alert_name"), "query_logs": ("query", "service", "topic")}
+CALL_KEYS = {ALERTS.tool: ("service", "alert_name"), LOGS.tool: ("query", "service", "topic")}
 
 
 class FixtureToolError(RuntimeError):
@@ -47,8 +48,8 @@ class FixtureSource(AlertSource, LogSource, KnowledgeSource):
         return "fixture", "evaluation case"
 
     def query_alerts(self, *, service: str | None, alert_name: str | None, now: datetime) -> list[dict]:
-        data = _data("query_metrics")
-        recorded = _recorded(data, "query_metrics", service=service, alert_name=alert_name)
+        data = _data(ALERTS.tool)
+        recorded = _recorded(data, ALERTS.tool, service=service, alert_name=alert_name)
         if recorded is not None:
             return recorded
         own = [
@@ -61,8 +62,8 @@ class FixtureSource(AlertSource, LogSource, KnowledgeSource):
         return [*DemoWorldSource().query_alerts(service=service, alert_name=alert_name, now=now), *own]
 
     def query_logs(self, *, query: str, service: str | None, topic: str | None, now: datetime) -> list[dict]:
-        data = _data("query_logs")
-        recorded = _recorded(data, "query_logs", query=query, service=service, topic=topic)
+        data = _data(LOGS.tool)
+        recorded = _recorded(data, LOGS.tool, query=query, service=service, topic=topic)
         if recorded is not None:
             return recorded
         logs = [
@@ -79,7 +80,7 @@ class FixtureSource(AlertSource, LogSource, KnowledgeSource):
         return sorted(logs, key=lambda log: log["timestamp"], reverse=True)
 
     def knowledge_blocks(self) -> list[KnowledgeBlock]:
-        data = _data("lookup_knowledge")
+        data = _data(KNOWLEDGE.tool)
         own = [
             KnowledgeBlock(
                 block_id=block["block_id"],
@@ -105,7 +106,7 @@ class FixtureSource(AlertSource, LogSource, KnowledgeSource):
                 *data.get("records", []),
                 *(record for response in data.get("responses", []) for record in response.get("records", [])),
             ]
-            if tool_name == "lookup_knowledge":
+            if KNOWLEDGE.owns(tool_name):
                 inventory.runbooks |= {block["source_document"] for block in records}
             else:
                 inventory.services |= {record["service"] for record in records if record.get("service")}

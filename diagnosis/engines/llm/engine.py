@@ -81,6 +81,7 @@ from diagnosis.pipeline.contracts import (
     VerifierOutput,
 )
 from diagnosis.pipeline.interfaces import ParseStatus, StageCall, Toolbox, Usage
+from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
 
@@ -140,9 +141,9 @@ REPEATED_CALL_ERROR = (
 ANSWERED_BY_CODE = "所问均已由代码按已做的调用写出结论（{count} 条），计划没有别的取证：未请模型补充断言"
 BUDGET_SPENT = "会话的模型时间预算（{seconds:.0f} 秒）已用完"
 FALLBACK_PLAN_STEPS = (
-    PlanStep(tool="query_metrics", purpose="确认相关告警是否处于 firing 状态"),
-    PlanStep(tool="query_logs", purpose="检索与问题相关的日志记录"),
-    PlanStep(tool="lookup_knowledge", purpose="查找处理手册作为排查参考（非当前事实）"),
+    PlanStep(tool=ALERTS.tool, purpose="确认相关告警是否处于 firing 状态"),
+    PlanStep(tool=LOGS.tool, purpose="检索与问题相关的日志记录"),
+    PlanStep(tool=KNOWLEDGE.tool, purpose="查找处理手册作为排查参考（非当前事实）"),
 )
 VERIFIER_FALLBACK_DETAIL = "校验模型的输出无法解析，按未获证据支持处理"
 NO_EXCERPT_DETAIL = "没有通过引用核验的摘录，未请模型校验"

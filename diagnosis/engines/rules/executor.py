@@ -18,6 +18,7 @@ from diagnosis.pipeline.contracts import (
     ExecutorOutput,
 )
 from diagnosis.pipeline.interfaces import Toolbox
+from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS, SERIES
 from tools.loglines import evidence_parts, has_property
 from tools.matching import group_term, groups_in, term_pattern
 from tools.numbers import number_text
@@ -60,7 +61,7 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
     gathered = _Gathered()
     earlier = {_call_key(m["tool_name"], m.get("arguments", {})): m for m in stage_input.prior_tool_messages}
 
-    wants_guidance = "lookup_knowledge" in planned or (stage_input.retry_context and not plan.narrow_scope)
+    wants_guidance = KNOWLEDGE.tool in planned or (stage_input.retry_context and not plan.narrow_scope)
     # Keep one call of the round's budget for the runbooks when they were asked for.
     reserved = 1 if wants_guidance else 0
 
@@ -89,10 +90,10 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
         return messages
 
     # PromQL only when a Prometheus source answers it (the demo world has none).
-    promql = "query_promql" in {tool["function"]["name"] for tool in toolbox.tool_definitions()}
+    promql = SERIES.tool in {tool["function"]["name"] for tool in toolbox.tool_definitions()}
     # First turn: the alerts, which tell the second what to look for (their services, topics, exprs).
-    metrics_calls = _metrics_calls(services, alerts) if "query_metrics" in planned else []
-    for message in turn([("query_metrics", arguments, reserved) for arguments in metrics_calls]):
+    metrics_calls = _metrics_calls(services, alerts) if ALERTS.tool in planned else []
+    for message in turn([(ALERTS.tool, arguments, reserved) for arguments in metrics_calls]):
         if message:
             gathered.alert_messages.append(message)
 
@@ -104,11 +105,9 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
         on_message.append(keep)
 
     for expr in _firing_exprs(gathered.alert_messages) if promql else []:
-        plan_call(
-            "query_promql", {"query": expr}, partial(gathered.expr_messages.__setitem__, expr), reserved
-        )
+        plan_call(SERIES.tool, {"query": expr}, partial(gathered.expr_messages.__setitem__, expr), reserved)
     log_services = services or _alert_services(gathered.alert_messages) or [None]
-    if "query_logs" in planned and asks_cause:
+    if LOGS.tool in planned and asks_cause:
         alert_topics = [
             t
             for m in gathered.alert_messages
@@ -122,26 +121,26 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
         query = " ".join(dict.fromkeys(group_term(topic) for topic in gathered.searched_topics or ["error"]))
         for service in log_services:
             arguments = {"query": query[:500]} | ({"service": service} if service else {})
-            plan_call("query_logs", arguments, partial(_append, gathered.log_searches, ""), reserved)
-    elif "query_logs" in planned:
+            plan_call(LOGS.tool, arguments, partial(_append, gathered.log_searches, ""), reserved)
+    elif LOGS.tool in planned:
         for topic in topics or ["error"]:
             for service in log_services:
                 arguments = {"query": group_term(topic)} | ({"service": service} if service else {})
-                plan_call("query_logs", arguments, partial(_append, gathered.log_searches, topic), reserved)
+                plan_call(LOGS.tool, arguments, partial(_append, gathered.log_searches, topic), reserved)
     # The topic's PromQL queries (a cause question's related topics too), when Prometheus answers them.
-    if "query_logs" in planned and promql:
+    if LOGS.tool in planned and promql:
         for topic in gathered.searched_topics if asks_cause else topics:
             for service in filter(None, log_services):
                 for query in vocabulary.topic_queries(topic, service=service, carrier=stage_input.carrier):
                     plan_call(
-                        "query_promql",
+                        SERIES.tool,
                         {"query": query},
                         partial(_append, gathered.metric_queries, topic, service),
                         reserved,
                     )
     if wants_guidance:
         plan_call(
-            "lookup_knowledge",
+            KNOWLEDGE.tool,
             {"query": stage_input.query[:200]},
             gathered.knowledge_messages.append,
             0,

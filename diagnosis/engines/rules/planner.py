@@ -8,6 +8,7 @@ from diagnosis.pipeline.asks import Ask, only_actions
 from diagnosis.pipeline.contracts import PlannerOutput, PlanStep
 from diagnosis.pipeline.focus import QuestionFocus
 from diagnosis.pipeline.scope import scope_parse
+from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS
 
 
 def plan_by_rules(query: str, *, focus: QuestionFocus, asks: Sequence[Ask] = ()) -> PlannerOutput:
@@ -27,12 +28,12 @@ def plan_by_rules(query: str, *, focus: QuestionFocus, asks: Sequence[Ask] = ())
     # A question nothing of which is understood has nothing to search for; a how-to
     # question about nothing in the system ("如何轮换 … token") is for the runbooks alone.
     if focus.understood and (services or alerts or topics or not asks_guidance):
-        steps.append(PlanStep(tool="query_metrics", purpose="确认相关告警是否处于 firing 状态"))
+        steps.append(PlanStep(tool=ALERTS.tool, purpose="确认相关告警是否处于 firing 状态"))
         # "有哪些告警" asks about alerts only; logs answer questions about a topic or a problem.
         if topics or not focus.lists_alerts:
-            steps.append(PlanStep(tool="query_logs", purpose="检索与问题相关的日志记录"))
+            steps.append(PlanStep(tool=LOGS.tool, purpose="检索与问题相关的日志记录"))
     if asks_guidance:
-        steps.append(PlanStep(tool="lookup_knowledge", purpose="查找处理手册作为排查参考（非当前事实）"))
+        steps.append(PlanStep(tool=KNOWLEDGE.tool, purpose="查找处理手册作为排查参考（非当前事实）"))
     return PlannerOutput(
         goal=query.strip(),
         steps=steps,

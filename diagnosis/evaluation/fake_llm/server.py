@@ -14,7 +14,7 @@ carry no schema name). A reply is one of:
 
 - a dict: returned as the message content (JSON);
 - a str: returned as the content verbatim (e.g. malformed JSON, fenced JSON, `<think>` text);
-- `{"tool_calls": [{"name": "query_metrics", "arguments": {...}}, ...]}`: an executor tool turn,
+- `{"tool_calls": [{"name": ALERTS.tool, "arguments": {...}}, ...]}`: an executor tool turn,
   as native `tool_calls` when the request offers `tools`, else written in the text as
   `<tool_call>{...}</tool_call>` blocks (prompted tool calls);
 - `{"raw": <str or dict content>, "finish_reason": "length", "reasoning_content": "..."}`: a reply
@@ -64,13 +64,15 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS
+
 STAGE_SCHEMAS = {
     "planner": "PlannerOutput",
     "executor": "ExecutorOutput",
     "verifier": "VerifierOutput",
     "composer": "ComposerOutput",
 }
-EVIDENCE_TOOLS = ("query_metrics", "query_logs", "lookup_knowledge")
+EVIDENCE_TOOLS = (ALERTS.tool, LOGS.tool, KNOWLEDGE.tool)
 INPUT_BLOCK = re.compile(r"<input>\s*(?P<json>.*?)\s*</input>", re.DOTALL)
 TOOL_RESULT_BLOCK = re.compile(r"<tool_result>\s*(?P<json>.*?)\s*</tool_result>", re.DOTALL)
 STAGE_NAME = re.compile(r"\b(PlannerOutput|ExecutorOutput|VerifierOutput|ComposerOutput)\b")
@@ -445,12 +447,12 @@ def _honest_execution(request: dict, fan_out: int) -> dict:
         plan = stage_input.get("plan") or {}
         services = [item for item in plan.get("focus", []) if NAME_PATTERN.fullmatch(item)]
         service = services[0] if services else None
-        calls = [{"name": "query_metrics", "arguments": {"service": service} if service else {}}]
+        calls = [{"name": ALERTS.tool, "arguments": {"service": service} if service else {}}]
         query = stage_input.get("query", "")
         extra_calls = [
-            {"name": "query_logs", "arguments": {"query": query, "service": service}},
-            {"name": "lookup_knowledge", "arguments": {"query": query}},
-            {"name": "query_metrics", "arguments": {}},
+            {"name": LOGS.tool, "arguments": {"query": query, "service": service}},
+            {"name": KNOWLEDGE.tool, "arguments": {"query": query}},
+            {"name": ALERTS.tool, "arguments": {}},
         ]
         calls += [extra_calls[i % len(extra_calls)] for i in range(fan_out - 1)]
         return {"tool_calls": calls}
