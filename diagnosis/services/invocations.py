@@ -170,7 +170,9 @@ def _invocation_run(
         session=session,
         round=round,
         tool_name=tool_name,
-        input=storable(arguments or {}),
+        # As the database gives it back (JSON, apart from the caller's dict): the round reads the row kept
+        # in memory, not a copy read back.
+        input=storable(json.loads(json.dumps(arguments or {}, ensure_ascii=False))),
         output=output,
         success=not error,
         error=error,
