@@ -78,6 +78,7 @@ class RecordingToolbox:
                 round=self.round,
                 calls=allowed,
                 concurrency=self.concurrency if self.parallel_safe else 1,
+                recorded=self.kept.invocations(),
                 current_stage=Stage.EXECUTOR.value,
                 rounds=self.round,
             )
