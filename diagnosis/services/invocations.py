@@ -179,7 +179,7 @@ def _invocation_run(
         tool = get_tool(tool_name)
         source, location = tool.provenance()
         parsed = tool.arguments_model.model_validate(arguments or {})
-        # Only guidance lookups dedup, so only they pay the query for what the session has seen.
+        # Only guidance lookups dedup, so only they look up what the session has seen.
         seen = _seen_block_ids(session, tool_name, batch, recorded) if tool.is_guidance else set()
         context = ToolContext(now=clock.now(), seen_block_ids=seen)
         # Round-tripped so an output that cannot be stored fails here, as this tool's failure.
@@ -201,8 +201,8 @@ def _invocation_run(
         session=session,
         round=round,
         tool_name=tool_name,
-        # As the database gives it back (JSON, apart from the caller's dict): the round reads the row kept
-        # in memory, not a copy read back.
+        # The arguments as the database would give them back (JSON, not the caller's own dict): the rounds
+        # read this row as kept, never read back.
         input=storable(json.loads(json.dumps(arguments or {}, ensure_ascii=False))),
         output=output,
         success=not error,

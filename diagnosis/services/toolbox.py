@@ -1,7 +1,8 @@
 """The executor's tool access: every call recorded as a ToolInvocation, bounded per round.
 
 A turn's calls (`call_many`) run concurrently (bounded) and are recorded together in one commit,
-which also tells the live view the session is gathering evidence; `call` is a turn of one.
+which also tells the live view the session is gathering evidence; `call` is a turn of one. The rows
+and messages it recorded are kept (`CallsKept`, one per session), so no round reads them back.
 """
 
 from __future__ import annotations
