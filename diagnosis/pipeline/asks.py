@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from diagnosis.pipeline.focus import QuestionFocus, folded_name
-from diagnosis.pipeline.windows import Window, window_in
+from diagnosis.pipeline.windows import Window
 from tools.terms import asks_in, term_pattern
 from tools.vocabulary import Vocabulary
 
@@ -112,16 +112,14 @@ def only_actions(asks: list[Ask]) -> bool:
     return bool(asks) and all(ask.kind == "action" for ask in asks)
 
 
-def asks_read(
-    *, query: str, focus: QuestionFocus, vocabulary: Vocabulary, now: datetime, default_minutes: int
-) -> list[Ask]:
+def asks_read(*, query: str, focus: QuestionFocus, vocabulary: Vocabulary, window: Window) -> list[Ask]:
     """The asks of a question, in the order of `ASK_LABELS`; none when the question asks nothing code
-    can name a slot for (then the answer is judged on its claims alone, as before)."""
-    window = window_in(query, now=now, default_minutes=default_minutes)
+    can name a slot for (then the answer is judged on its claims alone, as before). `window`: the one
+    the question names (`window_in`)."""
     text = _without_span(query, window.span)
     said = asks_in(text, vocabulary=vocabulary)
     kinds = _kinds_in(text, said, vocabulary)
-    ask_window = AskWindow.of(window, now=now)
+    ask_window = AskWindow.of(window, now=window.now)
     series = _series_in(text, focus)
     topic = focus.topics[0] if focus.topics else ""
     if "action" in kinds:

@@ -146,6 +146,9 @@ class PlannerInput:
     focus: QuestionFocus = field(default_factory=QuestionFocus)
     # What the question asks, each with the slot its answer must fill.
     asks: list[Ask] = field(default_factory=list)
+    # Its scope as code read it: a narrow confirmation, and the topics the user excluded.
+    narrow_scope: bool = False
+    excluded_topics: list[str] = field(default_factory=list)
 
 
 @dataclass

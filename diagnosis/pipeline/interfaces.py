@@ -182,11 +182,13 @@ class Recorder(Protocol):
         ...
 
     def tool_messages_before(self, *, round: int) -> list[dict]:
-        """Tool messages (with their arguments) of the calls of earlier rounds, citable again."""
+        """Tool messages (with their arguments) of the calls of earlier rounds, citable again: the
+        messages the toolboxes returned, kept, so a round asking again costs no read."""
         ...
 
     def invocations(self) -> Sequence[RecordedInvocation]:
-        """Every tool call this session recorded so far: the only evidence a claim may cite."""
+        """Every tool call this session recorded so far: the only evidence a claim may cite. Kept as the
+        toolboxes recorded them, never read back."""
         ...
 
     def tool_trace_summary(self, invocations: Sequence[RecordedInvocation]) -> list[dict]: ...

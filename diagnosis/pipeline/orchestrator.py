@@ -35,6 +35,7 @@ from diagnosis.pipeline.interfaces import (
     StepRecord,
     StepStatus,
 )
+from diagnosis.pipeline.question import Question, question_read
 from diagnosis.pipeline.records import ComposerOutcome, EngineFallback, VerifierEvaluation
 from diagnosis.pipeline.round import RoundLimits, RoundResult, round_run, stage_run
 from diagnosis.pipeline.routing import RETRY, OutputType
@@ -65,15 +66,16 @@ def diagnose(
     fallback: Engine | None = None,
 ) -> Diagnosis:
     """The diagnosis by `engine`; by `fallback` when `engine` is unavailable (then its error goes up
-    only if `fallback` fails too)."""
+    only if `fallback` fails too). The question is read once, here, for every round of either engine."""
+    question = question_read(query=query, world=world)
     try:
-        return _diagnosed(query, engine, recorder, limits, world, reused=[])
+        return _diagnosed(question, engine, recorder, limits, world, reused=[])
     except EngineUnavailableError as outage:
         if fallback is None:
             raise
         # Every call made so far is evidence the fallback starts from, not a search to repeat.
         gathered = recorder.tool_messages_before(round=limits.max_rounds + 1)
-        diagnosis = _diagnosed(query, fallback, recorder, limits, world, reused=gathered)
+        diagnosis = _diagnosed(question, fallback, recorder, limits, world, reused=gathered)
         return _answered_instead(diagnosis, outage=outage, engine=engine.name, fallback=fallback.name)
 
 
@@ -94,7 +96,7 @@ def _answered_instead(
 
 
 def _diagnosed(
-    query: str,
+    question: Question,
     engine: Engine,
     recorder: Recorder,
     limits: RoundLimits,
@@ -106,7 +108,7 @@ def _diagnosed(
     rounds: list[RoundResult] = []
     for round_number in range(1, limits.max_rounds + 1):
         result = round_run(
-            query=query,
+            question=question,
             round_number=round_number,
             retry_context=retry_context,
             earlier=rounds,
@@ -133,7 +135,7 @@ def _diagnosed(
         ComposerOutcome(status="skipped", detail="DEGRADED 输出由代码模板生成"),
     )
     if output_type != OutputType.DEGRADED:
-        composer_answer, composer_output = _compose(query, engine, recorder, final, world)
+        composer_answer, composer_output = _compose(question.text, engine, recorder, final, world)
     answer = user_facing_text(
         output_type=output_type,
         composer_answer=composer_answer,

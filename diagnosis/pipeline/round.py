@@ -8,8 +8,8 @@
     → verifier → verdict (code) → verdict guards (citation cap, coverage) → route
     (gaps: the verifier's and the caps', plus every empty or failed call nothing cites, by name and source)
 
-The question's focus is read by code against the session's `World` (vocabulary and the sources'
-inventory, computed once by the adapter) and handed to the planner and executor as plain data.
+The question is read once per session (`Question`: window, scope, focus, asks, against the session's
+`World`) and handed to every round, and by it to the planner and executor, as plain data.
 
 Stages run by the engine are recorded as steps, also when they fail (then the error goes up).
 """
@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from diagnosis.pipeline.asks import Ask, asks_read, only_actions
+from diagnosis.pipeline.asks import Ask, only_actions
 from diagnosis.pipeline.claims_under_check import claims_under_check
 from diagnosis.pipeline.contracts import (
     ExecutorInput,
@@ -52,9 +52,9 @@ from diagnosis.pipeline.interfaces import (
     StepRecord,
     StepStatus,
 )
+from diagnosis.pipeline.question import Question
 from diagnosis.pipeline.records import RoundRecord
 from diagnosis.pipeline.routing import Route, route
-from diagnosis.pipeline.scope import excluded_topics_of, scope_parse
 from diagnosis.pipeline.searched import searched_gaps
 from diagnosis.pipeline.slot_calls import CallsReused, plan_tools, slot_calls_run
 from diagnosis.pipeline.slots import (
@@ -112,7 +112,7 @@ class RoundResult:
 
 def round_run(
     *,
-    query: str,
+    question: Question,
     round_number: int,
     retry_context: dict | None,
     earlier: list[RoundResult],
@@ -122,23 +122,22 @@ def round_run(
     world: World,
     reused: Sequence[dict] = (),
 ) -> RoundResult:
-    # Read before planning (what the question itself excludes), again below if the planner excluded more.
-    parsed_excluded = scope_parse(query)[1]
-    asked = world.focus_of(query=query, excluded=parsed_excluded)
+    asks = list(question.asks)
     prior = _prior_messages(recorder, round_number, earlier=earlier, reused=reused)
-    asks, plan, asked_calls = _planned(
-        query, round_number, retry_context, engine, recorder, limits, world, prior, focus=asked
+    plan, asked_calls = _planned(
+        question, round_number, retry_context, engine, recorder, limits, world, prior
     )
     executor_call = _executor_run(
-        query, round_number, retry_context, engine, recorder, limits, plan, asked, world, prior, asked_calls
+        question, round_number, retry_context, engine, recorder, limits, plan, world, prior, asked_calls
     )
 
-    excluded = excluded_topics_of(query=query, planned=plan.excluded_topics)
-    focus = asked if set(excluded) == set(parsed_excluded) else world.focus_of(query=query, excluded=excluded)
+    # The question's focus, read again only when the planner excluded more than the question does.
+    excluded = question.excluded_with(plan.excluded_topics)
+    focus = question.focus_without(excluded, world=world)
     invocations = recorder.invocations()
     messages = _round_messages(asked_calls, recorder, round_number)
     slots = _slots_filled(asks, asked_calls, messages, invocations, world)
-    context = RoundContext(query, focus, excluded, world, invocations, slots)
+    context = RoundContext(question.text, focus, excluded, world, invocations, slots)
     judged = _judgement(engine, recorder, round_number, executor_call, context, retry_context)
     notes = focus.notes()  # unknown subjects, nothing understood: said to the user, listed as gaps
     searched = searched_gaps(messages=messages, output=judged.guarded.kept_output, slots=slots)
@@ -157,7 +156,7 @@ def round_run(
         focus=focus.as_dict(),
         focus_notes=notes,
         # What the sources knew when the question was read: the off-topic judgement is made against it.
-        inventory=world.inventory.as_dict(query=query),
+        inventory=world.inventory.as_dict(query=question.text),
         blocked_claims=judged.guarded.blocked_claims,
         guard_warnings=judged.guarded.warnings,
         blocked_by=judged.guarded.blocked_by(),
@@ -262,7 +261,7 @@ def _prior_messages(
 
 
 def _planned(
-    query: str,
+    question: Question,
     round_number: int,
     retry_context: dict | None,
     engine: Engine,
@@ -270,24 +269,22 @@ def _planned(
     limits: RoundLimits,
     world: World,
     prior: list[dict],
-    *,
-    focus: QuestionFocus,
-) -> tuple[list[Ask], PlannerOutput, AskedCalls]:
-    """The asks (code), the engine's plan, and the asks' calls made by code and added to the plan
-    (whichever engine planned: the executor starts from their results)."""
-    asks = asks_read(
-        query=query,
-        focus=focus,
-        vocabulary=world.vocabulary,
-        now=world.now,
-        default_minutes=world.logs_window_minutes,
-    )
+) -> tuple[PlannerOutput, AskedCalls]:
+    """The engine's plan, and the asks' calls made by code and added to the plan (whichever engine
+    planned: the executor starts from their results)."""
+    asks = list(question.asks)
     planner_input = PlannerInput(
-        query=query, round=round_number, retry_context=retry_context, focus=focus, asks=asks
+        query=question.text,
+        round=round_number,
+        retry_context=retry_context,
+        focus=question.focus,
+        asks=asks,
+        narrow_scope=question.narrow_scope,
+        excluded_topics=list(question.excluded_topics),
     )
     plan = stage_run(recorder, round_number, Stage.PLANNER, lambda: engine.plan(planner_input)).output
     asked_calls = _asks_called(asks, recorder, round_number, limits, world, prior)
-    return asks, _plan_widened(plan, asks, asked_calls.messages), asked_calls
+    return _plan_widened(plan, asks, asked_calls.messages), asked_calls
 
 
 @dataclass(frozen=True)
@@ -374,14 +371,13 @@ def _plan_widened(plan: PlannerOutput, asks: list[Ask], slot_messages: list[dict
 
 
 def _executor_run(
-    query: str,
+    question: Question,
     round_number: int,
     retry_context: dict | None,
     engine: Engine,
     recorder: Recorder,
     limits: RoundLimits,
     plan: PlannerOutput,
-    focus: QuestionFocus,
     world: World,
     prior: list[dict],
     asked_calls: AskedCalls,
@@ -391,16 +387,16 @@ def _executor_run(
     toolbox = NamesGrounded(
         CallsReused(recorder.toolbox(round=round_number, max_calls=limits.max_tool_calls), prior_messages),
         inventory=world.inventory,
-        asked=[*focus.unknown_services, *focus.unknown_alerts],
+        asked=[*question.focus.unknown_services, *question.focus.unknown_alerts],
     )
     # A retry round may cite (and must not repeat) what earlier rounds and the asks' calls found.
     stage_input = ExecutorInput(
-        query=query,
+        query=question.text,
         plan=plan,
         round=round_number,
         retry_context=retry_context,
         prior_tool_messages=prior_messages,
-        focus=focus,
+        focus=question.focus,
         carrier=world.carrier,
         conclusions=asked_calls.conclusions,
         open_asks=asked_calls.open_asks,

@@ -63,12 +63,6 @@ def scope_parse(query: str) -> tuple[bool, list[str]]:
     return narrow, list(dict.fromkeys(excluded))
 
 
-def excluded_topics_of(*, query: str, planned: list[str]) -> list[str]:
-    """What the user excluded: the planner's list plus what code reads from the question itself, so
-    the boundary never depends on a model remembering it."""
-    return list(dict.fromkeys([*planned, *scope_parse(query)[1]]))
-
-
 def text_mentions_excluded(text: str, excluded_topics: list[str], *, vocabulary: Vocabulary) -> list[str]:
     """The excluded topics (as the user wrote them) that `text` mentions, synonyms included.
 

@@ -15,6 +15,7 @@ import json
 import logging
 import re
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -60,12 +61,14 @@ def invocations_record(
     round: int,
     calls: list[tuple[str, dict]],
     concurrency: int = 1,
+    recorded: Sequence[ToolInvocation] | None = None,
     **progress: Any,
 ) -> list[ToolInvocation]:
     """Run the calls, up to `concurrency` at once, then insert them all in one transaction, with
     `progress` (session columns for the live view, such as `current_stage`) written in the same commit.
     Two or more guidance lookups in one turn run one by one after the rest, so their blocks dedup
-    against each other."""
+    against each other. `recorded`: the session's calls so far, when the caller keeps them (then a
+    guidance lookup dedups against them instead of reading them back); None reads them when needed."""
     runs: list[_ToolRun | None] = [None] * len(calls)
     guidance = guidance_tool_names()
     lookups = [index for index, (name, _arguments) in enumerate(calls) if name in guidance]
@@ -74,20 +77,31 @@ def invocations_record(
     if workers > 1:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tool-call") as pool:
             futures = {
-                index: pool.submit(_run_in_thread, session, round, *calls[index]) for index in parallel
+                index: pool.submit(_run_in_thread, session, round, *calls[index], recorded)
+                for index in parallel
             }
             for index, future in futures.items():
                 runs[index] = future.result()
     else:
         for index in parallel:
             runs[index] = _invocation_run(
-                session=session, round=round, tool_name=calls[index][0], arguments=calls[index][1], batch=[]
+                session=session,
+                round=round,
+                tool_name=calls[index][0],
+                arguments=calls[index][1],
+                batch=[],
+                recorded=recorded,
             )
     for index, (tool_name, arguments) in enumerate(calls):
         if runs[index] is None:
             done = [run.invocation for run in runs if run is not None]
             runs[index] = _invocation_run(
-                session=session, round=round, tool_name=tool_name, arguments=arguments, batch=done
+                session=session,
+                round=round,
+                tool_name=tool_name,
+                arguments=arguments,
+                batch=done,
+                recorded=recorded,
             )
     with transaction.atomic():
         # One INSERT … RETURNING: PostgreSQL and SQLite ≥ 3.35 hand every row its id.
@@ -126,17 +140,34 @@ def _traced(run: _ToolRun) -> tracing.ToolCallTrace:
     )
 
 
-def _run_in_thread(session: DiagnosisSession, round: int, tool_name: str, arguments: dict) -> _ToolRun:
+def _run_in_thread(
+    session: DiagnosisSession,
+    round: int,
+    tool_name: str,
+    arguments: dict,
+    recorded: Sequence[ToolInvocation] | None,
+) -> _ToolRun:
     try:
         return _invocation_run(
-            session=session, round=round, tool_name=tool_name, arguments=arguments, batch=[]
+            session=session,
+            round=round,
+            tool_name=tool_name,
+            arguments=arguments,
+            batch=[],
+            recorded=recorded,
         )
     finally:
         connection.close()  # this worker thread's own connection; nobody else would close it
 
 
 def _invocation_run(
-    *, session: DiagnosisSession, round: int, tool_name: str, arguments: dict, batch: list[ToolInvocation]
+    *,
+    session: DiagnosisSession,
+    round: int,
+    tool_name: str,
+    arguments: dict,
+    batch: list[ToolInvocation],
+    recorded: Sequence[ToolInvocation] | None,
 ) -> _ToolRun:
     """The call run and its record built, not yet saved; `batch` holds this turn's earlier calls."""
     started_ns = time.time_ns()
@@ -148,8 +179,8 @@ def _invocation_run(
         tool = get_tool(tool_name)
         source, location = tool.provenance()
         parsed = tool.arguments_model.model_validate(arguments or {})
-        # Only guidance lookups dedup, so only they pay the query for what the session has seen.
-        seen = _seen_block_ids(session, tool_name, batch) if tool.is_guidance else set()
+        # Only guidance lookups dedup, so only they look up what the session has seen.
+        seen = _seen_block_ids(session, tool_name, batch, recorded) if tool.is_guidance else set()
         context = ToolContext(now=clock.now(), seen_block_ids=seen)
         # Round-tripped so an output that cannot be stored fails here, as this tool's failure.
         output = storable(json.loads(json.dumps(tool.run(parsed, context), ensure_ascii=False)))
@@ -170,7 +201,9 @@ def _invocation_run(
         session=session,
         round=round,
         tool_name=tool_name,
-        input=storable(arguments or {}),
+        # The arguments as the database would give them back (JSON, not the caller's own dict): the rounds
+        # read this row as kept, never read back.
+        input=storable(json.loads(json.dumps(arguments or {}, ensure_ascii=False))),
         output=output,
         success=not error,
         error=error,
@@ -229,15 +262,23 @@ def is_guidance_call(tool_name: str) -> bool:
         return False
 
 
-def _seen_block_ids(session: DiagnosisSession, tool_name: str, batch: list[ToolInvocation]) -> set[str]:
+def _seen_block_ids(
+    session: DiagnosisSession,
+    tool_name: str,
+    batch: list[ToolInvocation],
+    recorded: Sequence[ToolInvocation] | None,
+) -> set[str]:
     """Knowledge blocks already returned as evidence earlier in this session (per-session dedup),
     also by a call of this turn not yet saved."""
     seen: set[str] = set()
-    recorded = session.tool_invocations.filter(tool_name=tool_name, success=True).values_list(
-        "retrieval_details", flat=True
-    )
+    if recorded is None:
+        saved = session.tool_invocations.filter(tool_name=tool_name, success=True).values_list(
+            "retrieval_details", flat=True
+        )
+    else:
+        saved = [call.retrieval_details for call in recorded if call.tool_name == tool_name and call.success]
     unsaved = [run.retrieval_details for run in batch if run.tool_name == tool_name and run.success]
-    for details in [*recorded, *unsaved]:
+    for details in [*saved, *unsaved]:
         seen.update((details or {}).get("evidence_blocks") or ())
     return seen
 

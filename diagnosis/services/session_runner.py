@@ -31,7 +31,7 @@ from diagnosis.services.rule_evaluation import rule_evaluation_enqueue, rule_eva
 from diagnosis.services.self_evaluation import self_evaluation_merge
 from diagnosis.services.session_lifecycle import session_execute, session_update
 from diagnosis.services.session_liveness import SessionProgress
-from diagnosis.services.toolbox import RecordingToolbox, invocation_message
+from diagnosis.services.toolbox import CallsKept, RecordingToolbox
 from diagnosis.services.trace_summary import tool_trace_summary_build
 from diagnosis.world import world_current
 from tools.base import guidance_tool_names
@@ -98,6 +98,8 @@ class SessionRecorder:
         self.progress = progress
         self.guidance_tools = guidance_tool_names()
         self.pending_steps: list[AgentStep] = []
+        # The session's calls as its toolboxes record them: no round reads them back.
+        self.calls = CallsKept()
 
     def stage_started(self, *, stage: Stage, round: int) -> None:
         self.progress.stage, self.progress.round = stage.value, round
@@ -116,13 +118,14 @@ class SessionRecorder:
             round=round,
             max_calls=max_calls,
             concurrency=settings.DIAGNOSIS["TOOL_CONCURRENCY"],
+            kept=self.calls,
         )
 
     def tool_messages_before(self, *, round: int) -> list[dict]:
-        return [invocation_message(i) for i in self.session.tool_invocations.filter(round__lt=round)]
+        return self.calls.messages_before(round=round)
 
     def invocations(self) -> list[ToolInvocation]:
-        return list(self.session.tool_invocations.all())
+        return self.calls.invocations()
 
     def tool_trace_summary(self, invocations: Sequence[RecordedInvocation]) -> list[dict]:
         return tool_trace_summary_build(invocations=invocations)

@@ -1,7 +1,8 @@
 """The executor's tool access: every call recorded as a ToolInvocation, bounded per round.
 
 A turn's calls (`call_many`) run concurrently (bounded) and are recorded together in one commit,
-which also tells the live view the session is gathering evidence; `call` is a turn of one.
+which also tells the live view the session is gathering evidence; `call` is a turn of one. The rows
+and messages it recorded are kept (`CallsKept`, one per session), so no round reads them back.
 """
 
 from __future__ import annotations
@@ -24,14 +25,38 @@ def invocation_message(invocation: ToolInvocation) -> dict:
     return tool_message_build(invocation=invocation) | {"arguments": invocation.input}
 
 
+class CallsKept:
+    """The calls of a session as its toolboxes recorded them, each with the message it returned: a round
+    reads its results from here instead of reading the rows back from the database."""
+
+    def __init__(self) -> None:
+        self._calls: list[tuple[ToolInvocation, dict]] = []
+
+    def kept(self, invocations: Sequence[ToolInvocation], messages: Sequence[dict]) -> None:
+        self._calls += zip(invocations, messages, strict=True)
+
+    def invocations(self) -> list[ToolInvocation]:
+        return [invocation for invocation, _message in self._calls]
+
+    def messages_before(self, *, round: int) -> list[dict]:
+        return [message for invocation, message in self._calls if invocation.round < round]
+
+
 class RecordingToolbox:
     def __init__(
-        self, *, session: DiagnosisSession, round: int, max_calls: int, concurrency: int = 4
+        self,
+        *,
+        session: DiagnosisSession,
+        round: int,
+        max_calls: int,
+        concurrency: int = 4,
+        kept: CallsKept | None = None,
     ) -> None:
         self.session = session
         self.round = round
         self.remaining_calls = max_calls
         self.concurrency = max(1, concurrency)
+        self.kept = kept or CallsKept()
         self._budget_lock = threading.Lock()
 
     @property
@@ -54,14 +79,17 @@ class RecordingToolbox:
                 round=self.round,
                 calls=allowed,
                 concurrency=self.concurrency if self.parallel_safe else 1,
+                recorded=self.kept.invocations(),
                 current_stage=Stage.EXECUTOR.value,
                 rounds=self.round,
             )
             if allowed
             else []
         )
+        messages = [invocation_message(invocation) for invocation in recorded]
+        self.kept.kept(recorded, messages)
         refused = [_refused(tool_name) for tool_name, _arguments in calls[len(allowed) :]]
-        return [invocation_message(invocation) for invocation in recorded] + refused
+        return messages + refused
 
     def tool_definitions(self) -> list[dict]:
         return [tool.openai_tool() for tool in all_tools() if tool.available()]

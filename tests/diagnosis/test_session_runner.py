@@ -1,11 +1,21 @@
 """The orchestration of rounds: one retry at most, never after a REJECT, every stage recorded."""
 
+import sys
+from collections.abc import Callable
+
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from diagnosis.models import AgentStep, DiagnosisSession
+from diagnosis.pipeline.asks import asks_read
+from diagnosis.pipeline.focus import question_focus
 from diagnosis.pipeline.orchestrator import RETRY_INSTRUCTION
 from diagnosis.pipeline.records import verifier_record_read
+from diagnosis.pipeline.scope import scope_parse
+from diagnosis.pipeline.windows import window_in
 from diagnosis.selectors.evidence import verifier_rounds
+from diagnosis.services import session_runner
 from diagnosis.services.sessions import session_start
 
 pytestmark = pytest.mark.django_db
@@ -67,6 +77,53 @@ def test_low_confidence_is_retried_once_with_the_gaps_and_never_a_third_time(fak
     assert [r["round"] for r in evaluation["rounds"]] == [1]
     assert evaluation["round"] == 2
     assert [r.round for r in verifier_rounds(record=verifier_record_read(evaluation))] == [1, 2]
+
+
+def calls_counted(monkeypatch, function: Callable) -> list[tuple]:
+    """Every call of `function`, through whichever module imported it."""
+    calls: list[tuple] = []
+
+    def counted(*args, **kwargs):
+        calls.append((args, kwargs))
+        return function(*args, **kwargs)
+
+    for module in list(sys.modules.values()):
+        if getattr(module, "__dict__", {}).get(function.__name__) is function:
+            monkeypatch.setattr(module, function.__name__, counted)
+    return calls
+
+
+def test_the_question_is_read_once_and_no_call_is_read_back_however_many_rounds(
+    fake_llm, settings, monkeypatch
+):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"MAX_ROUNDS": 2}
+    fake_llm({"verifier": [NOTHING_CHECKED] * 4})
+    readings = {
+        parse.__name__: calls_counted(monkeypatch, parse)
+        for parse in (scope_parse, window_in, question_focus, asks_read)
+    }
+    # What the session's rounds query, up to the rule evaluation that follows it (it reads the calls once).
+    queries_before_evaluation = []
+    evaluate = session_runner.rule_evaluation_run
+
+    def evaluated(**kwargs):
+        queries_before_evaluation.append(len(captured))
+        return evaluate(**kwargs)
+
+    monkeypatch.setattr(session_runner, "rule_evaluation_run", evaluated)
+
+    with CaptureQueriesContext(connection) as captured:
+        session = session_start(query=QUERY, engine="llm", run_inline=True)
+
+    assert session.rounds == 2
+    assert {name: len(calls) for name, calls in readings.items()} == dict.fromkeys(readings, 1)
+    assert session.tool_invocations.filter(round=1).exists()
+    reads = [
+        query["sql"]
+        for query in captured.captured_queries[: queries_before_evaluation[0]]
+        if query["sql"].startswith("SELECT") and '"diagnosis_toolinvocation"' in query["sql"]
+    ]
+    assert reads == []
 
 
 def test_a_reject_is_degraded_at_once_even_with_rounds_left(fake_llm):

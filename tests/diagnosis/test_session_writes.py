@@ -25,6 +25,9 @@ WORLDS = {
     "demo": ("order-service 数据库连接池是否耗尽？", None),
     "shop": ("checkout 为什么一直重启？", "shop"),
 }
+# Every query of one session, the claim to the rule evaluation: a baseline, so work done twice shows
+# (measured when each round stopped reading its tool calls back: 36 and 40 before).
+MAX_QUERIES = {WORLDS["demo"][0]: 32, WORLDS["shop"][0]: 36}
 
 
 @pytest.fixture(params=sorted(WORLDS))
@@ -52,6 +55,20 @@ def test_a_session_is_written_in_a_few_commits_with_every_step_and_call_kept(wor
     agents = list(session.steps.values_list("agent", flat=True))
     assert agents == [stage.value for stage in AgentStep.Agent] * (agents.count("planner"))
     assert session.tool_invocations.count() >= 2
+
+
+def test_a_session_costs_a_pinned_number_of_queries(world_question, django_assert_max_num_queries):
+    with django_assert_max_num_queries(MAX_QUERIES[world_question]) as captured:
+        session = session_start(query=world_question, run_inline=True)
+
+    assert session.status == DiagnosisSession.Status.COMPLETED
+    calls_read = [
+        query["sql"]
+        for query in captured.captured_queries
+        if query["sql"].startswith("SELECT") and '"diagnosis_toolinvocation"' in query["sql"]
+    ]
+    # Only the rule evaluation after the session reads its calls; no round reads back what it called.
+    assert len(calls_read) <= 2
 
 
 def test_no_transaction_is_open_while_a_tool_asks_its_source(world_question, monkeypatch):

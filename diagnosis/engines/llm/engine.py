@@ -193,9 +193,12 @@ class LLMEngine:
         output, status = self._structured(exchange, PLANNER)
         if output is None:
             # Still a usable plan: the question's scope read by code, every evidence tool.
-            output = plan_by_rules(stage_input.query, focus=stage_input.focus).model_copy(
-                update={"steps": list(FALLBACK_PLAN_STEPS)}
-            )
+            output = plan_by_rules(
+                stage_input.query,
+                focus=stage_input.focus,
+                narrow=stage_input.narrow_scope,
+                excluded=stage_input.excluded_topics,
+            ).model_copy(update={"steps": list(FALLBACK_PLAN_STEPS)})
             thought = "规划输出无法解析，改用按问题生成的最小计划"
         else:
             scope = "窄范围" if output.narrow_scope else "常规"

@@ -25,7 +25,13 @@ class RulesEngine:
     name = "rules"
 
     def plan(self, stage_input: PlannerInput) -> StageCall[PlannerOutput]:
-        output = plan_by_rules(stage_input.query, focus=stage_input.focus, asks=stage_input.asks)
+        output = plan_by_rules(
+            stage_input.query,
+            focus=stage_input.focus,
+            narrow=stage_input.narrow_scope,
+            excluded=stage_input.excluded_topics,
+            asks=stage_input.asks,
+        )
         return StageCall(output=output, thought=_plan_thought(output), prompt_version=RULES_VERSION)
 
     def execute(self, stage_input: ExecutorInput, toolbox: Toolbox) -> StageCall[ExecutorOutput]:

@@ -7,14 +7,19 @@ from collections.abc import Sequence
 from diagnosis.pipeline.asks import Ask, only_actions
 from diagnosis.pipeline.contracts import PlannerOutput, PlanStep
 from diagnosis.pipeline.focus import QuestionFocus
-from diagnosis.pipeline.scope import scope_parse
 from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS
 
 
-def plan_by_rules(query: str, *, focus: QuestionFocus, asks: Sequence[Ask] = ()) -> PlannerOutput:
+def plan_by_rules(
+    query: str,
+    *,
+    focus: QuestionFocus,
+    narrow: bool,
+    excluded: Sequence[str],
+    asks: Sequence[Ask] = (),
+) -> PlannerOutput:
     """`focus`: what the question names and asks, read by code against the inventory (the round's);
-    `asks`: what it asks, each with its slot."""
-    narrow, excluded = scope_parse(query)
+    `narrow`, `excluded`: its scope (`scope_parse`); `asks`: what it asks, each with its slot."""
     services = [*focus.services, *focus.unknown_services]
     alerts = [*focus.alerts, *focus.unknown_alerts]
     topics = list(focus.topics)
@@ -23,7 +28,11 @@ def plan_by_rules(query: str, *, focus: QuestionFocus, asks: Sequence[Ask] = ())
     steps = []
     if only_actions(asks):
         return PlannerOutput(
-            goal=query.strip(), steps=[], narrow_scope=True, focus=services + alerts, excluded_topics=excluded
+            goal=query.strip(),
+            steps=[],
+            narrow_scope=True,
+            focus=services + alerts,
+            excluded_topics=list(excluded),
         )
     # A question nothing of which is understood has nothing to search for; a how-to
     # question about nothing in the system ("如何轮换 … token") is for the runbooks alone.
@@ -39,5 +48,5 @@ def plan_by_rules(query: str, *, focus: QuestionFocus, asks: Sequence[Ask] = ())
         steps=steps,
         narrow_scope=narrow,
         focus=services + alerts,
-        excluded_topics=excluded,
+        excluded_topics=list(excluded),
     )

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from diagnosis.pipeline.asks import Ask, asks_read
 from diagnosis.pipeline.focus import Inventory, World
 from diagnosis.pipeline.slots import SlotWorld
+from diagnosis.pipeline.windows import window_in
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load
 
 VOCABULARY = vocabulary_load(DEFAULT_VOCABULARY_FILE)
@@ -123,8 +124,7 @@ def asks_of(query: str, names: Names) -> list[Ask]:
         query=query,
         focus=world(names).focus_of(query=query),
         vocabulary=VOCABULARY,
-        now=NOW,
-        default_minutes=60,
+        window=window_in(query, now=NOW, default_minutes=60),
     )
 
 

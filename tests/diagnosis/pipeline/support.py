@@ -17,6 +17,7 @@ from diagnosis.pipeline.contracts import (
 )
 from diagnosis.pipeline.focus import Inventory, World
 from diagnosis.pipeline.interfaces import Stage, StageCall, StepRecord, Toolbox
+from diagnosis.pipeline.question import question_read
 from diagnosis.pipeline.round import RoundLimits, RoundResult, round_run
 from tools.base import guidance_tool_names
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load
@@ -122,7 +123,7 @@ def one_round(
 ) -> RoundResult:
     """The first round of a question, as the orchestrator runs it, over these recorded invocations."""
     return round_run(
-        query="order-service 有什么异常",
+        question=question_read(query="order-service 有什么异常", world=DEMO_WORLD),
         round_number=1,
         retry_context=None,
         earlier=[],

@@ -414,12 +414,14 @@ def test_invalid_reply_is_re_asked_once_with_the_error(fake_llm, bad_reply):
 def test_planner_parse_failure_falls_back_to_a_plan_with_every_evidence_tool(fake_llm):
     fake_llm({"planner": ["不是 JSON", "仍然不是 JSON"]})
 
-    call = LLMEngine().plan(PlannerInput(query=QUERY, round=1))
+    # The question's scope as the round read it (narrow: "只确认 …").
+    call = LLMEngine().plan(PlannerInput(query=QUERY, round=1, narrow_scope=True, excluded_topics=["OOM"]))
 
     assert call.parse_status.status == "parse_failed"
     assert [step.tool for step in call.output.steps] == ["query_metrics", "query_logs", "lookup_knowledge"]
     assert call.output.goal == QUERY
     assert call.output.narrow_scope is True
+    assert call.output.excluded_topics == ["OOM"]
 
 
 def test_executor_parse_failure_keeps_the_raw_text_and_no_claims(fake_llm, toolbox):

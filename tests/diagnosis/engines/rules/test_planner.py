@@ -3,14 +3,16 @@ import json
 import pytest
 
 from diagnosis.engines.rules import planner
-from diagnosis.pipeline.scope import scope_parse
+from diagnosis.pipeline.question import question_read
 from diagnosis.world import world_current
 
 
 def plan_by_rules(question: str):
-    """The rules plan of a question read against the world now, as a round hands it the focus."""
-    focus = world_current().focus_of(query=question, excluded=scope_parse(question)[1])
-    return planner.plan_by_rules(question, focus=focus)
+    """The rules plan of a question read against the world now, as a round hands it the question."""
+    read = question_read(query=question, world=world_current())
+    return planner.plan_by_rules(
+        question, focus=read.focus, narrow=read.narrow_scope, excluded=read.excluded_topics
+    )
 
 
 @pytest.mark.parametrize(

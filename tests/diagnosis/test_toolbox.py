@@ -1,0 +1,60 @@
+"""The recording toolbox keeps what it recorded: the rounds read a session's calls from it, never back
+from the database."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from diagnosis.models import ToolInvocation
+from diagnosis.services.toolbox import CallsKept, RecordingToolbox, invocation_message
+from tests.tools.support import pin_demo_now
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def demo_now(settings):
+    pin_demo_now(settings)
+
+
+def calls_read(captured: CaptureQueriesContext) -> list[str]:
+    return [
+        query["sql"]
+        for query in captured.captured_queries
+        if query["sql"].startswith("SELECT") and '"diagnosis_toolinvocation"' in query["sql"]
+    ]
+
+
+def test_the_calls_are_kept_as_recorded_with_the_messages_they_returned(session):
+    kept = CallsKept()
+    first = RecordingToolbox(session=session, round=1, max_calls=4, kept=kept).call_many(
+        [("query_metrics", {"service": "order-service"}), ("query_logs", {"query": "HikariCP"})]
+    )
+    second = RecordingToolbox(session=session, round=2, max_calls=4, kept=kept).call(
+        "query_logs", {"query": "OutOfMemoryError", "service": "order-service"}
+    )
+
+    stored = list(ToolInvocation.objects.filter(session=session).order_by("id"))
+    assert [call.pk for call in kept.invocations()] == [call.pk for call in stored]
+    # What a round reads from memory is what reading the rows back would give it.
+    assert [invocation_message(call) for call in kept.invocations()] == [
+        invocation_message(call) for call in stored
+    ]
+    assert kept.messages_before(round=2) == first
+    assert kept.messages_before(round=3) == [*first, second]
+
+
+def test_a_knowledge_lookup_is_deduped_against_the_kept_calls_without_reading_them_back(session):
+    kept = CallsKept()
+    RecordingToolbox(session=session, round=1, max_calls=1, kept=kept).call(
+        "lookup_knowledge", {"query": "HighMemoryUsage"}
+    )
+
+    with CaptureQueriesContext(connection) as captured:
+        again = RecordingToolbox(session=session, round=2, max_calls=1, kept=kept).call(
+            "lookup_knowledge", {"query": "HighMemoryUsage"}
+        )
+
+    assert again["evidence_status"] == "no_evidence"
+    assert all(block["deduped"] for block in again["output"]["evidence_blocks"])
+    assert calls_read(captured) == []
