@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import PurePosixPath
 from urllib.parse import urlsplit
 
@@ -44,6 +44,7 @@ from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evalua
 from diagnosis.services.invocations import NO_EVIDENCE
 from tools.evidence_kinds import ALERTS, LOGS
 from tools.loglines import is_error_level, patterns_mined
+from tools.numbers import finite_number, number_text
 from tools.promql import comparison_of
 
 logger = logging.getLogger(__name__)
@@ -75,7 +76,8 @@ PAST_TENSE = (
 # Error-level log patterns of an alert shown; the runbook steps quoted.
 MAX_ERROR_PATTERNS = 5
 MAX_RUNBOOK_STEPS = 6
-NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+# A sample value as Prometheus writes it (`92`, `0.52`, `1.6450887e+10`), inside text such as `92%`.
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 # A runbook section whose title says it holds the steps to take.
 STEP_SECTIONS = re.compile(r"排查|处置|处理|步骤|diagnos|mitigat|remediat|steps|response", re.IGNORECASE)
 
@@ -326,7 +328,7 @@ def value_against_threshold(record: dict) -> tuple[str, str, str, Decimal] | Non
     if comparison is not None:
         operator, threshold, threshold_text = (
             comparison.operator,
-            comparison.threshold,
+            finite_number(comparison.threshold),
             comparison.threshold_text,
         )
     else:
@@ -344,7 +346,7 @@ def value_line(record: dict) -> str:
     if reading is None:
         return ""
     value, operator, threshold, ratio = reading
-    how_far = f"超出 {ratio * 100:.0f}%" if ratio > 0 else "未超出"
+    how_far = f"超出 {number_text(f'{ratio * 100:.0f}')}%" if ratio > 0 else "未超出"
     return f"当前值 {value}，阈值 {operator} {threshold}（{how_far}）"
 
 
@@ -384,12 +386,7 @@ def runbook_steps(invocation: ToolInvocation | None) -> list[str]:
 
 def _number(value) -> Decimal | None:
     match = NUMBER.search(str(value if value is not None else ""))
-    if match is None:
-        return None
-    try:
-        return Decimal(match[0])
-    except InvalidOperation:
-        return None
+    return finite_number(match[0]) if match else None
 
 
 def _alert_record(subject: AlertSubject, invocations: list[ToolInvocation]) -> dict | None:

@@ -64,6 +64,16 @@ def comparison_of(expr: str) -> Comparison | None:
     )
 
 
+def syntax_error(query: str) -> str | None:
+    """What the parser says of a query that is not PromQL (`unclosed left parenthesis`); None when
+    it is."""
+    try:
+        promql_parser.parse(query)
+    except ValueError as exc:  # the parser reports every syntax error so
+        return str(exc) or "not PromQL"
+    return None
+
+
 def _top_comparison(node: promql_parser.Expr) -> promql_parser.BinaryExpr | None:
     while isinstance(node, promql_parser.ParenExpr | promql_parser.BinaryExpr):
         if isinstance(node, promql_parser.ParenExpr):
@@ -131,7 +141,8 @@ _SUBJECT_MATCHER = re.compile(r'(?P<label>[A-Za-z_][A-Za-z0-9_]*)\s*=\s*"\{servi
 _GROUPING = re.compile(r"(?P<by>\bby\s*\()(?P<labels>[A-Za-z0-9_,\s]*)\)")
 # A vector selector: a metric name and its braces (quoted values may hold braces: the placeholder).
 _SELECTOR = re.compile(r'(?P<metric>[A-Za-z_:][A-Za-z0-9_:]*)\s*\{(?P<body>(?:[^{}"]|"(?:[^"\\]|\\.)*")*)\}')
-_BARE_METRIC = re.compile(r"^[A-Za-z_:][A-Za-z0-9_:]*$")
+# A metric name as Prometheus writes one unquoted (match the whole name: `$` would let a newline end it).
+METRIC_NAME = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
 
 # Which label of a metric's series carries a subject's name, None when none does. A source that
 # cannot tell its series' labels has no carrier (None): then a template's labels are taken as written.
@@ -193,7 +204,7 @@ def _regrouped(labels: str, carried: dict[str, str]) -> str:
 def series_query(metric: str, *, subject: str, carrier: Carrier | None, values: Sequence[str] = ()) -> str:
     """A metric the question names, on the subject and the label values it writes ("/") where a label
     of its series carries them; else as it is (every series of it, each shown with its labels)."""
-    if carrier is None or not _BARE_METRIC.match(metric):
+    if carrier is None or not METRIC_NAME.fullmatch(metric):
         return metric
     matchers: dict[str, str] = {}
     for value in dict.fromkeys(v for v in (subject, *values) if v):

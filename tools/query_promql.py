@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from pydantic import Field
@@ -17,7 +16,7 @@ from pydantic import Field
 from tools.base import EvidenceTool, ToolArguments, ToolContext, register
 from tools.clock import local_text
 from tools.evidence_kinds import SERIES
-from tools.numbers import number_text, series_name
+from tools.numbers import finite_number, number_text, series_name
 from tools.sources.kinds import SeriesSource
 
 MAX_MINUTES = 7 * 24 * 60
@@ -78,16 +77,8 @@ def samples_text(record: dict[str, Any]) -> str:
         return "区间内无采样"
     at, latest = points[-1]
     text = f"最新值 {number_text(latest)}（{at}）"
-    numbers = [_decimal(value) for _, value in points]
+    numbers = [finite_number(value) for _, value in points]
     finite = [number for number in numbers if number is not None]
     if len(finite) > 1:
         text += f"，区间最小 {number_text(str(min(finite)))}，最大 {number_text(str(max(finite)))}"
     return text
-
-
-def _decimal(value: str) -> Decimal | None:
-    try:
-        number = Decimal(value)
-    except InvalidOperation:
-        return None
-    return number if number.is_finite() else None

@@ -48,7 +48,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from tools.promql import Carrier, subject_query
+from tools.promql import SUBJECT_PLACEHOLDER, Carrier, subject_query, syntax_error
 
 DEFAULT_VOCABULARY_FILE = Path(__file__).parent / "data" / "demo_world" / "vocabulary.json"
 # A topic without a label of its own is still named in Chinese, with no fact token.
@@ -284,17 +284,30 @@ def vocabulary_checked(path: Path) -> list[str]:
     except json.JSONDecodeError as exc:
         return [f"{path}:{exc.lineno}: not valid JSON: {exc.msg}"]
     try:
-        Vocabulary.model_validate(raw)
+        vocabulary = Vocabulary.model_validate(raw)
     except ValidationError as exc:
         return [
             f"{path}:{_line_of(text, error['loc'])}: {'.'.join(str(p) for p in error['loc'])}: {error['msg']}"
             for error in exc.errors()
         ]
+    problems = [
+        f"{path}:{_line_of(text, ('promql_topics', topic))}: promql_topics.{topic}.{index}: not PromQL: {error}"
+        for topic, templates in vocabulary.promql_topics.items()
+        for index, template in enumerate(templates)
+        if (error := _template_error(template))
+    ]
+    if problems:
+        return problems
     try:
         vocabulary_load(path, path.stat().st_mtime_ns)
     except VocabularyError as exc:  # the file it extends
         return [str(exc)]
     return []
+
+
+def _template_error(template: str) -> str | None:
+    """What the PromQL parser says of a template on a subject, as it is sent; None when it parses."""
+    return syntax_error(template.replace(SUBJECT_PLACEHOLDER, "subject"))
 
 
 def _line_of(text: str, loc: tuple) -> int:

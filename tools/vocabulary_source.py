@@ -14,7 +14,7 @@ from pathlib import Path
 
 import promql_parser
 
-from tools.promql import SUBJECT_PLACEHOLDER
+from tools.promql import METRIC_NAME, SUBJECT_PLACEHOLDER
 from tools.vocabulary import Vocabulary
 
 TOPIC_WORDS_FILE = Path(__file__).parent / "data" / "topic_words.json"
@@ -24,6 +24,10 @@ TEMPLATES_PER_TOPIC = 4
 RATE_WINDOW = "5m"
 UNREAD_SUFFIXES = ("_bucket", "_count", "_sum", "_created")
 WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+# An alerting rule's name kept in the starter: one word of letters, digits, `_ . : -` (`KubePodCrashLooping`,
+# `内存告警`). Prometheus takes any text as a name; a starter is read and merged by people, and a
+# name with spaces, quotes or line breaks (`kubectl delete ns prod`) is no alert name to suggest.
+ALERT_NAME = re.compile(r"[^\W\d][\w.:-]*")
 
 
 @lru_cache(maxsize=1)
@@ -50,7 +54,13 @@ def vocabulary_from_source(
     found: dict[str, list[tuple[tuple, str]]] = {}
     topic_of_metric: dict[str, str] = {}
     for metric in sorted(set(metric_names) | set(metadata)):
-        if metric.endswith(UNREAD_SUFFIXES) or metric.startswith("ALERTS"):
+        # A name PromQL cannot write unquoted (`a"b`, a line break, Prometheus 3's UTF-8 names) has no
+        # template of this form.
+        if (
+            not METRIC_NAME.fullmatch(metric)
+            or metric.endswith(UNREAD_SUFFIXES)
+            or metric.startswith("ALERTS")
+        ):
             continue
         meta = (metadata.get(metric) or [{}])[0]
         if meta.get("type") in ("histogram", "summary"):
@@ -63,7 +73,7 @@ def vocabulary_from_source(
     alert_topics = {
         rule["name"]: topic
         for rule in rules
-        if rule.get("name")
+        if ALERT_NAME.fullmatch(str(rule.get("name") or ""))
         and (
             topic := next(
                 (topic_of_metric[m] for m in _metrics_of(rule.get("query", "")) if m in topic_of_metric), None

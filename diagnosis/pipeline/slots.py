@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from difflib import SequenceMatcher
 
 from pydantic import BaseModel, ConfigDict
@@ -25,7 +25,7 @@ from diagnosis.pipeline.facts import NO_NAMES, FactNames
 from diagnosis.pipeline.gatekeeper import claims_checked
 from diagnosis.pipeline.instructions import QUOTE_ONLY, instructions_in
 from tools.loglines import Pattern, evidence_record, has_property, patterns_mined
-from tools.numbers import number_text, series_name
+from tools.numbers import finite_number, number_text, places_text, series_name
 from tools.promql import Carrier, comparison_of
 from tools.terms import groups_in, term_pattern
 from tools.vocabulary import Vocabulary
@@ -713,7 +713,7 @@ def _priority(found: _Found) -> tuple[int, Decimal]:
     rank = SEVERITY_RANK.get(str(record.get("severity", "")).lower(), len(SEVERITY_RANK))
     comparison = comparison_of(record.get("expr") or "")
     value = _decimal(record.get("value"))
-    threshold = comparison.threshold if comparison else _decimal(record.get("threshold"))
+    threshold = _decimal(comparison.threshold if comparison else record.get("threshold"))
     if value is None or threshold is None or threshold == 0:
         return rank, Decimal(0)
     return rank, -abs(value / threshold)
@@ -736,12 +736,12 @@ def _against(record: dict, alerts: list[_Found], *, query: str) -> str:
 
 
 def _past(value: object, operator: str, threshold: Decimal, *, stated: bool = True) -> str:
-    number = _decimal(value)
+    number, limit = _decimal(value), _decimal(threshold)
     if number is None:
         return ""
     text = f"；当前值 {number_text(str(number))}" if stated else ""
-    if operator in (">", ">=") and threshold > 0 and number > threshold:
-        text += f"，为阈值的 {_n(number / threshold)} 倍"
+    if operator in (">", ">=") and limit is not None and limit > 0 and number > limit:
+        text += f"，为阈值的 {_n(number / limit)} 倍"
     return text
 
 
@@ -776,7 +776,7 @@ def _unit(name: str, raw: object) -> str:
 
 
 def _hundredths(number: Decimal) -> str:
-    return f"{number.quantize(Decimal('0.01')):f}"
+    return places_text(number, places=2)
 
 
 def _numbers(record: dict) -> list[Decimal]:
@@ -827,11 +827,7 @@ def _arguments(message: dict) -> dict:
 def _decimal(value: object) -> Decimal | None:
     if value in (None, ""):
         return None
-    try:
-        number = Decimal(str(value).strip().rstrip("%s"))
-    except InvalidOperation:
-        return None
-    return number if number.is_finite() else None
+    return finite_number(str(value).strip().rstrip("%s"))
 
 
 def _n(number: Decimal | float) -> str:

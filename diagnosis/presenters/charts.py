@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from fractions import Fraction
 
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -34,7 +35,9 @@ def chart_svg(chart: SeriesChart) -> SafeString:
     values = [v for _, v in chart.points]
     if chart.threshold is not None:
         values.append(chart.threshold.value)
-    low, high = min(values), max(values)
+    # In exact fractions: `1e308 - -1e308` overflows a float to inf (inf / inf draws NaN), and
+    # `1e308 + 1` is 1e308 again (a flat series would divide by zero).
+    low, high = Fraction(min(values)), Fraction(max(values))
     if high == low:
         low, high = low - 1, high + 1
     t0, t1 = min(times), max(times)
@@ -45,7 +48,7 @@ def chart_svg(chart: SeriesChart) -> SafeString:
         return PAD_LEFT + (t - t0) / span * inner_w
 
     def y(v: float) -> float:
-        return PAD_TOP + (high - v) / (high - low) * inner_h
+        return PAD_TOP + float((high - Fraction(v)) / (high - low)) * inner_h
 
     line = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in chart.points)
     parts = [
@@ -53,8 +56,8 @@ def chart_svg(chart: SeriesChart) -> SafeString:
         f'role="img" aria-label="{escape(chart.name)}">',
         f"<title>{escape(chart.name)}</title>",
         f'<rect x="{PAD_LEFT}" y="{PAD_TOP}" width="{inner_w}" height="{inner_h}" class="chart-frame" fill="none" stroke="#dde1e8"/>',
-        f'<text x="{PAD_LEFT - 4}" y="{PAD_TOP + 8}" text-anchor="end" class="chart-axis" fill="#667085" font-size="9">{escape(number_text(repr(high)))}</text>',
-        f'<text x="{PAD_LEFT - 4}" y="{PAD_TOP + inner_h}" text-anchor="end" class="chart-axis" fill="#667085" font-size="9">{escape(number_text(repr(low)))}</text>',
+        f'<text x="{PAD_LEFT - 4}" y="{PAD_TOP + 8}" text-anchor="end" class="chart-axis" fill="#667085" font-size="9">{escape(number_text(repr(float(high))))}</text>',
+        f'<text x="{PAD_LEFT - 4}" y="{PAD_TOP + inner_h}" text-anchor="end" class="chart-axis" fill="#667085" font-size="9">{escape(number_text(repr(float(low))))}</text>',
         f'<text x="{PAD_LEFT}" y="{HEIGHT - 6}" class="chart-axis" fill="#667085" font-size="9">{escape(_clock(t0))}</text>',
         f'<text x="{WIDTH - PAD_RIGHT}" y="{HEIGHT - 6}" text-anchor="end" class="chart-axis" fill="#667085" font-size="9">{escape(_clock(t1))}</text>',
     ]

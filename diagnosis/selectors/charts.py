@@ -44,7 +44,11 @@ def threshold_of(expr: str) -> tuple[str, Threshold] | None:
     match = COMPARISON.match(" ".join((expr or "").split()))
     if not match or _open_brackets(match.group("left")):
         return None
-    return match.group("left").strip(), Threshold(op=match.group("op"), value=float(match.group("number")))
+    value = float(match.group("number"))
+    # `> 1e400` is past a float: no level to draw a line at.
+    if not math.isfinite(value):
+        return None
+    return match.group("left").strip(), Threshold(op=match.group("op"), value=value)
 
 
 def _open_brackets(text: str) -> bool:

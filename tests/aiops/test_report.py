@@ -6,7 +6,7 @@ import re
 import pytest
 from django.test import override_settings
 
-from aiops.report import duration_words, past_tense, resolved_text
+from aiops.report import duration_words, past_tense, resolved_text, value_against_threshold, value_line
 from aiops.services import aiops_run, aiops_start
 from diagnosis.evaluation.fixtures import WORLDS_DIR, fixture_sources, world_tools
 from tests.aiops.support import DEMO_NOW
@@ -38,6 +38,27 @@ def test_an_alert_with_one_episode_still_firing_is_not_resolved():
 )
 def test_durations_in_words(seconds, words):
     assert duration_words(seconds) == words
+
+
+@pytest.mark.parametrize(
+    ("value", "expr", "line"),
+    [
+        ("1.6450887e+10", "x > 1e9", "当前值 1.6450887e+10，阈值 > 1e9（超出 1545%）"),
+        ("1e308", "x > 1e-300", "当前值 1e308，阈值 > 1e-300（超出 1e+610%）"),
+        ("-1e308", "x < 1e308", "当前值 -1e308，阈值 < 1e308（超出 200%）"),
+        ("1e-300", "x > 1", "当前值 1e-300，阈值 > 1（未超出）"),
+        ("1e308", "x > Inf", ""),
+        ("5", "x < -Inf", ""),
+        ("1e400", "x > 1", ""),
+        ("NaN", "x > 1", ""),
+        ("1e308", "x > 1e-999999", ""),
+    ],
+)
+def test_a_value_of_any_magnitude_is_read_against_its_threshold(value, expr, line):
+    record = {"alert_name": "A", "severity": "critical", "value": value, "expr": expr}
+
+    assert value_line(record) == line
+    assert isinstance(value_against_threshold(record), tuple) == bool(line)
 
 
 def test_a_finding_is_told_in_the_past_outside_its_quote():

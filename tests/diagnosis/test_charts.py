@@ -87,6 +87,7 @@ def test_the_admin_audit_page_draws_the_chart_too(client, load_world, fake_llm):
         ("sum(x > 1)", None),
         ('up{job!="node"}', None),
         ("node_load1", None),
+        ("node_load1 > 1e400", None),
     ],
 )
 def test_a_threshold_is_read_from_the_exprs_own_comparison_only(expr, threshold):

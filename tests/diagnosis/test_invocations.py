@@ -15,7 +15,8 @@ from diagnosis.services.invocations import (
 from diagnosis.services.sessions import session_start
 from tests.factories import DiagnosisSessionFactory
 from tests.tools.support import BrokenLogs, FiveHundredLogs, pin_demo_now, record, use_source
-from tools.sources.kinds import LogSource
+from tools.inventory import SourceInventory
+from tools.sources.kinds import AlertSource, LogSource, SeriesSource
 
 pytestmark = pytest.mark.django_db
 
@@ -288,6 +289,52 @@ def test_a_huge_sample_and_a_nul_in_a_log_line_end_completed_with_the_text_store
     )
     metrics = [i for i in session.tool_invocations.all() if i.tool_name == "query_metrics"]
     assert any("1e+308" in ref["text"] for i in metrics for ref in i.evidence_refs)
+
+
+class ExtremePrometheus(AlertSource, SeriesSource):
+    """A Prometheus whose one series of the metric `settings.DIAGNOSIS["TEST_SAMPLE"]` names holds the
+    sample it names, for any query: what a value ask about that metric reads."""
+
+    def provenance(self) -> tuple[str, str]:
+        return "prometheus", "http://prom.test:9090"
+
+    def _sample(self) -> tuple[str, str]:
+        from django.conf import settings
+
+        return settings.DIAGNOSIS["TEST_SAMPLE"]
+
+    def inventory(self, *, now) -> SourceInventory:
+        return SourceInventory(services={"web"}, metrics={self._sample()[0]})
+
+    def query_alerts(self, *, service, alert_name, now) -> list[dict]:
+        return []
+
+    def query_promql(self, *, query: str, minutes: int, now) -> dict:
+        metric, value = self._sample()
+        series = {"metric": {"__name__": metric, "service": "web"}}
+        if minutes:
+            return {"result_type": "matrix", "series": [series | {"values": [[now.timestamp(), value]]}]}
+        return {"result_type": "vector", "series": [series | {"value": [now.timestamp(), value]}]}
+
+
+@pytest.mark.parametrize(
+    ("metric", "value", "stated"),
+    [
+        ("node_memory_MemAvailable_bytes", "1e308", "当前值 1e+308 字节（约 1e+299 GB / 9.31323e+298 GiB）"),
+        ("disk_used_ratio", "-1e308", "当前值 -1e+308（-1e+310%）"),
+        ("disk_used_ratio", "1e-300", "当前值 1e-300（1e-298%）"),
+        ("disk_used_ratio", "1e400", "当前值 1e+400（"),
+        ("node_memory_MemAvailable_bytes", "+Inf", "当前值 +Inf（"),
+    ],
+)
+def test_a_value_ask_of_any_magnitude_is_answered_with_its_unit(settings, metric, value, stated):
+    use_source(settings, ExtremePrometheus, AlertSource, SeriesSource)
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"TEST_SAMPLE": (metric, value)}
+
+    session = session_start(query=f"web 的 {metric} 现在是多少？", engine="rules", run_inline=True)
+
+    assert session.status == DiagnosisSession.Status.COMPLETED, session.error
+    assert f'{metric}{{service="web"}} {stated}' in session.answer.splitlines()[0]
 
 
 def test_storable_replaces_nul_and_surrogates_in_keys_and_values_and_keeps_the_rest():

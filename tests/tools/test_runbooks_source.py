@@ -2,12 +2,15 @@
 optional, the file stem names an alert, a malformed file is skipped with a warning."""
 
 import logging
+import os
+import threading
 from pathlib import Path
 
 import pytest
 
 from tests.tools.support import record, use_source
 from tools.sources.kinds import AlertSource
+from tools.sources.runbooks import RunbooksSource, runbooks_read
 
 pytestmark = pytest.mark.django_db
 RUNBOOKS = Path(__file__).parents[1] / "world" / "runbooks"
@@ -90,6 +93,65 @@ def test_files_outside_the_folder_special_files_and_oversized_ones_are_never_rea
     documents = {b["source_document"] for b in invocation.output["evidence_blocks"]}
     assert documents <= {"runbooks/CartLatency.md", "runbooks/inside.md"}
     assert "runbooks/CartLatency.md" in documents
+
+
+def test_a_runbook_swapped_with_a_link_out_of_the_folder_is_never_read_through_it(tmp_path):
+    """A thread swaps the first runbook of a team's 100 for a link to a file outside and back while the
+    folder is read 100 times: the outside file's text is never returned. (Checking each path, then
+    reading each, read it about 30 times in 100: the check of the other 99 is the window.)"""
+    folder = tmp_path / "runbooks"
+    folder.mkdir()
+    outside = tmp_path / "secret.md"
+    outside.write_text("# Secret\n\nOPENAI_API_KEY=sk-outside-the-folder\n")
+    runbook, text = folder / "AppLatency.md", "# App latency\n\n1. Check the p99 panel.\n"
+    runbook.write_text(text)
+    for index in range(100):
+        (folder / f"team-{index:03}.md").write_text(f"# Runbook {index}\n\n1. Check panel {index}.\n")
+    stop = threading.Event()
+
+    def swap() -> None:
+        link, copy = folder / ".swap-link", folder / ".swap-file"
+        while not stop.is_set():
+            link.symlink_to(outside)
+            os.replace(link, runbook)
+            copy.write_text(text)
+            os.replace(copy, runbook)
+
+    swapper = threading.Thread(target=swap)
+    swapper.start()
+    try:
+        reads = [RunbooksSource(str(folder)).knowledge_blocks() for _ in range(100)]
+    finally:
+        stop.set()
+        swapper.join()
+
+    contents = [block.content for blocks in reads for block in blocks]
+    assert not [content for content in contents if "sk-outside-the-folder" in content]
+    assert any("p99 panel" in content for content in contents)
+
+
+def test_links_are_read_as_the_runbook_of_the_folder_they_name_and_linked_folders_not_at_all(
+    tmp_path, caplog
+):
+    folder, outside = tmp_path / "runbooks", tmp_path / "elsewhere"
+    (folder / "team").mkdir(parents=True)
+    outside.mkdir()
+    (folder / "team" / "disk-full.md").write_text("# Disk full\n\n1. Free space.\n")
+    (outside / "secret.md").write_text("# Secret\n\nsk-in-a-linked-folder\n")
+    (folder / "DiskFull.md").symlink_to("team/disk-full.md")
+    (folder / "team" / "up.md").symlink_to("../../elsewhere/secret.md")
+    (folder / "linked").symlink_to(outside)
+
+    with caplog.at_level(logging.WARNING, logger="tools.sources.runbooks"):
+        blocks, skipped = runbooks_read(folder)
+
+    assert {block.source_document: block.content for block in blocks} == {
+        "runbooks/DiskFull.md": "1. Free space.",
+        "runbooks/team/disk-full.md": "1. Free space.",
+    }
+    assert skipped == 2
+    assert any("team/up.md" in message for message in caplog.messages)
+    assert any("linked" in message and "links are not followed" in message for message in caplog.messages)
 
 
 # --- Whole sessions: an alert's runbook_url, and a hostile folder ----------------------------------

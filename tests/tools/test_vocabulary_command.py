@@ -89,3 +89,54 @@ def test_another_worlds_metrics_are_read_by_their_name_and_help_words():
         "error": ['rate(ledger_posting_failures_total{service="{service}"}[5m])'],
     }
     assert vocabulary.alert_topics == {"LedgerPostingsFailing": "error"}
+
+
+# What a hostile or careless server may say: metric names no PromQL selector can write unquoted, and
+# rule names that are commands or carry quotes and line breaks.
+HOSTILE = {
+    'node_memory"} or vector(1) #_bytes': [{"type": "gauge", "help": "Memory in use."}],
+    "node_memory_evil\nbytes": [{"type": "gauge", "help": "Memory in use."}],
+    "node.memory.utf8_bytes": [{"type": "gauge", "help": "Memory in use."}],
+    "node_memory_Active_bytes": [{"type": "gauge", "help": "Memory information field Active_bytes."}],
+}
+HOSTILE_RULES = [
+    {"name": "kubectl delete ns prod", "query": "node_memory_Active_bytes > 1e9"},
+    {"name": 'Memory"High', "query": "node_memory_Active_bytes > 1e9"},
+    {"name": "MemoryHigh\nrm -rf /", "query": "node_memory_Active_bytes > 1e9"},
+    {"name": "HostMemoryHigh", "query": "node_memory_Active_bytes > 1e9"},
+    {"name": "内存告警", "query": "node_memory_Active_bytes > 2e9"},
+]
+
+
+def test_the_starter_keeps_only_metric_names_and_alert_names_that_are_names(tmp_path):
+    vocabulary = vocabulary_from_source(metadata=HOSTILE, metric_names=HOSTILE, rules=HOSTILE_RULES)
+
+    assert vocabulary.promql_topics == {"memory": ['node_memory_Active_bytes{service="{service}"}']}
+    assert vocabulary.alert_topics == {"HostMemoryHigh": "memory", "内存告警": "memory"}
+    written = tmp_path / "vocabulary.json"
+    written.write_text(
+        json.dumps(vocabulary.model_dump(mode="json", exclude_defaults=True), ensure_ascii=False)
+    )
+    assert vocabulary_checked(written) == []
+
+
+def test_check_parses_every_template_and_names_the_line_of_one_that_is_not_promql(tmp_path):
+    bad = tmp_path / "vocabulary.json"
+    bad.write_text(
+        "{\n"
+        '  "groups": {"memory": ["内存"], "disk": ["磁盘"]},\n'
+        '  "promql_topics": {\n'
+        '    "memory": ["node_memory_Active_bytes{service=\\"{service}\\"}"],\n'
+        '    "disk": [\n'
+        '      "node_filesystem_avail_bytes{service=\\"{service}\\"}",\n'
+        '      "rate(node_disk_io_time_seconds_total{service=\\"{service}\\"}[5m]"\n'
+        "    ]\n"
+        "  }\n"
+        "}\n"
+    )
+
+    assert vocabulary_checked(bad) == [
+        f"{bad}:5: promql_topics.disk.1: not PromQL: unclosed left parenthesis"
+    ]
+    with pytest.raises(CommandError, match="unclosed left parenthesis"):
+        call_command("vocabulary", "--check", str(bad))

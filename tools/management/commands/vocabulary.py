@@ -1,6 +1,7 @@
 """`manage.py vocabulary`: a starter vocabulary from the configured Prometheus (`--from-prometheus
-[--out FILE]`), a file checked against the format (`--check FILE`, naming the line of an error), or
-the format itself as JSON Schema (`--schema`, the file `tools/data/vocabulary.schema.json`)."""
+[--out FILE]`; metric and alert names that are not names are left out), a file checked against the
+format and each PromQL template parsed (`--check FILE`, naming the line of an error), or the format
+itself as JSON Schema (`--schema`, the file `tools/data/vocabulary.schema.json`)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         action = parser.add_mutually_exclusive_group(required=True)
         action.add_argument("--from-prometheus", action="store_true", help="read DIAGNOSIS_PROMETHEUS_URL")
-        action.add_argument("--check", metavar="FILE", help="validate a vocabulary file")
+        action.add_argument(
+            "--check", metavar="FILE", help="validate a vocabulary file and parse its PromQL templates"
+        )
         action.add_argument("--schema", action="store_true", help="print the file format (JSON Schema)")
         parser.add_argument("--out", metavar="FILE", help="with --from-prometheus: write here, not stdout")
 
