@@ -21,7 +21,8 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
-from rest_framework.exceptions import APIException, AuthenticationFailed, NotFound, Throttled
+from rest_framework.exceptions import APIException, AuthenticationFailed, NotFound, ParseError, Throttled
+from rest_framework.parsers import JSONParser
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -36,7 +37,9 @@ from aiops.serializers import (
 )
 from aiops.services import aiops_start, alertmanager_notification_receive
 from diagnosis.api import RATE_LIMITED, service_errors_as_api_errors, session_accepted_response
+from diagnosis.input_rules import InputRejected, json_loads_bounded
 from diagnosis.serializers import ChatAcceptedSerializer, trace_url
+from diagnosis.services.invocations import storable
 
 ALERTMANAGER = "alertmanager"
 WEBHOOK_DISABLED = "Alertmanager webhook 未启用（未配置 DIAGNOSIS_ALERTMANAGER_TOKEN）"
@@ -80,6 +83,18 @@ class AlertmanagerTokenScheme(OpenApiAuthenticationExtension):
         return {"type": "http", "scheme": "bearer", "description": "DIAGNOSIS_ALERTMANAGER_TOKEN"}
 
 
+class AlertmanagerJSONParser(JSONParser):
+    """The webhook's JSON under the input rule's bounds, except that a NUL or a lone surrogate in a
+    string (a label's value or name) ends as U+FFFD, as in tool output: Alertmanager drops a
+    notification answered 400 with every good alert of its group, and never sends it again."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            return storable(json_loads_bounded(stream.read(), nul_allowed=True))
+        except InputRejected as error:
+            raise ParseError(str(error)) from error
+
+
 class NotificationTooLarge(APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_code = "notification_too_large"
@@ -121,6 +136,7 @@ class AiOpsApi(APIView):
 
 
 class AlertmanagerWebhookApi(APIView):
+    parser_classes = [AlertmanagerJSONParser]
     authentication_classes = [AlertmanagerTokenAuthentication]
     permission_classes = [IsAlertmanager]
     throttle_classes = [AlertmanagerTokenThrottle]
