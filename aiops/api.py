@@ -4,9 +4,10 @@ Both answer 202 `{sessionId, status, traceUrl}` at once; the analysis runs in th
 The webhook authenticates Alertmanager with `Authorization: Bearer <DIAGNOSIS_ALERTMANAGER_TOKEN>`.
 Without a configured token the webhook does not exist (404): Alertmanager does not retry a 4xx,
 so a receiver pointed at a disabled deployment fails visibly instead of retrying forever.
-Bounds of its own: `DIAGNOSIS["ALERTMANAGER_RATE"]` notifications per token (429),
-`DIAGNOSIS["ALERTMANAGER_FAILED_TOKEN_RATE"]` failed token attempts per client address (429), and a body over
-`DIAGNOSIS["ALERTMANAGER_MAX_BYTES"]` is refused with 413 before anything is parsed or stored.
+Bounds of its own: `DIAGNOSIS["ALERTMANAGER_RATE"]` notifications per token (429, counted in the cache),
+`DIAGNOSIS["ALERTMANAGER_FAILED_TOKEN_RATE"]` failed token attempts per client address (429, counted in
+the database every web process shares), and a body over `DIAGNOSIS["ALERTMANAGER_MAX_BYTES"]` is refused
+with 413 before anything is parsed or stored.
 """
 
 from __future__ import annotations
@@ -20,13 +21,15 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
-from rest_framework.exceptions import APIException, AuthenticationFailed, NotFound, Throttled
+from rest_framework.exceptions import APIException, AuthenticationFailed, NotFound, ParseError, Throttled
+from rest_framework.parsers import JSONParser
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import SimpleRateThrottle
 from rest_framework.views import APIView
 
+from aiops.rate_limits import FailedTokenThrottle
 from aiops.serializers import (
     AiOpsRequestSerializer,
     AlertmanagerAcceptedSerializer,
@@ -34,7 +37,9 @@ from aiops.serializers import (
 )
 from aiops.services import aiops_start, alertmanager_notification_receive
 from diagnosis.api import RATE_LIMITED, service_errors_as_api_errors, session_accepted_response
+from diagnosis.input_rules import InputRejected, json_loads_bounded
 from diagnosis.serializers import ChatAcceptedSerializer, trace_url
+from diagnosis.services.invocations import storable
 
 ALERTMANAGER = "alertmanager"
 WEBHOOK_DISABLED = "Alertmanager webhook 未启用（未配置 DIAGNOSIS_ALERTMANAGER_TOKEN）"
@@ -52,15 +57,15 @@ class AlertmanagerTokenAuthentication(BaseAuthentication):
         parts = get_authorization_header(request).split()
         if not parts:
             return None
-        failures = AlertmanagerFailedTokenThrottle()
+        failures = FailedTokenThrottle()
         # Checked before the token: while an address is over its failures, a right guess is refused too.
         if failures.exhausted(request):
             raise Throttled(wait=failures.wait())
         if len(parts) != 2 or parts[0].lower() != self.keyword:
-            failures.count(request)
+            failures.failure_count()
             raise AuthenticationFailed("Authorization 头应为 Bearer <token>")
         if not hmac.compare_digest(parts[1], expected.encode()):
-            failures.count(request)
+            failures.failure_count()
             raise AuthenticationFailed("Alertmanager token 无效")
         return AnonymousUser(), ALERTMANAGER
 
@@ -76,6 +81,18 @@ class AlertmanagerTokenScheme(OpenApiAuthenticationExtension):
 
     def get_security_definition(self, auto_schema):
         return {"type": "http", "scheme": "bearer", "description": "DIAGNOSIS_ALERTMANAGER_TOKEN"}
+
+
+class AlertmanagerJSONParser(JSONParser):
+    """The webhook's JSON under the input rule's bounds, except that a NUL or a lone surrogate in a
+    string (a label's value or name) ends as U+FFFD, as in tool output: Alertmanager drops a
+    notification answered 400 with every good alert of its group, and never sends it again."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            return storable(json_loads_bounded(stream.read(), nul_allowed=True))
+        except InputRejected as error:
+            raise ParseError(str(error)) from error
 
 
 class NotificationTooLarge(APIException):
@@ -94,30 +111,6 @@ class AlertmanagerTokenThrottle(SimpleRateThrottle):
     def get_cache_key(self, request: Request, view) -> str:
         token = get_authorization_header(request).split()[-1]
         return self.cache_format % {"scope": self.scope, "ident": hashlib.sha256(token).hexdigest()}
-
-
-class AlertmanagerFailedTokenThrottle(SimpleRateThrottle):
-    """`DIAGNOSIS["ALERTMANAGER_FAILED_TOKEN_RATE"]` failed token attempts per client address. Counts
-    failures only (`count`), so Alertmanager's own traffic never uses it up; `exhausted` reads the
-    count without adding to it."""
-
-    scope = "alertmanager_failed_token"
-
-    def get_rate(self) -> str:
-        return settings.DIAGNOSIS["ALERTMANAGER_FAILED_TOKEN_RATE"]
-
-    def get_cache_key(self, request: Request, view) -> str:
-        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
-
-    def exhausted(self, request: Request) -> bool:
-        self.key = self.get_cache_key(request, None)
-        self.now = self.timer()
-        self.history = [at for at in self.cache.get(self.key, []) if at > self.now - self.duration]
-        return len(self.history) >= self.num_requests
-
-    def count(self, request: Request) -> None:
-        self.exhausted(request)
-        self.throttle_success()
 
 
 class IsAlertmanager(BasePermission):
@@ -143,6 +136,7 @@ class AiOpsApi(APIView):
 
 
 class AlertmanagerWebhookApi(APIView):
+    parser_classes = [AlertmanagerJSONParser]
     authentication_classes = [AlertmanagerTokenAuthentication]
     permission_classes = [IsAlertmanager]
     throttle_classes = [AlertmanagerTokenThrottle]
@@ -155,8 +149,9 @@ class AlertmanagerWebhookApi(APIView):
             404: OpenApiResponse(description=WEBHOOK_DISABLED),
             413: OpenApiResponse(description="Body larger than the webhook's size limit (1 MiB)."),
             429: OpenApiResponse(
-                description="More notifications than the per-token rate (120 a minute), or this address "
-                "sent more wrong tokens than 10 a minute."
+                description="More notifications than the per-token rate (DIAGNOSIS_ALERTMANAGER_RATE, "
+                "120 a minute unless configured), or this address sent more wrong tokens than its rate "
+                "(DIAGNOSIS_ALERTMANAGER_FAILED_TOKEN_RATE, 10 a minute unless configured)."
             ),
         },
     )

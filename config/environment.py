@@ -49,6 +49,11 @@ def _headers(value: object) -> object:
     return {source: {str(k): str(v) for k, v in headers.items()} for source, headers in parsed.items()}
 
 
+# DRF's rate strings ("30/min"), strictly: DRF reads only a period's first letter, so "30/month" would
+# quietly be 30 a minute.
+RATE_PATTERN = r"^[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)$"
+RATE = "a rate like 30/min (a whole number, 1 or more, per s, min, hour or day)"
+
 Switch = Annotated[bool, BeforeValidator(_switch)]
 Names = Annotated[list[str], BeforeValidator(_names)]
 Headers = Annotated[dict[str, dict[str, str]], BeforeValidator(_headers)]
@@ -137,6 +142,15 @@ class Environment(BaseModel):
     notify_url: str | None = Field(alias="DIAGNOSIS_NOTIFY_URL", default=None, description="a URL")
     notify_token: str | None = Field(alias="DIAGNOSIS_NOTIFY_TOKEN", default=None, description="a token")
     oncall_group: str | None = Field(alias="DIAGNOSIS_ONCALL_GROUP", default=None, description="a group name")
+    alertmanager_rate: str = Field(
+        alias="DIAGNOSIS_ALERTMANAGER_RATE", default="120/min", pattern=RATE_PATTERN, description=RATE
+    )
+    alertmanager_failed_token_rate: str = Field(
+        alias="DIAGNOSIS_ALERTMANAGER_FAILED_TOKEN_RATE",
+        default="10/min",
+        pattern=RATE_PATTERN,
+        description=RATE,
+    )
     # Serving and limits: everything timed after a session's task timeout is derived from it.
     q_broker: str = Field(
         alias="DIAGNOSIS_Q_BROKER",
@@ -146,6 +160,9 @@ class Environment(BaseModel):
     )
     q_timeout: int = Field(
         alias="DIAGNOSIS_Q_TIMEOUT", default=600, gt=60, description="a whole number of seconds, more than 60"
+    )
+    chat_rate: str = Field(
+        alias="DIAGNOSIS_CHAT_RATE", default="30/min", pattern=RATE_PATTERN, description=RATE
     )
 
     @classmethod

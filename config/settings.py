@@ -280,9 +280,9 @@ if Q_BROKER == "orm":
 else:
     Q_CLUSTER["redis"] = Q_BROKER
 
-# The rate limits (webhook tokens, failed token attempts) count in this cache. With several web processes
-# it must be shared: with the queue on Redis (`DIAGNOSIS_Q_BROKER=redis://…`) it is that Redis; otherwise
-# each process counts on its own (one process: `make run`, the tests).
+# The webhook's per-token rate counts in this cache: with the queue on Redis (`DIAGNOSIS_Q_BROKER=redis://…`)
+# it is that Redis, shared by every web process; otherwise each process counts on its own (one process:
+# `make run`, the tests). Failed token attempts, a bound against guessing, count in the database always.
 CACHE_URL = Q_BROKER if "redis" in Q_CLUSTER else ""
 if CACHE_URL:
     CACHES = {
@@ -335,7 +335,7 @@ DIAGNOSIS = {
     "ALERTMANAGER_TOKEN": ENV.alertmanager_token,
     # Sessions one user may start per period (N/s|min|hour|day), over the web form, the API and AI Ops
     # alike; an AI Ops analysis counts as many as the alert sessions it may start.
-    "CHAT_RATE": "30/min",
+    "CHAT_RATE": ENV.chat_rate,
     # Alerts of one AIOps analysis diagnosed at the same time (threads). SQLite always runs them one
     # by one: its single writer would only make the threads wait for each other's locks.
     "AIOPS_CONCURRENCY": 3,
@@ -351,10 +351,10 @@ DIAGNOSIS = {
     "FLAP_REPEAT_MINUTES": 60.0,
     "FLAP_SETTLE_MINUTES": 10.0,
     # Webhook bounds: notifications per token and period (N/s|min|hour|day); the largest body accepted.
-    "ALERTMANAGER_RATE": "120/min",
+    "ALERTMANAGER_RATE": ENV.alertmanager_rate,
     # Wrong or missing-scheme tokens one client address may send per period before every request from
     # it is refused with 429 (a right token too: guessing must not learn from the answer).
-    "ALERTMANAGER_FAILED_TOKEN_RATE": "10/min",
+    "ALERTMANAGER_FAILED_TOKEN_RATE": ENV.alertmanager_failed_token_rate,
     "ALERTMANAGER_MAX_BYTES": 1024 * 1024,
     # Where finished reports and resolved episodes are POSTed; unset = nowhere.
     "NOTIFY_URL": ENV.notify_url,

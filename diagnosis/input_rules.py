@@ -2,7 +2,9 @@
 Alertmanager webhook alike (issue 14):
 
 - no NUL character anywhere: in the path (404, no such page can exist), the query string, headers,
-  form fields and JSON strings (400); PostgreSQL text cannot hold one, so it used to end as a 500;
+  form fields and JSON strings (400); PostgreSQL text cannot hold one, so it used to end as a 500. The
+  webhook's JSON is the one exception: its strings are Alertmanager's labels, data that a NUL must not
+  lose, and it replaces them (issue 38);
 - JSON at most `MAX_JSON_DEPTH` levels deep (400; a thousand levels used to overflow the parser's
   recursion: a 500);
 - bodies at most `DATA_UPLOAD_MAX_MEMORY_SIZE` bytes: Django enforces it for forms and DRF (400).
@@ -32,13 +34,16 @@ class InputRejected(ValueError):
     pass
 
 
-def structure_problem(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> str | None:
-    """What breaks the rule in a decoded JSON value (any string or key with NUL, too deep), or None."""
+def structure_problem(
+    value: Any, *, max_depth: int = MAX_JSON_DEPTH, nul_allowed: bool = False
+) -> str | None:
+    """What breaks the rule in a decoded JSON value (any string or key with NUL unless `nul_allowed`,
+    too deep), or None."""
     pending = [(value, 1)]
     while pending:
         item, depth = pending.pop()
         if isinstance(item, str):
-            if NUL in item:
+            if NUL in item and not nul_allowed:
                 return NUL_MESSAGE
         elif isinstance(item, dict | list):
             if depth > max_depth:
@@ -52,15 +57,16 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} 不是合法的 JSON 数值")
 
 
-def json_loads_bounded(data: bytes) -> Any:
-    """`data` decoded as JSON under the rule; `InputRejected` says why not."""
+def json_loads_bounded(data: bytes, *, nul_allowed: bool = False) -> Any:
+    """`data` decoded as JSON under the rule (NUL taken as it is when `nul_allowed`: a caller that
+    replaces it); `InputRejected` says why not."""
     try:
         value = json.loads(data, parse_constant=_reject_constant)
     except RecursionError as error:
         raise InputRejected(f"JSON 嵌套超过 {MAX_JSON_DEPTH} 层。") from error
     except ValueError as error:
         raise InputRejected(f"JSON 格式错误：{error}") from error
-    problem = structure_problem(value)
+    problem = structure_problem(value, nul_allowed=nul_allowed)
     if problem:
         raise InputRejected(problem)
     return value

@@ -8,11 +8,12 @@ One trace per session, its spans named and attributed after the OpenTelemetry Ge
         chat {model}                    one per model call (the llm engine): tokens, finish reasons
         execute_tool {tool}             one per recorded tool call: its invocation id, source, evidence
 
-Prompts, replies, the question, the answer, tool arguments and results are recorded only when
-`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`. Each hook sits at a seam: `session_traced`
-(every kind of session), `stages_traced` (a `Recorder` wrapper: the pipeline never knows), `chat_traced`
-(the llm engine's model call), `tool_calls_traced` (the recorded calls), `in_this_trace` (work handed
-to a thread) and `flush` (a worker after each task: its process ends without running exit handlers).
+Prompts, replies, the question, the answer, tool arguments, results and error text are recorded only
+when `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`; otherwise a failure is named by its class
+alone. Each hook sits at a seam: `session_traced` (every kind of session), `stages_traced` (a `Recorder`
+wrapper: the pipeline never knows), `chat_traced` (the llm engine's model call), `tool_calls_traced` (the
+recorded calls), `in_this_trace` (work handed to a thread) and `flush` (a worker after each task: its
+process ends without running exit handlers).
 The SDK is imported only when tracing is on; the provider is this module's own, not the global one.
 """
 
@@ -423,6 +424,8 @@ class ToolCallTrace:
     evidence_status: str
     evidence_refs: int
     error: str
+    # The failure's class (`SourceError`), or `tool_failed` when the tool reported it in its output.
+    error_type: str
     arguments: dict
     # What the model sees of its result; only asked for when content is captured.
     message: Callable[[], dict]
@@ -459,8 +462,10 @@ def tool_calls_traced(calls: Iterable[ToolCallTrace]) -> None:
                 }
             )
         if call.error:
-            # Why a source failed (refused, unreachable, bad arguments): operations, never evidence.
-            _failed(span, "tool_failed", call.error)
+            # Why a source failed (refused, unreachable, bad arguments): operations, never evidence. Its
+            # words are content all the same (a source's error quotes the query it refused), so without
+            # capture the span names the failure's class only.
+            _failed(span, call.error_type, call.error if capture else call.error_type)
         span.end(end_time=call.ended_ns)
 
 

@@ -32,6 +32,8 @@ class ReceivedSpan:
     status_code: int
     status_message: str
     resource: dict
+    # Each event as its name and attributes (an exception recorded on the span is one).
+    events: list[tuple[str, dict]]
 
 
 @dataclass
@@ -105,6 +107,9 @@ def _spans(request: ExportTraceServiceRequest) -> list[ReceivedSpan]:
             status_code=span.status.code,
             status_message=span.status.message,
             resource={a.key: _value(a.value) for a in resource_spans.resource.attributes},
+            events=[
+                (event.name, {a.key: _value(a.value) for a in event.attributes}) for event in span.events
+            ],
         )
         for resource_spans in request.resource_spans
         for scope_spans in resource_spans.scope_spans

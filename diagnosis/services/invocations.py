@@ -46,6 +46,8 @@ MESSAGE_REF_CHARS = 1000
 # (not UTF-8; a lone one from a broken source fails both). Replaced before refs index the output.
 UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
+# The class of a failure the tool reported in its output (`success: false`) rather than raised.
+TOOL_REPORTED_FAILURE = "tool_failed"
 
 
 def invocation_record(
@@ -116,11 +118,13 @@ def invocations_record(
 
 @dataclass(frozen=True)
 class _ToolRun:
-    """A call run and its record built, not yet saved; when it ran (ns since the epoch), for its span."""
+    """A call run and its record built, not yet saved; when it ran (ns since the epoch) and the class of
+    its failure, for its span."""
 
     invocation: ToolInvocation
     started_ns: int
     ended_ns: int
+    error_type: str
 
 
 def _traced(run: _ToolRun) -> tracing.ToolCallTrace:
@@ -135,6 +139,7 @@ def _traced(run: _ToolRun) -> tracing.ToolCallTrace:
         evidence_status=invocation.evidence_status,
         evidence_refs=len(invocation.evidence_refs),
         error=invocation.error,
+        error_type=run.error_type,
         arguments=invocation.input,
         message=lambda: tool_message_build(invocation=invocation),
     )
@@ -174,7 +179,7 @@ def _invocation_run(
     started = time.perf_counter()
     tool: EvidenceTool | None = None
     parsed: BaseModel | None = None
-    source = location = ""
+    source = location = error_type = ""
     try:
         tool = get_tool(tool_name)
         source, location = tool.provenance()
@@ -185,10 +190,11 @@ def _invocation_run(
         # Round-tripped so an output that cannot be stored fails here, as this tool's failure.
         output = storable(json.loads(json.dumps(tool.run(parsed, context), ensure_ascii=False)))
         error = "" if output.get("success", True) else str(output.get("message") or "工具返回失败")
+        error_type = TOOL_REPORTED_FAILURE if error else ""
     except Exception as exc:  # any tool failure is recorded as a gap; the pipeline goes on
         if not isinstance(exc, UnknownToolError | ValidationError):
             logger.warning("tool %s failed", tool_name, exc_info=True)
-        output, error = {}, tool_error_text(exc)
+        output, error, error_type = {}, tool_error_text(exc), type(exc).__name__
     elapsed = time.perf_counter() - started
     latency_ms = int(elapsed * 1000)
     error = storable(error[:ERROR_CHARS])
@@ -212,7 +218,8 @@ def _invocation_run(
         source=source[:64],
         source_location=location[:500],
     )
-    return _ToolRun(invocation, started_ns=started_ns, ended_ns=started_ns + int(elapsed * 1e9))
+    ended_ns = started_ns + int(elapsed * 1e9)
+    return _ToolRun(invocation, started_ns=started_ns, ended_ns=ended_ns, error_type=error_type)
 
 
 def tool_message_build(*, invocation: ToolInvocation) -> dict[str, Any]:

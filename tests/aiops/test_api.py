@@ -176,10 +176,6 @@ def without(payload: dict, path: str) -> dict:
             lambda p: {**p, "alerts": [{**p["alerts"][0], "labels": {"alertname": 5}}]},
             ("alerts", "0", "labels"),
         ),
-        (
-            lambda p: {**p, "alerts": [{**p["alerts"][0], "labels": {"alertname": "X", "pod": "p\ud800"}}]},
-            ("alerts", "0", "labels", "pod"),
-        ),
         (lambda p: {**p, "commonLabels": ["service"]}, ("commonLabels",)),
     ],
 )
@@ -192,6 +188,34 @@ def test_malformed_notification_is_refused_with_400_naming_the_field(broken, err
         errors = errors[key]
     assert errors and all(isinstance(message, str) for message in errors)
     assert not DiagnosisSession.objects.exists()
+
+
+def test_a_nul_in_one_alert_is_replaced_and_every_alert_of_the_notification_is_analysed(committed):
+    garbled = alert(
+        "HighCPUUsage",
+        "payment-service",
+        fingerprint="a1b2c3d4e5f60718",
+        labels={"service": "payment-service", "pod": "payment\x00-7f9c", "zone\ud800": "b"},
+        annotations={"summary": "CPU\x00 high"},
+    )
+    payload = notification(garbled, alert("HighMemoryUsage", "order-service", fingerprint="b2c3d4e5f6071829"))
+
+    with committed():
+        response = post_notification(payload)
+
+    assert response.status_code == 202
+    assert response.data["episodes"] == {"new": 2, "known": 0, "resolved": 0}
+    episode = AlertEpisode.objects.get(fingerprint="a1b2c3d4e5f60718")
+    assert episode.labels == {
+        "alertname": "HighCPUUsage",
+        "service": "payment-service",
+        "pod": "payment\ufffd-7f9c",
+        "zone\ufffd": "b",
+    }
+    assert episode.annotations["summary"] == "CPU\ufffd high"
+    report = DiagnosisSession.objects.get(session_id=response.data["sessionId"])
+    assert report.status == DiagnosisSession.Status.COMPLETED
+    assert sorted(report.children.values_list("verdict", flat=True)) == ["PASS", "PASS"]
 
 
 def test_body_that_is_not_json_is_refused_with_400():

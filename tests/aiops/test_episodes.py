@@ -10,11 +10,12 @@ import re
 
 import pytest
 from django.db import connection
+from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 from django_q.conf import Conf
 from rest_framework.test import APIClient
 
-from aiops.models import AlertEpisode
+from aiops.models import AlertEpisode, FailedTokenAttempt
 from aiops.serializers import AlertmanagerNotificationSerializer
 from aiops.services import alertmanager_notification_receive
 from diagnosis.models import DiagnosisSession
@@ -344,6 +345,26 @@ def test_wrong_tokens_are_rate_limited_per_address_and_then_even_the_right_one_i
     assert right_after.status_code == 429 and int(right_after.headers["Retry-After"]) > 0
     assert elsewhere.status_code == 202
     assert AlertEpisode.objects.count() == 1
+
+
+def web_process(name: str):
+    """Requests as one gunicorn process serves them: with its own memory, a local cache of its own."""
+    return override_settings(
+        CACHES={"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": name}}
+    )
+
+
+def test_wrong_tokens_are_counted_once_across_web_processes_without_redis(settings):
+    payload = notification(cpu())
+    statuses = []
+    for attempt in range(12):
+        with web_process(f"web-{attempt % 2}"):
+            statuses.append(post_from("203.0.113.7", payload, token=f"guess-{attempt}").status_code)
+
+    # The default rate, 10 wrong tokens a minute: the 11th attempt is refused whichever process takes it.
+    assert settings.DIAGNOSIS["ALERTMANAGER_FAILED_TOKEN_RATE"] == "10/min"
+    assert statuses == [401] * 10 + [429] * 2
+    assert FailedTokenAttempt.objects.count() == 10
 
 
 def test_a_malformed_authorization_header_counts_as_a_failed_attempt(settings):

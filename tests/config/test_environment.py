@@ -7,11 +7,11 @@ import pytest
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from config.environment import Environment, environment_read
+from config.environment import RATE, Environment, environment_read
 
 PRODUCT_PACKAGES = ("config", "diagnosis", "tools", "aiops", "caselib", "feedback")
 VARIABLE = re.compile(r"DIAGNOSIS_[A-Z0-9_]*")
-MOST_VARIABLES = 30
+MOST_VARIABLES = 33
 
 
 def _named_in_product_code() -> set[str]:
@@ -40,6 +40,8 @@ def test_unset_variables_give_the_documented_defaults():
     assert environment.source_headers == {}
     assert environment.prometheus_url is None
     assert environment.dev is False
+    assert (environment.chat_rate, environment.alertmanager_rate) == ("30/min", "120/min")
+    assert environment.alertmanager_failed_token_rate == "10/min"
 
 
 def test_values_are_read_as_their_types():
@@ -51,6 +53,7 @@ def test_values_are_read_as_their_types():
             "DIAGNOSIS_SOURCE_HEADERS": '{"loki": {"X-Scope-OrgID": "payments"}}',
             "DIAGNOSIS_DEV": "yes",
             "DIAGNOSIS_LOKI_URL": "http://loki:3100",
+            "DIAGNOSIS_CHAT_RATE": " 100/hour ",
         }
     )
 
@@ -60,6 +63,7 @@ def test_values_are_read_as_their_types():
     assert environment.source_headers == {"loki": {"X-Scope-OrgID": "payments"}}
     assert environment.dev is True
     assert environment.loki_url == "http://loki:3100"
+    assert environment.chat_rate == "100/hour"
 
 
 def test_an_empty_variable_counts_as_unset():
@@ -95,6 +99,15 @@ def test_other_variables_are_not_read():
             "DIAGNOSIS_Q_BROKER must be redis://…, rediss://…, unix://… or orm",
         ),
         ("DIAGNOSIS_Q_TIMEOUT", "30", "DIAGNOSIS_Q_TIMEOUT must be a whole number of seconds, more than 60"),
+        ("DIAGNOSIS_CHAT_RATE", "30", f"DIAGNOSIS_CHAT_RATE must be {RATE}, got '30'"),
+        # DRF reads a period's first letter only: a month would quietly be a minute.
+        ("DIAGNOSIS_CHAT_RATE", "30/month", f"DIAGNOSIS_CHAT_RATE must be {RATE}, got '30/month'"),
+        ("DIAGNOSIS_ALERTMANAGER_RATE", "0/min", f"DIAGNOSIS_ALERTMANAGER_RATE must be {RATE}, got '0/min'"),
+        (
+            "DIAGNOSIS_ALERTMANAGER_FAILED_TOKEN_RATE",
+            "ten/min",
+            f"DIAGNOSIS_ALERTMANAGER_FAILED_TOKEN_RATE must be {RATE}, got 'ten/min'",
+        ),
     ],
 )
 def test_a_bad_value_is_refused_naming_the_variable_what_it_must_be_and_the_value(variable, value, message):

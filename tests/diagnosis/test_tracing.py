@@ -21,6 +21,9 @@ from diagnosis.services.sessions import session_start
 from diagnosis.tasks import session_run_task
 from tests.factories import DiagnosisSessionFactory
 from tests.otlp_receiver import OtlpReceiver, ReceivedSpan
+from tests.tools.support import record, use_source
+from tools.sources.http import SourceError
+from tools.sources.kinds import SeriesSource
 
 pytestmark = pytest.mark.django_db
 
@@ -39,6 +42,14 @@ SESSION_SPAN = "invoke_agent diagnosis"
 CLIENT_KIND = 3
 ERROR_STATUS = 2
 Status = DiagnosisSession.Status
+REFUSED_QUERY = 'sum(rate(payment_card_number{pan="4111111111111111"}[5m]))'
+
+
+class EchoingPrometheus(SeriesSource):
+    """A Prometheus that refuses the query, quoting it back, as a real one's `bad_data` error does."""
+
+    def query_promql(self, *, query: str, **_: object) -> dict:
+        raise SourceError(kind="prometheus", location="http://prometheus:9090", cause=f"bad_data: {query}")
 
 
 def exported(receiver: OtlpReceiver) -> OtlpReceiver:
@@ -57,8 +68,8 @@ def stage_span(spans: OtlpReceiver, stage: str, round: int = 1) -> ReceivedSpan:
 
 
 def assert_no_content(spans: OtlpReceiver, session: DiagnosisSession, also: list[str] = ()) -> None:
-    """No span carries a content attribute, and no attribute or status holds the question, the answer,
-    any evidence text or any of `also` (the prompts, the replies)."""
+    """No span carries a content attribute, and no attribute, event or status holds the question, the
+    answer, any evidence text or any of `also` (the prompts, the replies, an error's words)."""
     texts = [
         session.query,
         session.answer,
@@ -67,7 +78,8 @@ def assert_no_content(spans: OtlpReceiver, session: DiagnosisSession, also: list
     ]
     for span in spans.spans:
         assert not CONTENT_ATTRIBUTES & span.attributes.keys(), span.name
-        values = [v for v in span.attributes.values() if isinstance(v, str)] + [span.status_message]
+        attributes = [span.attributes, *(event_attributes for _name, event_attributes in span.events)]
+        values = [v for a in attributes for v in a.values() if isinstance(v, str)] + [span.status_message]
         leaked = [text for text in texts if text and any(text in value for value in values)]
         assert not leaked, f"{span.name} carries {leaked[0][:60]!r}"
 
@@ -365,6 +377,7 @@ def test_work_handed_to_a_thread_nests_in_the_callers_trace(otlp_receiver):
                     evidence_status="supported",
                     evidence_refs=1,
                     error="",
+                    error_type="",
                     arguments={"service": "checkout"},
                     message=dict,
                 )
@@ -380,3 +393,33 @@ def test_work_handed_to_a_thread_nests_in_the_callers_trace(otlp_receiver):
     assert spans.parent_of(nested) == root_of(spans)
     assert nested.attributes["gen_ai.conversation.id"] == session.session_id
     assert alone.parent_span_id == "" and "gen_ai.conversation.id" not in alone.attributes
+
+
+def refused_tool_span(otlp_receiver, settings) -> tuple[ReceivedSpan, DiagnosisSession]:
+    use_source(settings, EchoingPrometheus, SeriesSource)
+    session = DiagnosisSessionFactory(query=QUESTIONS["demo"])
+
+    with tracing.session_traced(session):
+        invocation = record(session, "query_promql", query=REFUSED_QUERY)
+
+    assert REFUSED_QUERY in invocation.error  # the record keeps the source's words for the engineer
+    [span] = exported(otlp_receiver).named("execute_tool query_promql")
+    return span, session
+
+
+def test_without_capture_a_failed_tool_span_names_the_failures_class_not_its_words(otlp_receiver, settings):
+    span, session = refused_tool_span(otlp_receiver, settings)
+
+    assert (span.status_code, span.status_message) == (ERROR_STATUS, "SourceError")
+    assert span.attributes["error.type"] == "SourceError"
+    assert_no_content(otlp_receiver, session, also=[REFUSED_QUERY, "bad_data"])
+
+
+def test_with_capture_on_a_failed_tool_span_carries_the_sources_words(otlp_receiver, settings, monkeypatch):
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+
+    span, _session = refused_tool_span(otlp_receiver, settings)
+
+    assert span.status_message.startswith("SourceError: prometheus http://prometheus:9090: bad_data: ")
+    assert span.attributes["error.type"] == "SourceError"
+    assert json.loads(span.attributes["gen_ai.tool.call.arguments"]) == {"query": REFUSED_QUERY}
