@@ -4,10 +4,16 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models.functions import Substr
+from django.utils.text import Truncator
 
 from diagnosis.models import DiagnosisSession, SessionReview
+from tools.base import MAX_TEXT_CHARS
 
 SIDEBAR_SIZE = 50
+# A list row shows at most this much of a session's query (as much as a question may hold); the
+# session's own page shows all of it.
+ROW_QUERY_CHARS = MAX_TEXT_CHARS
 LIST_FILTERS = ("status", "output_type", "verdict", "feedback")
 VERDICTS_NEEDING_REVIEW = ("REJECT", "LOW_CONFID")
 
@@ -60,6 +66,17 @@ def session_list(*, user, filters: dict) -> QuerySet[DiagnosisSession]:
     return session_visible_queryset(user=user).filter(**lookups).order_by("-created_at", "-id")
 
 
+def session_rows(*, queryset: QuerySet[DiagnosisSession]) -> QuerySet[DiagnosisSession]:
+    """The sessions with `query_head`, the start of each query, in place of the query: a list reads
+    no more of a long one (a tool call's arguments stored before they were bounded) than it shows."""
+    return queryset.defer("query").annotate(query_head=Substr("query", 1, ROW_QUERY_CHARS + 1))
+
+
+def row_query(session: DiagnosisSession) -> str:
+    """The query as a row of `session_rows` shows it: cut with an ellipsis past `ROW_QUERY_CHARS`."""
+    return Truncator(session.query_head).chars(ROW_QUERY_CHARS)
+
+
 def session_sidebar(*, user) -> list[DiagnosisSession]:
     """The user's own recent conversations for the chat sidebar (reviewers too: it is their chat), and
     for readers of every session and on-call members the alert analyses nobody owns (Alertmanager's
@@ -86,7 +103,9 @@ def session_review_annotated(*, queryset: QuerySet[DiagnosisSession]) -> QuerySe
         reviewed=Exists(reviews),
         disagreed=Exists(reviews.filter(opinion=SessionReview.Opinion.DISAGREE)),
         has_open_bad_case=Exists(
-            _BAD_CASE.related_model.objects.filter(**{_BAD_CASE.field.name: OuterRef("pk"), "resolved": False})
+            _BAD_CASE.related_model.objects.filter(
+                **{_BAD_CASE.field.name: OuterRef("pk"), "resolved": False}
+            )
         ),
     )
 
