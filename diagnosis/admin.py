@@ -437,7 +437,10 @@ class DiagnosisSessionAdmin(admin.ModelAdmin):
             '<input type="checkbox" name="{}" value="{}" class="action-select" aria-label="{}">',
             helpers.ACTION_CHECKBOX_NAME,
             obj.pk,
-            format_html(_("Select this object for an action - {}"), str(obj)),
+            # Named as `DiagnosisSession.__str__` names it, from the start of the query the row holds.
+            format_html(
+                _("Select this object for an action - {}"), f"{obj.session_id}: {obj.query_head[:40]}"
+            ),
         )
 
     def get_paginator(self, request, queryset, per_page, orphans=0, allow_empty_first_page=True):
