@@ -59,7 +59,9 @@ SESSION_LIST_COLUMNS = (
 class SessionSummarySerializer(serializers.ModelSerializer):
     """One row of the session list: what a list shows, with the link to the full trace."""
 
-    query = serializers.SerializerMethodField(help_text=f"The question, cut with … past {ROW_QUERY_CHARS} characters.")
+    query = serializers.SerializerMethodField(
+        help_text=f"The question, cut with … past {ROW_QUERY_CHARS} characters."
+    )
     traceUrl = serializers.SerializerMethodField()
 
     class Meta:
