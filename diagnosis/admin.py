@@ -37,7 +37,12 @@ from diagnosis.evaluation.case_export import cases_export_file
 from diagnosis.models import AgentStep, DiagnosisSession, SessionReview, ToolInvocation
 from diagnosis.presenters.audit import audit_view
 from diagnosis.selectors.audit import session_audit
-from diagnosis.selectors.sessions import needs_review_condition, session_review_annotated
+from diagnosis.selectors.sessions import (
+    needs_review_condition,
+    row_query,
+    session_review_annotated,
+    session_rows,
+)
 from diagnosis.serializers import trace_url
 from diagnosis.services.cases import case_create_from_session
 from diagnosis.services.reviews import VERDICTS, review_record
@@ -50,6 +55,8 @@ REVIEW_PERMISSION = "diagnosis.review_session"
 PROMOTE_PERMISSION = "caselib.add_caselibrary"
 # Heavy columns the list never shows: leave them in the database.
 LIST_DEFERRED_FIELDS = ("self_evaluation", "answer", "error", "alert_scope")
+# Where a question is shown whole in a row: as a tooltip, the row's text cut shorter.
+ROW_QUESTION_CHARS = 120
 
 
 # Django's admin shows these (its screen-reader column headings) but its zh_Hans catalogue lacks
@@ -194,7 +201,9 @@ class CreatedFilter(admin.DateFieldListFilter):
 
 class SessionChangeList(ChangeList):
     def get_queryset(self, request, exclude_parameters=None):
-        return super().get_queryset(request, exclude_parameters).defer(*LIST_DEFERRED_FIELDS)
+        return session_rows(
+            queryset=super().get_queryset(request, exclude_parameters).defer(*LIST_DEFERRED_FIELDS)
+        )
 
 
 REVIEW_FORM_ID = "review-form"
@@ -428,7 +437,10 @@ class DiagnosisSessionAdmin(admin.ModelAdmin):
             '<input type="checkbox" name="{}" value="{}" class="action-select" aria-label="{}">',
             helpers.ACTION_CHECKBOX_NAME,
             obj.pk,
-            format_html(_("Select this object for an action - {}"), str(obj)),
+            # Named as `DiagnosisSession.__str__` names it, from the start of the query the row holds.
+            format_html(
+                _("Select this object for an action - {}"), f"{obj.session_id}: {obj.query_head[:40]}"
+            ),
         )
 
     def get_paginator(self, request, queryset, per_page, orphans=0, allow_empty_first_page=True):
@@ -475,8 +487,10 @@ class DiagnosisSessionAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("question"))
     def question(self, session: DiagnosisSession) -> str:
-        # One line in the list (admin.css cuts it with an ellipsis); the whole question on hover.
-        return format_html('<span title="{}">{}</span>', session.query, Truncator(session.query).chars(120))
+        # One line in the list (admin.css cuts it with an ellipsis); the question on hover, as much of
+        # it as a row shows.
+        shown = row_query(session)
+        return format_html('<span title="{}">{}</span>', shown, Truncator(shown).chars(ROW_QUESTION_CHARS))
 
     @admin.display(description=_("status"), ordering="status")
     def status_display(self, session: DiagnosisSession) -> str:

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from diagnosis.models import DiagnosisSession
-from diagnosis.selectors.sessions import session_list
+from diagnosis.selectors.sessions import session_list, session_rows
 from diagnosis.selectors.trace import session_trace_for_user
 from diagnosis.serializers import (
     SESSION_LIST_COLUMNS,
@@ -105,8 +105,10 @@ class SessionListApi(generics.ListAPIView):
         filters = SessionListFilterSerializer(data=self.request.query_params)
         filters.is_valid(raise_exception=True)
         # The list's own columns only: a session's self_evaluation alone is tens of KB.
-        return session_list(user=self.request.user, filters=filters.validated_data).only(
-            *SESSION_LIST_COLUMNS
+        return session_rows(
+            queryset=session_list(user=self.request.user, filters=filters.validated_data).only(
+                *SESSION_LIST_COLUMNS
+            )
         )
 
 

@@ -10,6 +10,7 @@ from django.urls import reverse
 from rest_framework import serializers
 
 from diagnosis.models import AgentStep, DiagnosisSession
+from diagnosis.selectors.sessions import ROW_QUERY_CHARS, row_query
 from diagnosis.services.invocations import FAILED, NO_EVIDENCE, NOT_EVIDENCE, SUPPORTED
 from diagnosis.services.reviews import VERDICTS
 
@@ -58,11 +59,17 @@ SESSION_LIST_COLUMNS = (
 class SessionSummarySerializer(serializers.ModelSerializer):
     """One row of the session list: what a list shows, with the link to the full trace."""
 
+    query = serializers.SerializerMethodField(
+        help_text=f"The question, cut with … past {ROW_QUERY_CHARS} characters."
+    )
     traceUrl = serializers.SerializerMethodField()
 
     class Meta:
         model = DiagnosisSession
         fields = (*SESSION_LIST_COLUMNS, "traceUrl")
+
+    def get_query(self, session: DiagnosisSession) -> str:
+        return row_query(session)
 
     def get_traceUrl(self, session: DiagnosisSession) -> str:
         return trace_url(session.session_id)

@@ -20,6 +20,9 @@ from tools.sources import settings_needed, source_for
 from tools.sources.kinds import Source
 
 SourceT = TypeVar("SourceT", bound=Source)
+# The most text a free-text argument carries: as much as a chat question
+# (`diagnosis.services.sessions.MAX_QUERY_CHARS` is this bound), so no call stores or sends more.
+MAX_TEXT_CHARS = 2000
 
 
 class ToolArguments(BaseModel):
@@ -33,6 +36,9 @@ class ToolContext:
     now: datetime
     # lookup_knowledge blocks already returned earlier in this session (per-session dedup).
     seen_block_ids: set[str] = field(default_factory=set)
+    # The arguments are a caller's own (an MCP client's call), not planned by a diagnosis: a query
+    # written by someone is checked before it reaches a source.
+    caller_written: bool = False
 
 
 class SourceUnavailableError(RuntimeError):

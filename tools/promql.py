@@ -10,6 +10,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 
 import promql_parser
@@ -212,3 +213,92 @@ def series_query(metric: str, *, subject: str, carrier: Carrier | None, values: 
         if label and label not in matchers:
             matchers[label] = f'{label}="{quoted(value)}"'
     return f"{metric}{{{','.join(matchers.values())}}}" if matchers else metric
+
+
+# --- Queries a caller writes --------------------------------------------------------------------
+
+_NAME_LABEL = "__name__"
+
+
+def unnamed_selector(query: str) -> str | None:
+    """The first selector of `query` without a metric name (a plain name or `__name__="…"`), as PromQL;
+    None when every selector has one, or when the parser cannot read the query (the server names its
+    syntax error)."""
+    try:
+        tree = promql_parser.parse(query)
+    except ValueError:
+        return None
+    unnamed: list[promql_parser.VectorSelector] = []
+
+    def visit(node: promql_parser.Expr) -> bool:
+        if isinstance(node, promql_parser.VectorSelector) and not _has_metric_name(node):
+            unnamed.append(node)
+            return False
+        return True
+
+    promql_parser.walk(tree, pre_visit=visit)
+    return unnamed[0].prettify() if unnamed else None
+
+
+def read_back(query: str, *, window: timedelta, now: datetime) -> timedelta:
+    """How far before `now` the query reads samples, evaluated over the last `window`: its ranges,
+    offsets, subqueries and `@` times. An unreadable query counts its window only."""
+    try:
+        tree = promql_parser.parse(query)
+    except ValueError:
+        return window
+    return now - _earliest_read(tree, evaluated_from=now - window, now=now, window=window)
+
+
+def _has_metric_name(selector: promql_parser.VectorSelector) -> bool:
+    if selector.name:
+        return True
+    # `{a="1" or b="2"}`: each alternative selects on its own, so each needs the name.
+    alternatives = selector.matchers.or_matchers or [selector.matchers.matchers]
+    return all(
+        any(m.name == _NAME_LABEL and m.op == promql_parser.MatchOp.Equal for m in matchers)
+        for matchers in alternatives
+    )
+
+
+def _earliest_read(
+    node: promql_parser.Expr, *, evaluated_from: datetime, now: datetime, window: timedelta
+) -> datetime:
+    """The earliest sample time the expression reads when evaluated from `evaluated_from` to now."""
+
+    def earliest(child: promql_parser.Expr, start: datetime = evaluated_from) -> datetime:
+        return _earliest_read(child, evaluated_from=start, now=now, window=window)
+
+    if isinstance(node, promql_parser.VectorSelector):
+        return _at(node.at, evaluated_from, now=now, window=window) - _offset(node.offset)
+    if isinstance(node, promql_parser.MatrixSelector):
+        return earliest(node.vector_selector) - node.range
+    if isinstance(node, promql_parser.SubqueryExpr):
+        start = _at(node.at, evaluated_from, now=now, window=window) - _offset(node.offset) - node.range
+        return earliest(node.expr, start)
+    children: list[promql_parser.Expr] = []
+    if isinstance(node, promql_parser.BinaryExpr):
+        children = [node.lhs, node.rhs]
+    elif isinstance(node, promql_parser.Call):
+        children = list(node.args)
+    elif isinstance(node, promql_parser.AggregateExpr):
+        children = [node.expr] + ([node.param] if node.param is not None else [])
+    elif isinstance(node, promql_parser.ParenExpr | promql_parser.UnaryExpr):
+        children = [node.expr]
+    return min((earliest(child) for child in children), default=evaluated_from)
+
+
+def _at(
+    modifier: promql_parser.AtModifier | None, evaluated_from: datetime, *, now: datetime, window: timedelta
+) -> datetime:
+    """When a selector with this `@` is evaluated: a fixed time, the query's start or its end."""
+    if modifier is None:
+        return evaluated_from
+    if modifier.type == promql_parser.AtModifierType.At:
+        return modifier.at
+    return now - window if modifier.type == promql_parser.AtModifierType.Start else now
+
+
+def _offset(offset: timedelta | None) -> timedelta:
+    # A negative offset reads later samples, never earlier ones.
+    return max(offset or timedelta(0), timedelta(0))

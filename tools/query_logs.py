@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from tools.base import EvidenceTool, ToolArguments, ToolContext, register
+from tools.base import MAX_TEXT_CHARS, EvidenceTool, ToolArguments, ToolContext, register
 from tools.evidence_kinds import LOGS
 from tools.loglines import evidence_text
 from tools.sources.kinds import LogSource
@@ -21,7 +21,9 @@ class QueryLogsArguments(ToolArguments):
         max_length=500,
         description="检索内容，中英文关键词均可，如 “连接池耗尽”、“Full GC”、“慢请求”",
     )
-    service: str | None = Field(default=None, title="服务", description="只看该服务的日志（服务标签值）")
+    service: str | None = Field(
+        default=None, title="服务", max_length=MAX_TEXT_CHARS, description="只看该服务的日志（服务标签值）"
+    )
     topic: LogTopic | None = Field(
         default=None,
         title="日志类别",

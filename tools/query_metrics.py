@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from tools.base import EvidenceTool, ToolArguments, ToolContext, register
+from tools.base import MAX_TEXT_CHARS, EvidenceTool, ToolArguments, ToolContext, register
 from tools.evidence_kinds import ALERTS
 from tools.numbers import number_text
 from tools.sources.kinds import AlertSource
@@ -14,10 +14,16 @@ from tools.sources.kinds import AlertSource
 
 class QueryMetricsArguments(ToolArguments):
     service: str | None = Field(
-        default=None, title="服务", description="服务名（告警或日志的服务标签值）；不填则查询全部服务"
+        default=None,
+        title="服务",
+        max_length=MAX_TEXT_CHARS,
+        description="服务名（告警或日志的服务标签值）；不填则查询全部服务",
     )
     alert_name: str | None = Field(
-        default=None, title="告警", description="告警名（告警列表或告警规则中的名称）；不填则不按告警名过滤"
+        default=None,
+        title="告警",
+        max_length=MAX_TEXT_CHARS,
+        description="告警名（告警列表或告警规则中的名称）；不填则不按告警名过滤",
     )
 
 

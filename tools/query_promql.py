@@ -7,28 +7,40 @@ quote a number Prometheus returned: `node_load1{instance="web-1:9100",job="node"
 
 from __future__ import annotations
 
-import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+import promql_parser
 from pydantic import Field
 
-from tools.base import EvidenceTool, ToolArguments, ToolContext, register
+from tools.base import MAX_TEXT_CHARS, EvidenceTool, ToolArguments, ToolContext, register
 from tools.clock import local_text
 from tools.evidence_kinds import SERIES
 from tools.numbers import finite_number, number_text, series_name
+from tools.promql import read_back, unnamed_selector
 from tools.sources.kinds import SeriesSource
 
 MAX_MINUTES = 7 * 24 * 60
-# A range selector (`changes(ALERTS_FOR_STATE[7d])`): an instant query that still reads back in time.
-RANGE_SELECTOR = re.compile(r"\[\s*\d+[smhdwy]")
+# How far back a caller's query may read when the server states no time retention: Prometheus's own
+# default (`--storage.tsdb.retention.time`).
+DEFAULT_RETENTION = timedelta(days=15)
+# What a caller's query may not do, said as what to change. A selector without a metric name reads
+# every series the server holds; a range past the retention reads back through blocks that hold nothing.
+NO_METRIC_NAME = (
+    'PromQL 选择器 {selector} 没有指标名：请写出指标名（如 node_load1{{job="node"}}）'
+    '或 __name__="指标名"，不要只按标签或用正则匹配指标名'
+)
+BEYOND_RETENTION = (
+    "PromQL 要读到 {reach} 之前的数据，超过 Prometheus 的保留期 {retention}："
+    "请缩短区间 [...]、offset、@ 时间或 minutes"
+)
 
 
 class QueryPromqlArguments(ToolArguments):
     query: str = Field(
         title="PromQL",
         min_length=1,
-        max_length=2000,
+        max_length=MAX_TEXT_CHARS,
         description='PromQL 表达式，如 node_load1{job="node"} 或 rate(http_requests_total[5m])',
     )
     minutes: int = Field(
@@ -50,17 +62,41 @@ class QueryPromqlTool(EvidenceTool[SeriesSource]):
 
     def run(self, arguments: QueryPromqlArguments, context: ToolContext) -> dict[str, Any]:
         source = self.source()
+        reach = read_back(arguments.query, window=timedelta(minutes=arguments.minutes), now=context.now)
+        # A query the pipeline planned is its own, and a window beyond the retention is answered with
+        # the part the server keeps; a caller's query is checked before it reaches the server.
+        if context.caller_written and (
+            refusal := written_query_refusal(arguments.query, reach=reach, source=source)
+        ):
+            return {"success": False, "message": refusal}
         answer = source.query_promql(query=arguments.query, minutes=arguments.minutes, now=context.now)
         series = answer["series"]
         message = f"返回 {len(series)} 条时间序列" if series else "查询结果为空"
         output = {"success": True, "result_type": answer["result_type"], "series": series, "message": message}
-        if arguments.minutes > 0 or RANGE_SELECTOR.search(arguments.query):
+        if reach > timedelta(0):
             # A window beyond what the server keeps is answered with the window that exists.
             output["retention_minutes"] = source.retention_minutes()
         return output
 
     def evidence_text(self, record: dict[str, Any]) -> str:
         return f"{series_name(record.get('metric') or {})} {samples_text(record)}"
+
+
+def written_query_refusal(query: str, *, reach: timedelta, source: SeriesSource) -> str | None:
+    """Why a query a caller wrote is not sent, or None: a selector without a metric name, or samples
+    read further back than the source keeps them."""
+    selector = unnamed_selector(query)
+    if selector is not None:
+        return NO_METRIC_NAME.format(selector=selector)
+    if reach <= timedelta(0):
+        return None
+    kept = source.retention_minutes()
+    retention = timedelta(minutes=kept) if kept else DEFAULT_RETENTION
+    if reach > retention:
+        return BEYOND_RETENTION.format(
+            reach=promql_parser.display_duration(reach), retention=promql_parser.display_duration(retention)
+        )
+    return None
 
 
 def _sample(pair: list) -> tuple[str, str]:

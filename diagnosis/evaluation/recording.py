@@ -25,6 +25,9 @@ RECORDING_FILE = "recording.json"
 SOURCES = ("prometheus", "alertmanager", "loki")
 # Headers a source's answer depends on, kept on the exchange (Loki's tenant).
 REQUEST_HEADERS = ("x-scope-orgid",)
+# A request's bounds, not what it asks: the timeout follows DIAGNOSIS_SOURCE_TIMEOUT where the world is
+# replayed, and a recorded answer lies within any limit the product asks with.
+BOUND_PARAMS = frozenset({"timeout", "limit"})
 
 
 class Exchange(BaseModel):
@@ -63,7 +66,8 @@ class Recording(BaseModel):
 
 
 def exchange_key(source: str, path: str, params: list[tuple[str, str]], headers: dict[str, str]) -> tuple:
-    return source, path, tuple(sorted(params)), tuple(sorted(headers.items()))
+    asked = sorted((name, value) for name, value in params if name not in BOUND_PARAMS)
+    return source, path, tuple(asked), tuple(sorted(headers.items()))
 
 
 def _split(handler: BaseHTTPRequestHandler) -> tuple[str, str, list[tuple[str, str]], dict[str, str]]:

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models.functions import Substr
+from django.utils.text import Truncator
 
 from diagnosis.models import DiagnosisSession, SessionReview
+from tools.base import MAX_TEXT_CHARS
 
 SIDEBAR_SIZE = 50
+# A list row shows at most this much of a session's query (as much as a question may hold); the
+# session's own page shows all of it.
+ROW_QUERY_CHARS = MAX_TEXT_CHARS
 LIST_FILTERS = ("status", "output_type", "verdict", "feedback")
 VERDICTS_NEEDING_REVIEW = ("REJECT", "LOW_CONFID")
 
@@ -58,6 +64,17 @@ def session_list(*, user, filters: dict) -> QuerySet[DiagnosisSession]:
     """The user's sessions, newest first, narrowed by any of `LIST_FILTERS` given a value."""
     lookups = {name: filters[name] for name in LIST_FILTERS if filters.get(name)}
     return session_visible_queryset(user=user).filter(**lookups).order_by("-created_at", "-id")
+
+
+def session_rows(*, queryset: QuerySet[DiagnosisSession]) -> QuerySet[DiagnosisSession]:
+    """The sessions with `query_head`, the start of each query, in place of the query: a list reads
+    no more of a long one (a tool call's arguments stored before they were bounded) than it shows."""
+    return queryset.defer("query").annotate(query_head=Substr("query", 1, ROW_QUERY_CHARS + 1))
+
+
+def row_query(session: DiagnosisSession) -> str:
+    """The query as a row of `session_rows` shows it: cut with an ellipsis past `ROW_QUERY_CHARS`."""
+    return Truncator(session.query_head).chars(ROW_QUERY_CHARS)
 
 
 def session_sidebar(*, user) -> list[DiagnosisSession]:

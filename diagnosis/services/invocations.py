@@ -186,7 +186,12 @@ def _invocation_run(
         parsed = tool.arguments_model.model_validate(arguments or {})
         # Only guidance lookups dedup, so only they look up what the session has seen.
         seen = _seen_block_ids(session, tool_name, batch, recorded) if tool.is_guidance else set()
-        context = ToolContext(now=clock.now(), seen_block_ids=seen)
+        context = ToolContext(
+            now=clock.now(),
+            seen_block_ids=seen,
+            # A `tool` session is one caller's call, its arguments as the caller wrote them.
+            caller_written=session.kind == DiagnosisSession.Kind.TOOL,
+        )
         # Round-tripped so an output that cannot be stored fails here, as this tool's failure.
         output = storable(json.loads(json.dumps(tool.run(parsed, context), ensure_ascii=False)))
         error = "" if output.get("success", True) else str(output.get("message") or "工具返回失败")

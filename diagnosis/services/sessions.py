@@ -19,12 +19,13 @@ from diagnosis.engines import ENGINE_NAMES
 from diagnosis.models import DiagnosisSession
 from diagnosis.services.session_lifecycle import session_enqueue
 from diagnosis.services.session_runner import session_run
+from tools.base import MAX_TEXT_CHARS
 
 SESSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # Session ids are one namespace for everybody, so a taken id must be refused; the refusal is the same
 # whoever holds it and says nothing about that session (not even that it "exists"), its owner or state.
 SESSION_ID_TAKEN = "该 session_id 不可用，请换一个，或不填由服务生成"
-MAX_QUERY_CHARS = 2000
+MAX_QUERY_CHARS = MAX_TEXT_CHARS
 # The rate limit weighs a user's AI Ops analysis as this many sessions (how many alerts one analysis
 # diagnoses is `DIAGNOSIS_AIOPS_MAX_ALERTS`).
 MAX_ANALYSED_ALERTS = 10

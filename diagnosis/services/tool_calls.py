@@ -12,12 +12,13 @@ import json
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.utils import timezone
+from django.utils.text import Truncator
 from pydantic import ValidationError as ArgumentsError
 
 from diagnosis.models import DiagnosisSession
 from diagnosis.services.invocations import invocation_record, tool_error_text
 from diagnosis.services.session_lifecycle import session_execute, session_update
-from diagnosis.services.sessions import session_rate_slot
+from diagnosis.services.sessions import MAX_QUERY_CHARS, session_rate_slot
 from tools.base import UnknownToolError, get_tool
 
 
@@ -39,7 +40,10 @@ def tool_call_run(*, owner: AbstractBaseUser, tool_name: str, arguments: dict) -
         raise ValidationError({"arguments": f"{tool_name} 不是证据工具"})
     with session_rate_slot(owner=owner):
         session = DiagnosisSession.objects.create(
-            query=f"{tool_name} {json.dumps(arguments, ensure_ascii=False)}",
+            # The call in words, no longer than a question: the invocation keeps the arguments whole.
+            query=Truncator(f"{tool_name} {json.dumps(arguments, ensure_ascii=False)}").chars(
+                MAX_QUERY_CHARS
+            ),
             owner=owner,
             kind=DiagnosisSession.Kind.TOOL,
             # No engine runs: the call is the whole session.

@@ -10,6 +10,7 @@ from django.urls import reverse
 from caselib.models import CaseLibrary
 from diagnosis.models import DiagnosisSession, SessionReview
 from diagnosis.pipeline.scope import SCOPE_RULE
+from diagnosis.selectors.sessions import ROW_QUERY_CHARS
 from diagnosis.services.reviewers import reviewer_group_ensure
 from feedback.models import BadCase
 from tests.factories import (
@@ -145,6 +146,17 @@ def test_changelist_query_count_does_not_grow_with_rows(client, reviewer):
     with CaptureQueriesContext(connection) as many:
         client.get(CHANGELIST)
     assert len(many) == len(few)
+
+
+def test_the_reviewers_list_shows_a_bounded_question(client, reviewer):
+    # A tool call's arguments as stored before they were bounded, in the reviewers' queue.
+    DiagnosisSessionFactory(kind="tool", verdict="REJECT", query="query_logs " + "x" * 1_500_000)
+
+    response = client.get(f"{CHANGELIST}?needs_review=yes")
+
+    assert response.status_code == 200
+    assert len(response.content) < 100_000
+    assert "query_logs " + "x" * (ROW_QUERY_CHARS - 20) in response.content.decode()
 
 
 def test_needs_review_lists_unreviewed_low_verdicts_and_open_user_reports(client, reviewer):

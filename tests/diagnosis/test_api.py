@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 
 from caselib.models import CaseLibrary
 from diagnosis.models import DiagnosisSession
+from diagnosis.selectors.sessions import ROW_QUERY_CHARS
 from diagnosis.services.session_lifecycle import session_execute
 from diagnosis.services.sessions import SESSION_ID_TAKEN
 from feedback.models import BadCase
@@ -181,6 +182,23 @@ def test_session_list_shows_only_the_users_own_sessions_and_reviewers_see_all():
     assert set(own_list) == {"next", "previous", "results"}
     assert [row["session_id"] for row in own_list["results"]] == [mine.session_id]
     assert len(client_for(ReviewerFactory()).get("/api/sessions").data["results"]) == 2
+
+
+def test_a_list_row_shows_a_bounded_query_and_the_trace_the_whole():
+    user = UserFactory()
+    # A tool call's arguments as stored before they were bounded.
+    long = CompletedSessionFactory(owner=user, kind="tool", query="query_logs " + "x" * 1_500_000)
+    short = CompletedSessionFactory(owner=user, query="只确认 HighMemoryUsage")
+    client = client_for(user)
+
+    response = client.get("/api/sessions")
+
+    rows = {row["session_id"]: row["query"] for row in response.data["results"]}
+    assert rows[short.session_id] == "只确认 HighMemoryUsage"
+    assert len(rows[long.session_id]) == ROW_QUERY_CHARS
+    assert rows[long.session_id].startswith("query_logs xxx")
+    assert len(response.content) < 10_000
+    assert len(client.get(trace_path(long.session_id)).data["session"]["query"]) == len(long.query)
 
 
 def test_a_staff_flag_alone_lists_only_its_own_sessions():

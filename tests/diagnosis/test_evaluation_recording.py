@@ -58,6 +58,21 @@ def test_a_request_the_recording_lacks_fails_and_is_named(tmp_path):
     assert len(replay.misses) == 2
 
 
+def test_a_request_is_matched_whatever_its_timeout_and_limit(tmp_path):
+    asked = {"query": '{service="billing"}'}
+    recording = record(tmp_path, ("/loki/api/v1/query_range", {**asked, "limit": "10"}))
+
+    with ReplayServer(recording) as replay:
+        bounded = httpx2.get(
+            f"{replay.url('loki')}/loki/api/v1/query_range",
+            params={**asked, "limit": "100", "timeout": "2.5"},
+            headers={"X-Scope-OrgID": "team-a"},
+        )
+
+    assert bounded.status_code == 200
+    assert bounded.json()["data"]["result"][0]["values"][0][1] == "boom"
+
+
 def test_subjects_are_read_from_the_recorded_rules_and_label_values():
     rules = {
         "status": "success",

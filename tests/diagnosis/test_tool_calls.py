@@ -4,7 +4,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from diagnosis.models import DiagnosisSession
-from diagnosis.services.sessions import SessionRateLimited
+from diagnosis.services.sessions import MAX_QUERY_CHARS, SessionRateLimited
 from diagnosis.services.tool_calls import tool_call_run
 from tests.factories import UserFactory
 
@@ -90,3 +90,36 @@ def test_a_tool_session_is_read_by_its_link_not_listed_among_the_conversations(c
     assert 'class="stages"' not in page.content.decode()
     conversations = [listed.session_id for listed in chat.context["page"].conversations]
     assert conversations == [conversation.session_id]
+
+
+HUGE = "x" * 1_500_000
+
+
+@pytest.mark.parametrize(
+    ("tool_name", "arguments", "reason"),
+    [
+        ("query_logs", {"query": "内存", "service": HUGE}, "参数无效: service:"),
+        ("query_metrics", {"alert_name": HUGE}, "参数无效: alert_name:"),
+        ("query_promql", {"query": f"up{{job=~'{HUGE}'}}"}, "参数无效: query:"),
+    ],
+)
+def test_a_free_text_argument_longer_than_a_question_is_refused_and_nothing_is_stored(
+    tool_name, arguments, reason
+):
+    with pytest.raises(ValidationError) as refused:
+        tool_call_run(owner=UserFactory(), tool_name=tool_name, arguments=arguments)
+
+    assert refused.value.message_dict["arguments"][0].startswith(reason)
+    assert len(refused.value.message_dict["arguments"][0]) < 1000
+    assert not DiagnosisSession.objects.exists()
+
+
+def test_the_query_of_a_tool_session_is_no_longer_than_a_question():
+    # Each argument within its bound; escaped as JSON, together they are more than a question.
+    arguments = {"query": '"' * 500, "service": '"' * MAX_QUERY_CHARS}
+
+    session = tool_call_run(owner=UserFactory(), tool_name="query_logs", arguments=arguments)
+
+    assert len(session.query) == MAX_QUERY_CHARS
+    assert session.query.startswith('query_logs {"query": "\\"')
+    assert session.tool_invocations.get().input == arguments

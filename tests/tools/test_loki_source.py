@@ -7,6 +7,7 @@ import pytest
 
 from tests.loki_server import FakeLoki
 from tests.tools.support import record
+from tools.sources.loki import MAX_LINES
 
 pytestmark = pytest.mark.django_db
 STREAMS = json.loads((Path(__file__).parents[1] / "world" / "loki_streams.json").read_text())
@@ -61,6 +62,17 @@ def test_the_logql_names_the_service_label_and_the_topic_terms_and_sends_the_ten
     assert [log["message"] for log in invocation.output["logs"]] == [
         "payment capture failed: upstream timeout after 5000ms"
     ]
+
+
+def test_a_search_carries_a_line_limit_and_the_look_back_window(loki, session, settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"LOGS_WINDOW_MINUTES": 30}
+
+    record(session, "query_logs", query="billing", service="billing")
+
+    [request] = [r for r in loki.requests if r["path"] == "/loki/api/v1/query_range"]
+    assert request["params"]["limit"] == str(MAX_LINES)
+    start, end = int(request["params"]["start"]), int(request["params"]["end"])
+    assert end - start == 30 * 60 * 10**9
 
 
 def test_lines_outside_the_look_back_window_are_not_returned(loki, session, settings):

@@ -1,12 +1,17 @@
-"""How the Prometheus source asks for a range: at most 120 points, the last one now;
-how it reads its retention (a window beyond it is answered with what exists) and its scrape targets."""
+"""How the Prometheus source asks for a range: at most 120 points, the last one now; the bounds every
+query and label read carries; how it reads its retention (a window beyond it is answered with what
+exists) and its scrape targets."""
 
+import json
+import threading
 from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from tools.clock import local_text
-from tools.sources.prometheus import MAX_POINTS, PrometheusSource
+from tools.sources.prometheus import LABEL_VALUES_LIMIT, MAX_POINTS, SERIES_LIMIT, PrometheusSource
 
 NOW = datetime(2026, 12, 1, 12, 0, 7, tzinfo=UTC)
 
@@ -34,6 +39,59 @@ def test_a_range_ends_on_a_point_at_now_with_at_most_120_points(minutes):
     assert span % params["step"] == 0  # points at start + k·step: the last is `end`
     assert span // params["step"] + 1 <= MAX_POINTS
     assert minutes * 60 - params["step"] < span <= minutes * 60
+
+
+class Asked(BaseHTTPRequestHandler):
+    """Answers every GET with an empty success and keeps the query string it was asked with."""
+
+    def log_message(self, *_):
+        pass
+
+    def do_GET(self):
+        parts = urlsplit(self.path)
+        self.server.asked.append((parts.path, parse_qs(parts.query)))
+        data = json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def prometheus_server():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Asked)
+    server.asked = []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("minutes", [0, 30])
+def test_a_query_carries_the_source_timeout_and_a_series_limit(prometheus_server, settings, minutes):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"SOURCE_TIMEOUT": 2.5}
+    source = PrometheusSource(f"http://127.0.0.1:{prometheus_server.server_address[1]}")
+
+    source.query_promql(query="up", minutes=minutes, now=NOW)
+
+    [(path, params)] = prometheus_server.asked
+    assert path == ("/api/v1/query_range" if minutes else "/api/v1/query")
+    assert params["timeout"] == ["2.5"]  # seconds, as Prometheus reads a duration
+    assert params["limit"] == [str(SERIES_LIMIT)]
+
+
+def test_label_reads_carry_a_limit(prometheus_server):
+    source = PrometheusSource(f"http://127.0.0.1:{prometheus_server.server_address[1]}")
+
+    source.label_values("__name__")
+    source.label_values("job", match="up")
+    source.label_names(match="up")
+
+    assert [(path, params["limit"]) for path, params in prometheus_server.asked] == [
+        ("/api/v1/label/__name__/values", [str(LABEL_VALUES_LIMIT)]),
+        ("/api/v1/label/job/values", [str(LABEL_VALUES_LIMIT)]),
+        ("/api/v1/labels", [str(LABEL_VALUES_LIMIT)]),
+    ]
 
 
 class Canned(PrometheusSource):

@@ -1,12 +1,14 @@
-"""An alert rule's `expr` read with the PromQL parser (the `threshold` ask), and the firing
-episodes of an `ALERTS_FOR_STATE` range (`history`)."""
+"""An alert rule's `expr` read with the PromQL parser (the `threshold` ask), the firing
+episodes of an `ALERTS_FOR_STATE` range (`history`), and what a query a caller writes selects and
+how far back it reads."""
 
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import promql_parser
 import pytest
 
-from tools.promql import Comparison, comparison_of
+from tools.promql import Comparison, comparison_of, read_back, unnamed_selector
 
 ERROR_RATIO = (
     '(sum by (service) (rate(http_requests_total{code=~"5.."}[5m]))'
@@ -158,3 +160,47 @@ def test_any_cut_of_a_real_expr_gives_a_comparison_or_none_never_an_error(expr):
     for end in range(len(expr) + 1):
         for start in (0, end // 2):
             assert isinstance(comparison_of(expr[start:end]), Comparison | None)
+
+
+@pytest.mark.parametrize(
+    ("query", "unnamed"),
+    [
+        ('count_over_time({__name__=~".+"}[10y])', '{__name__=~".+"}'),
+        ('sum by (pod) ({namespace="prod"})', '{namespace="prod"}'),
+        ('rate(http_requests_total[5m]) / on() {job="api"}', '{job="api"}'),
+        ('{__name__!="up", job="api"}', '{__name__!="up",job="api"}'),
+        ('{__name__="up" or job="api"}', '{__name__="up" or job="api"}'),
+        ("up", None),
+        ('{__name__="up", job="api"}', None),
+        ('{__name__="up" or __name__="ALERTS"}', None),
+        ('max_over_time(rate(http_requests_total{code=~"5.."}[5m])[1h:1m])', None),
+        ("vector(1) + time()", None),
+        # Unreadable: the server answers with its own parse error.
+        ("rate(node_load1{service=", None),
+    ],
+)
+def test_a_selector_without_a_metric_name_is_found(query, unnamed):
+    assert unnamed_selector(query) == unnamed
+
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("query", "window", "back"),
+    [
+        ("up", timedelta(0), timedelta(0)),
+        ("up", timedelta(hours=2), timedelta(hours=2)),
+        ("count_over_time(up[10y])", timedelta(0), timedelta(days=3650)),
+        ("rate(up[5m] offset 14d)", timedelta(days=1), timedelta(days=15, minutes=5)),
+        ("max_over_time(rate(up[5m])[1d:1m] offset 2d)", timedelta(0), timedelta(days=3, minutes=5)),
+        ("up offset -1d", timedelta(0), timedelta(0)),
+        ("up[5m] @ 1764590400", timedelta(0), timedelta(days=365, minutes=5)),
+        ("max_over_time(up[1h] @ start())", timedelta(days=2), timedelta(days=2, hours=1)),
+        ("up @ end()", timedelta(days=2), timedelta(0)),
+        ("topk(3, max_over_time(up[2d])) or absent(up offset 3d)", timedelta(0), timedelta(days=3)),
+        ("rate(node_load1{service=", timedelta(minutes=30), timedelta(minutes=30)),
+    ],
+)
+def test_how_far_back_a_query_reads_counts_ranges_offsets_subqueries_and_at_times(query, window, back):
+    assert read_back(query, window=window, now=NOW) == back

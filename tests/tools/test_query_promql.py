@@ -119,3 +119,87 @@ def test_an_instant_query_reading_back_through_a_range_says_how_far_back_too(ses
     history = record(session, "query_promql", query="changes(ALERTS_FOR_STATE[10080m])")
 
     assert history.output["retention_minutes"] == 7 * 24 * 60
+
+
+class CountingPrometheus(KeepsAWeek):
+    """Keeps a week; counts the queries that reached it."""
+
+    queries: list[str] = []
+
+    def query_promql(self, *, query: str, minutes: int, now) -> dict:
+        self.queries.append(query)
+        return super().query_promql(query=query, minutes=minutes, now=now)
+
+
+class SaysNoRetention(CountingPrometheus):
+    def retention_minutes(self) -> int | None:
+        return None
+
+
+@pytest.fixture
+def caller_session(settings):
+    """A caller's own call (an MCP client's `query_promql`): a `tool` session."""
+    from tests.factories import DiagnosisSessionFactory
+
+    CountingPrometheus.queries = []
+    use_source(settings, CountingPrometheus, SeriesSource)
+    return DiagnosisSessionFactory(kind="tool")
+
+
+@pytest.mark.parametrize(
+    ("query", "minutes", "refusal"),
+    [
+        (
+            'count_over_time({__name__=~".+"}[10y])',
+            0,
+            'PromQL 选择器 {__name__=~".+"} 没有指标名：请写出指标名',
+        ),
+        ('sum({job="node"})', 0, 'PromQL 选择器 {job="node"} 没有指标名'),
+        (
+            "count_over_time(node_load1[10y])",
+            0,
+            "PromQL 要读到 10y 之前的数据，超过 Prometheus 的保留期 1w：",
+        ),
+        ("node_load1 offset 6d", 2 * 24 * 60, "PromQL 要读到 8d 之前的数据，超过 Prometheus 的保留期 1w："),
+    ],
+)
+def test_a_callers_query_without_a_metric_name_or_past_the_retention_is_refused_before_it_is_sent(
+    caller_session, query, minutes, refusal
+):
+    invocation = record(caller_session, "query_promql", query=query, minutes=minutes)
+
+    assert not invocation.success
+    assert invocation.evidence_status == "failed"
+    assert invocation.error.startswith(refusal)
+    assert "请缩短区间" in invocation.error or "不要只按标签" in invocation.error
+    assert CountingPrometheus.queries == []
+
+
+def test_a_callers_query_within_the_retention_is_sent(caller_session):
+    invocation = record(caller_session, "query_promql", query="max_over_time(node_load1[6d])", minutes=60)
+
+    assert invocation.success
+    assert CountingPrometheus.queries == ["max_over_time(node_load1[6d])"]
+
+
+def test_a_server_that_states_no_retention_is_taken_to_keep_prometheus_default_15_days(
+    caller_session, settings
+):
+    use_source(settings, SaysNoRetention, SeriesSource)
+
+    within = record(caller_session, "query_promql", query="changes(node_load1[14d])")
+    beyond = record(caller_session, "query_promql", query="changes(node_load1[16d])")
+
+    assert within.success
+    assert beyond.error.startswith("PromQL 要读到 16d 之前的数据，超过 Prometheus 的保留期 15d：")
+
+
+def test_a_diagnosis_asks_past_the_retention_and_is_answered_with_what_the_server_keeps(session, settings):
+    use_source(settings, CountingPrometheus, SeriesSource)
+    CountingPrometheus.queries = []
+
+    history = record(session, "query_promql", query="changes(ALERTS_FOR_STATE[30d])")
+
+    assert history.success
+    assert history.output["retention_minutes"] == 7 * 24 * 60
+    assert CountingPrometheus.queries == ["changes(ALERTS_FOR_STATE[30d])"]

@@ -2,6 +2,7 @@
 
 import pytest
 
+from diagnosis.services.sessions import MAX_QUERY_CHARS
 from tools.base import all_tools
 from tools.sources.demo import DATA_DIR
 
@@ -61,3 +62,16 @@ def test_no_placeholder_service_in_any_answer(run_tool, query):
 
     assert PLACEHOLDER not in str(logs)
     assert all(log["service"] != PLACEHOLDER for log in logs)
+
+
+def test_every_free_text_argument_is_bounded_like_a_question():
+    unbounded = {
+        f"{tool.name}.{name}": schema
+        for tool in all_tools()
+        for name, schema in tool.arguments_model.model_json_schema()["properties"].items()
+        for text in [*schema.get("anyOf", []), schema]
+        if text.get("type") == "string" and "enum" not in text and "const" not in text
+        if not 0 < text.get("maxLength", 0) <= MAX_QUERY_CHARS
+    }
+
+    assert not unbounded

@@ -15,13 +15,20 @@ from django.conf import settings
 from tools.clock import local_text
 from tools.inventory import SourceInventory
 from tools.records import labelled_alert_record, parsed_time, service_of
-from tools.sources.http import HttpSource, SourceError
+from tools.sources.http import HttpSource, SourceError, source_timeout
 from tools.sources.kinds import AlertSource, LabelledSeriesSource, TargetSource
 
 logger = logging.getLogger(__name__)
 
 # A range query keeps at most this many points per series.
 MAX_POINTS = 120
+# The most series a query may bring back (`limit`): a server that knows the parameter stops there and
+# warns, an older one ignores it. The query's `timeout` is the source timeout, so the server stops
+# evaluating when this client stops waiting.
+SERIES_LIMIT = 1000
+# The most label names or values asked for: they are the names questions are matched against (every
+# metric name of the server), so the bound is high.
+LABEL_VALUES_LIMIT = 10_000
 ALERT_STATES = ("firing", "pending")
 # `storageRetention` joins a time and a size limit so: `15d or 10GiB`.
 RETENTION_LIMITS_SEPARATOR = " or "
@@ -73,8 +80,9 @@ class PrometheusSource(HttpSource, AlertSource, LabelledSeriesSource, TargetSour
         ]
 
     def query_promql(self, *, query: str, minutes: int, now: datetime) -> dict[str, Any]:
+        bounds = {"timeout": f"{source_timeout():g}", "limit": SERIES_LIMIT}
         if minutes <= 0:
-            data = self.data("/api/v1/query", {"query": query, "time": now.timestamp()})
+            data = self.data("/api/v1/query", {"query": query, "time": now.timestamp(), **bounds})
         else:
             step = max(1, math.ceil(minutes * 60 / (MAX_POINTS - 1)))
             # Points fall at start + k·step: a start a whole number of steps back puts the last on
@@ -82,7 +90,7 @@ class PrometheusSource(HttpSource, AlertSource, LabelledSeriesSource, TargetSour
             start = now - timedelta(seconds=step * (minutes * 60 // step))
             data = self.data(
                 "/api/v1/query_range",
-                {"query": query, "start": start.timestamp(), "end": now.timestamp(), "step": step},
+                {"query": query, "start": start.timestamp(), "end": now.timestamp(), "step": step, **bounds},
             )
         result_type = data.get("resultType", "")
         result = data.get("result")
@@ -115,12 +123,14 @@ class PrometheusSource(HttpSource, AlertSource, LabelledSeriesSource, TargetSour
 
     def label_values(self, label: str, *, match: str | None = None) -> list[str]:
         """The values of a label, of every series or (`match`, a series selector) of those it selects."""
-        params = {"match[]": match} if match else None
+        params: dict[str, Any] = {"limit": LABEL_VALUES_LIMIT}
+        if match:
+            params["match[]"] = match
         return list(self.data(f"/api/v1/label/{label}/values", params) or [])
 
     def label_names(self, *, match: str) -> list[str]:
         """The label names the series `match` selects carry (`/api/v1/labels?match[]=`)."""
-        return list(self.data("/api/v1/labels", {"match[]": match}) or [])
+        return list(self.data("/api/v1/labels", {"match[]": match, "limit": LABEL_VALUES_LIMIT}) or [])
 
     def inventory(self, *, now: datetime) -> SourceInventory:
         """Alert names of the alerting rules and their alerts; services: the service labels' values;
