@@ -22,6 +22,7 @@ from drain3 import TemplateMiner
 from drain3.masking import MaskingInstruction
 from drain3.template_miner_config import TemplateMinerConfig
 
+from tools.terms import name_parts
 from tools.vocabulary import Vocabulary
 
 # Drain3 announces every miner it starts at INFO; one per answer is noise, not news.
@@ -70,7 +71,6 @@ LEVEL_HEAD = 120
 # A number with its separators (`00:00:04.500`, `2017-05-16`, `3/3`) is one word: `500` is not in a time.
 TOKEN = re.compile(r"\d+(?:[.:,/-]\d+)+(?![A-Za-z0-9])|[A-Za-z0-9]+")
 NUMBER_WORD = re.compile(r"\d+(?:[.:,/-]\d+)+")
-CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 # A failure of waiting: `timed out`, `time out`, `timeout … exceeded`, `deadline exceeded`,
 # `*TimeoutException`, `timeout after <duration>`, `ETIMEDOUT`, `i/o timeout`, `超时`.
 TIMEOUT_FAILURE = re.compile(
@@ -137,7 +137,7 @@ def words_of(text: str) -> list[str]:
     return [
         part.lower()
         for token in TOKEN.findall(text)
-        for part in ([token] if NUMBER_WORD.fullmatch(token) else CAMEL_PART.findall(token))
+        for part in ([token] if NUMBER_WORD.fullmatch(token) else name_parts(token))
     ]
 
 

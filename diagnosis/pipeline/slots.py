@@ -27,11 +27,8 @@ from diagnosis.pipeline.instructions import QUOTE_ONLY, instructions_in
 from tools.loglines import Pattern, evidence_record, has_property, patterns_mined
 from tools.numbers import finite_number, number_text, places_text, series_name
 from tools.promql import Carrier, comparison_of
-from tools.terms import groups_in, term_pattern
+from tools.terms import groups_in, name_parts, term_pattern
 from tools.vocabulary import Vocabulary
-
-# The words of a CamelCase or snake_case name: `CheckoutErrorRatio` → Checkout Error Ratio.
-NAME_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 # query_promql's own bound on a range.
 MAX_RANGE_MINUTES = 7 * 24 * 60
@@ -685,7 +682,7 @@ def alert_on_topic(alert: str, topic: str, vocabulary: Vocabulary) -> bool:
     if alert in vocabulary.alert_topics:
         return vocabulary.alert_topics[alert] == topic
     return any(
-        term_pattern(term).search(" ".join(NAME_PARTS.findall(alert)).lower())
+        term_pattern(term).search(" ".join(name_parts(alert)).lower())
         for term in vocabulary.groups.get(topic, [])
     )
 
