@@ -150,7 +150,8 @@ Carrier = Callable[[str, str], str | None]
 
 
 def quoted(value: str) -> str:
-    """A label value as a PromQL string literal's content: the name cannot change the query."""
+    """A label value as a PromQL (or LogQL, which quotes alike) string literal's content: the name
+    cannot change the query."""
     return value.replace("\\", "\\\\").replace('"', '\\"')
 
 

@@ -16,10 +16,9 @@ from diagnosis.pipeline.slots import (
     alert_on_topic,
     alerts_of,
     on_topic,
-    quoted,
     runbook_names,
 )
-from tools.promql import comparison_of, series_query
+from tools.promql import comparison_of, quoted, series_query
 
 Call = tuple[str, dict]
 

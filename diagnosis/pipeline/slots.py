@@ -837,7 +837,3 @@ def _minutes_text(minutes: int) -> str:
     if minutes % 60 == 0:
         return f"{minutes // 60} 小时"
     return f"{minutes} 分钟"
-
-
-def quoted(name: str) -> str:
-    return name.replace("\\", "\\\\").replace('"', '\\"')

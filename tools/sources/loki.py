@@ -19,6 +19,7 @@ from tools.clock import local_text
 from tools.inventory import SourceInventory
 from tools.loglines import LEVEL_LABELS, has_word, is_error_level, level_of, logql_words
 from tools.matching import group_terms, query_terms
+from tools.promql import quoted
 from tools.records import service_of
 from tools.sources.http import HttpSource
 from tools.sources.kinds import LogSource
@@ -89,7 +90,7 @@ class LokiSource(HttpSource, LogSource):
         """The LogQL queries of a search: one, or for errors only, one per way a level is kept."""
         known = set(self.labels())
         label = self.service_label(known)
-        matcher = f'{label}="{_quoted(service)}"' if service else f'{label}=~".+"'
+        matcher = f'{label}="{quoted(service)}"' if service else f'{label}=~".+"'
         if errors_only(query, service=service):
             level_label = next((name for name in LEVEL_LABELS if name in known), None)
             unlabelled = f"{{{matcher}}} |~ `{ERROR_IN_LINE}`"
@@ -175,7 +176,3 @@ def log_record(ns: int, line: str, labels: dict[str, str], *, topic: str | None)
         "metrics": {},
         "labels": labels,
     }
-
-
-def _quoted(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"')
