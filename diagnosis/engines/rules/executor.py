@@ -3,7 +3,6 @@ fact, quoting evidence_refs text exactly (limit claims, not evidence)."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from diagnosis.pipeline.contracts import (
     ExecutorInput,
     ExecutorOutput,
 )
-from diagnosis.pipeline.interfaces import Toolbox
+from diagnosis.pipeline.interfaces import Toolbox, call_key
 from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS, SERIES
 from tools.loglines import evidence_parts, has_property
 from tools.matching import group_term, groups_in, term_pattern
@@ -59,7 +58,7 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
     asks_cause = focus.asks_cause and not plan.narrow_scope and bool(services or alerts)
     planned = {step.tool for step in plan.steps}
     gathered = _Gathered()
-    earlier = {_call_key(m["tool_name"], m.get("arguments", {})): m for m in stage_input.prior_tool_messages}
+    earlier = {call_key(m["tool_name"], m.get("arguments", {})): m for m in stage_input.prior_tool_messages}
 
     wants_guidance = KNOWLEDGE.tool in planned or (stage_input.retry_context and not plan.narrow_scope)
     # Keep one call of the round's budget for the runbooks when they were asked for.
@@ -74,7 +73,7 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
         planned_calls: list[tuple[str, dict]] = []
         slots: list[int | dict | None] = []
         for tool_name, arguments, keep_back in requests:
-            key = _call_key(tool_name, arguments)
+            key = call_key(tool_name, arguments)
             if key in earlier:  # round 2 must not repeat a search already done: reuse its record
                 slots.append(earlier[key])
             elif budget > keep_back:
@@ -404,7 +403,3 @@ def _append(found: list, *labels_and_message) -> None:
 
 def _call_label(tool_name: str, arguments: dict) -> str:
     return f"{tool_name}({', '.join(f'{k}={v}' for k, v in arguments.items())})"
-
-
-def _call_key(tool_name: str, arguments: dict) -> str:
-    return tool_name + json.dumps(arguments, sort_keys=True, ensure_ascii=False)
