@@ -20,7 +20,13 @@ from difflib import SequenceMatcher
 from pydantic import BaseModel, ConfigDict
 
 from diagnosis.pipeline.asks import Ask
-from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, Claim, EvidenceBinding, RecordedInvocation
+from diagnosis.pipeline.contracts import (
+    NO_EVIDENCE_PATH,
+    Claim,
+    EvidenceBinding,
+    RecordedInvocation,
+    record_path,
+)
 from diagnosis.pipeline.facts import NO_NAMES, FactNames
 from diagnosis.pipeline.gatekeeper import claims_checked
 from diagnosis.pipeline.instructions import QUOTE_ONLY, instructions_in
@@ -173,7 +179,7 @@ def _found(message: dict, key: str) -> list[_Found]:
     return [
         _Found(message, record, refs[path])
         for index, record in enumerate(records)
-        if (path := f"$.{key}[{index}]") in refs
+        if (path := record_path(key, index)) in refs
     ]
 
 

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from diagnosis import tracing
 from diagnosis.models import DiagnosisSession, ToolInvocation
-from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH
+from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, record_path
 from tools import clock
 from tools.base import EvidenceTool, ToolContext, UnknownToolError, get_tool, guidance_tool_names
 from tools.sources import DEMO
@@ -358,7 +358,7 @@ def _evidence(
 ) -> dict[str, Any]:
     """One ref per record (deduped knowledge blocks are not new evidence), else the no-hit ref."""
     refs = [
-        {"raw_path": f"$.{tool.collection_key}[{index}]", "text": tool.evidence_text(record)}
+        {"raw_path": record_path(tool.collection_key, index), "text": tool.evidence_text(record)}
         for index, record in enumerate(records)
         if not record.get("deduped")
     ]

@@ -15,6 +15,7 @@ from diagnosis.pipeline.contracts import (
     EvidenceBinding,
     ExecutorInput,
     ExecutorOutput,
+    record_path_parts,
 )
 from diagnosis.pipeline.interfaces import Toolbox, call_key
 from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS, SERIES
@@ -362,10 +363,10 @@ def _records(message: dict, key: str) -> list[dict]:
 
 
 def _names_one_of(blocks: list[dict], ref: dict, subjects: list[str]) -> bool:
-    index = ref["raw_path"].removeprefix("$.evidence_blocks[").removesuffix("]")
-    if not index.isdigit() or int(index) >= len(blocks):
+    parts = record_path_parts(ref["raw_path"])
+    if parts is None or parts[0] != "evidence_blocks" or parts[1] >= len(blocks):
         return False
-    block = blocks[int(index)]
+    block = blocks[parts[1]]
     text = f"{block.get('title', '')}\n{block.get('content', '')}".lower()
     return bool(block.get("matched_terms")) or any(term_pattern(name).search(text) for name in subjects)
 
