@@ -51,12 +51,6 @@ class LokiSource(HttpSource, LogSource):
             headers["X-Scope-OrgID"] = self.tenant
         return headers
 
-    def data(self, path: str, params: dict[str, Any] | None = None) -> Any:
-        payload = self.get_json(path, params)
-        if not isinstance(payload, dict) or payload.get("status") != "success":
-            raise self.error(f"{path} 返回了非 success 的响应（{str(payload)[:200]}）")
-        return payload.get("data")
-
     def check(self) -> None:
         self.labels()
 
