@@ -1,5 +1,6 @@
 """How the engineer's pages name what the records store in developer tokens (issue 25 item 5):
-verdicts, output types and alert states as words, evidence references as "Alertmanager 告警 #3".
+verdicts and alert states as words (output types as `routing.OUTPUT_TYPE_LABELS`, the badges' table),
+evidence references as "Alertmanager 告警 #3".
 The stored text keeps its tokens (reviewers read them in the admin); only the page says them so."""
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, RECORD_PATH
 from tools.evidence_kinds import KINDS, kind_named
 
 VERDICT_WORDS = {"PASS": "核验通过", "LOW_CONFID": "证据不足", "REJECT": "未通过"}
-OUTPUT_TYPE_WORDS = {"NORMAL": "已核验", "LOW_CONFID_WITH_DISCLAIMER": "有缺口", "DEGRADED": "已降级"}
 STATE_WORDS = {"firing": "触发中", "resolved": "已恢复", "pending": "待触发", "inactive": "未触发"}
 # What a source is called on the page (`ToolInvocation.source`); another source is named as recorded.
 SOURCE_NAMES = {
