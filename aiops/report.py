@@ -46,6 +46,7 @@ from tools.evidence_kinds import ALERTS, LOGS
 from tools.loglines import is_error_level, patterns_mined
 from tools.numbers import finite_number, number_text
 from tools.promql import comparison_of, quoted
+from tools.sources import DEMO_LABEL
 
 logger = logging.getLogger(__name__)
 
@@ -578,7 +579,7 @@ def _summary(analyses: list[AlertAnalysis], notes: list[str]) -> list[str]:
 
 def _sources(invocations: list[ToolInvocation]) -> list[str]:
     labels = (
-        "演示数据"
+        DEMO_LABEL
         if invocation.is_demo
         else "`" + " ".join(part for part in (invocation.source, invocation.source_location) if part) + "`"
         for invocation in invocations

@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 
 from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, RECORD_PATH
 from tools.evidence_kinds import KINDS, kind_named
+from tools.sources import DEMO, DEMO_LABEL
 
 VERDICT_WORDS = {"PASS": "核验通过", "LOW_CONFID": "证据不足", "REJECT": "未通过"}
 STATE_WORDS = {"firing": "触发中", "resolved": "已恢复", "pending": "待触发", "inactive": "未触发"}
 # What a source is called on the page (`ToolInvocation.source`); another source is named as recorded.
 SOURCE_NAMES = {
-    "demo": "演示数据",
+    DEMO: DEMO_LABEL,
     "prometheus": "Prometheus",
     "alertmanager": "Alertmanager",
     "alertmanager+prometheus": "Alertmanager",
