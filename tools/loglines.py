@@ -31,17 +31,17 @@ logging.getLogger("drain3.template_miner").setLevel(logging.WARNING)
 LEVEL_LABELS = ("level", "detected_level", "severity")
 # Level names as sources write them, to the one name each is shown as.
 LEVEL_NAMES = {
-    "fatal": "FATAL",
-    "f": "FATAL",
-    "panic": "FATAL",
-    "emerg": "FATAL",
-    "critical": "CRITICAL",
-    "crit": "CRITICAL",
-    "alert": "CRITICAL",
-    "severe": "ERROR",
     "error": "ERROR",
     "err": "ERROR",
     "e": "ERROR",
+    "fatal": "FATAL",
+    "f": "FATAL",
+    "critical": "CRITICAL",
+    "crit": "CRITICAL",
+    "alert": "CRITICAL",
+    "emerg": "FATAL",
+    "panic": "FATAL",
+    "severe": "ERROR",
     "warning": "WARN",
     "warn": "WARN",
     "w": "WARN",
@@ -54,6 +54,10 @@ LEVEL_NAMES = {
     "fine": "DEBUG",
 }
 ERROR_LEVELS = frozenset({"ERROR", "CRITICAL", "FATAL"})
+# LogQL for errors: a level label's values that name an error level (Loki matches `=~` whole, case
+# aside), and the words a line states its error level in when no label keeps it (glog's `E0102 `).
+ERROR_LEVEL_VALUES = "(?i)(" + "|".join(raw for raw, name in LEVEL_NAMES.items() if name in ERROR_LEVELS) + ")"
+ERROR_IN_LINE = r"(?i:error|err|fatal|critical|crit|severe|panic)|^E\d{4} |^F\d{4} "
 JSON_LEVEL_KEYS = ("level", "lvl", "severity", "loglevel", "log.level", "levelname")
 LOGFMT_LEVEL = re.compile(r'(?:^|\s)(?:level|lvl|severity)="?([A-Za-z]+)"?(?=\s|$)', re.IGNORECASE)
 GLOG_LEVEL = re.compile(r"^([IWEF])\d{4} \d{2}:\d{2}:\d{2}")

@@ -17,7 +17,15 @@ from django.conf import settings
 
 from tools.clock import local_text
 from tools.inventory import SourceInventory
-from tools.loglines import LEVEL_LABELS, has_word, is_error_level, level_of, logql_words
+from tools.loglines import (
+    ERROR_IN_LINE,
+    ERROR_LEVEL_VALUES,
+    LEVEL_LABELS,
+    has_word,
+    is_error_level,
+    level_of,
+    logql_words,
+)
 from tools.matching import group_terms, query_terms
 from tools.promql import quoted
 from tools.records import service_of
@@ -27,9 +35,6 @@ from tools.sources.kinds import LogSource
 # The most lines one call asks for: the tool's own `limit` maximum.
 MAX_LINES = 100
 INSTANCE_LABELS = ("instance", "pod", "host", "hostname")
-# The level words of an error line as sources write them: a level label's values, a line's prefixes.
-ERROR_LEVEL_VALUES = "(?i)(error|err|e|fatal|f|critical|crit|alert|emerg|panic|severe)"
-ERROR_IN_LINE = r"(?i:error|err|fatal|critical|crit|severe|panic)|^E\d{4} |^F\d{4} "
 # Question words searched literally when they are not a known topic term (`idx_user_id`, `退款`).
 LITERAL_WORD = re.compile(r"[a-z0-9_.:/\-]{4,}|[\u4e00-\u9fff]{2,}")
 
