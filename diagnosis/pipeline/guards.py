@@ -33,7 +33,7 @@ from diagnosis.pipeline.gatekeeper import (
     RuleMessage,
     with_binding_failures,
 )
-from diagnosis.pipeline.instructions import evidence_gathering
+from diagnosis.pipeline.injected_commands import evidence_gathering
 from diagnosis.pipeline.labels import labels_unsupported
 from diagnosis.pipeline.scope import FOCUS_RULE, SCOPE_RULE, out_of_focus, record_subjects, scope_guard
 from diagnosis.pipeline.slots import Slot, coverage_gaps, restated_conclusion

@@ -29,7 +29,7 @@ from diagnosis.pipeline.contracts import (
 )
 from diagnosis.pipeline.facts import NO_NAMES, FactNames
 from diagnosis.pipeline.gatekeeper import claims_checked
-from diagnosis.pipeline.instructions import QUOTE_ONLY, instructions_in
+from diagnosis.pipeline.injected_commands import QUOTE_ONLY, instructions_in
 from tools.loglines import Pattern, evidence_record, has_property, patterns_mined
 from tools.numbers import finite_number, number_text, places_text, series_name
 from tools.promql import Carrier, comparison_of
