@@ -25,9 +25,9 @@ from functools import lru_cache
 import bm25s
 import Stemmer
 
+from tools.configured_vocabulary import vocabulary_path
 from tools.matching import groups_in, query_terms, term_pattern
 from tools.terms import name_parts
-from tools.world import vocabulary_path
 
 L1_MIN_SCORE = 0.3
 # An L0 block scores at least this, the rest of the range by its similarity.

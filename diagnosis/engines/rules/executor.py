@@ -18,12 +18,12 @@ from diagnosis.pipeline.contracts import (
     record_path_parts,
 )
 from diagnosis.pipeline.interfaces import Toolbox, call_key
+from tools.configured_vocabulary import current_vocabulary
 from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS, SERIES
 from tools.loglines import evidence_parts, has_property
 from tools.matching import group_term, groups_in, term_pattern
 from tools.numbers import number_text
 from tools.vocabulary import Vocabulary
-from tools.world import current_vocabulary
 
 MAX_BINDINGS_PER_CLAIM = 6
 MAX_GUIDANCE_CLAIMS = 2
