@@ -32,8 +32,8 @@ from diagnosis.services.rule_evaluation import rule_evaluation_enqueue, rule_eva
 from diagnosis.services.self_evaluation import self_evaluation_merge
 from diagnosis.services.session_lifecycle import session_execute, session_update
 from diagnosis.services.session_liveness import SessionProgress
+from diagnosis.services.tool_call_summary import tool_trace_summary_build
 from diagnosis.services.toolbox import CallsKept, RecordingToolbox
-from diagnosis.services.trace_summary import tool_trace_summary_build
 from tools.base import guidance_tool_names
 
 THOUGHT_CHARS = 2000
