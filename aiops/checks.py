@@ -10,7 +10,7 @@ from collections import Counter
 
 from aiops.report import QUOTED, REPORT_TITLE, REQUIRED_EVIDENCE_TOOLS, AlertSubject
 from diagnosis.pipeline.focus import CAMEL_WORD
-from tools.world import current_vocabulary
+from tools.configured_vocabulary import current_vocabulary
 
 
 def aiops_checks(

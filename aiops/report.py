@@ -45,7 +45,8 @@ from diagnosis.services.invocations import NO_EVIDENCE
 from tools.evidence_kinds import ALERTS, LOGS
 from tools.loglines import is_error_level, patterns_mined
 from tools.numbers import finite_number, number_text
-from tools.promql import comparison_of
+from tools.promql import comparison_of, quoted
+from tools.sources import DEMO_LABEL
 
 logger = logging.getLogger(__name__)
 
@@ -193,8 +194,7 @@ def alert_question(subject: AlertSubject) -> str:
     labels, so the analysis stays on this alert and not on any alert of the same name. The service is
     its label quoted (`service="…"`): the session takes the whole value as its subject, a known
     service only when it equals one, never one it merely contains."""
-    quoted = subject.shown_service.replace("\\", "\\\\").replace('"', '\\"')
-    service = f'{subject.service_label}="{quoted}" ' if subject.service else ""
+    service = f'{subject.service_label}="{quoted(subject.shown_service)}" ' if subject.service else ""
     where = f"（{subject.where}）" if subject.identity else ""
     return f"只确认 {service}是否存在 {subject.shown_name} 告警{where}，并给出相关证据"
 
@@ -579,7 +579,7 @@ def _summary(analyses: list[AlertAnalysis], notes: list[str]) -> list[str]:
 
 def _sources(invocations: list[ToolInvocation]) -> list[str]:
     labels = (
-        "演示数据"
+        DEMO_LABEL
         if invocation.is_demo
         else "`" + " ".join(part for part in (invocation.source, invocation.source_location) if part) + "`"
         for invocation in invocations

@@ -47,6 +47,7 @@ from diagnosis.serializers import trace_url
 from diagnosis.services.cases import case_create_from_session
 from diagnosis.services.reviews import VERDICTS, review_record
 from diagnosis.templatetags.desk_labels import code_text, local_time
+from tools.sources import DEMO, DEMO_LABEL
 
 # The audit page's bounds per tool call (issue 24): refs listed, characters of each ref's text.
 AUDIT_REFS_SHOWN = 20
@@ -306,7 +307,7 @@ class ToolInvocationInline(ReadOnlyInline):
     @admin.display(description=_("source"))
     def source_shown(self, invocation: ToolInvocation) -> str:
         if invocation.is_demo:
-            return "演示数据 (demo)"
+            return f"{DEMO_LABEL} ({DEMO})"
         return " ".join(part for part in (invocation.source, invocation.source_location) if part) or "—"
 
     @admin.display(description=_("arguments"))

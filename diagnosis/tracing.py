@@ -156,7 +156,7 @@ class TracedSession(Protocol):
     answer: str
 
 
-class SessionTrace:
+class SessionSpan:
     """The session's span, current while the session runs; its outcome is read off the session at the end."""
 
     def __init__(self, session: TracedSession) -> None:
@@ -165,7 +165,7 @@ class SessionTrace:
         self._token: object | None = None
         self._error_type = ""
 
-    def __enter__(self) -> SessionTrace:
+    def __enter__(self) -> SessionSpan:
         tracer = _tracer()
         if tracer is None:
             return self
@@ -219,8 +219,8 @@ class SessionTrace:
         span.end()
 
 
-def session_traced(session: TracedSession) -> SessionTrace:
-    return SessionTrace(session)
+def session_traced(session: TracedSession) -> SessionSpan:
+    return SessionSpan(session)
 
 
 @dataclass
@@ -322,7 +322,7 @@ def stages_traced(recorder: Recorder) -> Iterator[Recorder]:
         traced.stage_unfinished()
 
 
-class ChatTrace:
+class ChatSpan:
     """One model call's span; `answered` adds what the response says."""
 
     def __init__(self, span: Span | None) -> None:
@@ -372,12 +372,12 @@ def chat_traced(
     temperature: float,
     max_tokens: int,
     structured: bool,
-) -> Iterator[ChatTrace]:
+) -> Iterator[ChatSpan]:
     """A model call (a chat completion) as a client span; an error raised out of it marks it failed
     with the class of its cause (the SDK's error behind the engine's own)."""
     tracer = _tracer()
     if tracer is None:
-        yield ChatTrace(None)
+        yield ChatSpan(None)
         return
     server = urlsplit(base_url)
     attributes = {
@@ -405,7 +405,7 @@ def chat_traced(
         if capturing_content():
             span.set_attribute("gen_ai.input.messages", _json([_message_parts(m) for m in messages]))
         try:
-            yield ChatTrace(span)
+            yield ChatSpan(span)
         except BaseException as error:
             _failed(span, type(error.__cause__ or error).__name__)
             raise

@@ -22,6 +22,7 @@ from drain3 import TemplateMiner
 from drain3.masking import MaskingInstruction
 from drain3.template_miner_config import TemplateMinerConfig
 
+from tools.terms import name_parts
 from tools.vocabulary import Vocabulary
 
 # Drain3 announces every miner it starts at INFO; one per answer is noise, not news.
@@ -30,17 +31,17 @@ logging.getLogger("drain3.template_miner").setLevel(logging.WARNING)
 LEVEL_LABELS = ("level", "detected_level", "severity")
 # Level names as sources write them, to the one name each is shown as.
 LEVEL_NAMES = {
-    "fatal": "FATAL",
-    "f": "FATAL",
-    "panic": "FATAL",
-    "emerg": "FATAL",
-    "critical": "CRITICAL",
-    "crit": "CRITICAL",
-    "alert": "CRITICAL",
-    "severe": "ERROR",
     "error": "ERROR",
     "err": "ERROR",
     "e": "ERROR",
+    "fatal": "FATAL",
+    "f": "FATAL",
+    "critical": "CRITICAL",
+    "crit": "CRITICAL",
+    "alert": "CRITICAL",
+    "emerg": "FATAL",
+    "panic": "FATAL",
+    "severe": "ERROR",
     "warning": "WARN",
     "warn": "WARN",
     "w": "WARN",
@@ -53,6 +54,10 @@ LEVEL_NAMES = {
     "fine": "DEBUG",
 }
 ERROR_LEVELS = frozenset({"ERROR", "CRITICAL", "FATAL"})
+# LogQL for errors: a level label's values that name an error level (Loki matches `=~` whole, case
+# aside), and the words a line states its error level in when no label keeps it (glog's `E0102 `).
+ERROR_LEVEL_VALUES = "(?i)(" + "|".join(raw for raw, name in LEVEL_NAMES.items() if name in ERROR_LEVELS) + ")"
+ERROR_IN_LINE = r"(?i:error|err|fatal|critical|crit|severe|panic)|^E\d{4} |^F\d{4} "
 JSON_LEVEL_KEYS = ("level", "lvl", "severity", "loglevel", "log.level", "levelname")
 LOGFMT_LEVEL = re.compile(r'(?:^|\s)(?:level|lvl|severity)="?([A-Za-z]+)"?(?=\s|$)', re.IGNORECASE)
 GLOG_LEVEL = re.compile(r"^([IWEF])\d{4} \d{2}:\d{2}:\d{2}")
@@ -70,7 +75,6 @@ LEVEL_HEAD = 120
 # A number with its separators (`00:00:04.500`, `2017-05-16`, `3/3`) is one word: `500` is not in a time.
 TOKEN = re.compile(r"\d+(?:[.:,/-]\d+)+(?![A-Za-z0-9])|[A-Za-z0-9]+")
 NUMBER_WORD = re.compile(r"\d+(?:[.:,/-]\d+)+")
-CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 # A failure of waiting: `timed out`, `time out`, `timeout … exceeded`, `deadline exceeded`,
 # `*TimeoutException`, `timeout after <duration>`, `ETIMEDOUT`, `i/o timeout`, `超时`.
 TIMEOUT_FAILURE = re.compile(
@@ -137,7 +141,7 @@ def words_of(text: str) -> list[str]:
     return [
         part.lower()
         for token in TOKEN.findall(text)
-        for part in ([token] if NUMBER_WORD.fullmatch(token) else CAMEL_PART.findall(token))
+        for part in ([token] if NUMBER_WORD.fullmatch(token) else name_parts(token))
     ]
 
 

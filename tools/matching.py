@@ -1,4 +1,4 @@
-"""Term matching (`tools.terms`) over the configured world vocabulary (`tools.world`): what the
+"""Term matching (`tools.terms`) over the configured world vocabulary (`tools.configured_vocabulary`): what the
 tools, the case library and the engines use. The pipeline uses `tools.terms` with the vocabulary
 it is handed instead, so it never reads settings.
 """
@@ -6,8 +6,8 @@ it is handed instead, so it never reads settings.
 from __future__ import annotations
 
 from tools import terms
+from tools.configured_vocabulary import current_vocabulary
 from tools.terms import term_pattern
-from tools.world import current_vocabulary
 
 __all__ = [
     "group_term",

@@ -75,6 +75,15 @@ def syntax_error(query: str) -> str | None:
     return None
 
 
+def printed(expr: str) -> str | None:
+    """The expr as the parser prints it, on one line (`sum(x) by (job)` â `sum by (job) (x)`), so two
+    spellings of one query compare equal; None when it is not PromQL."""
+    try:
+        return _one_line(promql_parser.parse(expr).prettify())
+    except ValueError:  # the parser reports every syntax error so
+        return None
+
+
 def _top_comparison(node: promql_parser.Expr) -> promql_parser.BinaryExpr | None:
     while isinstance(node, promql_parser.ParenExpr | promql_parser.BinaryExpr):
         if isinstance(node, promql_parser.ParenExpr):
@@ -151,7 +160,8 @@ Carrier = Callable[[str, str], str | None]
 
 
 def quoted(value: str) -> str:
-    """A label value as a PromQL string literal's content: the name cannot change the query."""
+    """A label value as a PromQL (or LogQL, which quotes alike) string literal's content: the name
+    cannot change the query."""
     return value.replace("\\", "\\\\").replace('"', '\\"')
 
 

@@ -25,8 +25,9 @@ from functools import lru_cache
 import bm25s
 import Stemmer
 
+from tools.configured_vocabulary import vocabulary_path
 from tools.matching import groups_in, query_terms, term_pattern
-from tools.world import vocabulary_path
+from tools.terms import name_parts
 
 L1_MIN_SCORE = 0.3
 # An L0 block scores at least this, the rest of the range by its similarity.
@@ -42,7 +43,6 @@ MEANING_TABLES = (("groups", "g:"), ("ops_terms", "t:"))
 # ("现在系统有哪些告警") touching every topic must not outrank the runbook of the one asked.
 CASE_PREFIX = "case:"
 WORD = re.compile(r"[A-Za-z0-9]+")
-CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 STOPWORDS = frozenset(bm25s.stopwords.STOPWORDS_EN)
 STEMMER = Stemmer.Stemmer("english")
@@ -81,7 +81,7 @@ def words(text: str) -> list[str]:
     """Stemmed English words (a CamelCase or snake_case name also as its parts) and Chinese bigrams."""
     tokens = []
     for word in WORD.findall(text):
-        parts = CAMEL_PART.findall(word)
+        parts = name_parts(word)
         for token in [word, *parts] if len(parts) > 1 else [word]:
             lowered = token.lower()
             if len(lowered) > 1 and lowered not in STOPWORDS:

@@ -18,6 +18,15 @@ from functools import cache
 
 from tools.vocabulary import Vocabulary
 
+# The humps of a CamelCase word, its lower-case runs and its digit runs: `OOMKilled` → OOM, Killed.
+NAME_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+def name_parts(name: str) -> list[str]:
+    """The words of a CamelCase or snake_case name as written: `CheckoutErrorRatio` → Checkout,
+    Error, Ratio; `node_load1` → node, load, 1 (separators are no part)."""
+    return NAME_PART.findall(name)
+
 
 @dataclass(frozen=True)
 class Term:

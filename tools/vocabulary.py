@@ -30,7 +30,7 @@ the shipped terms, it never goes without them (guards hold on any world; a runbo
 section is its steps in any world).
 
 The demo world ships `data/demo_world/vocabulary.json`. `DIAGNOSIS_VOCABULARY_FILE` (settings
-`DIAGNOSIS["VOCABULARY_FILE"]`, read by `tools.world`; this module never reads settings) names another file, which replaces it, or extends the file its
+`DIAGNOSIS["VOCABULARY_FILE"]`, read by `tools.configured_vocabulary`; this module never reads settings) names another file, which replaces it, or extends the file its
 `extends` names (a path relative to it, or `true` for the shipped one): groups and aliases gain
 terms, the other tables gain or replace entries. Anything the file leaves out has a harmless
 default, so a new group needs no code. A file that does not validate raises `VocabularyError`

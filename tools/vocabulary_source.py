@@ -15,6 +15,7 @@ from pathlib import Path
 import promql_parser
 
 from tools.promql import METRIC_NAME, SUBJECT_PLACEHOLDER
+from tools.terms import name_parts
 from tools.vocabulary import Vocabulary
 
 TOPIC_WORDS_FILE = Path(__file__).parent / "data" / "topic_words.json"
@@ -23,7 +24,6 @@ TEMPLATES_PER_TOPIC = 4
 # A counter is read as its rate; histogram and summary parts need a quantile a starter cannot choose.
 RATE_WINDOW = "5m"
 UNREAD_SUFFIXES = ("_bucket", "_count", "_sum", "_created")
-WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 # An alerting rule's name kept in the starter: one word of letters, digits, `_ . : -` (`KubePodCrashLooping`,
 # `内存告警`). Prometheus takes any text as a name; a starter is read and merged by people, and a
 # name with spaces, quotes or line breaks (`kubectl delete ns prod`) is no alert name to suggest.
@@ -40,7 +40,7 @@ def words_of(text: str) -> list[str]:
     return [
         word.lower()
         for chunk in re.split(r"[^A-Za-z0-9]+", text)
-        for word in [chunk, *WORD.findall(chunk)]
+        for word in [chunk, *name_parts(chunk)]
         if word
     ]
 

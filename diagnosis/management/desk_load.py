@@ -30,7 +30,7 @@ from rest_framework.test import APIRequestFactory
 
 from diagnosis.api import SessionListApi
 from diagnosis.models import DiagnosisSession, SessionReview
-from tools.world import demo_questions
+from tools.demo_questions import demo_questions
 
 # Bad cases are the feedback app's, reached through the relation the review queue reads (diagnosis
 # never imports feedback).

@@ -19,7 +19,7 @@ from diagnosis.pipeline.contracts import Claim, ComposerInput, ExecutorOutput
 from diagnosis.pipeline.facts import NO_NAMES, FactNames, fact_tokens, unsupported_facts
 from diagnosis.pipeline.fix_advice import fix_recommendations
 from diagnosis.pipeline.gatekeeper import EMPTY_BINDINGS, CheckedBinding, GatekeeperResult
-from diagnosis.pipeline.instructions import (
+from diagnosis.pipeline.injected_commands import (
     QUOTE_ONLY,
     evidence_gathering,
     instructions_in,

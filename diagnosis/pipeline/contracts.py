@@ -21,7 +21,7 @@ ANSWER_VERSION = "executor_evidence_v2"
 # raw_path of the one evidence ref of a tool call that found nothing.
 NO_EVIDENCE_PATH = "$.no_evidence"
 # raw_path of one record of a tool's output: `$.alerts[0]`, `$.series[2]`, `$.logs[3]`.
-RECORD_PATH = re.compile(r"^\$\.(?P<key>[A-Za-z_]+)\[(?P<index>\d+)\]$")
+RECORD_PATH = re.compile(r"\$\.(?P<key>[A-Za-z_]+)\[(?P<index>\d+)\]")
 
 ClaimType = Literal["observation", "negative_observation", "root_cause", "risk"]
 ClaimVerification = Literal[
@@ -225,9 +225,14 @@ class RecordedInvocation(Protocol):
     retrieval_details: dict
 
 
+def record_path(key: str, index: int) -> str:
+    """The raw_path of the record at `index` of a tool output's `key` collection."""
+    return f"$.{key}[{index}]"
+
+
 def record_path_parts(raw_path: str | None) -> tuple[str, int] | None:
     """(collection key, index) of a record's raw_path; None for any other path."""
-    match = RECORD_PATH.match(raw_path or "")
+    match = RECORD_PATH.fullmatch(raw_path or "")
     return (match["key"], int(match["index"])) if match else None
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from diagnosis.pipeline.instructions import remedies_in
+from diagnosis.pipeline.injected_commands import remedies_in
 from tools.vocabulary import Vocabulary
 
 ADVICE_CUES = ("建议", "应该", "应当", "需要", "请", "尝试", "可以", "立即", "马上", "考虑", "should", "try")

@@ -21,7 +21,7 @@ from rapidfuzz import fuzz, process
 
 from diagnosis.pipeline.facts import FactNames
 from tools.promql import Carrier
-from tools.terms import asks_in, query_terms, term_pattern
+from tools.terms import asks_in, name_parts, query_terms, term_pattern
 from tools.vocabulary import Vocabulary
 
 NEAREST_LIMIT = 3
@@ -31,7 +31,6 @@ COMPOUND_WORD = re.compile(
     r"(?<![A-Za-z0-9_.\-/])[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+(?![A-Za-z0-9_\-])"
 )
 CAMEL_WORD = re.compile(r"(?<![A-Za-z0-9_\-])[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+(?![A-Za-z0-9_\-])")
-NAME_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 # `service="…"` in a question: a label value, quoted as PromQL quotes it (`\"` and `\\` escaped).
 LABEL_VALUE = re.compile(r'(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 SERVICE_WORD_AFTER = re.compile(r"^\s*(?:服务|service\b|svc\b)", re.IGNORECASE)
@@ -41,7 +40,7 @@ NOTHING_UNDERSTOOD = "未能识别问题涉及的服务、告警或主题"
 @lru_cache(maxsize=4096)
 def name_pattern(name: str) -> re.Pattern[str]:
     """`ledger-service` also as `Ledger_Service` or `ledger service`; `KubePodCrashLooping` as `kube pod crash looping`."""
-    parts = [part.lower() for chunk in re.split(r"[-_\s]+", name) for part in NAME_PART.findall(chunk)]
+    parts = [part.lower() for chunk in re.split(r"[-_\s]+", name) for part in name_parts(chunk)]
     if not parts:
         return re.compile(re.escape(name.lower()))
     body = r"[-_\s]*".join(re.escape(part) for part in parts)

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -105,6 +106,12 @@ class StepRecord:
     model_output: dict = field(default_factory=dict)
     usage: Usage | None = None
     prompt_version: str = "code-v1"
+
+
+def call_key(tool_name: str, arguments: dict) -> str:
+    """What identifies a tool call: its tool and its arguments, whatever their order (a JSON object
+    never starts the way a tool name does, so two calls share a key only when they are the same)."""
+    return tool_name + json.dumps(arguments, sort_keys=True, ensure_ascii=False)
 
 
 class Toolbox(Protocol):

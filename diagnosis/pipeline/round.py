@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from diagnosis.pipeline.argument_grounding import NamesGrounded
 from diagnosis.pipeline.asks import Ask, only_actions
 from diagnosis.pipeline.claims_under_check import claims_under_check
 from diagnosis.pipeline.contracts import (
@@ -65,7 +66,6 @@ from diagnosis.pipeline.slots import (
     slots_read,
     slots_verified,
 )
-from diagnosis.pipeline.tool_names import NamesGrounded
 from diagnosis.pipeline.verdict import (
     Verification,
     verification_finalize,

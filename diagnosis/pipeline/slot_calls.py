@@ -3,11 +3,10 @@ runs, so its plan holds them and it starts from their results."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from diagnosis.pipeline.asks import Ask, only_actions
-from diagnosis.pipeline.interfaces import Toolbox, ToolboxWrapper
+from diagnosis.pipeline.interfaces import Toolbox, ToolboxWrapper, call_key
 from diagnosis.pipeline.slots import (
     MAX_RANGE_MINUTES,
     STEP_INTENTS,
@@ -16,10 +15,9 @@ from diagnosis.pipeline.slots import (
     alert_on_topic,
     alerts_of,
     on_topic,
-    quoted,
     runbook_names,
 )
-from tools.promql import comparison_of, series_query
+from tools.promql import comparison_of, quoted, series_query
 
 Call = tuple[str, dict]
 
@@ -29,7 +27,7 @@ def slot_calls_run(
 ) -> list[dict]:
     """The calls the asks need, in two turns (the alerts first: their `expr` names the series), each
     call once; a call an earlier round made is reused, not repeated."""
-    earlier = {_call_key(m["tool_name"], m.get("arguments") or {}): m for m in prior}
+    earlier = {call_key(m["tool_name"], m.get("arguments") or {}): m for m in prior}
     messages = _turn([c for ask in asks for c in _alert_calls(ask)], toolbox, earlier)
     second = [c for ask in asks for c in _evidence_calls(ask, alerts=alerts_of(ask, messages), world=world)]
     return [*messages, *_turn(second, toolbox, earlier)]
@@ -45,11 +43,11 @@ def plan_tools(asks: Sequence[Ask], messages: Sequence[dict]) -> list[str]:
 
 
 def _turn(calls: list[Call], toolbox: Toolbox, earlier: dict[str, dict]) -> list[dict]:
-    unique = {_call_key(tool, arguments): (tool, arguments) for tool, arguments in calls}
+    unique = {call_key(tool, arguments): (tool, arguments) for tool, arguments in calls}
     fresh = [call for key, call in unique.items() if key not in earlier]
     fresh = fresh[: max(0, toolbox.remaining_calls)]
     recorded = toolbox.call_many(fresh) if fresh else []
-    by_key = {_call_key(tool, arguments): m for (tool, arguments), m in zip(fresh, recorded, strict=True)}
+    by_key = {call_key(tool, arguments): m for (tool, arguments), m in zip(fresh, recorded, strict=True)}
     return [m for key in unique if (m := by_key.get(key) or earlier.get(key))]
 
 
@@ -140,19 +138,15 @@ def _history_query(ask: Ask, world: SlotWorld) -> str:
     return " or ".join(f"changes(ALERTS_FOR_STATE{{{s}}}{window}{offset})" for s in selectors)
 
 
-def _call_key(tool_name: str, arguments: dict) -> str:
-    return tool_name + json.dumps(arguments, sort_keys=True, ensure_ascii=False)
-
-
 class CallsReused(ToolboxWrapper):
     """The executor's toolbox over the asks' calls: a call code already made is answered with its
     recorded message, not made again (so one search is one invocation, whoever asked for it)."""
 
     def __init__(self, toolbox: Toolbox, messages: Sequence[dict]) -> None:
         super().__init__(toolbox)
-        self._made = {_call_key(m["tool_name"], m.get("arguments") or {}): m for m in messages}
+        self._made = {call_key(m["tool_name"], m.get("arguments") or {}): m for m in messages}
 
     def call_many(self, calls: Sequence[tuple[str, dict]]) -> list[dict]:
-        fresh = [call for call in calls if _call_key(*call) not in self._made]
+        fresh = [call for call in calls if call_key(*call) not in self._made]
         recorded = iter(self._toolbox.call_many(fresh) if fresh else [])
-        return [self._made.get(_call_key(*call)) or next(recorded) for call in calls]
+        return [self._made.get(call_key(*call)) or next(recorded) for call in calls]

@@ -20,18 +20,21 @@ from difflib import SequenceMatcher
 from pydantic import BaseModel, ConfigDict
 
 from diagnosis.pipeline.asks import Ask
-from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, Claim, EvidenceBinding, RecordedInvocation
+from diagnosis.pipeline.contracts import (
+    NO_EVIDENCE_PATH,
+    Claim,
+    EvidenceBinding,
+    RecordedInvocation,
+    record_path,
+)
 from diagnosis.pipeline.facts import NO_NAMES, FactNames
 from diagnosis.pipeline.gatekeeper import claims_checked
-from diagnosis.pipeline.instructions import QUOTE_ONLY, instructions_in
+from diagnosis.pipeline.injected_commands import QUOTE_ONLY, instructions_in
 from tools.loglines import Pattern, evidence_record, has_property, patterns_mined
 from tools.numbers import finite_number, number_text, places_text, series_name
 from tools.promql import Carrier, comparison_of
-from tools.terms import groups_in, term_pattern
+from tools.terms import groups_in, name_parts, term_pattern
 from tools.vocabulary import Vocabulary
-
-# The words of a CamelCase or snake_case name: `CheckoutErrorRatio` → Checkout Error Ratio.
-NAME_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 # query_promql's own bound on a range.
 MAX_RANGE_MINUTES = 7 * 24 * 60
@@ -176,7 +179,7 @@ def _found(message: dict, key: str) -> list[_Found]:
     return [
         _Found(message, record, refs[path])
         for index, record in enumerate(records)
-        if (path := f"$.{key}[{index}]") in refs
+        if (path := record_path(key, index)) in refs
     ]
 
 
@@ -685,7 +688,7 @@ def alert_on_topic(alert: str, topic: str, vocabulary: Vocabulary) -> bool:
     if alert in vocabulary.alert_topics:
         return vocabulary.alert_topics[alert] == topic
     return any(
-        term_pattern(term).search(" ".join(NAME_PARTS.findall(alert)).lower())
+        term_pattern(term).search(" ".join(name_parts(alert)).lower())
         for term in vocabulary.groups.get(topic, [])
     )
 
@@ -840,7 +843,3 @@ def _minutes_text(minutes: int) -> str:
     if minutes % 60 == 0:
         return f"{minutes // 60} 小时"
     return f"{minutes} 分钟"
-
-
-def quoted(name: str) -> str:
-    return name.replace("\\", "\\\\").replace('"', '\\"')

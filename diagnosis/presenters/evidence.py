@@ -30,6 +30,7 @@ from diagnosis.selectors.evidence import (
     SessionEvidence,
     StageState,
 )
+from tools.sources import DEMO, DEMO_LABEL
 
 # Below this rapidfuzz alignment score a fuzzy highlight would mark the wrong words: mark nothing.
 FUZZY_HIGHLIGHT_MIN_SCORE = 70
@@ -117,9 +118,6 @@ SHOWN_CLAIM_BADGES = {
 INFERENCE_BADGE = "合理推断"
 
 
-DEMO_SOURCE = "demo"
-DEMO_LABEL = "演示数据"
-
 
 def widened(view_type: type, record, **changes):
     """A record as its view: the record's fields (some replaced by `changes`) under the view's type,
@@ -149,7 +147,7 @@ class BindingView(CitedEvidence):
 
     @property
     def source_label(self) -> str:
-        if self.source == DEMO_SOURCE:
+        if self.source == DEMO:
             return DEMO_LABEL
         return " ".join(part for part in (self.source, self.source_location) if part)
 

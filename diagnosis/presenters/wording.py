@@ -1,5 +1,6 @@
 """How the engineer's pages name what the records store in developer tokens (issue 25 item 5):
-verdicts, output types and alert states as words, evidence references as "Alertmanager 告警 #3".
+verdicts and alert states as words (output types as `routing.OUTPUT_TYPE_LABELS`, the badges' table),
+evidence references as "Alertmanager 告警 #3".
 The stored text keeps its tokens (reviewers read them in the admin); only the page says them so."""
 
 from __future__ import annotations
@@ -7,15 +8,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH
+from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, RECORD_PATH
 from tools.evidence_kinds import KINDS, kind_named
+from tools.sources import DEMO, DEMO_LABEL
 
 VERDICT_WORDS = {"PASS": "核验通过", "LOW_CONFID": "证据不足", "REJECT": "未通过"}
-OUTPUT_TYPE_WORDS = {"NORMAL": "已核验", "LOW_CONFID_WITH_DISCLAIMER": "有缺口", "DEGRADED": "已降级"}
 STATE_WORDS = {"firing": "触发中", "resolved": "已恢复", "pending": "待触发", "inactive": "未触发"}
 # What a source is called on the page (`ToolInvocation.source`); another source is named as recorded.
 SOURCE_NAMES = {
-    "demo": "演示数据",
+    DEMO: DEMO_LABEL,
     "prometheus": "Prometheus",
     "alertmanager": "Alertmanager",
     "alertmanager+prometheus": "Alertmanager",
@@ -25,8 +26,6 @@ SOURCE_NAMES = {
 }
 # What a tool's call is called on the page ("在 告警查询 中未检索到…"), by its current and former names.
 TOOL_WORDS = {name: kind.label for kind in KINDS for name in (kind.tool, *kind.former_names)}
-# `$.logs[3]`: the fourth record of the call, which tells apart several cited from one call.
-LIST_ITEM = re.compile(r"^\$\.\w+\[(\d+)\]")
 
 
 def source_name(source: str) -> str:
@@ -43,8 +42,9 @@ def reference_label(*, tool_name: str, invocation_id: int | None, raw_path: str,
         else tool_name
     )
     number = f" #{invocation_id}" if invocation_id is not None else ""
-    if item := LIST_ITEM.match(raw_path):
-        number += f" 第 {int(item[1]) + 1} 条"
+    # `$.logs[3]`: the fourth record of the call, which tells apart several cited from one call.
+    if item := RECORD_PATH.match(raw_path):
+        number += f" 第 {int(item['index']) + 1} 条"
     no_hit = "（无匹配记录）" if raw_path == NO_EVIDENCE_PATH else ""
     return " ".join(part for part in (source_name(source), f"{kind}{number}{no_hit}") if part)
 

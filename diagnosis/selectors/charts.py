@@ -1,7 +1,8 @@
 """The series a range-query citation (`query_promql` with `minutes` > 0) draws: the one series the
 binding cites, the points whose values the excerpt quotes, and the alert threshold when one is known:
 the comparison in the query itself (`expr > 0.8`), else the comparison of a session alert's `expr`
-whose left side is the query. `diagnosis.presenters.charts` draws it.
+whose series side is the query. Both are read by the PromQL parser (`tools.promql`), so a chart and
+an alert's conclusion never read two thresholds from one expr. `diagnosis.presenters.charts` draws it.
 """
 
 from __future__ import annotations
@@ -15,13 +16,9 @@ from diagnosis.models import ToolInvocation
 from diagnosis.pipeline.contracts import record_at, record_path_parts
 from tools.evidence_kinds import SERIES
 from tools.numbers import number_text, series_name
+from tools.promql import comparison_of, printed
 
 SERIES_KEY = "series"
-# `<left> <op> <number>` at the top level of an expr (`… > 0.8`, `… >= bool 90`); anything else: no threshold.
-COMPARISON = re.compile(
-    r"^(?P<left>.+?)\s*(?P<op>>=|<=|==|!=|>|<)\s*(?:bool\s+)?(?P<number>-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*$",
-    re.I,
-)
 NUMBER_TOKEN = re.compile(r"-?\d+(?:\.\d+)?")
 
 
@@ -40,30 +37,26 @@ class SeriesChart:
 
 
 def threshold_of(expr: str) -> tuple[str, Threshold] | None:
-    """The comparison of an expr as (left side, threshold), or None when it has none we can read."""
-    match = COMPARISON.match(" ".join((expr or "").split()))
-    if not match or _open_brackets(match.group("left")):
+    """The expr's own comparison with a number as (its series side as printed, threshold), or None
+    when it has none (a comparison inside a function is not the expr's own: `sum(x > 1)`)."""
+    comparison = comparison_of(expr or "")
+    if comparison is None:
         return None
-    value = float(match.group("number"))
+    value = float(comparison.threshold)
     # `> 1e400` is past a float: no level to draw a line at.
     if not math.isfinite(value):
         return None
-    return match.group("left").strip(), Threshold(op=match.group("op"), value=value)
-
-
-def _open_brackets(text: str) -> bool:
-    """A comparison inside brackets or braces is not the expr's own (`sum(x > 1)`, `{a!="b"}`)."""
-    return any(text.count(left) != text.count(right) for left, right in ("()", "{}", "[]"))
+    return comparison.series, Threshold(op=comparison.operator, value=value)
 
 
 def _alert_thresholds(invocations: Iterable[ToolInvocation]) -> dict[str, Threshold]:
-    """Each session alert's expr left side → its threshold."""
+    """Each session alert's expr series side (as printed) → its threshold."""
     found: dict[str, Threshold] = {}
     for invocation in invocations:
         for alert in (invocation.output or {}).get("alerts") or []:
             parsed = threshold_of(alert.get("expr") or "") if isinstance(alert, dict) else None
             if parsed:
-                found.setdefault(" ".join(parsed[0].split()), parsed[1])
+                found.setdefault(parsed[0], parsed[1])
     return found
 
 
@@ -91,9 +84,9 @@ def series_chart(
         return None
     quoted = set(NUMBER_TOKEN.findall(excerpt or ""))
     cited = [(t, v) for t, v in points if number_text(repr(v)) in quoted]
-    query = " ".join(str((invocation.input or {}).get("query") or "").split())
+    query = str((invocation.input or {}).get("query") or "")
     own = threshold_of(query)
-    threshold = own[1] if own else _alert_thresholds(session_invocations).get(query)
+    threshold = own[1] if own else _alert_thresholds(session_invocations).get(printed(query) or "")
     return SeriesChart(
         name=series_name(record.get("metric") or {}), points=points, cited=cited, threshold=threshold
     )

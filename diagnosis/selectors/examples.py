@@ -11,9 +11,9 @@ from django.core.cache import cache
 
 from diagnosis.pipeline.slots import SEVERITY_RANK
 from tools.clock import now
+from tools.demo_questions import demo_examples
 from tools.sources import is_demo, source_for, sources_inventory
 from tools.sources.kinds import AlertSource
-from tools.world import demo_examples
 
 logger = logging.getLogger(__name__)
 

@@ -30,8 +30,8 @@ from diagnosis.pipeline.facts import fact_tokens
 from diagnosis.pipeline.records import verifier_record_read
 from diagnosis.selectors.evidence import CheckedClaim, CitedEvidence, session_rounds
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
+from tools.configured_vocabulary import current_vocabulary
 from tools.matching import groups_in
-from tools.world import current_vocabulary
 
 logger = logging.getLogger(__name__)
 

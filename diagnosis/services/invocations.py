@@ -25,13 +25,12 @@ from pydantic import BaseModel, ValidationError
 
 from diagnosis import tracing
 from diagnosis.models import DiagnosisSession, ToolInvocation
-from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH
+from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, record_path
 from tools import clock
 from tools.base import EvidenceTool, ToolContext, UnknownToolError, get_tool, guidance_tool_names
-from tools.sources import DEMO
+from tools.sources import DEMO, DEMO_LABEL
 
 logger = logging.getLogger(__name__)
-DEMO_SOURCE_LABEL = "演示数据"
 
 SUPPORTED, NO_EVIDENCE, FAILED = "supported", "no_evidence", "failed"
 # evidence_status of helper tools (get_current_datetime): never evidence, never a gap.
@@ -334,7 +333,7 @@ def no_hit_text(*, tool_name: str, searched: str, source: str) -> str:
 
 def source_label(source: str) -> str:
     """A source as people name it: the demo world is 演示数据, never mistaken for the team's system."""
-    return DEMO_SOURCE_LABEL if source == DEMO else source
+    return DEMO_LABEL if source == DEMO else source
 
 
 def _retrieval_details(
@@ -363,7 +362,7 @@ def _evidence(
 ) -> dict[str, Any]:
     """One ref per record (deduped knowledge blocks are not new evidence), else the no-hit ref."""
     refs = [
-        {"raw_path": f"$.{tool.collection_key}[{index}]", "text": tool.evidence_text(record)}
+        {"raw_path": record_path(tool.collection_key, index), "text": tool.evidence_text(record)}
         for index, record in enumerate(records)
         if not record.get("deduped")
     ]

@@ -12,9 +12,9 @@ from django_q.tasks import async_task
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.slots import Slot
 from diagnosis.selectors.self_evaluation import RULE_EVALUATION, VERIFIER_EVALUATION, self_evaluation_of
+from diagnosis.selectors.world import off_topic_claims
 from diagnosis.services.invocations import is_evidence_call, is_guidance_call
 from diagnosis.services.self_evaluation import self_evaluation_merge
-from diagnosis.world import off_topic_claims
 
 SCORE_MIN, SCORE_MAX = 0, 100
 

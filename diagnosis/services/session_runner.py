@@ -27,13 +27,13 @@ from diagnosis.pipeline.orchestrator import diagnose
 from diagnosis.pipeline.records import RoundRecord
 from diagnosis.pipeline.round import RoundLimits
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION
+from diagnosis.selectors.world import world_current
 from diagnosis.services.rule_evaluation import rule_evaluation_enqueue, rule_evaluation_run
 from diagnosis.services.self_evaluation import self_evaluation_merge
 from diagnosis.services.session_lifecycle import session_execute, session_update
 from diagnosis.services.session_liveness import SessionProgress
+from diagnosis.services.tool_call_summary import tool_trace_summary_build
 from diagnosis.services.toolbox import CallsKept, RecordingToolbox
-from diagnosis.services.trace_summary import tool_trace_summary_build
-from diagnosis.world import world_current
 from tools.base import guidance_tool_names
 
 THOUGHT_CHARS = 2000

@@ -16,8 +16,8 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from diagnosis.pipeline.routing import OUTPUT_TYPE_LABELS
 from diagnosis.presenters.wording import (
-    OUTPUT_TYPE_WORDS,
     SOURCE_NAMES,
     STATE_WORDS,
     TOOL_WORDS,
@@ -39,8 +39,9 @@ REFERENCE = re.compile(
 EVIDENCE_LINE = re.compile(r"证据：「[^」]*」（来源：(?P<refs>[^）]+)）")
 TOOL_NAME = re.compile(rf"(?<![\w])({_TOOLS})(?![\w])")
 # The output type's code after its label (已核验（NORMAL）): the label says it already.
-OUTPUT_TYPE_CODE = re.compile(r"（(?:" + "|".join(OUTPUT_TYPE_WORDS) + r")）")
-WORDS = VERDICT_WORDS | OUTPUT_TYPE_WORDS | STATE_WORDS
+OUTPUT_TYPE_CODE = re.compile(r"（(?:" + "|".join(OUTPUT_TYPE_LABELS) + r")）")
+# An output type reads as its badge does (the one table: `routing.OUTPUT_TYPE_LABELS`).
+WORDS = VERDICT_WORDS | {str(code): label for code, label in OUTPUT_TYPE_LABELS.items()} | STATE_WORDS
 # A word between Chinese characters loses the spaces around it (分析 2 条 firing 告警 → 条触发中告警).
 WORD = re.compile(
     r"(?:(?<=[\u3400-\u9fff]) )?(?<![A-Za-z0-9_])("

@@ -6,10 +6,15 @@ import pytest
 from django.urls import reverse
 
 from diagnosis.models import DiagnosisSession
-from diagnosis.selectors.charts import threshold_of
+from diagnosis.selectors.charts import series_chart, threshold_of
 from diagnosis.services.sessions import session_start
 from tests.diagnosis.range_support import QUESTION, executor_citing, use_load_prometheus
-from tests.factories import CompletedSessionFactory, StaffUserFactory, UserFactory
+from tests.factories import (
+    CompletedSessionFactory,
+    StaffUserFactory,
+    ToolInvocationFactory,
+    UserFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -84,6 +89,9 @@ def test_the_admin_audit_page_draws_the_chart_too(client, load_world, fake_llm):
             'rate(http_requests_total{code=~"5.."}[5m]) >= bool 12',
             ('rate(http_requests_total{code=~"5.."}[5m])', ">=", 12.0),
         ),
+        # The parser reads what a pattern over the text did not: the number first, a set operation after.
+        ("0.5 < node_load1", ("node_load1", ">", 0.5)),
+        ("node_load1 > 1e3 and up", ("node_load1", ">", 1000.0)),
         ("sum(x > 1)", None),
         ('up{job!="node"}', None),
         ("node_load1", None),
@@ -94,6 +102,25 @@ def test_a_threshold_is_read_from_the_exprs_own_comparison_only(expr, threshold)
     parsed = threshold_of(expr)
 
     assert (None if parsed is None else (parsed[0], parsed[1].op, parsed[1].value)) == threshold
+
+
+def test_an_alerts_threshold_is_found_for_its_series_however_the_query_spells_it():
+    alerts = ToolInvocationFactory.build(
+        output={"alerts": [{"alert_name": "JobLoadHigh", "expr": "sum(rate(load[5m])) by (job) > 0.5"}]}
+    )
+    # The same series as the alert's, written the other way PromQL allows.
+    cited = ToolInvocationFactory.build(
+        tool_name="query_promql",
+        input={"query": "sum by (job) (rate(load[5m]))", "minutes": 5},
+        output={"series": [{"metric": {"job": "node"}, "values": [[1, "0.4"], [2, "0.6"]]}]},
+    )
+
+    chart = series_chart(
+        invocation=cited, raw_path="$.series[0]", excerpt="0.6", session_invocations=[alerts]
+    )
+
+    assert chart is not None
+    assert (chart.threshold.op, chart.threshold.value) == (">", 0.5)
 
 
 def test_the_ai_ops_analysis_page_draws_the_series_its_alert_sessions_cited(client, load_world, fake_llm):

@@ -57,6 +57,12 @@ def test_tokens_become_words_outside_quotes_and_stay_inside_them():
     )
 
 
+def test_an_output_type_in_the_text_reads_as_its_badge_does():
+    text = "结果：DEGRADED，另一条 LOW_CONFID_WITH_DISCLAIMER"
+
+    assert engineer_words(text) == "结果：已降级，需人工，另一条有证据缺口"
+
+
 def test_words_inside_names_and_code_are_left_alone():
     assert engineer_words("PASSWORD_RESET firing_total") == "PASSWORD_RESET firing_total"
     assert "<code>state=firing</code>" in engineer_markdown("`state=firing`")

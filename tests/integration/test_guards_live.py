@@ -6,7 +6,7 @@ import pytest
 from diagnosis.pipeline.composer import composer_guard
 from diagnosis.pipeline.contracts import ComposerInput
 from diagnosis.pipeline.facts import unsupported_facts
-from diagnosis.world import world_current
+from diagnosis.selectors.world import world_current
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from tools.configured_vocabulary import current_vocabulary
 from tools.matching import group_term, groups_in
 from tools.vocabulary import FALLBACK_LABEL, VocabularyError
-from tools.world import current_vocabulary
 
 
 def write(path, data):

@@ -31,6 +31,8 @@ from tools.sources.runbooks import RunbooksSource
 logger = logging.getLogger(__name__)
 
 DEMO = "demo"
+# What the demo world is called wherever a source is named: never mistaken for the team's system.
+DEMO_LABEL = "演示数据"
 
 
 class ConfiguredSource(Source, Protocol):

@@ -17,6 +17,7 @@ from pathlib import Path
 import yaml
 
 from tools.clock import local_text
+from tools.configured_vocabulary import current_vocabulary
 from tools.inventory import SourceInventory
 from tools.loglines import groups_of
 from tools.matching import mentioned, query_groups
@@ -24,7 +25,6 @@ from tools.records import alert_record
 from tools.retrieval import KnowledgeBlock
 from tools.sources.kinds import AlertSource, KnowledgeSource, LogSource
 from tools.sources.plugins import knowledge_sources_blocks
-from tools.world import current_vocabulary
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "demo_world"
 # Words of a query without any known keyword or service, matched literally (`idx_user_id`).

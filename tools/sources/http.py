@@ -63,6 +63,14 @@ class HttpSource(Source):
     def error(self, cause: str) -> SourceError:
         return SourceError(kind=self.kind, location=self.location, cause=cause)
 
+    def data(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        """The `data` of a `{status, data}` envelope, as Prometheus and Loki answer; any other
+        status is the source's error."""
+        payload = self.get_json(path, params)
+        if not isinstance(payload, dict) or payload.get("status") != "success":
+            raise self.error(f"{path} 返回了非 success 的响应（{str(payload)[:200]}）")
+        return payload.get("data")
+
     def get_json(self, path: str, params: dict[str, Any] | list[tuple[str, str]] | None = None) -> Any:
         timeout = source_timeout()
         deadline = time.monotonic() + timeout

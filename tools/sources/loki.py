@@ -17,8 +17,17 @@ from django.conf import settings
 
 from tools.clock import local_text
 from tools.inventory import SourceInventory
-from tools.loglines import LEVEL_LABELS, has_word, is_error_level, level_of, logql_words
+from tools.loglines import (
+    ERROR_IN_LINE,
+    ERROR_LEVEL_VALUES,
+    LEVEL_LABELS,
+    has_word,
+    is_error_level,
+    level_of,
+    logql_words,
+)
 from tools.matching import group_terms, query_terms
+from tools.promql import quoted
 from tools.records import service_of
 from tools.sources.http import HttpSource
 from tools.sources.kinds import LogSource
@@ -26,9 +35,6 @@ from tools.sources.kinds import LogSource
 # The most lines one call asks for: the tool's own `limit` maximum.
 MAX_LINES = 100
 INSTANCE_LABELS = ("instance", "pod", "host", "hostname")
-# The level words of an error line as sources write them: a level label's values, a line's prefixes.
-ERROR_LEVEL_VALUES = "(?i)(error|err|e|fatal|f|critical|crit|alert|emerg|panic|severe)"
-ERROR_IN_LINE = r"(?i:error|err|fatal|critical|crit|severe|panic)|^E\d{4} |^F\d{4} "
 # Question words searched literally when they are not a known topic term (`idx_user_id`, `退款`).
 LITERAL_WORD = re.compile(r"[a-z0-9_.:/\-]{4,}|[\u4e00-\u9fff]{2,}")
 
@@ -49,12 +55,6 @@ class LokiSource(HttpSource, LogSource):
         if self.tenant:
             headers["X-Scope-OrgID"] = self.tenant
         return headers
-
-    def data(self, path: str, params: dict[str, Any] | None = None) -> Any:
-        payload = self.get_json(path, params)
-        if not isinstance(payload, dict) or payload.get("status") != "success":
-            raise self.error(f"{path} 返回了非 success 的响应（{str(payload)[:200]}）")
-        return payload.get("data")
 
     def check(self) -> None:
         self.labels()
@@ -89,7 +89,7 @@ class LokiSource(HttpSource, LogSource):
         """The LogQL queries of a search: one, or for errors only, one per way a level is kept."""
         known = set(self.labels())
         label = self.service_label(known)
-        matcher = f'{label}="{_quoted(service)}"' if service else f'{label}=~".+"'
+        matcher = f'{label}="{quoted(service)}"' if service else f'{label}=~".+"'
         if errors_only(query, service=service):
             level_label = next((name for name in LEVEL_LABELS if name in known), None)
             unlabelled = f"{{{matcher}}} |~ `{ERROR_IN_LINE}`"
@@ -175,7 +175,3 @@ def log_record(ns: int, line: str, labels: dict[str, str], *, topic: str | None)
         "metrics": {},
         "labels": labels,
     }
-
-
-def _quoted(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"')

@@ -48,12 +48,6 @@ class PrometheusSource(HttpSource, AlertSource, LabelledSeriesSource, TargetSour
     def configured(cls, config: Mapping[str, Any]) -> PrometheusSource:
         return cls(config["PROMETHEUS_URL"])
 
-    def data(self, path: str, params: dict[str, Any] | None = None) -> Any:
-        payload = self.get_json(path, params)
-        if not isinstance(payload, dict) or payload.get("status") != "success":
-            raise self.error(f"{path} 返回了非 success 的响应（{str(payload)[:200]}）")
-        return payload.get("data")
-
     def check(self) -> None:
         self.data("/api/v1/status/buildinfo")
 

@@ -80,7 +80,7 @@ from diagnosis.pipeline.contracts import (
     VerifierInput,
     VerifierOutput,
 )
-from diagnosis.pipeline.interfaces import ParseStatus, StageCall, Toolbox, Usage
+from diagnosis.pipeline.interfaces import ParseStatus, StageCall, Toolbox, Usage, call_key
 from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
@@ -478,11 +478,11 @@ class LLMEngine:
         ]
         results: list[dict | None] = [None] * len(calls)
         runnable: list[tuple[int, dict]] = []
-        first_in_turn: dict[tuple[str, str], int] = {}
-        repeats: list[tuple[int, tuple[str, str]]] = []
+        first_in_turn: dict[str, int] = {}
+        repeats: list[tuple[int, str]] = []
         for index, call in enumerate(calls):
             arguments, error = _arguments_of(call)
-            key = _call_key(call.name, arguments)
+            key = call_key(call.name, arguments)
             if error:
                 # Not run and not recorded: there are no arguments to record; the model is told why.
                 results[index] = {"tool_name": call.name, "success": False, "error": error}
@@ -552,7 +552,7 @@ class _Exchange:
         self.replies: list[dict] = []
         self.tool_calls: list[dict] = []
         # (tool, canonical arguments) of every call run in this stage → its invocation id.
-        self.invocation_of: dict[tuple[str, str], int] = {}
+        self.invocation_of: dict[str, int] = {}
         self.truncated = 0
         self.usage = Usage()
         # Tool results still carrying their bounded `output`, oldest first: what `fit` trims.
@@ -632,10 +632,6 @@ def _planned_tool(tools: list[dict], plan: PlannerOutput) -> dict:
 
 def _echo(content: str) -> str:
     return content if len(content) <= REPAIR_ECHO_CHARS else LONG_REPLY_OMITTED
-
-
-def _call_key(name: str, arguments: dict) -> tuple[str, str]:
-    return name, json.dumps(arguments, sort_keys=True, ensure_ascii=False)
 
 
 def _arguments_of(call: ToolCall) -> tuple[dict, str]:

@@ -3,7 +3,6 @@ fact, quoting evidence_refs text exactly (limit claims, not evidence)."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,14 +15,15 @@ from diagnosis.pipeline.contracts import (
     EvidenceBinding,
     ExecutorInput,
     ExecutorOutput,
+    record_path_parts,
 )
-from diagnosis.pipeline.interfaces import Toolbox
+from diagnosis.pipeline.interfaces import Toolbox, call_key
+from tools.configured_vocabulary import current_vocabulary
 from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS, SERIES
 from tools.loglines import evidence_parts, has_property
 from tools.matching import group_term, groups_in, term_pattern
 from tools.numbers import number_text
 from tools.vocabulary import Vocabulary
-from tools.world import current_vocabulary
 
 MAX_BINDINGS_PER_CLAIM = 6
 MAX_GUIDANCE_CLAIMS = 2
@@ -59,7 +59,7 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
     asks_cause = focus.asks_cause and not plan.narrow_scope and bool(services or alerts)
     planned = {step.tool for step in plan.steps}
     gathered = _Gathered()
-    earlier = {_call_key(m["tool_name"], m.get("arguments", {})): m for m in stage_input.prior_tool_messages}
+    earlier = {call_key(m["tool_name"], m.get("arguments", {})): m for m in stage_input.prior_tool_messages}
 
     wants_guidance = KNOWLEDGE.tool in planned or (stage_input.retry_context and not plan.narrow_scope)
     # Keep one call of the round's budget for the runbooks when they were asked for.
@@ -74,7 +74,7 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
         planned_calls: list[tuple[str, dict]] = []
         slots: list[int | dict | None] = []
         for tool_name, arguments, keep_back in requests:
-            key = _call_key(tool_name, arguments)
+            key = call_key(tool_name, arguments)
             if key in earlier:  # round 2 must not repeat a search already done: reuse its record
                 slots.append(earlier[key])
             elif budget > keep_back:
@@ -363,10 +363,10 @@ def _records(message: dict, key: str) -> list[dict]:
 
 
 def _names_one_of(blocks: list[dict], ref: dict, subjects: list[str]) -> bool:
-    index = ref["raw_path"].removeprefix("$.evidence_blocks[").removesuffix("]")
-    if not index.isdigit() or int(index) >= len(blocks):
+    parts = record_path_parts(ref["raw_path"])
+    if parts is None or parts[0] != "evidence_blocks" or parts[1] >= len(blocks):
         return False
-    block = blocks[int(index)]
+    block = blocks[parts[1]]
     text = f"{block.get('title', '')}\n{block.get('content', '')}".lower()
     return bool(block.get("matched_terms")) or any(term_pattern(name).search(text) for name in subjects)
 
@@ -404,7 +404,3 @@ def _append(found: list, *labels_and_message) -> None:
 
 def _call_label(tool_name: str, arguments: dict) -> str:
     return f"{tool_name}({', '.join(f'{k}={v}' for k, v in arguments.items())})"
-
-
-def _call_key(tool_name: str, arguments: dict) -> str:
-    return tool_name + json.dumps(arguments, sort_keys=True, ensure_ascii=False)

@@ -31,7 +31,7 @@ from diagnosis.evaluation.measure import CommitCounter, SocketWait, server_commi
 from diagnosis.models import AgentStep
 from diagnosis.services.sessions import session_start
 from tools.base import all_tools
-from tools.world import demo_questions
+from tools.demo_questions import demo_questions
 
 QUESTIONS = demo_questions()
 

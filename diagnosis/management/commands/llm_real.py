@@ -31,7 +31,7 @@ from django.test import override_settings
 
 from diagnosis.evaluation.database import throwaway_database
 from diagnosis.evaluation.real_llm.comparison import HEADER, engines_compared, summary_lines
-from tools.world import demo_questions
+from tools.demo_questions import demo_questions
 
 QUESTIONS = demo_questions()
 SERVER_START_SECONDS = 180

@@ -19,6 +19,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from diagnosis.services.accounts import DemoAccount, engineer_account_ensure, reviewer_account_ensure
 from diagnosis.services.sessions_maintenance import stale_sessions_fail, stale_sessions_schedule_ensure
+from tools.sources import DEMO, DEMO_LABEL
 from tools.sources_report import sources_in_use
 
 # How long a child may take to finish its current work after SIGTERM before it is killed.
@@ -109,7 +110,7 @@ class Command(BaseCommand):
         self.stdout.write(f"  诊断引擎:   {settings.DIAGNOSIS['ENGINE']}")
         self.stdout.write("  证据来源:   （manage.py sources 检查是否可达）")
         for tool, source, location in sources_in_use():
-            label = "演示数据" if source == "demo" else source or "未配置"
+            label = DEMO_LABEL if source == DEMO else source or "未配置"
             self.stdout.write(f"    {tool:<18} {label} {location}")
         if reaped:
             self.stdout.write(self.style.WARNING(f"  已将 {reaped} 个长时间未结束的会话标记为失败"))

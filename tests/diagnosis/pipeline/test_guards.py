@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from diagnosis.pipeline import facts, gatekeeper, guards, instructions, labels, scope, verdict
+from diagnosis.pipeline import claim_labels, facts, gatekeeper, guards, injected_commands, scope, verdict
 from diagnosis.pipeline import round as round_module
 from diagnosis.pipeline.contracts import (
     NO_EVIDENCE_PATH,
@@ -397,7 +397,7 @@ def test_every_guard_has_a_switched_off_case():
 
 # --- How the guards are written ---
 
-GUARD_MODULES = (facts, gatekeeper, guards, instructions, labels, round_module, scope, verdict)
+GUARD_MODULES = (facts, gatekeeper, guards, injected_commands, claim_labels, round_module, scope, verdict)
 
 
 @pytest.mark.parametrize("module", GUARD_MODULES, ids=lambda m: m.__name__)

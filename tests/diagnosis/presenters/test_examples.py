@@ -6,8 +6,8 @@ from django.core.cache import cache
 from diagnosis.presenters.examples import PRIORITY_QUESTION, AskExamples, ask_examples
 from diagnosis.selectors.examples import ask_subjects
 from tests.tools.support import use_source
+from tools.demo_questions import demo_examples
 from tools.sources.kinds import AlertSource
-from tools.world import demo_examples
 
 pytestmark = pytest.mark.django_db
 

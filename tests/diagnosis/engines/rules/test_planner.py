@@ -4,7 +4,7 @@ import pytest
 
 from diagnosis.engines.rules import planner
 from diagnosis.pipeline.question import question_read
-from diagnosis.world import world_current
+from diagnosis.selectors.world import world_current
 
 
 def plan_by_rules(question: str):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from diagnosis.services.trace_summary import SUMMARY_CHARS, tool_trace_summary_build
+from diagnosis.services.tool_call_summary import SUMMARY_CHARS, tool_trace_summary_build
 from tests.tools.support import BrokenLogs, FiveHundredLogs, pin_demo_now, record, use_source
 from tools.sources.kinds import LogSource
 

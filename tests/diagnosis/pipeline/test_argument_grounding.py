@@ -5,8 +5,8 @@ import re
 
 import pytest
 
+from diagnosis.pipeline.argument_grounding import LISTED_NAMES, NamesGrounded, arguments_grounded
 from diagnosis.pipeline.focus import Inventory
-from diagnosis.pipeline.tool_names import LISTED_NAMES, NamesGrounded, arguments_grounded
 from tests.diagnosis.pipeline.slot_support import DEMO, PLAIN, VOCABULARY, WORLD_IDS, WORLDS, Names, world
 
 

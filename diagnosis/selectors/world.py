@@ -13,11 +13,11 @@ from diagnosis.pipeline.focus import Inventory, World
 from diagnosis.pipeline.interfaces import RecordedInvocation
 from diagnosis.pipeline.scope import out_of_focus, record_subjects
 from tools.clock import now
+from tools.configured_vocabulary import current_vocabulary
 from tools.promql import Carrier
 from tools.series import SeriesLabels
 from tools.sources import source_for, sources_inventory
 from tools.sources.kinds import LabelledSeriesSource, SeriesSource
-from tools.world import current_vocabulary
 
 
 def world_current() -> World:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from diagnosis.pipeline.claim_labels import claimed_topics, labels_unsupported
 from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, Claim, EvidenceBinding
-from diagnosis.pipeline.labels import claimed_topics, labels_unsupported
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load
 
 ROOT = Path(__file__).parents[3]
