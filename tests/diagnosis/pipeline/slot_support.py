@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from diagnosis.pipeline.asks import Ask, asks_read
+from diagnosis.pipeline.ask import Ask
+from diagnosis.pipeline.asks.kind import SlotWorld
+from diagnosis.pipeline.asks.reader import asks_read
 from diagnosis.pipeline.focus import Inventory, World
-from diagnosis.pipeline.slots import SlotWorld
 from diagnosis.pipeline.windows import window_in
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load
 

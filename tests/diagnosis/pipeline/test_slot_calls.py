@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
-from diagnosis.pipeline.slot_calls import CallsReused, plan_tools, slot_calls_run
+from diagnosis.pipeline.asks.calls import CallsReused, plan_tools, slot_calls_run
 from tests.diagnosis.pipeline.slot_support import (
     NO_PROMETHEUS,
     WORLD_IDS,

@@ -9,14 +9,15 @@ from decimal import Decimal
 
 import pytest
 
-from diagnosis.pipeline.slots import (
-    Slot,
+from diagnosis.pipeline.asks.slots import (
     conclusion_lines,
     coverage_gaps,
     restated_conclusion,
+    slot_gap,
     slots_read,
     slots_verified,
 )
+from diagnosis.pipeline.slot import Slot
 from tests.diagnosis.pipeline.slot_support import (
     NO_PROMETHEUS,
     NOW,
@@ -119,8 +120,8 @@ def test_without_prometheus_a_topics_value_is_never_another_topics_alert_value(n
     slot = only(read(f"{names.service} 的磁盘情况怎么样", names, [alerts], tools=NO_PROMETHEUS))
 
     assert not slot.filled
-    assert slot.gap().startswith(f"未能回答：{names.service} 的当前值 — ")
-    assert names.alert not in slot.gap()
+    assert slot_gap(slot).startswith(f"未能回答：{names.service} 的当前值 — ")
+    assert names.alert not in slot_gap(slot)
 
 
 @per_world
@@ -139,7 +140,7 @@ def test_a_series_with_no_data_leaves_the_value_unfilled_saying_so(names):
 
     assert not slot.filled
     assert slot.why == "查询 node_load1 没有数据"
-    assert slot.gap() == "未能回答：node_load1 的当前值 — 查询 node_load1 没有数据"
+    assert slot_gap(slot) == "未能回答：node_load1 的当前值 — 查询 node_load1 没有数据"
 
 
 @per_world
@@ -299,7 +300,7 @@ def test_without_prometheus_history_is_unfilled_with_that_reason(names):
     slot = only(read(history_question(names), names, [alerts], tools=NO_PROMETHEUS))
 
     assert not slot.filled
-    assert slot.gap() == (
+    assert slot_gap(slot) == (
         f"未能回答：{names.other} 的触发历史 — 告警历史需要 Prometheus 数据源（未配置），只能看到当前告警"
     )
 
@@ -678,7 +679,7 @@ def test_a_runbook_that_does_not_name_the_asked_alert_is_not_its_runbook(names):
     slot = only(read(f"{names.alert} 怎么处理", names, [knowledge_message(names, blocks=blocks)]))
 
     assert not slot.filled
-    assert slot.gap() == f"未能回答：{names.alert} 的处理手册步骤 — 没有匹配的处理手册"
+    assert slot_gap(slot) == f"未能回答：{names.alert} 的处理手册步骤 — 没有匹配的处理手册"
 
 
 @per_world
