@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from diagnosis.pipeline.asks.registry import ask_label
-from tests.diagnosis.pipeline.slot_support import DEMO, PLAIN, WORLD_IDS, WORLDS, Names, asks_of
+from tests.diagnosis.pipeline.asks.support import DEMO, PLAIN, WORLD_IDS, WORLDS, Names, asks_of
 
 per_world = pytest.mark.parametrize("names", WORLDS, ids=WORLD_IDS)
 WEEK_MINUTES = 7 * 24 * 60
