@@ -42,6 +42,10 @@ class AskKind(Protocol):
     words: ClassVar[str]
     # One ask per subject the question names; else one about the one service named, or about all.
     per_subject: ClassVar[bool] = True
+    # A metric the question writes (`node_load1`) is its subject, before any alert or service.
+    series_subject: ClassVar[bool] = False
+    # An alert the question names is its subject; else the services named are (a service's lines).
+    alert_subject: ClassVar[bool] = True
     # Its answer is reasoning over the evidence, which code only hedges: left open to the executor.
     reasoned: ClassVar[bool] = False
 

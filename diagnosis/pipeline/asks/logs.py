@@ -27,6 +27,7 @@ class Logs(AskKind):
     name = "logs"
     label = "日志"
     words = "logs"
+    alert_subject = False
 
     def alerts_first(self, ask: Ask) -> bool:
         return False

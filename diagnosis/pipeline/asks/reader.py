@@ -111,11 +111,12 @@ def _subjects(kind: str, *, focus: QuestionFocus, series: list[str]) -> list[tup
     the question names is still the service asked on: its alert is never answered from another's."""
     named = focus.services or tuple(focus.unknown_services)
     service = named[0] if len(named) == 1 else ""
-    if not KINDS[kind].per_subject:
+    asked = KINDS[kind]
+    if not asked.per_subject:
         return [(service, "service", service)] if service else [("", "all", "")]
-    if kind in ("value", "trend") and series:
+    if asked.series_subject and series:
         return [(name, "series", service) for name in series]
-    if focus.alerts and kind != "logs":
+    if focus.alerts and asked.alert_subject:
         return [(alert, "alert", service) for alert in focus.alerts]
     if focus.services:
         return [(name, "service", name) for name in focus.services]

@@ -28,6 +28,7 @@ class Trend(AskKind):
     name = "trend"
     label = "趋势"
     words = "trend"
+    series_subject = True
 
     def alerts_first(self, ask: Ask) -> bool:
         # A metric the question names is queried by that name; an alert's or a topic's via the alerts.

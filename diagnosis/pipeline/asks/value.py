@@ -32,6 +32,7 @@ class Value(AskKind):
     name = "value"
     label = "当前值"
     words = "value"
+    series_subject = True
 
     def alerts_first(self, ask: Ask) -> bool:
         # A metric the question names is queried by that name; an alert's or a topic's via the alerts.
