@@ -13,6 +13,7 @@ from diagnosis.pipeline.asks.kind import Call, SlotWorld
 from diagnosis.pipeline.asks.registry import KINDS
 from diagnosis.pipeline.asks.shared import alert_arguments, alerts_of
 from diagnosis.pipeline.interfaces import Toolbox, ToolboxWrapper
+from tools.evidence_kinds import ALERTS
 
 
 def slot_calls_run(
@@ -21,7 +22,7 @@ def slot_calls_run(
     """The calls the asks need, in two turns (the alerts first: their `expr` names the series), each
     call once; a call an earlier round made is reused, not repeated."""
     earlier = {_call_key(m["tool_name"], m.get("arguments") or {}): m for m in prior}
-    first = [("query_metrics", alert_arguments(ask)) for ask in asks if KINDS[ask.kind].alerts_first(ask)]
+    first = [(ALERTS.tool, alert_arguments(ask)) for ask in asks if KINDS[ask.kind].alerts_first(ask)]
     messages = _turn(first, toolbox, earlier)
     second = [
         call

@@ -8,6 +8,7 @@ from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.asks.kind import AskKind, Call, SlotWorld
 from diagnosis.pipeline.asks.shared import MAX_LISTED, failure, found_in, messages_of, source_of, unfilled
 from diagnosis.pipeline.slot import Slot
+from tools.evidence_kinds import TARGETS
 
 
 class Health(AskKind):
@@ -20,13 +21,13 @@ class Health(AskKind):
         return False
 
     def calls(self, ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[Call]:
-        return [("query_targets", {})] if "query_targets" in world.tools else []
+        return [(TARGETS.tool, {})] if TARGETS.tool in world.tools else []
 
     def read(self, ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
-        message = next(iter(messages_of(messages, "query_targets")), None)
+        message = next(iter(messages_of(messages, TARGETS)), None)
         if message is None:
             return unfilled(ask, "抓取目标的健康状况需要 Prometheus 数据源（未配置）")
-        found = found_in(message, "targets")
+        found = found_in(message, TARGETS)
         if not found:
             return failure(message, ask, "Prometheus 没有返回抓取目标")
         down = [f for f in found if f.record.get("health") != "up"]

@@ -23,6 +23,7 @@ from diagnosis.pipeline.asks.shared import (
     unfilled,
 )
 from diagnosis.pipeline.slot import Slot
+from tools.evidence_kinds import SERIES
 
 # Episodes in the window from which an alert is flapping.
 FLAPPING_EPISODES = 3
@@ -37,13 +38,13 @@ class History(AskKind):
         return ask.subject_kind == "service"
 
     def calls(self, ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[Call]:
-        if "query_promql" not in world.tools:
+        if SERIES.tool not in world.tools:
             return []
-        return [("query_promql", {"query": _history_query(ask, world), "minutes": 0})]
+        return [(SERIES.tool, {"query": _history_query(ask, world), "minutes": 0})]
 
     def read(self, ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
         message = next(
-            iter(messages_of(messages, "query_promql", lambda a: "ALERTS_FOR_STATE" in a.get("query", ""))),
+            iter(messages_of(messages, SERIES, lambda a: "ALERTS_FOR_STATE" in a.get("query", ""))),
             None,
         )
         if message is None:
@@ -53,7 +54,7 @@ class History(AskKind):
         # changes(ALERTS_FOR_STATE[w]) + 1 per alert series: its episodes in the window.
         episodes: Counter[str] = Counter()
         cited: list[Found] = []
-        for f in found_in(message, "series"):
+        for f in found_in(message, SERIES):
             changes = decimal_of(sample_of(f.record)[1])
             if changes is not None:
                 episodes[(f.record.get("metric") or {}).get("alertname", "")] += int(changes) + 1

@@ -17,6 +17,7 @@ from diagnosis.pipeline.asks.shared import (
     source_of,
 )
 from diagnosis.pipeline.slot import Slot
+from tools.evidence_kinds import LOGS
 from tools.loglines import Pattern, evidence_record, has_property, patterns_mined
 from tools.vocabulary import Vocabulary
 
@@ -50,16 +51,14 @@ def log_search(ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[Call]:
     else:
         # A plain logs ask about a service wants its recent lines: searched by its name alone.
         term = service if ask.kind == "logs" and ask.service else "error"
-    return [("query_logs", {"query": term} | ({"service": service} if service else {}))]
+    return [(LOGS.tool, {"query": term} | ({"service": service} if service else {}))]
 
 
 def log_slot(ask: Ask, messages: Sequence[dict], world: SlotWorld, *, wanted: str) -> Slot:
     """The lines served that have the `wanted` property (all of them for ""), grouped by template: each
     pattern's count, first and last time, and its newest line as the evidence ref."""
     # Searches on the ask's service (or on none): another service's lines are never this one's.
-    searches = messages_of(
-        messages, "query_logs", lambda arguments: _on_service(ask, arguments.get("service"))
-    )
+    searches = messages_of(messages, LOGS, lambda arguments: _on_service(ask, arguments.get("service")))
     # The first search whose lines have the property (a cause ask runs several), else the first search.
     message = next(
         (
@@ -122,7 +121,7 @@ def _lines_served(message: dict, ask: Ask) -> list[Found]:
     lines = (
         Found(message, evidence_record(ref["text"]), ref)
         for ref in message.get("evidence_refs") or []
-        if str(ref.get("raw_path", "")).startswith("$.logs[")
+        if str(ref.get("raw_path", "")).startswith(f"$.{LOGS.collection_key}[")
     )
     return [line for line in lines if _on_service(ask, line.record.get("service"))]
 

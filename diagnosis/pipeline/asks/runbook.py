@@ -10,6 +10,7 @@ from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.asks.kind import AskKind, Call, SlotWorld
 from diagnosis.pipeline.asks.shared import alerts_of, failure, found_in, messages_of, quotable, unfilled
 from diagnosis.pipeline.slot import Slot
+from tools.evidence_kinds import KNOWLEDGE
 from tools.terms import groups_in
 from tools.vocabulary import Vocabulary
 
@@ -46,11 +47,11 @@ def runbook_search(ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[Ca
     steps = [terms[0] for intent in STEP_INTENTS if (terms := world.vocabulary.intents.get(intent))]
     words = [ask.subject, *names, topic, ask.word, *steps]
     query = " ".join(dict.fromkeys(w for w in words if w))[:200] or ask.kind
-    return [("lookup_knowledge", {"query": query, "top_k": len(STEP_INTENTS)})]
+    return [(KNOWLEDGE.tool, {"query": query, "top_k": len(STEP_INTENTS)})]
 
 
 def runbook_slot(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
-    message = next(iter(messages_of(messages, "lookup_knowledge")), None)
+    message = next(iter(messages_of(messages, KNOWLEDGE)), None)
     if message is None or not message.get("success"):
         return failure(message, ask, "未能检索处理手册")
     # A subject's runbook is one that names it (or one of its alerts, or an alert's runbook_url): a
@@ -58,7 +59,7 @@ def runbook_slot(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
     names = runbook_names(ask, alerts_of(ask, messages))
     blocks = [
         f
-        for f in found_in(message, "evidence_blocks")
+        for f in found_in(message, KNOWLEDGE)
         if not names
         or {n.lower() for n in names} & {str(t).lower() for t in f.record.get("matched_terms") or []}
     ]

@@ -14,6 +14,7 @@ from diagnosis.pipeline.asks.kind import SlotWorld
 from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, EvidenceBinding
 from diagnosis.pipeline.instructions import QUOTE_ONLY, instructions_in
 from diagnosis.pipeline.slot import Slot
+from tools.evidence_kinds import ALERTS, SERIES, EvidenceKind
 from tools.numbers import finite_number, number_text
 from tools.promql import comparison_of, series_query
 from tools.terms import term_pattern
@@ -40,7 +41,9 @@ class Found:
         return EvidenceBinding.of_ref(self.message, self.ref)
 
 
-def found_in(message: dict, key: str) -> list[Found]:
+def found_in(message: dict, kind: EvidenceKind) -> list[Found]:
+    """The records of a message of that kind, each with the ref that cites it (`$.alerts[0]`)."""
+    key = kind.collection_key
     records = (message.get("output") or {}).get(key) or [] if message.get("success") else []
     refs = {ref["raw_path"]: ref for ref in message.get("evidence_refs") or []}
     return [
@@ -51,9 +54,9 @@ def found_in(message: dict, key: str) -> list[Found]:
 
 
 def messages_of(
-    messages: Sequence[dict], tool: str, match: Callable[[dict], bool] = lambda _: True
+    messages: Sequence[dict], kind: EvidenceKind, match: Callable[[dict], bool] = lambda _: True
 ) -> list[dict]:
-    return [m for m in messages if m["tool_name"] == tool and match(m.get("arguments") or {})]
+    return [m for m in messages if kind.owns(m["tool_name"]) and match(m.get("arguments") or {})]
 
 
 def alert_arguments(ask: Ask) -> dict:
@@ -65,9 +68,7 @@ def alert_arguments(ask: Ask) -> dict:
 def alerts_of(ask: Ask, messages: Sequence[dict]) -> list[dict]:
     arguments = alert_arguments(ask)
     return [
-        f.record
-        for m in messages_of(messages, "query_metrics", lambda a: a == arguments)
-        for f in found_in(m, "alerts")
+        f.record for m in messages_of(messages, ALERTS, lambda a: a == arguments) for f in found_in(m, ALERTS)
     ]
 
 
@@ -75,12 +76,12 @@ def alert_found(ask: Ask, messages: Sequence[dict]) -> tuple[list[Found], dict |
     """The alerts the ask is about and the message that found them: the ask's own call, else any
     alert query's records about the subject (None when no alert query was made)."""
     arguments = alert_arguments(ask)
-    calls = messages_of(messages, "query_metrics")
+    calls = messages_of(messages, ALERTS)
     exact = [m for m in calls if arguments_of(m) == arguments]
     message = next(iter(exact or calls), None)
     if message is None:
         return [], None
-    found = found_in(message, "alerts")
+    found = found_in(message, ALERTS)
     return (found if exact else [f for f in found if _about(f.record, ask)]), message
 
 
@@ -181,12 +182,12 @@ def series_found(ask: Ask, messages: Sequence[dict], *, instant: bool) -> tuple[
     (else of its first), or None when none was made."""
     calls = [
         m
-        for m in messages_of(messages, "query_promql", lambda a: "ALERTS_FOR_STATE" not in a.get("query", ""))
+        for m in messages_of(messages, SERIES, lambda a: "ALERTS_FOR_STATE" not in a.get("query", ""))
         if (not instant) == bool(arguments_of(m).get("minutes"))
     ]
     if not calls:
         return None
-    found = [(found_in(m, "series"), m) for m in calls]
+    found = [(found_in(m, SERIES), m) for m in calls]
     service = ask.service if ask.subject_kind == "series" else ""
     for series, message in found:
         on_service = [f for f in series if not service or service in (f.record.get("metric") or {}).values()]

@@ -21,6 +21,7 @@ from diagnosis.pipeline.asks.shared import (
     unfilled,
 )
 from diagnosis.pipeline.slot import Slot
+from tools.evidence_kinds import SERIES
 from tools.numbers import series_name
 
 
@@ -35,11 +36,11 @@ class Trend(AskKind):
         return ask.subject_kind != "series"
 
     def calls(self, ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[Call]:
-        if "query_promql" not in world.tools:
+        if SERIES.tool not in world.tools:
             return []
         minutes = min(MAX_RANGE_MINUTES, ask.window.minutes + ask.window.end_minutes_ago)
         return [
-            ("query_promql", {"query": query, "minutes": minutes})
+            (SERIES.tool, {"query": query, "minutes": minutes})
             for query in series_queries(ask, alerts, world)
         ]
 

@@ -24,6 +24,7 @@ from diagnosis.pipeline.asks.shared import (
     source_of,
 )
 from diagnosis.pipeline.slot import Slot
+from tools.evidence_kinds import SERIES
 from tools.numbers import number_text, places_text, series_name
 from tools.promql import comparison_of
 
@@ -39,11 +40,9 @@ class Value(AskKind):
         return ask.subject_kind != "series"
 
     def calls(self, ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[Call]:
-        if "query_promql" not in world.tools:
+        if SERIES.tool not in world.tools:
             return []
-        return [
-            ("query_promql", {"query": query, "minutes": 0}) for query in series_queries(ask, alerts, world)
-        ]
+        return [(SERIES.tool, {"query": query, "minutes": 0}) for query in series_queries(ask, alerts, world)]
 
     def read(self, ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
         series = series_found(ask, messages, instant=True)
