@@ -1,10 +1,7 @@
-"""The registry: one row per kind, each asked by vocabulary words and expected by the eval's cases."""
+"""The registry: one row per kind, each under its own name and asked by vocabulary words."""
 
 from __future__ import annotations
 
-from typing import get_args
-
-from diagnosis.evaluation.fixtures import AskKind as CaseAskKind
 from diagnosis.pipeline.asks.registry import KINDS
 from tests.diagnosis.pipeline.asks.support import VOCABULARY
 
@@ -13,10 +10,6 @@ def test_every_kind_is_asked_by_words_of_the_shipped_vocabulary():
     assert {
         name: bool(getattr(VOCABULARY.asks, kind.words)) for name, kind in KINDS.items()
     } == dict.fromkeys(KINDS, True)
-
-
-def test_every_kind_is_one_an_eval_case_may_expect_and_every_expected_kind_is_registered():
-    assert set(KINDS) == set(get_args(CaseAskKind))
 
 
 def test_a_kind_is_registered_under_its_own_name_with_a_label_of_its_own():
