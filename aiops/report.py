@@ -25,6 +25,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from diagnosis.models import DiagnosisSession, ToolInvocation
+from diagnosis.pipeline.asks.listing import SEVERITY_RANK
 from diagnosis.pipeline.composer import (
     ACTIONS_HEADING,
     DEGRADED_HEADER,
@@ -39,7 +40,6 @@ from diagnosis.pipeline.composer import (
 )
 from diagnosis.pipeline.disclosure import output_type_shows_claims
 from diagnosis.pipeline.routing import OUTPUT_TYPE_LABELS
-from diagnosis.pipeline.slots import SEVERITY_RANK
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.services.invocations import NO_EVIDENCE
 from tools.evidence_kinds import ALERTS, LOGS

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.disclosure import output_type_shows_claims
 from diagnosis.pipeline.records import verifier_record_read
-from diagnosis.pipeline.slots import Slot
+from diagnosis.pipeline.slot import Slot
 from diagnosis.selectors.evidence import CitedEvidence, session_evidence
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.serializers import trace_url

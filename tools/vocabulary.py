@@ -90,7 +90,7 @@ class Asks(BaseModel):
     cause: list[str] = Field(default_factory=_shipped_words("cause"))
     guidance: list[str] = Field(default_factory=_shipped_words("guidance"))
     status: list[str] = Field(default_factory=_shipped_words("status"))
-    # The asks, each answered by its own slot (`diagnosis.pipeline.asks`).
+    # The asks, each answered by its own slot (`diagnosis.pipeline.asks`, one module per kind).
     existence: list[str] = Field(default_factory=_shipped_words("existence"))
     value: list[str] = Field(default_factory=_shipped_words("value"))
     threshold: list[str] = Field(default_factory=_shipped_words("threshold"))

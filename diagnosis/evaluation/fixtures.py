@@ -33,6 +33,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from diagnosis.evaluation.templates import fixed_text_holding
+from diagnosis.pipeline.asks.registry import KINDS
 from diagnosis.pipeline.gatekeeper import RULE_SEVERITY
 from diagnosis.pipeline.guards import EVIDENCE_AS_DATA_RULE, RESTATED_RULE
 from diagnosis.pipeline.scope import FOCUS_RULE, SCOPE_RULE
@@ -100,22 +101,9 @@ TAGS = {
 }
 GUARD_TAG_PREFIX = "guard:"
 Stage = Literal["planner", "executor", "verifier", "composer"]
-# The kinds of ask, written out here rather than imported: the eval checks the
-# pipeline's asks against the contract, not against themselves.
-AskKind = Literal[
-    "existence",
-    "value",
-    "threshold",
-    "trend",
-    "history",
-    "cause",
-    "logs",
-    "runbook",
-    "list",
-    "priority",
-    "health",
-    "action",
-]
+# The kinds of ask a case may expect: the registered ones, so a new kind needs no line here. The eval
+# still checks the pipeline against the case: a kind the pipeline stops producing fails its cases.
+AskKind = Literal[tuple(KINDS)]
 ToolName = Literal["query_metrics", "query_logs", "lookup_knowledge"]
 KNOWN_RULES = {*RULE_SEVERITY, SCOPE_RULE, FOCUS_RULE, EVIDENCE_AS_DATA_RULE, RESTATED_RULE}
 

@@ -11,13 +11,16 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from diagnosis.pipeline.asks import ASK_LABELS, Ask, AskWindow
+from diagnosis.pipeline.ask import Ask, AskWindow
+from diagnosis.pipeline.asks.action import READ_ONLY
+from diagnosis.pipeline.asks.registry import KINDS
+from diagnosis.pipeline.asks.slots import slot_gap
 from diagnosis.pipeline.composer import answer_from_material, user_facing_text
 from diagnosis.pipeline.contracts import ComposerInput
 from diagnosis.pipeline.focus import NOTHING_UNDERSTOOD
 from diagnosis.pipeline.gatekeeper import GatekeeperResult
 from diagnosis.pipeline.routing import OUTPUT_TYPE_LABELS, OutputType
-from diagnosis.pipeline.slots import READ_ONLY, Slot
+from diagnosis.pipeline.slot import Slot
 from diagnosis.pipeline.verdict import INSTRUCTION_GAP, ROOT_CAUSE_GAP, UNVERIFIED_MARK, Verification
 
 # Stands where the evidence would be; never in a template.
@@ -94,8 +97,10 @@ def _rendered() -> list[str]:
             ask=Ask(kind="value", window=window), filled=True, conclusion=PLACEHOLDER, limits=[PLACEHOLDER]
         ).line(),
         *(
-            Slot(ask=Ask(kind=kind, subject=PLACEHOLDER, window=window), filled=False, why=PLACEHOLDER).gap()
-            for kind in ASK_LABELS
+            slot_gap(
+                Slot(ask=Ask(kind=kind, subject=PLACEHOLDER, window=window), filled=False, why=PLACEHOLDER)
+            )
+            for kind in KINDS
         ),
         READ_ONLY.format(word=PLACEHOLDER),
         NOTHING_UNDERSTOOD,

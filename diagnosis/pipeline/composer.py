@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from diagnosis.pipeline.asks.slots import conclusion_lines
 from diagnosis.pipeline.contracts import Claim, ComposerInput, ExecutorOutput
 from diagnosis.pipeline.facts import NO_NAMES, FactNames, fact_tokens, unsupported_facts
 from diagnosis.pipeline.fix_advice import fix_recommendations
@@ -28,7 +29,6 @@ from diagnosis.pipeline.injected_commands import (
 from diagnosis.pipeline.records import verifier_record_read
 from diagnosis.pipeline.routing import OutputType
 from diagnosis.pipeline.scope import text_mentions_excluded
-from diagnosis.pipeline.slots import conclusion_lines
 from diagnosis.pipeline.verdict import FACT_CLASS, Verification
 from tools.vocabulary import Vocabulary
 

@@ -1,6 +1,6 @@
 """The stage contracts: what each stage receives and what it must return.
 
-Nearly a leaf: it imports only the question's focus and asks (`diagnosis.pipeline.focus`, `.asks`:
+Nearly a leaf: it imports only the question's focus and asks (`diagnosis.pipeline.focus`, `.ask`:
 plain data over the world vocabulary), so engines, guards and the Django side can all depend on it without a cycle. The output models are also the JSON schemas sent as `response_format`.
 """
 
@@ -12,7 +12,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from diagnosis.pipeline.asks import Ask
+from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.focus import QuestionFocus
 from tools.evidence_kinds import PLANNABLE_TOOLS, current_name
 from tools.promql import Carrier

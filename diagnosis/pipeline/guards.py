@@ -24,6 +24,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from diagnosis.pipeline.asks.slots import coverage_gaps, restated_conclusion
 from diagnosis.pipeline.claim_labels import labels_unsupported
 from diagnosis.pipeline.contracts import Claim, ExecutorOutput, RecordedInvocation, Verdict
 from diagnosis.pipeline.focus import QuestionFocus, World
@@ -36,7 +37,7 @@ from diagnosis.pipeline.gatekeeper import (
 )
 from diagnosis.pipeline.injected_commands import evidence_gathering
 from diagnosis.pipeline.scope import FOCUS_RULE, SCOPE_RULE, out_of_focus, record_subjects, scope_guard
-from diagnosis.pipeline.slots import Slot, coverage_gaps, restated_conclusion
+from diagnosis.pipeline.slot import Slot
 from diagnosis.pipeline.verdict import Override, Verification
 
 EVIDENCE_AS_DATA_RULE = "evidence.not_an_instruction"

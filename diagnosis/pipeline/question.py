@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from diagnosis.pipeline.asks import Ask, asks_read
+from diagnosis.pipeline.ask import Ask
+from diagnosis.pipeline.asks.reader import asks_read
 from diagnosis.pipeline.focus import QuestionFocus, World
 from diagnosis.pipeline.scope import scope_parse
 from diagnosis.pipeline.windows import Window, window_in

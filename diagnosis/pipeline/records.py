@@ -11,11 +11,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_serializer
 
-from diagnosis.pipeline.asks import Ask
+from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.contracts import Claim, ExecutorOutput, PlannerOutput
 from diagnosis.pipeline.gatekeeper import GatekeeperResult, RuleMessage
 from diagnosis.pipeline.routing import OutputType, Route
-from diagnosis.pipeline.slots import Slot
+from diagnosis.pipeline.slot import Slot
 from diagnosis.pipeline.verdict import Verification
 
 TRACEABILITY_VERSION = "v1"

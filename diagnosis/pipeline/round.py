@@ -21,7 +21,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from diagnosis.pipeline.argument_grounding import NamesGrounded
-from diagnosis.pipeline.asks import Ask, only_actions
+from diagnosis.pipeline.ask import Ask
+from diagnosis.pipeline.asks.action import only_actions
+from diagnosis.pipeline.asks.calls import CallsReused, plan_tools, slot_calls_run
+from diagnosis.pipeline.asks.kind import SlotWorld
+from diagnosis.pipeline.asks.registry import ask_label
+from diagnosis.pipeline.asks.slots import conclusion_lines, open_asks, slots_read, slots_verified
 from diagnosis.pipeline.claims_under_check import claims_under_check
 from diagnosis.pipeline.contracts import (
     ExecutorInput,
@@ -57,15 +62,7 @@ from diagnosis.pipeline.question import Question
 from diagnosis.pipeline.records import RoundRecord
 from diagnosis.pipeline.routing import Route, route
 from diagnosis.pipeline.searched import searched_gaps
-from diagnosis.pipeline.slot_calls import CallsReused, plan_tools, slot_calls_run
-from diagnosis.pipeline.slots import (
-    Slot,
-    SlotWorld,
-    conclusion_lines,
-    open_asks,
-    slots_read,
-    slots_verified,
-)
+from diagnosis.pipeline.slot import Slot
 from diagnosis.pipeline.verdict import (
     Verification,
     verification_finalize,
@@ -363,7 +360,7 @@ def _plan_widened(plan: PlannerOutput, asks: list[Ask], slot_messages: list[dict
         return plan.model_copy(update={"steps": []})
     planned = {step.tool for step in plan.steps}
     added = [
-        PlanStep(tool=tool, purpose=f"代码按所问补充：{'、'.join(a.label() for a in asks)}")
+        PlanStep(tool=tool, purpose=f"代码按所问补充：{'、'.join(ask_label(a) for a in asks)}")
         for tool in plan_tools(asks, slot_messages)
         if tool not in planned and tool in PLANNABLE_TOOLS
     ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, ExecutorOutput
-from diagnosis.pipeline.slots import Slot
+from diagnosis.pipeline.slot import Slot
 
 
 def searched_gaps(*, messages: Sequence[dict], output: ExecutorOutput, slots: Iterable[Slot]) -> list[str]:

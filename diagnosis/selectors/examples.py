@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from django.core.cache import cache
 
-from diagnosis.pipeline.slots import SEVERITY_RANK
+from diagnosis.pipeline.asks.listing import SEVERITY_RANK
 from tools.clock import now
 from tools.demo_questions import demo_examples
 from tools.sources import is_demo, source_for, sources_inventory

@@ -10,7 +10,8 @@ from django.db import transaction
 from django_q.tasks import async_task
 
 from diagnosis.models import DiagnosisSession, ToolInvocation
-from diagnosis.pipeline.slots import Slot
+from diagnosis.pipeline.asks.registry import ask_label
+from diagnosis.pipeline.slot import Slot
 from diagnosis.selectors.self_evaluation import RULE_EVALUATION, VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.selectors.world import off_topic_claims
 from diagnosis.services.invocations import is_evidence_call, is_guidance_call
@@ -62,7 +63,7 @@ def _factors(*, session: DiagnosisSession, calls: list[ToolInvocation]) -> list[
                 )
             )
         slots = [Slot.model_validate(slot) for slot in record.get("slots") or []]
-        if unanswered := [slot.ask.label() for slot in slots if not slot.filled]:
+        if unanswered := [ask_label(slot.ask) for slot in slots if not slot.filled]:
             factors.append(
                 _factor("unanswered_pass", -SCORE_MAX, "PASS 但所问未回答：" + "、".join(unanswered))
             )

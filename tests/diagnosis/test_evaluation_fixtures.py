@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from diagnosis.evaluation.fixtures import CASES_DIR, CaseFileError, case_load, cases_discover
+from diagnosis.pipeline.asks.registry import KINDS
 from diagnosis.pipeline.gatekeeper import RULE_SEVERITY
 
 SEED_003_QUESTIONS = {
@@ -113,6 +114,14 @@ def test_an_unknown_rule_name_is_rejected(tmp_path):
 
     with pytest.raises(CaseFileError, match=r"expect\.failed_rules.*unknown rule"):
         case_load(folder)
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_case_may_expect_the_slot_of_every_registered_ask_kind(tmp_path, kind):
+    slot = {"ask": kind, "answer_contains": ["91%"]}
+    case = case_load(write_case(tmp_path / "slot", VALID | {"expect": {"verdict": "PASS", "slot": slot}}))
+
+    assert case.expect.slot.ask == kind
 
 
 def test_a_case_states_the_slot_it_expects(tmp_path):

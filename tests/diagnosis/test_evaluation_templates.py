@@ -3,7 +3,7 @@
 from diagnosis.evaluation.templates import fixed_text_holding, fixed_texts
 from diagnosis.pipeline.composer import DEGRADED_HEADER, DEGRADED_NEXT_STEPS, DISCLAIMER
 from diagnosis.pipeline.focus import NOTHING_UNDERSTOOD
-from diagnosis.pipeline.slots import CONCLUSION
+from diagnosis.pipeline.slot import CONCLUSION
 
 
 def test_the_disclaimer_the_degraded_template_and_the_line_prefixes_are_fixed_text():

@@ -8,7 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from diagnosis.models import AgentStep, DiagnosisSession
-from diagnosis.pipeline.asks import asks_read
+from diagnosis.pipeline.asks.reader import asks_read
 from diagnosis.pipeline.focus import question_focus
 from diagnosis.pipeline.orchestrator import RETRY_INSTRUCTION
 from diagnosis.pipeline.records import verifier_record_read

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from diagnosis.pipeline.asks import Ask, only_actions
+from diagnosis.pipeline.ask import Ask
+from diagnosis.pipeline.asks.action import only_actions
 from diagnosis.pipeline.contracts import PlannerOutput, PlanStep
 from diagnosis.pipeline.focus import QuestionFocus
 from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS

@@ -7,7 +7,7 @@ import pytest
 
 from diagnosis.pipeline.argument_grounding import LISTED_NAMES, NamesGrounded, arguments_grounded
 from diagnosis.pipeline.focus import Inventory
-from tests.diagnosis.pipeline.slot_support import DEMO, PLAIN, VOCABULARY, WORLD_IDS, WORLDS, Names, world
+from tests.diagnosis.pipeline.asks.support import DEMO, PLAIN, VOCABULARY, WORLD_IDS, WORLDS, Names, world
 
 
 def camel(name: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from diagnosis.pipeline.focus import Inventory, question_focus
-from tests.diagnosis.pipeline.slot_support import WORLD_IDS, WORLDS, world
+from tests.diagnosis.pipeline.asks.support import WORLD_IDS, WORLDS, world
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, Asks, Vocabulary, vocabulary_load
 
 DEMO = vocabulary_load(DEFAULT_VOCABULARY_FILE)

@@ -4,7 +4,7 @@ import pytest
 
 from diagnosis.pipeline import focus as focus_module
 from diagnosis.pipeline.question import question_read
-from tests.diagnosis.pipeline.slot_support import DEMO, PLAIN, world
+from tests.diagnosis.pipeline.asks.support import DEMO, PLAIN, world
 
 QUESTION = "只确认 order-service 最近 15 分钟是否存在 HighMemoryUsage 告警，不要分析 OOM"
 

@@ -4,8 +4,8 @@ import pytest
 
 from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, Claim, EvidenceBinding, ExecutorOutput
 from diagnosis.pipeline.searched import searched_gaps
-from diagnosis.pipeline.slots import Slot
-from tests.diagnosis.pipeline.slot_support import WORLD_IDS, WORLDS, Names, asks_of, failed, message
+from diagnosis.pipeline.slot import Slot
+from tests.diagnosis.pipeline.asks.support import WORLD_IDS, WORLDS, Names, asks_of, failed, message
 
 
 def no_hit(invocation_id: int, service: str, *, source: str = "loki") -> dict:

@@ -1,4 +1,4 @@
-"""Two worlds for the asks, slots and slot-calls tests, without Django: one with plain names
+"""Two worlds for the ask kinds' tests (and the guards' that read asks), without Django: one with plain names
 (checkout, cart-api, billing-db, node) and one with the demo world's names (order-service,
 payment-service, user-service). Tool messages are plain dicts as the toolbox returns them
 (invocation_id, tool_name, success, source, output, arguments, evidence_refs); the recorded
@@ -9,10 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from diagnosis.pipeline.asks import Ask, asks_read
+import pytest
+
+from diagnosis.pipeline.ask import Ask
+from diagnosis.pipeline.asks.calls import slot_calls_run
+from diagnosis.pipeline.asks.kind import SlotWorld
+from diagnosis.pipeline.asks.reader import asks_read
+from diagnosis.pipeline.asks.slots import slots_read
 from diagnosis.pipeline.focus import Inventory, World
-from diagnosis.pipeline.slots import SlotWorld
+from diagnosis.pipeline.slot import Slot
 from diagnosis.pipeline.windows import window_in
+from tools.loglines import evidence_text
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load
 
 VOCABULARY = vocabulary_load(DEFAULT_VOCABULARY_FILE)
@@ -230,4 +237,156 @@ def alerts_message(
         [alert_text(r) for r in records],
         arguments=arguments,
         source=source,
+    )
+
+
+# --- Reading slots and running calls, as every kind's tests do ---------------------------------
+
+
+per_world = pytest.mark.parametrize("names", WORLDS, ids=WORLD_IDS)
+# How far each world's alert value is past its threshold (0.3279 / 0.023, 0.91 / 0.85).
+RATIO = {"plain": "14.2565", "demo": "1.07059"}
+T = NOW.timestamp()
+
+
+def read(query: str, names: Names, messages: list[dict], *, tools=None) -> list[Slot]:
+    world = slot_world(tools) if tools else slot_world()
+    return slots_read(asks_of(query, names), messages=messages, world=world)
+
+
+def only(slots: list[Slot]) -> Slot:
+    assert len(slots) == 1, slots
+    return slots[0]
+
+
+def metric_of(series: str) -> dict:
+    """The labels of a series written `name{label="value"}`."""
+    name, _, rest = series.partition("{")
+    labels = dict(part.split("=", 1) for part in rest.rstrip("}").split(",") if part)
+    return {"__name__": name} | {key: value.strip('"') for key, value in labels.items()}
+
+
+def series_message(
+    invocation_id: int, query: str, records: list[dict], *, minutes: int = 0, extra: dict | None = None
+) -> dict:
+    texts = [f"{query} {r.get('value') or r.get('values')}" for r in records]
+    return message(
+        invocation_id,
+        "query_promql",
+        "series",
+        records,
+        texts,
+        arguments={"query": query, "minutes": minutes},
+        extra=extra,
+    )
+
+
+def value_question(names: Names) -> str:
+    return f"{names.service} 服务的{names.service_metric}现在是多少？"
+
+
+def firing_world(names: Names) -> list[dict]:
+    """A warning far past its threshold, a critical just past it and a critical far past it."""
+    return [
+        alert_record(names, other=True, value=str(float(names.other_threshold) * 50)),
+        alert_record(names, value=str(float(names.alert_threshold) * 1.01)),
+        alert_record(names, alert_name=f"{names.alert}Severe", value=str(float(names.alert_threshold) * 20)),
+        alert_record(names, alert_name=f"{names.alert}Pending", state="pending"),
+    ]
+
+
+def block(document: str, title: str, content: str, *, section: str = "", named: tuple[str, ...] = ()) -> dict:
+    """A lookup_knowledge record: `named` are the block's exact terms the query named."""
+    return {
+        "source_document": document,
+        "title": title,
+        "section": section,
+        "content": content,
+        "matched_terms": list(named),
+    }
+
+
+def knowledge_message(names: Names, *, with_runbook: bool = True, blocks: list[dict] | None = None) -> dict:
+    blocks = (
+        blocks
+        or [
+            block("case:17", f"{names.alert} 历史案例", "上次扩容后恢复", named=(names.alert,)),
+            block(
+                f"runbooks/{names.alert}.md",
+                f"{names.alert} 处理手册",
+                "1. 查看最近一次发布\n2. 检查下游依赖",
+                named=(names.alert,),
+            ),
+        ][: 2 if with_runbook else 1]
+    )
+    texts = [f"{b['title']}: {b['content']}" for b in blocks]
+    return message(
+        9,
+        "lookup_knowledge",
+        "evidence_blocks",
+        blocks,
+        texts,
+        arguments={"query": names.alert},
+        source="knowledge",
+    )
+
+
+@dataclass
+class FakeToolbox:
+    """Records every turn of calls; answers alert queries with the world's firing alerts."""
+
+    names: Names
+    # Annotations of the world's alerts (a `runbook_url`).
+    annotations: dict = field(default_factory=dict)
+    remaining_calls: int = 10
+    parallel_safe: bool = False
+    turns: list[list[tuple[str, dict]]] = field(default_factory=list)
+    next_id: int = 100
+
+    def call(self, tool_name: str, arguments: dict) -> dict:
+        return self.call_many([(tool_name, arguments)])[0]
+
+    def call_many(self, calls) -> list[dict]:
+        self.turns.append([(tool, dict(arguments)) for tool, arguments in calls])
+        self.remaining_calls -= len(calls)
+        return [self._answer(tool, arguments) for tool, arguments in calls]
+
+    def tool_definitions(self) -> list[dict]:
+        return [{"name": "query_metrics"}]
+
+    @property
+    def calls(self) -> list[tuple[str, dict]]:
+        return [call for turn in self.turns for call in turn]
+
+    def _answer(self, tool: str, arguments: dict) -> dict:
+        self.next_id += 1
+        if tool == "query_metrics":
+            records = [
+                alert_record(self.names, annotations=self.annotations),
+                alert_record(self.names, other=True, annotations=self.annotations),
+            ]
+            wanted = [r for r in records if all(r.get(k) == v for k, v in arguments.items())]
+            return alerts_message(self.next_id, wanted, arguments=arguments)
+        return message(self.next_id, tool, "series", [], [], arguments=arguments)
+
+
+def run(query: str, names: Names, toolbox: FakeToolbox, *, prior=(), tools=None) -> list[dict]:
+    world = slot_world(tools) if tools else slot_world()
+    return slot_calls_run(asks_of(query, names), toolbox=toolbox, world=world, prior=list(prior))
+
+
+def logs_message(names: Names, lines: list[tuple[str, str]]) -> dict:
+    records = [
+        {"timestamp": f"2026-11-29 14:5{9 - i}:00", "service": names.service, "level": level, "message": text}
+        for i, (level, text) in enumerate(lines)
+    ]
+    texts = [evidence_text(record) for record in records]
+    return message(
+        7,
+        "query_logs",
+        "logs",
+        records,
+        texts,
+        arguments={"query": "error", "service": names.service},
+        source="loki",
     )

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.diagnosis.pipeline.slot_support import DEMO, PLAIN, WORLD_IDS, WORLDS, Names, asks_of
+from diagnosis.pipeline.asks.registry import ask_label
+from tests.diagnosis.pipeline.asks.support import DEMO, PLAIN, WORLD_IDS, WORLDS, Names, asks_of
 
 per_world = pytest.mark.parametrize("names", WORLDS, ids=WORLD_IDS)
 WEEK_MINUTES = 7 * 24 * 60
@@ -25,7 +26,7 @@ def test_a_current_number_of_a_service_is_a_value_ask_on_that_service(names):
     asks = asks_of(f"{names.service} 服务的{names.service_metric}现在是多少？", names)
 
     assert [(a.kind, a.subject, a.subject_kind) for a in asks] == [("value", names.service, "service")]
-    assert asks[0].label() == f"{names.service} 的当前值"
+    assert ask_label(asks[0]) == f"{names.service} 的当前值"
 
 
 @per_world
@@ -58,7 +59,7 @@ def test_an_alert_firing_again_and_again_is_a_history_ask(names):
     asks = asks_of(f"{names.other} 的{names.other_metric}告警是不是在反复触发？", names)
 
     assert [(a.kind, a.subject, a.subject_kind) for a in asks] == [("history", names.other, "service")]
-    assert asks[0].label() == f"{names.other} 的触发历史"
+    assert ask_label(asks[0]) == f"{names.other} 的触发历史"
 
 
 @per_world
@@ -95,7 +96,7 @@ def test_what_to_handle_first_is_one_priority_ask_over_every_alert(names, query)
     asks = asks_of(query, names)
 
     assert [(a.kind, a.subject, a.subject_kind) for a in asks] == [("priority", "", "all")]
-    assert asks[0].label() == "处理优先级"
+    assert ask_label(asks[0]) == "处理优先级"
 
 
 @per_world
@@ -110,7 +111,7 @@ def test_which_alerts_are_firing_is_a_list_ask(names, query):
     asks = asks_of(query, names)
 
     assert [(a.kind, a.subject_kind) for a in asks] == [("list", "all")]
-    assert asks[0].label() == "告警列表"
+    assert ask_label(asks[0]) == "告警列表"
 
 
 @per_world
@@ -126,7 +127,7 @@ def test_a_request_to_restart_is_one_action_ask_with_its_word(names):
 
     assert len(asks) == 1
     assert (asks[0].kind, asks[0].word, asks[0].subject) == ("action", "重启", names.other)
-    assert asks[0].label() == f"{names.other} 的操作请求"
+    assert ask_label(asks[0]) == f"{names.other} 的操作请求"
 
 
 @per_world
@@ -158,7 +159,7 @@ def test_a_metric_asked_on_a_service_keeps_the_service(names):
     assert [(a.kind, a.subject, a.subject_kind, a.service) for a in asks] == [
         ("value", "node_load1", "series", names.other)
     ]
-    assert asks[0].label() == f"{names.other} 的 node_load1 的当前值"
+    assert ask_label(asks[0]) == f"{names.other} 的 node_load1 的当前值"
 
 
 @per_world

@@ -1,55 +1,23 @@
-"""What a question asks: code reads it into asks, each about one subject, each with
-the slot its answer must fill.
+"""What a question asks: code reads it into asks, each about one subject, each with the slot its
+answer must fill.
 
-The words of each kind are vocabulary data (`Vocabulary.asks`), the subjects come from the question's
-focus (names the sources know), the window from the question's own words (`windows`). Pure code.
+The words of each kind are vocabulary data (`Vocabulary.asks`, the field a kind names), the subjects
+come from the question's focus (names the sources know), the window from the question's own words
+(`windows`). Where the words of several kinds overlap, `_resolved` reads them together.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import datetime
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from diagnosis.pipeline.ask import Ask, AskWindow, SubjectKind
+from diagnosis.pipeline.asks.action import action_asked
+from diagnosis.pipeline.asks.registry import KINDS
 from diagnosis.pipeline.focus import QuestionFocus, folded_name
 from diagnosis.pipeline.windows import Window
 from tools.terms import asks_in, term_pattern
 from tools.vocabulary import Vocabulary
 
-AskKind = Literal[
-    "existence",
-    "value",
-    "threshold",
-    "trend",
-    "history",
-    "cause",
-    "logs",
-    "runbook",
-    "list",
-    "priority",
-    "health",
-    "action",
-]
-SubjectKind = Literal["service", "alert", "series", "all"]
-# How a gap names the ask: `未能回答：checkout 的当前值 — …`.
-ASK_LABELS: dict[str, str] = {
-    "existence": "是否存在",
-    "value": "当前值",
-    "threshold": "阈值",
-    "trend": "趋势",
-    "history": "触发历史",
-    "cause": "原因",
-    "logs": "日志",
-    "runbook": "处理手册步骤",
-    "list": "告警列表",
-    "priority": "处理优先级",
-    "health": "抓取目标健康状况",
-    "action": "操作请求",
-}
-# The vocabulary field of each kind (`list` is `listing` there).
-WORDS_FIELD = {kind: "listing" if kind == "list" else kind for kind in ASK_LABELS}
 # A metric as PromQL names it: snake_case with at least one underscore (`node_load1`).
 METRIC_NAME = re.compile(r"(?<![A-Za-z0-9_:\-])[a-z][a-zA-Z0-9]*(?:_[a-zA-Z0-9]+)+(?![A-Za-z0-9_:\-])")
 # Label values a question may write beside a metric: a path (`/`, `/data`), a device (`eth0`, `sda1`),
@@ -57,65 +25,12 @@ METRIC_NAME = re.compile(r"(?<![A-Za-z0-9_:\-])[a-z][a-zA-Z0-9]*(?:_[a-zA-Z0-9]+
 LABEL_VALUE = re.compile(
     r"(?<![\w/.:-])(?:/[\w./-]*|[a-z]+[0-9]+|\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?)(?![\w/.:-])"
 )
-# The polite frame of an action word: "帮我重启一下" asks to 重启.
-POLITE = re.compile(r"^(?:帮我|帮忙|请你|请|给我|please\s+)|(?:一下|下)$", re.IGNORECASE)
-# Kinds about one subject each; the others are about everything the sources hold (or one service).
-PER_SUBJECT = ("existence", "value", "threshold", "trend", "history", "cause", "logs", "runbook")
-
-
-class AskWindow(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    minutes: int
-    end_minutes_ago: int = 0
-    label: str
-    asked: bool = False
-
-    @classmethod
-    def of(cls, window: Window, *, now: datetime) -> AskWindow:
-        return cls(
-            minutes=window.minutes,
-            end_minutes_ago=max(0, int((now - window.end).total_seconds() // 60)),
-            label=window.label,
-            asked=window.asked,
-        )
-
-
-class Ask(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    kind: AskKind
-    # A service, alert or series name the sources know (or the question names); "" = all of them.
-    subject: str = ""
-    subject_kind: SubjectKind = "all"
-    # The service an alert or series was asked about on ("billing 的 node_load1").
-    service: str = ""
-    # The vocabulary topic asked about (error, slow …), "" when none.
-    topic: str = ""
-    window: AskWindow
-    # The word of an action ask ("重启"), so the statement names what cannot be done.
-    word: str = ""
-    # Label values the question writes beside a metric it names ("/", "eth0"): its series are those.
-    values: tuple[str, ...] = ()
-
-    def label(self) -> str:
-        if self.service and self.subject and self.service != self.subject:
-            about = f"{self.service} 的 {self.subject}"
-        else:
-            about = self.subject or self.service
-        return f"{about} 的{ASK_LABELS[self.kind]}" if about else ASK_LABELS[self.kind]
-
-
-def only_actions(asks: list[Ask]) -> bool:
-    """The question asks for an action and nothing else ("帮我重启 X"): code's statement answers it, and
-    nothing found about X may pose as the action's result."""
-    return bool(asks) and all(ask.kind == "action" for ask in asks)
 
 
 def asks_read(*, query: str, focus: QuestionFocus, vocabulary: Vocabulary, window: Window) -> list[Ask]:
-    """The asks of a question, in the order of `ASK_LABELS`; none when the question asks nothing code
-    can name a slot for (then the answer is judged on its claims alone, as before). `window`: the one
-    the question names (`window_in`)."""
+    """The asks of a question, in the order of `KINDS`; none when the question asks nothing code can
+    name a slot for (then the answer is judged on its claims alone, as before). `window`: the one the
+    question names (`window_in`)."""
     text = _without_span(query, window.span)
     said = asks_in(text, vocabulary=vocabulary)
     kinds = _kinds_in(text, said, vocabulary)
@@ -123,15 +38,7 @@ def asks_read(*, query: str, focus: QuestionFocus, vocabulary: Vocabulary, windo
     series = _series_in(text, focus)
     topic = focus.topics[0] if focus.topics else ""
     if "action" in kinds:
-        words = [
-            POLITE.sub("", word).strip() or word
-            for word in vocabulary.asks.action
-            if term_pattern(word).search(text.lower())
-        ]
-        subject, subject_kind = _first_subject(focus, series)
-        return [
-            Ask(kind="action", subject=subject, subject_kind=subject_kind, window=ask_window, word=words[0])
-        ]
+        return [action_asked(text, focus=focus, series=series, window=ask_window, vocabulary=vocabulary)]
     kinds = _resolved(kinds, focus=focus, series=series, window=window, about_alerts="alerts" in said)
     values = _values_in(text, series) if series else ()
     asks = []
@@ -153,7 +60,7 @@ def asks_read(*, query: str, focus: QuestionFocus, vocabulary: Vocabulary, windo
 
 def _kinds_in(text: str, said: set[str], vocabulary: Vocabulary) -> set[str]:
     """The kinds asked, from the vocabulary's ask words the text uses (`said`, by field)."""
-    kinds = {kind for kind, field in WORDS_FIELD.items() if kind != "cause" and field in said}
+    kinds = {name for name, kind in KINDS.items() if name != "cause" and kind.words in said}
     cause_words = [word for word in vocabulary.asks.cause if term_pattern(word).search(text.lower())]
     # A cause word that is also a topic's term names a symptom ("很慢"); beside another ask it is that
     # ask's topic ("是否存在慢请求日志"), not a question of why.
@@ -196,7 +103,7 @@ def _resolved(
         kinds = {"existence"}
     if kinds & {"history", "list", "priority", "health"}:
         kinds -= {"existence"}
-    return [kind for kind in ASK_LABELS if kind in kinds]
+    return [kind for kind in KINDS if kind in kinds]
 
 
 def _subjects(kind: str, *, focus: QuestionFocus, series: list[str]) -> list[tuple[str, SubjectKind, str]]:
@@ -204,28 +111,16 @@ def _subjects(kind: str, *, focus: QuestionFocus, series: list[str]) -> list[tup
     the question names is still the service asked on: its alert is never answered from another's."""
     named = focus.services or tuple(focus.unknown_services)
     service = named[0] if len(named) == 1 else ""
-    if kind not in PER_SUBJECT:
+    asked = KINDS[kind]
+    if not asked.per_subject:
         return [(service, "service", service)] if service else [("", "all", "")]
-    if kind in ("value", "trend") and series:
+    if asked.series_subject and series:
         return [(name, "series", service) for name in series]
-    if focus.alerts and kind != "logs":
+    if focus.alerts and asked.alert_subject:
         return [(alert, "alert", service) for alert in focus.alerts]
     if focus.services:
         return [(name, "service", name) for name in focus.services]
     return [("", "all", "")]
-
-
-def _first_subject(focus: QuestionFocus, series: list[str]) -> tuple[str, SubjectKind]:
-    if focus.services:
-        return focus.services[0], "service"
-    # A service no source knows is still what the action is about: no other service's runbook is its.
-    if focus.unknown_services:
-        return focus.unknown_services[0], "service"
-    if focus.alerts:
-        return focus.alerts[0], "alert"
-    if series:
-        return series[0], "series"
-    return "", "all"
 
 
 def _series_in(text: str, focus: QuestionFocus) -> list[str]:

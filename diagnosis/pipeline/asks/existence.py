@@ -1,0 +1,39 @@
+"""`existence`: is X firing — yes or no for that alert, with its state and current value."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from diagnosis.pipeline.ask import Ask
+from diagnosis.pipeline.asks.kind import AskKind, SlotWorld
+from diagnosis.pipeline.asks.shared import MAX_LISTED, alert_found, alert_text, failure, no_hit, source_of
+from diagnosis.pipeline.slot import Slot
+
+
+class Existence(AskKind):
+    name = "existence"
+    label = "是否存在"
+    words = "existence"
+
+    def read(self, ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
+        found, message = alert_found(ask, messages)
+        if message is None or not message.get("success"):
+            return failure(message, ask, "未能查询告警状态")
+        source = source_of(message)
+        if not found:
+            nothing = no_hit(message)
+            on = f"（{ask.service}）" if ask.service else ""
+            return Slot(
+                ask=ask,
+                filled=nothing is not None,
+                conclusion=f"否，未发现 {ask.subject} 告警{on} · 来源 {source}",
+                bindings=[nothing] if nothing else [],
+                why="" if nothing else "未能查询告警状态",
+            )
+        parts = [f"{alert_text(f.record)}" for f in found[:MAX_LISTED]]
+        return Slot(
+            ask=ask,
+            filled=True,
+            conclusion=f"是，{'；'.join(parts)} · 来源 {source}",
+            bindings=[f.binding for f in found[:MAX_LISTED]],
+        )

@@ -1,0 +1,49 @@
+"""`health`: is a scrape target down — `up` per target, and the failing ones' `lastError`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from diagnosis.pipeline.ask import Ask
+from diagnosis.pipeline.asks.kind import AskKind, Call, SlotWorld
+from diagnosis.pipeline.asks.shared import MAX_LISTED, failure, found_in, messages_of, source_of, unfilled
+from diagnosis.pipeline.slot import Slot
+from tools.evidence_kinds import TARGETS
+
+
+class Health(AskKind):
+    name = "health"
+    label = "抓取目标健康状况"
+    words = "health"
+    per_subject = False
+
+    def alerts_first(self, ask: Ask) -> bool:
+        return False
+
+    def calls(self, ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[Call]:
+        return [(TARGETS.tool, {})] if TARGETS.tool in world.tools else []
+
+    def read(self, ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
+        message = next(iter(messages_of(messages, TARGETS)), None)
+        if message is None:
+            return unfilled(ask, "抓取目标的健康状况需要 Prometheus 数据源（未配置）")
+        found = found_in(message, TARGETS)
+        if not found:
+            return failure(message, ask, "Prometheus 没有返回抓取目标")
+        down = [f for f in found if f.record.get("health") != "up"]
+        if not down:
+            text = f"{len(found)} 个抓取目标全部 up"
+            cited = found[:MAX_LISTED]
+        else:
+            listed = "；".join(
+                f"{f.record.get('job')} {f.record.get('instance')}（{f.record.get('health')}，lastError：{f.record.get('last_error') or '无'}）"
+                for f in down[:MAX_LISTED]
+            )
+            text = f"{len(found)} 个抓取目标中 {len(down)} 个不健康：{listed}"
+            cited = down[:MAX_LISTED]
+        return Slot(
+            ask=ask,
+            filled=True,
+            conclusion=f"{text} · 来源 {source_of(message)}",
+            bindings=[f.binding for f in cited],
+        )

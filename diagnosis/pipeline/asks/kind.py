@@ -1,0 +1,63 @@
+"""What an ask kind is: its words, the calls its slot needs, and how its slot is read.
+
+A kind module defines one class that subclasses `AskKind` (for its defaults) and registers one
+instance in `registry.KINDS`; the runner (`reader`, `calls`, `slots`) never names a kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import ClassVar, Protocol
+
+from diagnosis.pipeline.ask import Ask
+from diagnosis.pipeline.slot import Slot
+from tools.promql import Carrier
+from tools.vocabulary import Vocabulary
+
+# A tool call as the toolbox takes it: (tool name, arguments).
+Call = tuple[str, dict]
+
+
+@dataclass(frozen=True)
+class SlotWorld:
+    """What slot code reads besides the messages: the vocabulary, the labels naming a service, the
+    tools the sources answer, the time and the log source's window."""
+
+    vocabulary: Vocabulary
+    service_labels: tuple[str, ...]
+    tools: frozenset[str]
+    now: datetime
+    logs_window_minutes: int
+    carrier: Carrier | None = None
+
+
+class AskKind(Protocol):
+    # The kind's name, as an `Ask` and the eval cases write it.
+    name: ClassVar[str]
+    # How a gap names the ask: `未能回答：checkout 的当前值 — …`.
+    label: ClassVar[str]
+    # The field of `Vocabulary.asks` that holds the words asking it.
+    words: ClassVar[str]
+    # One ask per subject the question names; else one about the one service named, or about all.
+    per_subject: ClassVar[bool] = True
+    # A metric the question writes (`node_load1`) is its subject, before any alert or service.
+    series_subject: ClassVar[bool] = False
+    # An alert the question names is its subject; else the services named are (a service's lines).
+    alert_subject: ClassVar[bool] = True
+    # Its answer is reasoning over the evidence, which code only hedges: left open to the executor.
+    reasoned: ClassVar[bool] = False
+
+    def alerts_first(self, ask: Ask) -> bool:
+        """Whether its calls start from the subject's alerts (their `expr` names the series, their
+        `runbook_url` the runbook): the runner queries them in a first turn."""
+        return True
+
+    def calls(self, ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[Call]:
+        """The calls its slot needs beyond the alerts, given the alert records the first turn found."""
+        return []
+
+    def read(self, ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
+        """Its slot, read from the recorded tool messages only (the asks' calls and the executor's)."""
+        ...

@@ -1,0 +1,256 @@
+"""What several ask kinds read and write alike: the records of a recorded message with the refs
+that cite them, the subject's alerts, the asked series, numbers and windows as the conclusions say
+them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+from diagnosis.pipeline.ask import Ask
+from diagnosis.pipeline.asks.kind import SlotWorld
+from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, EvidenceBinding, record_path
+from diagnosis.pipeline.injected_commands import QUOTE_ONLY, instructions_in
+from diagnosis.pipeline.slot import Slot
+from tools.evidence_kinds import ALERTS, SERIES, EvidenceKind
+from tools.numbers import finite_number, number_text
+from tools.promql import comparison_of, series_query
+from tools.terms import name_parts, term_pattern
+from tools.vocabulary import Vocabulary
+
+# query_promql's own bound on a range.
+MAX_RANGE_MINUTES = 7 * 24 * 60
+MAX_LISTED = 8
+
+
+@dataclass(frozen=True)
+class Found:
+    """One record of a recorded message and the evidence ref that cites it."""
+
+    message: dict
+    record: dict
+    ref: dict
+
+    @property
+    def binding(self) -> EvidenceBinding:
+        return EvidenceBinding.of_ref(self.message, self.ref)
+
+
+def found_in(message: dict, kind: EvidenceKind) -> list[Found]:
+    """The records of a message of that kind, each with the ref that cites it (`$.alerts[0]`)."""
+    key = kind.collection_key
+    records = (message.get("output") or {}).get(key) or [] if message.get("success") else []
+    refs = {ref["raw_path"]: ref for ref in message.get("evidence_refs") or []}
+    return [
+        Found(message, record, refs[path])
+        for index, record in enumerate(records)
+        if (path := record_path(key, index)) in refs
+    ]
+
+
+def messages_of(
+    messages: Sequence[dict], kind: EvidenceKind, match: Callable[[dict], bool] = lambda _: True
+) -> list[dict]:
+    return [m for m in messages if kind.owns(m["tool_name"]) and match(m.get("arguments") or {})]
+
+
+def alert_arguments(ask: Ask) -> dict:
+    if ask.subject_kind == "alert":
+        return {"alert_name": ask.subject} | ({"service": ask.service} if ask.service else {})
+    return {"service": ask.subject} if ask.subject_kind == "service" and ask.subject else {}
+
+
+def alerts_of(ask: Ask, messages: Sequence[dict]) -> list[dict]:
+    arguments = alert_arguments(ask)
+    return [
+        f.record for m in messages_of(messages, ALERTS, lambda a: a == arguments) for f in found_in(m, ALERTS)
+    ]
+
+
+def alert_found(ask: Ask, messages: Sequence[dict]) -> tuple[list[Found], dict | None]:
+    """The alerts the ask is about and the message that found them: the ask's own call, else any
+    alert query's records about the subject (None when no alert query was made)."""
+    arguments = alert_arguments(ask)
+    calls = messages_of(messages, ALERTS)
+    exact = [m for m in calls if arguments_of(m) == arguments]
+    message = next(iter(exact or calls), None)
+    if message is None:
+        return [], None
+    found = found_in(message, ALERTS)
+    return (found if exact else [f for f in found if _about(f.record, ask)]), message
+
+
+def _about(record: dict, ask: Ask) -> bool:
+    if ask.subject_kind == "alert":
+        return record.get("alert_name") == ask.subject and (
+            not ask.service or record.get("service") == ask.service
+        )
+    if ask.subject_kind == "service" and ask.subject:
+        return record.get("service") == ask.subject
+    return True
+
+
+def unfilled(ask: Ask, why: str, *, limits: Sequence[str] = ()) -> Slot:
+    return Slot(ask=ask, filled=False, why=why, limits=list(limits))
+
+
+def failure(message: dict | None, ask: Ask, missing: str) -> Slot:
+    if message is None:
+        return unfilled(ask, missing)
+    if not message.get("success"):
+        return unfilled(ask, f"数据源 {message.get('source') or message['tool_name']} 调用失败")
+    return unfilled(ask, missing)
+
+
+def no_hit(message: dict) -> EvidenceBinding | None:
+    ref = next((r for r in message.get("evidence_refs") or [] if r["raw_path"] == NO_EVIDENCE_PATH), None)
+    return EvidenceBinding.of_ref(message, ref) if ref else None
+
+
+def alert_text(record: dict) -> str:
+    details = [record.get("state", ""), record.get("severity", "")]
+    text = f"{record.get('service', '')} 的 {record.get('alert_name', '')} 告警（{'，'.join(d for d in details if d)}）"
+    if record.get("value") not in (None, ""):
+        text += f"，当前值 {number_text(str(record['value']))}"
+    if record.get("duration"):
+        text += f"，已持续 {record['duration']}"
+    return text
+
+
+# --- Topics and series -------------------------------------------------------------------------
+
+
+def on_topic(alerts: list[dict], ask: Ask, vocabulary: Vocabulary, *, or_all: bool = True) -> list[dict]:
+    """The alerts an ask about a topic means: those of that topic, else (`or_all`) all of the subject's."""
+    if not ask.topic or ask.subject_kind == "alert":
+        return alerts
+    topical = [a for a in alerts if alert_on_topic(a.get("alert_name", ""), ask.topic, vocabulary)]
+    return topical or (alerts if or_all else [])
+
+
+def alert_on_topic(alert: str, topic: str, vocabulary: Vocabulary) -> bool:
+    """The vocabulary's topic of the alert, or a term of the topic in its name (`CheckoutErrorRatio`)."""
+    if alert in vocabulary.alert_topics:
+        return vocabulary.alert_topics[alert] == topic
+    return any(
+        term_pattern(term).search(" ".join(name_parts(alert)).lower())
+        for term in vocabulary.groups.get(topic, [])
+    )
+
+
+def on_topic_found(
+    found: list[Found], ask: Ask, vocabulary: Vocabulary, *, or_all: bool = True
+) -> list[Found]:
+    wanted = {id(a) for a in on_topic([f.record for f in found], ask, vocabulary, or_all=or_all)}
+    return [f for f in found if id(f.record) in wanted]
+
+
+def series_queries(ask: Ask, alerts: list[dict], world: SlotWorld) -> list[str]:
+    """The asked series: the metric the question names; else the asked alert's own series (its `expr`
+    without the comparison); else, for a topic, the series of the subject's alerts on that topic, or
+    the vocabulary's queries of the topic (on the asked service, or on every series without one)."""
+    if ask.subject_kind == "series":
+        return [series_query(ask.subject, subject=ask.service, carrier=world.carrier, values=ask.values)]
+    about = on_topic(alerts, ask, world.vocabulary)
+    templated = bool(
+        ask.topic and ask.subject_kind != "alert" and world.vocabulary.promql_topics.get(ask.topic)
+    )
+    topic_queries = (
+        world.vocabulary.topic_queries(ask.topic, service=ask.service, carrier=world.carrier)[:2]
+        if templated
+        else []
+    )
+    # A topic is that topic's series, not whatever the subject's other alerts watch; asked of every
+    # subject ("主机内存还剩多少"), it is the topic's series, not the few some alert rules watch.
+    if templated and ask.subject_kind == "all":
+        return topic_queries
+    if templated and not any(
+        alert_on_topic(a.get("alert_name", ""), ask.topic, world.vocabulary) for a in about
+    ):
+        return topic_queries
+    own = [c.series for a in about if (c := comparison_of(a.get("expr") or ""))]
+    return list(dict.fromkeys(own))[:3] or topic_queries
+
+
+def series_found(ask: Ask, messages: Sequence[dict], *, instant: bool) -> tuple[list[Found], dict] | None:
+    """The series of the ask's first PromQL call (an `instant` one, else a range) that returned any
+    (else of its first), or None when none was made."""
+    calls = [
+        m
+        for m in messages_of(messages, SERIES, lambda a: "ALERTS_FOR_STATE" not in a.get("query", ""))
+        if (not instant) == bool(arguments_of(m).get("minutes"))
+    ]
+    if not calls:
+        return None
+    found = [(found_in(m, SERIES), m) for m in calls]
+    service = ask.service if ask.subject_kind == "series" else ""
+    for series, message in found:
+        on_service = [f for f in series if not service or service in (f.record.get("metric") or {}).values()]
+        if on_service:
+            return on_service, message
+    return found[0]
+
+
+def sample_of(record: dict) -> tuple[object, object]:
+    """(time, value) of an instant sample: Prometheus writes `[ts, "v"]`; a bare value has no time."""
+    value = record.get("value")
+    if isinstance(value, list | tuple) and len(value) == 2:
+        return value[0], value[1]
+    return None, value
+
+
+def past_threshold(value: object, operator: str, threshold: Decimal, *, stated: bool = True) -> str:
+    """How far a value is past an alert's threshold: `；当前值 0.33，为阈值的 14.26 倍`."""
+    number, limit = decimal_of(value), decimal_of(threshold)
+    if number is None:
+        return ""
+    text = f"；当前值 {number_text(str(number))}" if stated else ""
+    if operator in (">", ">=") and limit is not None and limit > 0 and number > limit:
+        text += f"，为阈值的 {number_said(number / limit)} 倍"
+    return text
+
+
+def retention_limits(ask: Ask, message: dict) -> list[str]:
+    retention = (message.get("output") or {}).get("retention_minutes")
+    asked = ask.window.minutes + ask.window.end_minutes_ago
+    limits = []
+    if retention and asked > retention:
+        limits.append(f"Prometheus 只保留最近 {minutes_text(retention)} 的指标，更早的看不到")
+    if asked > MAX_RANGE_MINUTES:
+        limits.append(f"一次最多查询最近 {minutes_text(MAX_RANGE_MINUTES)}")
+    return limits
+
+
+# --- Small readers -----------------------------------------------------------------------------
+
+
+def quotable(text: str) -> str:
+    """Evidence text that holds a command or an instruction is quoted in the evidence panel only."""
+    return QUOTE_ONLY if instructions_in(text) else text
+
+
+def source_of(message: dict) -> str:
+    return str(message.get("source") or message["tool_name"])
+
+
+def arguments_of(message: dict) -> dict:
+    return message.get("arguments") or {}
+
+
+def decimal_of(value: object) -> Decimal | None:
+    if value in (None, ""):
+        return None
+    return finite_number(str(value).strip().rstrip("%s"))
+
+
+def number_said(number: Decimal | float) -> str:
+    return number_text(str(number))
+
+
+def minutes_text(minutes: int) -> str:
+    if minutes % (24 * 60) == 0:
+        return f"{minutes // (24 * 60)} 天"
+    if minutes % 60 == 0:
+        return f"{minutes // 60} 小时"
+    return f"{minutes} 分钟"

@@ -1,0 +1,34 @@
+"""A slot: what the answer to one ask must contain, filled by code from recorded tool output only,
+and the one `结论` line it says.
+
+The record the session stores; each kind's reader (`diagnosis.pipeline.asks`) fills it. It lives
+beside that package, not in it, so the stored round records carry slots while the runner's calls go
+through the toolbox interfaces that name those records.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from diagnosis.pipeline.ask import Ask
+from diagnosis.pipeline.contracts import EvidenceBinding
+
+CONCLUSION = "结论："
+
+
+class Slot(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ask: Ask
+    filled: bool
+    # The `结论` line without its prefix, written by code from the evidence it cites.
+    conclusion: str = ""
+    # Why the slot is not filled: no data, beyond the window, no runbook, a source failed.
+    why: str = ""
+    # What the sources cannot show, said as such (a window beyond retention, an action).
+    limits: list[str] = []
+    bindings: list[EvidenceBinding] = []
+
+    def line(self) -> str:
+        limits = "；".join(self.limits)
+        return f"{CONCLUSION}{self.conclusion}" + (f"（{limits}）" if limits else "")
