@@ -1,5 +1,5 @@
 """The load stack's settings (`DJANGO_SETTINGS_MODULE` of its subprocesses): production's, with fault
-timings short enough to wait for (production: a 10 s beat, lost after 60 s; MCP's wait 30 s)."""
+timings short enough to wait for (production: a 10 s beat, lost after 60 s)."""
 
 from config.settings import *  # noqa: F403
 from config.settings import DIAGNOSIS
@@ -9,5 +9,4 @@ HEARTBEAT_SECONDS, LOST_AFTER_SECONDS = 0.5, 2
 DIAGNOSIS = DIAGNOSIS | {
     "HEARTBEAT_SECONDS": HEARTBEAT_SECONDS,
     "WORKER_LOST_AFTER_SECONDS": LOST_AFTER_SECONDS,
-    "MCP_WAIT_SECONDS": 5.0,
 }
