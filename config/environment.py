@@ -164,6 +164,12 @@ class Environment(BaseModel):
     chat_rate: str = Field(
         alias="DIAGNOSIS_CHAT_RATE", default="30/min", pattern=RATE_PATTERN, description=RATE
     )
+    mcp_wait_seconds: float = Field(
+        alias="DIAGNOSIS_MCP_WAIT_SECONDS", default=30.0, gt=0, description="a number of seconds"
+    )
+    mcp_max_in_flight: int = Field(
+        alias="DIAGNOSIS_MCP_MAX_IN_FLIGHT", default=3, ge=1, description="a whole number, 1 or more"
+    )
 
     @classmethod
     def variables(cls) -> list[str]:

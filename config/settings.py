@@ -336,6 +336,12 @@ DIAGNOSIS = {
     # Sessions one user may start per period (N/s|min|hour|day), over the web form, the API and AI Ops
     # alike; an AI Ops analysis counts as many as the alert sessions it may start.
     "CHAT_RATE": ENV.chat_rate,
+    # An MCP `diagnose` over HTTP queues its session for the worker and holds its web thread only this
+    # long waiting for the answer; past it the call answers with the session's link and state.
+    "MCP_WAIT_SECONDS": ENV.mcp_wait_seconds,
+    # An MCP call (diagnose or an evidence tool) is refused while this many of its user's sessions are
+    # queued or running: one user's calls hold at most this many web threads.
+    "MCP_MAX_IN_FLIGHT": ENV.mcp_max_in_flight,
     # Alerts of one AIOps analysis diagnosed at the same time (threads). SQLite always runs them one
     # by one: its single writer would only make the threads wait for each other's locks.
     "AIOPS_CONCURRENCY": 3,

@@ -18,8 +18,14 @@ from diagnosis.pipeline.records import verifier_record_read
 from diagnosis.pipeline.slot import Slot
 from diagnosis.selectors.evidence import CitedEvidence, session_evidence
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
+from diagnosis.selectors.sessions import ENDED_STATUSES
 from diagnosis.serializers import trace_url
 from diagnosis.services.invocations import tool_message_build
+
+NOT_ENDED_ANSWER = (
+    "诊断尚未结束（{state}）：本次调用的等待已到期限，会话仍在后台执行，未作任何结论。"
+    "结束后在 {session_url} 查看答案，或用 session_trace 读取会话 {session_id}。"
+)
 
 
 class Citation(BaseModel):
@@ -55,9 +61,11 @@ class DiagnosisAnswer(BaseModel):
     session_id: str
     session_url: str = Field(description="the session on the chat page (claims beside their evidence)")
     trace_url: str = Field(description="the session's full trace in the JSON API")
-    status: str = Field(description="COMPLETED or FAILED")
+    status: str = Field(
+        description="COMPLETED or FAILED; PENDING or RUNNING when the call stopped waiting first (the session goes on)"
+    )
     verdict: str = Field(
-        description="PASS, LOW_CONFID or REJECT, computed by code from the checks; empty when failed"
+        description="PASS, LOW_CONFID or REJECT, computed by code from the checks; empty when failed or not ended"
     )
     output_type: str = Field(
         description="NORMAL (verified), LOW_CONFID_WITH_DISCLAIMER (gaps remain, said in the answer) or DEGRADED (no claim shown: only checked evidence and the gaps)"
@@ -68,7 +76,7 @@ class DiagnosisAnswer(BaseModel):
         description="the answer's `结论` lines with their checked citations"
     )
     answer: str = Field(
-        description="the answer as the user sees it (Chinese Markdown); for a failed session the stable message with its error id"
+        description="the answer as the user sees it (Chinese Markdown); for a failed session the stable message with its error id; for one not ended, where to find its result"
     )
     claims: list[VerifiedClaim] = Field(
         description="the claims the answer may state, each with its checked citations"
@@ -170,8 +178,34 @@ def _conclusions(session: DiagnosisSession) -> list[Conclusion]:
     ]
 
 
+def _not_ended_answer(*, session: DiagnosisSession, site_url: str) -> DiagnosisAnswer:
+    """A session still queued or running: its links and state, no claim, and where its result will be."""
+    url = session_url(session_id=session.session_id, site_url=site_url)
+    return DiagnosisAnswer(
+        session_id=session.session_id,
+        session_url=url,
+        trace_url=site_url + trace_url(session.session_id),
+        status=session.status,
+        verdict="",
+        output_type="",
+        output_type_label="",
+        groundedness_score=None,
+        conclusions=[],
+        answer=NOT_ENDED_ANSWER.format(
+            state=session.get_status_display(), session_url=url, session_id=session.session_id
+        ),
+        claims=[],
+        verified_evidence=[],
+        hidden_claim_count=0,
+        uses_demo_data=False,
+    )
+
+
 def diagnosis_answer(*, session: DiagnosisSession, site_url: str) -> DiagnosisAnswer:
-    """A finished session's verified answer, as its owner's chat page shows it."""
+    """A finished session's verified answer, as its owner's chat page shows it; for a session not
+    ended yet, its state and where its answer will be."""
+    if session.status not in ENDED_STATUSES:
+        return _not_ended_answer(session=session, site_url=site_url)
     evidence = session_evidence(session=session)
     return DiagnosisAnswer(
         session_id=session.session_id,

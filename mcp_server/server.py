@@ -9,6 +9,13 @@ what the API's trace reads, with the same rule of who sees which session.
 The caller is the transport's to set (`called_by`): the stdio command's user, or the user whose
 bearer token authenticated the HTTP request. The services are blocking Django code; each call runs
 them through `run_sync`, outside the event loop, with no transaction open across a source call.
+
+Over HTTP a call holds one of the site's web threads, so `diagnose` never runs its session there: it
+is queued for the worker as a question asked on the chat page, and the call waits for its end up to
+`DIAGNOSIS["MCP_WAIT_SECONDS"]`, then answers with the session's link and state. The stdio server is
+the client's own process, holding no thread of the site and perhaps with no worker beside it: it runs
+the session itself. Either way a user's calls are refused while `DIAGNOSIS["MCP_MAX_IN_FLIGHT"]` of
+their sessions are queued or running.
 """
 
 from __future__ import annotations
@@ -18,10 +25,12 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 import mcp_types as types
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import close_old_connections
@@ -32,10 +41,17 @@ from pydantic import ValidationError as ArgumentsError
 
 from diagnosis.api import NOT_FOUND_MESSAGE
 from diagnosis.models import DiagnosisSession
+from diagnosis.selectors.sessions import session_ended_within
 from diagnosis.selectors.trace import session_trace_for_user
 from diagnosis.serializers import TraceSerializer
 from diagnosis.services.invocations import tool_error_text
-from diagnosis.services.sessions import MAX_QUERY_CHARS, SESSION_ID_PATTERN, SessionRateLimited, session_start
+from diagnosis.services.sessions import (
+    MAX_QUERY_CHARS,
+    SESSION_ID_PATTERN,
+    SessionRateLimited,
+    SessionsInFlight,
+    session_start,
+)
 from diagnosis.services.tool_calls import tool_call_run
 from mcp_server.results import DiagnosisAnswer, ToolCallResult, diagnosis_answer, tool_call_result
 from tools.base import get_tool
@@ -130,15 +146,28 @@ def _refusals() -> Iterator[None]:
         yield
     except ValidationError as error:
         raise ToolRefused("；".join(error.messages)) from error
-    except SessionRateLimited as error:
+    except (SessionRateLimited, SessionsInFlight) as error:
         raise ToolRefused(error.message) from error
     except DiagnosisSession.DoesNotExist as error:
         raise ToolRefused(str(NOT_FOUND_MESSAGE)) from error
 
 
-def _diagnose(caller: Caller, arguments: dict) -> DiagnosisAnswer:
+def _in_flight_cap() -> int:
+    return settings.DIAGNOSIS["MCP_MAX_IN_FLIGHT"]
+
+
+def _diagnose(caller: Caller, arguments: dict, *, inline: bool) -> DiagnosisAnswer:
+    """The session queued for the worker (as the chat page's) and waited on up to the deadline, or,
+    `inline`, run here."""
     with _refusals():
-        session = session_start(query=arguments["question"], owner=caller.user, run_inline=True)
+        session = session_start(
+            query=arguments["question"],
+            owner=caller.user,
+            run_inline=inline,
+            max_in_flight=_in_flight_cap(),
+        )
+    if not inline:
+        session = session_ended_within(session_pk=session.pk, seconds=settings.DIAGNOSIS["MCP_WAIT_SECONDS"])
     return diagnosis_answer(session=session, site_url=caller.site_url)
 
 
@@ -153,7 +182,9 @@ def _evidence_tool(name: str, *, calls: str) -> McpTool:
 
     def call(caller: Caller, arguments: dict) -> ToolCallResult:
         with _refusals():
-            session = tool_call_run(owner=caller.user, tool_name=calls, arguments=arguments)
+            session = tool_call_run(
+                owner=caller.user, tool_name=calls, arguments=arguments, max_in_flight=_in_flight_cap()
+            )
         return tool_call_result(session=session, tool_name=calls, site_url=caller.site_url)
 
     return McpTool(
@@ -166,14 +197,17 @@ def _evidence_tool(name: str, *, calls: str) -> McpTool:
     )
 
 
-def mcp_tools() -> list[McpTool]:
+def mcp_tools(*, sessions_inline: bool) -> list[McpTool]:
+    """The tools; `diagnose` runs its session in this process when `sessions_inline`, else on the worker."""
     return [
         McpTool(
             name="diagnose",
             description=(
                 "Ask the verified diagnosis assistant an operations question (alerts, metrics, logs, "
                 "runbooks). It runs a recorded diagnosis session under your account and returns the "
-                "verified answer. Verified by code before you see it: each citation (invocation id + "
+                "verified answer. A session still PENDING or RUNNING when the call's wait ends is "
+                "answered with its status and links and no claim: it goes on running; read its result "
+                "later with session_trace. Verified by code before you see it: each citation (invocation id + "
                 "raw_path + excerpt) was found in the recorded tool output; the verdict (PASS / "
                 "LOW_CONFID / REJECT) and the output type are computed from those checks; `claims` "
                 "holds only the claims the verifier allowed (a reasonable_inference is an inference, "
@@ -182,7 +216,7 @@ def mcp_tools() -> list[McpTool]:
             ),
             arguments=DiagnoseArguments,
             output=DiagnosisAnswer,
-            call=_diagnose,
+            call=partial(_diagnose, inline=sessions_inline),
         ),
         _evidence_tool("query_promql", calls="query_promql"),
         _evidence_tool("query_logs", calls="query_logs"),
@@ -208,17 +242,18 @@ def _error(message: str) -> types.CallToolResult:
 
 def _failed(result: BaseModel | dict) -> bool:
     """A diagnosis that failed or a tool call whose tool or source failed: reported as an error result
-    (with its record), so the client does not take it for an answer."""
+    (with its record), so the client does not take it for an answer. A diagnosis still running is no
+    error: its answer says so and states nothing."""
     if isinstance(result, DiagnosisAnswer):
-        return result.status != DiagnosisSession.Status.COMPLETED
+        return result.status == DiagnosisSession.Status.FAILED
     if isinstance(result, ToolCallResult):
         return not result.success
     return False
 
 
-def mcp_server_build(*, run_sync: SyncRunner) -> Server:
+def mcp_server_build(*, run_sync: SyncRunner, sessions_inline: bool) -> Server:
     """The server over `mcp_tools()`; `run_sync` runs a call's blocking Django code off the event loop."""
-    tools = {tool.name: tool for tool in mcp_tools()}
+    tools = {tool.name: tool for tool in mcp_tools(sessions_inline=sessions_inline)}
 
     def offered() -> dict[str, McpTool]:
         return {name: tool for name, tool in tools.items() if tool.available()}
@@ -271,8 +306,8 @@ async def in_worker_thread(function: Callable[[], T]) -> T:
 
 
 async def stdio_serve(*, caller: Caller) -> None:
-    """Serve MCP on this process's stdin/stdout until the client closes it."""
-    server = mcp_server_build(run_sync=in_worker_thread)
+    """Serve MCP on this process's stdin/stdout until the client closes it; sessions run here."""
+    server = mcp_server_build(run_sync=in_worker_thread, sessions_inline=True)
     with called_by(caller):
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from django.conf import settings
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Substr
@@ -14,6 +16,9 @@ SIDEBAR_SIZE = 50
 # A list row shows at most this much of a session's query (as much as a question may hold); the
 # session's own page shows all of it.
 ROW_QUERY_CHARS = MAX_TEXT_CHARS
+ENDED_STATUSES = (DiagnosisSession.Status.COMPLETED, DiagnosisSession.Status.FAILED)
+# How often a caller waiting for a session reads its status: one primary-key read each time.
+WAIT_POLL_SECONDS = 0.25
 LIST_FILTERS = ("status", "output_type", "verdict", "feedback")
 VERDICTS_NEEDING_REVIEW = ("REJECT", "LOW_CONFID")
 
@@ -118,3 +123,18 @@ def needs_review_condition() -> Q:
     unreviewed_low_verdict = Q(reviewed=False, verdict__in=VERDICTS_NEEDING_REVIEW)
     open_user_report = Q(feedback=DiagnosisSession.Feedback.NOT_USEFUL, has_open_bad_case=True)
     return unreviewed_low_verdict | open_user_report
+
+
+def session_ended_within(*, session_pk: int, seconds: float) -> DiagnosisSession:
+    """The session once a worker has ended it, or as it is when `seconds` have passed.
+
+    Its status is read every `WAIT_POLL_SECONDS`, each read a statement of its own: no transaction is
+    held open while the worker runs it, and every read sees what the worker has committed."""
+    deadline = time.monotonic() + seconds
+    ended = DiagnosisSession.objects.filter(pk=session_pk, status__in=ENDED_STATUSES)
+    while not ended.exists():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        time.sleep(min(WAIT_POLL_SECONDS, left))
+    return DiagnosisSession.objects.get(pk=session_pk)

@@ -6,13 +6,14 @@ import math
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 from rest_framework.throttling import SimpleRateThrottle
 
 from diagnosis.engines import ENGINE_NAMES
@@ -39,6 +40,14 @@ class SessionRateLimited(Exception):
     def __init__(self, *, limit: int, period_label: str, retry_after: int):
         self.retry_after = retry_after
         self.message = f"发起诊断过于频繁（每{period_label}最多 {limit} 次），请 {retry_after} 秒后再试。"
+        super().__init__(self.message)
+
+
+class SessionsInFlight(Exception):
+    """The owner already has `limit` sessions queued or running; a start is refused until one ends."""
+
+    def __init__(self, *, limit: int):
+        self.message = f"你已有 {limit} 个会话在排队或执行中（同时最多 {limit} 个），请等其中一个结束后再试。"
         super().__init__(self.message)
 
 
@@ -106,16 +115,39 @@ def session_rate_check(*, owner: AbstractBaseUser | None, cost: int = 1) -> None
         )
 
 
+def session_in_flight_check(*, owner: AbstractBaseUser | None, limit: int) -> None:
+    """Raise `SessionsInFlight` when `limit` of the owner's sessions are queued or running."""
+    if owner is None:
+        return
+    # The reaper ends a session PENDING past STALE_AFTER_SECONDS, and RUNNING that long after it
+    # started: none created earlier than twice that is still unfinished, so the index range read is
+    # the owner's recent sessions only, however many they have.
+    since = timezone.now() - timedelta(seconds=2 * settings.DIAGNOSIS["STALE_AFTER_SECONDS"])
+    unfinished = DiagnosisSession.objects.filter(
+        owner=owner,
+        parent__isnull=True,
+        created_at__gt=since,
+        status__in=(DiagnosisSession.Status.PENDING, DiagnosisSession.Status.RUNNING),
+    )
+    if unfinished.count() >= limit:
+        raise SessionsInFlight(limit=limit)
+
+
 @contextmanager
-def session_rate_slot(*, owner: AbstractBaseUser | None, cost: int = 1) -> Iterator[None]:
-    """`session_rate_check`, then the block that creates the sessions, as one transaction the owner's
-    other starts wait for: the owner's user row is locked (PostgreSQL), or the database's single writer
-    is held from BEGIN (SQLite's immediate transactions), so concurrent starts cannot all pass the check
-    before any of them has inserted. Queued tasks go out when the block commits."""
+def session_rate_slot(
+    *, owner: AbstractBaseUser | None, cost: int = 1, max_in_flight: int | None = None
+) -> Iterator[None]:
+    """`session_rate_check` (and `session_in_flight_check` against `max_in_flight`, if given), then the
+    block that creates the sessions, as one transaction the owner's other starts wait for: the owner's
+    user row is locked (PostgreSQL), or the database's single writer is held from BEGIN (SQLite's
+    immediate transactions), so concurrent starts cannot all pass the checks before any of them has
+    inserted. Queued tasks go out when the block commits."""
     with transaction.atomic():
         if owner is not None:
             list(get_user_model().objects.select_for_update().filter(pk=owner.pk).values_list("pk"))
         session_rate_check(owner=owner, cost=cost)
+        if max_in_flight is not None:
+            session_in_flight_check(owner=owner, limit=max_in_flight)
         yield
 
 
@@ -127,11 +159,13 @@ def session_start(
     session_id: str | None = None,
     kind: str = DiagnosisSession.Kind.CHAT,
     run_inline: bool = False,
+    max_in_flight: int | None = None,
 ) -> DiagnosisSession:
     """Create a PENDING session and run it: in the background (django-q2), or inline for the CLI.
 
-    Raises `ValidationError` for a bad question, engine or session id (also one already taken) and
-    `SessionRateLimited` when the owner has started too many sessions lately.
+    Raises `ValidationError` for a bad question, engine or session id (also one already taken),
+    `SessionRateLimited` when the owner has started too many sessions lately, and `SessionsInFlight`
+    when `max_in_flight` of the owner's sessions are queued or running.
     """
     query = (query or "").strip()
     engine = engine or settings.DIAGNOSIS["ENGINE"]
@@ -150,7 +184,7 @@ def session_start(
     fields = {"query": query, "owner": owner, "engine": engine, "kind": kind}
     if session_id is not None:
         fields["session_id"] = session_id
-    with session_rate_slot(owner=owner):
+    with session_rate_slot(owner=owner, max_in_flight=max_in_flight):
         try:
             # The unique column decides a taken id, also between two requests choosing it at once.
             with transaction.atomic():

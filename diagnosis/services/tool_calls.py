@@ -22,14 +22,17 @@ from diagnosis.services.sessions import MAX_QUERY_CHARS, session_rate_slot
 from tools.base import UnknownToolError, get_tool
 
 
-def tool_call_run(*, owner: AbstractBaseUser, tool_name: str, arguments: dict) -> DiagnosisSession:
+def tool_call_run(
+    *, owner: AbstractBaseUser, tool_name: str, arguments: dict, max_in_flight: int | None = None
+) -> DiagnosisSession:
     """Run one evidence tool call as a new `tool` session of `owner` and return it, COMPLETED with its
     invocation (a call the tool or its source failed is a recorded failure, as in a diagnosis) or
     FAILED with the stable message when recording itself failed.
 
     Raises `ValidationError` for an unknown tool, a helper that is no evidence tool, or arguments its
-    model refuses (nothing is recorded), and `SessionRateLimited` when the owner started too many
-    sessions lately.
+    model refuses (nothing is recorded), `SessionRateLimited` when the owner started too many
+    sessions lately, and `SessionsInFlight` when `max_in_flight` of the owner's sessions are queued or
+    running.
     """
     try:
         tool = get_tool(tool_name)
@@ -38,7 +41,7 @@ def tool_call_run(*, owner: AbstractBaseUser, tool_name: str, arguments: dict) -
         raise ValidationError({"arguments": tool_error_text(error)}) from error
     if not tool.is_evidence:
         raise ValidationError({"arguments": f"{tool_name} 不是证据工具"})
-    with session_rate_slot(owner=owner):
+    with session_rate_slot(owner=owner, max_in_flight=max_in_flight):
         session = DiagnosisSession.objects.create(
             # The call in words, no longer than a question: the invocation keeps the arguments whole.
             query=Truncator(f"{tool_name} {json.dumps(arguments, ensure_ascii=False)}").chars(

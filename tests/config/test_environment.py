@@ -11,7 +11,7 @@ from config.environment import RATE, Environment, environment_read
 
 PRODUCT_PACKAGES = ("config", "diagnosis", "tools", "aiops", "caselib", "feedback")
 VARIABLE = re.compile(r"DIAGNOSIS_[A-Z0-9_]*")
-MOST_VARIABLES = 33
+MOST_VARIABLES = 35
 
 
 def _named_in_product_code() -> set[str]:
@@ -42,6 +42,7 @@ def test_unset_variables_give_the_documented_defaults():
     assert environment.dev is False
     assert (environment.chat_rate, environment.alertmanager_rate) == ("30/min", "120/min")
     assert environment.alertmanager_failed_token_rate == "10/min"
+    assert (environment.mcp_wait_seconds, environment.mcp_max_in_flight) == (30.0, 3)
 
 
 def test_values_are_read_as_their_types():
@@ -54,6 +55,8 @@ def test_values_are_read_as_their_types():
             "DIAGNOSIS_DEV": "yes",
             "DIAGNOSIS_LOKI_URL": "http://loki:3100",
             "DIAGNOSIS_CHAT_RATE": " 100/hour ",
+            "DIAGNOSIS_MCP_WAIT_SECONDS": "7.5",
+            "DIAGNOSIS_MCP_MAX_IN_FLIGHT": "5",
         }
     )
 
@@ -64,6 +67,7 @@ def test_values_are_read_as_their_types():
     assert environment.dev is True
     assert environment.loki_url == "http://loki:3100"
     assert environment.chat_rate == "100/hour"
+    assert (environment.mcp_wait_seconds, environment.mcp_max_in_flight) == (7.5, 5)
 
 
 def test_an_empty_variable_counts_as_unset():
@@ -100,6 +104,7 @@ def test_other_variables_are_not_read():
         ),
         ("DIAGNOSIS_Q_TIMEOUT", "30", "DIAGNOSIS_Q_TIMEOUT must be a whole number of seconds, more than 60"),
         ("DIAGNOSIS_CHAT_RATE", "30", f"DIAGNOSIS_CHAT_RATE must be {RATE}, got '30'"),
+        ("DIAGNOSIS_MCP_MAX_IN_FLIGHT", "0", "DIAGNOSIS_MCP_MAX_IN_FLIGHT must be a whole number, 1 or more"),
         # DRF reads a period's first letter only: a month would quietly be a minute.
         ("DIAGNOSIS_CHAT_RATE", "30/month", f"DIAGNOSIS_CHAT_RATE must be {RATE}, got '30/month'"),
         ("DIAGNOSIS_ALERTMANAGER_RATE", "0/min", f"DIAGNOSIS_ALERTMANAGER_RATE must be {RATE}, got '0/min'"),

@@ -1,4 +1,5 @@
-"""Starting sessions: validation, a taken session id, and the one rate limit every entry point shares."""
+"""Starting sessions: validation, a taken session id, the one rate limit every entry point shares, and
+the cap on an owner's sessions in flight an entry point may ask for."""
 
 from datetime import timedelta
 
@@ -12,6 +13,7 @@ from diagnosis.services.sessions import (
     MAX_ANALYSED_ALERTS,
     SESSION_ID_TAKEN,
     SessionRateLimited,
+    SessionsInFlight,
     session_rate_check,
     session_start,
 )
@@ -137,6 +139,57 @@ def test_a_taken_session_id_is_a_validation_error_on_the_field():
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_start_capped_in_flight_is_refused_while_that_many_of_the_owners_sessions_are_unfinished():
+    owner = UserFactory()
+    session_start(query="order-service 内存", owner=owner, max_in_flight=2)
+    DiagnosisSessionFactory(owner=owner, status=DiagnosisSession.Status.RUNNING)
+
+    with pytest.raises(SessionsInFlight) as refused:
+        session_start(query="order-service 内存", owner=owner, max_in_flight=2)
+
+    assert refused.value.message == "你已有 2 个会话在排队或执行中（同时最多 2 个），请等其中一个结束后再试。"
+    assert DiagnosisSession.objects.filter(owner=owner).count() == 2
+    # Without a cap (the chat page, the API) the same start is taken.
+    session_start(query="order-service 内存", owner=owner)
+
+
+def test_only_the_owners_unfinished_top_level_sessions_count_in_flight():
+    owner = UserFactory()
+    DiagnosisSessionFactory(owner=owner, status=DiagnosisSession.Status.COMPLETED)
+    DiagnosisSessionFactory(owner=owner, status=DiagnosisSession.Status.FAILED)
+    DiagnosisSessionFactory(owner=UserFactory(), status=DiagnosisSession.Status.RUNNING)
+    analysis = DiagnosisSessionFactory(owner=owner, kind=DiagnosisSession.Kind.AIOPS)
+    DiagnosisSessionFactory.create_batch(3, owner=owner, parent=analysis, kind=DiagnosisSession.Kind.AIOPS)
+
+    session_start(query="order-service 内存", owner=owner, max_in_flight=2)
+
+    with pytest.raises(SessionsInFlight):
+        session_start(query="order-service 内存", owner=owner, max_in_flight=2)
+
+
+def test_a_session_older_than_any_the_reaper_leaves_unfinished_is_not_in_flight(settings):
+    owner = UserFactory()
+    reaped_by_now = 2 * settings.DIAGNOSIS["STALE_AFTER_SECONDS"] + 1
+    created_ago(DiagnosisSessionFactory(owner=owner, status=DiagnosisSession.Status.RUNNING), reaped_by_now)
+
+    session_start(query="order-service 内存", owner=owner, max_in_flight=1)
+
+    assert DiagnosisSession.objects.filter(owner=owner).count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_capped_starts_by_one_owner_never_exceed_the_cap(postgres_only):
+    owner = UserFactory()
+
+    outcomes = run_concurrently(
+        lambda: session_start(query="order-service 内存", owner=owner, max_in_flight=3), threads=10
+    )
+
+    assert sum(isinstance(o, DiagnosisSession) for o in outcomes) == 3
+    assert sum(isinstance(o, SessionsInFlight) for o in outcomes) == 7
+    assert DiagnosisSession.objects.filter(owner=owner).count() == 3
+
+
 def test_two_concurrent_starts_with_one_session_id_create_one_session(postgres_only):
     outcomes = run_concurrently(
         lambda: session_start(query="order-service 内存", session_id="incident-42"), threads=4

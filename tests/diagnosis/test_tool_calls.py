@@ -4,9 +4,9 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from diagnosis.models import DiagnosisSession
-from diagnosis.services.sessions import MAX_QUERY_CHARS, SessionRateLimited
+from diagnosis.services.sessions import MAX_QUERY_CHARS, SessionRateLimited, SessionsInFlight
 from diagnosis.services.tool_calls import tool_call_run
-from tests.factories import UserFactory
+from tests.factories import DiagnosisSessionFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -60,6 +60,21 @@ def test_calls_count_against_the_owners_session_rate(settings):
     with pytest.raises(SessionRateLimited):
         tool_call_run(owner=owner, tool_name="lookup_knowledge", arguments={"query": "内存"})
     assert DiagnosisSession.objects.count() == 2
+
+
+def test_a_call_capped_in_flight_is_refused_while_that_many_of_the_owners_sessions_are_unfinished():
+    owner = UserFactory()
+    DiagnosisSessionFactory(owner=owner, status=DiagnosisSession.Status.PENDING)
+    finished = tool_call_run(
+        owner=owner, tool_name="query_logs", arguments={"query": "内存"}, max_in_flight=2
+    )
+    DiagnosisSessionFactory(owner=owner, status=DiagnosisSession.Status.RUNNING)
+
+    with pytest.raises(SessionsInFlight):
+        tool_call_run(owner=owner, tool_name="query_logs", arguments={"query": "内存"}, max_in_flight=2)
+    # The call that ran has ended: it holds no place.
+    assert finished.status == DiagnosisSession.Status.COMPLETED
+    assert DiagnosisSession.objects.filter(owner=owner).count() == 3
 
 
 def test_a_call_whose_recording_fails_ends_failed_with_the_stable_message(monkeypatch):

@@ -1,4 +1,5 @@
 import pytest
+from django_q.conf import Conf
 from rest_framework.authtoken.models import Token
 
 from tests.diagnosis.conftest import either_world  # noqa: F401  (the same two worlds as the pipeline's tests)
@@ -19,3 +20,10 @@ def engineer(transactional_db):
 @pytest.fixture
 def token(engineer) -> str:
     return Token.objects.create(user=engineer).key
+
+
+@pytest.fixture
+def worker(monkeypatch):
+    """A worker for the queued sessions: the cluster's `sync` mode runs a task as soon as it is queued
+    (once the session's creation commits), as a worker would, so a diagnosis ends within its wait."""
+    monkeypatch.setattr(Conf, "SYNC", True)

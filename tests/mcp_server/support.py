@@ -14,6 +14,9 @@ from typing import TypeVar
 import anyio
 import httpx2
 from django.conf import settings
+from django.utils.module_loading import import_string
+from django_q.models import OrmQ
+from django_q.signing import SignedPackage
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -94,3 +97,13 @@ def structured(result) -> dict:
     """A tool result's structured content, failing the test with the text when the call failed."""
     assert not result.is_error, result.content[0].text
     return result.structured_content
+
+
+def worker_runs_the_queue() -> int:
+    """Take the tasks queued on the ORM broker and run them, as a worker would; how many ran."""
+    queued = list(OrmQ.objects.all())
+    OrmQ.objects.filter(pk__in=[row.pk for row in queued]).delete()
+    for row in queued:
+        task = SignedPackage.loads(row.payload)
+        import_string(task["func"])(*task["args"], **task["kwargs"])
+    return len(queued)

@@ -1,15 +1,23 @@
 """`/mcp` over Streamable HTTP, driven by the SDK's own client against the site on a real port: the
-DRF token as bearer, the API's permissions, every call a recorded session of the caller."""
+DRF token as bearer, the API's permissions, every call a recorded session of the caller; a diagnosis
+queued for the worker and waited on up to a deadline, and a user's calls capped in flight."""
 
 import httpx2
 import pytest
+from django_q.models import Task
 from mcp import MCPError
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from tests.factories import DiagnosisSessionFactory, ReviewerFactory, UserFactory
-from tests.mcp_server.support import ALERT_QUESTIONS, LOG_SEARCHES, over_http, structured
+from tests.mcp_server.support import (
+    ALERT_QUESTIONS,
+    LOG_SEARCHES,
+    over_http,
+    structured,
+    worker_runs_the_queue,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -40,7 +48,7 @@ def test_the_tools_are_listed_each_saying_what_is_verified(mcp_url, token):
 
 
 def test_diagnose_answers_with_the_verdict_and_checked_citations(
-    either_world, mcp_url, engineer, token, live_server
+    either_world, mcp_url, engineer, token, live_server, worker
 ):
     question, alert_name = ALERT_QUESTIONS[either_world]
 
@@ -68,6 +76,65 @@ def test_diagnose_answers_with_the_verdict_and_checked_citations(
         )
     assert {citation["source"] for citation in citations} == {"demo" if either_world == "demo" else "fixture"}
     assert answer["uses_demo_data"] is (either_world == "demo")
+
+
+def test_diagnose_runs_its_session_on_the_worker_as_the_chat_api_does(mcp_url, token, worker):
+    answer = structured(call(mcp_url, token, "diagnose", {"question": ALERT_QUESTIONS["demo"][0]}))
+
+    session = DiagnosisSession.objects.get(session_id=answer["session_id"])
+    [task] = Task.objects.filter(func="diagnosis.tasks.session_run_task")
+    assert (task.args, task.success) == ((session.pk,), True)
+    assert (answer["status"], answer["verdict"]) == ("COMPLETED", "PASS")
+
+
+def test_past_its_wait_a_diagnosis_answers_with_its_link_and_state_and_goes_on(
+    settings, mcp_url, token, live_server
+):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"MCP_WAIT_SECONDS": 0.3}
+
+    result = call(mcp_url, token, "diagnose", {"question": ALERT_QUESTIONS["demo"][0]})
+
+    # Not an error: the session is recorded and queued, the answer says where its result will be.
+    answer = structured(result)
+    session_id = answer["session_id"]
+    assert (answer["status"], answer["verdict"], answer["output_type"]) == ("PENDING", "", "")
+    assert (answer["claims"], answer["conclusions"], answer["verified_evidence"]) == ([], [], [])
+    assert answer["session_url"] == f"{live_server.url}/c/{session_id}"
+    assert answer["answer"].startswith("诊断尚未结束（排队中）")
+    assert answer["session_url"] in answer["answer"] and session_id in answer["answer"]
+    assert worker_runs_the_queue() == 1
+    trace = structured(call(mcp_url, token, "session_trace", {"session_id": session_id}))
+    assert (trace["session"]["status"], trace["session"]["query"]) == (
+        "COMPLETED",
+        ALERT_QUESTIONS["demo"][0],
+    )
+
+
+def test_a_users_calls_beyond_the_in_flight_cap_are_refused_until_one_of_their_sessions_ends(
+    settings, mcp_url, engineer, token
+):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"MCP_MAX_IN_FLIGHT": 2, "MCP_WAIT_SECONDS": 0.2}
+    question = {"question": ALERT_QUESTIONS["demo"][0]}
+    other = Token.objects.create(user=UserFactory()).key
+
+    in_flight = [call(mcp_url, token, "diagnose", question) for _ in range(2)]
+    over_cap = [
+        call(mcp_url, token, "diagnose", question),
+        call(mcp_url, token, "query_logs", {"query": "内存"}),
+    ]
+    another_users = call(mcp_url, other, "diagnose", question)
+
+    assert [structured(result)["status"] for result in in_flight] == ["PENDING", "PENDING"]
+    for refused in over_cap:
+        assert refused.is_error
+        assert (
+            refused.content[0].text
+            == "你已有 2 个会话在排队或执行中（同时最多 2 个），请等其中一个结束后再试。"
+        )
+    assert structured(another_users)["status"] == "PENDING"
+    assert DiagnosisSession.objects.filter(owner=engineer).count() == 2
+    worker_runs_the_queue()
+    assert structured(call(mcp_url, token, "query_logs", {"query": "内存"}))["success"]
 
 
 def test_a_tool_call_is_a_recorded_session_of_the_caller_with_its_refs_and_provenance(
@@ -187,7 +254,7 @@ def _broken(**kwargs):
 
 
 def test_a_diagnosis_or_call_that_fails_is_an_error_result_with_the_users_message(
-    monkeypatch, mcp_url, token
+    monkeypatch, mcp_url, token, worker
 ):
     monkeypatch.setattr("diagnosis.services.session_runner.diagnose", _broken)
     monkeypatch.setattr("diagnosis.services.tool_calls.invocation_record", _broken)
