@@ -40,7 +40,7 @@ def test_recorded_alert_calls_take_the_tools_new_name_and_the_reverse_gives_the_
     old = migrated(before)
     session = old.get_model("diagnosis", "DiagnosisSession").objects.create(session_id="s", query="q")
     calls = old.get_model("diagnosis", "ToolInvocation").objects
-    alerts = calls.create(session=session, tool_name="query_alerts").pk
+    alerts = calls.create(session=session, tool_name="query_metrics").pk
     series = calls.create(session=session, tool_name="query_promql").pk
 
     def names(apps):
@@ -48,5 +48,5 @@ def test_recorded_alert_calls_take_the_tools_new_name_and_the_reverse_gives_the_
         return dict(invocations.values_list("pk", "tool_name"))
 
     assert names(migrated(after)) == {alerts: "query_alerts", series: "query_promql"}
-    assert names(migrated(before)) == {alerts: "query_alerts", series: "query_promql"}
+    assert names(migrated(before)) == {alerts: "query_metrics", series: "query_promql"}
     assert names(migrated(after)) == {alerts: "query_alerts", series: "query_promql"}
