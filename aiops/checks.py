@@ -23,7 +23,7 @@ def aiops_checks(
     """The four checks on a finished analysis, and the verdict (pass/fail).
 
     `scope_alerts` are the alerts of the request (payload or filter), any state; `active_alerts`
-    the alerts query_metrics reported as current when the analysis started; `analysed` maps each
+    the alerts query_alerts reported as current when the analysis started; `analysed` maps each
     analysed alert to the tool calls of its child session, by tool name.
     """
     checks = [

@@ -1,7 +1,7 @@
 """AIOps mode: analyse firing alerts into one report, from a click or from Alertmanager.
 
 An AIOps session (kind `aiops`) holds its alerts in `alert_scope`. Its background run records one
-`query_metrics` call (the alerts active right now), diagnoses every firing alert in scope through
+`query_alerts` call (the alerts active right now), diagnoses every firing alert in scope through
 its own child session (the ordinary verified pipeline, a narrow per-alert question), a bounded
 number at a time, writes the `告警分析报告` as the session's answer and then the
 `aiops_rule_evaluation` slot.

@@ -62,7 +62,7 @@ class ToolInvocationFactory(factory.django.DjangoModelFactory):
         model = ToolInvocation
 
     session = factory.SubFactory(DiagnosisSessionFactory)
-    tool_name = "query_metrics"
+    tool_name = "query_alerts"
     input = factory.LazyFunction(dict)
     output = factory.LazyFunction(lambda: {"success": True, "alerts": [], "message": ""})
     retrieval_details = factory.LazyFunction(lambda: {"evidence_status": "no_evidence", "evidence_refs": []})
@@ -91,9 +91,9 @@ HIKARI_LOG_TEXT = (
 
 
 class AlertInvocationFactory(ToolInvocationFactory):
-    """query_metrics(service=order-service, alert_name=HighMemoryUsage) on the demo world."""
+    """query_alerts(service=order-service, alert_name=HighMemoryUsage) on the demo world."""
 
-    tool_name = "query_metrics"
+    tool_name = "query_alerts"
     input = factory.LazyFunction(lambda: {"service": "order-service", "alert_name": "HighMemoryUsage"})
     output = factory.LazyFunction(
         lambda: {
@@ -246,7 +246,7 @@ def verifier_evaluation_build(*, invocation: ToolInvocation, verdict: str = "PAS
         "engine": "rules",
         "planner_output": {
             "goal": "确认 order-service 的 HighMemoryUsage 告警",
-            "steps": [{"tool": "query_metrics", "purpose": "确认相关告警是否处于 firing 状态"}],
+            "steps": [{"tool": "query_alerts", "purpose": "确认相关告警是否处于 firing 状态"}],
             "narrow_scope": True,
             "focus": ["order-service", "HighMemoryUsage"],
             "excluded_topics": [],

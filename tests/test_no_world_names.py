@@ -10,7 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
+
+from diagnosis.evaluation.fixtures import world_file
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_DATA = ROOT / "tools" / "data" / "demo_world"
@@ -31,14 +32,14 @@ def world_names() -> set[str]:
     ]:
         vocabulary = json.loads(vocabulary_file.read_text(encoding="utf-8"))
         names |= set(vocabulary.get("service_aliases", {})) | set(vocabulary.get("alert_topics", {}))
-    for world_file in WORLDS.glob("*/world.yaml"):
-        world = yaml.safe_load(world_file.read_text(encoding="utf-8"))
-        if "recording" in world:
-            names |= set(world["subjects"]["services"]) | {alert for alert, _ in world["subjects"]["alerts"]}
+    for path in WORLDS.glob("*/world.yaml"):
+        # Read as the eval reads it: a world may key its data by a tool's former name.
+        world = world_file(path.parent.name)
+        if world.recording is not None:
+            names |= set(world.subjects.services) | {alert for alert, _ in world.subjects.alerts}
             continue
-        tools = world["tools"]
-        records = [*tools["query_metrics"]["alerts"], *tools["query_logs"]["logs"]]
-        names |= {r["service"] for r in records} | {r["alert_name"] for r in records if "alert_name" in r}
+        alerts, logs = world.tools.query_alerts.alerts, world.tools.query_logs.logs
+        names |= {r.service for r in [*alerts, *logs]} | {alert.alert_name for alert in alerts}
     streams = json.loads((SOURCES_WORLD / "loki_streams.json").read_text(encoding="utf-8"))
     names |= {stream["stream"]["service"] for stream in streams}
     names |= {path.stem for path in SOURCES_WORLD.rglob("*.md") if path.stem[0].isupper()}

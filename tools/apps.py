@@ -4,7 +4,7 @@ from django.apps import AppConfig
 
 # One module per tool; importing it registers the tool.
 TOOL_MODULES = (
-    "query_metrics",
+    "query_alerts",
     "query_promql",
     "query_targets",
     "query_logs",

@@ -11,7 +11,7 @@ WEBHOOK_ON_DEMO = "tools.W001"
 
 @register()
 def webhook_alerts_from_demo_world(app_configs, **kwargs) -> list[Warning]:
-    """Real alerts arriving while query_metrics answers from the demo world would be "verified"
+    """Real alerts arriving while query_alerts answers from the demo world would be "verified"
     with demo evidence."""
     if settings.DIAGNOSIS.get("ALERTMANAGER_TOKEN") and is_demo(source_for(AlertSource)):
         return [

@@ -44,12 +44,14 @@ class EvidenceKind:
 
 
 ALERTS = EvidenceKind(
-    tool="query_metrics",
+    tool="query_alerts",
     label="告警查询",
     noun="告警",
     collection_key="alerts",
     plannable=True,
     other_path_noun="指标",
+    # Its name until issue 35: it returns alerts, the metrics tool is query_promql.
+    former_names=("query_metrics",),
 )
 SERIES = EvidenceKind(tool="query_promql", label="指标查询", noun="指标", collection_key="series")
 TARGETS = EvidenceKind(tool="query_targets", label="抓取目标查询", noun="抓取目标", collection_key="targets")

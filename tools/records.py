@@ -29,7 +29,7 @@ def alert_record(
     value: Any,
     **source_fields: Any,
 ) -> dict:
-    """One alert as `query_metrics` returns it, whatever the source; `source_fields` are what only
+    """One alert as `query_alerts` returns it, whatever the source; `source_fields` are what only
     that source knows (annotations, the rule's `expr`, silences, a threshold)."""
     return {
         "alert_name": alert_name,

@@ -30,7 +30,15 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from diagnosis.evaluation.templates import fixed_text_holding
 from diagnosis.pipeline.asks.registry import KINDS
@@ -38,6 +46,7 @@ from diagnosis.pipeline.gatekeeper import RULE_SEVERITY
 from diagnosis.pipeline.guards import EVIDENCE_AS_DATA_RULE, RESTATED_RULE
 from diagnosis.pipeline.scope import FOCUS_RULE, SCOPE_RULE
 from tools.base import get_tool
+from tools.evidence_kinds import current_name
 from tools.sources.kinds import kind_name
 
 CASE_FILE = "case.yaml"
@@ -104,7 +113,11 @@ Stage = Literal["planner", "executor", "verifier", "composer"]
 # The kinds of ask a case may expect: the registered ones, so a new kind needs no line here. The eval
 # still checks the pipeline against the case: a kind the pipeline stops producing fails its cases.
 AskKind = Literal[tuple(KINDS)]
-ToolName = Literal["query_metrics", "query_logs", "lookup_knowledge"]
+# A case written before a tool was renamed names it by its former name and still reads.
+ToolName = Annotated[
+    Literal["query_alerts", "query_logs", "lookup_knowledge"],
+    BeforeValidator(current_name),
+]
 KNOWN_RULES = {*RULE_SEVERITY, SCOPE_RULE, FOCUS_RULE, EVIDENCE_AS_DATA_RULE, RESTATED_RULE}
 
 
@@ -169,7 +182,7 @@ class _ToolOverride(_Strict):
         return {**data, "records": records}
 
 
-class MetricsOverride(_ToolOverride):
+class AlertsOverride(_ToolOverride):
     records_field = "alerts"
     alerts: list[AlertRecord] = []
     responses: list[RecordedCall] = []
@@ -187,9 +200,17 @@ class KnowledgeOverride(_ToolOverride):
 
 
 class ToolOverrides(_Strict):
-    query_metrics: MetricsOverride | None = None
+    query_alerts: AlertsOverride | None = None
     query_logs: LogsOverride | None = None
     lookup_knowledge: KnowledgeOverride | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _current_names(cls, data: Any) -> Any:
+        """A case or world written before a tool was renamed keys its data by the former name."""
+        if not isinstance(data, Mapping):
+            return data
+        return {current_name(name): override for name, override in data.items()}
 
     def source_data(self) -> dict[str, dict[str, Any]]:
         return {
@@ -377,7 +398,7 @@ class EvalCase(_Strict):
             )
         tools = self.tool_overrides()
         demo_alerts, demo_logs = demo_world_records()
-        alerts = _served(override=tools.query_metrics, demo=demo_alerts)
+        alerts = _served(override=tools.query_alerts, demo=demo_alerts)
         logs = _served(override=tools.query_logs, demo=demo_logs)
         return WorldSubjects(
             services=frozenset({alert.service for alert in alerts} | {log.service for log in logs}),
@@ -419,7 +440,7 @@ def demo_world_records() -> tuple[tuple[AlertRecord, ...], tuple[LogRecord, ...]
     )
 
 
-def _served(*, override: MetricsOverride | LogsOverride | None, demo: tuple) -> list:
+def _served(*, override: AlertsOverride | LogsOverride | None, demo: tuple) -> list:
     """The records a tool serves: the demo world's, the override's own, or both (merge)."""
     own = getattr(override, override.records_field) if override else []
     return own if override and override.mode == "replace" else [*demo, *own]

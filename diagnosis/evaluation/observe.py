@@ -16,6 +16,7 @@ from diagnosis.pipeline.contracts import ExecutorOutput
 from diagnosis.pipeline.gatekeeper import GatekeeperResult, RuleMessage
 from diagnosis.pipeline.verdict import Verification
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
+from tools.evidence_kinds import current_name
 
 
 @dataclass
@@ -83,7 +84,8 @@ def _read_evaluation(observation: Observation, session: DiagnosisSession, evalua
     kept = ExecutorOutput.model_validate(evaluation["executor_structured_output"])
     observation.kept_claims = len(kept.claims)
     observation.cited_tools = [
-        {binding.tool_name for binding in gatekeeper.passed_for(claim.claim_id)} for claim in kept.claims
+        {current_name(binding.tool_name) for binding in gatekeeper.passed_for(claim.claim_id)}
+        for claim in kept.claims
     ]
     if observation.composer_status and observation.composer_status != "skipped":
         verification = Verification.model_validate(

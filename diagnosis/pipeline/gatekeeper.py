@@ -26,6 +26,7 @@ from diagnosis.pipeline.contracts import (
     RecordedInvocation,
 )
 from diagnosis.pipeline.facts import ELLIPSIS, NO_NAMES, FactNames, normalize, unsupported_facts
+from tools.evidence_kinds import current_name
 
 Severity = Literal["none", "low_confid", "reject"]
 
@@ -228,6 +229,11 @@ def _binding_check(
     return row, notes
 
 
+def _same_tool(recorded: str, cited: str) -> bool:
+    """A citation by a tool's former name (a scripted or recorded answer) cites the tool as it is now."""
+    return current_name(recorded) == current_name(cited)
+
+
 def _binding_failures(
     row: CheckedBinding,
     claim: Claim,
@@ -237,7 +243,7 @@ def _binding_failures(
 ) -> Iterator[tuple[str, str]]:
     """The rules one binding breaks, in order; what was found is filled in on `row` on the way."""
     if row.source_invocation_id is None:
-        candidates = [i for i in invocations if i.tool_name == binding.tool_name]
+        candidates = [i for i in invocations if _same_tool(i.tool_name, binding.tool_name)]
         if len(candidates) != 1:
             yield MISSING_INVOCATION_ID, f"缺少 source_invocation_id，且 {binding.tool_name} 没有唯一候选调用"
             return
@@ -248,7 +254,7 @@ def _binding_failures(
     if invocation is None:
         yield INVOCATION_REF, "该调用不存在于本会话的工具调用记录中"
         return
-    if invocation.tool_name != binding.tool_name:
+    if not _same_tool(invocation.tool_name, binding.tool_name):
         yield TOOL_NAME, f"引用声称的工具与实际调用的工具 {invocation.tool_name} 不一致"
         return
     refs = (invocation.retrieval_details or {}).get("evidence_refs") or []

@@ -28,6 +28,7 @@ from diagnosis.pipeline.contracts import (
     VerifierOutput,
 )
 from diagnosis.pipeline.records import RoundRecord
+from tools.evidence_kinds import current_name
 
 T = TypeVar("T")
 
@@ -110,8 +111,9 @@ class StepRecord:
 
 def call_key(tool_name: str, arguments: dict) -> str:
     """What identifies a tool call: its tool and its arguments, whatever their order (a JSON object
-    never starts the way a tool name does, so two calls share a key only when they are the same)."""
-    return tool_name + json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+    never starts the way a tool name does, so two calls share a key only when they are the same).
+    The tool by its name now: a call by a former name is the same call."""
+    return current_name(tool_name) + json.dumps(arguments, sort_keys=True, ensure_ascii=False)
 
 
 class Toolbox(Protocol):

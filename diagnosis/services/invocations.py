@@ -28,6 +28,7 @@ from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, record_path
 from tools import clock
 from tools.base import EvidenceTool, ToolContext, UnknownToolError, get_tool, guidance_tool_names
+from tools.evidence_kinds import current_name
 from tools.sources import DEMO, DEMO_LABEL
 
 logger = logging.getLogger(__name__)
@@ -69,7 +70,9 @@ def invocations_record(
     `progress` (session columns for the live view, such as `current_stage`) written in the same commit.
     Two or more guidance lookups in one turn run one by one after the rest, so their blocks dedup
     against each other. `recorded`: the session's calls so far, when the caller keeps them (then a
-    guidance lookup dedups against them instead of reading them back); None reads them when needed."""
+    guidance lookup dedups against them instead of reading them back); None reads them when needed.
+    A call by a tool's former name (a scripted model, an old recorded plan) is recorded under its name now."""
+    calls = [(current_name(tool_name), arguments) for tool_name, arguments in calls]
     runs: list[_ToolRun | None] = [None] * len(calls)
     guidance = guidance_tool_names()
     lookups = [index for index, (name, _arguments) in enumerate(calls) if name in guidance]

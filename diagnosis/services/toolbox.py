@@ -16,6 +16,7 @@ from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.interfaces import Stage
 from diagnosis.services.invocations import invocations_record, tool_message_build
 from tools.base import all_tools
+from tools.evidence_kinds import current_name
 
 BUDGET_SPENT_ERROR = "本轮工具调用次数已用完，请基于已获得的证据作答"
 
@@ -98,7 +99,7 @@ class RecordingToolbox:
 def _refused(tool_name: str) -> dict:
     return {
         "invocation_id": None,
-        "tool_name": tool_name,
+        "tool_name": current_name(tool_name),
         "success": False,
         "evidence_status": "failed",
         "evidence_refs": [],

@@ -99,13 +99,13 @@ def test_each_firing_alert_is_diagnosed_by_its_own_verified_child_session():
             "PASS",
             Output.NORMAL,
         )
-        assert {"query_metrics", "query_logs"} <= set(
+        assert {"query_alerts", "query_logs"} <= set(
             child.tool_invocations.values_list("tool_name", flat=True)
         )
         assert "rule_evaluation" in child.self_evaluation
     assert [a["session_id"] for a in session.alert_scope["alerts"]] == [c.session_id for c in children]
     # The alerts active when the analysis started, recorded as evidence on the AIOps session itself.
-    inventory = session.tool_invocations.get(tool_name="query_metrics")
+    inventory = session.tool_invocations.get(tool_name="query_alerts")
     assert (inventory.input, inventory.output["total"]) == ({}, 3)
     # And each alert's runbook, looked up by its name.
     lookups = session.tool_invocations.filter(tool_name="lookup_knowledge").order_by("id")
@@ -213,7 +213,7 @@ def test_alert_the_metrics_do_not_know_is_reported_as_not_found_never_as_confirm
     kafka = section(report, "KafkaConsumerLag")
     # The metrics query names both the service and the alert asked about.
     assert (
-        "在 query_metrics（服务 billing-service，告警 KafkaConsumerLag，来源 演示数据）中未检索到匹配记录"
+        "在 query_alerts（服务 billing-service，告警 KafkaConsumerLag，来源 演示数据）中未检索到匹配记录"
         in kafka
     )
     assert "存在 KafkaConsumerLag 告警" not in kafka
@@ -324,8 +324,8 @@ ACTIVE = [
     {"alert_name": "SlowResponse", "service": "user-service", "state": "firing"},
 ]
 EVIDENCE_CALLS = {
-    AlertSubject("HighCPUUsage", "payment-service"): Counter(query_metrics=1, query_logs=1),
-    AlertSubject("HighMemoryUsage", "order-service"): Counter(query_metrics=1, query_logs=1),
+    AlertSubject("HighCPUUsage", "payment-service"): Counter(query_alerts=1, query_logs=1),
+    AlertSubject("HighMemoryUsage", "order-service"): Counter(query_alerts=1, query_logs=1),
 }
 
 
@@ -370,14 +370,14 @@ def test_passing_mention_of_another_service_fails_focus_but_is_no_expanded_subje
 def test_evidence_quoted_from_tools_is_not_a_diagnosis_subject(focused_report):
     quoted = focused_report.replace(
         "## 总结",
-        "- 证据：「SlowResponse firing service=user-service」（来源：query_metrics #1 $.alerts[2]）\n\n## 总结",
+        "- 证据：「SlowResponse firing service=user-service」（来源：query_alerts #1 $.alerts[2]）\n\n## 总结",
     )
 
     assert checks_of(quoted)["verdict"] == "pass"
 
 
 def test_alert_analysed_without_logs_fails_the_evidence_tools_check(focused_report):
-    analysed = EVIDENCE_CALLS | {AlertSubject("HighMemoryUsage", "order-service"): Counter(query_metrics=1)}
+    analysed = EVIDENCE_CALLS | {AlertSubject("HighMemoryUsage", "order-service"): Counter(query_alerts=1)}
 
     check = checks_of(focused_report, analysed)["evidence_tools_called"]
 
@@ -453,7 +453,7 @@ def test_an_analysis_runs_once_even_if_its_task_is_delivered_twice():
 
     assert again.status == DiagnosisSession.Status.COMPLETED
     assert again.children.count() == 3
-    assert again.tool_invocations.filter(tool_name="query_metrics").count() == 1
+    assert again.tool_invocations.filter(tool_name="query_alerts").count() == 1
 
 
 def test_analysis_that_breaks_ends_failed_and_its_rule_evaluation_fails():

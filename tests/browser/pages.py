@@ -1,7 +1,7 @@
 """What the browser tests read off the engineer's pages."""
 
 # What the engineer's pages never show (issue 25): verdict and output-type codes, raw paths, similarity.
-DEVELOPER_TOKENS = ("PASS", "NORMAL", "LOW_CONFID", "REJECT", "$.", "相似度", "query_metrics", "query_logs")
+DEVELOPER_TOKENS = ("PASS", "NORMAL", "LOW_CONFID", "REJECT", "$.", "相似度", "query_alerts", "query_logs")
 
 
 def developer_tokens_in(text: str) -> list[str]:

@@ -61,7 +61,7 @@ def test_the_engineer_asks_an_example_of_their_world_and_reads_a_chinese_answer(
     link = panel.locator(".answer a.ref").first
     card = panel.locator(link.get_attribute("href"))
     expect(card.locator(".tool-output")).to_be_visible()
-    assert link.get_attribute("title").startswith("query_metrics #")
+    assert link.get_attribute("title").startswith("query_alerts #")
     text = page.locator("main").inner_text()
     assert developer_tokens_in(text) == []
     assert "触发中" in text

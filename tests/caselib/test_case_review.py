@@ -20,7 +20,7 @@ WORLDS = {
         "service": "inventory-service",
         "question": "{service} 磁盘使用率高的原因是什么？",
         "overrides": {
-            "query_metrics": {
+            "query_alerts": {
                 "mode": "replace",
                 "alerts": [
                     {

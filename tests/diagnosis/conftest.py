@@ -53,4 +53,4 @@ def session(db):
 @pytest.fixture
 def alert(session):
     """The demo world's HighMemoryUsage alert, recorded in `session` with its evidence ref."""
-    return recorded_invocation(session, "query_metrics", "$.alerts[0]", MEMORY_ALERT_TEXT)
+    return recorded_invocation(session, "query_alerts", "$.alerts[0]", MEMORY_ALERT_TEXT)

@@ -49,7 +49,7 @@ def executor_citing(*, minutes: int) -> list[dict]:
     return [
         {
             "tool_calls": [
-                {"name": "query_metrics", "arguments": {"service": "web"}},
+                {"name": "query_alerts", "arguments": {"service": "web"}},
                 {"name": "query_promql", "arguments": {"query": "node_load1", "minutes": minutes}},
             ]
         },
@@ -80,5 +80,5 @@ def executor_citing(*, minutes: int) -> list[dict]:
 
 
 def use_load_prometheus(settings) -> None:
-    """Serve `query_metrics` and `query_promql` from `LoadPrometheus`."""
+    """Serve `query_alerts` and `query_promql` from `LoadPrometheus`."""
     use_source(settings, LoadPrometheus, AlertSource, SeriesSource)

@@ -73,7 +73,7 @@ def test_nothing_found_reads_as_a_sentence_of_what_was_searched_and_where_once(c
 def test_a_second_worlds_no_hit_names_its_own_service_and_source(shop_world):
     session = session_start(query="只确认 payments 是否存在 KubePodCrashLooping 告警", run_inline=True)
 
-    assert "在 query_metrics（服务 payments，告警 KubePodCrashLooping，来源 fixture" in session.answer
+    assert "在 query_alerts（服务 payments，告警 KubePodCrashLooping，来源 fixture" in session.answer
     assert "中未检索到匹配记录" in session.answer
 
 

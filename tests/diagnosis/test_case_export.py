@@ -23,10 +23,10 @@ pytestmark = pytest.mark.django_db
 MEMORY_QUESTION = "只确认 order-service 是否存在 HighMemoryUsage 告警"
 CHANGELIST = reverse("admin:diagnosis_diagnosissession_changelist")
 REAL_ALERT = {
-    "tool_name": "query_metrics",
-    "source_invocation_id": "{{inv:query_metrics}}",
+    "tool_name": "query_alerts",
+    "source_invocation_id": "{{inv:query_alerts}}",
     "raw_path": "$.alerts[0]",
-    "evidence_excerpt": "{{ref:query_metrics:0:$.alerts[0]}}",
+    "evidence_excerpt": "{{ref:query_alerts:0:$.alerts[0]}}",
 }
 REAL_LOG = {
     "tool_name": "query_logs",
@@ -121,7 +121,7 @@ def test_an_llm_session_with_tool_turns_a_repaired_reply_and_a_retry_replays_exa
     fake_llm(
         {
             "executor": [
-                {"tool_calls": [{"name": "query_metrics", "arguments": {"service": "order-service"}}]},
+                {"tool_calls": [{"name": "query_alerts", "arguments": {"service": "order-service"}}]},
                 {
                     "tool_calls": [
                         {"name": "query_logs", "arguments": {"query": "内存", "service": "order-service"}}
@@ -142,7 +142,7 @@ def test_an_llm_session_with_tool_turns_a_repaired_reply_and_a_retry_replays_exa
     assert (result.verdict, result.rounds) == ("PASS", 2)
     script = yaml.safe_load(case_export(session=session).text)["script"]
     assert script["executor"][:2] == [
-        {"tool_calls": [{"name": "query_metrics", "arguments": '{"service": "order-service"}'}]},
+        {"tool_calls": [{"name": "query_alerts", "arguments": '{"service": "order-service"}'}]},
         {
             "tool_calls": [
                 {"name": "query_logs", "arguments": '{"query": "内存", "service": "order-service"}'}
@@ -150,14 +150,14 @@ def test_an_llm_session_with_tool_turns_a_repaired_reply_and_a_retry_replays_exa
         },
     ]
     cited = [b["source_invocation_id"] for b in script["executor"][-1]["claims"][0]["evidence_bindings"]]
-    assert cited == ["{{inv:query_metrics:0}}", "{{inv:query_logs:0}}"]
+    assert cited == ["{{inv:query_alerts:0}}", "{{inv:query_logs:0}}"]
 
 
 def test_a_fabricated_citation_stays_rejected_on_replay(fake_llm, tmp_path):
     fake_llm(
         {
             "executor": [
-                {"tool_calls": [{"name": "query_metrics", "arguments": {"service": "order-service"}}]},
+                {"tool_calls": [{"name": "query_alerts", "arguments": {"service": "order-service"}}]},
                 executor_answer(
                     REAL_ALERT | {"source_invocation_id": 987654}, claim_text="order-service 已确认内存泄漏"
                 ),
@@ -236,7 +236,7 @@ def test_a_session_exported_from_admin_replays_to_the_same_verdict(client, revie
     fake_llm(
         {
             "executor": [
-                {"tool_calls": [{"name": "query_metrics", "arguments": {"service": "order-service"}}]},
+                {"tool_calls": [{"name": "query_alerts", "arguments": {"service": "order-service"}}]},
                 executor_answer(REAL_ALERT | {"raw_path": None}),
             ]
         }

@@ -17,22 +17,34 @@ from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
-DEVELOPER_TOKENS = ("PASS", "NORMAL", "LOW_CONFID", "$.", "相似度", "query_metrics", "query_logs")
+DEVELOPER_TOKENS = ("PASS", "NORMAL", "LOW_CONFID", "$.", "相似度", "query_alerts", "query_logs")
 SHOP_QUESTION = "只确认 checkout 是否存在 KubePodCrashLooping 告警"
 DEMO_QUESTION = "只确认 order-service 是否存在 HighMemoryUsage 告警"
 
 
 def test_an_evidence_line_links_to_its_card_instead_of_quoting_the_excerpt_again():
-    answer = "- 证据：「HighMemoryUsage firing service=order-service」（来源：query_metrics #7 $.alerts[0]）"
+    answer = "- 证据：「HighMemoryUsage firing service=order-service」（来源：query_alerts #7 $.alerts[0]）"
 
     html = engineer_markdown(
         answer, AnswerReferences(sources={7: "alertmanager"}, cards=frozenset({(7, "$.alerts[0]")}))
     )
 
     assert html == (
-        '<ul>\n<li>证据：<a class="ref" href="#evidence-7-alerts-0" title="query_metrics #7 $.alerts[0]">'
+        '<ul>\n<li>证据：<a class="ref" href="#evidence-7-alerts-0" title="query_alerts #7 $.alerts[0]">'
         "Alertmanager 告警 #7 第 1 条</a></li>\n</ul>"
     )
+
+
+def test_an_answer_written_before_the_alerts_tool_was_renamed_reads_as_one_written_after():
+    references = AnswerReferences(sources={7: "alertmanager"}, cards=frozenset({(7, "$.alerts[0]")}))
+    before = "- 证据：「HighMemoryUsage firing」（来源：query_metrics #7 $.alerts[0]）；在 query_metrics 中未检索到"
+    after = before.replace("query_metrics", "query_alerts")
+
+    assert engineer_markdown(before, references) == engineer_markdown(after, references).replace(
+        "query_alerts", "query_metrics"
+    )
+    assert "Alertmanager 告警 #7 第 1 条" in engineer_markdown(before, references)
+    assert "在 告警查询 中未检索到" in engineer_words(before)
 
 
 def test_an_evidence_line_without_its_card_keeps_its_quote_and_names_its_source():
@@ -79,7 +91,7 @@ def test_markup_in_an_answer_is_escaped_before_any_reference_is_added():
 def shop_world(settings):
     """The shop world (its own names); its checkout alert without a description."""
     data = copy.deepcopy(world_tools("shop").source_data())
-    for record in data["query_metrics"]["records"]:
+    for record in data["query_alerts"]["records"]:
         if record["alert_name"] == "KubePodCrashLooping":
             record["description"] = ""
     overrides = {
@@ -113,7 +125,7 @@ def test_the_answer_page_carries_no_developer_token_in_its_text(client, world_qu
     assert "校验结论 核验通过" in " ".join(text.split())
     assert "关键事实中有已核验证据支撑的比例" in text
     # The raw reference is there for reviewers, in the tooltip of its name.
-    assert 'title="query_metrics #' in main
+    assert 'title="query_alerts #' in main
     assert "：，" not in text
     assert "（触发中）" in text
     if world_question == SHOP_QUESTION:

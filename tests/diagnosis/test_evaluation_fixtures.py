@@ -100,6 +100,35 @@ def test_an_unknown_field_is_reported_by_its_path(tmp_path):
         case_load(folder)
 
 
+def test_a_case_naming_the_alerts_tool_by_its_former_name_reads_as_one_naming_it_now(tmp_path):
+    disk = {
+        "alert_name": "HighDiskUsage",
+        "service": "order-service",
+        "started_minutes_ago": 5,
+        "description": "磁盘 93%",
+    }
+
+    def written_with(tool_name):
+        expect = {
+            "verdict": "PASS",
+            "evidence_status": {tool_name: "supported"},
+            "a_claim_cites": [tool_name],
+        }
+        data = VALID | {"tools": {tool_name: {"alerts": [disk]}}, "expect": expect}
+        return case_load(write_case(tmp_path / tool_name, data))
+
+    former, current = written_with("query_metrics"), written_with("query_alerts")
+
+    assert former.model_dump() == current.model_dump()
+    assert (
+        former.tool_overrides().source_data()["query_alerts"]["records"][0]["alert_name"] == "HighDiskUsage"
+    )
+    assert (former.expect.evidence_status, former.expect.a_claim_cites) == (
+        {"query_alerts": "supported"},
+        ["query_alerts"],
+    )
+
+
 def test_an_unknown_tag_lists_the_known_ones(tmp_path):
     folder = write_case(tmp_path / "tag", VALID | {"tags": ["fabricted"]})
 

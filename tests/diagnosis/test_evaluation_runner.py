@@ -49,7 +49,7 @@ def test_every_unmet_expectation_is_a_failure_line():
                 "output_type": "DEGRADED",
                 "rounds": 2,
                 "failed_rules": ["evidence.excerpt_mismatch"],
-                "evidence_status": {"query_metrics": "no_evidence"},
+                "evidence_status": {"query_alerts": "no_evidence"},
                 "answer_contains": ["内存泄漏"],
             }
         )
@@ -62,7 +62,7 @@ def test_every_unmet_expectation_is_a_failure_line():
         "verdict：期望 REJECT，实际 PASS",
         "failed_rules：期望 ['evidence.excerpt_mismatch']，实际 -",
         "rounds：期望 2，实际 1",
-        "evidence_status[query_metrics]：期望全部为 no_evidence，实际 ['supported']",
+        "evidence_status[query_alerts]：期望全部为 no_evidence，实际 ['supported']",
         "回答中缺少：内存泄漏",
     ]
 
@@ -284,7 +284,7 @@ def test_the_world_subjects_include_the_case_own_tool_data():
         "started_minutes_ago": 5,
         "description": "磁盘 93%",
     }
-    with_disk = case(tools={"query_metrics": {"alerts": [disk]}}, expect=PASS)
+    with_disk = case(tools={"query_alerts": {"alerts": [disk]}}, expect=PASS)
 
     assert off_topic_subjects(case=with_disk, answer="order-service 91%；HighDiskUsage 93%") == [
         "HighDiskUsage"

@@ -79,19 +79,19 @@ def test_merged_logs_keep_the_demo_world_newest_first(serve):
 
 
 def test_replaced_alerts_hide_the_demo_world(serve):
-    serve({"query_metrics": {"mode": "replace", "alerts": [DISK_ALERT]}})
+    serve({"query_alerts": {"mode": "replace", "alerts": [DISK_ALERT]}})
 
-    everything = call("query_metrics").output["alerts"]
+    everything = call("query_alerts").output["alerts"]
 
     assert [alert["alert_name"] for alert in everything] == ["HighDiskUsage"]
     assert everything[0]["duration"] == "12m"
-    assert call("query_metrics", service="payment-service").evidence_status == "no_evidence"
+    assert call("query_alerts", service="payment-service").evidence_status == "no_evidence"
 
 
 def test_merged_alerts_come_after_the_demo_worlds(serve):
-    serve({"query_metrics": {"alerts": [DISK_ALERT]}})
+    serve({"query_alerts": {"alerts": [DISK_ALERT]}})
 
-    names = [alert["alert_name"] for alert in call("query_metrics").output["alerts"]]
+    names = [alert["alert_name"] for alert in call("query_alerts").output["alerts"]]
 
     assert names == ["HighCPUUsage", "HighMemoryUsage", "SlowResponse", "HighDiskUsage"]
 
@@ -130,12 +130,10 @@ def test_a_recorded_call_is_answered_exactly_and_others_get_nothing(serve):
 
 
 def test_a_recorded_failure_fails_again(serve):
-    serve(
-        {"query_metrics": {"mode": "replace", "responses": [{"arguments": {}, "error": "Prometheus 超时"}]}}
-    )
+    serve({"query_alerts": {"mode": "replace", "responses": [{"arguments": {}, "error": "Prometheus 超时"}]}})
 
-    assert call("query_metrics").success is False
-    assert "Prometheus 超时" in call("query_metrics").error
+    assert call("query_alerts").success is False
+    assert "Prometheus 超时" in call("query_alerts").error
 
 
 def test_case_knowledge_blocks_are_searchable(serve):

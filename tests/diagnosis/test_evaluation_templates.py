@@ -29,7 +29,7 @@ def test_an_item_inside_a_fixed_text_is_found_whatever_its_case_and_spacing():
 
 def test_values_names_and_conclusions_from_evidence_are_not_fixed_text():
     # Demo-world and second-world values, a cited record, a conclusion naming its subject.
-    for item in ("91%", "HighMemoryUsage", "checkout-6f7d9-abcde", "42s", "query_metrics #1 $.alerts[0]"):
+    for item in ("91%", "HighMemoryUsage", "checkout-6f7d9-abcde", "42s", "query_alerts #1 $.alerts[0]"):
         assert fixed_text_holding(item) is None, item
     # Spanning the place where the asked word goes: written only for that word.
     assert fixed_text_holding("不能执行「扩容」") is None

@@ -74,7 +74,7 @@ def test_both_chinese_words_for_alerts_make_the_same_tool_calls_in_either_world(
     calls = tool_calls("现在有哪些报警")
 
     assert calls == tool_calls("现在有哪些告警")
-    assert [tool for tool, _ in calls] == ["query_metrics"]
+    assert [tool for tool, _ in calls] == ["query_alerts"]
 
 
 LOGHUB = json.loads((Path(__file__).parents[1] / "world" / "loghub_streams.json").read_text())

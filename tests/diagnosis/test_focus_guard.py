@@ -39,7 +39,7 @@ ALERTS = Invocation(
 
 def claim(claim_id, text, raw_path):
     binding = EvidenceBinding(
-        tool_name="query_metrics", source_invocation_id=1, raw_path=raw_path, evidence_excerpt=text
+        tool_name="query_alerts", source_invocation_id=1, raw_path=raw_path, evidence_excerpt=text
     )
     return Claim(claim_id=claim_id, claim_type="observation", claim_text=text, evidence_bindings=[binding])
 

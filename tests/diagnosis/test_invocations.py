@@ -5,7 +5,9 @@ import json
 import pytest
 
 from diagnosis.evaluation.fixtures import WORLDS_DIR, fixture_sources, world_tools
-from diagnosis.models import DiagnosisSession
+from diagnosis.models import DiagnosisSession, ToolInvocation
+from diagnosis.pipeline.contracts import Claim, EvidenceBinding, ExecutorOutput
+from diagnosis.pipeline.gatekeeper import gatekeep
 from diagnosis.services.invocations import (
     MESSAGE_OUTPUT_CHARS,
     MESSAGE_REFS,
@@ -27,7 +29,7 @@ def demo_now(settings):
 
 
 def test_alert_refs_have_the_agreed_text(session):
-    invocation = record(session, "query_metrics", service="order-service")
+    invocation = record(session, "query_alerts", service="order-service")
 
     assert invocation.success is True
     assert invocation.retrieval_details == {
@@ -42,6 +44,35 @@ def test_alert_refs_have_the_agreed_text(session):
     }
     assert invocation.input == {"service": "order-service"}
     assert invocation.output["alerts"][0]["alert_name"] == "HighMemoryUsage"
+
+
+def test_a_call_by_the_alerts_tools_former_name_is_recorded_under_its_name_now_and_cited_by_either(session):
+    invocation = record(session, "query_metrics", service="order-service")
+    [ref] = invocation.evidence_refs
+
+    def cited_as(tool_name):
+        binding = EvidenceBinding(
+            tool_name=tool_name,
+            source_invocation_id=invocation.pk,
+            raw_path=ref["raw_path"],
+            evidence_excerpt=ref["text"],
+        )
+        claim = Claim(
+            claim_id="c1", claim_type="observation", claim_text=ref["text"], evidence_bindings=[binding]
+        )
+        output = ExecutorOutput(
+            claims=[claim],
+            hypotheses=[],
+            missing_info=[],
+            recommended_actions=[],
+            diagnosis_summary="",
+            user_facing_answer="",
+        )
+        return gatekeep(executor_output=output, invocations=[invocation])
+
+    assert (invocation.tool_name, invocation.success) == ("query_alerts", True)
+    assert ToolInvocation.objects.filter(session=session, tool_name="query_alerts").count() == 1
+    assert cited_as("query_metrics").status == cited_as("query_alerts").status == "pass"
 
 
 def test_log_refs_have_the_agreed_text(session):
@@ -89,9 +120,9 @@ def test_knowledge_refs_and_retrieval_details(session):
             "在 query_logs（关键词 连接池耗尽，服务 inventory-service，来源 演示数据）中未检索到匹配记录",
         ),
         (
-            "query_metrics",
+            "query_alerts",
             {"service": "inventory-service"},
-            "在 query_metrics（服务 inventory-service，来源 演示数据）中未检索到匹配记录",
+            "在 query_alerts（服务 inventory-service，来源 演示数据）中未检索到匹配记录",
         ),
         (
             "lookup_knowledge",
@@ -146,7 +177,7 @@ def test_failing_tool_is_recorded_and_the_caller_goes_on(session, settings):
     use_source(settings, BrokenLogs, LogSource)
 
     failed = record(session, "query_logs", query="HikariCP")
-    after = record(session, "query_metrics", service="order-service")
+    after = record(session, "query_alerts", service="order-service")
 
     assert failed.pk is not None
     assert failed.success is False
@@ -161,7 +192,7 @@ def test_failing_tool_is_recorded_and_the_caller_goes_on(session, settings):
     [
         ("query_logs", {"query": "CPU", "limit": 500}, "参数无效: limit:"),
         ("query_logs", {"service": "order-service"}, "参数无效: query:"),
-        ("query_metrics", {"severity": "critical"}, "参数无效: severity:"),
+        ("query_alerts", {"severity": "critical"}, "参数无效: severity:"),
         ("restart_pod", {"pod": "pod-order-service-5c7d8e9f1-m3n2p"}, "未知工具: restart_pod"),
     ],
 )
@@ -250,13 +281,13 @@ def hostile_world(request, settings):
     if request.param == "demo":
         alerts = json.loads((settings.BASE_DIR / "tools/data/demo_world/alerts.json").read_text())
         logs = json.loads((settings.BASE_DIR / "tools/data/demo_world/logs.json").read_text())
-        data = {"query_metrics": {"mode": "replace", "records": alerts}, "query_logs": {"records": []}}
+        data = {"query_alerts": {"mode": "replace", "records": alerts}, "query_logs": {"records": []}}
         overrides = {}
     else:
         data = world_tools(request.param).source_data()
         logs = data["query_logs"]["records"]
         overrides = {"VOCABULARY_FILE": str(WORLDS_DIR / request.param / "vocabulary.json")}
-    for alert in data["query_metrics"]["records"]:
+    for alert in data["query_alerts"]["records"]:
         if alert["alert_name"] == alert_name:
             alert["value"] = "1e308"
     # The service's first log line again, newest, with the hostile tail: what the question finds.
@@ -287,7 +318,7 @@ def test_a_huge_sample_and_a_nul_in_a_log_line_end_completed_with_the_text_store
     assert any(
         "cache miss\ufffd then \ufffd half a pair" in ref["text"] for i in logs for ref in i.evidence_refs
     )
-    metrics = [i for i in session.tool_invocations.all() if i.tool_name == "query_metrics"]
+    metrics = [i for i in session.tool_invocations.all() if i.tool_name == "query_alerts"]
     assert any("1e+308" in ref["text"] for i in metrics for ref in i.evidence_refs)
 
 

@@ -54,7 +54,7 @@ def world(request, settings):
     if request.param == "demo":
         return QUERY, "91%"
     data = ToolOverrides.model_validate(
-        {"query_metrics": {"mode": "replace", "alerts": [OTHER_WORLD_ALERT]}}
+        {"query_alerts": {"mode": "replace", "alerts": [OTHER_WORLD_ALERT]}}
     ).source_data()
     settings.DIAGNOSIS = settings.DIAGNOSIS | fixture_sources(data, config=settings.DIAGNOSIS)
     return OTHER_WORLD_QUERY, "7420"
@@ -150,7 +150,7 @@ def test_prompted_tool_calls_are_parsed_from_the_text_and_answered_as_tool_resul
     server = fake_llm(
         {
             "executor": [
-                '我先查告警。\n<tool_call>{"name": "query_metrics", "arguments": {"service": "order-service"}}'
+                '我先查告警。\n<tool_call>{"name": "query_alerts", "arguments": {"service": "order-service"}}'
                 "</tool_call>"
             ]
         }
@@ -179,7 +179,7 @@ def test_prompted_tool_calls_are_parsed_from_the_text_and_answered_as_tool_resul
 def test_a_call_written_as_fenced_json_is_run_in_native_mode_too(fake_llm, db):
     # Measured on Qwen2.5-Coder 1.5B on llama.cpp's server: offered native tools, it wrote this.
     toolbox = RecordingToolbox(session=DiagnosisSessionFactory(query=QUERY), round=1, max_calls=8)
-    written = '```json\n{"name": "query_metrics", "arguments": {"service": "order-service"}}\n```'
+    written = '```json\n{"name": "query_alerts", "arguments": {"service": "order-service"}}\n```'
     server = fake_llm({"executor": [written]})
 
     LLMEngine().execute(executor_input(), toolbox)
@@ -188,7 +188,7 @@ def test_a_call_written_as_fenced_json_is_run_in_native_mode_too(fake_llm, db):
     assert invocation.input == {"service": "order-service"}
     assistant, result = server.requests[1]["messages"][-2:]
     assert assistant["content"] is None
-    assert [call["function"]["name"] for call in assistant["tool_calls"]] == ["query_metrics"]
+    assert [call["function"]["name"] for call in assistant["tool_calls"]] == ["query_alerts"]
     assert result["role"] == "tool" and result["tool_call_id"] == assistant["tool_calls"][0]["id"]
 
 
@@ -201,7 +201,7 @@ def test_a_tool_result_the_model_writes_itself_is_cut_off_by_a_stop(fake_llm, mo
     server = fake_llm(
         {
             "executor": [
-                '<tool_call>{"name": "query_metrics", "arguments": {"service": "order-service"}}</tool_call>\n'
+                '<tool_call>{"name": "query_alerts", "arguments": {"service": "order-service"}}</tool_call>\n'
                 + made_up
             ]
         }
@@ -238,7 +238,7 @@ def test_an_answer_written_before_any_tool_call_is_refused_once_with_the_call_fo
                 "claim_text": "未检索到 HighMemoryUsage 告警",
                 "evidence_bindings": [
                     {
-                        "tool_name": "query_metrics",
+                        "tool_name": "query_alerts",
                         "source_invocation_id": 1,
                         "raw_path": "$.no_evidence",
                         "evidence_excerpt": "未检索到 HighMemoryUsage 告警",
@@ -256,7 +256,7 @@ def test_an_answer_written_before_any_tool_call_is_refused_once_with_the_call_fo
         {
             "executor": [
                 json.dumps(made_up, ensure_ascii=False),
-                {"tool_calls": [{"name": "query_metrics", "arguments": {"service": "order-service"}}]},
+                {"tool_calls": [{"name": "query_alerts", "arguments": {"service": "order-service"}}]},
             ]
         }
     )
@@ -269,7 +269,7 @@ def test_an_answer_written_before_any_tool_call_is_refused_once_with_the_call_fo
     assert reminder["role"] == "user" and "还没有调用任何工具" in reminder["content"]
     assert all(message["role"] != "assistant" for message in server.requests[1]["messages"])
     for message in (first_ask, reminder):
-        assert '<tool_call>{"name": "query_metrics", "arguments": {"service": "…"' in message["content"]
+        assert '<tool_call>{"name": "query_alerts", "arguments": {"service": "…"' in message["content"]
     assert [
         binding.source_invocation_id for claim in call.output.claims for binding in claim.evidence_bindings
     ] == [invocation.pk]
@@ -308,7 +308,7 @@ def test_with_nothing_confirmed_the_answer_is_written_by_code_and_the_composer_n
     }
     # Measured on a 1.5B model: from a search that found nothing it wrote "当前系统没有告警".
     server = fake_llm(
-        {"executor": [{"tool_calls": [{"name": "query_metrics", "arguments": {}}]}, nothing_found]}
+        {"executor": [{"tool_calls": [{"name": "query_alerts", "arguments": {}}]}, nothing_found]}
     )
 
     session = run(query)

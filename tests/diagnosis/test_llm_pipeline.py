@@ -18,10 +18,10 @@ pytestmark = pytest.mark.django_db
 QUERY = "只确认 order-service 是否存在 HighMemoryUsage 告警"
 CLAIM_TEXT = "order-service 存在 HighMemoryUsage 告警，内存使用率当前 91%"
 REAL_BINDING = {
-    "tool_name": "query_metrics",
-    "source_invocation_id": "{{inv:query_metrics}}",
+    "tool_name": "query_alerts",
+    "source_invocation_id": "{{inv:query_alerts}}",
     "raw_path": "$.alerts[0]",
-    "evidence_excerpt": "{{ref:query_metrics:0:$.alerts[0]}}",
+    "evidence_excerpt": "{{ref:query_alerts:0:$.alerts[0]}}",
 }
 # The real alert text with 91% changed into 97%.
 ALTERED_EXCERPT = "HighMemoryUsage firing service=order-service: 内存使用率持续超过85%，当前 97%"
@@ -45,7 +45,7 @@ def run(query: str = QUERY) -> DiagnosisSession:
 def executor_turns(claim_text: str = CLAIM_TEXT, **binding_changes) -> list[dict]:
     """A tool turn on the real demo world, then a final answer whose one binding may be tampered with."""
     return [
-        {"tool_calls": [{"name": "query_metrics", "arguments": {"service": "order-service"}}]},
+        {"tool_calls": [{"name": "query_alerts", "arguments": {"service": "order-service"}}]},
         {
             "answer_version": "executor_evidence_v2",
             "claims": [
@@ -136,13 +136,13 @@ def test_the_verifier_sees_each_claim_with_its_verified_excerpt_and_codes_checks
     session = run()
 
     [claim] = verifier_seen(server)["claims"]
-    [invocation] = session.tool_invocations.filter(tool_name="query_metrics", round=1)[:1]
+    [invocation] = session.tool_invocations.filter(tool_name="query_alerts", round=1)[:1]
     [ref] = [r for r in invocation.retrieval_details["evidence_refs"] if r["raw_path"] == "$.alerts[0]"]
     assert claim == {
         "claim_id": "claim-1",
         "claim_type": "observation",
         "claim": "order-service 的 HighMemoryUsage 告警当前 97%",
-        "excerpts": [{"source": f"query_metrics #{invocation.pk} $.alerts[0]", "text": ref["text"]}],
+        "excerpts": [{"source": f"query_alerts #{invocation.pk} $.alerts[0]", "text": ref["text"]}],
         "facts_in_excerpts": ["order-service", "HighMemoryUsage"],
         "facts_not_in_excerpts": ["97%"],
         "polarity": "consistent",
@@ -406,7 +406,7 @@ def test_a_model_plan_without_the_logs_still_gets_the_log_call_and_starts_from_i
     query, service = CAUSE_QUESTIONS[either_world]
     metrics_only = {
         "goal": query,
-        "steps": [{"tool": "query_metrics", "purpose": "查看告警"}],
+        "steps": [{"tool": "query_alerts", "purpose": "查看告警"}],
         "narrow_scope": False,
         "focus": [service],
         "excluded_topics": [],
@@ -419,7 +419,7 @@ def test_a_model_plan_without_the_logs_still_gets_the_log_call_and_starts_from_i
     logs = session.tool_invocations.get(tool_name="query_logs")
     assert logs.input["service"] == service
     steps = evaluation(session)["planner_output"]["steps"]
-    assert [step["tool"] for step in steps] == ["query_metrics", "query_logs"]
+    assert [step["tool"] for step in steps] == ["query_alerts", "query_logs"]
     assert steps[1]["purpose"].startswith("代码按所问补充")
     # The executor's first request already carries the logs' result: it starts from it.
     first = server.requests_for("ExecutorOutput")[0]
@@ -464,7 +464,7 @@ def existence_plan(query: str) -> dict:
     """A plan of nothing but the tool the existence ask's calls use."""
     return {
         "goal": query,
-        "steps": [{"tool": "query_metrics", "purpose": "确认告警是否 firing"}],
+        "steps": [{"tool": "query_alerts", "purpose": "确认告警是否 firing"}],
         "narrow_scope": True,
         "focus": [],
         "excluded_topics": [],
@@ -585,8 +585,8 @@ def test_names_the_model_makes_up_are_resolved_to_known_ones_or_refused_with_the
 ):
     query, written, known, made_up = MADE_UP_NAMES[either_world]
     calls = [
-        {"name": "query_metrics", "arguments": {"service": written}},
-        {"name": "query_metrics", "arguments": {"alert_name": made_up}},
+        {"name": "query_alerts", "arguments": {"service": written}},
+        {"name": "query_alerts", "arguments": {"alert_name": made_up}},
     ]
     server = fake_llm({"executor": [{"tool_calls": calls}, NO_CLAIMS]})
 

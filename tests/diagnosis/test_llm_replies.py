@@ -44,7 +44,7 @@ def test_prompted_tool_calls_in_blocks_or_one_object_are_parsed():
     profile = PromptedToolCalls()
     blocks = ModelReply(
         content='<tool_call>{"name": "query_logs", "arguments": {"query": "GC"}}</tool_call>\n'
-        '<tool_call>{"name": "query_metrics", "arguments": {}}</tool_call>',
+        '<tool_call>{"name": "query_alerts", "arguments": {}}</tool_call>',
         finish_reason="stop",
     )
     one_object = ModelReply(
@@ -53,18 +53,18 @@ def test_prompted_tool_calls_in_blocks_or_one_object_are_parsed():
     )
     broken = ModelReply(content='<tool_call>{"name": "query_logs", "argum', finish_reason="length")
     fenced_call = ModelReply(
-        content='```json\n{"name": "query_metrics", "arguments": {"service": "checkout"}}\n```\n\n\n',
+        content='```json\n{"name": "query_alerts", "arguments": {"service": "checkout"}}\n```\n\n\n',
         finish_reason="length",
     )
 
     assert [(c.name, json.loads(c.arguments)) for c in profile.calls(blocks)] == [
         ("query_logs", {"query": "GC"}),
-        ("query_metrics", {}),
+        ("query_alerts", {}),
     ]
     assert [c.name for c in profile.calls(one_object)] == ["lookup_knowledge"]
     assert profile.calls(broken) == []
     assert [(c.name, json.loads(c.arguments)) for c in profile.calls(fenced_call)] == [
-        ("query_metrics", {"service": "checkout"})
+        ("query_alerts", {"service": "checkout"})
     ]
     assert profile.calls(ModelReply(content='{"goal": "x"}', finish_reason="stop")) == []
 
@@ -72,13 +72,13 @@ def test_prompted_tool_calls_in_blocks_or_one_object_are_parsed():
 def test_a_written_call_copying_the_example_placeholder_or_a_quoted_null_leaves_that_argument_out():
     profile = PromptedToolCalls()
     copied = ModelReply(
-        content='<tool_call>{"name": "query_metrics", "arguments": {"service": "billing", "alert_name": "…"}}'
+        content='<tool_call>{"name": "query_alerts", "arguments": {"service": "billing", "alert_name": "…"}}'
         '</tool_call><tool_call>{"name": "query_logs", "arguments": {"query": "GC", "service": "null"}}</tool_call>',
         finish_reason="stop",
     )
 
     assert [(c.name, json.loads(c.arguments)) for c in profile.calls(copied)] == [
-        ("query_metrics", {"service": "billing"}),
+        ("query_alerts", {"service": "billing"}),
         ("query_logs", {"query": "GC"}),
     ]
 

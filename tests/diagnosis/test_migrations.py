@@ -1,4 +1,4 @@
-"""Sessions that failed before error ids existed get one, and the stable message (diagnosis 0006)."""
+"""The diagnosis data migrations: error ids for earlier failures (0007), the alerts tool's new name (0011)."""
 
 import pytest
 from django.db import connection
@@ -7,11 +7,15 @@ from django.db.migrations.executor import MigrationExecutor
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def migrate(target):
+def migrated(target):
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()
     executor.migrate([target])
-    return executor.loader.project_state([target]).apps.get_model("diagnosis", "DiagnosisSession")
+    return executor.loader.project_state([target]).apps
+
+
+def migrate(target):
+    return migrated(target).get_model("diagnosis", "DiagnosisSession")
 
 
 def test_earlier_failures_lose_their_raw_answer_and_keep_the_cause_for_staff():
@@ -29,3 +33,20 @@ def test_earlier_failures_lose_their_raw_answer_and_keep_the_cause_for_staff():
     assert len(failed.error_id) == 8
     assert failed.error == raw
     assert (done.answer, done.error_id) == ("结论", "")
+
+
+def test_recorded_alert_calls_take_the_tools_new_name_and_the_reverse_gives_the_old_one_back():
+    before, after = ("diagnosis", "0010_session_kind_tool"), ("diagnosis", "0011_alerts_tool_renamed")
+    old = migrated(before)
+    session = old.get_model("diagnosis", "DiagnosisSession").objects.create(session_id="s", query="q")
+    calls = old.get_model("diagnosis", "ToolInvocation").objects
+    alerts = calls.create(session=session, tool_name="query_metrics").pk
+    series = calls.create(session=session, tool_name="query_promql").pk
+
+    def names(apps):
+        invocations = apps.get_model("diagnosis", "ToolInvocation").objects
+        return dict(invocations.values_list("pk", "tool_name"))
+
+    assert names(migrated(after)) == {alerts: "query_alerts", series: "query_promql"}
+    assert names(migrated(before)) == {alerts: "query_metrics", series: "query_promql"}
+    assert names(migrated(after)) == {alerts: "query_alerts", series: "query_promql"}

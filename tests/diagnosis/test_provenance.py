@@ -38,7 +38,7 @@ def test_demo_world_evidence_is_marked_as_demo_data_beside_the_answer_and_each_e
     # Each excerpt's reference is named by its source; the raw reference and location in its tooltip.
     invocation = session.tool_invocations.get()
     assert re.search(
-        rf'class="ref source tone-warn" data-source="demo" title="query_metrics #{invocation.pk} '
+        rf'class="ref source tone-warn" data-source="demo" title="query_alerts #{invocation.pk} '
         rf'\$\.alerts\[0\] · tools/data/demo_world">演示数据 告警 #{invocation.pk} 第 1 条</span>',
         page,
     )
@@ -53,7 +53,7 @@ def test_evidence_from_a_team_source_names_it_and_is_not_called_demo_data(client
 
     invocation = session.tool_invocations.get()
     assert re.search(
-        rf'data-source="prometheus" title="query_metrics #{invocation.pk} \$\.alerts\[0\] · '
+        rf'data-source="prometheus" title="query_alerts #{invocation.pk} \$\.alerts\[0\] · '
         rf'http://prom.internal:9090">Prometheus 告警 #{invocation.pk} 第 1 条</span>',
         page,
     )

@@ -56,8 +56,8 @@ def test_a_recorded_call_with_a_name_the_sources_do_not_know_is_counted(fake_llm
     run = engine_run(QUESTIONS["demo"], engine="llm")
     record = verifier_record_read(run.session.self_evaluation["verifier_evaluation"])
 
-    ToolInvocationFactory(session=run.session, tool_name="query_metrics", input={"service": "orders-svc"})
-    ToolInvocationFactory(session=run.session, tool_name="query_metrics", input={"service": "order-service"})
+    ToolInvocationFactory(session=run.session, tool_name="query_alerts", input={"service": "orders-svc"})
+    ToolInvocationFactory(session=run.session, tool_name="query_alerts", input={"service": "order-service"})
 
     assert unresolved_names(run.session, record) == 1
 

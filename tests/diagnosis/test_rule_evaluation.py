@@ -177,7 +177,7 @@ def _pass_record(*, invocation, claim_text: str) -> dict:
         "claim_text": claim_text,
         "evidence_bindings": [
             {
-                "tool_name": "query_metrics",
+                "tool_name": "query_alerts",
                 "source_invocation_id": invocation.pk,
                 "raw_path": "$.alerts[0]",
                 "evidence_excerpt": claim_text,

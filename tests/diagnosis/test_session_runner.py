@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db
 QUERY = "只确认 order-service 是否存在 HighMemoryUsage 告警"
 NOTHING_CHECKED = {"claim_checks": [], "facts_checked": [], "rationale": "没有核查"}
 FABRICATED_CITATION = [
-    {"tool_calls": [{"name": "query_metrics", "arguments": {"service": "order-service"}}]},
+    {"tool_calls": [{"name": "query_alerts", "arguments": {"service": "order-service"}}]},
     {
         "answer_version": "executor_evidence_v2",
         "claims": [
@@ -33,10 +33,10 @@ FABRICATED_CITATION = [
                 "claim_text": "order-service 存在 HighMemoryUsage 告警",
                 "evidence_bindings": [
                     {
-                        "tool_name": "query_metrics",
+                        "tool_name": "query_alerts",
                         "source_invocation_id": 999999,
                         "raw_path": "$.alerts[0]",
-                        "evidence_excerpt": "{{ref:query_metrics:0:$.alerts[0]}}",
+                        "evidence_excerpt": "{{ref:query_alerts:0:$.alerts[0]}}",
                     }
                 ],
             }

@@ -119,7 +119,7 @@ def test_one_turn_of_calls_is_one_commit_and_every_call_has_its_id():
     with counter.counting():
         messages = toolbox.call_many(
             [
-                ("query_metrics", {"service": "order-service"}),
+                ("query_alerts", {"service": "order-service"}),
                 ("query_logs", {"query": "HikariCP"}),
                 ("query_logs", {"query": "OutOfMemoryError"}),
             ]

@@ -19,14 +19,14 @@ def summary_of(session):
 
 
 def test_memory_incident_keeps_alert_values_trend_ends_and_gc_facts(session):
-    metrics = record(session, "query_metrics", service="order-service")
+    metrics = record(session, "query_alerts", service="order-service")
     logs = record(session, "query_logs", query="内存", service="order-service")
 
     alerts_entry, logs_entry = summary_of(session)
 
     assert alerts_entry == {
         "trace_ref": "trace-1",
-        "tool_name": "query_metrics",
+        "tool_name": "query_alerts",
         "source_invocation_ids": [metrics.pk],
         "evidence_level": "direct",
         "output_summary": "metric_evidence: HighMemoryUsage firing service=order-service duration=15m: "
@@ -45,7 +45,7 @@ def test_memory_incident_keeps_alert_values_trend_ends_and_gc_facts(session):
 
 
 def test_every_firing_alert_is_named(session):
-    record(session, "query_metrics")
+    record(session, "query_alerts")
 
     summary = summary_of(session)[0]["output_summary"]
 
@@ -109,7 +109,7 @@ def test_a_hit_among_repeats_keeps_the_entry_direct_and_counts_the_misses(sessio
 def test_failed_calls_stay_as_gaps(session, settings):
     use_source(settings, BrokenLogs, LogSource)
     failed = record(session, "query_logs", query="CPU")
-    invalid = record(session, "query_metrics", service=42)
+    invalid = record(session, "query_alerts", service=42)
 
     logs_entry, metrics_entry = summary_of(session)
 
@@ -133,7 +133,7 @@ def test_a_call_to_an_unknown_tool_is_kept_as_a_gap(session):
 
 def test_helper_tools_are_left_out(session):
     record(session, "get_current_datetime")
-    metrics = record(session, "query_metrics", alert_name="SlowResponse")
+    metrics = record(session, "query_alerts", alert_name="SlowResponse")
 
     entries = summary_of(session)
 

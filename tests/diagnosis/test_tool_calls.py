@@ -114,7 +114,7 @@ HUGE = "x" * 1_500_000
     ("tool_name", "arguments", "reason"),
     [
         ("query_logs", {"query": "内存", "service": HUGE}, "参数无效: service:"),
-        ("query_metrics", {"alert_name": HUGE}, "参数无效: alert_name:"),
+        ("query_alerts", {"alert_name": HUGE}, "参数无效: alert_name:"),
         ("query_promql", {"query": f"up{{job=~'{HUGE}'}}"}, "参数无效: query:"),
     ],
 )

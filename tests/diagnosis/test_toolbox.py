@@ -28,7 +28,7 @@ def calls_read(captured: CaptureQueriesContext) -> list[str]:
 def test_the_calls_are_kept_as_recorded_with_the_messages_they_returned(session):
     kept = CallsKept()
     first = RecordingToolbox(session=session, round=1, max_calls=4, kept=kept).call_many(
-        [("query_metrics", {"service": "order-service"}), ("query_logs", {"query": "HikariCP"})]
+        [("query_alerts", {"service": "order-service"}), ("query_logs", {"query": "HikariCP"})]
     )
     second = RecordingToolbox(session=session, round=2, max_calls=4, kept=kept).call(
         "query_logs", {"query": "OutOfMemoryError", "service": "order-service"}
@@ -58,3 +58,17 @@ def test_a_knowledge_lookup_is_deduped_against_the_kept_calls_without_reading_th
     assert again["evidence_status"] == "no_evidence"
     assert all(block["deduped"] for block in again["output"]["evidence_blocks"])
     assert calls_read(captured) == []
+
+
+def test_a_call_past_the_budget_by_the_alerts_tools_former_name_is_refused_under_its_name_now(session):
+    toolbox = RecordingToolbox(session=session, round=1, max_calls=1)
+
+    _run, refused = toolbox.call_many(
+        [("query_logs", {"query": "HikariCP"}), ("query_metrics", {"service": "order-service"})]
+    )
+
+    assert (refused["tool_name"], refused["invocation_id"], refused["success"]) == (
+        "query_alerts",
+        None,
+        False,
+    )

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.django_db
 
 QUESTIONS = {"demo": "order-service 为什么频繁 Full GC？", "shop": "checkout 为什么反复重启？"}
 # An executor turn calling a tool the question's asks did not call: a call of the executor's own.
-ALL_ALERTS_TURN = {"tool_calls": [{"name": "query_metrics", "arguments": {}}]}
+ALL_ALERTS_TURN = {"tool_calls": [{"name": "query_alerts", "arguments": {}}]}
 CONTENT_ATTRIBUTES = {
     "gen_ai.input.messages",
     "gen_ai.output.messages",
@@ -200,7 +200,7 @@ def test_an_llm_session_traces_each_model_call_under_its_stage_with_its_tokens(
         ["stop"],
     ]
     # The call the model asked for is a tool span of the executor stage, between its two model calls.
-    call = session.tool_invocations.get(tool_name="query_metrics", input={})
+    call = session.tool_invocations.get(tool_name="query_alerts", input={})
     [tool] = [t for t in spans.named("execute_tool") if t.attributes["gen_ai.tool.call.id"] == str(call.pk)]
     assert spans.parent_of(tool) == executor
     assert executor_chats[0].end_ns <= tool.start_ns <= tool.end_ns <= executor_chats[1].start_ns
@@ -236,10 +236,10 @@ def test_with_capture_on_the_messages_and_the_tool_calls_are_recorded(
     [reply] = json.loads(tool_turn.attributes["gen_ai.output.messages"])
     assert reply["finish_reason"] == "tool_calls"
     assert [(p["type"], p["name"], p["arguments"]) for p in reply["parts"]] == [
-        ("tool_call", "query_metrics", "{}")
+        ("tool_call", "query_alerts", "{}")
     ]
     # The tool call: its arguments and the message the model saw, evidence text included.
-    call = session.tool_invocations.get(tool_name="query_metrics", input={})
+    call = session.tool_invocations.get(tool_name="query_alerts", input={})
     [tool] = [t for t in spans.named("execute_tool") if t.attributes["gen_ai.tool.call.id"] == str(call.pk)]
     assert json.loads(tool.attributes["gen_ai.tool.call.arguments"]) == {}
     result = json.loads(tool.attributes["gen_ai.tool.call.result"])

@@ -165,10 +165,10 @@ def test_degraded_answer_never_shows_executor_claim_text(client, engineer):
 DIRECT_CLAIM = "order-service 存在 HighMemoryUsage 告警，内存使用率当前 91%"
 CONTRADICTED_CLAIM = "order-service 的 HighMemoryUsage 告警已经恢复"
 ALERT_BINDING = {
-    "tool_name": "query_metrics",
-    "source_invocation_id": "{{inv:query_metrics}}",
+    "tool_name": "query_alerts",
+    "source_invocation_id": "{{inv:query_alerts}}",
     "raw_path": "$.alerts[0]",
-    "evidence_excerpt": "{{ref:query_metrics:0:$.alerts[0]}}",
+    "evidence_excerpt": "{{ref:query_alerts:0:$.alerts[0]}}",
 }
 
 
@@ -193,7 +193,7 @@ def mixed_reject(fake_llm, settings, engineer):
     fake_llm(
         {
             "executor": [
-                {"tool_calls": [{"name": "query_metrics", "arguments": {"service": "order-service"}}]},
+                {"tool_calls": [{"name": "query_alerts", "arguments": {"service": "order-service"}}]},
                 {
                     "answer_version": "executor_evidence_v2",
                     "claims": [claim("claim-1", DIRECT_CLAIM), claim("claim-2", CONTRADICTED_CLAIM)],

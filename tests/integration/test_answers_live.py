@@ -116,9 +116,7 @@ def test_restart_is_answered_as_read_only(team_sources, stack, capsys):
     assert "可参考处理手册《Pod is crash looping · Mitigation》" in conclusion
     executor = trace["self_evaluation"]["verifier_evaluation"]["executor_structured_output"]
     assert not [
-        c
-        for c in executor["claims"]
-        if any(b["tool_name"] == "query_metrics" for b in c["evidence_bindings"])
+        c for c in executor["claims"] if any(b["tool_name"] == "query_alerts" for b in c["evidence_bindings"])
     ]
     assert "当前存在" not in trace["session"]["answer"]
 

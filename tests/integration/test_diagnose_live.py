@@ -45,7 +45,7 @@ def test_a_narrow_alert_question_cites_the_value_prometheus_reports(team_sources
     assert trace["session"]["status"] == "COMPLETED"
     assert trace["session"]["output_type"] == "NORMAL"
     assert f"当前值 {value}" in trace["session"]["answer"]
-    [metrics] = [i for i in trace["tool_invocations"] if i["tool_name"] == "query_metrics"]
+    [metrics] = [i for i in trace["tool_invocations"] if i["tool_name"] == "query_alerts"]
     assert metrics["source"] == "prometheus"
     assert metrics["source_location"] == stack.prometheus_url
     assert metrics["output"]["alerts"][0]["value"] == live["value"]
@@ -81,7 +81,7 @@ def test_a_configured_source_that_is_down_is_a_failed_call_naming_it(settings, t
     trace = diagnose("只确认 ledger-service 是否存在 HighMemoryUsage 告警", capsys)
 
     assert trace["session"]["status"] == "COMPLETED"
-    [metrics] = [i for i in trace["tool_invocations"] if i["tool_name"] == "query_metrics"]
+    [metrics] = [i for i in trace["tool_invocations"] if i["tool_name"] == "query_alerts"]
     assert metrics["success"] is False
     assert metrics["evidence_status"] == "failed"
     assert metrics["source"] == "prometheus"

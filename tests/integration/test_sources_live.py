@@ -23,7 +23,7 @@ def prometheus(settings, stack):
 
 
 def test_alerts_come_from_prometheus_with_their_current_value_and_expr(prometheus, stack, session):
-    invocation = record(session, "query_metrics", alert_name="KubePodCrashLooping")
+    invocation = record(session, "query_alerts", alert_name="KubePodCrashLooping")
 
     assert (invocation.source, invocation.source_location) == ("prometheus", stack.prometheus_url)
     [alert] = invocation.output["alerts"]
@@ -41,7 +41,7 @@ def test_alerts_come_from_prometheus_with_their_current_value_and_expr(prometheu
 
 
 def test_a_pending_alert_is_listed_as_pending(prometheus, session):
-    invocation = record(session, "query_metrics", alert_name="NodeFilesystemAlmostFull")
+    invocation = record(session, "query_alerts", alert_name="NodeFilesystemAlmostFull")
 
     assert {alert["state"] for alert in invocation.output["alerts"]} == {"pending"}
 
@@ -54,7 +54,7 @@ def test_alertmanager_gives_the_list_and_silences_prometheus_the_value(settings,
         "DEMO_NOW": None,
     }
 
-    invocation = record(session, "query_metrics", service="billing")
+    invocation = record(session, "query_alerts", service="billing")
 
     assert invocation.source == "alertmanager+prometheus"
     assert invocation.source_location == f"{stack.alertmanager_url} + {stack.prometheus_url}"

@@ -13,7 +13,7 @@ def messages(output: dict) -> list[str]:
 
 
 def test_three_firing_alerts_in_order_with_their_facts(run_tool):
-    alerts = run_tool("query_metrics")["alerts"]
+    alerts = run_tool("query_alerts")["alerts"]
 
     assert [(a["alert_name"], a["service"], a["state"]) for a in alerts] == [
         ("HighCPUUsage", "payment-service", "firing"),
@@ -50,7 +50,7 @@ def test_three_firing_alerts_in_order_with_their_facts(run_tool):
     ],
 )
 def test_alert_filters_narrow_the_list(run_tool, arguments, expected):
-    output = run_tool("query_metrics", **arguments)
+    output = run_tool("query_alerts", **arguments)
 
     assert [a["alert_name"] for a in output["alerts"]] == expected
     assert output["success"] is True
@@ -59,7 +59,7 @@ def test_alert_filters_narrow_the_list(run_tool, arguments, expected):
 
 @pytest.mark.parametrize("service", ["inventory-service", "gateway-service"])
 def test_healthy_services_have_no_alerts_and_no_warning_logs(run_tool, service):
-    assert run_tool("query_metrics", service=service)["alerts"] == []
+    assert run_tool("query_alerts", service=service)["alerts"] == []
     logs = run_tool("query_logs", query=service, limit=100)["logs"]
 
     assert logs, "the service exists in the demo world"
@@ -227,7 +227,7 @@ def test_system_events_oomkilled_restart_and_kernel_oom_kill(run_tool):
 def test_times_follow_the_clock(run_tool, settings):
     settings.DIAGNOSIS = {**settings.DIAGNOSIS, "DEMO_NOW": "2027-01-01T00:00:00+08:00"}
 
-    alert = run_tool("query_metrics", alert_name="HighMemoryUsage")["alerts"][0]
+    alert = run_tool("query_alerts", alert_name="HighMemoryUsage")["alerts"][0]
 
     assert alert["active_at"] == "2026-12-31 23:45:00"
 

@@ -12,7 +12,7 @@ TOOLS_DIR = DATA_DIR.parent.parent
 
 def test_the_tools_are_registered_under_their_contract_names():
     assert {tool.name for tool in all_tools()} == {
-        "query_metrics",
+        "query_alerts",
         "query_promql",
         "query_targets",
         "query_logs",
@@ -20,7 +20,7 @@ def test_the_tools_are_registered_under_their_contract_names():
         "get_current_datetime",
     }
     assert {tool.name for tool in all_tools() if tool.is_evidence} == {
-        "query_metrics",
+        "query_alerts",
         "query_promql",
         "query_targets",
         "query_logs",
@@ -43,7 +43,7 @@ def test_openai_definitions_carry_the_argument_schemas():
     assert sorted(logs["required"]) == sorted(logs["properties"]) == ["limit", "query", "service", "topic"]
     assert logs["additionalProperties"] is False
     assert {"type": "null"} in logs["properties"]["service"]["anyOf"]
-    assert set(definitions["query_metrics"]["parameters"]["properties"]) == {"service", "alert_name"}
+    assert set(definitions["query_alerts"]["parameters"]["properties"]) == {"service", "alert_name"}
     assert definitions["lookup_knowledge"]["parameters"]["properties"]["top_k"]["default"] == 3
     assert definitions["get_current_datetime"]["parameters"]["properties"] == {}
 

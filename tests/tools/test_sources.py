@@ -67,7 +67,7 @@ def configure(settings, **values):
 
 
 def test_with_nothing_configured_every_tool_uses_the_demo_world(session):
-    invocation = record(session, "query_metrics", alert_name="HighMemoryUsage")
+    invocation = record(session, "query_alerts", alert_name="HighMemoryUsage")
 
     assert (invocation.source, invocation.source_location) == ("demo", "tools/data/demo_world")
 
@@ -187,7 +187,7 @@ def test_a_source_answering_badly_is_a_failed_call_naming_it_and_the_cause(
     url = http_server(status, body)
     configure(settings, PROMETHEUS_URL=url)
 
-    invocation = record(session, "query_metrics")
+    invocation = record(session, "query_alerts")
 
     assert not invocation.success
     assert invocation.evidence_status == "failed"
@@ -203,7 +203,7 @@ def test_a_refused_connection_names_the_source(settings, session):
         port = sock.getsockname()[1]
     configure(settings, ALERTMANAGER_URL=f"http://127.0.0.1:{port}")
 
-    invocation = record(session, "query_metrics")
+    invocation = record(session, "query_alerts")
 
     assert invocation.source == "alertmanager"
     assert f"alertmanager http://127.0.0.1:{port}: 无法连接" in invocation.error
@@ -228,7 +228,7 @@ def test_each_source_sends_its_own_headers(settings, session, http_server):
         SOURCE_HEADERS={"prometheus": {"Authorization": "Bearer team-token"}, "loki": {"X-Other": "no"}},
     )
 
-    invocation = record(session, "query_metrics")
+    invocation = record(session, "query_alerts")
 
     assert invocation.evidence_status == "no_evidence"
     [headers] = http_server.servers[-1].seen_headers

@@ -23,7 +23,7 @@ def test_with_the_demo_world_every_line_is_ok_or_not_configured_and_it_exits_zer
 
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == [
-        "query_metrics",
+        "query_alerts",
         "query_promql",
         "query_targets",
         "query_logs",
@@ -44,8 +44,8 @@ def test_an_unreachable_configured_source_is_named_with_its_cause_and_exits_one(
 
     assert exit_info.value.code == 1
     lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
-    assert lines["query_metrics"].split()[1:3] == ["prometheus", down]
-    assert "unreachable: 无法连接" in lines["query_metrics"]
+    assert lines["query_alerts"].split()[1:3] == ["prometheus", down]
+    assert "unreachable: 无法连接" in lines["query_alerts"]
     # The folder's malformed runbook is skipped, and said so.
     assert lines["lookup_knowledge"].split()[1:] == [
         "runbooks",

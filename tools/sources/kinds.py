@@ -38,7 +38,7 @@ class Source(Protocol):
 
 @runtime_checkable
 class AlertSource(Source, Protocol):
-    """`query_metrics`: the alerts known now, filtered by service and alert name."""
+    """`query_alerts`: the alerts known now, filtered by service and alert name."""
 
     def query_alerts(self, *, service: str | None, alert_name: str | None, now: datetime) -> list[dict]: ...
 

@@ -39,7 +39,7 @@ the placeholder is the whole string), `{{ref:<tool>:<n>:<raw_path>}}` → that e
 An unresolvable placeholder answers HTTP 400 naming it.
 
 With no script left for a stage the server behaves honestly: the planner plans every evidence
-tool for the services and alerts named in the question; the executor calls `query_metrics` (for
+tool for the services and alerts named in the question; the executor calls `query_alerts` (for
 the focus service; `fan_out` calls when set) and then states one claim citing the first evidence ref exactly; the verifier
 marks each claim it is shown `direct_observation` when code found all its facts in its excerpts,
 else `unsupported`; the
@@ -64,7 +64,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS
+from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS, current_name
 
 STAGE_SCHEMAS = {
     "planner": "PlannerOutput",
@@ -82,7 +82,7 @@ BYTES_PER_TOKEN = 3
 INVOCATION_PLACEHOLDER = re.compile(r"\{\{inv:(?P<tool>[a-z_]+)(?::(?P<n>\d+))?\}\}")
 REF_PLACEHOLDER = re.compile(r"\{\{ref:(?P<tool>[a-z_]+):(?P<n>\d+):(?P<path>[^}]+)\}\}")
 # The names the question writes, as the honest planner copies them into `focus`: hyphenated names
-# (services, hosts) and CamelCase alert names; the executor asks query_metrics about the first
+# (services, hosts) and CamelCase alert names; the executor asks query_alerts about the first
 # hyphenated one.
 NAME_PATTERN = re.compile(r"(?<![A-Za-z0-9-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?![A-Za-z0-9-])")
 ALERT_PATTERN = re.compile(r"\b(?:[A-Z][a-z0-9]+){2,}\b")
@@ -399,7 +399,9 @@ def _filled(value: Any, tool_messages: list[dict]) -> Any:
 
 
 def _invocation(tool_messages: list[dict], match: re.Match) -> dict:
-    calls = [m for m in tool_messages if m.get("tool_name") == match["tool"] and "invocation_id" in m]
+    # A script written before a tool was renamed names it by its former name.
+    tool = current_name(match["tool"])
+    calls = [m for m in tool_messages if m.get("tool_name") == tool and "invocation_id" in m]
     n = int(match["n"] or 0)
     if n >= len(calls):
         raise ScriptError(

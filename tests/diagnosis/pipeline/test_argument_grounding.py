@@ -78,10 +78,10 @@ def test_a_name_nothing_matches_is_refused_with_the_nearest_known_names(names: N
     made_up = names.other_alert[:-3].lower() + "-num"
 
     refused, ran = grounded.call_many(
-        [("query_metrics", {"alert_name": made_up}), ("query_metrics", {"service": names.service})]
+        [("query_alerts", {"alert_name": made_up}), ("query_alerts", {"service": names.service})]
     )
 
-    assert toolbox.calls == [("query_metrics", {"service": names.service})]
+    assert toolbox.calls == [("query_alerts", {"service": names.service})]
     assert refused["success"] is False and "invocation_id" not in refused
     assert refused["nearest_names"][0] == names.other_alert
     assert f"最接近的已知名称：{names.other_alert}" in refused["error"]
@@ -117,7 +117,7 @@ def test_the_tool_descriptions_offer_the_known_names_bounded(names: Names):
     definition = {
         "type": "function",
         "function": {
-            "name": "query_metrics",
+            "name": "query_alerts",
             "parameters": {
                 "properties": {"service": {"description": "服务名"}, "alert_name": {"description": "告警名"}}
             },

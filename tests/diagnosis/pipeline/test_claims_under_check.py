@@ -40,7 +40,7 @@ def session():
 
 
 def test_a_claim_is_shown_with_its_verified_excerpt_and_which_facts_are_in_it(session):
-    alert = recorded_invocation(session, "query_metrics", "$.alerts[0]", PLAIN_ALERT)
+    alert = recorded_invocation(session, "query_alerts", "$.alerts[0]", PLAIN_ALERT)
 
     [item] = under_check(
         [alert], ("observation", "web 的 DiskAlmostFull 告警，磁盘使用率 97%", [binding_for(alert)])
@@ -48,7 +48,7 @@ def test_a_claim_is_shown_with_its_verified_excerpt_and_which_facts_are_in_it(se
 
     assert item.claim == "web 的 DiskAlmostFull 告警，磁盘使用率 97%"
     assert [(e.source, e.text) for e in item.excerpts] == [
-        (f"query_metrics #{alert.pk} $.alerts[0]", PLAIN_ALERT)
+        (f"query_alerts #{alert.pk} $.alerts[0]", PLAIN_ALERT)
     ]
     assert item.facts_in_excerpts == ["web", "DiskAlmostFull"]
     assert item.facts_not_in_excerpts == ["97%"]
@@ -56,7 +56,7 @@ def test_a_claim_is_shown_with_its_verified_excerpt_and_which_facts_are_in_it(se
 
 
 def test_the_sessions_names_are_facts_whatever_their_shape(session):
-    alert = recorded_invocation(session, "query_metrics", "$.alerts[0]", PLAIN_ALERT)
+    alert = recorded_invocation(session, "query_alerts", "$.alerts[0]", PLAIN_ALERT)
     claim = ("observation", "api 的 DiskAlmostFull 告警，磁盘使用率 93%", [binding_for(alert)])
 
     [with_names] = under_check([alert], claim)
@@ -67,7 +67,7 @@ def test_the_sessions_names_are_facts_whatever_their_shape(session):
 
 
 def test_a_claim_without_a_verified_excerpt_has_none_and_no_fact_is_in_one(session):
-    alert = recorded_invocation(session, "query_metrics", "$.alerts[0]", DEMO_ALERT)
+    alert = recorded_invocation(session, "query_alerts", "$.alerts[0]", DEMO_ALERT)
     too_short = binding_for(alert, excerpt="91%")
 
     [item] = under_check(
@@ -89,7 +89,7 @@ def test_a_negative_observation_on_a_no_hit_is_consistent(session):
 
 
 def test_each_excerpt_is_shown_once(session):
-    alert = recorded_invocation(session, "query_metrics", "$.alerts[0]", PLAIN_ALERT)
+    alert = recorded_invocation(session, "query_alerts", "$.alerts[0]", PLAIN_ALERT)
 
     twice = [binding_for(alert), binding_for(alert, "DiskAlmostFull firing service=web")]
 

@@ -89,7 +89,7 @@ def test_material_holds_only_what_the_verifier_allowed(alert, log):
         {
             "claim_id": "claim-1",
             "claim_text": "order-service 当前存在 HighMemoryUsage 告警，内存使用率 91%",
-            "evidence": [{"excerpt": MEMORY_ALERT_TEXT, "source": f"query_metrics #{alert.pk} $.alerts[0]"}],
+            "evidence": [{"excerpt": MEMORY_ALERT_TEXT, "source": f"query_alerts #{alert.pk} $.alerts[0]"}],
         }
     ]
     assert [item["claim_id"] for item in material.reasonable_inferences] == ["claim-2"]
@@ -148,7 +148,7 @@ def test_an_answer_built_from_the_material_passes_the_guard(material, alert):
     assert answer == (
         "**已确认的发现**\n"
         "- order-service 当前存在 HighMemoryUsage 告警，内存使用率 91%\n"
-        f"  - 证据：「{MEMORY_ALERT_TEXT}」（来源：query_metrics #{alert.pk} $.alerts[0]）"
+        f"  - 证据：「{MEMORY_ALERT_TEXT}」（来源：query_alerts #{alert.pk} $.alerts[0]）"
     )
     assert compose_by_rules(material).answer == answer
 
@@ -241,7 +241,7 @@ def test_degraded_quotes_only_verified_evidence_and_never_executor_claims(alert,
         "已确认信息：\n"
         f"- 「{HIKARI_LOG_TEXT}」（来源：query_logs #{log.pk} $.logs[0]）\n\n"
         "证据缺口：\n"
-        f"- query_metrics #{alert.pk} $.alerts[0] 的引用未通过核验（evidence.excerpt_mismatch）\n"
+        f"- query_alerts #{alert.pk} $.alerts[0] 的引用未通过核验（evidence.excerpt_mismatch）\n"
         "- 1 条断言与证据矛盾或无法核实\n"
         "- 1 条断言缺少直接证据\n\n"
         "建议下一步：\n"

@@ -98,9 +98,7 @@ def test_a_fabricated_invocation_id_is_rejected(session, alert):
 
 
 def test_an_invocation_of_another_session_is_rejected(session, alert):
-    foreign = recorded_invocation(
-        DiagnosisSessionFactory(), "query_metrics", "$.alerts[0]", MEMORY_ALERT_TEXT
-    )
+    foreign = recorded_invocation(DiagnosisSessionFactory(), "query_alerts", "$.alerts[0]", MEMORY_ALERT_TEXT)
 
     result = gatekeep(executor_output=claims([cite(foreign)]), invocations=[alert])
 
@@ -111,6 +109,19 @@ def test_a_wrong_tool_name_is_rejected(session, alert):
     result = gatekeep(executor_output=claims([cite(alert, tool_name="query_logs")]), invocations=[alert])
 
     assert (result.severity, result.failed_rules) == ("reject", ["evidence.tool_name"])
+
+
+def test_a_citation_by_the_alerts_tools_former_name_cites_its_calls(session, alert):
+    exact = gatekeep(executor_output=claims([cite(alert, tool_name="query_metrics")]), invocations=[alert])
+    backfilled = gatekeep(
+        executor_output=claims([cite(alert, tool_name="query_metrics", invocation_id=None)]),
+        invocations=[alert],
+    )
+
+    assert alert.tool_name == "query_alerts"
+    assert (exact.status, exact.failed_rules) == ("pass", [])
+    assert backfilled.failed_rules == ["evidence.invocation_auto_backfill"]
+    assert backfilled.checked_bindings[0].source_invocation_id == alert.pk
 
 
 def test_an_unknown_raw_path_is_rejected(session, alert):
@@ -193,7 +204,7 @@ def test_auto_backfill_never_fills_the_raw_path(session, alert):
 
 
 def test_no_backfill_when_the_tool_has_several_candidates(session, alert):
-    second = recorded_invocation(session, "query_metrics", "$.alerts[0]", CPU_ALERT_TEXT)
+    second = recorded_invocation(session, "query_alerts", "$.alerts[0]", CPU_ALERT_TEXT)
 
     result = gatekeep(executor_output=claims([cite(alert, invocation_id=None)]), invocations=[alert, second])
 

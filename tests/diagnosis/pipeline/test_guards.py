@@ -70,7 +70,7 @@ def alerts_call(pk: int = 1) -> Invocation:
         {"raw_path": "$.alerts[0]", "text": ALERT_TEXT},
         {"raw_path": "$.alerts[1]", "text": PAYMENTS_ALERT_TEXT},
     ]
-    return Invocation(pk, "query_metrics", {"alerts": alerts}, retrieval_details={"evidence_refs": refs})
+    return Invocation(pk, "query_alerts", {"alerts": alerts}, retrieval_details={"evidence_refs": refs})
 
 
 def series_call(pk: int = 2) -> Invocation:

@@ -102,7 +102,7 @@ def test_a_blank_topic_excludes_nothing():
 
 def claim(claim_id, text, excerpt=CPU_ALERT_TEXT):
     binding = EvidenceBinding(
-        tool_name="query_metrics", source_invocation_id=1, raw_path="$.alerts[0]", evidence_excerpt=excerpt
+        tool_name="query_alerts", source_invocation_id=1, raw_path="$.alerts[0]", evidence_excerpt=excerpt
     )
     return Claim(claim_id=claim_id, claim_type="observation", claim_text=text, evidence_bindings=[binding])
 

@@ -58,11 +58,11 @@ def test_an_empty_search_nothing_cites_is_a_gap_with_its_call_and_source(names: 
 
 @pytest.mark.parametrize("names", WORLDS, ids=WORLD_IDS)
 def test_a_failed_call_is_a_gap_naming_its_arguments_and_source(names: Names):
-    messages = [failed(3, "query_metrics", arguments={"service": names.other}, source="prometheus")]
+    messages = [failed(3, "query_alerts", arguments={"service": names.other}, source="prometheus")]
 
     gaps = searched_gaps(messages=messages, output=output_citing(), slots=[])
 
-    assert gaps == [f"query_metrics（service={names.other}，来源 prometheus）调用失败，未获得证据"]
+    assert gaps == [f"query_alerts（service={names.other}，来源 prometheus）调用失败，未获得证据"]
 
 
 @pytest.mark.parametrize("names", WORLDS, ids=WORLD_IDS)

@@ -5,7 +5,7 @@ from diagnosis.pipeline.contracts import ExecutorInput, PlannerOutput
 QUERY = "只确认 order-service 是否存在 HighMemoryUsage 告警"
 PLAN = {
     "goal": "确认 order-service 是否存在 HighMemoryUsage 告警",
-    "steps": [{"tool": "query_metrics", "purpose": "确认告警是否 firing"}],
+    "steps": [{"tool": "query_alerts", "purpose": "确认告警是否 firing"}],
     "narrow_scope": True,
     "focus": ["order-service", "HighMemoryUsage"],
     "excluded_topics": [],

@@ -30,7 +30,7 @@ CLAIM = {
     "claim_text": "order-service 存在 HighMemoryUsage 告警，当前 91%",
     "evidence_bindings": [
         {
-            "tool_name": "query_metrics",
+            "tool_name": "query_alerts",
             "source_invocation_id": 7,
             "raw_path": "$.alerts[0]",
             "evidence_excerpt": "HighMemoryUsage firing service=order-service",
@@ -56,7 +56,7 @@ VERIFIER_INPUT = VerifierInput(
             claim=CLAIM["claim_text"],
             excerpts=[
                 VerifiedExcerpt(
-                    source="query_metrics #7 $.alerts[0]",
+                    source="query_alerts #7 $.alerts[0]",
                     text="HighMemoryUsage firing service=order-service: 内存使用率持续超过85%，当前 91%",
                 )
             ],
@@ -84,10 +84,10 @@ FINAL_EXECUTOR_REPLY = {
             "claim_text": "order-service 存在 HighMemoryUsage 告警",
             "evidence_bindings": [
                 {
-                    "tool_name": "query_metrics",
-                    "source_invocation_id": "{{inv:query_metrics}}",
+                    "tool_name": "query_alerts",
+                    "source_invocation_id": "{{inv:query_alerts}}",
                     "raw_path": "$.alerts[0]",
-                    "evidence_excerpt": "{{ref:query_metrics:0:$.alerts[0]}}",
+                    "evidence_excerpt": "{{ref:query_alerts:0:$.alerts[0]}}",
                 }
             ],
         }
@@ -128,7 +128,7 @@ def test_planner_sends_a_strict_schema_named_planner_output(fake_llm, settings):
 
     assert call.output == PlannerOutput(**PLAN)
     assert call.parse_status.status == "valid"
-    assert call.prompt_version.startswith("planner-v3+")
+    assert call.prompt_version.startswith("planner-v4+")
     request = server.requests[0]
     assert request["model"] == settings.DIAGNOSIS["LLM_MODEL"]
     assert request["response_format"]["type"] == "json_schema"
@@ -230,7 +230,7 @@ def test_executor_runs_the_models_tool_calls_and_records_each(fake_llm, toolbox)
     server = fake_llm(
         {
             "executor": [
-                {"tool_calls": [{"name": "query_metrics", "arguments": {"service": "order-service"}}]},
+                {"tool_calls": [{"name": "query_alerts", "arguments": {"service": "order-service"}}]},
                 "我已查到告警，下面给出结论。",
                 FINAL_EXECUTOR_REPLY,
             ]
@@ -240,11 +240,11 @@ def test_executor_runs_the_models_tool_calls_and_records_each(fake_llm, toolbox)
     call = LLMEngine().execute(executor_input(), toolbox)
 
     invocation = ToolInvocation.objects.get(session=toolbox.session)
-    assert invocation.tool_name == "query_metrics"
+    assert invocation.tool_name == "query_alerts"
     assert invocation.input == {"service": "order-service"}
     first, second, final = server.requests
     assert {tool["function"]["name"] for tool in first["tools"]} >= {
-        "query_metrics",
+        "query_alerts",
         "query_logs",
         "lookup_knowledge",
     }
@@ -266,7 +266,7 @@ def test_executor_runs_the_models_tool_calls_and_records_each(fake_llm, toolbox)
 
 def test_a_valid_answer_in_a_tool_turn_is_taken_without_another_call(fake_llm, toolbox):
     server = fake_llm(
-        {"executor": [{"tool_calls": [{"name": "query_metrics", "arguments": {}}]}, FINAL_EXECUTOR_REPLY]}
+        {"executor": [{"tool_calls": [{"name": "query_alerts", "arguments": {}}]}, FINAL_EXECUTOR_REPLY]}
     )
 
     call = LLMEngine().execute(executor_input(), toolbox)
@@ -280,9 +280,9 @@ def test_executor_tool_loop_stops_when_the_toolbox_is_exhausted(fake_llm, db):
     toolbox = RecordingToolbox(session=DiagnosisSessionFactory(query=QUERY), round=1, max_calls=2)
     greedy_turn = {
         "tool_calls": [
-            {"name": "query_metrics", "arguments": {}},
+            {"name": "query_alerts", "arguments": {}},
             {"name": "query_logs", "arguments": {"query": "OOM"}},
-            {"name": "query_metrics", "arguments": {"service": "order-service"}},
+            {"name": "query_alerts", "arguments": {"service": "order-service"}},
         ]
     }
     server = fake_llm({"executor": [greedy_turn]})
@@ -331,7 +331,7 @@ def _prompt_tokens(request: dict) -> int:
 
 
 def test_a_repeated_call_is_not_run_again_and_points_to_the_earlier_result(fake_llm, toolbox):
-    same_call = {"name": "query_metrics", "arguments": {"service": "order-service"}}
+    same_call = {"name": "query_alerts", "arguments": {"service": "order-service"}}
     server = fake_llm(
         {
             "executor": [
@@ -344,7 +344,7 @@ def test_a_repeated_call_is_not_run_again_and_points_to_the_earlier_result(fake_
 
     LLMEngine().execute(executor_input(), toolbox)
 
-    first = ToolInvocation.objects.get(session=toolbox.session, tool_name="query_metrics")
+    first = ToolInvocation.objects.get(session=toolbox.session, tool_name="query_alerts")
     assert (
         ToolInvocation.objects.filter(session=toolbox.session).count() == 2
     )  # the metrics call once, the logs call
@@ -359,13 +359,31 @@ def test_a_repeated_call_is_not_run_again_and_points_to_the_earlier_result(fake_
     assert all(f"invocation_id {first.pk}" in result["error"] for result in repeats)
 
 
+def test_a_call_by_the_alerts_tools_former_name_repeats_the_call_by_its_name_now(fake_llm, toolbox):
+    arguments = {"service": "order-service"}
+    fake_llm(
+        {
+            "executor": [
+                {"tool_calls": [{"name": "query_metrics", "arguments": arguments}]},
+                {"tool_calls": [{"name": "query_alerts", "arguments": arguments}]},
+                FINAL_EXECUTOR_REPLY,
+            ]
+        }
+    )
+
+    LLMEngine().execute(executor_input(), toolbox)
+
+    calls = ToolInvocation.objects.filter(session=toolbox.session)
+    assert list(calls.values_list("tool_name", flat=True)) == ["query_alerts"]
+
+
 def test_a_repeat_of_a_call_the_budget_refused_gets_the_same_refusal(fake_llm, db):
     toolbox = RecordingToolbox(session=DiagnosisSessionFactory(query=QUERY), round=1, max_calls=1)
     refused_twice = {"name": "query_logs", "arguments": {"query": "OOM"}}
     server = fake_llm(
         {
             "executor": [
-                {"tool_calls": [{"name": "query_metrics", "arguments": {}}, refused_twice, refused_twice]}
+                {"tool_calls": [{"name": "query_alerts", "arguments": {}}, refused_twice, refused_twice]}
             ]
         }
     )
@@ -382,7 +400,7 @@ def test_a_repeat_of_a_call_the_budget_refused_gets_the_same_refusal(fake_llm, d
 
 
 def test_a_turn_of_repeats_only_ends_the_tool_turns(fake_llm, toolbox):
-    same_call = {"name": "query_metrics", "arguments": {"service": "order-service"}}
+    same_call = {"name": "query_alerts", "arguments": {"service": "order-service"}}
     server = fake_llm({"executor": [{"tool_calls": [same_call]}] * 2 + [FINAL_EXECUTOR_REPLY]})
 
     call = LLMEngine().execute(executor_input(), toolbox)
@@ -418,7 +436,7 @@ def test_planner_parse_failure_falls_back_to_a_plan_with_every_evidence_tool(fak
     call = LLMEngine().plan(PlannerInput(query=QUERY, round=1, narrow_scope=True, excluded_topics=["OOM"]))
 
     assert call.parse_status.status == "parse_failed"
-    assert [step.tool for step in call.output.steps] == ["query_metrics", "query_logs", "lookup_knowledge"]
+    assert [step.tool for step in call.output.steps] == ["query_alerts", "query_logs", "lookup_knowledge"]
     assert call.output.goal == QUERY
     assert call.output.narrow_scope is True
     assert call.output.excluded_topics == ["OOM"]
@@ -545,10 +563,10 @@ def test_unresolvable_script_placeholder_fails_loudly(fake_llm):
 # --- Concurrent tool calls ---
 
 FOUR_CALLS = [
-    {"name": "query_metrics", "arguments": {"service": "order-service"}},
+    {"name": "query_alerts", "arguments": {"service": "order-service"}},
     {"name": "query_logs", "arguments": {"query": "Full GC", "service": "order-service"}},
     {"name": "lookup_knowledge", "arguments": {"query": "内存告警处理"}},
-    {"name": "query_metrics", "arguments": {}},
+    {"name": "query_alerts", "arguments": {}},
 ]
 
 

@@ -29,7 +29,7 @@ STAGE_VARIABLES = {
                 "claim_id": "claim-1",
                 "claim_type": "observation",
                 "claim": "order-service 存在 HighMemoryUsage 告警",
-                "excerpts": [{"source": "query_metrics #1 $.alerts[0]", "text": "HighMemoryUsage firing"}],
+                "excerpts": [{"source": "query_alerts #1 $.alerts[0]", "text": "HighMemoryUsage firing"}],
                 "facts_in_excerpts": ["HighMemoryUsage"],
                 "facts_not_in_excerpts": ["order-service"],
                 "polarity": "consistent",

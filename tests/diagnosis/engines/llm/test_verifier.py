@@ -15,7 +15,7 @@ FIRING = ClaimUnderCheck(
     claim_id="claim-1",
     claim_type="observation",
     claim="search-api 的 QueueBacklog 告警 firing，积压 1200 条",
-    excerpts=[VerifiedExcerpt(source="query_metrics #3 $.alerts[0]", text=ALERT_TEXT)],
+    excerpts=[VerifiedExcerpt(source="query_alerts #3 $.alerts[0]", text=ALERT_TEXT)],
     facts_in_excerpts=["search-api", "QueueBacklog", "1200"],
     facts_not_in_excerpts=[],
     polarity="consistent",
@@ -83,7 +83,7 @@ def test_the_model_sees_each_claim_with_only_its_excerpts_and_codes_checks(fake_
         ("claim-2", "direct_observation"),
     ]
     # The refs are the claim's verified excerpts, named by code, not by the model.
-    assert call.output.claim_checks[0].evidence_refs == ["query_metrics #3 $.alerts[0]"]
+    assert call.output.claim_checks[0].evidence_refs == ["query_alerts #3 $.alerts[0]"]
 
 
 def test_the_instructions_name_every_verdict_with_one_example_each(fake_llm):

@@ -33,7 +33,7 @@ def test_planner_finds_services_alerts_and_scope(question, focus, narrow):
 
     assert plan.focus == focus
     assert plan.narrow_scope is narrow
-    assert plan.steps[0].tool == "query_metrics"
+    assert plan.steps[0].tool == "query_alerts"
 
 
 def test_excluded_topics_are_not_planned_as_focus():
@@ -59,7 +59,7 @@ def test_english_connection_questions_are_about_the_connection_pool():
 
 
 def test_a_question_about_alerts_alone_does_not_search_logs():
-    assert [s.tool for s in plan_by_rules("现在系统有哪些告警").steps] == ["query_metrics"]
+    assert [s.tool for s in plan_by_rules("现在系统有哪些告警").steps] == ["query_alerts"]
     assert "query_logs" in {s.tool for s in plan_by_rules("order-service 有什么异常").steps}
 
 
@@ -67,7 +67,7 @@ def test_both_chinese_words_for_alerts_plan_the_same_steps_in_either_world(eithe
     plans = [plan_by_rules(question) for question in ("现在有哪些报警", "现在有哪些告警")]
 
     assert plans[0].steps == plans[1].steps
-    assert [s.tool for s in plans[0].steps] == ["query_metrics"]
+    assert [s.tool for s in plans[0].steps] == ["query_alerts"]
 
 
 def test_the_ask_words_of_the_world_file_are_what_the_focus_and_the_plan_read(settings, tmp_path):
@@ -79,4 +79,4 @@ def test_the_ask_words_of_the_world_file_are_what_the_focus_and_the_plan_read(se
 
     assert not before.steps
     assert world_current().focus_of(query=question).lists_alerts
-    assert [s.tool for s in plan_by_rules(question).steps] == ["query_metrics"]
+    assert [s.tool for s in plan_by_rules(question).steps] == ["query_alerts"]

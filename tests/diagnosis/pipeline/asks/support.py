@@ -25,9 +25,9 @@ from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load
 VOCABULARY = vocabulary_load(DEFAULT_VOCABULARY_FILE)
 NOW = datetime(2026, 11, 29, 15, 0, tzinfo=UTC)
 SERVICE_LABELS = ("service", "app", "job")
-ALL_TOOLS = frozenset({"query_metrics", "query_promql", "query_logs", "lookup_knowledge", "query_targets"})
+ALL_TOOLS = frozenset({"query_alerts", "query_promql", "query_logs", "lookup_knowledge", "query_targets"})
 # The sources without Prometheus: alerts, logs and runbooks only.
-NO_PROMETHEUS = frozenset({"query_metrics", "query_logs", "lookup_knowledge"})
+NO_PROMETHEUS = frozenset({"query_alerts", "query_logs", "lookup_knowledge"})
 
 
 @dataclass(frozen=True)
@@ -231,7 +231,7 @@ def alerts_message(
 ) -> dict:
     return message(
         invocation_id,
-        "query_metrics",
+        "query_alerts",
         "alerts",
         records,
         [alert_text(r) for r in records],
@@ -352,7 +352,7 @@ class FakeToolbox:
         return [self._answer(tool, arguments) for tool, arguments in calls]
 
     def tool_definitions(self) -> list[dict]:
-        return [{"name": "query_metrics"}]
+        return [{"name": "query_alerts"}]
 
     @property
     def calls(self) -> list[tuple[str, dict]]:
@@ -360,7 +360,7 @@ class FakeToolbox:
 
     def _answer(self, tool: str, arguments: dict) -> dict:
         self.next_id += 1
-        if tool == "query_metrics":
+        if tool == "query_alerts":
             records = [
                 alert_record(self.names, annotations=self.annotations),
                 alert_record(self.names, other=True, annotations=self.annotations),

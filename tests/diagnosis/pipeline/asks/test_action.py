@@ -64,6 +64,6 @@ def test_an_action_looks_up_the_runbooks_of_its_subjects_alerts(names):
     run(f"帮我重启 {names.other}", names, toolbox)
 
     assert toolbox.turns == [
-        [("query_metrics", {"service": names.other})],
+        [("query_alerts", {"service": names.other})],
         [("lookup_knowledge", {"query": f"{names.other} {names.other_alert} 重启 处置 排查", "top_k": 2})],
     ]

@@ -27,8 +27,8 @@ def test_value_and_threshold_on_one_service_query_its_alerts_once(names):
 
     run(f"{names.service} 的{names.service_metric}是多少，阈值是多少？", names, toolbox)
 
-    alert_calls = [call for call in toolbox.calls if call[0] == "query_metrics"]
-    assert alert_calls == [("query_metrics", {"service": names.service})]
+    alert_calls = [call for call in toolbox.calls if call[0] == "query_alerts"]
+    assert alert_calls == [("query_alerts", {"service": names.service})]
     keys = [json.dumps(call, sort_keys=True, ensure_ascii=False) for call in toolbox.calls]
     assert len(keys) == len(set(keys))
 
@@ -39,7 +39,7 @@ def test_an_actions_calls_are_not_the_executors_plan():
     messages = [alerts_message(1, [alert_record(names, other=True)], arguments={"service": names.other})]
 
     assert plan_tools(asks, messages) == []
-    assert plan_tools(asks_of(f"{names.alert} 怎么处理", names), messages) == ["query_metrics"]
+    assert plan_tools(asks_of(f"{names.alert} 怎么处理", names), messages) == ["query_alerts"]
 
 
 @per_world
@@ -51,7 +51,7 @@ def test_a_call_an_earlier_round_made_is_reused_not_repeated(names):
 
     assert toolbox.turns == [[("query_promql", {"query": names.alert_series, "minutes": 0})]]
     assert messages[0] is earlier
-    assert [m["tool_name"] for m in messages] == ["query_metrics", "query_promql"]
+    assert [m["tool_name"] for m in messages] == ["query_alerts", "query_promql"]
 
 
 @per_world
@@ -60,8 +60,8 @@ def test_the_calls_stop_at_the_rounds_remaining_budget(names):
 
     messages = run(value_question(names), names, toolbox)
 
-    assert toolbox.calls == [("query_metrics", {"service": names.service})]
-    assert [m["tool_name"] for m in messages] == ["query_metrics"]
+    assert toolbox.calls == [("query_alerts", {"service": names.service})]
+    assert [m["tool_name"] for m in messages] == ["query_alerts"]
 
 
 @per_world
@@ -78,7 +78,7 @@ def test_calls_reused_answers_an_identical_call_with_the_earlier_message(names):
     toolbox = FakeToolbox(names)
     reused = CallsReused(toolbox, [made])
 
-    assert reused.call("query_metrics", {"service": names.service}) is made
+    assert reused.call("query_alerts", {"service": names.service}) is made
     assert toolbox.turns == []
 
 
@@ -91,7 +91,7 @@ def test_calls_reused_forwards_a_new_call_and_keeps_the_order_of_a_mixed_turn(na
     messages = reused.call_many(
         [
             ("query_logs", {"query": "error", "service": names.service}),
-            ("query_metrics", {"service": names.service}),
+            ("query_alerts", {"service": names.service}),
         ]
     )
 
@@ -106,7 +106,17 @@ def test_calls_reused_matches_arguments_whatever_their_order(names):
     made = alerts_message(7, [alert_record(names)], arguments=arguments)
     reused = CallsReused(FakeToolbox(names), [made])
 
-    assert reused.call("query_metrics", {"service": names.service, "alert_name": names.alert}) is made
+    assert reused.call("query_alerts", {"service": names.service, "alert_name": names.alert}) is made
+
+
+@per_world
+def test_calls_reused_answers_a_call_by_the_alerts_tools_former_name_with_the_earlier_message(names):
+    made = alerts_message(7, [alert_record(names)], arguments={"service": names.service})
+    toolbox = FakeToolbox(names)
+    reused = CallsReused(toolbox, [made])
+
+    assert reused.call("query_metrics", {"service": names.service}) is made
+    assert toolbox.turns == []
 
 
 @per_world
@@ -115,4 +125,4 @@ def test_calls_reused_forwards_the_toolboxs_budget_and_definitions(names):
     reused = CallsReused(toolbox, [])
 
     assert (reused.remaining_calls, reused.parallel_safe) == (3, False)
-    assert reused.tool_definitions() == [{"name": "query_metrics"}]
+    assert reused.tool_definitions() == [{"name": "query_alerts"}]

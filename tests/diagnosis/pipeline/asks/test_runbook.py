@@ -165,7 +165,7 @@ def test_a_runbook_ask_about_an_alert_follows_its_runbook_url_to_the_file(names)
     run(f"{names.alert} 的 runbook 第一步要检查什么？", names, toolbox)
 
     (alerts,), ((tool, arguments),) = toolbox.turns
-    assert alerts == ("query_metrics", {"alert_name": names.alert})
+    assert alerts == ("query_alerts", {"alert_name": names.alert})
     # The alert, its runbook file's stem, the alert's topic word if any, the steps' intents.
     words = arguments["query"].split()
     assert (tool, words[:2], words[-2:]) == (

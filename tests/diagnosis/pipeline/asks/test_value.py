@@ -103,7 +103,7 @@ def test_a_series_with_no_data_leaves_the_value_unfilled_saying_so(names):
 
 @per_world
 def test_a_failed_alert_source_leaves_the_value_unfilled_naming_the_source(names):
-    down = failed(1, "query_metrics", arguments={"service": names.service}, source="alertmanager")
+    down = failed(1, "query_alerts", arguments={"service": names.service}, source="alertmanager")
 
     slot = only(read(value_question(names), names, [down], tools=NO_PROMETHEUS))
 
@@ -154,10 +154,10 @@ def test_a_value_asks_the_alerts_first_then_the_series_of_the_alerts_expr(names)
     messages = run(value_question(names), names, toolbox)
 
     assert toolbox.turns == [
-        [("query_metrics", {"service": names.service})],
+        [("query_alerts", {"service": names.service})],
         [("query_promql", {"query": names.alert_series, "minutes": 0})],
     ]
-    assert [m["tool_name"] for m in messages] == ["query_metrics", "query_promql"]
+    assert [m["tool_name"] for m in messages] == ["query_alerts", "query_promql"]
 
 
 @per_world
@@ -175,7 +175,7 @@ def test_without_prometheus_no_promql_is_called(names):
 
     run(value_question(names), names, toolbox, tools=NO_PROMETHEUS)
 
-    assert toolbox.calls == [("query_metrics", {"service": names.service})]
+    assert toolbox.calls == [("query_alerts", {"service": names.service})]
 
 
 @per_world

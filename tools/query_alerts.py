@@ -1,4 +1,4 @@
-"""`query_metrics`: the alerts currently known for a service or alert name."""
+"""`query_alerts`: the alerts currently known for a service or alert name."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from tools.numbers import number_text
 from tools.sources.kinds import AlertSource
 
 
-class QueryMetricsArguments(ToolArguments):
+class QueryAlertsArguments(ToolArguments):
     service: str | None = Field(
         default=None,
         title="服务",
@@ -28,13 +28,13 @@ class QueryMetricsArguments(ToolArguments):
 
 
 @register
-class QueryMetricsTool(EvidenceTool[AlertSource]):
+class QueryAlertsTool(EvidenceTool[AlertSource]):
     kind = ALERTS
     description = "查询当前告警（告警名、服务、状态、描述、开始时间、持续时长），可按服务或告警名过滤。"
-    arguments_model = QueryMetricsArguments
+    arguments_model = QueryAlertsArguments
     source_kind = AlertSource
 
-    def run(self, arguments: QueryMetricsArguments, context: ToolContext) -> dict[str, Any]:
+    def run(self, arguments: QueryAlertsArguments, context: ToolContext) -> dict[str, Any]:
         alerts = self.source().query_alerts(
             service=arguments.service, alert_name=arguments.alert_name, now=context.now
         )
