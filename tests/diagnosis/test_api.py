@@ -47,6 +47,7 @@ TRACE_KEYS = {
     "self_evaluation",
     "steps",
     "tool_invocations",
+    "tool_invocations_page",
 }
 INVOCATION_KEYS = {
     "id",
@@ -303,6 +304,7 @@ def test_trace_json_matches_the_contract():
         "composer",
     ]
     (invocation,) = trace["tool_invocations"]
+    assert trace["tool_invocations_page"] == {"page": 1, "page_size": 10, "total": 1, "next_page": None}
     assert set(invocation) >= INVOCATION_KEYS
     assert invocation["evidence_status"] == "supported"
     assert invocation["id"] == session.tool_invocations.get().pk
