@@ -4,7 +4,8 @@ A source may answer a query with millions of samples or a log line of megabytes;
 and hands on is its first records (series, log lines, alerts, …), each series' latest points and every
 string up to a length, the whole within the bytes of its stored JSON. A cut output says so:
 `truncated: true` and the total of its records before the cut (`total_series`, `total_lines`); a
-series whose points were cut carries its own `total_points`.
+series whose points were cut carries its own `total_points`. A source may bound its answer already
+while parsing it (`SeriesKept`) and say the total it saw.
 
 What is kept is always a prefix of the records, so each kept record's raw_path (`$.series[3]`) is the
 one it had in the source's answer and the evidence refs extracted from the kept output cite it.
@@ -52,6 +53,31 @@ class OutputBounds:
         return {"series": self.series, "lines": self.lines}.get(noun, self.records)
 
 
+class SeriesKept:
+    """A JSON object hook that bounds a PromQL answer while it is parsed: the first `bounds.series`
+    series, each with its latest `bounds.points` points; a later series is parsed and dropped at once
+    (None in its place), so a huge answer never lives whole in memory. `total` counts every series."""
+
+    def __init__(self, bounds: OutputBounds) -> None:
+        self.bounds = bounds
+        self.total = 0
+
+    def __call__(self, value: dict[str, Any]) -> dict[str, Any] | None:
+        if not _is_series(value):
+            return value
+        self.total += 1
+        if self.total > self.bounds.series:
+            return None
+        return _record_bounded(value, series=True, points=self.bounds.points)
+
+
+def _is_series(value: dict[str, Any]) -> bool:
+    """An entry of a query's `result`: its labels under `metric` and its sample(s) beside them."""
+    return isinstance(value.get("metric"), dict) and any(
+        name in value for name in ("value", "values", "histogram", "histograms")
+    )
+
+
 def stored_bytes(value: Any) -> int:
     """The bytes of a value's JSON as the database stores it (Django's JSONField: ASCII escapes)."""
     return len(json.dumps(value, default=str))
@@ -70,7 +96,12 @@ def output_bounded(output: dict[str, Any], *, key: str, noun: str, bounds: Outpu
         _record_bounded(record, series=key == "series", points=bounds.points)
         for record in records[: bounds.records_of(noun)]
     ]
-    cut = len(kept) < total or any(new is not old for new, old in zip(kept, records, strict=False))
+    cut = (
+        len(kept) < total
+        or any(new is not old for new, old in zip(kept, records, strict=False))
+        # A series whose points its source's parse already cut (`SeriesKept`).
+        or any(isinstance(record, dict) and "total_points" in record for record in kept)
+    )
     rest = {name: value for name, value in output.items() if name != key}
     budget = bounds.bytes - stored_bytes({**rest, key: []}) - TRUNCATION_NOTE_BYTES
     used = 0

@@ -84,7 +84,7 @@ def session_trace(
         self_evaluation=self_evaluation_of(session=session),
         aiops=aiops_summary(session=session),
         error=session.error if error_detail or not session.error_id else session.answer,
-        invocations=[invocation_bounded(invocation, bounds=bounds) for invocation in invocations],
+        invocations=[invocation_bounded(invocation=invocation, bounds=bounds) for invocation in invocations],
         invocations_page=invocations_page,
     )
 
@@ -99,7 +99,7 @@ def session_trace_for_user(*, user, session_id: str, page: int = 1) -> SessionTr
     )
 
 
-def invocation_bounded(invocation: ToolInvocation, *, bounds: OutputBounds) -> ToolInvocation:
+def invocation_bounded(*, invocation: ToolInvocation, bounds: OutputBounds) -> ToolInvocation:
     """The invocation as a trace shows it: its output within `bounds` and only the evidence refs of
     the records kept; the stored row itself (never saved back) when it is within them already."""
     try:
