@@ -263,6 +263,7 @@ def test_a_citation_of_a_kept_series_passes_the_gatekeeper_and_one_of_a_cut_seri
         output = citing(invocation, excerpt, raw_path)
         return gatekeep(executor_output=output, invocations=[invocation]).severity
 
+    assert 0 < kept < EVERY_SERIES
     assert last_kept["raw_path"] == f"$.series[{kept - 1}]"
     assert checked(last_kept["raw_path"], last_kept["text"]) == "none"
     assert checked(f"$.series[{kept}]", cut) == "reject"
