@@ -1,5 +1,6 @@
 """`bench_bounds`' measure, in this process: a real Prometheus HTTP answer of every series of a metric
-2 MB), MCP `query_promql` through the recording path, the session read back through both traces."""
+(scaled to 2 MB), MCP `query_promql` through the recording path, the session read back through both
+traces."""
 
 import time
 
