@@ -170,6 +170,18 @@ class Environment(BaseModel):
     mcp_max_in_flight: int = Field(
         alias="DIAGNOSIS_MCP_MAX_IN_FLIGHT", default=3, ge=1, description="a whole number, 1 or more"
     )
+    output_max_bytes: int = Field(
+        alias="DIAGNOSIS_OUTPUT_MAX_BYTES",
+        default=512 * 1024,
+        ge=4096,
+        description="a whole number of bytes, 4096 or more",
+    )
+    trace_rate: str = Field(
+        alias="DIAGNOSIS_TRACE_RATE",
+        default="120/min",
+        pattern=RATE_PATTERN,
+        description=RATE,
+    )
 
     @classmethod
     def variables(cls) -> list[str]:

@@ -362,6 +362,18 @@ DIAGNOSIS = {
     # it is refused with 429 (a right token too: guessing must not learn from the answer).
     "ALERTMANAGER_FAILED_TOKEN_RATE": ENV.alertmanager_failed_token_rate,
     "ALERTMANAGER_MAX_BYTES": 1024 * 1024,
+    # What one tool call stores and returns, whatever its source answered (tools.bounds): the first
+    # series / log lines / other records, each series' latest points, the whole within the bytes of
+    # its stored JSON; a cut output says `truncated` and its totals.
+    "OUTPUT_MAX_SERIES": 500,
+    "OUTPUT_MAX_POINTS": 240,
+    "OUTPUT_MAX_LINES": 100,
+    "OUTPUT_MAX_RECORDS": 500,
+    "OUTPUT_MAX_BYTES": ENV.output_max_bytes,
+    # Reads of a session's trace (the API and MCP `session_trace`) per user and period, and the tool
+    # invocations one page of it holds.
+    "TRACE_RATE": ENV.trace_rate,
+    "TRACE_PAGE_SIZE": 10,
     # Where finished reports and resolved episodes are POSTed; unset = nowhere.
     "NOTIFY_URL": ENV.notify_url,
     "NOTIFY_TOKEN": ENV.notify_token,

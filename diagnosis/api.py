@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
+from types import SimpleNamespace
 
+from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -12,6 +14,7 @@ from rest_framework.exceptions import NotFound, Throttled, ValidationError
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.throttling import SimpleRateThrottle
 from rest_framework.views import APIView
 
 from diagnosis.models import DiagnosisSession
@@ -23,6 +26,7 @@ from diagnosis.serializers import (
     ChatRequestSerializer,
     SessionListFilterSerializer,
     SessionSummarySerializer,
+    TracePageQuerySerializer,
     TraceSerializer,
     trace_url,
 )
@@ -30,6 +34,7 @@ from diagnosis.services.sessions import SessionRateLimited, session_start
 
 NOT_FOUND_MESSAGE = _("No such diagnosis session.")
 RATE_LIMITED = "Too many sessions started lately (30 a minute per user); see Retry-After."
+TRACE_RATE_LIMITED = "Too many trace reads lately (DIAGNOSIS_TRACE_RATE per user); see Retry-After."
 
 
 class RateLimited(Throttled):
@@ -112,10 +117,40 @@ class SessionListApi(generics.ListAPIView):
         )
 
 
+class TraceReadThrottle(SimpleRateThrottle):
+    """`DIAGNOSIS["TRACE_RATE"]` trace reads per user, the API's and MCP `session_trace`'s together."""
+
+    scope = "trace"
+
+    def get_rate(self) -> str:
+        return settings.DIAGNOSIS["TRACE_RATE"]
+
+    def get_cache_key(self, request: Request, view) -> str:
+        return self.cache_format % {"scope": self.scope, "ident": request.user.pk}
+
+    def allow_read(self, *, user) -> bool:
+        """The check of a read outside DRF (MCP over stdio has no request): only its user is keyed."""
+        return self.allow_request(SimpleNamespace(user=user), None)
+
+
 class SessionTraceApi(APIView):
-    @extend_schema(responses={200: TraceSerializer, 404: OpenApiResponse(description=NOT_FOUND_MESSAGE)})
+    throttle_classes = [TraceReadThrottle]
+
+    @extend_schema(
+        parameters=[TracePageQuerySerializer],
+        responses={
+            200: TraceSerializer,
+            404: OpenApiResponse(description=NOT_FOUND_MESSAGE),
+            429: OpenApiResponse(description=TRACE_RATE_LIMITED),
+        },
+    )
     def get(self, request: Request, session_id: str) -> Response:
-        """Everything recorded about one session: steps, tool invocations and self-evaluation."""
+        """Everything recorded about one session: steps, self-evaluation and a page of its tool
+        invocations (follow `tool_invocations_page.next_page` with `?page=`), each output bounded."""
+        query = TracePageQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
         with service_errors_as_api_errors():
-            trace = session_trace_for_user(user=request.user, session_id=session_id)
+            trace = session_trace_for_user(
+                user=request.user, session_id=session_id, page=query.validated_data["page"]
+            )
         return Response(TraceSerializer(trace).data)

@@ -134,6 +134,19 @@ class TraceInvocationSerializer(serializers.Serializer):
     created_at = StoredDateTimeField()
 
 
+class TracePageQuerySerializer(serializers.Serializer):
+    page = serializers.IntegerField(
+        min_value=1, default=1, help_text="The page of tool invocations, from 1 (`tool_invocations_page`)."
+    )
+
+
+class TraceInvocationsPageSerializer(serializers.Serializer):
+    page = serializers.IntegerField(source="number")
+    page_size = serializers.IntegerField(source="size")
+    total = serializers.IntegerField(help_text="The session's tool invocations, all pages.")
+    next_page = serializers.IntegerField(allow_null=True, help_text="null on the last page")
+
+
 class TraceSerializer(serializers.Serializer):
     """The trace JSON of one `SessionTrace`: plain JSON types only, timestamps as ISO 8601 strings."""
 
@@ -145,7 +158,12 @@ class TraceSerializer(serializers.Serializer):
         help_text="Slots rule_evaluation, verifier_evaluation, aiops_rule_evaluation, one writer each."
     )
     steps = TraceStepSerializer(many=True, source="session.steps")
-    tool_invocations = TraceInvocationSerializer(many=True, source="session.tool_invocations")
+    tool_invocations = TraceInvocationSerializer(
+        many=True,
+        source="invocations",
+        help_text="One page of them, each output bounded (`truncated` and its totals when cut).",
+    )
+    tool_invocations_page = TraceInvocationsPageSerializer(source="invocations_page")
     aiops = serializers.DictField(
         required=False,
         help_text="AIOps sessions only: the alert scope and each alert's child session (a child: its parent).",

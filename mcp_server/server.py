@@ -21,6 +21,7 @@ their sessions are queued or running.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -39,7 +40,7 @@ from mcp.server.stdio import stdio_server
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as ArgumentsError
 
-from diagnosis.api import NOT_FOUND_MESSAGE
+from diagnosis.api import NOT_FOUND_MESSAGE, TraceReadThrottle
 from diagnosis.models import DiagnosisSession
 from diagnosis.selectors.sessions import session_ended_within
 from diagnosis.selectors.trace import session_trace_for_user
@@ -47,6 +48,7 @@ from diagnosis.serializers import TraceSerializer
 from diagnosis.services.invocations import tool_error_text
 from diagnosis.services.sessions import (
     MAX_QUERY_CHARS,
+    PERIOD_LABELS,
     SESSION_ID_PATTERN,
     SessionRateLimited,
     SessionsInFlight,
@@ -114,6 +116,11 @@ class SessionTraceArguments(BaseModel):
     session_id: str = Field(
         pattern=SESSION_ID_PATTERN.pattern, description="a session id from diagnose or a tool call"
     )
+    page: int = Field(
+        default=1,
+        ge=1,
+        description="the page of tool invocations, from 1: follow tool_invocations_page.next_page",
+    )
 
 
 @dataclass(frozen=True)
@@ -172,8 +179,16 @@ def _diagnose(caller: Caller, arguments: dict, *, inline: bool) -> DiagnosisAnsw
 
 
 def _session_trace(caller: Caller, arguments: dict) -> dict:
+    throttle = TraceReadThrottle()
+    if not throttle.allow_read(user=caller.user):
+        raise ToolRefused(
+            f"读取会话记录过于频繁（每{PERIOD_LABELS[throttle.duration]}最多 {throttle.num_requests} 次），"
+            f"请 {max(1, math.ceil(throttle.wait() or 1))} 秒后再试。"
+        )
     with _refusals():
-        trace = session_trace_for_user(user=caller.user, session_id=arguments["session_id"])
+        trace = session_trace_for_user(
+            user=caller.user, session_id=arguments["session_id"], page=arguments.get("page", 1)
+        )
     return TraceSerializer(trace).data
 
 
@@ -224,10 +239,12 @@ def mcp_tools(*, sessions_inline: bool) -> list[McpTool]:
         McpTool(
             name="session_trace",
             description=(
-                "Everything recorded about one session: its steps, every tool invocation with its full "
-                "output and evidence refs, and the verifier's record (claims, checked citations, "
-                "verdict). The same JSON as the API's GET /api/sessions/{id}/trace; you see your own "
-                "sessions, reviewers every session."
+                "Everything recorded about one session: its steps, its tool invocations a page at a "
+                "time (`page`, from 1; `tool_invocations_page.next_page` says whether more follow) with "
+                "their output (bounded: `truncated` and the totals when cut) and evidence refs, and the "
+                "verifier's record (claims, checked citations, verdict). The same JSON as the API's "
+                "GET /api/sessions/{id}/trace?page=N; you see your own sessions, reviewers every "
+                "session. Reads are rate-limited per user, with the API's."
             ),
             arguments=SessionTraceArguments,
             output=None,

@@ -1,4 +1,5 @@
 import pytest
+from django.core.cache import cache
 from django.test import override_settings
 
 from tests.databases import HOW_TO_RUN, is_postgresql_only_skip, skip_unless_postgresql
@@ -14,6 +15,15 @@ def fast_password_hasher():
     not hashing strength, so they hash with MD5 (never a production setting)."""
     with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
         yield
+
+
+@pytest.fixture(autouse=True)
+def fresh_rates():
+    """The per-user trace read rate counts in the cache, where user ids recur from test to test:
+    each test starts with none used."""
+    cache.clear()
+    yield
+    cache.clear()
 
 
 @pytest.fixture

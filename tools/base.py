@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 import openai
 from pydantic import BaseModel, ConfigDict
 
+from tools.bounds import OutputBounds, output_bounded
 from tools.evidence_kinds import EvidenceKind, current_name
 from tools.sources import settings_needed, source_for
 from tools.sources.kinds import Source
@@ -53,6 +54,8 @@ class EvidenceTool(ABC, Generic[SourceT]):
     arguments_model: ClassVar[type[ToolArguments]]
     # Key of the record list in the output (`alerts`, `logs`, `evidence_blocks`); None = helper tool.
     collection_key: ClassVar[str | None] = None
+    # What one record is called in the totals of a cut output (`total_series`, `total_lines`).
+    record_noun: ClassVar[str] = "records"
     # Guidance (runbooks, past cases), never a current-incident fact: it can support a claim only
     # indirectly. Its records are knowledge blocks, deduped per session and ranked by layer.
     is_guidance: ClassVar[bool] = False
@@ -65,10 +68,11 @@ class EvidenceTool(ABC, Generic[SourceT]):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "kind" in cls.__dict__:
-            cls.name, cls.collection_key, cls.is_guidance = (
+            cls.name, cls.collection_key, cls.is_guidance, cls.record_noun = (
                 cls.kind.tool,
                 cls.kind.collection_key,
                 cls.kind.guidance,
+                cls.kind.counted_as,
             )
 
     @property
@@ -98,6 +102,15 @@ class EvidenceTool(ABC, Generic[SourceT]):
     @abstractmethod
     def run(self, arguments: ToolArguments, context: ToolContext) -> dict[str, Any]:
         """Return the tool output JSON. Raise on failure; the recorder turns it into success=false."""
+
+    def bounded_run(self, arguments: ToolArguments, context: ToolContext) -> dict[str, Any]:
+        """`run`, its records cut to the configured bounds before anything keeps or reads them."""
+        output = self.run(arguments, context)
+        if self.collection_key is None:
+            return output
+        return output_bounded(
+            output, key=self.collection_key, noun=self.record_noun, bounds=OutputBounds.configured()
+        )
 
     def evidence_text(self, record: dict[str, Any]) -> str:
         """The evidence ref text extracted by code from one output record, when the call is recorded."""

@@ -30,6 +30,9 @@ class EvidenceKind:
     other_path_noun: str = ""
     # Names this tool had before; a recorded session or a shipped case that uses one still reads.
     former_names: tuple[str, ...] = ()
+    # What one record is called in the totals of a cut output (`total_series`, `total_lines`); series
+    # and lines have bounds of their own (`tools.bounds`), any other the records bound.
+    counted_as: str = "records"
 
     def owns(self, tool_name: str) -> bool:
         return tool_name == self.tool or tool_name in self.former_names
@@ -52,10 +55,26 @@ ALERTS = EvidenceKind(
     other_path_noun="指标",
     # Its name until issue 35: it returns alerts, the metrics tool is query_promql.
     former_names=("query_metrics",),
+    counted_as="alerts",
 )
-SERIES = EvidenceKind(tool="query_promql", label="指标查询", noun="指标", collection_key="series")
-TARGETS = EvidenceKind(tool="query_targets", label="抓取目标查询", noun="抓取目标", collection_key="targets")
-LOGS = EvidenceKind(tool="query_logs", label="日志查询", noun="日志", collection_key="logs", plannable=True)
+SERIES = EvidenceKind(
+    tool="query_promql", label="指标查询", noun="指标", collection_key="series", counted_as="series"
+)
+TARGETS = EvidenceKind(
+    tool="query_targets",
+    label="抓取目标查询",
+    noun="抓取目标",
+    collection_key="targets",
+    counted_as="targets",
+)
+LOGS = EvidenceKind(
+    tool="query_logs",
+    label="日志查询",
+    noun="日志",
+    collection_key="logs",
+    plannable=True,
+    counted_as="lines",
+)
 KNOWLEDGE = EvidenceKind(
     tool="lookup_knowledge",
     label="处理手册检索",
@@ -63,6 +82,7 @@ KNOWLEDGE = EvidenceKind(
     collection_key="evidence_blocks",
     plannable=True,
     guidance=True,
+    counted_as="blocks",
 )
 CLOCK = EvidenceKind(tool="get_current_datetime", label="时间查询", noun="时间")
 

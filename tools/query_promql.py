@@ -73,6 +73,9 @@ class QueryPromqlTool(EvidenceTool[SeriesSource]):
         series = answer["series"]
         message = f"返回 {len(series)} 条时间序列" if series else "查询结果为空"
         output = {"success": True, "result_type": answer["result_type"], "series": series, "message": message}
+        if "total_series" in answer:
+            # The source bounded its answer as it parsed it: the total is what it saw (tools.bounds).
+            output["total_series"] = answer["total_series"]
         if reach > timedelta(0):
             # A window beyond what the server keeps is answered with the window that exists.
             output["retention_minutes"] = source.retention_minutes()

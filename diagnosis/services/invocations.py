@@ -38,7 +38,8 @@ SUPPORTED, NO_EVIDENCE, FAILED = "supported", "no_evidence", "failed"
 NOT_EVIDENCE = "not_evidence"
 
 ERROR_CHARS = 1000
-# The tool message is bounded; the stored output stays complete and raw_paths index into it.
+# The stored output is bounded by the tool (`tools.bounds`); the message shows a shorter prefix of its
+# records, and raw_paths index into the stored output.
 MESSAGE_OUTPUT_CHARS = 4000
 MESSAGE_REFS = 30
 MESSAGE_REF_CHARS = 1000
@@ -194,8 +195,9 @@ def _invocation_run(
             # A `tool` session is one caller's call, its arguments as the caller wrote them.
             caller_written=session.kind == DiagnosisSession.Kind.TOOL,
         )
-        # Round-tripped so an output that cannot be stored fails here, as this tool's failure.
-        output = storable(json.loads(json.dumps(tool.run(parsed, context), ensure_ascii=False)))
+        # Bounded before anything copies it; round-tripped so an output that cannot be stored fails
+        # here, as this tool's failure.
+        output = storable(json.loads(json.dumps(tool.bounded_run(parsed, context), ensure_ascii=False)))
         error = "" if output.get("success", True) else str(output.get("message") or "工具返回失败")
         error_type = TOOL_REPORTED_FAILURE if error else ""
     except Exception as exc:  # any tool failure is recorded as a gap; the pipeline goes on

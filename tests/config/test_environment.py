@@ -11,7 +11,7 @@ from config.environment import RATE, Environment, environment_read
 
 PRODUCT_PACKAGES = ("config", "diagnosis", "tools", "aiops", "caselib", "feedback")
 VARIABLE = re.compile(r"DIAGNOSIS_[A-Z0-9_]*")
-MOST_VARIABLES = 35
+MOST_VARIABLES = 37
 
 
 def _named_in_product_code() -> set[str]:
@@ -43,6 +43,8 @@ def test_unset_variables_give_the_documented_defaults():
     assert (environment.chat_rate, environment.alertmanager_rate) == ("30/min", "120/min")
     assert environment.alertmanager_failed_token_rate == "10/min"
     assert (environment.mcp_wait_seconds, environment.mcp_max_in_flight) == (30.0, 3)
+    assert environment.output_max_bytes == 512 * 1024
+    assert environment.trace_rate == "120/min"
 
 
 def test_values_are_read_as_their_types():
@@ -113,6 +115,9 @@ def test_other_variables_are_not_read():
             "ten/min",
             f"DIAGNOSIS_ALERTMANAGER_FAILED_TOKEN_RATE must be {RATE}, got 'ten/min'",
         ),
+        ("DIAGNOSIS_TRACE_RATE", "fast", f"DIAGNOSIS_TRACE_RATE must be {RATE}"),
+        ("DIAGNOSIS_TRACE_RATE", "0/min", f"DIAGNOSIS_TRACE_RATE must be {RATE}"),
+        ("DIAGNOSIS_OUTPUT_MAX_BYTES", "100", "DIAGNOSIS_OUTPUT_MAX_BYTES must be a whole number of bytes"),
     ],
 )
 def test_a_bad_value_is_refused_naming_the_variable_what_it_must_be_and_the_value(variable, value, message):

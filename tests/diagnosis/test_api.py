@@ -10,7 +10,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from caselib.models import CaseLibrary
-from diagnosis.models import DiagnosisSession
+from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.selectors.sessions import ROW_QUERY_CHARS
 from diagnosis.services.session_lifecycle import session_execute
 from diagnosis.services.sessions import SESSION_ID_TAKEN
@@ -21,8 +21,10 @@ from tests.factories import (
     DiagnosisSessionFactory,
     ReviewerFactory,
     StaffUserFactory,
+    ToolInvocationFactory,
     UserFactory,
 )
+from tools.bounds import stored_bytes
 
 pytestmark = pytest.mark.django_db
 
@@ -47,6 +49,7 @@ TRACE_KEYS = {
     "self_evaluation",
     "steps",
     "tool_invocations",
+    "tool_invocations_page",
 }
 INVOCATION_KEYS = {
     "id",
@@ -303,6 +306,7 @@ def test_trace_json_matches_the_contract():
         "composer",
     ]
     (invocation,) = trace["tool_invocations"]
+    assert trace["tool_invocations_page"] == {"page": 1, "page_size": 10, "total": 1, "next_page": None}
     assert set(invocation) >= INVOCATION_KEYS
     assert invocation["evidence_status"] == "supported"
     assert invocation["id"] == session.tool_invocations.get().pk
@@ -335,6 +339,69 @@ def _broken(session):
 
 def test_trace_of_an_unknown_session_is_not_found():
     assert client_for(UserFactory()).get(trace_path("no-such-session")).status_code == 404
+
+
+def test_a_trace_holds_a_page_of_tool_invocations_and_says_where_the_next_begins():
+    session = DiagnosisSessionFactory()
+    invocations = ToolInvocationFactory.create_batch(23, session=session)
+    client = client_for(session.owner)
+
+    pages = [client.get(trace_path(session.session_id), {"page": page}).json() for page in (1, 2, 3, 4)]
+
+    assert [page["tool_invocations_page"] for page in pages] == [
+        {"page": 1, "page_size": 10, "total": 23, "next_page": 2},
+        {"page": 2, "page_size": 10, "total": 23, "next_page": 3},
+        {"page": 3, "page_size": 10, "total": 23, "next_page": None},
+        {"page": 4, "page_size": 10, "total": 23, "next_page": None},
+    ]
+    shown = [invocation["id"] for page in pages for invocation in page["tool_invocations"]]
+    assert shown == [invocation.pk for invocation in invocations]
+    assert client.get(trace_path(session.session_id), {"page": 0}).status_code == 400
+
+
+def every_series_invocation(session, *, count: int) -> ToolInvocation:
+    """A `query_promql` call recorded whole, as before the bounds held: `count` series and a ref each."""
+    series = [
+        {"metric": {"__name__": "node_load1", "instance": f"web-{index}:9100"}, "value": [1.7e9, "0.5"]}
+        for index in range(count)
+    ]
+    refs = [{"raw_path": f"$.series[{index}]", "text": f"web-{index} 当前值 0.5"} for index in range(count)]
+    return ToolInvocationFactory(
+        session=session,
+        tool_name="query_promql",
+        output={"success": True, "result_type": "vector", "series": series, "message": "返回时间序列"},
+        retrieval_details={"evidence_status": "supported", "evidence_refs": refs},
+    )
+
+
+def test_an_output_stored_beyond_the_bounds_is_read_back_within_them(settings):
+    session = DiagnosisSessionFactory()
+    every_series_invocation(session, count=30_000)
+    limit = settings.DIAGNOSIS["OUTPUT_MAX_BYTES"]
+
+    response = client_for(session.owner).get(trace_path(session.session_id))
+
+    [invocation] = response.json()["tool_invocations"]
+    output = invocation["output"]
+    assert (output["truncated"], output["total_series"]) == (True, 30_000)
+    assert stored_bytes(output) <= limit
+    kept = len(output["series"])
+    assert [ref["raw_path"] for ref in invocation["retrieval_details"]["evidence_refs"]] == [
+        f"$.series[{index}]" for index in range(kept)
+    ]
+    assert len(response.content) < 2 * limit
+
+
+def test_trace_reads_past_the_users_rate_are_refused_with_429(settings):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"TRACE_RATE": "3/min"}
+    session, other = CompletedSessionFactory(), CompletedSessionFactory()
+    client = client_for(session.owner)
+
+    answers = [client.get(trace_path(session.session_id)) for _ in range(4)]
+
+    assert [answer.status_code for answer in answers] == [200, 200, 200, 429]
+    assert 0 < int(answers[-1]["Retry-After"]) <= 60
+    assert client_for(other.owner).get(trace_path(other.session_id)).status_code == 200
 
 
 def test_feedback_useful_creates_one_case_however_often_it_is_sent():

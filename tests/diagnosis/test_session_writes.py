@@ -82,9 +82,9 @@ def test_no_transaction_is_open_while_a_tool_asks_its_source(world_question, mon
         def __getattr__(self, name):
             return getattr(self._tool, name)
 
-        def run(self, parsed, context):
+        def bounded_run(self, parsed, context):
             open_during_calls.append(connection.in_atomic_block)
-            return self._tool.run(parsed, context)
+            return self._tool.bounded_run(parsed, context)
 
     monkeypatch.setattr(invocations, "get_tool", lambda name: Watched(real_get_tool(name)))
 

@@ -42,6 +42,18 @@ def test_trace_costs_two_queries_whatever_the_session_size(django_assert_num_que
     assert len(trace["steps"]) == len(trace["tool_invocations"]) == size
 
 
+@pytest.mark.parametrize("size", [1, 40])
+def test_a_page_of_the_trace_costs_three_queries_whatever_the_session_size(django_assert_num_queries, size):
+    session = DiagnosisSessionFactory()
+    AgentStepFactory.create_batch(size, session=session)
+    AlertInvocationFactory.create_batch(size, session=session)
+    session = DiagnosisSession.objects.get(pk=session.pk)
+    with django_assert_num_queries(3):
+        trace = TraceSerializer(traces.session_trace(session=session, page=1)).data
+    assert len(trace["tool_invocations"]) == min(size, 10)
+    assert trace["tool_invocations_page"]["total"] == size
+
+
 def test_legacy_root_level_scores_are_wrapped_into_their_slots():
     session = DiagnosisSessionFactory(
         self_evaluation={"evidence_score": 65, "verdict": "PASS", "groundedness_score": 0.8}

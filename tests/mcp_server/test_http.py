@@ -10,7 +10,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from diagnosis.models import DiagnosisSession, ToolInvocation
-from tests.factories import DiagnosisSessionFactory, ReviewerFactory, UserFactory
+from tests.factories import DiagnosisSessionFactory, ReviewerFactory, ToolInvocationFactory, UserFactory
 from tests.mcp_server.support import (
     ALERT_QUESTIONS,
     LOG_SEARCHES,
@@ -225,6 +225,33 @@ def test_session_trace_shows_the_api_trace_to_whom_the_api_shows_it(mcp_url, eng
     assert structured(traces["reviewer"])["session"]["session_id"] == session.session_id
     assert traces["other"].is_error
     assert traces["other"].content[0].text == not_found["detail"]
+
+
+def test_session_trace_comes_a_page_at_a_time_and_its_reads_share_the_users_rate_with_the_api(
+    settings, mcp_url, engineer, token
+):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"TRACE_RATE": "3/min"}
+    session = DiagnosisSessionFactory(owner=engineer, status=DiagnosisSession.Status.COMPLETED)
+    ToolInvocationFactory.create_batch(12, session=session)
+    api = APIClient()
+    api.force_authenticate(engineer)
+
+    pages = [
+        call(mcp_url, token, "session_trace", {"session_id": session.session_id, "page": page})
+        for page in (1, 2)
+    ]
+    by_api = api.get(f"/api/sessions/{session.session_id}/trace")
+    refused = call(mcp_url, token, "session_trace", {"session_id": session.session_id})
+
+    first, second = (structured(page) for page in pages)
+    assert [len(first["tool_invocations"]), len(second["tool_invocations"])] == [10, 2]
+    assert (first["tool_invocations_page"]["next_page"], second["tool_invocations_page"]["next_page"]) == (
+        2,
+        None,
+    )
+    assert by_api.status_code == 200
+    assert refused.is_error
+    assert refused.content[0].text.startswith("读取会话记录过于频繁（每分钟最多 3 次）")
 
 
 def test_bad_arguments_are_refused_with_the_reason_and_nothing_is_recorded(mcp_url, token):

@@ -17,6 +17,6 @@ def run_tool():
     def run(tool_name: str, *, seen_block_ids: frozenset[str] = frozenset(), **arguments) -> dict:
         tool = get_tool(tool_name)
         context = ToolContext(now=clock.now(), seen_block_ids=set(seen_block_ids))
-        return tool.run(tool.arguments_model.model_validate(arguments), context)
+        return tool.bounded_run(tool.arguments_model.model_validate(arguments), context)
 
     return run

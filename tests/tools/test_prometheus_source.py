@@ -21,7 +21,7 @@ class Recording(PrometheusSource):
         super().__init__("http://prometheus.invalid")
         self.asked: list[tuple[str, dict]] = []
 
-    def data(self, path, params=None):
+    def data(self, path, params=None, *, object_hook=None):
         self.asked.append((path, params))
         return {"resultType": "matrix", "result": []}
 
@@ -102,7 +102,7 @@ class Canned(PrometheusSource):
         self.answers = answers
         self.asked: list[str] = []
 
-    def data(self, path, params=None):
+    def data(self, path, params=None, *, object_hook=None):
         self.asked.append(path)
         if path not in self.answers:
             raise self.error("无法连接（connection refused）")

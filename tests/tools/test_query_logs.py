@@ -1,10 +1,18 @@
 """Log matching as DEMO_WORLD.md says: service and topic keywords, synonyms, case-insensitive, Chinese
 and English; no hit is an empty success, never a placeholder."""
 
+from datetime import timedelta
+
 import pytest
 from pydantic import ValidationError
 
+from diagnosis.models import ToolInvocation
+from tests.factories import DiagnosisSessionFactory
+from tests.tools.support import record, use_source
+from tools.bounds import CUT_MARK, stored_bytes
+from tools.clock import local_text
 from tools.query_logs import QueryLogsArguments
+from tools.sources.kinds import LogSource
 
 pytestmark = pytest.mark.django_db
 
@@ -149,3 +157,36 @@ def test_arguments_schema_offers_the_four_topics():
 
     assert topic_enum == ["system-metrics", "application-logs", "database-slow-query", "system-events"]
     assert schema["properties"]["limit"]["maximum"] == 100
+
+
+class MegabyteLines(LogSource):
+    """A log store whose every line is 64 KB of stack trace."""
+
+    def query_logs(self, *, now, **_: object) -> list[dict]:
+        return [
+            {
+                "timestamp": local_text(now - timedelta(seconds=index)),
+                "level": "ERROR",
+                "service": "order-service",
+                "instance": "",
+                "topic": "application-logs",
+                "message": f"OutOfMemoryError #{index} " + "at com.example.Batch.run(Batch.java:42) " * 1600,
+                "metrics": {},
+            }
+            for index in range(100)
+        ]
+
+
+def test_lines_beyond_the_bytes_are_cut_stored_with_the_totals_and_only_the_kept_ones_cited(settings):
+    use_source(settings, MegabyteLines, LogSource)
+
+    invocation = record(DiagnosisSessionFactory(), "query_logs", query="OutOfMemoryError", limit=100)
+
+    output = ToolInvocation.objects.get(pk=invocation.pk).output
+    assert stored_bytes(output) <= settings.DIAGNOSIS["OUTPUT_MAX_BYTES"]
+    assert (output["truncated"], output["total_lines"], output["total"]) == (True, 100, 100)
+    kept = len(output["logs"])
+    assert 0 < kept < 100
+    assert output["logs"][0]["message"].startswith("OutOfMemoryError #0 ")
+    assert output["logs"][0]["message"].endswith(CUT_MARK)
+    assert [ref["raw_path"] for ref in invocation.evidence_refs] == [f"$.logs[{i}]" for i in range(kept)]

@@ -5,9 +5,12 @@ from datetime import datetime
 
 import pytest
 
+from diagnosis.models import ToolInvocation
 from diagnosis.pipeline.contracts import Claim, EvidenceBinding, ExecutorOutput
 from diagnosis.pipeline.gatekeeper import gatekeep
+from diagnosis.services.invocations import tool_message_build
 from tests.tools.support import record, use_source
+from tools.bounds import stored_bytes
 from tools.sources.kinds import SeriesSource
 
 pytestmark = pytest.mark.django_db
@@ -50,11 +53,11 @@ def test_an_instant_ref_prints_the_sample_in_plain_decimals(session):
     )
 
 
-def citing(invocation, excerpt: str) -> ExecutorOutput:
+def citing(invocation, excerpt: str, raw_path: str = "$.series[0]") -> ExecutorOutput:
     binding = EvidenceBinding(
         tool_name="query_promql",
         source_invocation_id=invocation.pk,
-        raw_path="$.series[0]",
+        raw_path=raw_path,
         evidence_excerpt=excerpt,
     )
     claim = Claim(
@@ -203,3 +206,75 @@ def test_a_diagnosis_asks_past_the_retention_and_is_answered_with_what_the_serve
     assert history.success
     assert history.output["retention_minutes"] == 7 * 24 * 60
     assert CountingPrometheus.queries == ["changes(ALERTS_FOR_STATE[30d])"]
+
+
+EVERY_SERIES = 30_000
+
+
+class EverySeriesPrometheus(SeriesSource):
+    """A Prometheus asked for `{__name__=~".+"}`: every series it holds (about 4 MB of JSON); over
+    minutes, three series of 2,000 points each."""
+
+    def query_promql(self, *, query: str, minutes: int, now) -> dict:
+        if minutes:
+            values = [[AT - 15 * (1999 - step), f"{step}.5"] for step in range(2000)]
+            return {"result_type": "matrix", "series": [{"metric": SERIES, "values": values}] * 3}
+        series = [
+            {"metric": {**SERIES, "instance": f"web-{index}:9100"}, "value": [AT, f"{index}.25"]}
+            for index in range(EVERY_SERIES)
+        ]
+        return {"result_type": "vector", "series": series}
+
+
+@pytest.fixture
+def every_series(settings):
+    from tests.factories import DiagnosisSessionFactory
+
+    use_source(settings, EverySeriesPrometheus, SeriesSource)
+    return DiagnosisSessionFactory()
+
+
+def test_every_series_of_the_source_is_stored_and_returned_within_the_bytes_with_the_totals(
+    every_series, settings
+):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"OUTPUT_MAX_BYTES": 16 * 1024}
+    invocation = record(every_series, "query_promql", query='{__name__=~".+"}')
+
+    stored = ToolInvocation.objects.get(pk=invocation.pk)
+    assert stored_bytes(stored.output) <= settings.DIAGNOSIS["OUTPUT_MAX_BYTES"]
+    assert stored.output["truncated"] is True
+    assert stored.output["total_series"] == EVERY_SERIES
+    kept = len(stored.output["series"])
+    assert 0 < kept < settings.DIAGNOSIS["OUTPUT_MAX_SERIES"]
+    assert [ref["raw_path"] for ref in stored.evidence_refs] == [f"$.series[{i}]" for i in range(kept)]
+    returned = tool_message_build(invocation=stored)["output"]
+    assert (returned["truncated"], returned["total_series"]) == (True, EVERY_SERIES)
+
+
+def test_a_citation_of_a_kept_series_passes_the_gatekeeper_and_one_of_a_cut_series_is_rejected(
+    every_series,
+):
+    invocation = record(every_series, "query_promql", query='{__name__=~".+"}')
+    kept = len(invocation.output["series"])
+    last_kept = invocation.evidence_refs[-1]
+    cut = f'node_load1{{instance="web-{kept}:9100",job="node"}} 当前值 {kept}.25（13:20:00）'
+
+    def checked(raw_path: str, excerpt: str) -> str:
+        output = citing(invocation, excerpt, raw_path)
+        return gatekeep(executor_output=output, invocations=[invocation]).severity
+
+    assert 0 < kept < EVERY_SERIES
+    assert last_kept["raw_path"] == f"$.series[{kept - 1}]"
+    assert checked(last_kept["raw_path"], last_kept["text"]) == "none"
+    assert checked(f"$.series[{kept}]", cut) == "reject"
+
+
+def test_a_series_keeps_its_latest_points_so_its_latest_value_is_the_sources(every_series, settings):
+    invocation = record(every_series, "query_promql", query="node_load1", minutes=600)
+
+    first = invocation.output["series"][0]
+    assert len(first["values"]) == settings.DIAGNOSIS["OUTPUT_MAX_POINTS"]
+    assert first["total_points"] == 2000
+    assert invocation.evidence_refs[0]["text"].startswith(
+        'node_load1{instance="web-1:9100",job="node"} 最新值 1999.5（13:20:00）'
+    )

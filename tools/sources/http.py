@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -63,15 +64,28 @@ class HttpSource(Source):
     def error(self, cause: str) -> SourceError:
         return SourceError(kind=self.kind, location=self.location, cause=cause)
 
-    def data(self, path: str, params: dict[str, Any] | None = None) -> Any:
+    def data(
+        self,
+        path: str,
+        params: dict[str, Any] | None = None,
+        *,
+        object_hook: Callable[[dict[str, Any]], Any] | None = None,
+    ) -> Any:
         """The `data` of a `{status, data}` envelope, as Prometheus and Loki answer; any other
-        status is the source's error."""
-        payload = self.get_json(path, params)
+        status is the source's error. `object_hook` as for `get_json`."""
+        payload = self.get_json(path, params, object_hook=object_hook)
         if not isinstance(payload, dict) or payload.get("status") != "success":
             raise self.error(f"{path} 返回了非 success 的响应（{str(payload)[:200]}）")
         return payload.get("data")
 
-    def get_json(self, path: str, params: dict[str, Any] | list[tuple[str, str]] | None = None) -> Any:
+    def get_json(
+        self,
+        path: str,
+        params: dict[str, Any] | list[tuple[str, str]] | None = None,
+        *,
+        object_hook: Callable[[dict[str, Any]], Any] | None = None,
+    ) -> Any:
+        """The answer's JSON; `object_hook` sees each object as it is parsed (and may replace it)."""
         timeout = source_timeout()
         deadline = time.monotonic() + timeout
         body = bytearray()
@@ -94,7 +108,7 @@ class HttpSource(Source):
             raise self.error(f"请求失败（{type(exc).__name__}: {exc}）") from None
         text = body.decode("utf-8", errors="replace")
         try:
-            payload = json.loads(text)
+            payload = json.loads(text, object_hook=object_hook)
         except ValueError:
             payload = None
         if response.status_code >= 400:

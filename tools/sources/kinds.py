@@ -45,7 +45,8 @@ class AlertSource(Source, Protocol):
 
 @runtime_checkable
 class SeriesSource(Source, Protocol):
-    """`query_promql`: `{result_type, series}` of a PromQL query, instant (`minutes` 0) or a range."""
+    """`query_promql`: `{result_type, series}` of a PromQL query, instant (`minutes` 0) or a range;
+    with `total_series` when the source kept only the first of them (`tools.bounds.SeriesKept`)."""
 
     def query_promql(self, *, query: str, minutes: int, now: datetime) -> dict[str, Any]: ...
 

@@ -12,6 +12,7 @@ from typing import Any
 import promql_parser
 from django.conf import settings
 
+from tools.bounds import OutputBounds, SeriesKept
 from tools.clock import local_text
 from tools.inventory import SourceInventory
 from tools.records import labelled_alert_record, parsed_time, service_of
@@ -74,9 +75,13 @@ class PrometheusSource(HttpSource, AlertSource, LabelledSeriesSource, TargetSour
         ]
 
     def query_promql(self, *, query: str, minutes: int, now: datetime) -> dict[str, Any]:
+        """`{result_type, series}`, the series bounded as they are parsed (`total_series` when cut)."""
         bounds = {"timeout": f"{source_timeout():g}", "limit": SERIES_LIMIT}
+        kept = SeriesKept(OutputBounds.configured())
         if minutes <= 0:
-            data = self.data("/api/v1/query", {"query": query, "time": now.timestamp(), **bounds})
+            data = self.data(
+                "/api/v1/query", {"query": query, "time": now.timestamp(), **bounds}, object_hook=kept
+            )
         else:
             step = max(1, math.ceil(minutes * 60 / (MAX_POINTS - 1)))
             # Points fall at start + k·step: a start a whole number of steps back puts the last on
@@ -85,14 +90,19 @@ class PrometheusSource(HttpSource, AlertSource, LabelledSeriesSource, TargetSour
             data = self.data(
                 "/api/v1/query_range",
                 {"query": query, "start": start.timestamp(), "end": now.timestamp(), "step": step, **bounds},
+                object_hook=kept,
             )
         result_type = data.get("resultType", "")
         result = data.get("result")
         if result_type in ("scalar", "string"):
-            series = [{"metric": {}, "value": result}]
-        else:
-            series = list(result or [])
-        return {"result_type": result_type, "series": series}
+            return {"result_type": result_type, "series": [{"metric": {}, "value": result}]}
+        answer = {
+            "result_type": result_type,
+            "series": [record for record in result or [] if record is not None],
+        }
+        if kept.total > len(answer["series"]):
+            answer["total_series"] = kept.total
+        return answer
 
     def targets(self) -> list[dict]:
         """Every active scrape target: job, instance, health and the last scrape's error and time."""
