@@ -190,6 +190,7 @@ def test_concurrent_capped_starts_by_one_owner_never_exceed_the_cap(postgres_onl
     assert DiagnosisSession.objects.filter(owner=owner).count() == 3
 
 
+@pytest.mark.django_db(transaction=True)
 def test_two_concurrent_starts_with_one_session_id_create_one_session(postgres_only):
     outcomes = run_concurrently(
         lambda: session_start(query="order-service 内存", session_id="incident-42"), threads=4
