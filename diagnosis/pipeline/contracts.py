@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.focus import QuestionFocus
 from tools.evidence_kinds import PLANNABLE_TOOLS, current_name
+from tools.evidence_result import Ref, ToolResult
 from tools.promql import Carrier
 
 ANSWER_VERSION = "executor_evidence_v2"
@@ -70,13 +71,13 @@ class EvidenceBinding(BaseModel):
     evidence_excerpt: str
 
     @classmethod
-    def of_ref(cls, message: dict, ref: dict) -> EvidenceBinding:
-        """The binding that cites one evidence ref (`raw_path`, `text`) of a recorded tool message."""
+    def of_ref(cls, result: ToolResult, ref: Ref) -> EvidenceBinding:
+        """The binding that cites one evidence ref of a recorded tool result."""
         return cls(
-            tool_name=message["tool_name"],
-            source_invocation_id=message["invocation_id"],
-            raw_path=ref["raw_path"],
-            evidence_excerpt=ref["text"],
+            tool_name=result.tool_name,
+            source_invocation_id=result.invocation_id,
+            raw_path=ref.path,
+            evidence_excerpt=ref.text,
         )
 
 
@@ -157,8 +158,8 @@ class ExecutorInput:
     plan: PlannerOutput
     round: int
     retry_context: dict | None = None
-    # Tool messages (as the model saw them) of earlier rounds' invocations, citable again.
-    prior_tool_messages: list[dict] = field(default_factory=list)
+    # The results of the calls already made (earlier rounds', the asks'), citable again.
+    prior_results: list[ToolResult] = field(default_factory=list)
     focus: QuestionFocus = field(default_factory=QuestionFocus)
     # Which label of a metric's series carries a subject (a topic query's matcher goes on it).
     carrier: Carrier | None = None

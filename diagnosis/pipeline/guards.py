@@ -39,6 +39,7 @@ from diagnosis.pipeline.injected_commands import evidence_gathering
 from diagnosis.pipeline.scope import FOCUS_RULE, SCOPE_RULE, out_of_focus, record_subjects, scope_guard
 from diagnosis.pipeline.slot import Slot
 from diagnosis.pipeline.verdict import Override, Verification
+from tools.evidence_result import ToolResult
 
 EVIDENCE_AS_DATA_RULE = "evidence.not_an_instruction"
 CITATION_CAP_RULE = "evidence.citation_cap"
@@ -58,6 +59,8 @@ class RoundContext:
     invocations: Sequence[RecordedInvocation]
     # The asks' slots, read and verified by code.
     slots: Sequence[Slot] = ()
+    # What the calls so far returned (this round's and earlier rounds'), as typed records.
+    results: Sequence[ToolResult] = ()
 
 
 class GuardResult(BaseModel):
@@ -204,7 +207,7 @@ class LabelCheck:
                 ),
             )
             for f in labels_unsupported(
-                output.claims, invocations=context.invocations, vocabulary=context.world.vocabulary
+                output.claims, results=context.results, vocabulary=context.world.vocabulary
             )
         ]
 

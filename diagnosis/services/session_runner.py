@@ -35,6 +35,7 @@ from diagnosis.services.session_liveness import SessionProgress
 from diagnosis.services.tool_call_summary import tool_trace_summary_build
 from diagnosis.services.toolbox import CallsKept, RecordingToolbox
 from tools.base import guidance_tool_names
+from tools.evidence_result import ToolResult
 
 THOUGHT_CHARS = 2000
 
@@ -121,8 +122,8 @@ class SessionRecorder:
             kept=self.calls,
         )
 
-    def tool_messages_before(self, *, round: int) -> list[dict]:
-        return self.calls.messages_before(round=round)
+    def tool_results_before(self, *, round: int) -> list[ToolResult]:
+        return self.calls.results_before(round=round)
 
     def invocations(self) -> list[ToolInvocation]:
         return self.calls.invocations()

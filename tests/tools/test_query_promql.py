@@ -8,7 +8,7 @@ import pytest
 from diagnosis.models import ToolInvocation
 from diagnosis.pipeline.contracts import Claim, EvidenceBinding, ExecutorOutput
 from diagnosis.pipeline.gatekeeper import gatekeep
-from diagnosis.services.invocations import tool_message_build
+from diagnosis.services.invocations import tool_result_of
 from tests.tools.support import record, use_source
 from tools.bounds import stored_bytes
 from tools.sources.kinds import SeriesSource
@@ -247,7 +247,7 @@ def test_every_series_of_the_source_is_stored_and_returned_within_the_bytes_with
     kept = len(stored.output["series"])
     assert 0 < kept < settings.DIAGNOSIS["OUTPUT_MAX_SERIES"]
     assert [ref["raw_path"] for ref in stored.evidence_refs] == [f"$.series[{i}]" for i in range(kept)]
-    returned = tool_message_build(invocation=stored)["output"]
+    returned = tool_result_of(stored).message()["output"]
     assert (returned["truncated"], returned["total_series"]) == (True, EVERY_SERIES)
 
 

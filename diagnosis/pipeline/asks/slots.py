@@ -2,7 +2,7 @@
 gatekeeper verifies every citation, and said as `结论` lines and `未能回答` gaps.
 
 `calls.slot_calls_run` makes the calls the asks need (whichever engine runs: the executor starts from
-their results), `slots_read` reads each ask's slot from those recorded messages with the evidence ref
+their results), `slots_read` reads each ask's slot from those recorded results with the evidence ref
 it rests on, and `slots_verified` keeps a slot filled only when the gatekeeper verifies every
 citation of it against the session's recorded invocations.
 """
@@ -20,6 +20,7 @@ from diagnosis.pipeline.contracts import Claim, RecordedInvocation
 from diagnosis.pipeline.facts import NO_NAMES, FactNames
 from diagnosis.pipeline.gatekeeper import claims_checked
 from diagnosis.pipeline.slot import CONCLUSION, Slot
+from tools.evidence_result import ToolResult
 
 QUOTED = re.compile(r"「[^」]*」")
 # A claim restating a conclusion line: at least this share of it once plain, within it or this similar.
@@ -28,8 +29,8 @@ RESTATED_RATIO = 0.85
 PUNCTUATION = re.compile(r"[\s\W_]+")
 
 
-def slots_read(asks: Sequence[Ask], *, messages: Sequence[dict], world: SlotWorld) -> list[Slot]:
-    return [KINDS[ask.kind].read(ask, messages, world) for ask in asks]
+def slots_read(asks: Sequence[Ask], *, results: Sequence[ToolResult], world: SlotWorld) -> list[Slot]:
+    return [KINDS[ask.kind].read(ask, results, world) for ask in asks]
 
 
 def slots_verified(

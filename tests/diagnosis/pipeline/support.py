@@ -20,6 +20,7 @@ from diagnosis.pipeline.interfaces import Stage, StageCall, StepRecord, Toolbox
 from diagnosis.pipeline.question import question_read
 from diagnosis.pipeline.round import RoundLimits, RoundResult, round_run
 from tools.base import guidance_tool_names
+from tools.evidence_result import ToolResult
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load
 
 DEMO_VOCABULARY = vocabulary_load(DEFAULT_VOCABULARY_FILE)
@@ -63,10 +64,10 @@ class ScriptedEngine:
 class NoTools:
     remaining_calls = 0
 
-    def call(self, tool_name: str, arguments: dict) -> dict:
+    def call(self, tool_name: str, arguments: dict) -> ToolResult:
         raise AssertionError("a scripted engine calls no tool")
 
-    def call_many(self, calls) -> list[dict]:
+    def call_many(self, calls) -> list[ToolResult]:
         raise AssertionError("a scripted engine calls no tool")
 
     def tool_definitions(self) -> list[dict]:
@@ -91,20 +92,19 @@ class MemoryRecorder:
     def toolbox(self, *, round: int, max_calls: int) -> Toolbox:
         return NoTools()
 
-    def tool_messages_before(self, *, round: int) -> list[dict]:
-        """The recorded invocations as tool messages (all of them count as this round's)."""
+    def tool_results_before(self, *, round: int) -> list[ToolResult]:
+        """The recorded invocations as tool results (all of them count as this round's)."""
         if round <= 1:
             return []
         return [
-            {
-                "invocation_id": i.pk,
-                "tool_name": i.tool_name,
-                "success": True,
-                "source": "",
-                "output": getattr(i, "output", {}),
-                "arguments": getattr(i, "input", {}),
-                "evidence_refs": (i.retrieval_details or {}).get("evidence_refs") or [],
-            }
+            ToolResult.from_stored(
+                tool_name=i.tool_name,
+                invocation_id=i.pk,
+                arguments=getattr(i, "input", {}),
+                success=True,
+                output=getattr(i, "output", {}),
+                retrieval_details={"evidence_status": "supported"} | (i.retrieval_details or {}),
+            )
             for i in self.recorded
         ]
 
