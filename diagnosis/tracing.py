@@ -32,7 +32,6 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, StatusCode
 
-from diagnosis.pipeline.contracts import RecordedInvocation
 from diagnosis.pipeline.interfaces import Recorder, Stage, StepRecord, StepStatus, Toolbox
 from diagnosis.pipeline.records import RoundRecord
 from tools.evidence_result import ToolResult
@@ -299,11 +298,11 @@ class TracedRecorder:
     def tool_results_before(self, *, round: int) -> list[ToolResult]:
         return self._recorder.tool_results_before(round=round)
 
-    def invocations(self) -> Sequence[RecordedInvocation]:
+    def invocations(self) -> Sequence[ToolResult]:
         return self._recorder.invocations()
 
-    def tool_trace_summary(self, invocations: Sequence[RecordedInvocation]) -> list[dict]:
-        return self._recorder.tool_trace_summary(invocations)
+    def tool_trace_summary(self) -> list[dict]:
+        return self._recorder.tool_trace_summary()
 
     def round_recorded(self, record: RoundRecord) -> None:
         self._recorder.round_recorded(record)

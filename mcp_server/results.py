@@ -20,7 +20,6 @@ from diagnosis.selectors.evidence import CitedEvidence, session_evidence
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.selectors.sessions import ENDED_STATUSES
 from diagnosis.serializers import trace_url
-from diagnosis.services.invocations import tool_result_of
 
 NOT_ENDED_ANSWER = (
     "诊断尚未结束（{state}）：本次调用的等待已到期限，会话仍在后台执行，未作任何结论。"
@@ -256,7 +255,7 @@ def tool_call_result(*, session: DiagnosisSession, tool_name: str, site_url: str
             output={},
             error=session.answer,
         )
-    message = tool_result_of(invocation).message()
+    message = invocation.tool_result().message()
     return ToolCallResult(
         **links,
         invocation_id=invocation.pk,

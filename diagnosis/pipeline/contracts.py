@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -216,14 +216,6 @@ class ComposerInput:
     allowed_actions: list[str]
     # One `结论` line per filled slot, written by code from verified evidence; the answer opens with them.
     conclusions: list[str] = field(default_factory=list)
-
-
-class RecordedInvocation(Protocol):
-    """A recorded tool call as the gatekeeper reads it (a `ToolInvocation` row is one)."""
-
-    pk: Any
-    tool_name: str
-    retrieval_details: dict
 
 
 def record_path(key: str, index: int) -> str:

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 
 from diagnosis.pipeline.asks.slots import coverage_gaps, restated_conclusion
 from diagnosis.pipeline.claim_labels import labels_unsupported
-from diagnosis.pipeline.contracts import Claim, ExecutorOutput, RecordedInvocation, Verdict
+from diagnosis.pipeline.contracts import Claim, ExecutorOutput, Verdict
 from diagnosis.pipeline.focus import QuestionFocus, World
 from diagnosis.pipeline.gatekeeper import (
     LABEL_UNSUPPORTED,
@@ -56,11 +56,10 @@ class RoundContext:
     focus: QuestionFocus
     excluded_topics: list[str]
     world: World
-    invocations: Sequence[RecordedInvocation]
+    # The session's recorded calls, as the toolboxes returned them: what a claim may cite.
+    invocations: Sequence[ToolResult]
     # The asks' slots, read and verified by code.
     slots: Sequence[Slot] = ()
-    # What the calls so far returned (this round's and earlier rounds'), as typed records.
-    results: Sequence[ToolResult] = ()
 
 
 class GuardResult(BaseModel):
@@ -207,7 +206,7 @@ class LabelCheck:
                 ),
             )
             for f in labels_unsupported(
-                output.claims, results=context.results, vocabulary=context.world.vocabulary
+                output.claims, results=context.invocations, vocabulary=context.world.vocabulary
             )
         ]
 

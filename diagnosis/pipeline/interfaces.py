@@ -23,7 +23,6 @@ from diagnosis.pipeline.contracts import (
     ExecutorOutput,
     PlannerInput,
     PlannerOutput,
-    RecordedInvocation,
     VerifierInput,
     VerifierOutput,
 )
@@ -196,12 +195,14 @@ class Recorder(Protocol):
         kept, so a round asking again costs no read."""
         ...
 
-    def invocations(self) -> Sequence[RecordedInvocation]:
-        """Every tool call this session recorded so far: the only evidence a claim may cite. Kept as the
-        toolboxes recorded them, never read back."""
+    def invocations(self) -> Sequence[ToolResult]:
+        """The result of every tool call this session recorded so far: the only evidence a claim may
+        cite. Kept as the toolboxes returned them, never read back."""
         ...
 
-    def tool_trace_summary(self, invocations: Sequence[RecordedInvocation]) -> list[dict]: ...
+    def tool_trace_summary(self) -> list[dict]:
+        """The bounded overview of the session's evidence calls so far (for the verifier)."""
+        ...
 
     def round_recorded(self, record: RoundRecord) -> None:
         """A round that is retried: its record is kept at once, before the next round runs."""

@@ -35,7 +35,6 @@ from diagnosis.pipeline.contracts import (
     PlannerInput,
     PlannerOutput,
     PlanStep,
-    RecordedInvocation,
     VerifierInput,
     VerifierOutput,
 )
@@ -135,7 +134,7 @@ def round_run(
     invocations = recorder.invocations()
     results = _round_results(asked_calls, recorder, round_number)
     slots = _slots_filled(asks, asked_calls, results, invocations, world)
-    context = RoundContext(question.text, focus, excluded, world, invocations, slots, results)
+    context = RoundContext(question.text, focus, excluded, world, invocations, slots)
     judged = _judgement(engine, recorder, round_number, executor_call, context, retry_context)
     notes = focus.notes()  # unknown subjects, nothing understood: said to the user, listed as gaps
     searched = searched_gaps(results=results, output=judged.guarded.kept_output, slots=slots)
@@ -205,7 +204,7 @@ def _judgement(
     """Claim guards → gatekeeper → verifier → verdict (code) → verdict guards."""
     guarded = claim_guards_run(executor_call.output, context)
     gatekeeper_result = _gatekeeper_run(recorder, round_number, guarded.kept_output, context)
-    trace_summary = recorder.tool_trace_summary(context.invocations)
+    trace_summary = recorder.tool_trace_summary()
     verifier_input = VerifierInput(
         original_query=context.query,
         executor_structured_output=guarded.kept_output.model_dump(),
@@ -331,7 +330,7 @@ def _slots_filled(
     asks: list[Ask],
     asked_calls: AskedCalls,
     results: list[ToolResult],
-    invocations: Sequence[RecordedInvocation],
+    invocations: Sequence[ToolResult],
     world: World,
 ) -> list[Slot]:
     """Each ask's slot, read from every call of the round (the executor's too) and kept filled only

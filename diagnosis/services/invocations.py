@@ -29,7 +29,6 @@ from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, record_path
 from tools import clock
 from tools.base import EvidenceTool, ToolContext, UnknownToolError, get_tool, guidance_tool_names
 from tools.evidence_kinds import current_name
-from tools.evidence_result import ToolResult
 from tools.sources import DEMO, DEMO_LABEL
 
 logger = logging.getLogger(__name__)
@@ -140,7 +139,7 @@ def _traced(run: _ToolRun) -> tracing.ToolCallTrace:
         error=invocation.error,
         error_type=run.error_type,
         arguments=invocation.input,
-        message=lambda: tool_result_of(invocation).message(),
+        message=lambda: invocation.tool_result().message(),
     )
 
 
@@ -225,20 +224,6 @@ def _invocation_run(
     )
     ended_ns = started_ns + int(elapsed * 1e9)
     return _ToolRun(invocation, started_ns=started_ns, ended_ns=ended_ns, error_type=error_type)
-
-
-def tool_result_of(invocation: ToolInvocation) -> ToolResult:
-    """A recorded call as the pipeline reads it: its row's JSON read once into typed records and refs."""
-    return ToolResult.from_stored(
-        tool_name=invocation.tool_name,
-        invocation_id=invocation.pk,
-        arguments=invocation.input or {},
-        success=invocation.success,
-        output=invocation.output or {},
-        retrieval_details=invocation.retrieval_details or {},
-        source=invocation.source,
-        error=invocation.error,
-    )
 
 
 def collection_key_of(tool_name: str) -> str | None:

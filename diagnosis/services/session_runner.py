@@ -12,16 +12,13 @@ reason recorded and the steps so far kept; the answer is only written when the s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from diagnosis import tracing
 from diagnosis.engines import engine_fallback_get, engine_get
-from diagnosis.models import AgentStep, DiagnosisSession, ToolInvocation
-from diagnosis.pipeline.contracts import RecordedInvocation
+from diagnosis.models import AgentStep, DiagnosisSession
 from diagnosis.pipeline.interfaces import Stage, StepRecord
 from diagnosis.pipeline.orchestrator import diagnose
 from diagnosis.pipeline.records import RoundRecord
@@ -125,11 +122,11 @@ class SessionRecorder:
     def tool_results_before(self, *, round: int) -> list[ToolResult]:
         return self.calls.results_before(round=round)
 
-    def invocations(self) -> list[ToolInvocation]:
-        return self.calls.invocations()
+    def invocations(self) -> list[ToolResult]:
+        return self.calls.results()
 
-    def tool_trace_summary(self, invocations: Sequence[RecordedInvocation]) -> list[dict]:
-        return tool_trace_summary_build(invocations=invocations)
+    def tool_trace_summary(self) -> list[dict]:
+        return tool_trace_summary_build(invocations=self.calls.invocations())
 
     def round_recorded(self, record: RoundRecord) -> None:
         with transaction.atomic():

@@ -19,7 +19,6 @@ from diagnosis.services.invocations import (
     SUPPORTED,
     is_evidence_call,
     is_guidance_call,
-    tool_result_of,
 )
 from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS
 from tools.evidence_records import AlertRecord, LogLine, RunbookSection
@@ -89,7 +88,7 @@ def _summary(
 
 
 def _facts(tool_name: str, hits: list[ToolInvocation], budget: int) -> str:
-    records = [record for call in hits for record in tool_result_of(call).records]
+    records = [record for call in hits for record in call.tool_result().records]
     if ALERTS.owns(tool_name):
         return _alert_facts(records, budget)
     if LOGS.owns(tool_name):

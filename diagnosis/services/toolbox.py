@@ -15,7 +15,7 @@ from django.db import connection
 
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.interfaces import Stage
-from diagnosis.services.invocations import invocations_record, tool_result_of
+from diagnosis.services.invocations import invocations_record
 from tools.base import all_tools
 from tools.evidence_kinds import current_name
 from tools.evidence_result import ToolResult, not_run
@@ -35,6 +35,9 @@ class CallsKept:
 
     def invocations(self) -> list[ToolInvocation]:
         return [invocation for invocation, _result in self._calls]
+
+    def results(self) -> list[ToolResult]:
+        return [result for _invocation, result in self._calls]
 
     def results_before(self, *, round: int) -> list[ToolResult]:
         return [result for invocation, result in self._calls if invocation.round < round]
@@ -84,7 +87,7 @@ class RecordingToolbox:
             if allowed
             else []
         )
-        results = [tool_result_of(invocation) for invocation in recorded]
+        results = [invocation.tool_result() for invocation in recorded]
         self.kept.kept(recorded, results)
         refused = [
             not_run(current_name(tool_name), error=BUDGET_SPENT_ERROR) for tool_name, _ in calls[len(allowed) :]

@@ -6,7 +6,6 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from diagnosis.models import ToolInvocation
-from diagnosis.services.invocations import tool_result_of
 from diagnosis.services.toolbox import CallsKept, RecordingToolbox
 from tests.tools.support import pin_demo_now
 
@@ -38,7 +37,7 @@ def test_the_calls_are_kept_as_recorded_with_the_results_they_returned(session):
     stored = list(ToolInvocation.objects.filter(session=session).order_by("id"))
     assert [call.pk for call in kept.invocations()] == [call.pk for call in stored]
     # What a round reads from memory is what reading the rows back would give it.
-    assert [tool_result_of(call) for call in kept.invocations()] == [tool_result_of(call) for call in stored]
+    assert [call.tool_result() for call in kept.invocations()] == [call.tool_result() for call in stored]
     assert kept.results_before(round=2) == first
     assert kept.results_before(round=3) == [*first, second]
 

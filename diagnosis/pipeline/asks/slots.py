@@ -16,7 +16,7 @@ from difflib import SequenceMatcher
 from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.asks.kind import SlotWorld
 from diagnosis.pipeline.asks.registry import KINDS, ask_label
-from diagnosis.pipeline.contracts import Claim, RecordedInvocation
+from diagnosis.pipeline.contracts import Claim
 from diagnosis.pipeline.facts import NO_NAMES, FactNames
 from diagnosis.pipeline.gatekeeper import claims_checked
 from diagnosis.pipeline.slot import CONCLUSION, Slot
@@ -34,7 +34,7 @@ def slots_read(asks: Sequence[Ask], *, results: Sequence[ToolResult], world: Slo
 
 
 def slots_verified(
-    slots: Sequence[Slot], *, invocations: Sequence[RecordedInvocation], names: FactNames = NO_NAMES
+    slots: Sequence[Slot], *, invocations: Sequence[ToolResult], names: FactNames = NO_NAMES
 ) -> list[Slot]:
     """A filled slot stays filled only when the gatekeeper verifies every citation it rests on."""
     claims = [

@@ -11,7 +11,6 @@ from diagnosis.pipeline.contracts import (
     ExecutorOutput,
     PlannerInput,
     PlannerOutput,
-    RecordedInvocation,
     VerifierInput,
     VerifierOutput,
 )
@@ -78,7 +77,8 @@ class NoTools:
 class MemoryRecorder:
     """The pipeline's recorder over invocations recorded beforehand; steps are kept in a list."""
 
-    recorded: list[RecordedInvocation]
+    # Recorded calls (`ToolInvocation` rows or the tests' `Invocation`s), read as the pipeline reads them.
+    recorded: list
     steps: list[StepRecord] = field(default_factory=list)
     stages: list[Stage] = field(default_factory=list)
     guidance_tools: frozenset[str] = field(default_factory=guidance_tool_names)
@@ -93,25 +93,13 @@ class MemoryRecorder:
         return NoTools()
 
     def tool_results_before(self, *, round: int) -> list[ToolResult]:
-        """The recorded invocations as tool results (all of them count as this round's)."""
-        if round <= 1:
-            return []
-        return [
-            ToolResult.from_stored(
-                tool_name=i.tool_name,
-                invocation_id=i.pk,
-                arguments=getattr(i, "input", {}),
-                success=True,
-                output=getattr(i, "output", {}),
-                retrieval_details={"evidence_status": "supported"} | (i.retrieval_details or {}),
-            )
-            for i in self.recorded
-        ]
+        """The recorded calls' results (all of them count as this round's)."""
+        return self.invocations() if round > 1 else []
 
-    def invocations(self) -> list[RecordedInvocation]:
-        return list(self.recorded)
+    def invocations(self) -> list[ToolResult]:
+        return [call.tool_result() for call in self.recorded]
 
-    def tool_trace_summary(self, invocations) -> list[dict]:
+    def tool_trace_summary(self) -> list[dict]:
         return []
 
     def round_recorded(self, record: dict) -> None:

@@ -189,6 +189,17 @@ class Invocation:
     input: dict = field(default_factory=dict)
     retrieval_details: dict = field(default_factory=dict)
 
+    def tool_result(self) -> ToolResult:
+        """The call as the pipeline reads it, as `ToolInvocation.tool_result` reads a row."""
+        return ToolResult.from_stored(
+            tool_name=self.tool_name,
+            invocation_id=self.pk,
+            arguments=self.input,
+            success=True,
+            output=self.output,
+            retrieval_details={"evidence_status": "supported"} | self.retrieval_details,
+        )
+
 
 def recorded(result: ToolResult) -> Invocation:
     """The invocation the session recorded for a tool result."""
