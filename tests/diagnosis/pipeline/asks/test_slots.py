@@ -51,7 +51,7 @@ def test_a_slot_whose_citations_match_the_recorded_invocations_stays_filled(name
     alerts = alerts_message(1, [alert_record(names)], arguments={"service": names.service})
     slots = read(value_question(names), names, [alerts], tools=NO_PROMETHEUS)
 
-    verified = slots_verified(slots, invocations=[recorded(alerts).tool_result()])
+    verified = slots_verified(slots, invocations=[alerts])
 
     assert [s.filled for s in verified] == [True]
     assert verified[0].conclusion == slots[0].conclusion
