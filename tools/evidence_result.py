@@ -17,8 +17,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from tools.evidence_kinds import kind_named
 from tools.evidence_records import EvidenceRecord
 
+# Where the ref of a search that found nothing points.
 NO_EVIDENCE_PATH = "$.no_evidence"
-FAILED = "failed"
+# A result's evidence_status: records cited, nothing found, failed; a helper's is never evidence.
+SUPPORTED, NO_EVIDENCE, FAILED = "supported", "no_evidence", "failed"
+NOT_EVIDENCE = "not_evidence"
 # The tool message is bounded; the stored output stays complete and raw paths index into it.
 MESSAGE_OUTPUT_CHARS = 4000
 MESSAGE_REFS = 30

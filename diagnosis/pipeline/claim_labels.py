@@ -13,11 +13,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, Claim
+from diagnosis.pipeline.contracts import Claim
 from diagnosis.pipeline.gatekeeper import CLAIM_DENIES
 from tools.evidence_kinds import LOGS
 from tools.evidence_records import LogLine
-from tools.evidence_result import ToolResult
+from tools.evidence_result import NO_EVIDENCE_PATH, ToolResult
 from tools.loglines import PROPERTY_TOPICS, has_property
 from tools.vocabulary import Vocabulary
 

@@ -15,12 +15,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.focus import QuestionFocus
 from tools.evidence_kinds import PLANNABLE_TOOLS, current_name
+
+# The no-hit path is the tool result's; read here too by the readers of claims and citations.
+from tools.evidence_result import NO_EVIDENCE_PATH as NO_EVIDENCE_PATH
 from tools.evidence_result import Ref, ToolResult
 from tools.promql import Carrier
 
 ANSWER_VERSION = "executor_evidence_v2"
-# raw_path of the one evidence ref of a tool call that found nothing.
-NO_EVIDENCE_PATH = "$.no_evidence"
 # raw_path of one record of a tool's output: `$.alerts[0]`, `$.series[2]`, `$.logs[3]`.
 RECORD_PATH = re.compile(r"\$\.(?P<key>[A-Za-z_]+)\[(?P<index>\d+)\]")
 

@@ -19,14 +19,13 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel, LCSseq
 
 from diagnosis.pipeline.contracts import (
-    NO_EVIDENCE_PATH,
     Claim,
     EvidenceBinding,
     ExecutorOutput,
 )
 from diagnosis.pipeline.facts import ELLIPSIS, NO_NAMES, FactNames, normalize, unsupported_facts
 from tools.evidence_kinds import current_name
-from tools.evidence_result import ToolResult
+from tools.evidence_result import NO_EVIDENCE_PATH, ToolResult
 
 Severity = Literal["none", "low_confid", "reject"]
 

@@ -25,17 +25,14 @@ from pydantic import BaseModel, ValidationError
 
 from diagnosis import tracing
 from diagnosis.models import DiagnosisSession, ToolInvocation
-from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, record_path
+from diagnosis.pipeline.contracts import record_path
 from tools import clock
 from tools.base import EvidenceTool, ToolContext, UnknownToolError, get_tool, guidance_tool_names
 from tools.evidence_kinds import current_name
+from tools.evidence_result import FAILED, NO_EVIDENCE, NO_EVIDENCE_PATH, NOT_EVIDENCE, SUPPORTED
 from tools.sources import DEMO, DEMO_LABEL
 
 logger = logging.getLogger(__name__)
-
-SUPPORTED, NO_EVIDENCE, FAILED = "supported", "no_evidence", "failed"
-# evidence_status of helper tools (get_current_datetime): never evidence, never a gap.
-NOT_EVIDENCE = "not_evidence"
 
 ERROR_CHARS = 1000
 # What neither database stores: NUL (PostgreSQL refuses it in text and JSON) and surrogate code points

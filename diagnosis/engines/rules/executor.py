@@ -20,7 +20,7 @@ from diagnosis.pipeline.interfaces import Toolbox, call_key
 from tools.configured_vocabulary import current_vocabulary
 from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS, SERIES, EvidenceKind
 from tools.evidence_records import AlertRecord, LogLine, RunbookSection, SeriesRecord
-from tools.evidence_result import Ref, ToolResult
+from tools.evidence_result import NO_EVIDENCE, Ref, ToolResult
 from tools.loglines import has_property
 from tools.matching import group_term, groups_in, term_pattern
 from tools.numbers import number_text
@@ -326,7 +326,7 @@ def _claims_from(
             )
 
     for result in gathered.results:
-        if result.evidence_status == "no_evidence" and (no_hit := result.no_hit()):
+        if result.evidence_status == NO_EVIDENCE and (no_hit := result.no_hit()):
             add("negative_observation", no_hit.text, [EvidenceBinding.of_ref(result, no_hit)])
 
     failed = [r for r in gathered.results if not r.success]

@@ -10,10 +10,9 @@ from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.asks.kind import AskKind, Call, SlotWorld
 from diagnosis.pipeline.asks.logs import log_search, log_slot
 from diagnosis.pipeline.asks.shared import alert_found, alert_text, failure
-from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH
 from diagnosis.pipeline.slot import Slot
 from tools.evidence_records import AlertRecord
-from tools.evidence_result import ToolResult
+from tools.evidence_result import NO_EVIDENCE_PATH, ToolResult
 
 
 class Cause(AskKind):

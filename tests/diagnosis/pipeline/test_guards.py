@@ -11,7 +11,6 @@ import pytest
 from diagnosis.pipeline import claim_labels, facts, gatekeeper, guards, injected_commands, scope, verdict
 from diagnosis.pipeline import round as round_module
 from diagnosis.pipeline.contracts import (
-    NO_EVIDENCE_PATH,
     Claim,
     ClaimCheck,
     EvidenceBinding,
@@ -22,6 +21,7 @@ from diagnosis.pipeline.focus import Inventory, World
 from diagnosis.pipeline.orchestrator import diagnose
 from tests.diagnosis.pipeline.asks.support import Invocation
 from tests.diagnosis.pipeline.support import ONE_ROUND, MemoryRecorder, ScriptedEngine
+from tools.evidence_result import NO_EVIDENCE_PATH
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load
 
 VOCABULARY = vocabulary_load(DEFAULT_VOCABULARY_FILE)

@@ -6,7 +6,6 @@ and the demo world's (order-service, payment-service)."""
 from __future__ import annotations
 
 from diagnosis.pipeline.asks.slots import open_asks
-from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH
 from tests.diagnosis.pipeline.asks.support import (
     Names,
     alert_record,
@@ -15,7 +14,7 @@ from tests.diagnosis.pipeline.asks.support import (
     per_world,
     read,
 )
-from tools.evidence_result import Ref
+from tools.evidence_result import NO_EVIDENCE_PATH, Ref
 
 
 def cause_question(names: Names) -> str:

@@ -4,7 +4,6 @@ node) and the demo world's (order-service, payment-service)."""
 
 from __future__ import annotations
 
-from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH
 from tests.diagnosis.pipeline.asks.support import (
     Names,
     alert_record,
@@ -13,7 +12,7 @@ from tests.diagnosis.pipeline.asks.support import (
     per_world,
     read,
 )
-from tools.evidence_result import Ref
+from tools.evidence_result import NO_EVIDENCE_PATH, Ref
 
 
 def existence_question(names: Names) -> str:
