@@ -7,6 +7,7 @@ from django.db import models
 
 from diagnosis.pipeline import routing
 from diagnosis.pipeline.interfaces import Stage, StepStatus
+from tools.evidence_result import ToolResult
 
 
 def new_session_id() -> str:
@@ -186,6 +187,19 @@ class ToolInvocation(models.Model):
     @property
     def is_demo(self) -> bool:
         return self.source == "demo"
+
+    def tool_result(self) -> ToolResult:
+        """The call as the pipeline reads it: its stored JSON read once into typed records and refs."""
+        return ToolResult.from_stored(
+            tool_name=self.tool_name,
+            invocation_id=self.pk,
+            arguments=self.input or {},
+            success=self.success,
+            output=self.output or {},
+            retrieval_details=self.retrieval_details or {},
+            source=self.source,
+            error=self.error,
+        )
 
 
 class SessionReview(models.Model):

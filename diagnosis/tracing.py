@@ -32,9 +32,9 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, StatusCode
 
-from diagnosis.pipeline.contracts import RecordedInvocation
 from diagnosis.pipeline.interfaces import Recorder, Stage, StepRecord, StepStatus, Toolbox
 from diagnosis.pipeline.records import RoundRecord
+from tools.evidence_result import ToolResult
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -295,14 +295,14 @@ class TracedRecorder:
     def toolbox(self, *, round: int, max_calls: int) -> Toolbox:
         return self._recorder.toolbox(round=round, max_calls=max_calls)
 
-    def tool_messages_before(self, *, round: int) -> list[dict]:
-        return self._recorder.tool_messages_before(round=round)
+    def tool_results_before(self, *, round: int) -> list[ToolResult]:
+        return self._recorder.tool_results_before(round=round)
 
-    def invocations(self) -> Sequence[RecordedInvocation]:
+    def invocations(self) -> Sequence[ToolResult]:
         return self._recorder.invocations()
 
-    def tool_trace_summary(self, invocations: Sequence[RecordedInvocation]) -> list[dict]:
-        return self._recorder.tool_trace_summary(invocations)
+    def tool_trace_summary(self) -> list[dict]:
+        return self._recorder.tool_trace_summary()
 
     def round_recorded(self, record: RoundRecord) -> None:
         self._recorder.round_recorded(record)

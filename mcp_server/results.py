@@ -3,7 +3,7 @@
 A diagnosis answers with what its user would see on the chat page (`session_evidence`: only the claims its
 output type may show, each with the citations the gatekeeper passed) and the `结论` lines code wrote
 from verified evidence; a tool call answers with its invocation as the model in a diagnosis would have
-seen it (`tool_message_build`), with its provenance and the session it is recorded in.
+seen it (`ToolResult.message`), with its provenance and the session it is recorded in.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from diagnosis.selectors.evidence import CitedEvidence, session_evidence
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.selectors.sessions import ENDED_STATUSES
 from diagnosis.serializers import trace_url
-from diagnosis.services.invocations import tool_message_build
 
 NOT_ENDED_ANSWER = (
     "诊断尚未结束（{state}）：本次调用的等待已到期限，会话仍在后台执行，未作任何结论。"
@@ -256,7 +255,7 @@ def tool_call_result(*, session: DiagnosisSession, tool_name: str, site_url: str
             output={},
             error=session.answer,
         )
-    message = tool_message_build(invocation=invocation)
+    message = invocation.tool_result().message()
     return ToolCallResult(
         **links,
         invocation_id=invocation.pk,

@@ -112,10 +112,6 @@ class EvidenceTool(ABC, Generic[SourceT]):
             output, key=self.collection_key, noun=self.record_noun, bounds=OutputBounds.configured()
         )
 
-    def evidence_text(self, record: dict[str, Any]) -> str:
-        """The evidence ref text extracted by code from one output record, when the call is recorded."""
-        return ""
-
     def openai_tool(self) -> dict[str, Any]:
         """The function-tool definition sent to an OpenAI-compatible endpoint: strict parameters
         (every argument required, nullable when optional), built by the SDK's public helper."""

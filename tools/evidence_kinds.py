@@ -12,6 +12,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tools.evidence_records import (
+    AlertRecord,
+    EvidenceRecord,
+    LogLine,
+    RunbookSection,
+    SeriesRecord,
+    TargetRecord,
+)
+
 
 @dataclass(frozen=True)
 class EvidenceKind:
@@ -33,6 +42,8 @@ class EvidenceKind:
     # What one record is called in the totals of a cut output (`total_series`, `total_lines`); series
     # and lines have bounds of their own (`tools.bounds`), any other the records bound.
     counted_as: str = "records"
+    # The type of its records (each writes its own ref text); None for a helper.
+    record: type[EvidenceRecord] | None = None
 
     def owns(self, tool_name: str) -> bool:
         return tool_name == self.tool or tool_name in self.former_names
@@ -56,9 +67,15 @@ ALERTS = EvidenceKind(
     # Its name until issue 35: it returns alerts, the metrics tool is query_promql.
     former_names=("query_metrics",),
     counted_as="alerts",
+    record=AlertRecord,
 )
 SERIES = EvidenceKind(
-    tool="query_promql", label="指标查询", noun="指标", collection_key="series", counted_as="series"
+    tool="query_promql",
+    label="指标查询",
+    noun="指标",
+    collection_key="series",
+    counted_as="series",
+    record=SeriesRecord,
 )
 TARGETS = EvidenceKind(
     tool="query_targets",
@@ -66,6 +83,7 @@ TARGETS = EvidenceKind(
     noun="抓取目标",
     collection_key="targets",
     counted_as="targets",
+    record=TargetRecord,
 )
 LOGS = EvidenceKind(
     tool="query_logs",
@@ -74,6 +92,7 @@ LOGS = EvidenceKind(
     collection_key="logs",
     plannable=True,
     counted_as="lines",
+    record=LogLine,
 )
 KNOWLEDGE = EvidenceKind(
     tool="lookup_knowledge",
@@ -83,6 +102,7 @@ KNOWLEDGE = EvidenceKind(
     plannable=True,
     guidance=True,
     counted_as="blocks",
+    record=RunbookSection,
 )
 CLOCK = EvidenceKind(tool="get_current_datetime", label="时间查询", noun="时间")
 

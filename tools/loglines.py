@@ -93,9 +93,6 @@ DURATION = re.compile(
 )
 SLOW_WORDS = ("slow", "慢请求", "慢查询", "慢SQL", "慢")
 PROPERTY_TOPICS = ("error", "timeout", "slow", "slow_query")
-EVIDENCE_TEXT = re.compile(
-    r"^\[(?P<timestamp>[^\]]*)\]\[(?P<level>[^\]]*)\]\[(?P<service>[^\]]*)\] (?P<message>.*)$", re.S
-)
 
 
 def level_name(raw: str) -> str:
@@ -242,25 +239,6 @@ def has_property(topic: str, *, level: str, message: str, vocabulary: Vocabulary
         )
         return slow and (topic == "slow" or "slow_query" in groups_of(message, vocabulary=vocabulary))
     return topic in groups_of(message, vocabulary=vocabulary)
-
-
-def evidence_text(record: dict) -> str:
-    """A log record's evidence-ref text, the one shape `evidence_parts` reads back."""
-    return f"[{record['timestamp']}][{record['level']}][{record['service']}] {record['message']}"
-
-
-def evidence_parts(text: str) -> tuple[str, str, str]:
-    """(level, service, message) of a log evidence-ref text; ("", "", text) for any other text."""
-    match = EVIDENCE_TEXT.match(text)
-    return (match["level"], match["service"], match["message"]) if match else ("", "", text)
-
-
-def evidence_record(text: str) -> dict[str, str]:
-    """A log evidence-ref text as the record it was written from (timestamp, level, service, message)."""
-    match = EVIDENCE_TEXT.match(text)
-    if not match:
-        return {"timestamp": "", "level": "", "service": "", "message": text}
-    return {name: match[name] for name in ("timestamp", "level", "service", "message")}
 
 
 @dataclass(frozen=True)

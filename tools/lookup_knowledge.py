@@ -61,6 +61,3 @@ class LookupKnowledgeTool(EvidenceTool[KnowledgeSource]):
         else:
             message = f"命中 {len(evidence_blocks)} 个知识块"
         return {"success": True, "evidence_blocks": evidence_blocks, "message": message}
-
-    def evidence_text(self, record: dict[str, Any]) -> str:
-        return f"{record['title']}（{record['source_document']}）: {record['content']}"

@@ -8,7 +8,6 @@ from pydantic import Field
 
 from tools.base import MAX_TEXT_CHARS, EvidenceTool, ToolArguments, ToolContext, register
 from tools.evidence_kinds import ALERTS
-from tools.numbers import number_text
 from tools.sources.kinds import AlertSource
 
 
@@ -40,14 +39,3 @@ class QueryAlertsTool(EvidenceTool[AlertSource]):
         )
         message = f"找到 {len(alerts)} 条告警" if alerts else "未找到匹配的告警"
         return {"success": True, "alerts": alerts, "total": len(alerts), "message": message}
-
-    def evidence_text(self, record: dict[str, Any]) -> str:
-        text = (
-            f"{record['alert_name']} {record['state']} service={record['service']}: "
-            f"{record['description']} duration={record['duration']}"
-        )
-        # A number in an answer must come from a sample, not only from an annotation someone typed.
-        value = record.get("value")
-        if value not in (None, "") and str(value) not in record["description"]:
-            text += f" 当前值 {number_text(str(value))}"
-        return text

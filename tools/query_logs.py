@@ -8,7 +8,6 @@ from pydantic import Field
 
 from tools.base import MAX_TEXT_CHARS, EvidenceTool, ToolArguments, ToolContext, register
 from tools.evidence_kinds import LOGS
-from tools.loglines import evidence_text
 from tools.sources.kinds import LogSource
 
 LogTopic = Literal["system-metrics", "application-logs", "database-slow-query", "system-events"]
@@ -47,6 +46,3 @@ class QueryLogsTool(EvidenceTool[LogSource]):
         shown = logs[: arguments.limit]
         message = f"找到 {len(logs)} 条匹配日志，返回 {len(shown)} 条" if logs else "未找到匹配的日志"
         return {"success": True, "logs": shown, "total": len(logs), "message": message}
-
-    def evidence_text(self, record: dict[str, Any]) -> str:
-        return evidence_text(record)

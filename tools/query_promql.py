@@ -7,16 +7,14 @@ quote a number Prometheus returned: `node_load1{instance="web-1:9100",job="node"
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import promql_parser
 from pydantic import Field
 
 from tools.base import MAX_TEXT_CHARS, EvidenceTool, ToolArguments, ToolContext, register
-from tools.clock import local_text
 from tools.evidence_kinds import SERIES
-from tools.numbers import finite_number, number_text, series_name
 from tools.promql import read_back, unnamed_selector
 from tools.sources.kinds import SeriesSource
 
@@ -81,9 +79,6 @@ class QueryPromqlTool(EvidenceTool[SeriesSource]):
             output["retention_minutes"] = source.retention_minutes()
         return output
 
-    def evidence_text(self, record: dict[str, Any]) -> str:
-        return f"{series_name(record.get('metric') or {})} {samples_text(record)}"
-
 
 def written_query_refusal(query: str, *, reach: timedelta, source: SeriesSource) -> str | None:
     """Why a query a caller wrote is not sent, or None: a selector without a metric name, or samples
@@ -100,24 +95,3 @@ def written_query_refusal(query: str, *, reach: timedelta, source: SeriesSource)
             reach=promql_parser.display_duration(reach), retention=promql_parser.display_duration(retention)
         )
     return None
-
-
-def _sample(pair: list) -> tuple[str, str]:
-    timestamp, value = pair
-    return local_text(datetime.fromtimestamp(float(timestamp)).astimezone())[11:], str(value)
-
-
-def samples_text(record: dict[str, Any]) -> str:
-    if "value" in record:
-        at, value = _sample(record["value"])
-        return f"当前值 {number_text(value)}（{at}）"
-    points = [_sample(pair) for pair in record.get("values") or []]
-    if not points:
-        return "区间内无采样"
-    at, latest = points[-1]
-    text = f"最新值 {number_text(latest)}（{at}）"
-    numbers = [finite_number(value) for _, value in points]
-    finite = [number for number in numbers if number is not None]
-    if len(finite) > 1:
-        text += f"，区间最小 {number_text(str(min(finite)))}，最大 {number_text(str(max(finite)))}"
-    return text

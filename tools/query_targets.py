@@ -46,9 +46,3 @@ class QueryTargetsTool(EvidenceTool[TargetSource]):
         ]
         message = f"找到 {len(targets)} 个抓取目标" if targets else "未找到匹配的抓取目标"
         return {"success": True, "targets": targets, "total": len(targets), "message": message}
-
-    def evidence_text(self, record: dict[str, Any]) -> str:
-        text = f'job="{record["job"]}" instance="{record["instance"]}" health={record["health"]}'
-        if record.get("last_error"):
-            text += f" lastError: {record['last_error']}"
-        return text

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from diagnosis.pipeline.focus import Inventory, folded_name, name_pattern
 from diagnosis.pipeline.interfaces import Toolbox, ToolboxWrapper
+from tools.evidence_result import ToolResult, not_run
 
 # Argument → the inventory's kind of name it carries.
 NAMED_ARGUMENTS = {"service": "service", "alert_name": "alert"}
@@ -76,7 +77,7 @@ class NamesGrounded(ToolboxWrapper):
         self._inventory = inventory
         self._asked = tuple(asked)
 
-    def call_many(self, calls: Sequence[tuple[str, dict]]) -> list[dict]:
+    def call_many(self, calls: Sequence[tuple[str, dict]]) -> list[ToolResult]:
         groundings = [
             arguments_grounded(args, inventory=self._inventory, asked=self._asked) for _, args in calls
         ]
@@ -84,16 +85,18 @@ class NamesGrounded(ToolboxWrapper):
             (tool, g.arguments) for (tool, _), g in zip(calls, groundings, strict=True) if g.unknown is None
         ]
         recorded = iter(self._toolbox.call_many(runnable) if runnable else [])
-        messages = []
+        results = []
         for (tool, _), grounding in zip(calls, groundings, strict=True):
             if grounding.unknown is not None:
-                messages.append(_unknown_message(tool, *grounding.unknown))
+                results.append(_unknown_result(tool, *grounding.unknown))
                 continue
-            message = next(recorded)
-            messages.append(
-                message | {"resolved_names": grounding.resolved} if grounding.resolved else message
+            result = next(recorded)
+            results.append(
+                result.model_copy(update={"resolved_names": grounding.resolved})
+                if grounding.resolved
+                else result
             )
-        return messages
+        return results
 
     def tool_definitions(self) -> list[dict]:
         definitions = copy.deepcopy(self._toolbox.tool_definitions())
@@ -108,11 +111,7 @@ class NamesGrounded(ToolboxWrapper):
         return definitions
 
 
-def _unknown_message(tool_name: str, argument: str, name: str, nearest: list[str]) -> dict:
+def _unknown_result(tool_name: str, argument: str, name: str, nearest: list[str]) -> ToolResult:
     kind = KIND_LABELS[NAMED_ARGUMENTS[argument]]
-    return {
-        "tool_name": tool_name,
-        "success": False,
-        "error": UNKNOWN_NAME_ERROR.format(name=name, kind=kind, nearest="、".join(nearest) or NO_NEAREST),
-        "nearest_names": nearest,
-    }
+    error = UNKNOWN_NAME_ERROR.format(name=name, kind=kind, nearest="、".join(nearest) or NO_NEAREST)
+    return not_run(tool_name, error=error, nearest_names=nearest)

@@ -13,9 +13,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, Claim, RecordedInvocation
+from diagnosis.pipeline.contracts import Claim
 from diagnosis.pipeline.gatekeeper import CLAIM_DENIES
-from tools.loglines import PROPERTY_TOPICS, evidence_parts, has_property
+from tools.evidence_kinds import LOGS
+from tools.evidence_records import LogLine
+from tools.evidence_result import NO_EVIDENCE_PATH, ToolResult
+from tools.loglines import PROPERTY_TOPICS, has_property
 from tools.vocabulary import Vocabulary
 
 QUOTED = re.compile(r"「[^」]*」|“[^”]*”|\"[^\"]*\"")
@@ -52,44 +55,53 @@ def _claim_words(vocabulary: Vocabulary) -> list[tuple[str, re.Pattern[str]]]:
 
 
 def claimed_topics(claim_text: str, excerpts: Sequence[str], *, vocabulary: Vocabulary) -> list[str]:
-    """The property topics the claim calls its lines, its quotes and cited excerpts left out."""
+    """The property topics the claim calls its lines, its quotes and cited excerpts (the whole ref
+    text, or the line's message alone) left out."""
     text = QUOTED.sub(" ", claim_text)
     for excerpt in excerpts:
-        for part in (excerpt, evidence_parts(excerpt)[2]):
-            if part.strip():
-                text = text.replace(part, " ")
+        if excerpt.strip():
+            text = text.replace(excerpt, " ")
     return [topic for topic, pattern in _claim_words(vocabulary) if pattern.search(text)]
 
 
 def labels_unsupported(
-    claims: Sequence[Claim], *, invocations: Sequence[RecordedInvocation], vocabulary: Vocabulary
+    claims: Sequence[Claim], *, results: Sequence[ToolResult], vocabulary: Vocabulary
 ) -> list[LabelFailure]:
     """Each cited log line a claim calls what the line is not. A claim that denies (`没有错误日志`)
     calls no line anything."""
-    refs = {
-        (invocation.pk, ref.get("raw_path")): ref.get("text", "")
-        for invocation in invocations
-        if invocation.tool_name == "query_logs"
-        for ref in (invocation.retrieval_details or {}).get("evidence_refs") or []
+    lines: dict[tuple[object, str], LogLine] = {
+        (result.invocation_id, ref.path): line
+        for result in results
+        if result.invocation_id is not None and LOGS.owns(result.tool_name)
+        for line, ref in result.cited()
     }
     failures = []
     for claim in claims:
         bindings = [
             b
             for b in claim.evidence_bindings
-            if b.tool_name == "query_logs" and b.raw_path != NO_EVIDENCE_PATH
+            if LOGS.owns(b.tool_name) and b.raw_path != NO_EVIDENCE_PATH
         ]
         if not bindings or CLAIM_DENIES.search(QUOTED.sub(" ", claim.claim_text)):
             continue
+        cited = {
+            (b.source_invocation_id, b.raw_path or ""): line
+            for b in bindings
+            if (line := lines.get((b.source_invocation_id, b.raw_path or ""))) is not None
+        }
         excerpts = [b.evidence_excerpt for b in claim.evidence_bindings]
-        topics = claimed_topics(claim.claim_text, excerpts, vocabulary=vocabulary)
+        topics = claimed_topics(
+            claim.claim_text, [*excerpts, *(line.message for line in cited.values())], vocabulary=vocabulary
+        )
         for binding in bindings:
-            text = refs.get((binding.source_invocation_id, binding.raw_path))
-            if text is None:  # not a recorded line: the gatekeeper's own rules say so
+            line = cited.get((binding.source_invocation_id, binding.raw_path or ""))
+            if line is None:  # not a recorded line: the gatekeeper's own rules say so
                 continue
-            level, _, message = evidence_parts(text)
+            level = line.level
             missing = [
-                t for t in topics if not has_property(t, level=level, message=message, vocabulary=vocabulary)
+                t
+                for t in topics
+                if not has_property(t, level=level, message=line.message, vocabulary=vocabulary)
             ]
             if missing:
                 labels = "、".join(vocabulary.label(t) for t in missing)

@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.focus import QuestionFocus
 from tools.evidence_kinds import PLANNABLE_TOOLS, current_name
+
+# The no-hit path is the tool result's; read here too by the readers of claims and citations.
+from tools.evidence_result import NO_EVIDENCE_PATH as NO_EVIDENCE_PATH
+from tools.evidence_result import Ref, ToolResult
 from tools.promql import Carrier
 
 ANSWER_VERSION = "executor_evidence_v2"
-# raw_path of the one evidence ref of a tool call that found nothing.
-NO_EVIDENCE_PATH = "$.no_evidence"
 # raw_path of one record of a tool's output: `$.alerts[0]`, `$.series[2]`, `$.logs[3]`.
 RECORD_PATH = re.compile(r"\$\.(?P<key>[A-Za-z_]+)\[(?P<index>\d+)\]")
 
@@ -70,13 +72,13 @@ class EvidenceBinding(BaseModel):
     evidence_excerpt: str
 
     @classmethod
-    def of_ref(cls, message: dict, ref: dict) -> EvidenceBinding:
-        """The binding that cites one evidence ref (`raw_path`, `text`) of a recorded tool message."""
+    def of_ref(cls, result: ToolResult, ref: Ref) -> EvidenceBinding:
+        """The binding that cites one evidence ref of a recorded tool result."""
         return cls(
-            tool_name=message["tool_name"],
-            source_invocation_id=message["invocation_id"],
-            raw_path=ref["raw_path"],
-            evidence_excerpt=ref["text"],
+            tool_name=result.tool_name,
+            source_invocation_id=result.invocation_id,
+            raw_path=ref.path,
+            evidence_excerpt=ref.text,
         )
 
 
@@ -157,8 +159,8 @@ class ExecutorInput:
     plan: PlannerOutput
     round: int
     retry_context: dict | None = None
-    # Tool messages (as the model saw them) of earlier rounds' invocations, citable again.
-    prior_tool_messages: list[dict] = field(default_factory=list)
+    # The results of the calls already made (earlier rounds', the asks'), citable again.
+    prior_results: list[ToolResult] = field(default_factory=list)
     focus: QuestionFocus = field(default_factory=QuestionFocus)
     # Which label of a metric's series carries a subject (a topic query's matcher goes on it).
     carrier: Carrier | None = None
@@ -215,14 +217,6 @@ class ComposerInput:
     allowed_actions: list[str]
     # One `结论` line per filled slot, written by code from verified evidence; the answer opens with them.
     conclusions: list[str] = field(default_factory=list)
-
-
-class RecordedInvocation(Protocol):
-    """A recorded tool call as the gatekeeper reads it (a `ToolInvocation` row is one)."""
-
-    pk: Any
-    tool_name: str
-    retrieval_details: dict
 
 
 def record_path(key: str, index: int) -> str:

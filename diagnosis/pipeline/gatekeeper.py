@@ -19,14 +19,13 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel, LCSseq
 
 from diagnosis.pipeline.contracts import (
-    NO_EVIDENCE_PATH,
     Claim,
     EvidenceBinding,
     ExecutorOutput,
-    RecordedInvocation,
 )
 from diagnosis.pipeline.facts import ELLIPSIS, NO_NAMES, FactNames, normalize, unsupported_facts
 from tools.evidence_kinds import current_name
+from tools.evidence_result import NO_EVIDENCE_PATH, ToolResult
 
 Severity = Literal["none", "low_confid", "reject"]
 
@@ -150,7 +149,7 @@ class ExcerptMatch:
 def gatekeep(
     *,
     executor_output: ExecutorOutput,
-    invocations: Sequence[RecordedInvocation],
+    invocations: Sequence[ToolResult],
     names: FactNames = NO_NAMES,
 ) -> GatekeeperResult:
     """Check every evidence binding of every claim against THIS session's recorded invocations.
@@ -160,7 +159,7 @@ def gatekeep(
 
 
 def claims_checked(
-    claims: Sequence[Claim], *, invocations: Sequence[RecordedInvocation], names: FactNames = NO_NAMES
+    claims: Sequence[Claim], *, invocations: Sequence[ToolResult], names: FactNames = NO_NAMES
 ) -> GatekeeperResult:
     """The same check over any claims: the executor's, or the slots' code-written conclusions."""
     checked: list[CheckedBinding] = []
@@ -209,7 +208,7 @@ def claim_denial(claim_text: str, *, ref_text: str, raw_path: str | None) -> str
 
 
 def _binding_check(
-    claim: Claim, binding: EvidenceBinding, invocations: Sequence[RecordedInvocation], names: FactNames
+    claim: Claim, binding: EvidenceBinding, invocations: Sequence[ToolResult], names: FactNames
 ) -> tuple[CheckedBinding, list[RuleMessage]]:
     claim_id = claim.claim_id
     row = CheckedBinding(
@@ -238,7 +237,7 @@ def _binding_failures(
     row: CheckedBinding,
     claim: Claim,
     binding: EvidenceBinding,
-    invocations: Sequence[RecordedInvocation],
+    invocations: Sequence[ToolResult],
     names: FactNames,
 ) -> Iterator[tuple[str, str]]:
     """The rules one binding breaks, in order; what was found is filled in on `row` on the way."""
@@ -247,17 +246,17 @@ def _binding_failures(
         if len(candidates) != 1:
             yield MISSING_INVOCATION_ID, f"缺少 source_invocation_id，且 {binding.tool_name} 没有唯一候选调用"
             return
-        row.source_invocation_id = candidates[0].pk
+        row.source_invocation_id = candidates[0].invocation_id
         yield AUTO_BACKFILL, "source_invocation_id 由唯一候选调用自动回填，raw_path 不回填"
 
-    invocation = next((i for i in invocations if i.pk == row.source_invocation_id), None)
+    invocation = next((i for i in invocations if i.invocation_id == row.source_invocation_id), None)
     if invocation is None:
         yield INVOCATION_REF, "该调用不存在于本会话的工具调用记录中"
         return
     if not _same_tool(invocation.tool_name, binding.tool_name):
         yield TOOL_NAME, f"引用声称的工具与实际调用的工具 {invocation.tool_name} 不一致"
         return
-    refs = (invocation.retrieval_details or {}).get("evidence_refs") or []
+    refs = invocation.refs
     if not refs:
         yield NO_REFS, "该调用没有可引用的 evidence_refs"
         return
@@ -265,23 +264,23 @@ def _binding_failures(
     if not binding.raw_path:
         # Never filled in; but the excerpt must still be found in one of the invocation's refs.
         match, ref = max(
-            ((excerpt_match(binding.evidence_excerpt, r.get("text", ""), names), r) for r in refs),
+            ((excerpt_match(binding.evidence_excerpt, r.text, names), r) for r in refs),
             key=lambda pair: (pair[0].matched, pair[0].similarity),
         )
         row.similarity = round(match.similarity, 3)
         if match.kind == "mismatch":
             yield EXCERPT_MISMATCH, "缺少 raw_path，且摘录与该调用的任何证据都不匹配"
             return
-        row.matched_text = ref.get("text", "")
+        row.matched_text = ref.text
         yield MISSING_RAW_PATH, "缺少 raw_path，引用无法精确定位"
         return
 
-    ref = next((r for r in refs if r.get("raw_path") == binding.raw_path), None)
+    ref = next((r for r in refs if r.path == binding.raw_path), None)
     if ref is None:
         yield RAW_PATH, "raw_path 不在该调用的 evidence_refs 中"
         return
-    match = excerpt_match(binding.evidence_excerpt, ref.get("text", ""), names)
-    row.matched_text, row.similarity = ref.get("text", ""), round(match.similarity, 3)
+    match = excerpt_match(binding.evidence_excerpt, ref.text, names)
+    row.matched_text, row.similarity = ref.text, round(match.similarity, 3)
     if match.kind == "mismatch":
         yield EXCERPT_MISMATCH, match.detail
     elif match.kind == "too_short":

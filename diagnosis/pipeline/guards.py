@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 
 from diagnosis.pipeline.asks.slots import coverage_gaps, restated_conclusion
 from diagnosis.pipeline.claim_labels import labels_unsupported
-from diagnosis.pipeline.contracts import Claim, ExecutorOutput, RecordedInvocation, Verdict
+from diagnosis.pipeline.contracts import Claim, ExecutorOutput, Verdict
 from diagnosis.pipeline.focus import QuestionFocus, World
 from diagnosis.pipeline.gatekeeper import (
     LABEL_UNSUPPORTED,
@@ -39,6 +39,7 @@ from diagnosis.pipeline.injected_commands import evidence_gathering
 from diagnosis.pipeline.scope import FOCUS_RULE, SCOPE_RULE, out_of_focus, record_subjects, scope_guard
 from diagnosis.pipeline.slot import Slot
 from diagnosis.pipeline.verdict import Override, Verification
+from tools.evidence_result import ToolResult
 
 EVIDENCE_AS_DATA_RULE = "evidence.not_an_instruction"
 CITATION_CAP_RULE = "evidence.citation_cap"
@@ -55,7 +56,8 @@ class RoundContext:
     focus: QuestionFocus
     excluded_topics: list[str]
     world: World
-    invocations: Sequence[RecordedInvocation]
+    # The session's recorded calls, as the toolboxes returned them: what a claim may cite.
+    invocations: Sequence[ToolResult]
     # The asks' slots, read and verified by code.
     slots: Sequence[Slot] = ()
 
@@ -204,7 +206,7 @@ class LabelCheck:
                 ),
             )
             for f in labels_unsupported(
-                output.claims, invocations=context.invocations, vocabulary=context.world.vocabulary
+                output.claims, results=context.invocations, vocabulary=context.world.vocabulary
             )
         ]
 

@@ -23,12 +23,12 @@ from diagnosis.pipeline.contracts import (
     ExecutorOutput,
     PlannerInput,
     PlannerOutput,
-    RecordedInvocation,
     VerifierInput,
     VerifierOutput,
 )
 from diagnosis.pipeline.records import RoundRecord
 from tools.evidence_kinds import current_name
+from tools.evidence_result import ToolResult
 
 T = TypeVar("T")
 
@@ -123,12 +123,12 @@ class Toolbox(Protocol):
     # Whether `call` may run on several threads at once (each thread then closes its own resources).
     parallel_safe: bool
 
-    def call(self, tool_name: str, arguments: dict) -> dict:
-        """Run and record one tool call; return the tool message the model sees."""
+    def call(self, tool_name: str, arguments: dict) -> ToolResult:
+        """Run and record one tool call; return its result."""
         ...
 
-    def call_many(self, calls: Sequence[tuple[str, dict]]) -> list[dict]:
-        """Run one turn's independent calls and record them together; their messages, in order."""
+    def call_many(self, calls: Sequence[tuple[str, dict]]) -> list[ToolResult]:
+        """Run one turn's independent calls and record them together; their results, in order."""
         ...
 
     def tool_definitions(self) -> list[dict]:
@@ -151,10 +151,10 @@ class ToolboxWrapper:
     def parallel_safe(self) -> bool:
         return self._toolbox.parallel_safe
 
-    def call(self, tool_name: str, arguments: dict) -> dict:
+    def call(self, tool_name: str, arguments: dict) -> ToolResult:
         return self.call_many([(tool_name, arguments)])[0]
 
-    def call_many(self, calls: Sequence[tuple[str, dict]]) -> list[dict]:
+    def call_many(self, calls: Sequence[tuple[str, dict]]) -> list[ToolResult]:
         return self._toolbox.call_many(calls)
 
     def tool_definitions(self) -> list[dict]:
@@ -190,17 +190,19 @@ class Recorder(Protocol):
         """A toolbox that records this round's calls."""
         ...
 
-    def tool_messages_before(self, *, round: int) -> list[dict]:
-        """Tool messages (with their arguments) of the calls of earlier rounds, citable again: the
-        messages the toolboxes returned, kept, so a round asking again costs no read."""
+    def tool_results_before(self, *, round: int) -> list[ToolResult]:
+        """The results of the calls of earlier rounds, citable again: those the toolboxes returned,
+        kept, so a round asking again costs no read."""
         ...
 
-    def invocations(self) -> Sequence[RecordedInvocation]:
-        """Every tool call this session recorded so far: the only evidence a claim may cite. Kept as the
-        toolboxes recorded them, never read back."""
+    def invocations(self) -> Sequence[ToolResult]:
+        """The result of every tool call this session recorded so far: the only evidence a claim may
+        cite. Kept as the toolboxes returned them, never read back."""
         ...
 
-    def tool_trace_summary(self, invocations: Sequence[RecordedInvocation]) -> list[dict]: ...
+    def tool_trace_summary(self) -> list[dict]:
+        """The bounded overview of the session's evidence calls so far (for the verifier)."""
+        ...
 
     def round_recorded(self, record: RoundRecord) -> None:
         """A round that is retried: its record is kept at once, before the next round runs."""

@@ -40,6 +40,7 @@ from diagnosis.pipeline.question import Question, question_read
 from diagnosis.pipeline.records import ComposerOutcome, EngineFallback, VerifierEvaluation
 from diagnosis.pipeline.round import RoundLimits, RoundResult, round_run, stage_run
 from diagnosis.pipeline.routing import RETRY, OutputType
+from tools.evidence_result import ToolResult
 
 NOTHING_TO_COMPOSE = "没有已确认的发现或合理推断：答案由代码按证据缺口生成，未调用撰写模型"
 RETRY_INSTRUCTION = "仅补充以上断言相关证据，不要重复已完成检索"
@@ -74,7 +75,7 @@ def diagnose(
         if fallback is None:
             raise
         # Every call made so far is evidence the fallback starts from, not a search to repeat.
-        gathered = recorder.tool_messages_before(round=limits.max_rounds + 1)
+        gathered = recorder.tool_results_before(round=limits.max_rounds + 1)
         diagnosis = _diagnosed(question, fallback, recorder, limits, world, reused=gathered)
         return _answered_instead(diagnosis, outage=outage, engine=engine.name, fallback=fallback.name)
 
@@ -102,7 +103,7 @@ def _diagnosed(
     limits: RoundLimits,
     world: World,
     *,
-    reused: Sequence[dict],
+    reused: Sequence[ToolResult],
 ) -> Diagnosis:
     retry_context: dict | None = None
     rounds: list[RoundResult] = []

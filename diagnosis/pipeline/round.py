@@ -35,7 +35,6 @@ from diagnosis.pipeline.contracts import (
     PlannerInput,
     PlannerOutput,
     PlanStep,
-    RecordedInvocation,
     VerifierInput,
     VerifierOutput,
 )
@@ -69,6 +68,7 @@ from diagnosis.pipeline.verdict import (
     verifier_output_for_gatekeeper_reject,
 )
 from tools.evidence_kinds import PLANNABLE_TOOLS
+from tools.evidence_result import ToolResult
 
 
 @dataclass(frozen=True)
@@ -117,10 +117,10 @@ def round_run(
     recorder: Recorder,
     limits: RoundLimits,
     world: World,
-    reused: Sequence[dict] = (),
+    reused: Sequence[ToolResult] = (),
 ) -> RoundResult:
     asks = list(question.asks)
-    prior = _prior_messages(recorder, round_number, earlier=earlier, reused=reused)
+    prior = _prior_results(recorder, round_number, earlier=earlier, reused=reused)
     plan, asked_calls = _planned(
         question, round_number, retry_context, engine, recorder, limits, world, prior
     )
@@ -132,12 +132,12 @@ def round_run(
     excluded = question.excluded_with(plan.excluded_topics)
     focus = question.focus_without(excluded, world=world)
     invocations = recorder.invocations()
-    messages = _round_messages(asked_calls, recorder, round_number)
-    slots = _slots_filled(asks, asked_calls, messages, invocations, world)
+    results = _round_results(asked_calls, recorder, round_number)
+    slots = _slots_filled(asks, asked_calls, results, invocations, world)
     context = RoundContext(question.text, focus, excluded, world, invocations, slots)
     judged = _judgement(engine, recorder, round_number, executor_call, context, retry_context)
     notes = focus.notes()  # unknown subjects, nothing understood: said to the user, listed as gaps
-    searched = searched_gaps(messages=messages, output=judged.guarded.kept_output, slots=slots)
+    searched = searched_gaps(results=results, output=judged.guarded.kept_output, slots=slots)
     verification = _gaps_added(judged.verification, first=notes, last=searched)
     next_step = _next_step(verification, round_number, limits, understood=focus.understood)
     record = RoundRecord(
@@ -204,7 +204,7 @@ def _judgement(
     """Claim guards → gatekeeper → verifier → verdict (code) → verdict guards."""
     guarded = claim_guards_run(executor_call.output, context)
     gatekeeper_result = _gatekeeper_run(recorder, round_number, guarded.kept_output, context)
-    trace_summary = recorder.tool_trace_summary(context.invocations)
+    trace_summary = recorder.tool_trace_summary()
     verifier_input = VerifierInput(
         original_query=context.query,
         executor_structured_output=guarded.kept_output.model_dump(),
@@ -248,13 +248,13 @@ def _nothing_beyond_slots(executor_call: StageCall[ExecutorOutput], guarded: Gua
     return all(guard == RESTATED_RULE for guard in guarded.blocked_by().values())
 
 
-def _prior_messages(
-    recorder: Recorder, round_number: int, *, earlier: list[RoundResult], reused: Sequence[dict]
-) -> list[dict]:
+def _prior_results(
+    recorder: Recorder, round_number: int, *, earlier: list[RoundResult], reused: Sequence[ToolResult]
+) -> list[ToolResult]:
     """The calls already made for this question: earlier rounds', and `reused` (those of an engine that
     became unavailable). Cited again, never made again."""
-    earlier_rounds = recorder.tool_messages_before(round=round_number) if earlier else []
-    return list({m["invocation_id"]: m for m in [*reused, *earlier_rounds]}.values())
+    earlier_rounds = recorder.tool_results_before(round=round_number) if earlier else []
+    return list({r.invocation_id: r for r in [*reused, *earlier_rounds]}.values())
 
 
 def _planned(
@@ -265,7 +265,7 @@ def _planned(
     recorder: Recorder,
     limits: RoundLimits,
     world: World,
-    prior: list[dict],
+    prior: list[ToolResult],
 ) -> tuple[PlannerOutput, AskedCalls]:
     """The engine's plan, and the asks' calls made by code and added to the plan (whichever engine
     planned: the executor starts from their results)."""
@@ -281,13 +281,13 @@ def _planned(
     )
     plan = stage_run(recorder, round_number, Stage.PLANNER, lambda: engine.plan(planner_input)).output
     asked_calls = _asks_called(asks, recorder, round_number, limits, world, prior)
-    return _plan_widened(plan, asks, asked_calls.messages), asked_calls
+    return _plan_widened(plan, asks, asked_calls.results), asked_calls
 
 
 @dataclass(frozen=True)
 class AskedCalls:
     world: SlotWorld
-    messages: list[dict]
+    results: list[ToolResult]
     # The `结论` lines code reads from them (and earlier rounds' calls): what they already answer.
     conclusions: list[str] = field(default_factory=list)
     # What they leave to the executor: asks whose slot is unfilled, or that ask for reasoning.
@@ -300,7 +300,7 @@ def _asks_called(
     round_number: int,
     limits: RoundLimits,
     world: World,
-    prior: list[dict],
+    prior: list[ToolResult],
 ) -> AskedCalls:
     toolbox = recorder.toolbox(round=round_number, max_calls=limits.max_tool_calls)
     slot_world = SlotWorld(
@@ -312,31 +312,31 @@ def _asks_called(
         carrier=world.carrier,
     )
     asked = AskedCalls(slot_world, slot_calls_run(asks, toolbox=toolbox, world=slot_world, prior=prior))
-    messages = _round_messages(asked, recorder, round_number)
-    answered = _slots_filled(asks, asked, messages, recorder.invocations(), world)
+    results = _round_results(asked, recorder, round_number)
+    answered = _slots_filled(asks, asked, results, recorder.invocations(), world)
     return replace(asked, conclusions=conclusion_lines(answered), open_asks=open_asks(answered))
 
 
-def _round_messages(asked_calls: AskedCalls, recorder: Recorder, round_number: int) -> list[dict]:
+def _round_results(asked_calls: AskedCalls, recorder: Recorder, round_number: int) -> list[ToolResult]:
     """Every call of the round and before it, the asks' first (evidence is evidence, whoever asked for it)."""
-    made = {m["invocation_id"] for m in asked_calls.messages}
+    made = {r.invocation_id for r in asked_calls.results}
     return [
-        *asked_calls.messages,
-        *(m for m in recorder.tool_messages_before(round=round_number + 1) if m["invocation_id"] not in made),
+        *asked_calls.results,
+        *(r for r in recorder.tool_results_before(round=round_number + 1) if r.invocation_id not in made),
     ]
 
 
 def _slots_filled(
     asks: list[Ask],
     asked_calls: AskedCalls,
-    messages: list[dict],
-    invocations: Sequence[RecordedInvocation],
+    results: list[ToolResult],
+    invocations: Sequence[ToolResult],
     world: World,
 ) -> list[Slot]:
     """Each ask's slot, read from every call of the round (the executor's too) and kept filled only
     where the gatekeeper verifies its citations."""
     return slots_verified(
-        slots_read(asks, messages=messages, world=asked_calls.world),
+        slots_read(asks, results=results, world=asked_calls.world),
         invocations=invocations,
         names=world.fact_names,
     )
@@ -352,7 +352,7 @@ def _slot_fact(slot: Slot) -> FactCheck:
     )
 
 
-def _plan_widened(plan: PlannerOutput, asks: list[Ask], slot_messages: list[dict]) -> PlannerOutput:
+def _plan_widened(plan: PlannerOutput, asks: list[Ask], slot_results: list[ToolResult]) -> PlannerOutput:
     """The plan holds the asks' calls, whichever engine planned: code says so in the step. An action
     asked alone is answered by code's statement: no planned search about its subject (measured: a 1.5B
     planner planned the subject's alerts and logs, and the executor's findings about it were rejected)."""
@@ -361,7 +361,7 @@ def _plan_widened(plan: PlannerOutput, asks: list[Ask], slot_messages: list[dict
     planned = {step.tool for step in plan.steps}
     added = [
         PlanStep(tool=tool, purpose=f"代码按所问补充：{'、'.join(ask_label(a) for a in asks)}")
-        for tool in plan_tools(asks, slot_messages)
+        for tool in plan_tools(asks, slot_results)
         if tool not in planned and tool in PLANNABLE_TOOLS
     ]
     return plan.model_copy(update={"steps": [*plan.steps, *added]}) if added else plan
@@ -376,13 +376,13 @@ def _executor_run(
     limits: RoundLimits,
     plan: PlannerOutput,
     world: World,
-    prior: list[dict],
+    prior: list[ToolResult],
     asked_calls: AskedCalls,
 ) -> StageCall[ExecutorOutput]:
     """The executor, from the calls already made (earlier rounds', the asks') and what they answer."""
-    prior_messages = [*prior, *asked_calls.messages]
+    prior_results = [*prior, *asked_calls.results]
     toolbox = NamesGrounded(
-        CallsReused(recorder.toolbox(round=round_number, max_calls=limits.max_tool_calls), prior_messages),
+        CallsReused(recorder.toolbox(round=round_number, max_calls=limits.max_tool_calls), prior_results),
         inventory=world.inventory,
         asked=[*question.focus.unknown_services, *question.focus.unknown_alerts],
     )
@@ -392,7 +392,7 @@ def _executor_run(
         plan=plan,
         round=round_number,
         retry_context=retry_context,
-        prior_tool_messages=prior_messages,
+        prior_results=prior_results,
         focus=question.focus,
         carrier=world.carrier,
         conclusions=asked_calls.conclusions,

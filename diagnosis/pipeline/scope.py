@@ -11,12 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from diagnosis.pipeline.contracts import Claim, ExecutorOutput, record_at
+from diagnosis.pipeline.contracts import Claim, ExecutorOutput
 from diagnosis.pipeline.facts import normalize
 from diagnosis.pipeline.focus import Inventory, QuestionFocus
 from diagnosis.pipeline.gatekeeper import RuleMessage
+from tools.evidence_records import AlertRecord, EvidenceRecord, RunbookSection
+from tools.evidence_result import ToolResult
 from tools.terms import groups_in, mentioned, query_groups, services_aliased
 from tools.vocabulary import Vocabulary
 
@@ -194,21 +195,23 @@ class RecordSubject:
 
 
 def record_subjects(
-    *, invocations: Sequence[Any], inventory: Inventory, service_labels: Sequence[str]
+    *, invocations: Sequence[ToolResult], inventory: Inventory, service_labels: Sequence[str]
 ) -> dict[tuple[int, str], RecordSubject]:
-    """The subject of every evidence ref of the recorded invocations, by (invocation id, raw_path).
+    """The subject of every evidence ref of the recorded calls, by (invocation id, raw_path).
 
     Alerts by their name and service labels, log lines and series by their service, guidance by
     the services and alerts its title and text name, a call that found nothing by its arguments.
     `service_labels` (DIAGNOSIS_SERVICE_LABELS) are the record fields and labels naming a service."""
     fields = ("service", *service_labels)
     subjects = {}
-    for invocation in invocations:
-        output = invocation.output or {}
-        for ref in (invocation.retrieval_details or {}).get("evidence_refs") or []:
-            record = record_at(output, ref.get("raw_path", ""))
-            subjects[(invocation.pk, ref.get("raw_path", ""))] = _subject_of(
-                record if record is not None else invocation.input or {}, inventory, fields
+    for result in invocations:
+        records = dict(enumerate(result.records))
+        for ref in result.refs:
+            record = records.get(ref.index) if ref.index is not None else None
+            subjects[(result.invocation_id, ref.path)] = (
+                _subject_of(record, inventory, fields)
+                if record is not None
+                else _subject_named(result.arguments, fields)
             )
     return subjects
 
@@ -312,17 +315,29 @@ def _focus_warning(message: str, claim: Claim) -> RuleMessage:
     return RuleMessage(rule=FOCUS_RULE, message=message, claim_id=claim.claim_id)
 
 
-def _subject_of(record: dict, inventory: Inventory, fields: Sequence[str]) -> RecordSubject:
-    if "content" in record or "block_id" in record:  # guidance: what its title and text name
-        text = f"{record.get('title', '')}\n{record.get('content', '')}"
+def _subject_of(record: EvidenceRecord, inventory: Inventory, fields: Sequence[str]) -> RecordSubject:
+    if isinstance(record, RunbookSection):  # guidance: what its title and text name
         return RecordSubject(
-            services=frozenset(inventory.services_in(text)),
-            alerts=frozenset(inventory.alerts_in(str(record.get("title", "")))),
+            services=frozenset(inventory.services_in(f"{record.title}\n{record.content}")),
+            alerts=frozenset(inventory.alerts_in(record.title)),
             guidance=True,
         )
-    labels = record.get("labels") or record.get("metric") or {}
+    # The configured service labels may name a field of the record (`service`) or a source's own one.
+    named = {key: getattr(record, key, None) for key in fields}
+    labels = getattr(record, "labels", None) or getattr(record, "metric", None) or {}
+    subject = _subject_named({key: value for key, value in named.items() if value}, fields, labels)
+    alert = record.alert_name if isinstance(record, AlertRecord) else ""
+    return RecordSubject(services=subject.services, alerts=frozenset({alert} if alert else ()))
+
+
+def _subject_named(arguments: dict, fields: Sequence[str], labels: dict | None = None) -> RecordSubject:
+    """The services a call's arguments (or a record's fields and labels) name, and its alert."""
+    labels = labels or {}
     services = {
-        str(value) for key in dict.fromkeys(fields) for value in (record.get(key), labels.get(key)) if value
+        str(value)
+        for key in dict.fromkeys(fields)
+        for value in (arguments.get(key), labels.get(key))
+        if value
     }
-    alert = record.get("alert_name")
+    alert = arguments.get("alert_name")
     return RecordSubject(services=frozenset(services), alerts=frozenset({alert} if alert else ()))

@@ -1,18 +1,19 @@
 """What was searched and came back empty (an answer names what it searched; issue: the llm
 path's gaps). A call that found nothing or failed, and that neither a kept claim nor a filled slot
 cites, is one gap line naming the call and its source, whichever engine made it: an executor that
-stated nothing still tells the user where it looked. Pure code over the round's tool messages.
+stated nothing still tells the user where it looked. Pure code over the round's tool results.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, ExecutorOutput
+from diagnosis.pipeline.contracts import ExecutorOutput
 from diagnosis.pipeline.slot import Slot
+from tools.evidence_result import NO_EVIDENCE, ToolResult
 
 
-def searched_gaps(*, messages: Sequence[dict], output: ExecutorOutput, slots: Iterable[Slot]) -> list[str]:
+def searched_gaps(*, results: Sequence[ToolResult], output: ExecutorOutput, slots: Iterable[Slot]) -> list[str]:
     cited = {
         str(binding.source_invocation_id)
         for claim in output.claims
@@ -21,24 +22,22 @@ def searched_gaps(*, messages: Sequence[dict], output: ExecutorOutput, slots: It
     } | {str(binding.source_invocation_id) for slot in slots if slot.filled for binding in slot.bindings}
     lines = [
         line
-        for message in messages
-        if str(message.get("invocation_id")) not in cited and (line := _searched_line(message))
+        for result in results
+        if str(result.invocation_id) not in cited and (line := _searched_line(result))
     ]
     return list(dict.fromkeys(lines))
 
 
-def _searched_line(message: dict) -> str:
-    if not message.get("success", True):
-        source = f"，来源 {message['source']}" if message.get("source") else ""
-        return f"{message['tool_name']}（{_arguments(message)}{source}）调用失败，未获得证据"
-    if message.get("evidence_status") == "no_evidence":
+def _searched_line(result: ToolResult) -> str:
+    if not result.success:
+        source = f"，来源 {result.source}" if result.source else ""
+        return f"{result.tool_name}（{_arguments(result)}{source}）调用失败，未获得证据"
+    if result.evidence_status == NO_EVIDENCE:
         # The no-hit ref's text already names the call and its source (`在 query_logs（…，来源 …）中…`).
-        return next(
-            (ref["text"] for ref in message.get("evidence_refs", []) if ref["raw_path"] == NO_EVIDENCE_PATH),
-            "",
-        )
+        no_hit = result.no_hit()
+        return no_hit.text if no_hit else ""
     return ""
 
 
-def _arguments(message: dict) -> str:
-    return "，".join(f"{key}={value}" for key, value in (message.get("arguments") or {}).items()) or "无参数"
+def _arguments(result: ToolResult) -> str:
+    return "，".join(f"{key}={value}" for key, value in result.arguments.items()) or "无参数"

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 from django.conf import settings
 
+from diagnosis.models import ToolInvocation
 from diagnosis.pipeline.contracts import ExecutorOutput
 from diagnosis.pipeline.focus import Inventory, World
-from diagnosis.pipeline.interfaces import RecordedInvocation
 from diagnosis.pipeline.scope import out_of_focus, record_subjects
 from tools.clock import now
 from tools.configured_vocabulary import current_vocabulary
@@ -67,7 +67,7 @@ def world_recorded(record: dict) -> World:
     )
 
 
-def off_topic_claims(*, query: str, record: dict, invocations: Sequence[RecordedInvocation]) -> list[str]:
+def off_topic_claims(*, query: str, record: dict, invocations: Sequence[ToolInvocation]) -> list[str]:
     """Ids of the kept claims of a round record that are about a subject the question did not ask
     (verified means quoted and on topic), judged afresh from the question, the
     recorded tool calls and the recorded inventory, not from the guard's own record."""
@@ -78,7 +78,9 @@ def off_topic_claims(*, query: str, record: dict, invocations: Sequence[Recorded
         executor_output=ExecutorOutput.model_validate(record["executor_structured_output"]),
         focus=world.focus_of(query=query, excluded=record.get("excluded_topics") or []),
         subjects=record_subjects(
-            invocations=invocations, inventory=world.inventory, service_labels=world.service_labels
+            invocations=[invocation.tool_result() for invocation in invocations],
+            inventory=world.inventory,
+            service_labels=world.service_labels,
         ),
         inventory=world.inventory,
     )

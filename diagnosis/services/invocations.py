@@ -25,24 +25,16 @@ from pydantic import BaseModel, ValidationError
 
 from diagnosis import tracing
 from diagnosis.models import DiagnosisSession, ToolInvocation
-from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, record_path
+from diagnosis.pipeline.contracts import record_path
 from tools import clock
 from tools.base import EvidenceTool, ToolContext, UnknownToolError, get_tool, guidance_tool_names
 from tools.evidence_kinds import current_name
+from tools.evidence_result import FAILED, NO_EVIDENCE, NO_EVIDENCE_PATH, NOT_EVIDENCE, SUPPORTED
 from tools.sources import DEMO, DEMO_LABEL
 
 logger = logging.getLogger(__name__)
 
-SUPPORTED, NO_EVIDENCE, FAILED = "supported", "no_evidence", "failed"
-# evidence_status of helper tools (get_current_datetime): never evidence, never a gap.
-NOT_EVIDENCE = "not_evidence"
-
 ERROR_CHARS = 1000
-# The stored output is bounded by the tool (`tools.bounds`); the message shows a shorter prefix of its
-# records, and raw_paths index into the stored output.
-MESSAGE_OUTPUT_CHARS = 4000
-MESSAGE_REFS = 30
-MESSAGE_REF_CHARS = 1000
 # What neither database stores: NUL (PostgreSQL refuses it in text and JSON) and surrogate code points
 # (not UTF-8; a lone one from a broken source fails both). Replaced before refs index the output.
 UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -144,7 +136,7 @@ def _traced(run: _ToolRun) -> tracing.ToolCallTrace:
         error=invocation.error,
         error_type=run.error_type,
         arguments=invocation.input,
-        message=lambda: tool_message_build(invocation=invocation),
+        message=lambda: invocation.tool_result().message(),
     )
 
 
@@ -229,28 +221,6 @@ def _invocation_run(
     )
     ended_ns = started_ns + int(elapsed * 1e9)
     return _ToolRun(invocation, started_ns=started_ns, ended_ns=ended_ns, error_type=error_type)
-
-
-def tool_message_build(*, invocation: ToolInvocation) -> dict[str, Any]:
-    """What the model sees: enough to cite `source_invocation_id + raw_path + excerpt` exactly."""
-    refs = invocation.evidence_refs
-    message = {
-        "invocation_id": invocation.pk,
-        "tool_name": invocation.tool_name,
-        "source": invocation.source,
-        "success": invocation.success,
-        "evidence_status": invocation.evidence_status,
-        "evidence_refs": [
-            {"raw_path": ref["raw_path"], "text": ref["text"][:MESSAGE_REF_CHARS]}
-            for ref in refs[:MESSAGE_REFS]
-        ],
-        "output": _bounded_output(invocation),
-    }
-    if len(refs) > MESSAGE_REFS:
-        message["evidence_refs_omitted"] = len(refs) - MESSAGE_REFS
-    if invocation.error:
-        message["error"] = invocation.error
-    return message
 
 
 def collection_key_of(tool_name: str) -> str | None:
@@ -365,11 +335,13 @@ def _retrieval_details(
 def _evidence(
     *, tool: EvidenceTool, parsed: BaseModel | None, records: list[dict], source: str
 ) -> dict[str, Any]:
-    """One ref per record (deduped knowledge blocks are not new evidence), else the no-hit ref."""
+    """One ref per record, in the text the record writes (deduped knowledge blocks are not new
+    evidence), else the no-hit ref."""
+    typed = [tool.kind.record.model_validate(record) for record in records] if tool.kind.record else []
     refs = [
-        {"raw_path": record_path(tool.collection_key, index), "text": tool.evidence_text(record)}
-        for index, record in enumerate(records)
-        if not record.get("deduped")
+        {"raw_path": record_path(tool.collection_key, index), "text": record.ref_text()}
+        for index, record in enumerate(typed)
+        if not getattr(record, "deduped", False)
     ]
     if refs:
         return {"evidence_status": SUPPORTED, "evidence_refs": refs}
@@ -392,37 +364,4 @@ def _knowledge_details(blocks: list[dict]) -> dict[str, list[str]]:
         "source_documents": unique("source_document"),
         "evidence_blocks": unique("block_id"),
         "deduped_blocks": [block["block_id"] for block in blocks if block.get("deduped")],
-    }
-
-
-def _json_chars(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False))
-
-
-def _bounded_output(invocation: ToolInvocation) -> dict[str, Any]:
-    """The output within MESSAGE_OUTPUT_CHARS: a prefix of its records (so raw_paths still line up)
-    and a note of how many were left out."""
-    output = invocation.output or {}
-    key = collection_key_of(invocation.tool_name)
-    records = output.get(key) if key else None
-    # Only record lists grow: failed outputs are capped by ERROR_CHARS, helper outputs are tiny.
-    if not isinstance(records, list) or _json_chars(output) <= MESSAGE_OUTPUT_CHARS:
-        return output
-    note = (
-        "输出过长，只列出前 {kept} 条，另有 {omitted} 条未列出；"
-        "完整输出已记录，按 evidence_refs 的 raw_path 引用"
-    )
-    used = _json_chars({**output, key: [], "omitted_records": len(records), "note": note})
-    kept = 0
-    for record in records:
-        used += _json_chars(record) + 2
-        if used > MESSAGE_OUTPUT_CHARS:
-            break
-        kept += 1
-    omitted = len(records) - kept
-    return {
-        **output,
-        key: records[:kept],
-        "omitted_records": omitted,
-        "note": note.format(kept=kept, omitted=omitted),
     }

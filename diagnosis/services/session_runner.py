@@ -12,16 +12,13 @@ reason recorded and the steps so far kept; the answer is only written when the s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from diagnosis import tracing
 from diagnosis.engines import engine_fallback_get, engine_get
-from diagnosis.models import AgentStep, DiagnosisSession, ToolInvocation
-from diagnosis.pipeline.contracts import RecordedInvocation
+from diagnosis.models import AgentStep, DiagnosisSession
 from diagnosis.pipeline.interfaces import Stage, StepRecord
 from diagnosis.pipeline.orchestrator import diagnose
 from diagnosis.pipeline.records import RoundRecord
@@ -35,6 +32,7 @@ from diagnosis.services.session_liveness import SessionProgress
 from diagnosis.services.tool_call_summary import tool_trace_summary_build
 from diagnosis.services.toolbox import CallsKept, RecordingToolbox
 from tools.base import guidance_tool_names
+from tools.evidence_result import ToolResult
 
 THOUGHT_CHARS = 2000
 
@@ -121,14 +119,14 @@ class SessionRecorder:
             kept=self.calls,
         )
 
-    def tool_messages_before(self, *, round: int) -> list[dict]:
-        return self.calls.messages_before(round=round)
+    def tool_results_before(self, *, round: int) -> list[ToolResult]:
+        return self.calls.results_before(round=round)
 
-    def invocations(self) -> list[ToolInvocation]:
-        return self.calls.invocations()
+    def invocations(self) -> list[ToolResult]:
+        return self.calls.results()
 
-    def tool_trace_summary(self, invocations: Sequence[RecordedInvocation]) -> list[dict]:
-        return tool_trace_summary_build(invocations=invocations)
+    def tool_trace_summary(self) -> list[dict]:
+        return tool_trace_summary_build(invocations=self.calls.invocations())
 
     def round_recorded(self, record: RoundRecord) -> None:
         with transaction.atomic():

@@ -17,11 +17,11 @@ from diagnosis.services.invocations import (
     FAILED,
     NO_EVIDENCE,
     SUPPORTED,
-    collection_key_of,
     is_evidence_call,
     is_guidance_call,
 )
-from tools.evidence_kinds import ALERTS, LOGS
+from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS
+from tools.evidence_records import AlertRecord, LogLine, RunbookSection
 from tools.matching import query_groups
 
 SUMMARY_CHARS = 1200
@@ -88,41 +88,40 @@ def _summary(
 
 
 def _facts(tool_name: str, hits: list[ToolInvocation], budget: int) -> str:
-    key = collection_key_of(tool_name) or ""
-    records = [record for call in hits for record in call.output.get(key) or []]
+    records = [record for call in hits for record in call.tool_result().records]
     if ALERTS.owns(tool_name):
         return _alert_facts(records, budget)
     if LOGS.owns(tool_name):
         return _log_facts(records, budget)
-    return _knowledge_facts(records, budget)
+    if KNOWLEDGE.owns(tool_name):
+        return _knowledge_facts(records, budget)
+    return _bounded("", list(dict.fromkeys(_clip(r.ref_text(), SAMPLE_CHARS) for r in records)), budget, "条")
 
 
-def _alert_facts(alerts: list[dict], budget: int) -> str:
+def _alert_facts(alerts: list[AlertRecord], budget: int) -> str:
     lines = dict.fromkeys(
-        f"{a.get('alert_name')} {a.get('state')} service={a.get('service')} duration={a.get('duration')}: "
-        + _clip(str(a.get("description", "")), SAMPLE_CHARS)
+        f"{a.alert_name} {a.state} service={a.service} duration={a.duration}: "
+        + _clip(a.description, SAMPLE_CHARS)
         for a in alerts
     )
     return _bounded("metric_evidence: ", list(lines), budget, "条告警")
 
 
-def _log_line(record: dict) -> str:
-    time_of_day = str(record.get("timestamp", ""))[11:16] or str(record.get("timestamp", ""))
-    message = _clip(str(record.get("message", "")), SAMPLE_CHARS)
-    return f"[{time_of_day}][{record.get('level')}][{record.get('service')}] {message}"
+def _log_line(record: LogLine) -> str:
+    time_of_day = record.timestamp[11:16] or record.timestamp
+    message = _clip(record.message, SAMPLE_CHARS)
+    return f"[{time_of_day}][{record.level}][{record.service}] {message}"
 
 
-def _log_facts(logs: list[dict], budget: int) -> str:
+def _log_facts(logs: list[LogLine], budget: int) -> str:
     """One line per message pattern (numbers masked): the newest sample, and for a repeated
     pattern its count and oldest sample, so a trend keeps both ends."""
-    unique = list(
-        {(log.get("timestamp"), log.get("service"), log.get("message")): log for log in logs}.values()
-    )
-    patterns: dict[tuple, list[dict]] = {}
+    unique = list({(log.timestamp, log.service, log.message): log for log in logs}.values())
+    patterns: dict[tuple, list[LogLine]] = {}
     for log in unique:
-        key = (log.get("level"), log.get("service"), DIGITS.sub("#", str(log.get("message", ""))))
+        key = (log.level, log.service, DIGITS.sub("#", log.message))
         patterns.setdefault(key, []).append(log)
-    ordered = sorted(patterns.values(), key=lambda group: LEVEL_ORDER.get(str(group[0].get("level")), 9))
+    ordered = sorted(patterns.values(), key=lambda group: LEVEL_ORDER.get(group[0].level, 9))
     lines = []
     for group in ordered:
         newest, oldest = max(group, key=_timestamp), min(group, key=_timestamp)
@@ -130,25 +129,24 @@ def _log_facts(logs: list[dict], budget: int) -> str:
         if len(group) > 1:
             line += f"（同类 {len(group)} 条，最早 {_log_line(oldest)}）"
         lines.append(line)
-    levels = Counter(str(log.get("level")) for log in unique)
+    levels = Counter(log.level for log in unique)
     counts = ", ".join(f"{level} {count}" for level, count in sorted(levels.items(), key=_level_rank))
     return _bounded(f"log_evidence（共 {len(unique)} 条: {counts}）: ", lines, budget, "类日志")
 
 
-def _timestamp(log: dict) -> str:
-    return str(log.get("timestamp", ""))
+def _timestamp(log: LogLine) -> str:
+    return log.timestamp
 
 
 def _level_rank(item: tuple[str, int]) -> int:
     return LEVEL_ORDER.get(item[0], 9)
 
 
-def _knowledge_facts(blocks: list[dict], budget: int) -> str:
-    fresh = [block for block in blocks if not block.get("deduped")]
+def _knowledge_facts(blocks: list[RunbookSection], budget: int) -> str:
+    fresh = [block for block in blocks if not block.deduped]
     lines = list(
         dict.fromkeys(
-            f"[{block.get('retrieval_layer')}/{block.get('relevance')}] "
-            f"{block.get('title')}（{block.get('source_document')}）"
+            f"[{block.retrieval_layer}/{block.relevance}] {block.title}（{block.source_document}）"
             for block in fresh
         )
     )

@@ -2,7 +2,8 @@
 
 A turn's calls (`call_many`) run concurrently (bounded) and are recorded together in one commit,
 which also tells the live view the session is gathering evidence; `call` is a turn of one. The rows
-and messages it recorded are kept (`CallsKept`, one per session), so no round reads them back.
+it recorded and the `ToolResult`s it returned are kept (`CallsKept`, one per session), so no round
+reads them back.
 """
 
 from __future__ import annotations
@@ -14,33 +15,32 @@ from django.db import connection
 
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.interfaces import Stage
-from diagnosis.services.invocations import invocations_record, tool_message_build
+from diagnosis.services.invocations import invocations_record
 from tools.base import all_tools
 from tools.evidence_kinds import current_name
+from tools.evidence_result import ToolResult, not_run
 
 BUDGET_SPENT_ERROR = "本轮工具调用次数已用完，请基于已获得的证据作答"
 
 
-def invocation_message(invocation: ToolInvocation) -> dict:
-    """The tool message the model sees, plus the arguments (so a later round can tell what was searched)."""
-    return tool_message_build(invocation=invocation) | {"arguments": invocation.input}
-
-
 class CallsKept:
-    """The calls of a session as its toolboxes recorded them, each with the message it returned: a round
+    """The calls of a session as its toolboxes recorded them, each with the result it returned: a round
     reads its results from here instead of reading the rows back from the database."""
 
     def __init__(self) -> None:
-        self._calls: list[tuple[ToolInvocation, dict]] = []
+        self._calls: list[tuple[ToolInvocation, ToolResult]] = []
 
-    def kept(self, invocations: Sequence[ToolInvocation], messages: Sequence[dict]) -> None:
-        self._calls += zip(invocations, messages, strict=True)
+    def kept(self, invocations: Sequence[ToolInvocation], results: Sequence[ToolResult]) -> None:
+        self._calls += zip(invocations, results, strict=True)
 
     def invocations(self) -> list[ToolInvocation]:
-        return [invocation for invocation, _message in self._calls]
+        return [invocation for invocation, _result in self._calls]
 
-    def messages_before(self, *, round: int) -> list[dict]:
-        return [message for invocation, message in self._calls if invocation.round < round]
+    def results(self) -> list[ToolResult]:
+        return [result for _invocation, result in self._calls]
+
+    def results_before(self, *, round: int) -> list[ToolResult]:
+        return [result for invocation, result in self._calls if invocation.round < round]
 
 
 class RecordingToolbox:
@@ -66,11 +66,11 @@ class RecordingToolbox:
         # transaction still open on this one (an eval case, a test): then calls run one by one here.
         return not connection.in_atomic_block
 
-    def call(self, tool_name: str, arguments: dict) -> dict:
+    def call(self, tool_name: str, arguments: dict) -> ToolResult:
         return self.call_many([(tool_name, arguments)])[0]
 
-    def call_many(self, calls: Sequence[tuple[str, dict]]) -> list[dict]:
-        """The messages of the calls, in order; calls past the round's budget are refused, not run."""
+    def call_many(self, calls: Sequence[tuple[str, dict]]) -> list[ToolResult]:
+        """The results of the calls, in order; calls past the round's budget are refused, not run."""
         with self._budget_lock:
             allowed = list(calls[: max(self.remaining_calls, 0)])
             self.remaining_calls -= len(allowed)
@@ -87,21 +87,13 @@ class RecordingToolbox:
             if allowed
             else []
         )
-        messages = [invocation_message(invocation) for invocation in recorded]
-        self.kept.kept(recorded, messages)
-        refused = [_refused(tool_name) for tool_name, _arguments in calls[len(allowed) :]]
-        return messages + refused
+        results = [invocation.tool_result() for invocation in recorded]
+        self.kept.kept(recorded, results)
+        refused = [
+            not_run(current_name(tool_name), error=BUDGET_SPENT_ERROR) for tool_name, _ in calls[len(allowed) :]
+        ]
+        return results + refused
 
     def tool_definitions(self) -> list[dict]:
         return [tool.openai_tool() for tool in all_tools() if tool.available()]
 
-
-def _refused(tool_name: str) -> dict:
-    return {
-        "invocation_id": None,
-        "tool_name": current_name(tool_name),
-        "success": False,
-        "evidence_status": "failed",
-        "evidence_refs": [],
-        "error": BUDGET_SPENT_ERROR,
-    }

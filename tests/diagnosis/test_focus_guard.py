@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from diagnosis.pipeline.contracts import Claim, EvidenceBinding, ExecutorOutput
 from diagnosis.pipeline.focus import Inventory, question_focus
 from diagnosis.pipeline.scope import FOCUS_RULE, out_of_focus, record_subjects
+from tools.evidence_result import ToolResult
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load
 
 VOCABULARY = vocabulary_load(DEFAULT_VOCABULARY_FILE)
@@ -17,23 +16,23 @@ INVENTORY = Inventory.build(
 )
 
 
-@dataclass
-class Invocation:
-    pk: int
-    output: dict
-    input: dict = field(default_factory=dict)
-    retrieval_details: dict = field(default_factory=dict)
-
-
-ALERTS = Invocation(
-    pk=1,
+ALERTS = ToolResult.from_stored(
+    tool_name="query_alerts",
+    invocation_id=1,
+    arguments={},
+    success=True,
     output={
         "alerts": [
             {"alert_name": "HighCPUUsage", "service": "payment-service"},
             {"alert_name": "HighMemoryUsage", "service": "order-service"},
         ]
     },
-    retrieval_details={"evidence_refs": [{"raw_path": "$.alerts[0]"}, {"raw_path": "$.alerts[1]"}]},
+    retrieval_details={
+        "evidence_refs": [
+            {"raw_path": "$.alerts[0]", "text": "HighCPUUsage"},
+            {"raw_path": "$.alerts[1]", "text": "HighMemoryUsage"},
+        ]
+    },
 )
 
 

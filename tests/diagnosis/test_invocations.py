@@ -8,15 +8,11 @@ from diagnosis.evaluation.fixtures import WORLDS_DIR, fixture_sources, world_too
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.contracts import Claim, EvidenceBinding, ExecutorOutput
 from diagnosis.pipeline.gatekeeper import gatekeep
-from diagnosis.services.invocations import (
-    MESSAGE_OUTPUT_CHARS,
-    MESSAGE_REFS,
-    storable,
-    tool_message_build,
-)
+from diagnosis.services.invocations import storable
 from diagnosis.services.sessions import session_start
 from tests.factories import DiagnosisSessionFactory
 from tests.tools.support import BrokenLogs, FiveHundredLogs, pin_demo_now, record, use_source
+from tools.evidence_result import MESSAGE_OUTPUT_CHARS, MESSAGE_REFS
 from tools.inventory import SourceInventory
 from tools.sources.kinds import AlertSource, LogSource, SeriesSource
 
@@ -68,7 +64,7 @@ def test_a_call_by_the_alerts_tools_former_name_is_recorded_under_its_name_now_a
             diagnosis_summary="",
             user_facing_answer="",
         )
-        return gatekeep(executor_output=output, invocations=[invocation])
+        return gatekeep(executor_output=output, invocations=[invocation.tool_result()])
 
     assert (invocation.tool_name, invocation.success) == ("query_alerts", True)
     assert ToolInvocation.objects.filter(session=session, tool_name="query_alerts").count() == 1
@@ -217,7 +213,7 @@ def test_failed_knowledge_lookup_has_empty_retrieval_facts(session):
 def test_tool_message_carries_what_the_model_cites(session):
     invocation = record(session, "query_logs", query="HikariCP", service="order-service")
 
-    message = tool_message_build(invocation=invocation)
+    message = invocation.tool_result().message()
 
     assert message == {
         "invocation_id": invocation.pk,
@@ -237,7 +233,7 @@ def test_tool_message_carries_what_the_model_cites(session):
 def test_tool_message_of_a_failure_says_why(session, tool_name, arguments, error_start):
     invocation = record(session, tool_name, **arguments)
 
-    message = tool_message_build(invocation=invocation)
+    message = invocation.tool_result().message()
 
     assert message["success"] is False
     assert message["evidence_status"] == "failed"
@@ -250,7 +246,7 @@ def test_tool_message_is_bounded_on_a_large_output(session, settings):
     use_source(settings, FiveHundredLogs, LogSource)
     invocation = record(session, "query_logs", query="异常", limit=100)
 
-    message = tool_message_build(invocation=invocation)
+    message = invocation.tool_result().message()
     output = message["output"]
 
     assert len(invocation.output["logs"]) == 100

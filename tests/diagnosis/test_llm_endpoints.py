@@ -473,11 +473,11 @@ def test_the_calls_made_before_the_executor_reach_it_summarised_too(fake_llm, db
     [prior] = toolbox.call_many([("query_logs", {"query": "GC", "limit": 100})])
     server = fake_llm()
 
-    LLMEngine().execute(dataclasses.replace(executor_input(), prior_tool_messages=[prior]), toolbox)
+    LLMEngine().execute(dataclasses.replace(executor_input(), prior_results=[prior]), toolbox)
 
     prompt = server.requests[0]["messages"][1]["content"]
     [seen] = json.loads(prompt[prompt.index("<input>") + len("<input>") : prompt.rindex("</input>")])[
         "prior_tool_messages"
     ]
-    assert seen["evidence_refs"] == prior["evidence_refs"][:MODEL_REFS]
+    assert seen["evidence_refs"] == prior.message()["evidence_refs"][:MODEL_REFS]
     assert isinstance(seen["output"]["logs"], str)

@@ -117,7 +117,7 @@ def test_one_turn_of_calls_is_one_commit_and_every_call_has_its_id():
     toolbox = RecordingToolbox(session=session, round=1, max_calls=2)
     counter = CommitCounter()
     with counter.counting():
-        messages = toolbox.call_many(
+        results = toolbox.call_many(
             [
                 ("query_alerts", {"service": "order-service"}),
                 ("query_logs", {"query": "HikariCP"}),
@@ -127,8 +127,8 @@ def test_one_turn_of_calls_is_one_commit_and_every_call_has_its_id():
 
     assert counter.commits == 1
     recorded = list(session.tool_invocations.order_by("id").values_list("id", flat=True))
-    assert [message["invocation_id"] for message in messages] == [*recorded, None]
-    assert messages[2]["evidence_status"] == "failed"
+    assert [result.invocation_id for result in results] == [*recorded, None]
+    assert results[2].evidence_status == "failed"
     session.refresh_from_db()
     assert session.current_stage == "executor"
 

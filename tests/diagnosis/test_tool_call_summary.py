@@ -4,7 +4,7 @@ import pytest
 
 from diagnosis.services.tool_call_summary import SUMMARY_CHARS, tool_trace_summary_build
 from tests.tools.support import BrokenLogs, FiveHundredLogs, pin_demo_now, record, use_source
-from tools.sources.kinds import LogSource
+from tools.sources.kinds import LogSource, TargetSource
 
 pytestmark = pytest.mark.django_db
 
@@ -173,3 +173,19 @@ def test_calls_of_different_rounds_or_topics_are_separate_entries(session):
 
     assert [entry["trace_ref"] for entry in entries] == ["trace-1", "trace-2", "trace-3"]
     assert [entry["invocation_count"] for entry in entries] == [1, 1, 1]
+
+
+class DownTarget(TargetSource):
+    """One scrape target that is down."""
+
+    def targets(self) -> list[dict]:
+        return [{"job": "node", "instance": "web-1:9100", "health": "down", "last_error": "connection refused"}]
+
+
+def test_a_call_of_another_kind_is_summarised_by_its_records_own_text(session, settings):
+    use_source(settings, DownTarget, TargetSource)
+    record(session, "query_targets")
+
+    summary = summary_of(session)[0]["output_summary"]
+
+    assert summary == 'job="node" instance="web-1:9100" health=down lastError: connection refused'

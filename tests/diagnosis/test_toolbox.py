@@ -6,7 +6,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from diagnosis.models import ToolInvocation
-from diagnosis.services.toolbox import CallsKept, RecordingToolbox, invocation_message
+from diagnosis.services.toolbox import CallsKept, RecordingToolbox
 from tests.tools.support import pin_demo_now
 
 pytestmark = pytest.mark.django_db
@@ -25,7 +25,7 @@ def calls_read(captured: CaptureQueriesContext) -> list[str]:
     ]
 
 
-def test_the_calls_are_kept_as_recorded_with_the_messages_they_returned(session):
+def test_the_calls_are_kept_as_recorded_with_the_results_they_returned(session):
     kept = CallsKept()
     first = RecordingToolbox(session=session, round=1, max_calls=4, kept=kept).call_many(
         [("query_alerts", {"service": "order-service"}), ("query_logs", {"query": "HikariCP"})]
@@ -37,11 +37,9 @@ def test_the_calls_are_kept_as_recorded_with_the_messages_they_returned(session)
     stored = list(ToolInvocation.objects.filter(session=session).order_by("id"))
     assert [call.pk for call in kept.invocations()] == [call.pk for call in stored]
     # What a round reads from memory is what reading the rows back would give it.
-    assert [invocation_message(call) for call in kept.invocations()] == [
-        invocation_message(call) for call in stored
-    ]
-    assert kept.messages_before(round=2) == first
-    assert kept.messages_before(round=3) == [*first, second]
+    assert [call.tool_result() for call in kept.invocations()] == [call.tool_result() for call in stored]
+    assert kept.results_before(round=2) == first
+    assert kept.results_before(round=3) == [*first, second]
 
 
 def test_a_knowledge_lookup_is_deduped_against_the_kept_calls_without_reading_them_back(session):
@@ -55,8 +53,8 @@ def test_a_knowledge_lookup_is_deduped_against_the_kept_calls_without_reading_th
             "lookup_knowledge", {"query": "HighMemoryUsage"}
         )
 
-    assert again["evidence_status"] == "no_evidence"
-    assert all(block["deduped"] for block in again["output"]["evidence_blocks"])
+    assert again.evidence_status == "no_evidence"
+    assert again.records and all(block.deduped for block in again.records)
     assert calls_read(captured) == []
 
 
@@ -67,7 +65,7 @@ def test_a_call_past_the_budget_by_the_alerts_tools_former_name_is_refused_under
         [("query_logs", {"query": "HikariCP"}), ("query_metrics", {"service": "order-service"})]
     )
 
-    assert (refused["tool_name"], refused["invocation_id"], refused["success"]) == (
+    assert (refused.tool_name, refused.invocation_id, refused.success) == (
         "query_alerts",
         None,
         False,

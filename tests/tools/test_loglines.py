@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 
 from tools.loglines import (
-    evidence_parts,
-    evidence_text,
     groups_of,
     has_property,
     has_word,
@@ -144,18 +142,6 @@ def test_other_topics_need_one_of_their_terms_as_whole_words(vocabulary):
     assert "oom" in groups_of("container exited with OOMKilled, restarting", vocabulary=vocabulary)
     assert has_property("oom", level="ERROR", message="java.lang.OutOfMemoryError", vocabulary=vocabulary)
     assert not has_property("oom", level="ERROR", message="room booked", vocabulary=vocabulary)
-
-
-def test_an_evidence_text_reads_back_as_level_service_and_message():
-    record = {
-        "timestamp": "2026-01-01 10:00:00",
-        "level": "INFO",
-        "service": "cart-api",
-        "message": "a: [b] c",
-    }
-
-    assert evidence_parts(evidence_text(record)) == ("INFO", "cart-api", "a: [b] c")
-    assert evidence_parts("not a log ref") == ("", "", "not a log ref")
 
 
 def test_patterns_group_lines_by_template_with_counts_most_first():

@@ -8,7 +8,6 @@ import pytest
 from diagnosis.models import ToolInvocation
 from diagnosis.pipeline.contracts import Claim, EvidenceBinding, ExecutorOutput
 from diagnosis.pipeline.gatekeeper import gatekeep
-from diagnosis.services.invocations import tool_message_build
 from tests.tools.support import record, use_source
 from tools.bounds import stored_bytes
 from tools.sources.kinds import SeriesSource
@@ -94,7 +93,7 @@ def citing(invocation, excerpt: str, raw_path: str = "$.series[0]") -> ExecutorO
 def test_a_changed_number_in_a_series_excerpt_is_rejected(session, excerpt, severity):
     invocation = record(session, "query_promql", query="node_load1", minutes=30)
 
-    result = gatekeep(executor_output=citing(invocation, excerpt), invocations=[invocation])
+    result = gatekeep(executor_output=citing(invocation, excerpt), invocations=[invocation.tool_result()])
 
     assert result.severity == severity
 
@@ -247,7 +246,7 @@ def test_every_series_of_the_source_is_stored_and_returned_within_the_bytes_with
     kept = len(stored.output["series"])
     assert 0 < kept < settings.DIAGNOSIS["OUTPUT_MAX_SERIES"]
     assert [ref["raw_path"] for ref in stored.evidence_refs] == [f"$.series[{i}]" for i in range(kept)]
-    returned = tool_message_build(invocation=stored)["output"]
+    returned = stored.tool_result().message()["output"]
     assert (returned["truncated"], returned["total_series"]) == (True, EVERY_SERIES)
 
 
@@ -261,7 +260,7 @@ def test_a_citation_of_a_kept_series_passes_the_gatekeeper_and_one_of_a_cut_seri
 
     def checked(raw_path: str, excerpt: str) -> str:
         output = citing(invocation, excerpt, raw_path)
-        return gatekeep(executor_output=output, invocations=[invocation]).severity
+        return gatekeep(executor_output=output, invocations=[invocation.tool_result()]).severity
 
     assert 0 < kept < EVERY_SERIES
     assert last_kept["raw_path"] == f"$.series[{kept - 1}]"

@@ -223,7 +223,9 @@ class LLMEngine:
                 "round": stage_input.round,
                 "plan": stage_input.plan.model_dump(),
                 "retry_context": stage_input.retry_context,
-                "prior_tool_messages": [tool_message_for_model(m) for m in stage_input.prior_tool_messages],
+                "prior_tool_messages": [
+                    tool_message_for_model(r.model_message()) for r in stage_input.prior_results
+                ],
                 "conclusions": stage_input.conclusions,
                 "open_asks": stage_input.open_asks,
                 "max_tool_calls": toolbox.remaining_calls,
@@ -235,7 +237,7 @@ class LLMEngine:
         turns, max_turns = 0, toolbox.remaining_calls
         # Nothing to cite yet and a plan to follow: the first turn must call a tool (measured on a
         # 1.5B model: offered tools freely, it answered at once and cited made-up invocations).
-        must_gather = bool(stage_input.plan.steps) and not stage_input.prior_tool_messages
+        must_gather = bool(stage_input.plan.steps) and not stage_input.prior_results
         reminded = False
         call_format = self.tool_calling.call_format(_planned_tool(tools, stage_input.plan))
         if must_gather and call_format:
@@ -493,9 +495,10 @@ class LLMEngine:
                 runnable.append((index, arguments))
         # One turn, one call of the toolbox: it refuses what the round's budget does not allow (in call
         # order), runs the rest concurrently (bounded) and records them together.
-        messages = toolbox.call_many([(calls[index].name, args) for index, args in runnable])
-        for (index, _args), message in zip(runnable, messages, strict=True):
-            results[index] = message
+        # The model's JSON boundary: each result becomes the message the model reads.
+        ran = toolbox.call_many([(calls[index].name, args) for index, args in runnable])
+        for (index, _args), result in zip(runnable, ran, strict=True):
+            results[index] = result.model_message()
         for key, index in first_in_turn.items():
             if results[index].get("invocation_id") is not None:
                 exchange.invocation_of[key] = results[index]["invocation_id"]
@@ -597,7 +600,7 @@ def _answered_by_code(stage_input: ExecutorInput) -> bool:
     """Every ask settled by the slots code read from the calls already made, and no planned tool
     those calls did not use: a model call here could only restate the slots (measured on a 1.5B model:
     it copied them with their counts and units, which no excerpt holds) or lower the verdict."""
-    called = {message.get("tool_name") for message in stage_input.prior_tool_messages}
+    called = {result.tool_name for result in stage_input.prior_results}
     return (
         bool(stage_input.conclusions)
         and not stage_input.open_asks

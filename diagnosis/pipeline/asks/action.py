@@ -11,6 +11,8 @@ from diagnosis.pipeline.asks.kind import AskKind, Call, SlotWorld
 from diagnosis.pipeline.asks.runbook import named_subject, runbook_search, runbook_slot
 from diagnosis.pipeline.focus import QuestionFocus
 from diagnosis.pipeline.slot import Slot
+from tools.evidence_records import AlertRecord
+from tools.evidence_result import ToolResult
 from tools.terms import term_pattern
 from tools.vocabulary import Vocabulary
 
@@ -28,12 +30,12 @@ class Action(AskKind):
     def alerts_first(self, ask: Ask) -> bool:
         return named_subject(ask)
 
-    def calls(self, ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[Call]:
+    def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:
         return runbook_search(ask, alerts=alerts, world=world)
 
-    def read(self, ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
+    def read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
         statement = READ_ONLY.format(word=ask.word.strip() or "操作")
-        runbook = runbook_slot(ask, messages, world)
+        runbook = runbook_slot(ask, results, world)
         if runbook.filled:
             return runbook.model_copy(update={"conclusion": f"{statement}；可参考{runbook.conclusion}"})
         return Slot(ask=ask, filled=True, conclusion=statement)

@@ -10,8 +10,9 @@ from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.asks.kind import AskKind, Call, SlotWorld
 from diagnosis.pipeline.asks.logs import log_search, log_slot
 from diagnosis.pipeline.asks.shared import alert_found, alert_text, failure
-from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH
 from diagnosis.pipeline.slot import Slot
+from tools.evidence_records import AlertRecord
+from tools.evidence_result import NO_EVIDENCE_PATH, ToolResult
 
 
 class Cause(AskKind):
@@ -20,13 +21,13 @@ class Cause(AskKind):
     words = "cause"
     reasoned = True
 
-    def calls(self, ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[Call]:
+    def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:
         return log_search(ask, alerts=alerts, world=world)
 
-    def read(self, ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
-        alerts, alert_message = alert_found(ask, messages)
-        logs = log_slot(ask, messages, world, wanted=ask.topic or "error")
-        firing = [f for f in alerts if f.record.get("state") == "firing"][:3]
+    def read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
+        alerts, alert_message = alert_found(ask, results)
+        logs = log_slot(ask, results, world, wanted=ask.topic or "error")
+        firing = [f for f in alerts if f.record.state == "firing"][:3]
         about = ask.subject or "所问对象"
         if not firing and not logs.filled:
             return failure(alert_message, ask, f"未找到原因证据（已检索 {about} 的告警与日志）")
@@ -36,7 +37,7 @@ class Cause(AskKind):
         if lines_found:
             symptoms.append(logs.conclusion.split(" · 来源")[0])
         inference = (
-            f"。推断（未证实）：{firing[0].record['alert_name']} 与同期日志可能相关，需人工确认"
+            f"。推断（未证实）：{firing[0].record.alert_name} 与同期日志可能相关，需人工确认"
             if firing and lines_found
             else ""
         )

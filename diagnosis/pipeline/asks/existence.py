@@ -8,6 +8,7 @@ from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.asks.kind import AskKind, SlotWorld
 from diagnosis.pipeline.asks.shared import MAX_LISTED, alert_found, alert_text, failure, no_hit, source_of
 from diagnosis.pipeline.slot import Slot
+from tools.evidence_result import ToolResult
 
 
 class Existence(AskKind):
@@ -15,13 +16,13 @@ class Existence(AskKind):
     label = "是否存在"
     words = "existence"
 
-    def read(self, ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
-        found, message = alert_found(ask, messages)
-        if message is None or not message.get("success"):
-            return failure(message, ask, "未能查询告警状态")
-        source = source_of(message)
+    def read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
+        found, result = alert_found(ask, results)
+        if result is None or not result.success:
+            return failure(result, ask, "未能查询告警状态")
+        source = source_of(result)
         if not found:
-            nothing = no_hit(message)
+            nothing = no_hit(result)
             on = f"（{ask.service}）" if ask.service else ""
             return Slot(
                 ask=ask,

@@ -15,15 +15,16 @@ from diagnosis.pipeline.asks.shared import (
     decimal_of,
     failure,
     found_in,
-    messages_of,
     no_hit,
+    results_of,
     retention_limits,
-    sample_of,
     source_of,
     unfilled,
 )
 from diagnosis.pipeline.slot import Slot
 from tools.evidence_kinds import SERIES
+from tools.evidence_records import AlertRecord
+from tools.evidence_result import ToolResult
 from tools.promql import quoted
 
 # Episodes in the window from which an alert is flapping.
@@ -38,37 +39,37 @@ class History(AskKind):
     def alerts_first(self, ask: Ask) -> bool:
         return ask.subject_kind == "service"
 
-    def calls(self, ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[Call]:
+    def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:
         if SERIES.tool not in world.tools:
             return []
         return [(SERIES.tool, {"query": _history_query(ask, world), "minutes": 0})]
 
-    def read(self, ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
-        message = next(
-            iter(messages_of(messages, SERIES, lambda a: "ALERTS_FOR_STATE" in a.get("query", ""))),
+    def read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
+        result = next(
+            iter(results_of(results, SERIES, lambda a: "ALERTS_FOR_STATE" in a.get("query", ""))),
             None,
         )
-        if message is None:
+        if result is None:
             return unfilled(ask, "告警历史需要 Prometheus 数据源（未配置），只能看到当前告警")
-        if not message.get("success"):
-            return failure(message, ask, "")
+        if not result.success:
+            return failure(result, ask, "")
         # changes(ALERTS_FOR_STATE[w]) + 1 per alert series: its episodes in the window.
         episodes: Counter[str] = Counter()
         cited: list[Found] = []
-        for f in found_in(message, SERIES):
-            changes = decimal_of(sample_of(f.record)[1])
+        for f in found_in(result, SERIES):
+            changes = decimal_of(f.record.sample()[1])
             if changes is not None:
-                episodes[(f.record.get("metric") or {}).get("alertname", "")] += int(changes) + 1
+                episodes[(f.record.metric or {}).get("alertname", "")] += int(changes) + 1
                 cited.append(f)
         # The episodes Prometheus still holds: a window beyond its retention is counted for the part it keeps.
-        limits = retention_limits(ask, message)
+        limits = retention_limits(ask, result)
         about = ask.subject or "所有告警"
         if not episodes:
-            nothing = no_hit(message)
+            nothing = no_hit(result)
             return Slot(
                 ask=ask,
                 filled=nothing is not None,
-                conclusion=f"{ask.window.label}未见 {about} 的告警触发记录 · 来源 {source_of(message)}",
+                conclusion=f"{ask.window.label}未见 {about} 的告警触发记录 · 来源 {source_of(result)}",
                 limits=limits,
                 bindings=[nothing] if nothing else [],
                 why="" if nothing else "告警历史查询没有可引用的结果",
@@ -80,7 +81,7 @@ class History(AskKind):
         return Slot(
             ask=ask,
             filled=True,
-            conclusion=f"{ask.window.label} {about}：{'；'.join(lines)} · 来源 {source_of(message)}",
+            conclusion=f"{ask.window.label} {about}：{'；'.join(lines)} · 来源 {source_of(result)}",
             limits=limits,
             bindings=[f.binding for f in cited[:MAX_LISTED]],
         )

@@ -13,6 +13,8 @@ from typing import ClassVar, Protocol
 
 from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.slot import Slot
+from tools.evidence_records import AlertRecord
+from tools.evidence_result import ToolResult
 from tools.promql import Carrier
 from tools.vocabulary import Vocabulary
 
@@ -22,7 +24,7 @@ Call = tuple[str, dict]
 
 @dataclass(frozen=True)
 class SlotWorld:
-    """What slot code reads besides the messages: the vocabulary, the labels naming a service, the
+    """What slot code reads besides the results: the vocabulary, the labels naming a service, the
     tools the sources answer, the time and the log source's window."""
 
     vocabulary: Vocabulary
@@ -54,10 +56,10 @@ class AskKind(Protocol):
         `runbook_url` the runbook): the runner queries them in a first turn."""
         return True
 
-    def calls(self, ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[Call]:
+    def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:
         """The calls its slot needs beyond the alerts, given the alert records the first turn found."""
         return []
 
-    def read(self, ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
-        """Its slot, read from the recorded tool messages only (the asks' calls and the executor's)."""
+    def read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
+        """Its slot, read from the recorded tool results only (the asks' calls and the executor's)."""
         ...

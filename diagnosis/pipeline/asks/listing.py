@@ -19,6 +19,8 @@ from diagnosis.pipeline.asks.shared import (
     source_of,
 )
 from diagnosis.pipeline.slot import Slot
+from tools.evidence_records import AlertRecord
+from tools.evidence_result import ToolResult
 from tools.promql import comparison_of
 
 # Severity order of `list` / `priority`: critical > warning > info > none.
@@ -32,10 +34,10 @@ class Listing(AskKind):
     words = "listing"
     per_subject = False
 
-    def read(self, ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
+    def read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
         return firing_ranked(
             ask,
-            messages,
+            results,
             lambda shown, firing: (
                 f"当前 {len(firing)} 个 firing 告警（按优先级）："
                 + "；".join(f"{i}. {alert_text(f.record)}" for i, f in enumerate(shown, 1))
@@ -44,21 +46,21 @@ class Listing(AskKind):
 
 
 def firing_ranked(
-    ask: Ask, messages: Sequence[dict], said: Callable[[list[Found], list[Found]], str]
+    ask: Ask, results: Sequence[ToolResult], said: Callable[[list[Found[AlertRecord]], list[Found[AlertRecord]]], str]
 ) -> Slot:
     """The firing alerts in priority order, the first `MAX_LISTED` cited; `said(shown, firing)` words
     them."""
-    found, message = alert_found(ask, messages)
-    if message is None or not message.get("success"):
-        return failure(message, ask, "未能查询告警状态")
-    firing = sorted((f for f in found if f.record.get("state") == "firing"), key=_priority)
+    found, result = alert_found(ask, results)
+    if result is None or not result.success:
+        return failure(result, ask, "未能查询告警状态")
+    firing = sorted((f for f in found if f.record.state == "firing"), key=_priority)
     if not firing:
-        nothing = no_hit(message) or (found[0].binding if found else None)
+        nothing = no_hit(result) or (found[0].binding if found else None)
         about = f"{ask.subject} " if ask.subject else ""
         return Slot(
             ask=ask,
             filled=nothing is not None,
-            conclusion=f"未发现 {about}处于 firing 状态的告警 · 来源 {source_of(message)}",
+            conclusion=f"未发现 {about}处于 firing 状态的告警 · 来源 {source_of(result)}",
             bindings=[nothing] if nothing else [],
             why="" if nothing else "告警查询没有可引用的结果",
         )
@@ -66,18 +68,18 @@ def firing_ranked(
     return Slot(
         ask=ask,
         filled=True,
-        conclusion=f"{said(shown, firing)} · 来源 {source_of(message)}",
+        conclusion=f"{said(shown, firing)} · 来源 {source_of(result)}",
         bindings=[f.binding for f in shown],
     )
 
 
-def _priority(found: Found) -> tuple[int, Decimal]:
+def _priority(found: Found[AlertRecord]) -> tuple[int, Decimal]:
     """Severity first, then how far the value is past the threshold (further first)."""
     record = found.record
-    rank = SEVERITY_RANK.get(str(record.get("severity", "")).lower(), len(SEVERITY_RANK))
-    comparison = comparison_of(record.get("expr") or "")
-    value = decimal_of(record.get("value"))
-    threshold = decimal_of(comparison.threshold if comparison else record.get("threshold"))
+    rank = SEVERITY_RANK.get(str(record.severity).lower(), len(SEVERITY_RANK))
+    comparison = comparison_of(record.expr or "")
+    value = decimal_of(record.value)
+    threshold = decimal_of(comparison.threshold if comparison else record.threshold)
     if value is None or threshold is None or threshold == 0:
         return rank, Decimal(0)
     return rank, -abs(value / threshold)

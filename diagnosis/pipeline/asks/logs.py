@@ -10,15 +10,18 @@ from diagnosis.pipeline.asks.kind import AskKind, Call, SlotWorld
 from diagnosis.pipeline.asks.shared import (
     Found,
     failure,
-    messages_of,
+    found_in,
     minutes_text,
     no_hit,
     quotable,
+    results_of,
     source_of,
 )
 from diagnosis.pipeline.slot import Slot
 from tools.evidence_kinds import LOGS
-from tools.loglines import Pattern, evidence_record, has_property, patterns_mined
+from tools.evidence_records import AlertRecord, LogLine
+from tools.evidence_result import ToolResult
+from tools.loglines import Pattern, has_property, patterns_mined
 from tools.vocabulary import Vocabulary
 
 MAX_PATTERNS = 3
@@ -33,19 +36,19 @@ class Logs(AskKind):
     def alerts_first(self, ask: Ask) -> bool:
         return False
 
-    def calls(self, ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[Call]:
+    def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:
         return log_search(ask, alerts=alerts, world=world)
 
-    def read(self, ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
+    def read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
         """A plain logs ask about a service is answered with its recent lines; one without a service, and
         a topic's, with the lines that have the asked property."""
-        return log_slot(ask, messages, world, wanted=ask.topic or ("" if ask.service else "error"))
+        return log_slot(ask, results, world, wanted=ask.topic or ("" if ask.service else "error"))
 
 
-def log_search(ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[Call]:
+def log_search(ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:
     """The search of the ask's topic (else its service's recent lines, else errors) on its service, or
     on the service of its alerts."""
-    service = ask.service or next((a["service"] for a in alerts if a.get("service")), "")
+    service = ask.service or next((a.service for a in alerts if a.service), "")
     if ask.topic:
         term = world.vocabulary.canonical_term(ask.topic)
     else:
@@ -54,52 +57,52 @@ def log_search(ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[Call]:
     return [(LOGS.tool, {"query": term} | ({"service": service} if service else {}))]
 
 
-def log_slot(ask: Ask, messages: Sequence[dict], world: SlotWorld, *, wanted: str) -> Slot:
+def log_slot(ask: Ask, results: Sequence[ToolResult], world: SlotWorld, *, wanted: str) -> Slot:
     """The lines served that have the `wanted` property (all of them for ""), grouped by template: each
     pattern's count, first and last time, and its newest line as the evidence ref."""
     # Searches on the ask's service (or on none): another service's lines are never this one's.
-    searches = messages_of(messages, LOGS, lambda arguments: _on_service(ask, arguments.get("service")))
+    searches = results_of(results, LOGS, lambda arguments: _on_service(ask, arguments.get("service")))
     # The first search whose lines have the property (a cause ask runs several), else the first search.
-    message = next(
+    result = next(
         (
-            m
-            for m in searches
-            if m.get("success")
-            and any(not wanted or _has(wanted, f.record, world.vocabulary) for f in _lines_served(m, ask))
+            r
+            for r in searches
+            if r.success
+            and any(not wanted or _has(wanted, f.record, world.vocabulary) for f in _lines_served(r, ask))
         ),
         next(iter(searches), None),
     )
-    if message is None or not message.get("success"):
-        return failure(message, ask, "未能检索日志")
+    if result is None or not result.success:
+        return failure(result, ask, "未能检索日志")
     window = f"最近 {world.logs_window_minutes} 分钟"
     about = ask.service or "所有服务"
     label = world.vocabulary.label(wanted) if wanted else ""
-    found = _lines_served(message, ask)
+    found = _lines_served(result, ask)
     limits = _logs_limits(ask, world)
     if not found:
-        nothing = no_hit(message)
+        nothing = no_hit(result)
         return Slot(
             ask=ask,
             filled=nothing is not None,
-            conclusion=f"{window}未检索到 {about} 的{label}日志 · 来源 {source_of(message)}",
+            conclusion=f"{window}未检索到 {about} 的{label}日志 · 来源 {source_of(result)}",
             limits=limits,
             bindings=[nothing] if nothing else [],
         )
     kept = [f for f in found if not wanted or _has(wanted, f.record, world.vocabulary)]
     if not kept:
-        levels = "、".join(sorted({str(f.record.get("level") or "未知").upper() for f in found}))
+        levels = "、".join(sorted({(f.record.level or "未知").upper() for f in found}))
         below = "，均低于 ERROR" if wanted == "error" else f"，其中{label}日志 0 条"
         return Slot(
             ask=ask,
             filled=True,
-            conclusion=f"{window} {about} 匹配的 {len(found)} 条日志级别为 {levels}{below} · 来源 {source_of(message)}",
+            conclusion=f"{window} {about} 匹配的 {len(found)} 条日志级别为 {levels}{below} · 来源 {source_of(result)}",
             limits=limits,
             bindings=[f.binding for f in found[:MAX_PATTERNS]],
         )
-    patterns = patterns_mined([str(f.record.get("message", "")) for f in kept])
+    patterns = patterns_mined([f.record.message for f in kept])
     top = patterns[:MAX_PATTERNS]
     listed = "；".join(f"「{quotable(p.template)}」{p.count} 条{_span(p, kept)}" for p in top)
-    total = (message.get("output") or {}).get("total", len(found))
+    total = result.total
     # Counted over the lines served; a source that matched more says so rather than implying all.
     counted = f"检索命中 {total} 条" + (f"，按最新 {len(found)} 条统计" if total > len(found) else "")
     return Slot(
@@ -107,7 +110,7 @@ def log_slot(ask: Ask, messages: Sequence[dict], world: SlotWorld, *, wanted: st
         filled=True,
         conclusion=(
             f"{window} {about} 的{label}日志 {len(kept)} 条（{counted}），"
-            f"{len(patterns)} 种模式：{listed} · 来源 {source_of(message)}"
+            f"{len(patterns)} 种模式：{listed} · 来源 {source_of(result)}"
         ),
         limits=limits,
         # Lines come newest first: a pattern's first member is its newest line.
@@ -115,15 +118,9 @@ def log_slot(ask: Ask, messages: Sequence[dict], world: SlotWorld, *, wanted: st
     )
 
 
-def _lines_served(message: dict, ask: Ask) -> list[Found]:
-    """Every line of the ask's service the call served, read from its evidence refs: the message's output
-    may hold only a prefix of long lines, its refs hold them all (up to the message's bound on refs)."""
-    lines = (
-        Found(message, evidence_record(ref["text"]), ref)
-        for ref in message.get("evidence_refs") or []
-        if str(ref.get("raw_path", "")).startswith(f"$.{LOGS.collection_key}[")
-    )
-    return [line for line in lines if _on_service(ask, line.record.get("service"))]
+def _lines_served(result: ToolResult, ask: Ask) -> list[Found[LogLine]]:
+    """Every line of the ask's service the call served, each with the ref that cites it."""
+    return [line for line in found_in(result, LOGS) if _on_service(ask, line.record.service)]
 
 
 def _on_service(ask: Ask, service: str | None) -> bool:
@@ -131,18 +128,13 @@ def _on_service(ask: Ask, service: str | None) -> bool:
     return not ask.service or service in (None, "", ask.service)
 
 
-def _has(topic: str, record: dict, vocabulary: Vocabulary) -> bool:
-    return has_property(
-        topic,
-        level=str(record.get("level", "")),
-        message=str(record.get("message", "")),
-        vocabulary=vocabulary,
-    )
+def _has(topic: str, record: LogLine, vocabulary: Vocabulary) -> bool:
+    return has_property(topic, level=record.level, message=record.message, vocabulary=vocabulary)
 
 
-def _span(pattern: Pattern, kept: list[Found]) -> str:
+def _span(pattern: Pattern, kept: list[Found[LogLine]]) -> str:
     """When a pattern's lines were written: `（10:01:02–10:15:40）` for more than one line."""
-    times = [str(kept[i].record.get("timestamp", "")) for i in pattern.members]
+    times = [kept[i].record.timestamp for i in pattern.members]
     if pattern.count < 2 or not all(times):
         return ""
     return f"（{min(times)[-8:]}–{max(times)[-8:]}）"

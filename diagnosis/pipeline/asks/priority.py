@@ -10,6 +10,8 @@ from diagnosis.pipeline.asks.kind import AskKind, SlotWorld
 from diagnosis.pipeline.asks.listing import firing_ranked
 from diagnosis.pipeline.asks.shared import Found, alert_text
 from diagnosis.pipeline.slot import Slot
+from tools.evidence_records import AlertRecord
+from tools.evidence_result import ToolResult
 
 
 class Priority(AskKind):
@@ -18,11 +20,11 @@ class Priority(AskKind):
     words = "priority"
     per_subject = False
 
-    def read(self, ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
-        return firing_ranked(ask, messages, _first_and_rest)
+    def read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
+        return firing_ranked(ask, results, _first_and_rest)
 
 
-def _first_and_rest(shown: list[Found], firing: list[Found]) -> str:
+def _first_and_rest(shown: list[Found[AlertRecord]], firing: list[Found[AlertRecord]]) -> str:
     first, *rest = shown
     text = f"最需要先处理：{alert_text(first.record)}"
     return text + (f"；其后：{'；'.join(alert_text(f.record) for f in rest)}" if rest else "")

@@ -8,9 +8,11 @@ from collections.abc import Sequence
 
 from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.asks.kind import AskKind, Call, SlotWorld
-from diagnosis.pipeline.asks.shared import alerts_of, failure, found_in, messages_of, quotable, unfilled
+from diagnosis.pipeline.asks.shared import alerts_of, failure, found_in, quotable, results_of, unfilled
 from diagnosis.pipeline.slot import Slot
 from tools.evidence_kinds import KNOWLEDGE
+from tools.evidence_records import AlertRecord
+from tools.evidence_result import ToolResult
 from tools.terms import groups_in
 from tools.vocabulary import Vocabulary
 
@@ -27,11 +29,11 @@ class Runbook(AskKind):
     def alerts_first(self, ask: Ask) -> bool:
         return named_subject(ask)
 
-    def calls(self, ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[Call]:
+    def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:
         return runbook_search(ask, alerts=alerts, world=world)
 
-    def read(self, ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
-        return runbook_slot(ask, messages, world)
+    def read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
+        return runbook_slot(ask, results, world)
 
 
 def named_subject(ask: Ask) -> bool:
@@ -39,7 +41,7 @@ def named_subject(ask: Ask) -> bool:
     return bool(ask.subject and ask.subject_kind in ("alert", "service"))
 
 
-def runbook_search(ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[Call]:
+def runbook_search(ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:
     names = sorted(runbook_names(ask, alerts) - {ask.subject})
     topic = world.vocabulary.canonical_term(ask.topic) if ask.topic else ""
     # The steps' intents, so the sections with steps rank first of the subject's sections: one
@@ -50,18 +52,18 @@ def runbook_search(ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[Ca
     return [(KNOWLEDGE.tool, {"query": query, "top_k": len(STEP_INTENTS)})]
 
 
-def runbook_slot(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
-    message = next(iter(messages_of(messages, KNOWLEDGE)), None)
-    if message is None or not message.get("success"):
-        return failure(message, ask, "未能检索处理手册")
+def runbook_slot(ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
+    result = next(iter(results_of(results, KNOWLEDGE)), None)
+    if result is None or not result.success:
+        return failure(result, ask, "未能检索处理手册")
     # A subject's runbook is one that names it (or one of its alerts, or an alert's runbook_url): a
     # free-text hit on another service's runbook is not the subject's.
-    names = runbook_names(ask, alerts_of(ask, messages))
+    names = runbook_names(ask, alerts_of(ask, results))
     blocks = [
         f
-        for f in found_in(message, KNOWLEDGE)
+        for f in found_in(result, KNOWLEDGE)
         if not names
-        or {n.lower() for n in names} & {str(t).lower() for t in f.record.get("matched_terms") or []}
+        or {n.lower() for n in names} & {str(t).lower() for t in f.record.matched_terms or []}
     ]
     if not blocks:
         return unfilled(ask, "没有匹配的处理手册")
@@ -70,30 +72,30 @@ def runbook_slot(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
     found = min(
         blocks,
         key=lambda f: (
-            str(f.record.get("source_document", "")).startswith("case:"),
-            _steps_rank(str(f.record.get("section", "")), world.vocabulary),
+            str(f.record.source_document).startswith("case:"),
+            _steps_rank(str(f.record.section), world.vocabulary),
         ),
     )
     block = found.record
-    kind = "历史案例" if str(block.get("source_document", "")).startswith("case:") else "处理手册"
-    steps = quotable(_steps(str(block.get("content", ""))))
+    kind = "历史案例" if str(block.source_document).startswith("case:") else "处理手册"
+    steps = quotable(_steps(str(block.content)))
     return Slot(
         ask=ask,
         filled=True,
-        conclusion=f"{kind}《{block.get('title', '')}》：{steps} · 来源 {block.get('source_document', '')}",
+        conclusion=f"{kind}《{block.title}》：{steps} · 来源 {block.source_document}",
         bindings=[found.binding],
     )
 
 
-def runbook_names(ask: Ask, alerts: Sequence[dict]) -> set[str]:
+def runbook_names(ask: Ask, alerts: Sequence[AlertRecord]) -> set[str]:
     """The names a runbook of the ask's subject is found by: the subject, the alerts on it
     and the last path segment of their `runbook_url`; empty when the ask names no subject."""
     if ask.subject_kind not in ("alert", "service") or not ask.subject:
         return set()
     names = {ask.subject}
     for alert in alerts:
-        names.add(str(alert.get("alert_name") or ""))
-        url = str((alert.get("annotations") or {}).get("runbook_url") or "")
+        names.add(str(alert.alert_name or ""))
+        url = str((alert.annotations or {}).get("runbook_url") or "")
         names.add(RUNBOOK_FILE.sub("", url.split("?")[0].split("#")[0].rstrip("/").rsplit("/", 1)[-1]))
     return {name for name in names if name}
 

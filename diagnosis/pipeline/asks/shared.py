@@ -1,5 +1,5 @@
-"""What several ask kinds read and write alike: the records of a recorded message with the refs
-that cite them, the subject's alerts, the asked series, numbers and windows as the conclusions say
+"""What several ask kinds read and write alike: the records of a tool result with the refs that
+cite them, the subject's alerts, the asked series, numbers and windows as the conclusions say
 them."""
 
 from __future__ import annotations
@@ -7,13 +7,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any, Generic, TypeVar
 
 from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.asks.kind import SlotWorld
-from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, EvidenceBinding, record_path
+from diagnosis.pipeline.contracts import EvidenceBinding
 from diagnosis.pipeline.injected_commands import QUOTE_ONLY, instructions_in
 from diagnosis.pipeline.slot import Slot
 from tools.evidence_kinds import ALERTS, SERIES, EvidenceKind
+from tools.evidence_records import AlertRecord, EvidenceRecord, SeriesRecord
+from tools.evidence_result import Ref, ToolResult
 from tools.numbers import finite_number, number_text
 from tools.promql import comparison_of, series_query
 from tools.terms import name_parts, term_pattern
@@ -22,37 +25,33 @@ from tools.vocabulary import Vocabulary
 # query_promql's own bound on a range.
 MAX_RANGE_MINUTES = 7 * 24 * 60
 MAX_LISTED = 8
+RecordT = TypeVar("RecordT", bound=EvidenceRecord)
 
 
 @dataclass(frozen=True)
-class Found:
-    """One record of a recorded message and the evidence ref that cites it."""
+class Found(Generic[RecordT]):
+    """One record of a tool result and the evidence ref that cites it."""
 
-    message: dict
-    record: dict
-    ref: dict
+    result: ToolResult
+    record: RecordT
+    ref: Ref
 
     @property
     def binding(self) -> EvidenceBinding:
-        return EvidenceBinding.of_ref(self.message, self.ref)
+        return EvidenceBinding.of_ref(self.result, self.ref)
 
 
-def found_in(message: dict, kind: EvidenceKind) -> list[Found]:
-    """The records of a message of that kind, each with the ref that cites it (`$.alerts[0]`)."""
-    key = kind.collection_key
-    records = (message.get("output") or {}).get(key) or [] if message.get("success") else []
-    refs = {ref["raw_path"]: ref for ref in message.get("evidence_refs") or []}
-    return [
-        Found(message, record, refs[path])
-        for index, record in enumerate(records)
-        if (path := record_path(key, index)) in refs
-    ]
+def found_in(result: ToolResult, kind: EvidenceKind) -> list[Found[Any]]:
+    """The records of a result of that kind, each with the ref that cites it (`$.alerts[0]`)."""
+    if not result.success or not kind.owns(result.tool_name):
+        return []
+    return [Found(result, record, ref) for record, ref in result.cited()]
 
 
-def messages_of(
-    messages: Sequence[dict], kind: EvidenceKind, match: Callable[[dict], bool] = lambda _: True
-) -> list[dict]:
-    return [m for m in messages if kind.owns(m["tool_name"]) and match(m.get("arguments") or {})]
+def results_of(
+    results: Sequence[ToolResult], kind: EvidenceKind, match: Callable[[dict], bool] = lambda _: True
+) -> list[ToolResult]:
+    return [r for r in results if kind.owns(r.tool_name) and match(r.arguments)]
 
 
 def alert_arguments(ask: Ask) -> dict:
@@ -61,33 +60,33 @@ def alert_arguments(ask: Ask) -> dict:
     return {"service": ask.subject} if ask.subject_kind == "service" and ask.subject else {}
 
 
-def alerts_of(ask: Ask, messages: Sequence[dict]) -> list[dict]:
+def alerts_of(ask: Ask, results: Sequence[ToolResult]) -> list[AlertRecord]:
     arguments = alert_arguments(ask)
     return [
-        f.record for m in messages_of(messages, ALERTS, lambda a: a == arguments) for f in found_in(m, ALERTS)
+        f.record for r in results_of(results, ALERTS, lambda a: a == arguments) for f in found_in(r, ALERTS)
     ]
 
 
-def alert_found(ask: Ask, messages: Sequence[dict]) -> tuple[list[Found], dict | None]:
-    """The alerts the ask is about and the message that found them: the ask's own call, else any
+def alert_found(
+    ask: Ask, results: Sequence[ToolResult]
+) -> tuple[list[Found[AlertRecord]], ToolResult | None]:
+    """The alerts the ask is about and the result that found them: the ask's own call, else any
     alert query's records about the subject (None when no alert query was made)."""
     arguments = alert_arguments(ask)
-    calls = messages_of(messages, ALERTS)
-    exact = [m for m in calls if arguments_of(m) == arguments]
-    message = next(iter(exact or calls), None)
-    if message is None:
+    calls = results_of(results, ALERTS)
+    exact = [r for r in calls if r.arguments == arguments]
+    result = next(iter(exact or calls), None)
+    if result is None:
         return [], None
-    found = found_in(message, ALERTS)
-    return (found if exact else [f for f in found if _about(f.record, ask)]), message
+    found = found_in(result, ALERTS)
+    return (found if exact else [f for f in found if _about(f.record, ask)]), result
 
 
-def _about(record: dict, ask: Ask) -> bool:
+def _about(record: AlertRecord, ask: Ask) -> bool:
     if ask.subject_kind == "alert":
-        return record.get("alert_name") == ask.subject and (
-            not ask.service or record.get("service") == ask.service
-        )
+        return record.alert_name == ask.subject and (not ask.service or record.service == ask.service)
     if ask.subject_kind == "service" and ask.subject:
-        return record.get("service") == ask.subject
+        return record.service == ask.subject
     return True
 
 
@@ -95,37 +94,39 @@ def unfilled(ask: Ask, why: str, *, limits: Sequence[str] = ()) -> Slot:
     return Slot(ask=ask, filled=False, why=why, limits=list(limits))
 
 
-def failure(message: dict | None, ask: Ask, missing: str) -> Slot:
-    if message is None:
+def failure(result: ToolResult | None, ask: Ask, missing: str) -> Slot:
+    if result is None:
         return unfilled(ask, missing)
-    if not message.get("success"):
-        return unfilled(ask, f"数据源 {message.get('source') or message['tool_name']} 调用失败")
+    if not result.success:
+        return unfilled(ask, f"数据源 {source_of(result)} 调用失败")
     return unfilled(ask, missing)
 
 
-def no_hit(message: dict) -> EvidenceBinding | None:
-    ref = next((r for r in message.get("evidence_refs") or [] if r["raw_path"] == NO_EVIDENCE_PATH), None)
-    return EvidenceBinding.of_ref(message, ref) if ref else None
+def no_hit(result: ToolResult) -> EvidenceBinding | None:
+    ref = result.no_hit()
+    return EvidenceBinding.of_ref(result, ref) if ref else None
 
 
-def alert_text(record: dict) -> str:
-    details = [record.get("state", ""), record.get("severity", "")]
-    text = f"{record.get('service', '')} 的 {record.get('alert_name', '')} 告警（{'，'.join(d for d in details if d)}）"
-    if record.get("value") not in (None, ""):
-        text += f"，当前值 {number_text(str(record['value']))}"
-    if record.get("duration"):
-        text += f"，已持续 {record['duration']}"
+def alert_text(record: AlertRecord) -> str:
+    details = [record.state, record.severity]
+    text = f"{record.service} 的 {record.alert_name} 告警（{'，'.join(d for d in details if d)}）"
+    if record.value not in (None, ""):
+        text += f"，当前值 {number_text(str(record.value))}"
+    if record.duration:
+        text += f"，已持续 {record.duration}"
     return text
 
 
 # --- Topics and series -------------------------------------------------------------------------
 
 
-def on_topic(alerts: list[dict], ask: Ask, vocabulary: Vocabulary, *, or_all: bool = True) -> list[dict]:
+def on_topic(
+    alerts: list[AlertRecord], ask: Ask, vocabulary: Vocabulary, *, or_all: bool = True
+) -> list[AlertRecord]:
     """The alerts an ask about a topic means: those of that topic, else (`or_all`) all of the subject's."""
     if not ask.topic or ask.subject_kind == "alert":
         return alerts
-    topical = [a for a in alerts if alert_on_topic(a.get("alert_name", ""), ask.topic, vocabulary)]
+    topical = [a for a in alerts if alert_on_topic(a.alert_name, ask.topic, vocabulary)]
     return topical or (alerts if or_all else [])
 
 
@@ -140,13 +141,13 @@ def alert_on_topic(alert: str, topic: str, vocabulary: Vocabulary) -> bool:
 
 
 def on_topic_found(
-    found: list[Found], ask: Ask, vocabulary: Vocabulary, *, or_all: bool = True
-) -> list[Found]:
+    found: list[Found[AlertRecord]], ask: Ask, vocabulary: Vocabulary, *, or_all: bool = True
+) -> list[Found[AlertRecord]]:
     wanted = {id(a) for a in on_topic([f.record for f in found], ask, vocabulary, or_all=or_all)}
     return [f for f in found if id(f.record) in wanted]
 
 
-def series_queries(ask: Ask, alerts: list[dict], world: SlotWorld) -> list[str]:
+def series_queries(ask: Ask, alerts: list[AlertRecord], world: SlotWorld) -> list[str]:
     """The asked series: the metric the question names; else the asked alert's own series (its `expr`
     without the comparison); else, for a topic, the series of the subject's alerts on that topic, or
     the vocabulary's queries of the topic (on the asked service, or on every series without one)."""
@@ -166,38 +167,32 @@ def series_queries(ask: Ask, alerts: list[dict], world: SlotWorld) -> list[str]:
     if templated and ask.subject_kind == "all":
         return topic_queries
     if templated and not any(
-        alert_on_topic(a.get("alert_name", ""), ask.topic, world.vocabulary) for a in about
+        alert_on_topic(a.alert_name, ask.topic, world.vocabulary) for a in about
     ):
         return topic_queries
-    own = [c.series for a in about if (c := comparison_of(a.get("expr") or ""))]
+    own = [c.series for a in about if (c := comparison_of(a.expr or ""))]
     return list(dict.fromkeys(own))[:3] or topic_queries
 
 
-def series_found(ask: Ask, messages: Sequence[dict], *, instant: bool) -> tuple[list[Found], dict] | None:
+def series_found(
+    ask: Ask, results: Sequence[ToolResult], *, instant: bool
+) -> tuple[list[Found[SeriesRecord]], ToolResult] | None:
     """The series of the ask's first PromQL call (an `instant` one, else a range) that returned any
     (else of its first), or None when none was made."""
     calls = [
-        m
-        for m in messages_of(messages, SERIES, lambda a: "ALERTS_FOR_STATE" not in a.get("query", ""))
-        if (not instant) == bool(arguments_of(m).get("minutes"))
+        r
+        for r in results_of(results, SERIES, lambda a: "ALERTS_FOR_STATE" not in a.get("query", ""))
+        if (not instant) == bool(r.request.minutes)
     ]
     if not calls:
         return None
-    found = [(found_in(m, SERIES), m) for m in calls]
+    found = [(found_in(r, SERIES), r) for r in calls]
     service = ask.service if ask.subject_kind == "series" else ""
-    for series, message in found:
-        on_service = [f for f in series if not service or service in (f.record.get("metric") or {}).values()]
+    for series, result in found:
+        on_service = [f for f in series if not service or service in (f.record.metric or {}).values()]
         if on_service:
-            return on_service, message
+            return on_service, result
     return found[0]
-
-
-def sample_of(record: dict) -> tuple[object, object]:
-    """(time, value) of an instant sample: Prometheus writes `[ts, "v"]`; a bare value has no time."""
-    value = record.get("value")
-    if isinstance(value, list | tuple) and len(value) == 2:
-        return value[0], value[1]
-    return None, value
 
 
 def past_threshold(value: object, operator: str, threshold: Decimal, *, stated: bool = True) -> str:
@@ -211,8 +206,8 @@ def past_threshold(value: object, operator: str, threshold: Decimal, *, stated: 
     return text
 
 
-def retention_limits(ask: Ask, message: dict) -> list[str]:
-    retention = (message.get("output") or {}).get("retention_minutes")
+def retention_limits(ask: Ask, result: ToolResult) -> list[str]:
+    retention = result.details.get("retention_minutes")
     asked = ask.window.minutes + ask.window.end_minutes_ago
     limits = []
     if retention and asked > retention:
@@ -230,12 +225,8 @@ def quotable(text: str) -> str:
     return QUOTE_ONLY if instructions_in(text) else text
 
 
-def source_of(message: dict) -> str:
-    return str(message.get("source") or message["tool_name"])
-
-
-def arguments_of(message: dict) -> dict:
-    return message.get("arguments") or {}
+def source_of(result: ToolResult) -> str:
+    return result.source or result.tool_name
 
 
 def decimal_of(value: object) -> Decimal | None:

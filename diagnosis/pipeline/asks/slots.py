@@ -2,7 +2,7 @@
 gatekeeper verifies every citation, and said as `结论` lines and `未能回答` gaps.
 
 `calls.slot_calls_run` makes the calls the asks need (whichever engine runs: the executor starts from
-their results), `slots_read` reads each ask's slot from those recorded messages with the evidence ref
+their results), `slots_read` reads each ask's slot from those recorded results with the evidence ref
 it rests on, and `slots_verified` keeps a slot filled only when the gatekeeper verifies every
 citation of it against the session's recorded invocations.
 """
@@ -16,10 +16,11 @@ from difflib import SequenceMatcher
 from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.asks.kind import SlotWorld
 from diagnosis.pipeline.asks.registry import KINDS, ask_label
-from diagnosis.pipeline.contracts import Claim, RecordedInvocation
+from diagnosis.pipeline.contracts import Claim
 from diagnosis.pipeline.facts import NO_NAMES, FactNames
 from diagnosis.pipeline.gatekeeper import claims_checked
 from diagnosis.pipeline.slot import CONCLUSION, Slot
+from tools.evidence_result import ToolResult
 
 QUOTED = re.compile(r"「[^」]*」")
 # A claim restating a conclusion line: at least this share of it once plain, within it or this similar.
@@ -28,12 +29,12 @@ RESTATED_RATIO = 0.85
 PUNCTUATION = re.compile(r"[\s\W_]+")
 
 
-def slots_read(asks: Sequence[Ask], *, messages: Sequence[dict], world: SlotWorld) -> list[Slot]:
-    return [KINDS[ask.kind].read(ask, messages, world) for ask in asks]
+def slots_read(asks: Sequence[Ask], *, results: Sequence[ToolResult], world: SlotWorld) -> list[Slot]:
+    return [KINDS[ask.kind].read(ask, results, world) for ask in asks]
 
 
 def slots_verified(
-    slots: Sequence[Slot], *, invocations: Sequence[RecordedInvocation], names: FactNames = NO_NAMES
+    slots: Sequence[Slot], *, invocations: Sequence[ToolResult], names: FactNames = NO_NAMES
 ) -> list[Slot]:
     """A filled slot stays filled only when the gatekeeper verifies every citation it rests on."""
     claims = [

@@ -16,6 +16,7 @@ from diagnosis.pipeline.asks.shared import (
     source_of,
 )
 from diagnosis.pipeline.slot import Slot
+from tools.evidence_result import ToolResult
 from tools.numbers import number_text
 from tools.promql import comparison_of
 
@@ -25,28 +26,28 @@ class Threshold(AskKind):
     label = "阈值"
     words = "threshold"
 
-    def read(self, ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
-        alerts, message = alert_found(ask, messages)
+    def read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
+        alerts, result = alert_found(ask, results)
         lines, bindings = [], []
         for f in on_topic_found(alerts, ask, world.vocabulary)[:MAX_LISTED]:
             record = f.record
-            comparison = comparison_of(record.get("expr") or "")
+            comparison = comparison_of(record.expr or "")
             if comparison:
-                text = f"{record['alert_name']} 的阈值：{comparison.series} {comparison.operator} {comparison.threshold_text}（告警规则 expr）"
-                text += past_threshold(record.get("value"), comparison.operator, comparison.threshold)
-            elif record.get("threshold"):
-                text = f"{record['alert_name']} 的阈值 {record['threshold']}"
-                if record.get("value") not in (None, ""):
-                    text += f"，当前值 {number_text(str(record['value']))}"
+                text = f"{record.alert_name} 的阈值：{comparison.series} {comparison.operator} {comparison.threshold_text}（告警规则 expr）"
+                text += past_threshold(record.value, comparison.operator, comparison.threshold)
+            elif record.threshold:
+                text = f"{record.alert_name} 的阈值 {record.threshold}"
+                if record.value not in (None, ""):
+                    text += f"，当前值 {number_text(str(record.value))}"
             else:
                 continue
             lines.append(text)
             bindings.append(f.binding)
         if not lines:
-            return failure(message, ask, "告警记录没有规则表达式或阈值" if alerts else "没有找到所问的告警")
+            return failure(result, ask, "告警记录没有规则表达式或阈值" if alerts else "没有找到所问的告警")
         return Slot(
             ask=ask,
             filled=True,
-            conclusion=f"{'；'.join(lines)} · 来源 {source_of(message)}",
+            conclusion=f"{'；'.join(lines)} · 来源 {source_of(result)}",
             bindings=bindings,
         )

@@ -10,7 +10,6 @@ from diagnosis.pipeline.asks.kind import AskKind, Call, SlotWorld
 from diagnosis.pipeline.asks.shared import (
     MAX_LISTED,
     MAX_RANGE_MINUTES,
-    arguments_of,
     decimal_of,
     failure,
     number_said,
@@ -22,7 +21,8 @@ from diagnosis.pipeline.asks.shared import (
 )
 from diagnosis.pipeline.slot import Slot
 from tools.evidence_kinds import SERIES
-from tools.numbers import series_name
+from tools.evidence_records import AlertRecord, SeriesRecord
+from tools.evidence_result import ToolResult
 
 
 class Trend(AskKind):
@@ -35,7 +35,7 @@ class Trend(AskKind):
         # A metric the question names is queried by that name; an alert's or a topic's via the alerts.
         return ask.subject_kind != "series"
 
-    def calls(self, ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[Call]:
+    def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:
         if SERIES.tool not in world.tools:
             return []
         minutes = min(MAX_RANGE_MINUTES, ask.window.minutes + ask.window.end_minutes_ago)
@@ -44,31 +44,31 @@ class Trend(AskKind):
             for query in series_queries(ask, alerts, world)
         ]
 
-    def read(self, ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
-        series = series_found(ask, messages, instant=False)
+    def read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
+        series = series_found(ask, results, instant=False)
         if series is None:
             return unfilled(ask, "趋势需要 Prometheus 数据源（未配置），或没有可查询的指标序列")
-        found, message = series
+        found, result = series
         ranged = [f for f in found if _numbers(f.record)]
         if not ranged:
             return failure(
-                message, ask, f"{ask.window.label}内查询 {arguments_of(message).get('query', '')} 没有数据"
+                result, ask, f"{ask.window.label}内查询 {result.request.query} 没有数据"
             )
         lines = []
         for f in ranged[:MAX_LISTED]:
             numbers = _numbers(f.record)
             lines.append(
-                f"{series_name(f.record.get('metric') or {})} {ask.window.label}：起 {number_said(numbers[0])}，末 {number_said(numbers[-1])}，"
+                f"{f.record.name()} {ask.window.label}：起 {number_said(numbers[0])}，末 {number_said(numbers[-1])}，"
                 f"最小 {number_said(min(numbers))}，最大 {number_said(max(numbers))}（{len(numbers)} 个采样）"
             )
         return Slot(
             ask=ask,
             filled=True,
-            conclusion=f"{'；'.join(lines)} · 来源 {source_of(message)}",
-            limits=retention_limits(ask, message),
+            conclusion=f"{'；'.join(lines)} · 来源 {source_of(result)}",
+            limits=retention_limits(ask, result),
             bindings=[f.binding for f in ranged[:MAX_LISTED]],
         )
 
 
-def _numbers(record: dict) -> list[Decimal]:
-    return [n for _, raw in record.get("values") or [] if (n := decimal_of(raw)) is not None]
+def _numbers(record: SeriesRecord) -> list[Decimal]:
+    return [n for _, raw in record.values or [] if (n := decimal_of(raw)) is not None]

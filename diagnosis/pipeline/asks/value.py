@@ -13,19 +13,19 @@ from diagnosis.pipeline.asks.shared import (
     MAX_LISTED,
     Found,
     alert_found,
-    arguments_of,
     decimal_of,
     failure,
     on_topic_found,
     past_threshold,
-    sample_of,
     series_found,
     series_queries,
     source_of,
 )
 from diagnosis.pipeline.slot import Slot
 from tools.evidence_kinds import SERIES
-from tools.numbers import number_text, places_text, series_name
+from tools.evidence_records import AlertRecord, SeriesRecord
+from tools.evidence_result import ToolResult
+from tools.numbers import number_text, places_text
 from tools.promql import comparison_of
 
 
@@ -39,62 +39,62 @@ class Value(AskKind):
         # A metric the question names is queried by that name; an alert's or a topic's via the alerts.
         return ask.subject_kind != "series"
 
-    def calls(self, ask: Ask, *, alerts: list[dict], world: SlotWorld) -> list[Call]:
+    def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:
         if SERIES.tool not in world.tools:
             return []
         return [(SERIES.tool, {"query": query, "minutes": 0}) for query in series_queries(ask, alerts, world)]
 
-    def read(self, ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
-        series = series_found(ask, messages, instant=True)
+    def read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
+        series = series_found(ask, results, instant=True)
         if series is not None:
-            found, message = series
+            found, result = series
             if not found:
-                return failure(message, ask, f"查询 {arguments_of(message).get('query', '')} 没有数据")
-            alerts = alert_found(ask, messages)[0]
-            query = arguments_of(message).get("query", "")
+                return failure(result, ask, f"查询 {result.request.query} 没有数据")
+            alerts = alert_found(ask, results)[0]
+            query = result.request.query
             lines = [
                 _sample_text(f.record) + _against(f.record, alerts, query=query) for f in found[:MAX_LISTED]
             ]
             return Slot(
                 ask=ask,
                 filled=True,
-                conclusion=f"{'；'.join(lines)} · 来源 {source_of(message)}",
+                conclusion=f"{'；'.join(lines)} · 来源 {source_of(result)}",
                 bindings=[f.binding for f in found[:MAX_LISTED]],
             )
         # No Prometheus to ask: the alert's own current value, as its source records it; the value of a
         # topic is an alert of that topic's ("内存是多少" is not answered by a crash-loop count).
-        alerts, message = alert_found(ask, messages)
+        alerts, result = alert_found(ask, results)
         valued = [
             f
             for f in on_topic_found(alerts, ask, world.vocabulary, or_all=False)
-            if f.record.get("value") not in (None, "")
+            if f.record.value not in (None, "")
         ]
         if not valued:
             return failure(
-                message, ask, "没有可查询的指标序列（需要 Prometheus 数据源，或告警记录自带当前值）"
+                result, ask, "没有可查询的指标序列（需要 Prometheus 数据源，或告警记录自带当前值）"
             )
         return Slot(
             ask=ask,
             filled=True,
             conclusion="；".join(
-                f"{f.record['service']} 的 {f.record['alert_name']} 当前值 {number_text(str(f.record['value']))}"
-                + (f"（阈值 {f.record['threshold']}）" if f.record.get("threshold") else "")
+                f"{f.record.service} 的 {f.record.alert_name} 当前值 {number_text(str(f.record.value))}"
+                + (f"（阈值 {f.record.threshold}）" if f.record.threshold else "")
                 for f in valued[:MAX_LISTED]
             )
-            + f" · 来源 {source_of(message)}",
+            + f" · 来源 {source_of(result)}",
             bindings=[f.binding for f in valued[:MAX_LISTED]],
         )
 
 
-def _against(record: dict, alerts: list[Found], *, query: str) -> str:
+def _against(record: SeriesRecord, alerts: list[Found[AlertRecord]], *, query: str) -> str:
     """A sample of an alert's own series (the query was that series), read against its threshold."""
     expr_series = {
-        (c.series, f.record.get("alert_name")): c
+        (c.series, f.record.alert_name): c
         for f in alerts
-        if (c := comparison_of(f.record.get("expr") or ""))
+        if (c := comparison_of(f.record.expr or ""))
     }
     for (series, alert), comparison in expr_series.items():
-        value = decimal_of(sample_of(record)[1])
+        value = decimal_of(record.sample()[1])
         if value is not None and series == query:
             return f"，{alert} 阈值 {comparison.operator} {comparison.threshold_text}" + past_threshold(
                 value, comparison.operator, comparison.threshold, stated=False
@@ -102,9 +102,9 @@ def _against(record: dict, alerts: list[Found], *, query: str) -> str:
     return ""
 
 
-def _sample_text(record: dict) -> str:
-    name = series_name(record.get("metric") or {})
-    at, raw = sample_of(record)
+def _sample_text(record: SeriesRecord) -> str:
+    name = record.name()
+    at, raw = record.sample()
     when = f"，{datetime.fromtimestamp(float(at)):%H:%M:%S}" if at else ""
     return f"{name} 当前值 {number_text(str(raw))}{_unit(name, raw)}（采样时间{when.lstrip('，') or '未知'}）"
 

@@ -11,7 +11,6 @@ from diagnosis.pipeline.contracts import (
     ExecutorOutput,
     PlannerInput,
     PlannerOutput,
-    RecordedInvocation,
     VerifierInput,
     VerifierOutput,
 )
@@ -20,6 +19,7 @@ from diagnosis.pipeline.interfaces import Stage, StageCall, StepRecord, Toolbox
 from diagnosis.pipeline.question import question_read
 from diagnosis.pipeline.round import RoundLimits, RoundResult, round_run
 from tools.base import guidance_tool_names
+from tools.evidence_result import ToolResult
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load
 
 DEMO_VOCABULARY = vocabulary_load(DEFAULT_VOCABULARY_FILE)
@@ -63,10 +63,10 @@ class ScriptedEngine:
 class NoTools:
     remaining_calls = 0
 
-    def call(self, tool_name: str, arguments: dict) -> dict:
+    def call(self, tool_name: str, arguments: dict) -> ToolResult:
         raise AssertionError("a scripted engine calls no tool")
 
-    def call_many(self, calls) -> list[dict]:
+    def call_many(self, calls) -> list[ToolResult]:
         raise AssertionError("a scripted engine calls no tool")
 
     def tool_definitions(self) -> list[dict]:
@@ -77,7 +77,8 @@ class NoTools:
 class MemoryRecorder:
     """The pipeline's recorder over invocations recorded beforehand; steps are kept in a list."""
 
-    recorded: list[RecordedInvocation]
+    # Recorded calls (`ToolInvocation` rows or the tests' `Invocation`s), read as the pipeline reads them.
+    recorded: list
     steps: list[StepRecord] = field(default_factory=list)
     stages: list[Stage] = field(default_factory=list)
     guidance_tools: frozenset[str] = field(default_factory=guidance_tool_names)
@@ -91,27 +92,14 @@ class MemoryRecorder:
     def toolbox(self, *, round: int, max_calls: int) -> Toolbox:
         return NoTools()
 
-    def tool_messages_before(self, *, round: int) -> list[dict]:
-        """The recorded invocations as tool messages (all of them count as this round's)."""
-        if round <= 1:
-            return []
-        return [
-            {
-                "invocation_id": i.pk,
-                "tool_name": i.tool_name,
-                "success": True,
-                "source": "",
-                "output": getattr(i, "output", {}),
-                "arguments": getattr(i, "input", {}),
-                "evidence_refs": (i.retrieval_details or {}).get("evidence_refs") or [],
-            }
-            for i in self.recorded
-        ]
+    def tool_results_before(self, *, round: int) -> list[ToolResult]:
+        """The recorded calls' results (all of them count as this round's)."""
+        return self.invocations() if round > 1 else []
 
-    def invocations(self) -> list[RecordedInvocation]:
-        return list(self.recorded)
+    def invocations(self) -> list[ToolResult]:
+        return [call.tool_result() for call in self.recorded]
 
-    def tool_trace_summary(self, invocations) -> list[dict]:
+    def tool_trace_summary(self) -> list[dict]:
         return []
 
     def round_recorded(self, record: dict) -> None:

@@ -8,6 +8,7 @@ import pytest
 from diagnosis.pipeline.argument_grounding import LISTED_NAMES, NamesGrounded, arguments_grounded
 from diagnosis.pipeline.focus import Inventory
 from tests.diagnosis.pipeline.asks.support import DEMO, PLAIN, VOCABULARY, WORLD_IDS, WORLDS, Names, world
+from tools.evidence_result import ToolResult
 
 
 def camel(name: str) -> str:
@@ -24,13 +25,13 @@ class ListToolbox:
         self.calls: list[tuple[str, dict]] = []
         self.definitions = definitions or []
 
-    def call(self, tool_name: str, arguments: dict) -> dict:
+    def call(self, tool_name: str, arguments: dict) -> ToolResult:
         return self.call_many([(tool_name, arguments)])[0]
 
-    def call_many(self, calls):
+    def call_many(self, calls) -> list[ToolResult]:
         self.calls += calls
         return [
-            {"invocation_id": len(self.calls) + i, "tool_name": tool, "success": True, "arguments": args}
+            ToolResult(invocation_id=len(self.calls) + i, tool_name=tool, success=True, arguments=args)
             for i, (tool, args) in enumerate(calls)
         ]
 
@@ -82,10 +83,10 @@ def test_a_name_nothing_matches_is_refused_with_the_nearest_known_names(names: N
     )
 
     assert toolbox.calls == [("query_alerts", {"service": names.service})]
-    assert refused["success"] is False and "invocation_id" not in refused
-    assert refused["nearest_names"][0] == names.other_alert
-    assert f"最接近的已知名称：{names.other_alert}" in refused["error"]
-    assert ran["invocation_id"] == 1 and "resolved_names" not in ran
+    assert refused.success is False and "invocation_id" not in refused.model_message()
+    assert refused.nearest_names[0] == names.other_alert
+    assert f"最接近的已知名称：{names.other_alert}" in refused.error
+    assert ran.invocation_id == 1 and not ran.resolved_names
 
 
 @pytest.mark.parametrize("names", WORLDS, ids=WORLD_IDS)

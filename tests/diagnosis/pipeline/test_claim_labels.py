@@ -4,13 +4,14 @@ line an error, a timeout or a slow request needs that property in the line; both
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from diagnosis.pipeline.claim_labels import claimed_topics, labels_unsupported
-from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, Claim, EvidenceBinding
+from diagnosis.pipeline.contracts import Claim, EvidenceBinding
+from tools.evidence_records import LogLine
+from tools.evidence_result import NO_EVIDENCE_PATH, ToolResult
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load
 
 ROOT = Path(__file__).parents[3]
@@ -38,36 +39,32 @@ TIMED_OUT = line("zookeeper", "Notification time out: 60000")
 CANCELLED = line("zookeeper", "CancelledKeyException")
 
 
-@dataclass
-class Invocation:
-    pk: int
-    tool_name: str
-    retrieval_details: dict = field(default_factory=dict)
-
-
-def logs_call(service: str, level: str, *messages: str, pk: int = 5) -> Invocation:
-    refs = [
-        {"raw_path": f"$.logs[{i}]", "text": f"[2026-11-29 14:5{i}:00][{level}][{service}] {m}"}
+def logs_call(service: str, level: str, *messages: str, pk: int = 5) -> ToolResult:
+    lines = [
+        LogLine(timestamp=f"2026-11-29 14:5{i}:00", level=level, service=service, message=m)
         for i, m in enumerate(messages)
     ]
-    return Invocation(pk, "query_logs", {"evidence_refs": refs})
+    return ToolResult.from_stored(
+        tool_name="query_logs",
+        invocation_id=pk,
+        arguments={"query": "error", "service": service},
+        success=True,
+        output={"logs": [line.stored() for line in lines]},
+        retrieval_details={
+            "evidence_status": "supported",
+            "evidence_refs": [
+                {"raw_path": f"$.logs[{i}]", "text": line.ref_text()} for i, line in enumerate(lines)
+            ],
+        },
+    )
 
 
-def claim(text: str, invocation: Invocation, *indexes: int) -> Claim:
-    refs = invocation.retrieval_details["evidence_refs"]
+def claim(text: str, result: ToolResult, *indexes: int) -> Claim:
     return Claim(
         claim_id="claim-1",
         claim_type="observation",
         claim_text=text,
-        evidence_bindings=[
-            EvidenceBinding(
-                tool_name="query_logs",
-                source_invocation_id=invocation.pk,
-                raw_path=refs[i]["raw_path"],
-                evidence_excerpt=refs[i]["text"],
-            )
-            for i in indexes or (0,)
-        ],
+        evidence_bindings=[EvidenceBinding.of_ref(result, result.refs[i]) for i in indexes or (0,)],
     )
 
 
@@ -76,8 +73,8 @@ def vocabulary(request):
     return VOCABULARIES[request.param]
 
 
-def failed(claim_: Claim, invocation: Invocation, vocabulary) -> list[str]:
-    return [f.raw_path for f in labels_unsupported([claim_], invocations=[invocation], vocabulary=vocabulary)]
+def failed(claim_: Claim, result: ToolResult, vocabulary) -> list[str]:
+    return [f.raw_path for f in labels_unsupported([claim_], results=[result], vocabulary=vocabulary)]
 
 
 def test_an_info_line_called_an_error_fails(vocabulary):
@@ -132,7 +129,7 @@ def test_a_search_that_found_nothing_and_unrecorded_lines_are_left_to_the_gateke
                 ),
                 EvidenceBinding(
                     tool_name="query_logs",
-                    source_invocation_id=call.pk,
+                    source_invocation_id=call.invocation_id,
                     raw_path=NO_EVIDENCE_PATH,
                     evidence_excerpt="未检索到",
                 ),

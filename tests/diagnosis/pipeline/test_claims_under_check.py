@@ -30,7 +30,7 @@ def under_check(invocations, *claims: tuple[str, str, list], names: FactNames = 
         diagnosis_summary="",
         user_facing_answer="",
     )
-    result = gatekeep(executor_output=output, invocations=invocations, names=names)
+    result = gatekeep(executor_output=output, invocations=[i.tool_result() for i in invocations], names=names)
     return claims_under_check(executor_output=output, gatekeeper_result=result, names=names)
 
 

@@ -77,7 +77,7 @@ def claims(*bindings_per_claim):
 
 
 def test_an_exact_citation_passes_with_the_matched_text(session, alert):
-    result = gatekeep(executor_output=claims([cite(alert)]), invocations=[alert])
+    result = gatekeep(executor_output=claims([cite(alert)]), invocations=[alert.tool_result()])
 
     assert (result.status, result.severity, result.failed_rules) == ("pass", "none", [])
     [checked] = result.checked_bindings
@@ -86,7 +86,7 @@ def test_an_exact_citation_passes_with_the_matched_text(session, alert):
 
 def test_a_fabricated_invocation_id_is_rejected(session, alert):
     result = gatekeep(
-        executor_output=claims([cite(alert, invocation_id=alert.pk + 999)]), invocations=[alert]
+        executor_output=claims([cite(alert, invocation_id=alert.pk + 999)]), invocations=[alert.tool_result()]
     )
 
     assert (result.status, result.severity, result.failed_rules) == (
@@ -100,22 +100,26 @@ def test_a_fabricated_invocation_id_is_rejected(session, alert):
 def test_an_invocation_of_another_session_is_rejected(session, alert):
     foreign = recorded_invocation(DiagnosisSessionFactory(), "query_alerts", "$.alerts[0]", MEMORY_ALERT_TEXT)
 
-    result = gatekeep(executor_output=claims([cite(foreign)]), invocations=[alert])
+    result = gatekeep(executor_output=claims([cite(foreign)]), invocations=[alert.tool_result()])
 
     assert (result.severity, result.failed_rules) == ("reject", ["evidence.invocation_ref"])
 
 
 def test_a_wrong_tool_name_is_rejected(session, alert):
-    result = gatekeep(executor_output=claims([cite(alert, tool_name="query_logs")]), invocations=[alert])
+    result = gatekeep(
+        executor_output=claims([cite(alert, tool_name="query_logs")]), invocations=[alert.tool_result()]
+    )
 
     assert (result.severity, result.failed_rules) == ("reject", ["evidence.tool_name"])
 
 
 def test_a_citation_by_the_alerts_tools_former_name_cites_its_calls(session, alert):
-    exact = gatekeep(executor_output=claims([cite(alert, tool_name="query_metrics")]), invocations=[alert])
+    exact = gatekeep(
+        executor_output=claims([cite(alert, tool_name="query_metrics")]), invocations=[alert.tool_result()]
+    )
     backfilled = gatekeep(
         executor_output=claims([cite(alert, tool_name="query_metrics", invocation_id=None)]),
-        invocations=[alert],
+        invocations=[alert.tool_result()],
     )
 
     assert alert.tool_name == "query_alerts"
@@ -125,7 +129,9 @@ def test_a_citation_by_the_alerts_tools_former_name_cites_its_calls(session, ale
 
 
 def test_an_unknown_raw_path_is_rejected(session, alert):
-    result = gatekeep(executor_output=claims([cite(alert, raw_path="$.alerts[99]")]), invocations=[alert])
+    result = gatekeep(
+        executor_output=claims([cite(alert, raw_path="$.alerts[99]")]), invocations=[alert.tool_result()]
+    )
 
     assert (result.severity, result.failed_rules) == ("reject", ["evidence.raw_path"])
 
@@ -133,7 +139,9 @@ def test_an_unknown_raw_path_is_rejected(session, alert):
 def test_an_excerpt_with_a_changed_number_is_rejected(session, alert):
     excerpt = "HighMemoryUsage firing service=order-service: 内存使用率持续超过85%，当前 97%"
 
-    result = gatekeep(executor_output=claims([cite(alert, excerpt=excerpt)]), invocations=[alert])
+    result = gatekeep(
+        executor_output=claims([cite(alert, excerpt=excerpt)]), invocations=[alert.tool_result()]
+    )
 
     assert (result.severity, result.failed_rules) == ("reject", ["evidence.excerpt_mismatch"])
     assert "97%" in result.errors[0].message
@@ -141,7 +149,7 @@ def test_an_excerpt_with_a_changed_number_is_rejected(session, alert):
 
 
 def test_a_claim_without_bindings_is_low_confid(session, alert):
-    result = gatekeep(executor_output=claims([]), invocations=[alert])
+    result = gatekeep(executor_output=claims([]), invocations=[alert.tool_result()])
 
     assert (result.status, result.severity, result.failed_rules) == (
         "fail",
@@ -152,7 +160,7 @@ def test_a_claim_without_bindings_is_low_confid(session, alert):
 
 
 def test_a_missing_raw_path_is_low_confid_and_never_filled_in(session, alert):
-    result = gatekeep(executor_output=claims([cite(alert, raw_path=None)]), invocations=[alert])
+    result = gatekeep(executor_output=claims([cite(alert, raw_path=None)]), invocations=[alert.tool_result()])
 
     assert (result.severity, result.failed_rules) == ("low_confid", ["evidence.missing_raw_path"])
     [checked] = result.checked_bindings
@@ -162,7 +170,7 @@ def test_a_missing_raw_path_is_low_confid_and_never_filled_in(session, alert):
 def test_a_missing_raw_path_does_not_excuse_a_fabricated_excerpt(session, alert):
     binding = cite(alert, raw_path=None, excerpt="order-service 内存泄漏已确认，需要立即处理")
 
-    result = gatekeep(executor_output=claims([binding]), invocations=[alert])
+    result = gatekeep(executor_output=claims([binding]), invocations=[alert.tool_result()])
 
     assert (result.severity, result.failed_rules) == ("reject", ["evidence.excerpt_mismatch"])
 
@@ -172,20 +180,24 @@ def test_an_invocation_without_evidence_refs_is_low_confid(session):
         session=session, success=False, retrieval_details={"evidence_status": "failed", "evidence_refs": []}
     )
 
-    result = gatekeep(executor_output=claims([cite(failed)]), invocations=[failed])
+    result = gatekeep(executor_output=claims([cite(failed)]), invocations=[failed.tool_result()])
 
     assert (result.severity, result.failed_rules) == ("low_confid", ["evidence.no_refs"])
 
 
 @pytest.mark.parametrize("excerpt", ["91%", "firing", "告警 firing"])
 def test_a_too_short_or_generic_excerpt_is_low_confid(session, alert, excerpt):
-    result = gatekeep(executor_output=claims([cite(alert, excerpt=excerpt)]), invocations=[alert])
+    result = gatekeep(
+        executor_output=claims([cite(alert, excerpt=excerpt)]), invocations=[alert.tool_result()]
+    )
 
     assert (result.severity, result.failed_rules) == ("low_confid", ["evidence.excerpt_too_short"])
 
 
 def test_a_missing_invocation_id_is_backfilled_only_from_the_unique_candidate_with_a_warning(session, alert):
-    result = gatekeep(executor_output=claims([cite(alert, invocation_id=None)]), invocations=[alert])
+    result = gatekeep(
+        executor_output=claims([cite(alert, invocation_id=None)]), invocations=[alert.tool_result()]
+    )
 
     assert (result.severity, result.failed_rules) == ("low_confid", ["evidence.invocation_auto_backfill"])
     [checked] = result.checked_bindings
@@ -195,7 +207,8 @@ def test_a_missing_invocation_id_is_backfilled_only_from_the_unique_candidate_wi
 
 def test_auto_backfill_never_fills_the_raw_path(session, alert):
     result = gatekeep(
-        executor_output=claims([cite(alert, invocation_id=None, raw_path=None)]), invocations=[alert]
+        executor_output=claims([cite(alert, invocation_id=None, raw_path=None)]),
+        invocations=[alert.tool_result()],
     )
 
     assert result.failed_rules == ["evidence.invocation_auto_backfill", "evidence.missing_raw_path"]
@@ -206,7 +219,10 @@ def test_auto_backfill_never_fills_the_raw_path(session, alert):
 def test_no_backfill_when_the_tool_has_several_candidates(session, alert):
     second = recorded_invocation(session, "query_alerts", "$.alerts[0]", CPU_ALERT_TEXT)
 
-    result = gatekeep(executor_output=claims([cite(alert, invocation_id=None)]), invocations=[alert, second])
+    result = gatekeep(
+        executor_output=claims([cite(alert, invocation_id=None)]),
+        invocations=[alert.tool_result(), second.tool_result()],
+    )
 
     assert (result.severity, result.failed_rules) == ("low_confid", ["evidence.missing_invocation_id"])
     assert result.checked_bindings[0].source_invocation_id is None
@@ -215,7 +231,7 @@ def test_no_backfill_when_the_tool_has_several_candidates(session, alert):
 def test_reject_dominates_low_confid(session, alert):
     output = claims([], [cite(alert, invocation_id=alert.pk + 999)])
 
-    result = gatekeep(executor_output=output, invocations=[alert])
+    result = gatekeep(executor_output=output, invocations=[alert.tool_result()])
 
     assert result.severity == "reject"
     assert result.failed_rules == ["evidence.empty_bindings", "evidence.invocation_ref"]
@@ -228,7 +244,7 @@ def test_a_no_hit_reference_is_citable(session):
 
     output = claims([cite(no_hit, raw_path="$.no_evidence", excerpt=NO_HIT_TEXT)])
     output.claims[0].claim_text = NO_HIT_TEXT
-    result = gatekeep(executor_output=output, invocations=[no_hit])
+    result = gatekeep(executor_output=output, invocations=[no_hit.tool_result()])
 
     assert (result.status, result.checked_bindings[0].status) == ("pass", "pass")
 
@@ -239,7 +255,7 @@ def test_each_binding_is_checked_on_its_own(session, alert):
         [cite(alert), cite(log, raw_path="$.logs[0]", excerpt="HikariPool-1 - Connection is not available")]
     )
 
-    result = gatekeep(executor_output=output, invocations=[alert, log])
+    result = gatekeep(executor_output=output, invocations=[alert.tool_result(), log.tool_result()])
 
     assert [(b.claim_id, b.raw_path, b.status) for b in result.checked_bindings] == [
         ("claim-1", "$.alerts[0]", "pass"),
@@ -445,7 +461,7 @@ def test_the_threshold_separates_honest_from_made_up_excerpts():
 
 
 def test_a_binding_guards_failure_fails_that_citation_and_rejects(session, alert):
-    passed = gatekeep(executor_output=claims([cite(alert)], [cite(alert)]), invocations=[alert])
+    passed = gatekeep(executor_output=claims([cite(alert)], [cite(alert)]), invocations=[alert.tool_result()])
     failure = RuleMessage(rule=LABEL_UNSUPPORTED, message="该行没有该属性", claim_id="claim-2")
 
     result = with_binding_failures(passed, [(("claim-2", alert.pk, "$.alerts[0]"), failure)])

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import ast
 import inspect
-from dataclasses import dataclass, field
 
 import pytest
 
 from diagnosis.pipeline import claim_labels, facts, gatekeeper, guards, injected_commands, scope, verdict
 from diagnosis.pipeline import round as round_module
 from diagnosis.pipeline.contracts import (
-    NO_EVIDENCE_PATH,
     Claim,
     ClaimCheck,
     EvidenceBinding,
@@ -21,7 +19,9 @@ from diagnosis.pipeline.contracts import (
 )
 from diagnosis.pipeline.focus import Inventory, World
 from diagnosis.pipeline.orchestrator import diagnose
+from tests.diagnosis.pipeline.asks.support import Invocation
 from tests.diagnosis.pipeline.support import ONE_ROUND, MemoryRecorder, ScriptedEngine
+from tools.evidence_result import NO_EVIDENCE_PATH
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load
 
 VOCABULARY = vocabulary_load(DEFAULT_VOCABULARY_FILE)
@@ -48,17 +48,6 @@ INFO_LINE = (
     '[req-38101a0b-2096-447d-96ea-a692162415ae - - -] 10.11.10.1 "GET /v2/servers/detail HTTP/1.1" '
     "status: 200 len: 1893 time: 0.2477829"
 )
-
-
-@dataclass
-class Invocation:
-    """A recorded tool call as the guards read it (a `ToolInvocation` row is one)."""
-
-    pk: int
-    tool_name: str
-    output: dict
-    input: dict = field(default_factory=dict)
-    retrieval_details: dict = field(default_factory=dict)
 
 
 def alerts_call(pk: int = 1) -> Invocation:

@@ -2,23 +2,25 @@
 
 import pytest
 
-from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, Claim, EvidenceBinding, ExecutorOutput
+from diagnosis.pipeline.contracts import Claim, EvidenceBinding, ExecutorOutput
 from diagnosis.pipeline.searched import searched_gaps
 from diagnosis.pipeline.slot import Slot
 from tests.diagnosis.pipeline.asks.support import WORLD_IDS, WORLDS, Names, asks_of, failed, message
+from tools.evidence_result import NO_EVIDENCE_PATH, ToolResult
 
 
-def no_hit(invocation_id: int, service: str, *, source: str = "loki") -> dict:
+def no_hit(invocation_id: int, service: str, *, source: str = "loki") -> ToolResult:
     text = f"在 query_logs（关键词 Deadlock，服务 {service}，来源 {source}）中未检索到匹配记录"
     return message(
         invocation_id,
         "query_logs",
-        "records",
+        "logs",
         [],
         [],
         arguments={"service": service, "query": "Deadlock"},
         source=source,
-    ) | {"evidence_status": "no_evidence", "evidence_refs": [{"raw_path": NO_EVIDENCE_PATH, "text": text}]}
+        refs=[{"raw_path": NO_EVIDENCE_PATH, "text": text}],
+    ).model_copy(update={"evidence_status": "no_evidence"})
 
 
 def output_citing(*invocation_ids: int) -> ExecutorOutput:
@@ -51,7 +53,7 @@ def output_citing(*invocation_ids: int) -> ExecutorOutput:
 def test_an_empty_search_nothing_cites_is_a_gap_with_its_call_and_source(names: Names):
     messages = [no_hit(7, names.service)]
 
-    gaps = searched_gaps(messages=messages, output=output_citing(), slots=[])
+    gaps = searched_gaps(results=messages, output=output_citing(), slots=[])
 
     assert gaps == [f"在 query_logs（关键词 Deadlock，服务 {names.service}，来源 loki）中未检索到匹配记录"]
 
@@ -60,7 +62,7 @@ def test_an_empty_search_nothing_cites_is_a_gap_with_its_call_and_source(names: 
 def test_a_failed_call_is_a_gap_naming_its_arguments_and_source(names: Names):
     messages = [failed(3, "query_alerts", arguments={"service": names.other}, source="prometheus")]
 
-    gaps = searched_gaps(messages=messages, output=output_citing(), slots=[])
+    gaps = searched_gaps(results=messages, output=output_citing(), slots=[])
 
     assert gaps == [f"query_alerts（service={names.other}，来源 prometheus）调用失败，未获得证据"]
 
@@ -83,12 +85,10 @@ def test_a_search_a_claim_or_a_filled_slot_cites_is_no_gap(names: Names):
         ],
     )
 
-    assert searched_gaps(messages=[cited, in_slot], output=output_citing(1), slots=[slot]) == []
+    assert searched_gaps(results=[cited, in_slot], output=output_citing(1), slots=[slot]) == []
 
 
 def test_a_search_that_found_evidence_is_no_gap():
-    found = message(4, "query_logs", "records", [{"message": "x"}], ["order timed out"]) | {
-        "evidence_status": "supported"
-    }
+    found = message(4, "query_logs", "logs", [{"message": "order timed out"}], ["order timed out"])
 
-    assert searched_gaps(messages=[found], output=output_citing(), slots=[]) == []
+    assert searched_gaps(results=[found], output=output_citing(), slots=[]) == []

@@ -97,7 +97,7 @@ def verifier_says(*verifications, verdict="PASS", score=1.0, facts=()):
 
 def finalize(output, verifier_output, invocations):
     """The verdict as a round computes it: the matrix over the claim checks, then the verdict guards."""
-    result = gatekeep(executor_output=output, invocations=invocations)
+    result = gatekeep(executor_output=output, invocations=[i.tool_result() for i in invocations])
     verification = verification_finalize(
         verifier_output=verifier_output,
         executor_output=output,
@@ -105,7 +105,11 @@ def finalize(output, verifier_output, invocations):
         guidance_tools=guidance_tool_names(),
     )
     context = RoundContext(
-        query="", focus=QuestionFocus(), excluded_topics=[], world=DEMO_WORLD, invocations=invocations
+        query="",
+        focus=QuestionFocus(),
+        excluded_topics=[],
+        world=DEMO_WORLD,
+        invocations=[i.tool_result() for i in invocations],
     )
     return verdict_capped(verification, gatekeeper_result=result, context=context)
 
@@ -167,7 +171,7 @@ def test_grounding_check_names_the_missing_fact_tokens_per_claim(alert):
         ("observation", "payment-service 存在 HighMemoryUsage 告警", [binding_for(alert)]),
         ("observation", "order-service 内存很高", []),
     )
-    result = gatekeep(executor_output=output, invocations=[alert])
+    result = gatekeep(executor_output=output, invocations=[alert.tool_result()])
 
     reasons = grounding_check(executor_output=output, gatekeeper_result=result)
 
@@ -251,7 +255,7 @@ def test_gatekeeper_reject_skips_the_model_and_rejects(alert):
         ("observation", "order-service 内存使用率 97%", [binding_for(alert, "当前 97%")]),
         ("observation", "order-service 当前存在 HighMemoryUsage 告警", [binding_for(alert)]),
     )
-    result = gatekeep(executor_output=output, invocations=[alert])
+    result = gatekeep(executor_output=output, invocations=[alert.tool_result()])
 
     verifier_output = verifier_output_for_gatekeeper_reject(executor_output=output, gatekeeper_result=result)
     verification = verification_finalize(
@@ -288,7 +292,7 @@ def test_gaps_name_the_facts_without_direct_evidence(alert):
 
 
 def verify_rules(output, invocations):
-    result = gatekeep(executor_output=output, invocations=invocations)
+    result = gatekeep(executor_output=output, invocations=[i.tool_result() for i in invocations])
     stage_input = VerifierInput(
         original_query="order-service 是否存在告警",
         executor_structured_output=output.model_dump(),

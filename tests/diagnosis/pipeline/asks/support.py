@@ -1,8 +1,8 @@
 """Two worlds for the ask kinds' tests (and the guards' that read asks), without Django: one with plain names
 (checkout, cart-api, billing-db, node) and one with the demo world's names (order-service,
-payment-service, user-service). Tool messages are plain dicts as the toolbox returns them
-(invocation_id, tool_name, success, source, output, arguments, evidence_refs); the recorded
-invocations the gatekeeper reads are small dataclasses."""
+payment-service, user-service). Tool results are built as the toolbox returns them (`ToolResult`, from
+the output and refs a call would store); the recorded invocations the gatekeeper reads are small
+dataclasses."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from diagnosis.pipeline.asks.slots import slots_read
 from diagnosis.pipeline.focus import Inventory, World
 from diagnosis.pipeline.slot import Slot
 from diagnosis.pipeline.windows import window_in
-from tools.loglines import evidence_text
+from tools.evidence_records import LogLine
+from tools.evidence_result import ToolResult
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load
 
 VOCABULARY = vocabulary_load(DEFAULT_VOCABULARY_FILE)
@@ -146,29 +147,36 @@ def message(
     success: bool = True,
     source: str = "prometheus",
     extra: dict | None = None,
-) -> dict:
-    """A tool message whose records under `key` are each cited by one evidence ref (`$.key[i]`)."""
-    return {
-        "invocation_id": invocation_id,
-        "tool_name": tool_name,
-        "success": success,
-        "source": source,
-        "output": {key: records} | (extra or {}),
-        "arguments": arguments or {},
-        "evidence_refs": [{"raw_path": f"$.{key}[{i}]", "text": text} for i, text in enumerate(texts)],
-    }
+    refs: list[dict] | None = None,
+) -> ToolResult:
+    """A tool result whose records under `key` are each cited by one evidence ref (`$.key[i]`), or by
+    the `refs` given."""
+    return ToolResult.from_stored(
+        tool_name=tool_name,
+        invocation_id=invocation_id,
+        arguments=arguments or {},
+        success=success,
+        output={key: records} | (extra or {}),
+        retrieval_details={
+            "evidence_status": "supported" if success else "failed",
+            "evidence_refs": refs
+            if refs is not None
+            else [{"raw_path": f"$.{key}[{i}]", "text": text} for i, text in enumerate(texts)],
+        },
+        source=source,
+    )
 
 
-def failed(invocation_id: int, tool_name: str, *, arguments: dict, source: str) -> dict:
-    return {
-        "invocation_id": invocation_id,
-        "tool_name": tool_name,
-        "success": False,
-        "source": source,
-        "output": {"error": "connection refused"},
-        "arguments": arguments,
-        "evidence_refs": [],
-    }
+def failed(invocation_id: int, tool_name: str, *, arguments: dict, source: str) -> ToolResult:
+    return ToolResult.from_stored(
+        tool_name=tool_name,
+        invocation_id=invocation_id,
+        arguments=arguments,
+        success=False,
+        output={"error": "connection refused"},
+        retrieval_details={"evidence_status": "failed", "evidence_refs": []},
+        source=source,
+    )
 
 
 @dataclass
@@ -181,15 +189,26 @@ class Invocation:
     input: dict = field(default_factory=dict)
     retrieval_details: dict = field(default_factory=dict)
 
+    def tool_result(self) -> ToolResult:
+        """The call as the pipeline reads it, as `ToolInvocation.tool_result` reads a row."""
+        return ToolResult.from_stored(
+            tool_name=self.tool_name,
+            invocation_id=self.pk,
+            arguments=self.input,
+            success=True,
+            output=self.output,
+            retrieval_details={"evidence_status": "supported"} | self.retrieval_details,
+        )
 
-def recorded(tool_message: dict) -> Invocation:
-    """The invocation the session recorded for a tool message."""
+
+def recorded(result: ToolResult) -> Invocation:
+    """The invocation the session recorded for a tool result."""
     return Invocation(
-        pk=tool_message["invocation_id"],
-        tool_name=tool_message["tool_name"],
-        output=tool_message["output"],
-        input=tool_message["arguments"],
-        retrieval_details={"evidence_refs": [dict(ref) for ref in tool_message["evidence_refs"]]},
+        pk=result.invocation_id,
+        tool_name=result.tool_name,
+        output=result.output(),
+        input=dict(result.arguments),
+        retrieval_details={"evidence_refs": [ref.stored() for ref in result.refs]},
     )
 
 
@@ -228,7 +247,7 @@ def alert_text(record: dict) -> str:
 
 def alerts_message(
     invocation_id: int, records: list[dict], *, arguments: dict | None = None, source: str = "alertmanager"
-) -> dict:
+) -> ToolResult:
     return message(
         invocation_id,
         "query_alerts",
@@ -249,9 +268,9 @@ RATIO = {"plain": "14.2565", "demo": "1.07059"}
 T = NOW.timestamp()
 
 
-def read(query: str, names: Names, messages: list[dict], *, tools=None) -> list[Slot]:
+def read(query: str, names: Names, results: list[ToolResult], *, tools=None) -> list[Slot]:
     world = slot_world(tools) if tools else slot_world()
-    return slots_read(asks_of(query, names), messages=messages, world=world)
+    return slots_read(asks_of(query, names), results=results, world=world)
 
 
 def only(slots: list[Slot]) -> Slot:
@@ -268,7 +287,7 @@ def metric_of(series: str) -> dict:
 
 def series_message(
     invocation_id: int, query: str, records: list[dict], *, minutes: int = 0, extra: dict | None = None
-) -> dict:
+) -> ToolResult:
     texts = [f"{query} {r.get('value') or r.get('values')}" for r in records]
     return message(
         invocation_id,
@@ -306,7 +325,9 @@ def block(document: str, title: str, content: str, *, section: str = "", named: 
     }
 
 
-def knowledge_message(names: Names, *, with_runbook: bool = True, blocks: list[dict] | None = None) -> dict:
+def knowledge_message(
+    names: Names, *, with_runbook: bool = True, blocks: list[dict] | None = None
+) -> ToolResult:
     blocks = (
         blocks
         or [
@@ -343,10 +364,10 @@ class FakeToolbox:
     turns: list[list[tuple[str, dict]]] = field(default_factory=list)
     next_id: int = 100
 
-    def call(self, tool_name: str, arguments: dict) -> dict:
+    def call(self, tool_name: str, arguments: dict) -> ToolResult:
         return self.call_many([(tool_name, arguments)])[0]
 
-    def call_many(self, calls) -> list[dict]:
+    def call_many(self, calls) -> list[ToolResult]:
         self.turns.append([(tool, dict(arguments)) for tool, arguments in calls])
         self.remaining_calls -= len(calls)
         return [self._answer(tool, arguments) for tool, arguments in calls]
@@ -358,7 +379,7 @@ class FakeToolbox:
     def calls(self) -> list[tuple[str, dict]]:
         return [call for turn in self.turns for call in turn]
 
-    def _answer(self, tool: str, arguments: dict) -> dict:
+    def _answer(self, tool: str, arguments: dict) -> ToolResult:
         self.next_id += 1
         if tool == "query_alerts":
             records = [
@@ -370,17 +391,17 @@ class FakeToolbox:
         return message(self.next_id, tool, "series", [], [], arguments=arguments)
 
 
-def run(query: str, names: Names, toolbox: FakeToolbox, *, prior=(), tools=None) -> list[dict]:
+def run(query: str, names: Names, toolbox: FakeToolbox, *, prior=(), tools=None) -> list[ToolResult]:
     world = slot_world(tools) if tools else slot_world()
     return slot_calls_run(asks_of(query, names), toolbox=toolbox, world=world, prior=list(prior))
 
 
-def logs_message(names: Names, lines: list[tuple[str, str]]) -> dict:
+def logs_message(names: Names, lines: list[tuple[str, str]]) -> ToolResult:
     records = [
         {"timestamp": f"2026-11-29 14:5{9 - i}:00", "service": names.service, "level": level, "message": text}
         for i, (level, text) in enumerate(lines)
     ]
-    texts = [evidence_text(record) for record in records]
+    texts = [LogLine.model_validate(record).ref_text() for record in records]
     return message(
         7,
         "query_logs",

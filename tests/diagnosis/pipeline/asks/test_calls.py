@@ -51,7 +51,7 @@ def test_a_call_an_earlier_round_made_is_reused_not_repeated(names):
 
     assert toolbox.turns == [[("query_promql", {"query": names.alert_series, "minutes": 0})]]
     assert messages[0] is earlier
-    assert [m["tool_name"] for m in messages] == ["query_alerts", "query_promql"]
+    assert [m.tool_name for m in messages] == ["query_alerts", "query_promql"]
 
 
 @per_world
@@ -61,7 +61,7 @@ def test_the_calls_stop_at_the_rounds_remaining_budget(names):
     messages = run(value_question(names), names, toolbox)
 
     assert toolbox.calls == [("query_alerts", {"service": names.service})]
-    assert [m["tool_name"] for m in messages] == ["query_alerts"]
+    assert [m.tool_name for m in messages] == ["query_alerts"]
 
 
 @per_world
@@ -96,7 +96,7 @@ def test_calls_reused_forwards_a_new_call_and_keeps_the_order_of_a_mixed_turn(na
     )
 
     assert toolbox.turns == [[("query_logs", {"query": "error", "service": names.service})]]
-    assert messages[0]["tool_name"] == "query_logs"
+    assert messages[0].tool_name == "query_logs"
     assert messages[1] is made
 
 

@@ -6,7 +6,6 @@ and the demo world's (order-service, payment-service)."""
 from __future__ import annotations
 
 from diagnosis.pipeline.asks.slots import open_asks
-from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH
 from tests.diagnosis.pipeline.asks.support import (
     Names,
     alert_record,
@@ -15,6 +14,7 @@ from tests.diagnosis.pipeline.asks.support import (
     per_world,
     read,
 )
+from tools.evidence_result import NO_EVIDENCE_PATH, Ref
 
 
 def cause_question(names: Names) -> str:
@@ -54,8 +54,9 @@ def test_a_cause_pairs_the_firing_alert_with_the_lines_as_an_unproven_inference(
 
 @per_world
 def test_a_search_that_found_no_lines_is_said_beside_the_symptoms_never_as_one(names):
-    searched = logs_message(names, [])
-    searched["evidence_refs"] = [{"raw_path": NO_EVIDENCE_PATH, "text": "no log lines matched"}]
+    searched = logs_message(names, []).model_copy(
+        update={"refs": [Ref(path=NO_EVIDENCE_PATH, text="no log lines matched")]}
+    )
     messages = [service_alerts(names, [alert_record(names)]), searched]
 
     slot = cause_of(read(cause_question(names), names, messages))

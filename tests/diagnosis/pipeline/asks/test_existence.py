@@ -4,7 +4,6 @@ node) and the demo world's (order-service, payment-service)."""
 
 from __future__ import annotations
 
-from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH
 from tests.diagnosis.pipeline.asks.support import (
     Names,
     alert_record,
@@ -13,6 +12,7 @@ from tests.diagnosis.pipeline.asks.support import (
     per_world,
     read,
 )
+from tools.evidence_result import NO_EVIDENCE_PATH, Ref
 
 
 def existence_question(names: Names) -> str:
@@ -37,8 +37,9 @@ def test_a_firing_alert_is_a_yes_with_its_state_and_value(names):
 
 @per_world
 def test_an_alert_the_source_says_is_absent_is_a_cited_no(names):
-    absent = alert_query(names, [])
-    absent["evidence_refs"] = [{"raw_path": NO_EVIDENCE_PATH, "text": "no alerts matched"}]
+    absent = alert_query(names, []).model_copy(
+        update={"refs": [Ref(path=NO_EVIDENCE_PATH, text="no alerts matched")]}
+    )
 
     slot = only(read(existence_question(names), names, [absent]))
 

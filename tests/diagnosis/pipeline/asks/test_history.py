@@ -61,7 +61,7 @@ def test_two_episodes_are_counted_but_not_called_flapping(names):
 def test_a_week_of_history_beyond_the_retention_says_the_window_prometheus_keeps(names):
     record = episodes(names.other_alert, names.other, 1)
     kept = history_message(names, [record])
-    kept["output"]["retention_minutes"] = 24 * 60
+    kept.details["retention_minutes"] = 24 * 60
 
     slot = only(read(f"上周 {names.other} 出过什么问题？", names, [kept]))
 
@@ -73,7 +73,7 @@ def test_a_week_of_history_beyond_the_retention_says_the_window_prometheus_keeps
 @per_world
 def test_history_within_the_retention_states_no_limit(names):
     kept = history_message(names, [episodes(names.other_alert, names.other, 1)])
-    kept["output"]["retention_minutes"] = 15 * 24 * 60
+    kept.details["retention_minutes"] = 15 * 24 * 60
 
     slot = only(read(f"上周 {names.other} 出过什么问题？", names, [kept]))
 

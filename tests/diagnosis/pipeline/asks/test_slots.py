@@ -51,7 +51,7 @@ def test_a_slot_whose_citations_match_the_recorded_invocations_stays_filled(name
     alerts = alerts_message(1, [alert_record(names)], arguments={"service": names.service})
     slots = read(value_question(names), names, [alerts], tools=NO_PROMETHEUS)
 
-    verified = slots_verified(slots, invocations=[recorded(alerts)])
+    verified = slots_verified(slots, invocations=[alerts])
 
     assert [s.filled for s in verified] == [True]
     assert verified[0].conclusion == slots[0].conclusion
@@ -66,7 +66,7 @@ def test_a_slot_citing_text_the_recorded_invocation_does_not_hold_is_unfilled(na
         f"{names.other_alert} resolved service={names.other} value=3"
     )
 
-    verified = slots_verified(slots, invocations=[invocation])
+    verified = slots_verified(slots, invocations=[invocation.tool_result()])
 
     assert [s.filled for s in verified] == [False]
     assert verified[0].why == "引用未通过核验"
@@ -80,7 +80,7 @@ def test_a_slot_citing_an_invocation_never_recorded_is_unfilled(names):
     elsewhere = recorded(alerts)
     elsewhere.pk = 99
 
-    verified = slots_verified(slots, invocations=[elsewhere])
+    verified = slots_verified(slots, invocations=[elsewhere.tool_result()])
 
     assert [s.filled for s in verified] == [False]
 

@@ -157,7 +157,7 @@ def test_a_value_asks_the_alerts_first_then_the_series_of_the_alerts_expr(names)
         [("query_alerts", {"service": names.service})],
         [("query_promql", {"query": names.alert_series, "minutes": 0})],
     ]
-    assert [m["tool_name"] for m in messages] == ["query_alerts", "query_promql"]
+    assert [m.tool_name for m in messages] == ["query_alerts", "query_promql"]
 
 
 @per_world
