@@ -112,7 +112,8 @@ class AnswerRecord(BaseModel):
     # The verifier's gaps (the disclaimer lists them).
     gaps: list[str] = []
     allowed_actions: list[str] = []
-    # What the llm composer wrote, past `composer_guard`; "" when the answer is code's own.
+    # What the llm composer wrote past the conclusions, checked by `composer_guard`; "" when the
+    # answer is code's own.
     prose: str = ""
     degraded: Degraded | None = None
     # What the question named that is unknown, or that nothing was understood.
@@ -168,11 +169,11 @@ def answer_markdown(record: AnswerRecord, *, refs: RefWriter = RAW_REFS) -> str:
 
 
 def _body(record: AnswerRecord, refs: RefWriter) -> str:
-    """The composer's part: the llm composer's checked prose, else the material written by code, the
-    conclusions first."""
-    if record.prose:
-        return record.prose
+    """The composer's part, the conclusions first (code's lines, as written): then the llm composer's
+    checked prose, else the material written by code."""
     sections = [[c.text for c in record.conclusions]] if record.conclusions else []
+    if record.prose:
+        return "\n\n".join("\n".join(lines) for lines in [*sections, [record.prose]])
     if record.findings:
         sections.append([FINDINGS_HEADING, *statement_lines(record.findings, refs)])
     if record.inferences:

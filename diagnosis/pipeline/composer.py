@@ -60,7 +60,6 @@ LEAKAGE = re.compile(
     r'[{\[]\s*"[^"\n]*"\s*:|```|\b(?:evidence_refs|evidence_bindings|evidence_excerpt|source_invocation_id'
     r"|retrieval_details|claim_id|tool_calls)\b"
 )
-CONCLUSION_WORD = "结论"
 
 
 def composer_material_build(
@@ -206,14 +205,6 @@ def answer_from_material(material: ComposerInput) -> str:
     if material.allowed_actions:
         sections.append([ACTIONS_HEADING, *bullets(material.allowed_actions)])
     return "\n\n".join("\n".join(lines) for lines in sections)
-
-
-def conclusions_first(answer: str, conclusions: Sequence[str]) -> str:
-    """An answer that does not open with its conclusion lines gets them put first."""
-    first = next((line.strip().lstrip("-*# ").strip("*") for line in answer.splitlines() if line.strip()), "")
-    if not conclusions or first.startswith(CONCLUSION_WORD):
-        return answer
-    return "\n".join(conclusions) + "\n\n" + answer
 
 
 def verified_statements(

@@ -24,7 +24,6 @@ from diagnosis.pipeline.composer import (
     answer_from_material,
     composer_guard,
     composer_material_build,
-    conclusions_first,
     degraded_of,
     states_confirmed_finding,
     verified_statements,
@@ -216,7 +215,6 @@ def _compose(
         names=world.fact_names,
     )
     if answer and not offending and states_confirmed_finding(answer, material, world.fact_names):
-        answer = conclusions_first(answer, material.conclusions)
         # The rules engine's composer writes the material as code does: kept as structure.
         prose = "" if answer == replacement else answer
         return record.model_copy(update={"prose": prose}), ComposerOutcome(

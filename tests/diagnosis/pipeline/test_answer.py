@@ -73,10 +73,15 @@ def test_a_held_back_quote_is_named_by_its_reference_only():
     assert f"  - 证据：{QUOTE_ONLY}（来源：query_logs #9 $.logs[0]）" in answer_markdown(prose_record)
 
 
-def test_the_models_prose_stands_for_the_code_written_body():
+def test_the_models_prose_stands_for_the_code_written_body_after_the_conclusions():
     record = AnswerRecord(output_type="NORMAL", findings=[FINDING], prose="撰写的答案")
+    concluded = record.model_copy(update={"conclusions": [Conclusion(text="结论：是 · 来源 demo")]})
 
     assert answer_markdown(record) == "撰写的答案"
+    # Put first by construction, whatever the prose opens with (its own 结论 heading included).
+    assert answer_markdown(concluded.model_copy(update={"prose": "**结论**\n- 撰写的答案"})) == (
+        "结论：是 · 来源 demo\n\n**结论**\n- 撰写的答案"
+    )
 
 
 def test_focus_notes_open_a_normal_answer_and_close_a_degraded_one_and_a_fallback_comes_first():
