@@ -21,14 +21,21 @@ class Slot(BaseModel):
 
     ask: Ask
     filled: bool
-    # The `结论` line without its prefix, written by code from the evidence it cites.
+    # The `结论` line without its prefix and source, written by code from the evidence it cites.
     conclusion: str = ""
+    # Where that evidence came from (the call's source, a runbook's document), said after it; "" in
+    # records stored before it was kept apart (their conclusion ends with it).
+    source: str = ""
     # Why the slot is not filled: no data, beyond the window, no runbook, a source failed.
     why: str = ""
     # What the sources cannot show, said as such (a window beyond retention, an action).
     limits: list[str] = []
     bindings: list[EvidenceBinding] = []
 
+    def said(self) -> str:
+        """The conclusion with its source: `… · 来源 alertmanager`."""
+        return f"{self.conclusion} · 来源 {self.source}" if self.source else self.conclusion
+
     def line(self) -> str:
         limits = "；".join(self.limits)
-        return f"{CONCLUSION}{self.conclusion}" + (f"（{limits}）" if limits else "")
+        return f"{CONCLUSION}{self.said()}" + (f"（{limits}）" if limits else "")

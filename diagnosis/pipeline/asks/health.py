@@ -44,6 +44,7 @@ class Health(AskKind):
         return Slot(
             ask=ask,
             filled=True,
-            conclusion=f"{text} · 来源 {source_of(message)}",
+            conclusion=f"{text}",
+            source=source_of(message),
             bindings=[f.binding for f in cited],
         )

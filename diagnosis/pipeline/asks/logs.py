@@ -81,7 +81,8 @@ def log_slot(ask: Ask, messages: Sequence[dict], world: SlotWorld, *, wanted: st
         return Slot(
             ask=ask,
             filled=nothing is not None,
-            conclusion=f"{window}未检索到 {about} 的{label}日志 · 来源 {source_of(message)}",
+            conclusion=f"{window}未检索到 {about} 的{label}日志",
+            source=source_of(message),
             limits=limits,
             bindings=[nothing] if nothing else [],
         )
@@ -92,7 +93,8 @@ def log_slot(ask: Ask, messages: Sequence[dict], world: SlotWorld, *, wanted: st
         return Slot(
             ask=ask,
             filled=True,
-            conclusion=f"{window} {about} 匹配的 {len(found)} 条日志级别为 {levels}{below} · 来源 {source_of(message)}",
+            conclusion=f"{window} {about} 匹配的 {len(found)} 条日志级别为 {levels}{below}",
+            source=source_of(message),
             limits=limits,
             bindings=[f.binding for f in found[:MAX_PATTERNS]],
         )
@@ -106,9 +108,9 @@ def log_slot(ask: Ask, messages: Sequence[dict], world: SlotWorld, *, wanted: st
         ask=ask,
         filled=True,
         conclusion=(
-            f"{window} {about} 的{label}日志 {len(kept)} 条（{counted}），"
-            f"{len(patterns)} 种模式：{listed} · 来源 {source_of(message)}"
+            f"{window} {about} 的{label}日志 {len(kept)} 条（{counted}），{len(patterns)} 种模式：{listed}"
         ),
+        source=source_of(message),
         limits=limits,
         # Lines come newest first: a pattern's first member is its newest line.
         bindings=[kept[p.members[0]].binding for p in top],

@@ -80,7 +80,8 @@ def runbook_slot(ask: Ask, messages: Sequence[dict], world: SlotWorld) -> Slot:
     return Slot(
         ask=ask,
         filled=True,
-        conclusion=f"{kind}《{block.get('title', '')}》：{steps} · 来源 {block.get('source_document', '')}",
+        conclusion=f"{kind}《{block.get('title', '')}》：{steps}",
+        source=block.get("source_document", ""),
         bindings=[found.binding],
     )
 

@@ -47,6 +47,7 @@ class Threshold(AskKind):
         return Slot(
             ask=ask,
             filled=True,
-            conclusion=f"{'；'.join(lines)} · 来源 {source_of(message)}",
+            conclusion=f"{'；'.join(lines)}",
+            source=source_of(message),
             bindings=bindings,
         )
