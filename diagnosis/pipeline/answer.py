@@ -19,6 +19,7 @@ from diagnosis.pipeline.contracts import EvidenceBinding
 from diagnosis.pipeline.gatekeeper import CheckedBinding
 from diagnosis.pipeline.injected_commands import QUOTE_ONLY
 from diagnosis.pipeline.routing import OutputType
+from diagnosis.pipeline.slot import conclusion_line
 
 DISCLAIMER = "以下结论基于当前已获取证据，仍存在部分证据缺口，请谨慎参考。"
 DEGRADED_HEADER = "当前无法基于已获取证据生成可靠结论，建议人工介入。"
@@ -76,12 +77,19 @@ class Statement(BaseModel):
 
 
 class Conclusion(BaseModel):
-    """A filled slot's `结论` line, written by code from the evidence its refs point at."""
+    """A filled slot's `结论` line, written by code from the evidence its refs point at: its statement,
+    the source it names and what the sources cannot show."""
 
     model_config = ConfigDict(extra="forbid")
 
-    text: str
+    statement: str
+    source: str = ""
+    limits: list[str] = []
     refs: list[AnswerRef] = []
+
+    def line(self, refs: RefWriter | None = None) -> str:
+        source = (refs or RAW_REFS).source(self.source) if self.source else ""
+        return conclusion_line(statement=self.statement, source=source, limits=self.limits)
 
 
 class FailedCitation(BaseModel):
@@ -137,6 +145,10 @@ class RefWriter(Protocol):
         """An evidence line's body, after `证据：`."""
         ...
 
+    def source(self, source: str) -> str:
+        """A conclusion's source (`ToolInvocation.source`, a runbook's document)."""
+        ...
+
 
 class RawRefs:
     """References as the stored Markdown writes them: `「excerpt」（来源：query_logs #12 $.logs[0]）`."""
@@ -148,6 +160,9 @@ class RawRefs:
         if not quote.excerpt:
             return f"{QUOTE_ONLY}（来源：{self.ref(quote.ref)}）"
         return evidence_quote(excerpt=quote.excerpt, source=self.ref(quote.ref))
+
+    def source(self, source: str) -> str:
+        return source
 
 
 RAW_REFS = RawRefs()
@@ -171,7 +186,7 @@ def answer_markdown(record: AnswerRecord, *, refs: RefWriter = RAW_REFS) -> str:
 def _body(record: AnswerRecord, refs: RefWriter) -> str:
     """The composer's part, the conclusions first (code's lines, as written): then the llm composer's
     checked prose, else the material written by code."""
-    sections = [[c.text for c in record.conclusions]] if record.conclusions else []
+    sections = [[c.line(refs) for c in record.conclusions]] if record.conclusions else []
     if record.prose:
         return "\n\n".join("\n".join(lines) for lines in [*sections, [record.prose]])
     if record.findings:

@@ -255,7 +255,12 @@ def material_item(statement: Statement) -> dict[str, Any]:
 def answer_conclusions(slots: Sequence[Slot]) -> list[Conclusion]:
     """The filled slots' `结论` lines with the refs each rests on."""
     return [
-        Conclusion(text=slot.line(), refs=[AnswerRef.of_binding(b) for b in slot.bindings])
+        Conclusion(
+            statement=slot.conclusion,
+            source=slot.source,
+            limits=slot.limits,
+            refs=[AnswerRef.of_binding(b) for b in slot.bindings],
+        )
         for slot in slots
         if slot.filled
     ]

@@ -179,7 +179,7 @@ def _compose(
         gatekeeper_result=final.gatekeeper_result,
         vocabulary=world.vocabulary,
         names=world.fact_names,
-        conclusions=[conclusion.text for conclusion in conclusions],
+        conclusions=[conclusion.line() for conclusion in conclusions],
     )
     record = record.model_copy(
         update={

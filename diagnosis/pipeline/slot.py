@@ -8,6 +8,8 @@ through the toolbox interfaces that name those records.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel, ConfigDict
 
 from diagnosis.pipeline.ask import Ask
@@ -34,8 +36,17 @@ class Slot(BaseModel):
 
     def said(self) -> str:
         """The conclusion with its source: `… · 来源 alertmanager`."""
-        return f"{self.conclusion} · 来源 {self.source}" if self.source else self.conclusion
+        return said_with_source(self.conclusion, self.source)
 
     def line(self) -> str:
-        limits = "；".join(self.limits)
-        return f"{CONCLUSION}{self.said()}" + (f"（{limits}）" if limits else "")
+        return conclusion_line(statement=self.conclusion, source=self.source, limits=self.limits)
+
+
+def said_with_source(statement: str, source: str) -> str:
+    return f"{statement} · 来源 {source}" if source else statement
+
+
+def conclusion_line(*, statement: str, source: str, limits: Sequence[str]) -> str:
+    """`结论：<statement> · 来源 <source>（<limits>）`: one filled slot's line in the answer."""
+    limited = "；".join(limits)
+    return f"{CONCLUSION}{said_with_source(statement, source)}" + (f"（{limited}）" if limited else "")

@@ -21,6 +21,7 @@ from diagnosis.presenters.wording import (
     AnswerReferences,
     evidence_anchor,
     reference_label,
+    source_name,
     words_outside_quotes,
 )
 
@@ -49,6 +50,9 @@ class PageRefs(RawRefs):
         return self._kept(
             f'<a class="ref" href="#{anchor}" title="{escape(ref.text())}">{self._label(ref)}</a>'
         )
+
+    def source(self, source: str) -> str:
+        return source_name(source)
 
     def marked(self, html: str) -> str:
         for index, markup in enumerate(self.markup):

@@ -33,7 +33,7 @@ def test_the_raw_reference_is_the_tool_its_call_and_the_path():
 def test_code_written_answer_opens_with_its_conclusions_then_findings_and_actions():
     record = AnswerRecord(
         output_type="NORMAL",
-        conclusions=[Conclusion(text="结论：是，order-service 日志有超时 · 来源 demo", refs=[LOG_REF])],
+        conclusions=[Conclusion(statement="是，order-service 日志有超时", source="demo", refs=[LOG_REF])],
         findings=[FINDING],
         allowed_actions=["查询 order-service 的 GC 日志"],
     )
@@ -75,7 +75,7 @@ def test_a_held_back_quote_is_named_by_its_reference_only():
 
 def test_the_models_prose_stands_for_the_code_written_body_after_the_conclusions():
     record = AnswerRecord(output_type="NORMAL", findings=[FINDING], prose="撰写的答案")
-    concluded = record.model_copy(update={"conclusions": [Conclusion(text="结论：是 · 来源 demo")]})
+    concluded = record.model_copy(update={"conclusions": [Conclusion(statement="是", source="demo")]})
 
     assert answer_markdown(record) == "撰写的答案"
     # Put first by construction, whatever the prose opens with (its own 结论 heading included).

@@ -18,7 +18,7 @@ LOG_REF = AnswerRef(tool_name="query_logs", invocation_id=8, raw_path="$.logs[2]
 def record_of(*quotes: Quote) -> AnswerRecord:
     return AnswerRecord(
         output_type="NORMAL",
-        conclusions=[Conclusion(text="结论：是，HighMemoryUsage（firing） · 来源 demo", refs=[ALERT_REF])],
+        conclusions=[Conclusion(statement="是，HighMemoryUsage（firing）", source="demo", refs=[ALERT_REF])],
         findings=[
             Statement(claim_id="c1", text="order-service 存在 HighMemoryUsage 告警", quotes=list(quotes))
         ],
@@ -38,7 +38,7 @@ def test_an_evidence_line_whose_record_is_a_card_links_to_it_instead_of_quoting_
         "Alertmanager 告警 #7 第 1 条</a></li>"
     ) in html
     assert "「HighMemoryUsage firing" not in html
-    # The conclusion's tokens as words.
+    # The conclusion's tokens as words, its source named from its field.
     assert "结论：是，HighMemoryUsage（触发中） · 来源 演示数据" in html
 
 
