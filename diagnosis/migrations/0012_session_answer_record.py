@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('diagnosis', '0010_session_kind_tool'),
+        ('diagnosis', '0011_alerts_tool_renamed'),
     ]
 
     operations = [
