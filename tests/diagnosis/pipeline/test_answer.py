@@ -109,6 +109,8 @@ def test_a_session_stores_its_record_and_the_markdown_written_from_it(settings):
     record = AnswerRecord.model_validate(session.answer_record)
     assert answer_markdown(record) == session.answer
     assert record.prose == ""  # the rules engine's answer is code's own: kept as structure
+    # The composer stage's own text (`answer_from_material`, over the material's dicts) is the record's.
+    assert session.self_evaluation["verifier_evaluation"]["composer_output"]["answer"] == session.answer
     assert record.conclusions and record.findings
     refs = [quote.ref for finding in record.findings for quote in finding.quotes]
     assert refs and all(
