@@ -25,17 +25,20 @@ from django.conf import settings
 from django.utils import timezone
 
 from diagnosis.models import DiagnosisSession, ToolInvocation
-from diagnosis.pipeline.asks.listing import SEVERITY_RANK
-from diagnosis.pipeline.composer import (
+from diagnosis.pipeline.answer import (
     ACTIONS_HEADING,
     DEGRADED_HEADER,
     DISCLAIMER,
     INFERENCES_HEADING,
     NO_CONCLUSION,
+    Statement,
     bullets,
+    statement_lines,
+)
+from diagnosis.pipeline.asks.listing import SEVERITY_RANK
+from diagnosis.pipeline.composer import (
     composer_material_from_record,
     evidence_gap_lines,
-    finding_lines,
     verified_evidence_lines,
 )
 from diagnosis.pipeline.disclosure import output_type_shows_claims
@@ -150,10 +153,10 @@ class AlertAnalysis:
     output_type: str
     verdict: str
     groundedness_score: float | None
-    findings: list[dict] = field(default_factory=list)
+    findings: list[Statement] = field(default_factory=list)
     # Some finding observes something (not only "未检索到…": a no-hit never confirms an alert).
     confirmed: bool = False
-    inferences: list[dict] = field(default_factory=list)
+    inferences: list[Statement] = field(default_factory=list)
     verified_evidence: list[str] = field(default_factory=list)  # quoted excerpts with their sources
     gaps: list[str] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
@@ -257,10 +260,10 @@ def alert_analysis_build(
 
     material = recorded.material
     if output_type_shows_claims(child.output_type):
-        analysis.findings = material.confirmed_findings
-        analysis.inferences = material.reasonable_inferences
+        analysis.findings = recorded.findings
+        analysis.inferences = recorded.inferences
     claim_types = {claim.claim_id: claim.claim_type for claim in recorded.executor_output.claims}
-    analysis.confirmed = any(claim_types[f["claim_id"]] != "negative_observation" for f in analysis.findings)
+    analysis.confirmed = any(claim_types[f.claim_id] != "negative_observation" for f in analysis.findings)
     if not analysis.findings and not analysis.inferences:
         analysis.verified_evidence = verified_evidence_lines(recorded.gatekeeper_result)
     analysis.gaps = [
@@ -422,7 +425,7 @@ def status_line(analyses: list[AlertAnalysis], *, not_analysed_count: int = 0) -
 def alert_summary(analysis: AlertAnalysis) -> str:
     """One line for a notification: the outcome and, when there is one, the first verified finding."""
     outcome = _output_type_text(analysis) if analysis.completed else FAILED_LABEL
-    finding = " ".join(analysis.findings[0]["claim_text"].split()) if analysis.findings else ""
+    finding = " ".join(analysis.findings[0].text.split()) if analysis.findings else ""
     if analysis.resolved_text:
         lead = f"已恢复：{analysis.resolved_text}；触发期间的分析 {outcome}"
         return (f"{lead}：{past_tense(finding)}" if finding else lead)[:500]
@@ -531,9 +534,9 @@ def _alert_section(number: int, analysis: AlertAnalysis) -> list[str]:
     told = past_tense if analysis.resolved_text else str
     if analysis.findings:
         heading = "**触发期间已核验的发现**" if analysis.resolved_text else "**已核验的发现**"
-        lines += ["", heading, *map(told, finding_lines(analysis.findings))]
+        lines += ["", heading, *map(told, statement_lines(analysis.findings))]
     if analysis.inferences:
-        lines += ["", INFERENCES_HEADING, *map(told, finding_lines(analysis.inferences))]
+        lines += ["", INFERENCES_HEADING, *map(told, statement_lines(analysis.inferences))]
     if analysis.verified_evidence:
         lines += ["", "**已通过引用核验的证据**（未形成结论）", *bullets(analysis.verified_evidence)]
     if analysis.completed and not (analysis.findings or analysis.inferences or analysis.verified_evidence):

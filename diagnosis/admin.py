@@ -35,6 +35,7 @@ from django.utils.translation import gettext_noop
 from caselib.models import CaseLibrary
 from diagnosis.evaluation.case_export import cases_export_file
 from diagnosis.models import AgentStep, DiagnosisSession, SessionReview, ToolInvocation
+from diagnosis.presenters.answer import answer_review_html
 from diagnosis.presenters.audit import audit_view
 from diagnosis.selectors.audit import session_audit
 from diagnosis.selectors.sessions import (
@@ -55,7 +56,7 @@ AUDIT_TEXT_CHARS = 300
 REVIEW_PERMISSION = "diagnosis.review_session"
 PROMOTE_PERMISSION = "caselib.add_caselibrary"
 # Heavy columns the list never shows: leave them in the database.
-LIST_DEFERRED_FIELDS = ("self_evaluation", "answer", "error", "alert_scope")
+LIST_DEFERRED_FIELDS = ("self_evaluation", "answer", "answer_record", "error", "alert_scope")
 # Where a question is shown whole in a row: as a tooltip, the row's text cut shorter.
 ROW_QUESTION_CHARS = 120
 
@@ -569,6 +570,7 @@ class DiagnosisSessionAdmin(admin.ModelAdmin):
             extra_context = {
                 **(extra_context or {}),
                 "audit": audit_view(audit=session_audit(session=session)),
+                "answer": answer_review_html(stored=session.answer_record, markdown=session.answer),
                 "review_form": ReviewForm(),
                 "can_review": self.has_review_permission(request),
                 "can_promote": self.has_promote_permission(request),

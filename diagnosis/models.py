@@ -42,7 +42,11 @@ class DiagnosisSession(models.Model):
     session_id = models.CharField(max_length=64, unique=True, default=new_session_id)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.CHAT)
     query = models.TextField()
+    # The answer's Markdown (API, export, eval, older readers), rendered from `answer_record`.
     answer = models.TextField(blank=True, default="")
+    # The answer as structure (`diagnosis.pipeline.answer.AnswerRecord`); {} for sessions stored before
+    # it, and for analyses and tool sessions, whose answer is their report or result.
+    answer_record = models.JSONField(default=dict, blank=True)
     output_type = models.CharField(max_length=32, choices=OutputType.choices, blank=True, default="")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     # What went wrong, for staff (the raw exception text); users see the answer's stable message,

@@ -11,17 +11,17 @@ from __future__ import annotations
 import re
 from functools import cache
 
+from diagnosis.pipeline.answer import AnswerRecord, Degraded, answer_markdown
 from diagnosis.pipeline.ask import Ask, AskWindow
 from diagnosis.pipeline.asks.action import READ_ONLY
 from diagnosis.pipeline.asks.registry import KINDS
 from diagnosis.pipeline.asks.slots import slot_gap
-from diagnosis.pipeline.composer import answer_from_material, user_facing_text
+from diagnosis.pipeline.composer import answer_from_material
 from diagnosis.pipeline.contracts import ComposerInput
 from diagnosis.pipeline.focus import NOTHING_UNDERSTOOD
-from diagnosis.pipeline.gatekeeper import GatekeeperResult
 from diagnosis.pipeline.routing import OUTPUT_TYPE_LABELS, OutputType
 from diagnosis.pipeline.slot import Slot
-from diagnosis.pipeline.verdict import INSTRUCTION_GAP, ROOT_CAUSE_GAP, UNVERIFIED_MARK, Verification
+from diagnosis.pipeline.verdict import INSTRUCTION_GAP, ROOT_CAUSE_GAP, UNVERIFIED_MARK
 
 # Stands where the evidence would be; never in a template.
 PLACEHOLDER = "\u0000"
@@ -50,28 +50,14 @@ def fixed_text_holding(item: str) -> str | None:
 
 
 def _rendered() -> list[str]:
-    verification = Verification(
-        verdict="LOW_CONFID",
-        groundedness_score=0.0,
-        critical_fact_count=0,
-        claim_checks=[],
-        facts_checked=[],
-        rationale="",
-        gaps=[PLACEHOLDER],
-        overrides=[],
-    )
-    nothing_checked = GatekeeperResult(
-        status="pass", severity="none", checked_bindings=[], failed_rules=[], warnings=[], errors=[]
-    )
     window = AskWindow(minutes=1, label=PLACEHOLDER)
     item = {"claim_text": PLACEHOLDER, "evidence": [{"excerpt": PLACEHOLDER, "source": PLACEHOLDER}]}
     return [
         *(
-            user_facing_text(
-                output_type=output_type,
-                composer_answer=PLACEHOLDER,
-                verification=verification,
-                gatekeeper_result=nothing_checked,
+            answer_markdown(
+                AnswerRecord(
+                    output_type=output_type, prose=PLACEHOLDER, gaps=[PLACEHOLDER], degraded=Degraded()
+                )
             )
             for output_type in OutputType
         ),

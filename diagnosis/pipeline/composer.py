@@ -11,10 +11,25 @@ AIOps report, so both show evidence and gaps alike.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from diagnosis.pipeline.answer import (
+    ACTIONS_HEADING,
+    FINDINGS_HEADING,
+    INFERENCES_HEADING,
+    NO_CONCLUSION,
+    AnswerRef,
+    Conclusion,
+    Degraded,
+    FailedCitation,
+    Quote,
+    Statement,
+    bullets,
+    evidence_quote,
+    one_line,
+)
 from diagnosis.pipeline.asks.slots import conclusion_lines
 from diagnosis.pipeline.contracts import Claim, ComposerInput, ExecutorOutput
 from diagnosis.pipeline.facts import NO_NAMES, FactNames, fact_tokens, unsupported_facts
@@ -27,16 +42,11 @@ from diagnosis.pipeline.injected_commands import (
     root_cause_stated_as_verified,
 )
 from diagnosis.pipeline.records import verifier_record_read
-from diagnosis.pipeline.routing import OutputType
 from diagnosis.pipeline.scope import text_mentions_excluded
+from diagnosis.pipeline.slot import Slot
 from diagnosis.pipeline.verdict import FACT_CLASS, Verification
 from tools.vocabulary import Vocabulary
 
-DISCLAIMER = "以下结论基于当前已获取证据，仍存在部分证据缺口，请谨慎参考。"
-DEGRADED_HEADER = "当前无法基于已获取证据生成可靠结论，建议人工介入。"
-NO_CONCLUSION = "当前未获得可直接确认的结论。"
-INFERENCES_HEADING = "**合理推断**（基于已核验证据，尚未直接证实）"
-ACTIONS_HEADING = "**建议的取证动作**"
 # Excluded topics matched by name only, when no world vocabulary is given.
 NO_VOCABULARY = Vocabulary()
 # Counts only: gap lines never repeat an executor claim.
@@ -45,17 +55,11 @@ GAP_LABELS = {
     "no_evidence": "条断言缺少直接证据",
     "indirect_support": "条断言只有间接支持",
 }
-DEGRADED_NEXT_STEPS = (
-    "人工复核本次会话的工具调用记录与证据引用（见诊断轨迹）。",
-    "针对上述证据缺口补充检索后，重新发起诊断。",
-)
 # Raw JSON, code fences or internal field names in an answer mean tool output or our own data leaked.
 LEAKAGE = re.compile(
     r'[{\[]\s*"[^"\n]*"\s*:|```|\b(?:evidence_refs|evidence_bindings|evidence_excerpt|source_invocation_id'
     r"|retrieval_details|claim_id|tool_calls)\b"
 )
-EXCERPT_CHARS = 300
-CONCLUSION_WORD = "结论"
 
 
 def composer_material_build(
@@ -71,13 +75,13 @@ def composer_material_build(
     """Only what the verifier allowed: never a blocked, unsupported or contradicted claim, never the
     text of a command or instruction found in evidence, and as actions only evidence gathering.
     `conclusions`: the filled slots' `结论` lines, which the answer opens with."""
-    verification_of = {check.claim_id: check.verification for check in verification.claim_checks}
-    findings, inferences = [], []
-    for claim in executor_output.claims:
-        if verification_of.get(claim.claim_id) == "direct_observation":
-            findings.append(_material_item(claim, gatekeeper_result, names))
-        elif verification_of.get(claim.claim_id) == "reasonable_inference":
-            inferences.append(_material_item(claim, gatekeeper_result, names))
+    statements, inferred = verified_statements(
+        executor_output=executor_output,
+        verification=verification,
+        gatekeeper_result=gatekeeper_result,
+        names=names,
+    )
+    findings, inferences = [material_item(s) for s in statements], [material_item(s) for s in inferred]
     allowed_texts = _strings([findings, inferences, verification.gaps, list(conclusions)])
     actions = [
         action
@@ -103,6 +107,9 @@ class RecordedMaterial:
     verification: Verification
     gatekeeper_result: GatekeeperResult
     material: ComposerInput
+    # The material's findings and inferences, typed.
+    findings: list[Statement]
+    inferences: list[Statement]
 
 
 def composer_material_from_record(*, query: str, record: Any) -> RecordedMaterial | None:
@@ -115,7 +122,14 @@ def composer_material_from_record(*, query: str, record: Any) -> RecordedMateria
     if stored is None:
         return None
     verification = Verification.model_validate(stored.model_dump(include=set(Verification.model_fields)))
+    findings, inferences = verified_statements(
+        executor_output=stored.executor_structured_output,
+        verification=verification,
+        gatekeeper_result=stored.gatekeeper_result,
+    )
     return RecordedMaterial(
+        findings=findings,
+        inferences=inferences,
         executor_output=stored.executor_structured_output,
         verification=verification,
         gatekeeper_result=stored.gatekeeper_result,
@@ -183,7 +197,7 @@ def answer_from_material(material: ComposerInput) -> str:
     """A Chinese Markdown answer written by code from the material alone, the conclusions first."""
     sections = [material.conclusions] if material.conclusions else []
     if material.confirmed_findings:
-        sections.append(["**已确认的发现**", *finding_lines(material.confirmed_findings)])
+        sections.append([FINDINGS_HEADING, *finding_lines(material.confirmed_findings)])
     if material.reasonable_inferences:
         sections.append([INFERENCES_HEADING, *finding_lines(material.reasonable_inferences)])
     if not sections:
@@ -193,45 +207,91 @@ def answer_from_material(material: ComposerInput) -> str:
     return "\n\n".join("\n".join(lines) for lines in sections)
 
 
-def conclusions_first(answer: str, conclusions: Sequence[str]) -> str:
-    """An answer that does not open with its conclusion lines gets them put first."""
-    first = next((line.strip().lstrip("-*# ").strip("*") for line in answer.splitlines() if line.strip()), "")
-    if not conclusions or first.startswith(CONCLUSION_WORD):
-        return answer
-    return "\n".join(conclusions) + "\n\n" + answer
+def verified_statements(
+    *,
+    executor_output: ExecutorOutput,
+    verification: Verification,
+    gatekeeper_result: GatekeeperResult,
+    names: FactNames = NO_NAMES,
+) -> tuple[list[Statement], list[Statement]]:
+    """The claims the verifier allowed, as (findings, inferences), each with its passed quotes."""
+    verification_of = {check.claim_id: check.verification for check in verification.claim_checks}
+    findings, inferences = [], []
+    for claim in executor_output.claims:
+        if verification_of.get(claim.claim_id) == "direct_observation":
+            findings.append(statement_of(claim, gatekeeper_result, names))
+        elif verification_of.get(claim.claim_id) == "reasonable_inference":
+            inferences.append(statement_of(claim, gatekeeper_result, names))
+    return findings, inferences
 
 
-def user_facing_text(
-    *, output_type: str, composer_answer: str, verification: Verification, gatekeeper_result: GatekeeperResult
-) -> str:
-    """The text the user sees, assembled by code from one fixed template per output type."""
-    if output_type == OutputType.NORMAL:
-        return composer_answer
-    if output_type == OutputType.LOW_CONFID_WITH_DISCLAIMER:
-        text = f"{DISCLAIMER}\n\n{composer_answer}"
-        if verification.gaps:
-            text += "\n\n当前缺口：\n" + "\n".join(bullets(verification.gaps))
-        return text
-    return _degraded_text(verification, gatekeeper_result)
-
-
-def _material_item(claim: Claim, gatekeeper_result: GatekeeperResult, names: FactNames) -> dict[str, Any]:
+def statement_of(claim: Claim, gatekeeper_result: GatekeeperResult, names: FactNames = NO_NAMES) -> Statement:
     """A claim as the composer may use it. Evidence holding a command or an instruction is named by its
-    source only, and a claim whose own text holds one by its subjects only: such a record is quoted in
+    ref only, and a claim whose own text holds one by its subjects only: such a record is quoted in
     the evidence panel, never in an answer."""
-    passed = gatekeeper_result.passed_for(claim.claim_id)
     text = claim.claim_text
     if instructions_in(text):
         subjects = dict.fromkeys(t.surface for t in fact_tokens(text, names) if t.kind == "name")
         text = "、".join(subjects) + (" 的" if subjects else "") + QUOTE_ONLY
-    return {
-        "claim_id": claim.claim_id,
-        "claim_text": text,
-        "evidence": [
-            {"excerpt": "" if _holds_instructions(b) else b.evidence_excerpt, "source": b.source_label()}
-            for b in passed
+    return Statement(
+        claim_id=claim.claim_id,
+        text=text,
+        quotes=[
+            Quote(excerpt="" if _holds_instructions(b) else b.evidence_excerpt, ref=AnswerRef.of_binding(b))
+            for b in gatekeeper_result.passed_for(claim.claim_id)
         ],
+    )
+
+
+def material_item(statement: Statement) -> dict[str, Any]:
+    """A statement as the composer's material has it (JSON for a model: refs as their raw text)."""
+    return {
+        "claim_id": statement.claim_id,
+        "claim_text": statement.text,
+        "evidence": [{"excerpt": q.excerpt, "source": q.ref.text()} for q in statement.quotes],
     }
+
+
+def answer_conclusions(slots: Sequence[Slot]) -> list[Conclusion]:
+    """The filled slots' `结论` lines with the refs each rests on."""
+    return [
+        Conclusion(
+            statement=slot.conclusion,
+            source=slot.source,
+            limits=slot.limits,
+            refs=[AnswerRef.of_binding(b) for b in slot.bindings],
+        )
+        for slot in slots
+        if slot.filled
+    ]
+
+
+def degraded_of(*, verification: Verification, gatekeeper_result: GatekeeperResult) -> Degraded:
+    """What a DEGRADED answer may show: the verified quotes (each ref once), the failed citations, the
+    claims without a citation and the counts per fact class: never claim text."""
+    failed = [
+        FailedCitation(ref=AnswerRef.of_binding(binding), rule=binding.rule)
+        for binding in gatekeeper_result.checked_bindings
+        if binding.status == "fail"
+    ]
+    counts = []
+    unbound = sum(message.rule == EMPTY_BINDINGS for message in gatekeeper_result.warnings)
+    if unbound:
+        counts.append(f"{unbound} 条断言没有任何证据引用")
+    classes = [FACT_CLASS[check.verification] for check in verification.claim_checks]
+    counts += [f"{classes.count(kind)} {label}" for kind, label in GAP_LABELS.items() if kind in classes]
+    return Degraded(verified=verified_quotes(gatekeeper_result), failed=failed, counts=counts)
+
+
+def verified_quotes(gatekeeper_result: GatekeeperResult) -> list[Quote]:
+    """The tool records whose citation the gatekeeper verified, each ref once: never claim text."""
+    verified: dict[AnswerRef, Quote] = {}
+    for binding in gatekeeper_result.checked_bindings:
+        if binding.status == "pass" and binding.matched_text:
+            ref = AnswerRef.of_binding(binding)
+            excerpt = "" if _holds_instructions(binding) else binding.matched_text
+            verified.setdefault(ref, Quote(excerpt=excerpt, ref=ref))
+    return list(verified.values())
 
 
 def _holds_instructions(binding: CheckedBinding) -> bool:
@@ -244,9 +304,9 @@ def finding_lines(items: list[dict]) -> list[str]:
     is named by its source)."""
     lines = []
     for item in items:
-        text = _one_line(item["claim_text"])
+        text = one_line(item["claim_text"])
         # A claim that only restates its quote (a no-hit, a log line) is printed once, with its sources.
-        if item["evidence"] and all(_one_line(e["excerpt"]) in ("", text) for e in item["evidence"]):
+        if item["evidence"] and all(one_line(e["excerpt"]) in ("", text) for e in item["evidence"]):
             lines.append(f"- {text}（来源：{'、'.join(e['source'] for e in item['evidence'])}）")
             continue
         lines.append(f"- {text}")
@@ -259,65 +319,18 @@ def finding_lines(items: list[dict]) -> list[str]:
     return lines
 
 
-def evidence_quote(*, excerpt: str, source: str) -> str:
-    """Evidence as users see it: one quoted line (a runbook block spans several) and its source."""
-    return f"「{_shortened(excerpt)}」（来源：{source}）"
-
-
 def verified_evidence_lines(gatekeeper_result: GatekeeperResult) -> list[str]:
     """The tool records whose citation the gatekeeper verified, each quoted once: never claim text."""
-    verified: dict[str, str] = {}
-    for binding in gatekeeper_result.checked_bindings:
-        if binding.status == "pass" and binding.matched_text:
-            text = QUOTE_ONLY if _holds_instructions(binding) else binding.matched_text
-            verified.setdefault(binding.source_label(), text)
-    return [evidence_quote(excerpt=text, source=source) for source, text in verified.items()]
+    return [
+        evidence_quote(excerpt=q.excerpt or QUOTE_ONLY, source=q.ref.text())
+        for q in verified_quotes(gatekeeper_result)
+    ]
 
 
 def evidence_gap_lines(*, verification: Verification, gatekeeper_result: GatekeeperResult) -> list[str]:
     """What kept claims from being confirmed: failed citations, unbound claims, counts per fact class."""
-    gaps = [
-        f"{binding.source_label()} 的引用未通过核验（{binding.rule}）"
-        for binding in gatekeeper_result.checked_bindings
-        if binding.status == "fail"
-    ]
-    unbound = sum(message.rule == EMPTY_BINDINGS for message in gatekeeper_result.warnings)
-    if unbound:
-        gaps.append(f"{unbound} 条断言没有任何证据引用")
-    classes = [FACT_CLASS[check.verification] for check in verification.claim_checks]
-    gaps += [f"{classes.count(kind)} {label}" for kind, label in GAP_LABELS.items() if kind in classes]
-    return gaps
-
-
-def bullets(lines: Iterable[str]) -> list[str]:
-    return [f"- {line}" for line in lines]
-
-
-def _degraded_text(verification: Verification, gatekeeper_result: GatekeeperResult) -> str:
-    """Only gatekeeper-verified evidence with its source, the gaps and next steps: never claim text."""
-    gaps = evidence_gap_lines(verification=verification, gatekeeper_result=gatekeeper_result)
-    return "\n\n".join(
-        [
-            DEGRADED_HEADER,
-            "已确认信息：\n"
-            + "\n".join(bullets(verified_evidence_lines(gatekeeper_result) or ["暂无通过核验的证据"])),
-            "证据缺口：\n" + "\n".join(bullets(gaps or ["暂无可以确认的结论"])),
-            "建议下一步：\n" + "\n".join(bullets(DEGRADED_NEXT_STEPS)),
-        ]
-    )
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _shortened(text: str) -> str:
-    """One line; long evidence is cut at a separator, never inside a number."""
-    text = _one_line(text)
-    if len(text) <= EXCERPT_CHARS:
-        return text
-    cut = max(text.rfind(sep, 0, EXCERPT_CHARS) for sep in ("，", "。", "；", "; ", ", ", " "))
-    return text[: cut if cut > 0 else EXCERPT_CHARS] + "…"
+    degraded = degraded_of(verification=verification, gatekeeper_result=gatekeeper_result)
+    return [f"{f.ref.text()} 的引用未通过核验（{f.rule}）" for f in degraded.failed] + degraded.counts
 
 
 def _strings(value: Any) -> list[str]:

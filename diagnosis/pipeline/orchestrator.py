@@ -18,14 +18,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from diagnosis.pipeline.asks.slots import conclusion_lines
+from diagnosis.pipeline.answer import AnswerRecord, answer_markdown
 from diagnosis.pipeline.composer import (
+    answer_conclusions,
     answer_from_material,
     composer_guard,
     composer_material_build,
-    conclusions_first,
+    degraded_of,
     states_confirmed_finding,
-    user_facing_text,
+    verified_statements,
 )
 from diagnosis.pipeline.focus import World
 from diagnosis.pipeline.interfaces import (
@@ -51,10 +52,15 @@ ENGINE_LABELS = {"rules": "规则引擎"}
 @dataclass(frozen=True)
 class Diagnosis:
     output_type: OutputType
-    answer: str
+    # The answer as structure, and its Markdown (what `answer` stores).
+    record: AnswerRecord
     rounds: int
     # The final round's `verifier_evaluation` record, with the composer's outcome.
     evaluation: VerifierEvaluation
+
+    @property
+    def answer(self) -> str:
+        return answer_markdown(self.record)
 
 
 def diagnose(
@@ -86,7 +92,9 @@ def _answered_instead(
     label = ENGINE_LABELS.get(fallback, f"{fallback} 引擎")
     return Diagnosis(
         output_type=diagnosis.output_type,
-        answer=f"{FALLBACK_NOTICE.format(outage=outage, engine=label)}\n\n{diagnosis.answer}",
+        record=diagnosis.record.model_copy(
+            update={"fallback_notice": FALLBACK_NOTICE.format(outage=outage, engine=label)}
+        ),
         rounds=diagnosis.rounds,
         evaluation=diagnosis.evaluation.model_copy(
             update={
@@ -131,22 +139,21 @@ def _diagnosed(
     final = rounds[-1]
     output_type = OutputType(final.route)
 
-    composer_answer, composer_output = (
-        "",
-        ComposerOutcome(status="skipped", detail="DEGRADED 输出由代码模板生成"),
-    )
-    if output_type != OutputType.DEGRADED:
-        composer_answer, composer_output = _compose(question.text, engine, recorder, final, world)
-    answer = user_facing_text(
+    record = AnswerRecord(
         output_type=output_type,
-        composer_answer=composer_answer,
-        verification=final.verification,
-        gatekeeper_result=final.gatekeeper_result,
+        gaps=list(final.verification.gaps),
+        focus_notes=list(final.record.focus_notes),
     )
-    answer = _with_focus_notes(answer, output_type=output_type, notes=final.record.focus_notes)
+    composer_output = ComposerOutcome(status="skipped", detail="DEGRADED 输出由代码模板生成")
+    if output_type == OutputType.DEGRADED:
+        record.degraded = degraded_of(
+            verification=final.verification, gatekeeper_result=final.gatekeeper_result
+        )
+    else:
+        record, composer_output = _compose(question.text, engine, recorder, final, world, record)
     return Diagnosis(
         output_type=output_type,
-        answer=answer,
+        record=record,
         rounds=final.round,
         evaluation=VerifierEvaluation(
             **dict(final.record), composer_output=composer_output, output_type=output_type
@@ -154,20 +161,18 @@ def _diagnosed(
     )
 
 
-def _with_focus_notes(answer: str, *, output_type: OutputType, notes: list[str]) -> str:
-    """A NORMAL answer opens with what the question named that is unknown; a DEGRADED one ends with it
-    (the disclaimer lists the notes among its gaps already)."""
-    if not notes or output_type == OutputType.LOW_CONFID_WITH_DISCLAIMER:
-        return answer
-    lines = "\n".join(f"- {note}" for note in notes)
-    if output_type == OutputType.DEGRADED:
-        return f"{answer}\n\n说明：\n{lines}"
-    return f"{lines}\n\n{answer}"
-
-
 def _compose(
-    query: str, engine: Engine, recorder: Recorder, final: RoundResult, world: World
-) -> tuple[str, ComposerOutcome]:
+    query: str, engine: Engine, recorder: Recorder, final: RoundResult, world: World, record: AnswerRecord
+) -> tuple[AnswerRecord, ComposerOutcome]:
+    """The record with the composer's part: the material's findings and inferences, its conclusions and
+    actions, and the model's prose when it passed `composer_guard` (else code writes that part)."""
+    findings, inferences = verified_statements(
+        executor_output=final.executor_output,
+        verification=final.verification,
+        gatekeeper_result=final.gatekeeper_result,
+        names=world.fact_names,
+    )
+    conclusions = answer_conclusions(final.record.slots)
     material = composer_material_build(
         query=query,
         executor_output=final.executor_output,
@@ -175,7 +180,15 @@ def _compose(
         gatekeeper_result=final.gatekeeper_result,
         vocabulary=world.vocabulary,
         names=world.fact_names,
-        conclusions=conclusion_lines(final.record.slots),
+        conclusions=[conclusion.line() for conclusion in conclusions],
+    )
+    record = record.model_copy(
+        update={
+            "conclusions": conclusions,
+            "findings": findings,
+            "inferences": inferences,
+            "allowed_actions": material.allowed_actions,
+        }
     )
     if not material.confirmed_findings and not material.reasonable_inferences:
         # Nothing to state but the gaps: code says so. A model here can only add (measured on a
@@ -191,9 +204,10 @@ def _compose(
                 model_output={"answer": answer},
             )
         )
-        return answer, ComposerOutcome(status="skipped", detail=NOTHING_TO_COMPOSE, answer=answer)
+        return record, ComposerOutcome(status="skipped", detail=NOTHING_TO_COMPOSE, answer=answer)
     call = stage_run(recorder, final.round, Stage.COMPOSER, lambda: engine.compose(material))
     answer = call.output.answer.strip()
+    replacement = answer_from_material(material)
     offending = composer_guard(
         answer=answer,
         material=material,
@@ -202,16 +216,18 @@ def _compose(
         names=world.fact_names,
     )
     if answer and not offending and states_confirmed_finding(answer, material, world.fact_names):
-        answer = conclusions_first(answer, material.conclusions)
-        return answer, ComposerOutcome(status="valid", answer=answer, offending_tokens=[])
-    replacement = answer_from_material(material)
+        # The rules engine's composer writes the material as code does: kept as structure.
+        prose = "" if answer == replacement else answer
+        return record.model_copy(update={"prose": prose}), ComposerOutcome(
+            status="valid", answer=answer, offending_tokens=[]
+        )
     if not answer:
         detail = "撰写结果为空"
     elif offending:
         detail = "撰写结果包含材料之外的事实：" + "、".join(offending)
     else:
         detail = "撰写结果没有陈述任何已确认的发现"
-    return replacement, ComposerOutcome(
+    return record, ComposerOutcome(
         status="replaced",
         detail=detail,
         discarded_answer=answer,

@@ -8,6 +8,8 @@ through the toolbox interfaces that name those records.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel, ConfigDict
 
 from diagnosis.pipeline.ask import Ask
@@ -21,14 +23,30 @@ class Slot(BaseModel):
 
     ask: Ask
     filled: bool
-    # The `结论` line without its prefix, written by code from the evidence it cites.
+    # The `结论` line without its prefix and source, written by code from the evidence it cites.
     conclusion: str = ""
+    # Where that evidence came from (the call's source, a runbook's document), said after it; "" in
+    # records stored before it was kept apart (their conclusion ends with it).
+    source: str = ""
     # Why the slot is not filled: no data, beyond the window, no runbook, a source failed.
     why: str = ""
     # What the sources cannot show, said as such (a window beyond retention, an action).
     limits: list[str] = []
     bindings: list[EvidenceBinding] = []
 
+    def said(self) -> str:
+        """The conclusion with its source: `… · 来源 alertmanager`."""
+        return said_with_source(self.conclusion, self.source)
+
     def line(self) -> str:
-        limits = "；".join(self.limits)
-        return f"{CONCLUSION}{self.conclusion}" + (f"（{limits}）" if limits else "")
+        return conclusion_line(statement=self.conclusion, source=self.source, limits=self.limits)
+
+
+def said_with_source(statement: str, source: str) -> str:
+    return f"{statement} · 来源 {source}" if source else statement
+
+
+def conclusion_line(*, statement: str, source: str, limits: Sequence[str]) -> str:
+    """`结论：<statement> · 来源 <source>（<limits>）`: one filled slot's line in the answer."""
+    limited = "；".join(limits)
+    return f"{CONCLUSION}{said_with_source(statement, source)}" + (f"（{limited}）" if limited else "")

@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 
+from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 from rapidfuzz import fuzz
 
@@ -20,6 +21,7 @@ from diagnosis.models import AgentStep, DiagnosisSession
 from diagnosis.pipeline.records import VerifierEvaluation
 from diagnosis.pipeline.routing import OutputType
 from diagnosis.pipeline.scope import FOCUS_RULE, SCOPE_RULE
+from diagnosis.presenters.answer import answer_html, answer_record_of
 from diagnosis.presenters.charts import ChartView
 from diagnosis.presenters.wording import AnswerReferences, evidence_anchor, reference_label
 from diagnosis.selectors.evidence import (
@@ -316,12 +318,21 @@ class SessionPanel:
     progress: ProgressView | None = None
     # The answer's evidence references: their sources, and which are evidence cards on this page.
     references: AnswerReferences = field(default_factory=AnswerReferences)
+    # The answer rendered from its record; None when the session has none (`answer_record_of`).
+    answer: SafeString | None = None
 
 
 def session_panel(*, evidence: SessionEvidence) -> SessionPanel:
     """The chat page's panel of a session's evidence record."""
     session = evidence.session
     blocked = Counter(str(BLOCKING_RULE_LABELS.get(rule, rule)) for rule in evidence.blocked_rules)
+    references = AnswerReferences(
+        sources=evidence.sources,
+        cards=frozenset(
+            (binding.source_invocation_id, binding.raw_path) for binding in evidence.shown_bindings
+        ),
+    )
+    record = answer_record_of(session.answer_record)
     return SessionPanel(
         session=session,
         stages=[widened(StageView, stage) for stage in evidence.stages],
@@ -334,12 +345,8 @@ def session_panel(*, evidence: SessionEvidence) -> SessionPanel:
         blocked_claim_counts=sorted(blocked.items()),
         uses_demo_data=evidence.uses_demo_data,
         progress=None if evidence.progress is None else widened(ProgressView, evidence.progress),
-        references=AnswerReferences(
-            sources=evidence.sources,
-            cards=frozenset(
-                (binding.source_invocation_id, binding.raw_path) for binding in evidence.shown_bindings
-            ),
-        ),
+        references=references,
+        answer=None if record is None else answer_html(record, references=references),
     )
 
 

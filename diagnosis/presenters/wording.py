@@ -6,9 +6,11 @@ The stored text keeps its tokens (reviewers read them in the admin); only the pa
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, RECORD_PATH
+from diagnosis.pipeline.routing import OUTPUT_TYPE_LABELS
 from tools.evidence_kinds import KINDS, kind_named
 from tools.sources import DEMO, DEMO_LABEL
 
@@ -26,6 +28,35 @@ SOURCE_NAMES = {
 }
 # What a tool's call is called on the page ("在 告警查询 中未检索到…"), by its current and former names.
 TOOL_WORDS = {name: kind.label for kind in KINDS for name in (kind.tool, *kind.former_names)}
+# Quoted excerpts are the sources' own text: never reworded.
+QUOTED = re.compile(r"(「[^」]*」)")
+TOOL_NAME = re.compile(rf"(?<![\w])({'|'.join(TOOL_WORDS)})(?![\w])")
+# The output type's code after its label (已核验（NORMAL）): the label says it already.
+OUTPUT_TYPE_CODE = re.compile(r"（(?:" + "|".join(OUTPUT_TYPE_LABELS) + r")）")
+# An output type reads as its badge does (the one table: `routing.OUTPUT_TYPE_LABELS`).
+WORDS = VERDICT_WORDS | {str(code): label for code, label in OUTPUT_TYPE_LABELS.items()} | STATE_WORDS
+# A word between Chinese characters loses the spaces around it (分析 2 条 firing 告警 → 条触发中告警).
+WORD = re.compile(
+    r"(?:(?<=[\u3400-\u9fff]) )?(?<![A-Za-z0-9_])("
+    + "|".join(sorted(WORDS, key=len, reverse=True))
+    + r")(?![A-Za-z0-9_])(?: (?=[\u3400-\u9fff]))?"
+)
+SOURCE_KIND = re.compile(r"来源 (" + "|".join(re.escape(kind) for kind in SOURCE_NAMES) + r")(?![\w+])")
+
+
+def token_words(text: str) -> str:
+    """Developer tokens in text code or a model wrote (states, verdicts, output types, tool and source
+    names) as the engineer's words; references are rendered from their typed refs, not here."""
+    text = OUTPUT_TYPE_CODE.sub("", text)
+    text = TOOL_NAME.sub(lambda match: TOOL_WORDS[match[1]], text)
+    text = SOURCE_KIND.sub(lambda match: f"来源 {SOURCE_NAMES[match[1]]}", text)
+    return WORD.sub(lambda match: WORDS[match[1]], text)
+
+
+def words_outside_quotes(escaped: str, words: Callable[[str], str] = token_words) -> str:
+    """`words` applied to the text outside quoted excerpts (「…」)."""
+    parts = QUOTED.split(escaped)
+    return "".join(part if index % 2 else words(part) for index, part in enumerate(parts))
 
 
 def source_name(source: str) -> str:

@@ -74,7 +74,9 @@ def session_list(*, user, filters: dict) -> QuerySet[DiagnosisSession]:
 def session_rows(*, queryset: QuerySet[DiagnosisSession]) -> QuerySet[DiagnosisSession]:
     """The sessions with `query_head`, the start of each query, in place of the query: a list reads
     no more of a long one (a tool call's arguments stored before they were bounded) than it shows."""
-    return queryset.defer("query").annotate(query_head=Substr("query", 1, ROW_QUERY_CHARS + 1))
+    return queryset.defer("query", "answer_record").annotate(
+        query_head=Substr("query", 1, ROW_QUERY_CHARS + 1)
+    )
 
 
 def row_query(session: DiagnosisSession) -> str:

@@ -82,6 +82,7 @@ def _diagnose(session: DiagnosisSession, progress: SessionProgress) -> None:
             status=DiagnosisSession.Status.COMPLETED,
             output_type=result.output_type.value,
             answer=result.answer,
+            answer_record=result.record.model_dump(mode="json"),
             rounds=result.rounds,
             current_stage="done",
             finished_at=timezone.now(),

@@ -1,7 +1,9 @@
-"""The engineer's wording of answers and labels (issue 25 item 5): evidence references as
-"Alertmanager 告警 #3" with the raw reference in a tooltip (a link to its evidence card where the page
-shows one, instead of quoting the excerpt again), verdicts, output types, states and tool names as
-words. Quoted excerpts (「…」) and code spans are the sources' own text and stay as they are.
+"""The engineer's wording of labels, claims and the AIOps report (issue 25 item 5): verdicts, output
+types, states and tool names as words (`presenters.wording.token_words`); in the report's text, evidence
+references as "Alertmanager 告警 #3" with the raw reference in a tooltip (a link to its evidence card
+where the page shows one). A chat answer is rendered from its record by `presenters.answer` instead;
+the report is still stored as text, so its references are read back here (issue 35 item 5 leaves it).
+Quoted excerpts (「…」) and code spans are the sources' own text and stay as they are.
 
 Everything works on escaped text: the only markup added is `<span class="ref" title>` and
 `<a class="ref" href="#evidence-…">`, built from already escaped parts.
@@ -16,39 +18,26 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from diagnosis.pipeline.routing import OUTPUT_TYPE_LABELS
+from diagnosis.presenters.markdown import markdown_to_html
 from diagnosis.presenters.wording import (
-    SOURCE_NAMES,
     STATE_WORDS,
     TOOL_WORDS,
     VERDICT_WORDS,
     AnswerReferences,
     evidence_anchor,
     reference_label,
+    token_words,
+    words_outside_quotes,
 )
-from diagnosis.templatetags.safe_markdown import markdown_to_html
 
 register = template.Library()
 
 _TOOLS = "|".join(TOOL_WORDS)
-QUOTED = re.compile(r"(「[^」]*」)")
 # `query_logs #8 $.logs[0]` or `lookup_knowledge #2 runbooks/high-cpu.md`: a tool, its call, a path.
 REFERENCE = re.compile(
     rf"(?<![\w])(?P<tool>{_TOOLS}) #(?P<id>\d+)(?: (?P<path>\$[^\s、）<]*|[\w./-]+\.\w+))?"
 )
 EVIDENCE_LINE = re.compile(r"证据：「[^」]*」（来源：(?P<refs>[^）]+)）")
-TOOL_NAME = re.compile(rf"(?<![\w])({_TOOLS})(?![\w])")
-# The output type's code after its label (已核验（NORMAL）): the label says it already.
-OUTPUT_TYPE_CODE = re.compile(r"（(?:" + "|".join(OUTPUT_TYPE_LABELS) + r")）")
-# An output type reads as its badge does (the one table: `routing.OUTPUT_TYPE_LABELS`).
-WORDS = VERDICT_WORDS | {str(code): label for code, label in OUTPUT_TYPE_LABELS.items()} | STATE_WORDS
-# A word between Chinese characters loses the spaces around it (分析 2 条 firing 告警 → 条触发中告警).
-WORD = re.compile(
-    r"(?:(?<=[\u3400-\u9fff]) )?(?<![A-Za-z0-9_])("
-    + "|".join(sorted(WORDS, key=len, reverse=True))
-    + r")(?![A-Za-z0-9_])(?: (?=[\u3400-\u9fff]))?"
-)
-SOURCE_KIND = re.compile(r"来源 (" + "|".join(re.escape(kind) for kind in SOURCE_NAMES) + r")(?![\w+])")
 PLACEHOLDER = re.compile("\x00(\\d+)\x00")
 
 
@@ -86,16 +75,11 @@ class _Rewriter:
         return "证据：" + "、".join(self.reference(ref, linked=True) for ref in refs)
 
     def words(self, text: str) -> str:
-        text = OUTPUT_TYPE_CODE.sub("", text)
-        text = REFERENCE.sub(self.reference, text)
-        text = TOOL_NAME.sub(lambda match: TOOL_WORDS[match[1]], text)
-        text = SOURCE_KIND.sub(lambda match: f"来源 {SOURCE_NAMES[match[1]]}", text)
-        return WORD.sub(lambda match: WORDS[match[1]], text)
+        return token_words(REFERENCE.sub(self.reference, text))
 
     def __call__(self, escaped: str) -> str:
         escaped = EVIDENCE_LINE.sub(self.evidence_line, escaped)
-        parts = QUOTED.split(escaped)
-        text = "".join(part if index % 2 else self.words(part) for index, part in enumerate(parts))
+        text = words_outside_quotes(escaped, self.words)
         return PLACEHOLDER.sub(lambda match: self.markup[int(match[1])], text)
 
 

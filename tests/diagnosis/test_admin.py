@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from caselib.models import CaseLibrary
 from diagnosis.models import DiagnosisSession, SessionReview
+from diagnosis.pipeline.answer import AnswerRecord, AnswerRef, Quote, Statement
 from diagnosis.pipeline.scope import SCOPE_RULE
 from diagnosis.selectors.sessions import ROW_QUERY_CHARS
 from diagnosis.services.reviewers import reviewer_group_ensure
@@ -517,3 +518,29 @@ def test_a_huge_label_value_is_cut_on_the_audit_page_with_the_full_text_in_the_t
 
     assert len(response.content) < 200_000, len(response.content)
     assert "x" * 1000 not in response.content.decode()
+
+
+def test_the_audit_page_renders_the_answer_from_its_record_with_raw_references(client, reviewer):
+    record = AnswerRecord(
+        output_type="NORMAL",
+        findings=[
+            Statement(
+                claim_id="c1",
+                text="order-service 存在告警",
+                quotes=[
+                    Quote(
+                        excerpt="HighMemoryUsage firing",
+                        ref=AnswerRef(tool_name="query_logs", invocation_id=4),
+                    )
+                ],
+            )
+        ],
+    )
+    session = CompletedSessionFactory(
+        verdict="PASS", answer="旧的文本", answer_record=record.model_dump(mode="json")
+    )
+
+    page = client.get(change_url(session)).content.decode()
+
+    assert "「HighMemoryUsage firing」（来源：query_logs #4）" in page
+    assert "旧的文本" not in page

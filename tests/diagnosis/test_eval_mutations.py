@@ -17,7 +17,7 @@ from diagnosis.evaluation.fixtures import GUARD_TAG_PREFIX, TAGS, cases_discover
 from diagnosis.evaluation.metrics import summary_build
 from diagnosis.evaluation.runner import cases_run
 from diagnosis.pipeline import composer, gatekeeper, guards, orchestrator, round, verdict
-from diagnosis.pipeline.routing import route
+from diagnosis.pipeline.routing import OutputType, route
 
 pytestmark = pytest.mark.django_db
 
@@ -90,7 +90,14 @@ def _one_direct_fact_passes(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _every_output_type_shown_as_normal(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(orchestrator, "user_facing_text", lambda **kwargs: kwargs["composer_answer"])
+    original = orchestrator.answer_markdown
+    monkeypatch.setattr(
+        orchestrator,
+        "answer_markdown",
+        lambda record, **kwargs: original(
+            record.model_copy(update={"output_type": OutputType.NORMAL}), **kwargs
+        ),
+    )
 
 
 def _never_retried(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -187,7 +194,7 @@ MUTATIONS = (
     ),
     Mutation(
         "disclosure.output_type",
-        "user_facing_text shows the composed answer for every output type (no disclaimer, gaps, degraded text)",
+        "answer_markdown writes every output type as NORMAL (no disclaimer, gaps, degraded text)",
         "guard:disclosure",
         _every_output_type_shown_as_normal,
     ),

@@ -1,7 +1,7 @@
 """The fixed text the product writes whatever the evidence: read from the product's own templates."""
 
 from diagnosis.evaluation.templates import fixed_text_holding, fixed_texts
-from diagnosis.pipeline.composer import DEGRADED_HEADER, DEGRADED_NEXT_STEPS, DISCLAIMER
+from diagnosis.pipeline.answer import DEGRADED_HEADER, DEGRADED_NEXT_STEPS, DISCLAIMER
 from diagnosis.pipeline.focus import NOTHING_UNDERSTOOD
 from diagnosis.pipeline.slot import CONCLUSION
 

@@ -7,6 +7,15 @@ from django.db.migrations.executor import MigrationExecutor
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.fixture(autouse=True)
+def latest_schema_after():
+    """Each test migrates back; the tests after it (in the same database) need every migration."""
+    yield
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+
 def migrated(target):
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()

@@ -35,7 +35,7 @@ class Cause(AskKind):
         lines_found = logs.filled and any(b.raw_path != NO_EVIDENCE_PATH for b in logs.bindings)
         symptoms = [alert_text(f.record) for f in firing]
         if lines_found:
-            symptoms.append(logs.conclusion.split(" · 来源")[0])
+            symptoms.append(logs.conclusion)
         inference = (
             f"。推断（未证实）：{firing[0].record.alert_name} 与同期日志可能相关，需人工确认"
             if firing and lines_found
@@ -45,6 +45,6 @@ class Cause(AskKind):
             ask=ask,
             filled=True,
             conclusion=f"{about} 的现象：{'；'.join(symptoms)}{inference}",
-            limits=[] if lines_found else [logs.conclusion.split(" · 来源")[0]],
+            limits=[] if lines_found else [logs.conclusion],
             bindings=[*(f.binding for f in firing), *(logs.bindings if lines_found else [])],
         )

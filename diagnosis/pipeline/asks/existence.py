@@ -27,7 +27,8 @@ class Existence(AskKind):
             return Slot(
                 ask=ask,
                 filled=nothing is not None,
-                conclusion=f"否，未发现 {ask.subject} 告警{on} · 来源 {source}",
+                conclusion=f"否，未发现 {ask.subject} 告警{on}",
+                source=source,
                 bindings=[nothing] if nothing else [],
                 why="" if nothing else "未能查询告警状态",
             )
@@ -35,6 +36,7 @@ class Existence(AskKind):
         return Slot(
             ask=ask,
             filled=True,
-            conclusion=f"是，{'；'.join(parts)} · 来源 {source}",
+            conclusion=f"是，{'；'.join(parts)}",
+            source=source,
             bindings=[f.binding for f in found[:MAX_LISTED]],
         )

@@ -46,6 +46,7 @@ class Health(AskKind):
         return Slot(
             ask=ask,
             filled=True,
-            conclusion=f"{text} · 来源 {source_of(result)}",
+            conclusion=f"{text}",
+            source=source_of(result),
             bindings=[f.binding for f in cited],
         )

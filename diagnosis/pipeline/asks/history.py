@@ -69,7 +69,8 @@ class History(AskKind):
             return Slot(
                 ask=ask,
                 filled=nothing is not None,
-                conclusion=f"{ask.window.label}未见 {about} 的告警触发记录 · 来源 {source_of(result)}",
+                conclusion=f"{ask.window.label}未见 {about} 的告警触发记录",
+                source=source_of(result),
                 limits=limits,
                 bindings=[nothing] if nothing else [],
                 why="" if nothing else "告警历史查询没有可引用的结果",
@@ -81,7 +82,8 @@ class History(AskKind):
         return Slot(
             ask=ask,
             filled=True,
-            conclusion=f"{ask.window.label} {about}：{'；'.join(lines)} · 来源 {source_of(result)}",
+            conclusion=f"{ask.window.label} {about}：{'；'.join(lines)}",
+            source=source_of(result),
             limits=limits,
             bindings=[f.binding for f in cited[:MAX_LISTED]],
         )
@@ -99,4 +101,3 @@ def _history_query(ask: Ask, world: SlotWorld) -> str:
     else:
         selectors = [""]
     return " or ".join(f"changes(ALERTS_FOR_STATE{{{s}}}{window}{offset})" for s in selectors)
-

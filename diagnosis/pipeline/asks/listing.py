@@ -60,7 +60,8 @@ def firing_ranked(
         return Slot(
             ask=ask,
             filled=nothing is not None,
-            conclusion=f"未发现 {about}处于 firing 状态的告警 · 来源 {source_of(result)}",
+            conclusion=f"未发现 {about}处于 firing 状态的告警",
+            source=source_of(result),
             bindings=[nothing] if nothing else [],
             why="" if nothing else "告警查询没有可引用的结果",
         )
@@ -68,7 +69,8 @@ def firing_ranked(
     return Slot(
         ask=ask,
         filled=True,
-        conclusion=f"{said(shown, firing)} · 来源 {source_of(result)}",
+        conclusion=f"{said(shown, firing)}",
+        source=source_of(result),
         bindings=[f.binding for f in shown],
     )
 

@@ -84,7 +84,8 @@ def log_slot(ask: Ask, results: Sequence[ToolResult], world: SlotWorld, *, wante
         return Slot(
             ask=ask,
             filled=nothing is not None,
-            conclusion=f"{window}未检索到 {about} 的{label}日志 · 来源 {source_of(result)}",
+            conclusion=f"{window}未检索到 {about} 的{label}日志",
+            source=source_of(result),
             limits=limits,
             bindings=[nothing] if nothing else [],
         )
@@ -95,7 +96,8 @@ def log_slot(ask: Ask, results: Sequence[ToolResult], world: SlotWorld, *, wante
         return Slot(
             ask=ask,
             filled=True,
-            conclusion=f"{window} {about} 匹配的 {len(found)} 条日志级别为 {levels}{below} · 来源 {source_of(result)}",
+            conclusion=f"{window} {about} 匹配的 {len(found)} 条日志级别为 {levels}{below}",
+            source=source_of(result),
             limits=limits,
             bindings=[f.binding for f in found[:MAX_PATTERNS]],
         )
@@ -109,9 +111,9 @@ def log_slot(ask: Ask, results: Sequence[ToolResult], world: SlotWorld, *, wante
         ask=ask,
         filled=True,
         conclusion=(
-            f"{window} {about} 的{label}日志 {len(kept)} 条（{counted}），"
-            f"{len(patterns)} 种模式：{listed} · 来源 {source_of(result)}"
+            f"{window} {about} 的{label}日志 {len(kept)} 条（{counted}），{len(patterns)} 种模式：{listed}"
         ),
+        source=source_of(result),
         limits=limits,
         # Lines come newest first: a pattern's first member is its newest line.
         bindings=[kept[p.members[0]].binding for p in top],

@@ -82,7 +82,8 @@ def runbook_slot(ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> S
     return Slot(
         ask=ask,
         filled=True,
-        conclusion=f"{kind}《{block.title}》：{steps} · 来源 {block.source_document}",
+        conclusion=f"{kind}《{block.title}》：{steps}",
+        source=block.source_document,
         bindings=[found.binding],
     )
 

@@ -42,7 +42,7 @@ def slots_verified(
         Claim(
             claim_id=f"slot-{i}",
             claim_type="observation",
-            claim_text=QUOTED.sub("「」", s.conclusion),
+            claim_text=QUOTED.sub("「」", s.said()),
             evidence_bindings=s.bindings,
         )
         for i, s in enumerate(slots)

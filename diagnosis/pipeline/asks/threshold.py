@@ -48,6 +48,7 @@ class Threshold(AskKind):
         return Slot(
             ask=ask,
             filled=True,
-            conclusion=f"{'；'.join(lines)} · 来源 {source_of(result)}",
+            conclusion=f"{'；'.join(lines)}",
+            source=source_of(result),
             bindings=bindings,
         )

@@ -64,7 +64,8 @@ class Trend(AskKind):
         return Slot(
             ask=ask,
             filled=True,
-            conclusion=f"{'；'.join(lines)} · 来源 {source_of(result)}",
+            conclusion=f"{'；'.join(lines)}",
+            source=source_of(result),
             limits=retention_limits(ask, result),
             bindings=[f.binding for f in ranged[:MAX_LISTED]],
         )

@@ -58,7 +58,8 @@ class Value(AskKind):
             return Slot(
                 ask=ask,
                 filled=True,
-                conclusion=f"{'；'.join(lines)} · 来源 {source_of(result)}",
+                conclusion=f"{'；'.join(lines)}",
+                source=source_of(result),
                 bindings=[f.binding for f in found[:MAX_LISTED]],
             )
         # No Prometheus to ask: the alert's own current value, as its source records it; the value of a
@@ -80,8 +81,8 @@ class Value(AskKind):
                 f"{f.record.service} 的 {f.record.alert_name} 当前值 {number_text(str(f.record.value))}"
                 + (f"（阈值 {f.record.threshold}）" if f.record.threshold else "")
                 for f in valued[:MAX_LISTED]
-            )
-            + f" · 来源 {source_of(result)}",
+            ),
+            source=source_of(result),
             bindings=[f.binding for f in valued[:MAX_LISTED]],
         )
 

@@ -1,14 +1,15 @@
 import pytest
 
 from diagnosis.engines.rules.composer import compose_by_rules
+from diagnosis.pipeline.answer import AnswerRecord, answer_markdown
 from diagnosis.pipeline.composer import (
     answer_from_material,
     composer_guard,
     composer_material_build,
     composer_material_from_record,
+    degraded_of,
     finding_lines,
     states_confirmed_finding,
-    user_facing_text,
 )
 from diagnosis.pipeline.contracts import Claim, ClaimCheck, ComposerInput, ExecutorOutput, VerifierOutput
 from tests.diagnosis.pipeline.support import one_round
@@ -167,6 +168,19 @@ def test_an_answer_without_findings_says_so(alert):
     )
 
     assert answer_from_material(material) == "当前未获得可直接确认的结论。"
+
+
+def user_facing_text(*, output_type, composer_answer, verification, gatekeeper_result):
+    """The stored answer of a record holding the composer's prose (one fixed template per output type)."""
+    degraded = degraded_of(verification=verification, gatekeeper_result=gatekeeper_result)
+    return answer_markdown(
+        AnswerRecord(
+            output_type=output_type,
+            prose=composer_answer,
+            gaps=verification.gaps,
+            degraded=degraded if output_type == "DEGRADED" else None,
+        )
+    )
 
 
 def test_normal_shows_the_composer_answer_as_is(material, alert):

@@ -39,7 +39,7 @@ def test_an_action_with_a_runbook_of_its_subjects_alert_points_at_its_steps(name
 
     slot = only(read(f"帮我重启 {names.other}", names, [alerts, knowledge_message(names, blocks=[runbook])]))
 
-    assert slot.conclusion == (
+    assert slot.said() == (
         "本助手只读取告警、指标、日志与处理手册，不能执行「重启」等操作；"
         f"可参考处理手册《{names.other_alert} 处理手册 · 处置措施》：1. 扩容 · 来源 runbooks/{names.other_alert}.md"
     )

@@ -85,3 +85,16 @@ def test_a_filled_cause_is_still_left_open_to_the_executor(names):
 
     assert all(slot.filled for slot in slots)
     assert open_asks(slots) == [f"{names.service} 的原因"]
+
+
+@per_world
+def test_a_line_that_reads_like_a_source_is_kept_whole_in_the_cause(names):
+    """The logs part of a cause is the logs slot's statement field, its source kept apart: a line with
+    ` · 来源 ` in it is not cut there, and the logs' source is not said inside the cause."""
+    lines = [("ERROR", "upstream refused · 来源 gateway"), ("ERROR", "upstream refused · 来源 gateway")]
+    messages = [service_alerts(names, [alert_record(names)]), logs_message(names, lines)]
+
+    slot = cause_of(read(cause_question(names), names, messages))
+
+    assert "「upstream refused · 来源 gateway」2 条" in slot.conclusion
+    assert "来源 loki" not in slot.conclusion

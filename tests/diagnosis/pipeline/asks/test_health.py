@@ -35,7 +35,7 @@ def test_health_lists_the_down_targets_with_their_last_error(names):
     slot = only(read("Any scrape targets down?", names, [targets_message(names)]))
 
     assert slot.filled
-    assert slot.conclusion == (
+    assert slot.said() == (
         f"2 个抓取目标中 1 个不健康：{names.other} 10.0.0.2:9187（down，lastError：connection refused）"
         " · 来源 prometheus"
     )
@@ -46,7 +46,7 @@ def test_health_lists_the_down_targets_with_their_last_error(names):
 def test_health_says_when_every_target_is_up(names):
     slot = only(read("Prometheus 的抓取目标挂了吗", names, [targets_message(names, down=False)]))
 
-    assert slot.conclusion.startswith("2 个抓取目标全部 up")
+    assert slot.said().startswith("2 个抓取目标全部 up")
 
 
 @per_world

@@ -61,7 +61,7 @@ def test_a_runbook_is_preferred_over_a_past_case_and_quoted_as_steps(names):
     slot = only(read(f"{names.alert} 怎么处理", names, [knowledge_message(names)]))
 
     assert slot.filled
-    assert slot.conclusion == (
+    assert slot.said() == (
         f"处理手册《{names.alert} 处理手册》：1. 查看最近一次发布；2. 检查下游依赖 · 来源 runbooks/{names.alert}.md"
     )
     assert [b.raw_path for b in slot.bindings] == ["$.evidence_blocks[1]"]
@@ -73,7 +73,7 @@ def test_a_runbook_ask_quotes_the_steps_of_the_mitigation_section_numbered_as_in
         read(f"{names.alert} 怎么处理", names, [knowledge_message(names, blocks=sectioned_runbook(names))])
     )
 
-    assert slot.conclusion == (
+    assert slot.said() == (
         f"处理手册《{names.alert} 处理手册 · 处置措施》：1. 回滚到上一版本；2. 扩容 · 来源 runbooks/{names.alert}.md"
     )
     assert [b.raw_path for b in slot.bindings] == ["$.evidence_blocks[3]"]
@@ -85,9 +85,7 @@ def test_without_a_mitigation_section_the_diagnosis_steps_are_quoted_not_the_mea
 
     slot = only(read(f"{names.alert} 怎么处理", names, [knowledge_message(names, blocks=blocks)]))
 
-    assert slot.conclusion.startswith(
-        f"处理手册《{names.alert} 处理手册 · 排查步骤》：1. 查看最近一次发布；2."
-    )
+    assert slot.said().startswith(f"处理手册《{names.alert} 处理手册 · 排查步骤》：1. 查看最近一次发布；2.")
 
 
 @per_world
@@ -106,14 +104,14 @@ def test_english_step_headings_are_steps_too(names):
         )
     )
 
-    assert "《Diagnosis》：- Check the last deploy." in slot.conclusion
+    assert "《Diagnosis》：- Check the last deploy." in slot.said()
 
 
 @per_world
 def test_a_past_case_answers_when_no_runbook_matched(names):
     slot = only(read(f"{names.alert} 怎么处理", names, [knowledge_message(names, with_runbook=False)]))
 
-    assert slot.conclusion.startswith(f"历史案例《{names.alert} 历史案例》：上次扩容后恢复")
+    assert slot.said().startswith(f"历史案例《{names.alert} 历史案例》：上次扩容后恢复")
 
 
 @per_world
@@ -154,7 +152,7 @@ def test_an_alerts_runbook_url_names_its_runbook(names):
     )
 
     assert slot.filled
-    assert "1. Check the last deploy." in slot.conclusion
+    assert "1. Check the last deploy." in slot.said()
 
 
 @per_world

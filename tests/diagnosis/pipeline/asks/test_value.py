@@ -47,12 +47,10 @@ def test_a_value_is_the_instant_sample_of_the_alerts_series_with_its_name_and_th
 
     assert slot.filled
     percent = f"{Decimal(names.alert_value) * 100:.2f}%"
-    assert slot.conclusion.startswith(
-        f"{names.alert_series} 当前值 {names.alert_value}（{percent}）（采样时间"
-    )
-    assert f"{names.alert} 阈值 > {names.alert_threshold}" in slot.conclusion
-    assert f"为阈值的 {RATIO[names.id]} 倍" in slot.conclusion
-    assert slot.conclusion.endswith("· 来源 prometheus")
+    assert slot.said().startswith(f"{names.alert_series} 当前值 {names.alert_value}（{percent}）（采样时间")
+    assert f"{names.alert} 阈值 > {names.alert_threshold}" in slot.said()
+    assert f"为阈值的 {RATIO[names.id]} 倍" in slot.said()
+    assert slot.said().endswith("· 来源 prometheus")
     assert [(b.tool_name, b.source_invocation_id, b.raw_path) for b in slot.bindings] == [
         ("query_promql", 2, "$.series[0]")
     ]
@@ -65,9 +63,7 @@ def test_without_prometheus_a_value_is_the_alert_records_own_value(names):
     slot = only(read(value_question(names), names, [alerts], tools=NO_PROMETHEUS))
 
     assert slot.filled
-    assert slot.conclusion == (
-        f"{names.service} 的 {names.alert} 当前值 {names.alert_value} · 来源 alertmanager"
-    )
+    assert slot.said() == (f"{names.service} 的 {names.alert} 当前值 {names.alert_value} · 来源 alertmanager")
     assert [(b.source_invocation_id, b.raw_path) for b in slot.bindings] == [(1, "$.alerts[0]")]
 
 
@@ -89,7 +85,7 @@ def test_a_named_metric_is_answered_from_its_own_series(names):
     slot = only(read("node_load1 当前是多少", names, [series_message(3, "node_load1", [sample])]))
 
     assert slot.filled
-    assert slot.conclusion.startswith('node_load1{instance="10.0.0.7:9100"} 当前值 1.5')
+    assert slot.said().startswith('node_load1{instance="10.0.0.7:9100"} 当前值 1.5')
 
 
 @per_world
@@ -121,8 +117,8 @@ def test_a_sample_of_another_series_is_not_read_against_the_alerts_threshold(nam
 
     slot = only(read(value_question(names), names, [alerts, series]))
 
-    assert slot.filled and 'node_load1{job="node"} 当前值 1.5' in slot.conclusion
-    assert "阈值" not in slot.conclusion
+    assert slot.filled and 'node_load1{job="node"} 当前值 1.5' in slot.said()
+    assert "阈值" not in slot.said()
 
 
 @per_world
@@ -144,7 +140,7 @@ def test_a_value_is_read_in_its_unit_with_the_raw_number_beside_it(names, metric
 
     slot = only(read(f"{metric} 当前值", names, [series_message(2, metric, [sample])]))
 
-    assert shown in slot.conclusion
+    assert shown in slot.said()
 
 
 @per_world
