@@ -152,6 +152,15 @@ class ToolResult(BaseModel):
         by_index = {ref.index: ref for ref in self.refs if ref.index is not None}
         return [(record, by_index[i]) for i, record in enumerate(self.records) if i in by_index]
 
+    def record_at(self, raw_path: str | None) -> EvidenceRecord | None:
+        """The record a raw_path (`$.series[0]`) points at; None when it points at none of them."""
+        kind = kind_named(self.tool_name)
+        index = _index_of(raw_path or "", kind.collection_key if kind is not None else None)
+        return self.records[index] if index is not None and index < len(self.records) else None
+
+    def ref_at(self, raw_path: str | None) -> Ref | None:
+        return next((ref for ref in self.refs if ref.path == raw_path), None)
+
     def no_hit(self) -> Ref | None:
         return next((ref for ref in self.refs if ref.path == NO_EVIDENCE_PATH), None)
 

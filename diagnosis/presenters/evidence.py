@@ -173,7 +173,7 @@ class BindingView(CitedEvidence):
 
     @property
     def record_json(self) -> str:
-        return "" if self.record is None else json.dumps(self.record, ensure_ascii=False, indent=2)
+        return "" if self.record is None else json.dumps(self.record.stored(), ensure_ascii=False, indent=2)
 
 
 def binding_view(binding: CitedEvidence) -> BindingView:
