@@ -101,10 +101,7 @@ class ToolResult(BaseModel):
             if kind is not None and kind.record is not None and isinstance(stored_records, list)
             else []
         )
-        refs = [
-            Ref(path=ref["raw_path"], index=_index_of(ref["raw_path"], key), text=ref["text"])
-            for ref in (retrieval_details or {}).get("evidence_refs") or []
-        ]
+        refs = refs_read(retrieval_details, key=key)
         return cls(
             tool_name=tool_name,
             invocation_id=invocation_id,
@@ -258,6 +255,14 @@ def not_run(tool_name: str, *, error: str, nearest_names: list[str] | None = Non
     return ToolResult(
         tool_name=tool_name, success=False, evidence_status=FAILED, error=error, nearest_names=nearest_names
     )
+
+
+def refs_read(retrieval_details: dict[str, Any], *, key: str | None) -> list[Ref]:
+    """The refs a row stores in its `retrieval_details`, typed, without reading its records."""
+    return [
+        Ref(path=ref["raw_path"], index=_index_of(ref["raw_path"], key), text=ref["text"])
+        for ref in (retrieval_details or {}).get("evidence_refs") or []
+    ]
 
 
 def _index_of(path: str, key: str | None) -> int | None:
