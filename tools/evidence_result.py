@@ -131,6 +131,12 @@ class ToolResult(BaseModel):
         return total if isinstance(total, int) else len(self.records)
 
     @property
+    def said(self) -> str:
+        """What the tool said of its answer in words (its output's `message`), else ""."""
+        message = self.details.get("message")
+        return message if isinstance(message, str) else ""
+
+    @property
     def truncated(self) -> bool:
         """Whether the stored output was cut to its bounds (`tools.bounds`)."""
         return self.details.get("truncated") is True
