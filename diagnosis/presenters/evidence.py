@@ -120,7 +120,6 @@ SHOWN_CLAIM_BADGES = {
 INFERENCE_BADGE = "合理推断"
 
 
-
 def widened(view_type: type, record, **changes):
     """A record as its view: the record's fields (some replaced by `changes`) under the view's type,
     which adds what the page shows of them."""
