@@ -58,6 +58,7 @@ from diagnosis.services.session_lifecycle import (
 from diagnosis.services.session_runner import session_run
 from diagnosis.services.sessions import MAX_ANALYSED_ALERTS, session_rate_slot
 from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS
+from tools.evidence_records import AlertRecord
 from tools.records import service_of
 
 logger = logging.getLogger(__name__)
@@ -340,7 +341,8 @@ def aiops_rule_evaluation_run(*, session_pk: int) -> dict:
     session = DiagnosisSession.objects.get(pk=session_pk)
     scope_alerts = session.alert_scope.get("alerts") or []
     inventory = session.tool_invocations.filter(tool_name=INVENTORY_TOOL).first()
-    active_alerts = (inventory.output.get("alerts") or []) if inventory and inventory.success else []
+    # The checks compare the alerts' JSON, as the scope stores alerts.
+    active_alerts = [alert.stored() for alert in _inventory_alerts(inventory)] if inventory else []
     children = session.children.prefetch_related("tool_invocations").order_by("id")
     analysed = {
         _child_subject(child): Counter(i.tool_name for i in child.tool_invocations.all())
@@ -550,24 +552,29 @@ def _child_subject(child: DiagnosisSession) -> AlertSubject:
     return AlertSubject.of({"alert_name": "", **(child.alert_scope.get("alerts") or [{}])[0]})
 
 
+def _inventory_alerts(inventory: ToolInvocation) -> list[AlertRecord]:
+    """The alerts the inventory call returned, typed; none when it failed."""
+    result = inventory.tool_result()
+    return [alert for alert in result.records if isinstance(alert, AlertRecord)] if result.success else []
+
+
 def _filtered_active_alerts(inventory: ToolInvocation, alert_filter: dict) -> list[dict]:
     names, services = set(alert_filter.get("alert_names") or ()), set(alert_filter.get("services") or ())
-    alerts = (inventory.output.get("alerts") or []) if inventory.success else []
     return [
         {
-            "alert_name": alert["alert_name"],
-            "service": alert.get("service") or "",
-            "state": alert.get("state", FIRING),
-            "description": alert.get("description", ""),
-            "active_at": alert.get("active_at"),
-            "duration": alert.get("duration"),
+            "alert_name": alert.alert_name,
+            "service": alert.service,
+            "state": alert.state if "state" in alert.model_fields_set else FIRING,
+            "description": alert.description,
+            "active_at": alert.active_at if "active_at" in alert.model_fields_set else None,
+            "duration": alert.duration if "duration" in alert.model_fields_set else None,
             "source_invocation_id": inventory.pk,
             # Alertmanager's fingerprint, when the source has one: a flapping group is marked by it.
-            "fingerprint": alert.get("fingerprint") or "",
-            "flapping": _flapping_now(alert.get("fingerprint") or ""),
+            "fingerprint": alert.fingerprint,
+            "flapping": _flapping_now(alert.fingerprint),
         }
-        for alert in alerts
-        if (not names or alert["alert_name"] in names) and (not services or alert.get("service") in services)
+        for alert in _inventory_alerts(inventory)
+        if (not names or alert.alert_name in names) and (not services or alert.service in services)
     ]
 
 

@@ -45,6 +45,8 @@ class AlertRecord(EvidenceRecord):
     # The rule's expression (Prometheus) and the threshold a source states (the demo world).
     expr: str = ""
     threshold: Any = None
+    # Alertmanager's id of the alert's group: a flapping group is marked by it.
+    fingerprint: str = ""
 
     def ref_text(self) -> str:
         text = (
@@ -77,6 +79,16 @@ class SeriesRecord(EvidenceRecord):
     def name(self) -> str:
         return series_name(self.metric or {})
 
+    def named_values(self) -> set[Decimal]:
+        """The values its ref text names: an instant sample, or a range's latest, lowest and highest."""
+        if self.instant:
+            named = [finite_number(self.sample()[1])]
+        else:
+            values = [finite_number(pair[1]) for pair in self.values or [] if _is_pair(pair)]
+            finite = [value for value in values if value is not None]
+            named = values[-1:] + ([min(finite), max(finite)] if len(finite) > 1 else [])
+        return {value for value in named if value is not None}
+
     def ref_text(self) -> str:
         return f"{self.name()} {self._samples_text()}"
 
@@ -97,6 +109,10 @@ class SeriesRecord(EvidenceRecord):
 
 def _said(number: Decimal) -> str:
     return number_text(str(number))
+
+
+def _is_pair(pair: Any) -> bool:
+    return isinstance(pair, list | tuple) and len(pair) == 2
 
 
 def _point(pair: Any) -> tuple[str, str]:

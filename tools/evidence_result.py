@@ -101,10 +101,7 @@ class ToolResult(BaseModel):
             if kind is not None and kind.record is not None and isinstance(stored_records, list)
             else []
         )
-        refs = [
-            Ref(path=ref["raw_path"], index=_index_of(ref["raw_path"], key), text=ref["text"])
-            for ref in (retrieval_details or {}).get("evidence_refs") or []
-        ]
+        refs = refs_read(retrieval_details, key=key)
         return cls(
             tool_name=tool_name,
             invocation_id=invocation_id,
@@ -134,6 +131,12 @@ class ToolResult(BaseModel):
         return total if isinstance(total, int) else len(self.records)
 
     @property
+    def said(self) -> str:
+        """What the tool said of its answer in words (its output's `message`), else ""."""
+        message = self.details.get("message")
+        return message if isinstance(message, str) else ""
+
+    @property
     def truncated(self) -> bool:
         """Whether the stored output was cut to its bounds (`tools.bounds`)."""
         return self.details.get("truncated") is True
@@ -151,6 +154,15 @@ class ToolResult(BaseModel):
         """Each record a ref cites, with that ref, in the records' order (a deduped block has none)."""
         by_index = {ref.index: ref for ref in self.refs if ref.index is not None}
         return [(record, by_index[i]) for i, record in enumerate(self.records) if i in by_index]
+
+    def record_at(self, raw_path: str | None) -> EvidenceRecord | None:
+        """The record a raw_path (`$.series[0]`) points at; None when it points at none of them."""
+        kind = kind_named(self.tool_name)
+        index = _index_of(raw_path or "", kind.collection_key if kind is not None else None)
+        return self.records[index] if index is not None and index < len(self.records) else None
+
+    def ref_at(self, raw_path: str | None) -> Ref | None:
+        return next((ref for ref in self.refs if ref.path == raw_path), None)
 
     def no_hit(self) -> Ref | None:
         return next((ref for ref in self.refs if ref.path == NO_EVIDENCE_PATH), None)
@@ -249,6 +261,14 @@ def not_run(tool_name: str, *, error: str, nearest_names: list[str] | None = Non
     return ToolResult(
         tool_name=tool_name, success=False, evidence_status=FAILED, error=error, nearest_names=nearest_names
     )
+
+
+def refs_read(retrieval_details: dict[str, Any], *, key: str | None) -> list[Ref]:
+    """The refs a row stores in its `retrieval_details`, typed, without reading its records."""
+    return [
+        Ref(path=ref["raw_path"], index=_index_of(ref["raw_path"], key), text=ref["text"])
+        for ref in (retrieval_details or {}).get("evidence_refs") or []
+    ]
 
 
 def _index_of(path: str, key: str | None) -> int | None:

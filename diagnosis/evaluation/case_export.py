@@ -24,8 +24,9 @@ from django.core.exceptions import ValidationError
 from diagnosis.evaluation.fixtures import CASE_FILE, EvalCase
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
-from tools.base import get_tool
 from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS
+from tools.evidence_records import RunbookSection
+from tools.evidence_result import ToolResult
 
 SCRIPTED_STAGES = ("planner", "executor", "verifier", "composer")
 EXPORTED_TAG = "exported"
@@ -111,27 +112,27 @@ def _tool_data(invocations: list[ToolInvocation]) -> dict[str, dict]:
         calls = [i for i in invocations if i.tool_name == tool_name]
         if not calls:
             continue
-        key = get_tool(tool_name).collection_key
         responses: dict[str, dict] = {}
         for invocation in calls:
+            result = invocation.tool_result()
             # The first answer to the same arguments wins, as the fixture source looks them up.
             responses.setdefault(
-                json.dumps(invocation.input, sort_keys=True, ensure_ascii=False),
-                {"arguments": invocation.input}
+                json.dumps(result.arguments, sort_keys=True, ensure_ascii=False),
+                {"arguments": result.arguments}
                 | (
-                    {"records": invocation.output.get(key, [])}
-                    if invocation.success
-                    else {"error": invocation.error}
+                    {"records": [record.stored() for record in result.records]}
+                    if result.success
+                    else {"error": result.error}
                 ),
             )
         data[tool_name] = {"mode": "replace", "responses": list(responses.values())}
     knowledge = [i for i in invocations if KNOWLEDGE.owns(i.tool_name)]
     if knowledge:
-        data[KNOWLEDGE.tool] = _knowledge_data(knowledge)
+        data[KNOWLEDGE.tool] = _knowledge_data([call.tool_result() for call in knowledge])
     return data
 
 
-def _knowledge_data(calls: list[ToolInvocation]) -> dict[str, Any]:
+def _knowledge_data(calls: list[ToolResult]) -> dict[str, Any]:
     """The blocks the session saw become the whole knowledge base; each stays an exact hit for the
     query that found it, so the replay finds it again (its rank among them may differ): by the terms
     the query named (whose runbook it is), else by the whole query."""
@@ -140,19 +141,21 @@ def _knowledge_data(calls: list[ToolInvocation]) -> dict[str, Any]:
         return {"mode": "replace", "error": calls[0].error}
     blocks: dict[str, dict] = {}
     for call in succeeded:
-        for block in call.output.get("evidence_blocks", []):
+        for block in call.records:
+            if not isinstance(block, RunbookSection):
+                continue
             entry = blocks.setdefault(
-                block["block_id"],
+                block.block_id,
                 {
-                    "block_id": block["block_id"],
-                    "title": block["title"],
-                    "content": block["content"],
-                    "source_document": block["source_document"],
-                    "section": block.get("section", ""),
+                    "block_id": block.block_id,
+                    "title": block.title,
+                    "content": block.content,
+                    "source_document": block.source_document,
+                    "section": block.section,
                     "exact_terms": [],
                 },
             )
-            named = block.get("matched_terms") or [call.input.get("query")]
+            named = block.matched_terms or [call.arguments.get("query")]
             entry["exact_terms"] += [term for term in named if term and term not in entry["exact_terms"]]
     return {"mode": "replace", "blocks": list(blocks.values())}
 

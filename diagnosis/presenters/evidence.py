@@ -120,7 +120,6 @@ SHOWN_CLAIM_BADGES = {
 INFERENCE_BADGE = "合理推断"
 
 
-
 def widened(view_type: type, record, **changes):
     """A record as its view: the record's fields (some replaced by `changes`) under the view's type,
     which adds what the page shows of them."""
@@ -173,7 +172,7 @@ class BindingView(CitedEvidence):
 
     @property
     def record_json(self) -> str:
-        return "" if self.record is None else json.dumps(self.record, ensure_ascii=False, indent=2)
+        return "" if self.record is None else json.dumps(self.record.stored(), ensure_ascii=False, indent=2)
 
 
 def binding_view(binding: CitedEvidence) -> BindingView:

@@ -1,5 +1,5 @@
 """The series a range-query citation (`query_promql` with `minutes` > 0) draws: the one series the
-binding cites, the points whose values the excerpt quotes, and the alert threshold when one is known:
+binding cites, the points whose values its ref names (latest, lowest, highest), and the alert threshold when one is known:
 the comparison in the query itself (`expr > 0.8`), else the comparison of a session alert's `expr`
 whose series side is the query. Both are read by the PromQL parser (`tools.promql`), so a chart and
 an alert's conclusion never read two thresholds from one expr. `diagnosis.presenters.charts` draws it.
@@ -8,18 +8,14 @@ an alert's conclusion never read two thresholds from one expr. `diagnosis.presen
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from diagnosis.models import ToolInvocation
-from diagnosis.pipeline.contracts import record_at, record_path_parts
 from tools.evidence_kinds import SERIES
-from tools.numbers import number_text, series_name
+from tools.evidence_records import AlertRecord, SeriesRecord
+from tools.evidence_result import ToolResult
+from tools.numbers import finite_number
 from tools.promql import comparison_of, printed
-
-SERIES_KEY = "series"
-NUMBER_TOKEN = re.compile(r"-?\d+(?:\.\d+)?")
 
 
 @dataclass(frozen=True)
@@ -49,47 +45,48 @@ def threshold_of(expr: str) -> tuple[str, Threshold] | None:
     return comparison.series, Threshold(op=comparison.operator, value=value)
 
 
-def _alert_thresholds(invocations: Iterable[ToolInvocation]) -> dict[str, Threshold]:
+def _alert_thresholds(results: Iterable[ToolResult]) -> dict[str, Threshold]:
     """Each session alert's expr series side (as printed) → its threshold."""
     found: dict[str, Threshold] = {}
-    for invocation in invocations:
-        for alert in (invocation.output or {}).get("alerts") or []:
-            parsed = threshold_of(alert.get("expr") or "") if isinstance(alert, dict) else None
+    for result in results:
+        for alert in result.records:
+            parsed = threshold_of(alert.expr) if isinstance(alert, AlertRecord) else None
             if parsed:
                 found.setdefault(parsed[0], parsed[1])
     return found
 
 
-def is_range_invocation(invocation: ToolInvocation | None) -> bool:
+def is_range_result(result: ToolResult | None) -> bool:
     return (
-        invocation is not None
-        and SERIES.owns(invocation.tool_name)
-        and invocation.success
-        and int((invocation.input or {}).get("minutes") or 0) > 0
+        result is not None
+        and SERIES.owns(result.tool_name)
+        and result.success
+        and (result.request.minutes or 0) > 0
     )
 
 
 def series_chart(
-    *, invocation: ToolInvocation, raw_path: str, excerpt: str, session_invocations: Iterable[ToolInvocation]
+    *, result: ToolResult, raw_path: str, session_results: Iterable[ToolResult]
 ) -> SeriesChart | None:
-    """The chart of the cited series of a range query; None for anything else or too few points."""
-    parts = record_path_parts(raw_path)
-    if parts is None or parts[0] != SERIES_KEY or not is_range_invocation(invocation):
+    """The chart of the cited series of a range query; None for anything else or too few points. The
+    cited points are those whose values the series' ref text names (its latest, lowest and highest)."""
+    record = result.record_at(raw_path) if is_range_result(result) else None
+    if not isinstance(record, SeriesRecord):
         return None
-    record = record_at(invocation.output, raw_path)
-    if record is None:
-        return None
-    points = [point for pair in record.get("values") or [] if (point := _point(pair)) is not None]
+    named = record.named_values()
+    points, cited = [], []
+    for pair in record.values or []:
+        point = _point(pair)
+        if point is not None:
+            points.append(point)
+            if finite_number(pair[1]) in named:
+                cited.append(point)
     if len(points) < 2:
         return None
-    quoted = set(NUMBER_TOKEN.findall(excerpt or ""))
-    cited = [(t, v) for t, v in points if number_text(repr(v)) in quoted]
-    query = str((invocation.input or {}).get("query") or "")
+    query = result.request.query
     own = threshold_of(query)
-    threshold = own[1] if own else _alert_thresholds(session_invocations).get(printed(query) or "")
-    return SeriesChart(
-        name=series_name(record.get("metric") or {}), points=points, cited=cited, threshold=threshold
-    )
+    threshold = own[1] if own else _alert_thresholds(session_results).get(printed(query) or "")
+    return SeriesChart(name=record.name(), points=points, cited=cited, threshold=threshold)
 
 
 def _point(pair) -> tuple[float, float] | None:

@@ -13,7 +13,7 @@ from datetime import datetime
 from django.utils import timezone
 
 from diagnosis.models import AgentStep, DiagnosisSession, ToolInvocation
-from diagnosis.pipeline.contracts import Claim, EvidenceBinding, record_at
+from diagnosis.pipeline.contracts import Claim, EvidenceBinding
 from diagnosis.pipeline.disclosure import claim_shown
 from diagnosis.pipeline.gatekeeper import CheckedBinding
 from diagnosis.pipeline.records import RoundRecord, verifier_record_read
@@ -25,6 +25,8 @@ from diagnosis.selectors.self_evaluation import (
     VERIFIER_EVALUATION,
     self_evaluation_of,
 )
+from tools.evidence_records import EvidenceRecord
+from tools.evidence_result import ToolResult
 
 LIVE_STATUSES = (DiagnosisSession.Status.PENDING, DiagnosisSession.Status.RUNNING)
 UNCHECKED = "unchecked"
@@ -46,7 +48,7 @@ class CitedEvidence:
     matched_text: str
     # The cited evidence ref's text; None when the invocation or the ref is not in the session.
     ref_text: str | None = None
-    record: dict | None = None
+    record: EvidenceRecord | None = None
     # Provenance of the cited invocation: `prometheus`, `demo`, … and where.
     source: str = ""
     source_location: str = ""
@@ -126,22 +128,22 @@ class SessionEvidence:
         return [binding for claim in self.claims for binding in claim.bindings] + self.verified_bindings
 
 
-def _ref_text(invocation: ToolInvocation | None, raw_path: str) -> str | None:
-    if invocation is None:
-        return None
-    for ref in invocation.evidence_refs:
-        if ref.get("raw_path") == raw_path:
-            return ref.get("text", "")
-    return None
+@dataclass(frozen=True)
+class SessionCall:
+    """One recorded call of the session: its row (for its provenance) and what it returned, typed."""
+
+    invocation: ToolInvocation
+    result: ToolResult
 
 
 def _cited_evidence(
-    binding: CheckedBinding | EvidenceBinding, invocations: dict[int, ToolInvocation]
+    binding: CheckedBinding | EvidenceBinding, calls: dict[int, SessionCall]
 ) -> CitedEvidence:
     # The gatekeeper's record of a binding carries its verdict; the executor's alone is unchecked.
     checked = binding if isinstance(binding, CheckedBinding) else None
     invocation_id = binding.source_invocation_id
-    invocation = invocations.get(invocation_id) if invocation_id is not None else None
+    call = calls.get(invocation_id) if invocation_id is not None else None
+    ref = call.result.ref_at(binding.raw_path) if call is not None else None
     raw_path = binding.raw_path or ""
     excerpt = binding.evidence_excerpt
     matched = (checked.matched_text if checked else None) or excerpt
@@ -154,17 +156,14 @@ def _cited_evidence(
         similarity=checked.similarity if checked else None,
         excerpt=excerpt,
         matched_text=matched,
-        ref_text=_ref_text(invocation, raw_path),
-        record=record_at(invocation.output, raw_path) if invocation is not None else None,
-        source=invocation.source if invocation is not None else "",
-        source_location=invocation.source_location if invocation is not None else "",
+        ref_text=ref.text if ref is not None else None,
+        record=call.result.record_at(raw_path) if call is not None else None,
+        source=call.invocation.source if call is not None else "",
+        source_location=call.invocation.source_location if call is not None else "",
         series=None
-        if invocation is None
+        if call is None
         else series_chart(
-            invocation=invocation,
-            raw_path=raw_path,
-            excerpt=matched,
-            session_invocations=invocations.values(),
+            result=call.result, raw_path=raw_path, session_results=[each.result for each in calls.values()]
         ),
     )
 
@@ -180,7 +179,7 @@ def _blocking_rules(record: RoundRecord) -> dict[str, str]:
     return rules | record.blocked_by
 
 
-def _checked_claims(record: RoundRecord, invocations: dict[int, ToolInvocation]) -> list[CheckedClaim]:
+def _checked_claims(record: RoundRecord, calls: dict[int, SessionCall]) -> list[CheckedClaim]:
     """The claims the guards kept (what was verified and composed), then those they blocked."""
     checks = {check.claim_id: check for check in record.claim_checks}
     checked_bindings: dict[str, list[CheckedBinding]] = {}
@@ -195,7 +194,7 @@ def _checked_claims(record: RoundRecord, invocations: dict[int, ToolInvocation])
             claim_id=claim.claim_id,
             claim_type=claim.claim_type,
             text=claim.claim_text,
-            bindings=[_cited_evidence(binding, invocations) for binding in bindings],
+            bindings=[_cited_evidence(binding, calls) for binding in bindings],
             verification=check.verification if check else "",
             detail=check.detail if check else "",
             blocked_by=blocked_by,
@@ -219,9 +218,12 @@ def verifier_rounds(*, record: RoundRecord) -> list[RoundRecord]:
     return [by_round[number] for number in sorted(by_round)]
 
 
-def _invocations_by_id(session: DiagnosisSession) -> dict[int, ToolInvocation]:
+def _calls_by_id(session: DiagnosisSession) -> dict[int, SessionCall]:
     # session.tool_invocations.all() reuses a prefetch when the caller made one.
-    return {invocation.pk: invocation for invocation in session.tool_invocations.all()}
+    return {
+        invocation.pk: SessionCall(invocation=invocation, result=invocation.tool_result())
+        for invocation in session.tool_invocations.all()
+    }
 
 
 def session_rounds(*, session: DiagnosisSession) -> list[CheckedRound]:
@@ -230,9 +232,9 @@ def session_rounds(*, session: DiagnosisSession) -> list[CheckedRound]:
     record = verifier_record_read(self_evaluation_of(session=session).get(VERIFIER_EVALUATION))
     if record is None:
         return []
-    invocations = _invocations_by_id(session)
+    calls = _calls_by_id(session)
     rounds = [
-        CheckedRound(record=each, claims=_checked_claims(each, invocations))
+        CheckedRound(record=each, claims=_checked_claims(each, calls))
         for each in verifier_rounds(record=record)
     ]
     if rounds:

@@ -10,7 +10,6 @@ the session's size: its steps, the count of its invocations and the page of them
 from __future__ import annotations
 
 import copy
-import re
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -19,10 +18,9 @@ from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.selectors.aiops import aiops_summary
 from diagnosis.selectors.self_evaluation import AIOPS_RULE_EVALUATION, VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.selectors.sessions import session_get, user_may_view_all_sessions
-from tools.base import UnknownToolError, get_tool
 from tools.bounds import OutputBounds, output_bounded
-
-RECORD_PATH = re.compile(r"^\$\.(?P<key>\w+)\[(?P<index>\d+)\]")
+from tools.evidence_kinds import kind_named
+from tools.evidence_result import refs_read
 
 
 @dataclass(frozen=True)
@@ -102,28 +100,25 @@ def session_trace_for_user(*, user, session_id: str, page: int = 1) -> SessionTr
 def invocation_bounded(*, invocation: ToolInvocation, bounds: OutputBounds) -> ToolInvocation:
     """The invocation as a trace shows it: its output within `bounds` and only the evidence refs of
     the records kept; the stored row itself (never saved back) when it is within them already."""
-    try:
-        tool = get_tool(invocation.tool_name)
-    except UnknownToolError:  # its output is the failure's, bounded when recorded
+    kind = kind_named(invocation.tool_name)
+    # An unknown tool's output is the failure's, bounded when recorded; a helper's holds no records.
+    if kind is None or kind.collection_key is None:
         return invocation
-    key = tool.collection_key
-    if key is None:
-        return invocation
-    output = output_bounded(invocation.output, key=key, noun=tool.record_noun, bounds=bounds)
+    key = kind.collection_key
+    output = output_bounded(invocation.output, key=key, noun=kind.counted_as, bounds=bounds)
     if output is invocation.output:
         return invocation
     kept = len(output[key])
+    # The stored refs and the typed ones stand in one order: a ref to no record (`$.no_evidence`) stays.
+    refs = refs_read(invocation.retrieval_details, key=key)
     shown = copy.copy(invocation)
     shown.output = output
     shown.retrieval_details = {
         **invocation.retrieval_details,
-        "evidence_refs": [ref for ref in invocation.evidence_refs if _kept(ref["raw_path"], key, kept)],
+        "evidence_refs": [
+            stored
+            for stored, ref in zip(invocation.evidence_refs, refs, strict=True)
+            if ref.index is None or ref.index < kept
+        ],
     }
     return shown
-
-
-def _kept(raw_path: str, key: str, kept: int) -> bool:
-    """Whether a ref's record is among the first `kept` of the output's `key` records (a ref to no
-    record, `$.no_evidence`, always is)."""
-    match = RECORD_PATH.match(raw_path)
-    return match is None or match["key"] != key or int(match["index"]) < kept

@@ -31,6 +31,7 @@ from diagnosis.pipeline.records import verifier_record_read
 from diagnosis.selectors.evidence import CheckedClaim, CitedEvidence, session_rounds
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from tools.configured_vocabulary import current_vocabulary
+from tools.evidence_records import AlertRecord, EvidenceRecord, LogLine
 from tools.matching import groups_in
 
 logger = logging.getLogger(__name__)
@@ -58,6 +59,13 @@ def _unique(values) -> list[str]:
 def _first(values) -> str:
     # Names come from tool records and can be longer than the column; PostgreSQL would refuse them.
     return next(iter(_unique(values)), "")[:NAME_CHARS]
+
+
+def _said_text(record: EvidenceRecord) -> str:
+    """What a record says in words: a log line's message, an alert's description."""
+    if isinstance(record, LogLine):
+        return record.message
+    return record.description if isinstance(record, AlertRecord) else ""
 
 
 def _bullets(lines: list[str]) -> str:
@@ -122,10 +130,10 @@ def case_fields_extract(*, session: DiagnosisSession) -> CaseFields:
     texts = [
         *(claim.text for claim in claims),
         *(binding.excerpt for binding in bindings),
-        *(str(record.get(key, "")) for record in records for key in ("message", "description")),
+        *(_said_text(record) for record in records),
     ]
     tokens = [token for text in texts for token in fact_tokens(text)]
-    alert_names = _unique(record.get("alert_name") for record in records)
+    alert_names = _unique(record.alert_name for record in records if isinstance(record, AlertRecord))
     known_services = _known_services(session=session)
     findings_first = sorted(claims, key=lambda claim: claim.claim_id not in finding_ids)
     root_causes = [
@@ -137,7 +145,7 @@ def case_fields_extract(*, session: DiagnosisSession) -> CaseFields:
         root_cause=_bullets(root_causes),
         solution=_bullets(material.allowed_actions if material else []),
         service=_first(
-            [record.get("service") for record in records]
+            [record.service for record in records if isinstance(record, AlertRecord | LogLine)]
             + [token.surface for token in tokens if token.kind == "name" and token.value in known_services]
         ),
         alert_name=_first(alert_names),

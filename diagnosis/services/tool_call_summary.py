@@ -72,10 +72,10 @@ def _summary(
 ) -> str:
     gaps = []
     no_hits = [
-        ref["text"]
+        ref.text
         for call, status in zip(calls, statuses, strict=True)
         if status == NO_EVIDENCE
-        for ref in call.evidence_refs
+        for ref in call.tool_result().refs
     ]
     if no_hits:
         gaps.append(_clip(f"未命中 {len(no_hits)} 次: " + "; ".join(no_hits), GAP_CHARS))

@@ -55,7 +55,7 @@ def tool_call_run(
 
     def record(session: DiagnosisSession) -> None:
         invocation = invocation_record(session=session, round=1, tool_name=tool_name, arguments=arguments)
-        outcome = invocation.error or invocation.output.get("message") or ""
+        outcome = invocation.error or invocation.tool_result().said
         session_update(
             session,
             status=DiagnosisSession.Status.COMPLETED,

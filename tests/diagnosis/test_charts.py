@@ -116,7 +116,7 @@ def test_an_alerts_threshold_is_found_for_its_series_however_the_query_spells_it
     )
 
     chart = series_chart(
-        invocation=cited, raw_path="$.series[0]", excerpt="0.6", session_invocations=[alerts]
+        result=cited.tool_result(), raw_path="$.series[0]", session_results=[alerts.tool_result()]
     )
 
     assert chart is not None
@@ -135,3 +135,18 @@ def test_the_ai_ops_analysis_page_draws_the_series_its_alert_sessions_cited(clie
     charts = page.split('class="bindings alert-charts"')[1]
     assert 'data-threshold="0.5"' in chart_of(charts)
     assert child.query in charts
+
+
+def test_the_cited_points_are_those_whose_values_the_series_ref_names():
+    cited = ToolInvocationFactory.build(
+        tool_name="query_promql",
+        input={"query": "node_load1", "minutes": 5},
+        output={
+            "series": [{"metric": {}, "values": [[1, "0.4"], [2, "0.9"], [3, "0.4"], [4, "0.6"], [5, "0.7"]]}]
+        },
+    )
+
+    chart = series_chart(result=cited.tool_result(), raw_path="$.series[0]", session_results=[])
+
+    # Its ref says the latest (0.7), the lowest (0.4, twice) and the highest (0.9).
+    assert chart.cited == [(1.0, 0.4), (2.0, 0.9), (3.0, 0.4), (5.0, 0.7)]

@@ -26,7 +26,7 @@ def test_each_round_pairs_claims_with_their_checked_bindings_and_class():
     (binding,) = second.claims[0].bindings
     assert binding.passed
     assert "HighMemoryUsage firing service=order-service" in binding.ref_text
-    assert binding.record["alert_name"] == "HighMemoryUsage"
+    assert binding.record.alert_name == "HighMemoryUsage"
     assert second.record.retry_context["round"] == 1
 
 

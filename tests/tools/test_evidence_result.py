@@ -2,6 +2,7 @@
 read from its row keeps the stored output key for key and hands its records with the refs citing them."""
 
 from datetime import datetime
+from decimal import Decimal
 
 from tools.evidence_records import AlertRecord, LogLine, RunbookSection, SeriesRecord, TargetRecord
 from tools.evidence_result import NO_EVIDENCE_PATH, ToolResult, not_run
@@ -141,3 +142,30 @@ def test_the_model_reads_the_arguments_and_the_names_resolved_beside_the_message
     assert message["resolved_names"] == {"service": "web"}
     assert message["evidence_refs"] == [{"raw_path": f"$.logs[{i}]", "text": f"line {i}"} for i in range(2)]
     assert NO_EVIDENCE_PATH not in str(message)
+
+
+def test_a_raw_path_finds_its_record_and_its_ref_and_no_other():
+    result = ToolResult.from_stored(
+        tool_name="query_promql",
+        invocation_id=7,
+        arguments={"query": "up", "minutes": 5},
+        success=True,
+        output={
+            "series": [{"metric": {"__name__": "up"}, "values": [[T, "1"], [T + 60, "0"]]}],
+            "message": "1 条",
+        },
+        retrieval_details={
+            "evidence_status": "supported",
+            "evidence_refs": [
+                {"raw_path": "$.series[0]", "text": "up 最新值 0（14:56:00），区间最小 0，最大 1"}
+            ],
+        },
+    )
+
+    assert result.record_at("$.series[0]").name() == "up"
+    assert result.record_at("$.series[1]") is None
+    assert result.record_at("$.logs[0]") is None
+    assert result.ref_at("$.series[0]").index == 0
+    assert result.ref_at("$.series[1]") is None
+    assert result.said == "1 条"
+    assert result.record_at("$.series[0]").named_values() == {Decimal(0), Decimal(1)}

@@ -57,7 +57,7 @@ def test_each_round_pairs_claims_with_their_checked_bindings_and_class():
     (binding,) = second.claims[0].bindings
     assert binding.passed
     assert binding.ref.match == "HighMemoryUsage firing service=order-service"
-    assert binding.record["alert_name"] == "HighMemoryUsage"
+    assert binding.record.alert_name == "HighMemoryUsage"
     assert second.retry_context["round"] == 1
 
 
