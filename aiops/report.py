@@ -19,10 +19,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from pathlib import PurePosixPath
+from typing import Literal
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.utils import timezone
+from pydantic import BaseModel, ConfigDict
 
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.answer import (
@@ -62,8 +64,8 @@ REQUIRED_EVIDENCE_TOOLS = (ALERTS.tool, LOGS.tool)
 FAILED_LABEL = "执行失败"
 FAILED_GAP = "诊断执行失败，未获得可用证据"
 MIXED_RESULTS_NOTE = "部分告警的结论存在证据缺口、已降级或执行失败，请按各告警的输出类型谨慎参考。"
-# Where a report names evidence rather than a subject: quoted excerpts and their sources.
-QUOTED = re.compile(r"「[^」]*」|（来源：[^）]*）|`[^`]*`")
+# How a stored report record names its type (`answer_record_of` leaves it to this app).
+REPORT_RECORD_TYPE = "aiops_report"
 
 
 # A resolved alert's findings were verified while it fired: told in the past, outside
@@ -142,9 +144,10 @@ def shown(value: str) -> str:
     return value if len(value) <= SHOWN_VALUE_CHARS else value[: SHOWN_VALUE_CHARS - 1] + "…"
 
 
-@dataclass
-class AlertAnalysis:
+class AlertAnalysis(BaseModel):
     """One analysed alert as the report shows it: verified material only."""
+
+    model_config = ConfigDict(extra="forbid")
 
     subject: AlertSubject
     state: str
@@ -153,26 +156,26 @@ class AlertAnalysis:
     output_type: str
     verdict: str
     groundedness_score: float | None
-    findings: list[Statement] = field(default_factory=list)
+    findings: list[Statement] = []
     # Some finding observes something (not only "未检索到…": a no-hit never confirms an alert).
     confirmed: bool = False
-    inferences: list[Statement] = field(default_factory=list)
-    verified_evidence: list[str] = field(default_factory=list)  # quoted excerpts with their sources
-    gaps: list[str] = field(default_factory=list)
-    actions: list[str] = field(default_factory=list)
+    inferences: list[Statement] = []
+    verified_evidence: list[str] = []  # quoted excerpts with their sources
+    gaps: list[str] = []
+    actions: list[str] = []
     # Runbook blocks found for the alert (guidance, never current facts), quoted with their sources.
-    runbooks: list[str] = field(default_factory=list)
+    runbooks: list[str] = []
     # Where the evidence came from: `演示数据` for the demo world.
-    sources: list[str] = field(default_factory=list)
+    sources: list[str] = []
     # The alert's episodes as the report shows them: firing, or resolved with the time.
     state_text: str = FIRING
     # For an alert whose episodes all resolved: when it fired, resolved, and for how long; else "".
     resolved_text: str = ""
     # The alert's record as its session's alert query returned it (value, threshold, severity).
-    record: dict = field(default_factory=dict)
+    record: dict = {}
     # Error-level log lines grouped by pattern: (example line, count), most frequent first.
-    error_patterns: list[tuple[str, int]] = field(default_factory=list)
-    runbook_steps: list[str] = field(default_factory=list)
+    error_patterns: list[tuple[str, int]] = []
+    runbook_steps: list[str] = []
     # The alert's flapping group: {"episodes", "since", "state"}, or None.
     flapping: dict | None = None
 
@@ -284,19 +287,47 @@ def report_output_type(analyses: list[AlertAnalysis]) -> str:
     return OutputType.LOW_CONFID_WITH_DISCLAIMER
 
 
+class AiopsReport(BaseModel):
+    """The `告警分析报告` as structure: its alerts most urgent first, each with what it may say; the
+    Markdown is written from it by `report_markdown`, and the rule checks read its fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    record_type: Literal["aiops_report"] = REPORT_RECORD_TYPE
+    analyses: list[AlertAnalysis] = []
+    scope_line: str = ""
+    notes: list[str] = []
+    # The labels of the firing alerts left unanalysed.
+    not_analysed: list[str] = []
+
+
 def report_build(
     *, analyses: list[AlertAnalysis], scope_line: str, notes: list[str], not_analysed: list[str] = ()
-) -> str:
-    """The Chinese Markdown report: the overall status first, the alert table, one section per alert
-    (most urgent first: `priority_sorted`), the alerts left unanalysed, the summary. `not_analysed`
-    are those alerts' labels."""
-    analyses = priority_sorted(analyses)
+) -> AiopsReport:
+    """The report's record: the alerts most urgent first (`priority_sorted`)."""
+    return AiopsReport(
+        analyses=priority_sorted(analyses),
+        scope_line=scope_line,
+        notes=notes,
+        not_analysed=list(not_analysed),
+    )
+
+
+def report_record_of(stored: dict) -> AiopsReport | None:
+    """A report session's stored record; None for a report stored before reports were kept as structure."""
+    return AiopsReport.model_validate(stored) if stored.get("record_type") == REPORT_RECORD_TYPE else None
+
+
+def report_markdown(report: AiopsReport) -> str:
+    """The Chinese Markdown report: the overall status first, the alert table, one section per alert,
+    the alerts left unanalysed, the summary."""
+    analyses = report.analyses
     lines = [
         f"# {REPORT_TITLE}",
         "",
-        status_line(analyses, not_analysed_count=len(not_analysed)),
+        status_line(analyses, not_analysed_count=len(report.not_analysed)),
         "",
-        scope_line,
+        report.scope_line,
     ]
     if report_output_type(analyses) != OutputType.NORMAL:
         lines += ["", MIXED_RESULTS_NOTE]
@@ -312,9 +343,9 @@ def report_build(
         lines.append("当前范围内没有处于 firing 状态的告警，无需分析。")
     for number, analysis in enumerate(analyses, start=1):
         lines += ["", *_alert_section(number, analysis)]
-    if not_analysed:
-        lines += ["", "## 未分析的告警", "", *bullets([f"`{label}`" for label in not_analysed])]
-    lines += ["", "## 总结", "", *_summary(analyses, notes)]
+    if report.not_analysed:
+        lines += ["", "## 未分析的告警", "", *bullets([f"`{label}`" for label in report.not_analysed])]
+    lines += ["", "## 总结", "", *_summary(analyses, report.notes)]
     return "\n".join(lines).strip() + "\n"
 
 

@@ -95,5 +95,6 @@ def answer_review_html(*, stored: dict, markdown: str) -> SafeString:
 
 
 def answer_record_of(stored: dict) -> AnswerRecord | None:
-    """A session's stored record; None for a session stored before answers were kept as structure."""
-    return AnswerRecord.model_validate(stored) if stored else None
+    """A session's stored answer record; None for a session stored before answers were kept as
+    structure, or for a record of another type (it names its `record_type`: an analysis's report)."""
+    return AnswerRecord.model_validate(stored) if stored and "record_type" not in stored else None
