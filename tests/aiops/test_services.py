@@ -28,6 +28,7 @@ from aiops.services import (
 )
 from diagnosis import tracing
 from diagnosis.models import DiagnosisSession
+from diagnosis.pipeline.answer import AnswerRef, Quote
 from diagnosis.services.sessions_maintenance import stale_sessions_fail
 from tests.aiops.support import DEMO_NOW, alert, notification
 from tests.databases import skip_unless_postgresql
@@ -390,7 +391,10 @@ def test_evidence_quoted_from_tools_is_not_a_diagnosis_subject(focused_report):
     quoting = first.model_copy(
         update={
             "verified_evidence": [
-                "「SlowResponse firing service=user-service」（来源：query_alerts #1 $.alerts[2]）"
+                Quote(
+                    excerpt="SlowResponse firing service=user-service",
+                    ref=AnswerRef(tool_name="query_alerts", invocation_id=1, raw_path="$.alerts[2]"),
+                )
             ],
             "error_patterns": [("SlowResponse on user-service", 3)],
         }
