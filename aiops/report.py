@@ -353,6 +353,12 @@ def report_record_of(stored: dict) -> AiopsReport | None:
     return AiopsReport.model_validate(stored) if stored.get("record_type") == REPORT_RECORD_TYPE else None
 
 
+def stored_report_markdown(stored: dict, refs: RefWriter) -> str:
+    """A stored report record written with `refs` (the page's): `diagnosis.presenters.answer`'s
+    writer of this record type."""
+    return report_markdown(AiopsReport.model_validate(stored), refs=refs)
+
+
 def report_markdown(report: AiopsReport, *, refs: RefWriter = RAW_REFS) -> str:
     """The Chinese Markdown report: the overall status first, the alert table, one section per alert,
     the alerts left unanalysed, the summary. The session stores it with `RAW_REFS`; the page writes
