@@ -1,6 +1,8 @@
 """`aiops_rule_evaluation`: light rule checks of a finished analysis, not a verifier.
 
-They read the report text, so a report that strays from its alerts fails whoever wrote it.
+They read the report's record (`AiopsReport`), so a report that strays from its alerts fails whoever
+wrote it. The record keeps the report's own words apart from what it quotes (excerpts, runbooks,
+error-log lines, sources), so quoted evidence never counts as a subject.
 """
 
 from __future__ import annotations
@@ -8,23 +10,23 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from aiops.report import QUOTED, REPORT_TITLE, REQUIRED_EVIDENCE_TOOLS, AlertSubject
-from diagnosis.pipeline.focus import CAMEL_WORD
+from aiops.report import REPORT_TITLE, REQUIRED_EVIDENCE_TOOLS, AiopsReport, AlertAnalysis, AlertSubject
 from tools.configured_vocabulary import current_vocabulary
 
 
 def aiops_checks(
     *,
-    report: str,
+    report: AiopsReport | None,
     scope_alerts: list[dict],
     active_alerts: list[dict],
     analysed: dict[AlertSubject, Counter],
 ) -> dict:
     """The four checks on a finished analysis, and the verdict (pass/fail).
 
-    `scope_alerts` are the alerts of the request (payload or filter), any state; `active_alerts`
-    the alerts query_alerts reported as current when the analysis started; `analysed` maps each
-    analysed alert to the tool calls of its child session, by tool name.
+    `report` is None when no report was written; `scope_alerts` are the alerts of the request (payload
+    or filter), any state; `active_alerts` the alerts query_alerts reported as current when the
+    analysis started; `analysed` maps each analysed alert to the tool calls of its child session, by
+    tool name.
     """
     checks = [
         _final_report_check(report, list(analysed)),
@@ -43,17 +45,17 @@ def _check(name: str, passed: bool, reason: str) -> dict:
     return {"name": name, "passed": passed, "reason": reason}
 
 
-def _final_report_check(report: str, subjects: list[AlertSubject]) -> dict:
-    if not report.lstrip().startswith(f"# {REPORT_TITLE}"):
+def _final_report_check(report: AiopsReport | None, subjects: list[AlertSubject]) -> dict:
+    if report is None:
         return _check("final_report_exists", False, f"没有以“{REPORT_TITLE}”为标题的最终报告")
-    headings = [line for line in report.splitlines() if line.startswith("#")]
-    missing = [s.label for s in subjects if not any(_names(line, s.alert_name) for line in headings)]
+    sectioned = {analysis.subject.alert_name.lower() for analysis in report.analyses}
+    missing = [s.label for s in subjects if s.alert_name.lower() not in sectioned]
     if missing:
         return _check("final_report_exists", False, "报告缺少这些告警的分析章节：" + "、".join(missing))
     return _check("final_report_exists", True, f"最终报告存在，覆盖 {len(subjects)} 条分析的告警")
 
 
-def _focus_check(report: str, scope_alerts: list[dict], active_alerts: list[dict]) -> dict:
+def _focus_check(report: AiopsReport | None, scope_alerts: list[dict], active_alerts: list[dict]) -> dict:
     names, services = _scope_vocabulary(scope_alerts)
     # The world vocabulary names alerts and services beyond the active ones.
     vocabulary = current_vocabulary()
@@ -61,13 +63,13 @@ def _focus_check(report: str, scope_alerts: list[dict], active_alerts: list[dict
     known_services = (
         services | {a["service"] for a in active_alerts if a.get("service")} | set(vocabulary.service_aliases)
     )
-    mentioned_names, mentioned_services = set(), set()
-    for line in report.splitlines():
-        text = QUOTED.sub(" ", line)
+    mentioned_names = {analysis.subject.alert_name for analysis in _analyses(report)}
+    mentioned_services = {
+        analysis.subject.service.lower() for analysis in _analyses(report) if analysis.subject.service
+    }
+    for text in _own_words(report):
         mentioned_services |= {s.lower() for s in known_services if _names(text, s)}
         mentioned_names |= {n for n in known_names if _names(text, n)}
-        if _is_subject_line(line):
-            mentioned_names |= {m.group(0) for m in CAMEL_WORD.finditer(text)}
     strays = sorted(mentioned_names - names) + sorted(mentioned_services - services)
     if strays:
         return _check("report_focused_on_alerts", False, "报告涉及输入告警之外的对象：" + "、".join(strays))
@@ -96,7 +98,9 @@ def _evidence_tools_check(analysed: dict[AlertSubject, Counter]) -> dict:
     return _check("evidence_tools_called", True, "；".join(called))
 
 
-def _unrelated_alert_check(report: str, scope_alerts: list[dict], active_alerts: list[dict]) -> dict:
+def _unrelated_alert_check(
+    report: AiopsReport | None, scope_alerts: list[dict], active_alerts: list[dict]
+) -> dict:
     in_scope = {(a["alert_name"], a.get("service") or "") for a in scope_alerts}
     scope_names = {name for name, _ in in_scope}
     unrelated = [
@@ -104,14 +108,17 @@ def _unrelated_alert_check(report: str, scope_alerts: list[dict], active_alerts:
         for a in active_alerts
         if (a["alert_name"], a.get("service") or "") not in in_scope
     ]
-    subject_lines = [QUOTED.sub(" ", line) for line in report.splitlines() if _is_subject_line(line)]
+    subjects = [analysis.subject for analysis in _analyses(report)]
     expanded = [
         alert.label
         for alert in dict.fromkeys(unrelated)
         if any(
-            _names(line, alert.alert_name)
-            and (alert.alert_name not in scope_names or (alert.service and _names(line, alert.service)))
-            for line in subject_lines
+            subject.alert_name.lower() == alert.alert_name.lower()
+            and (
+                alert.alert_name not in scope_names
+                or (alert.service and subject.service.lower() == alert.service.lower())
+            )
+            for subject in subjects
         )
     ]
     if expanded:
@@ -128,9 +135,20 @@ def _scope_vocabulary(scope_alerts: list[dict]) -> tuple[set[str], set[str]]:
     return names, services
 
 
-def _is_subject_line(line: str) -> bool:
-    """Headings and table rows name the report's diagnosis subjects."""
-    return line.startswith("#") or line.startswith("|")
+def _analyses(report: AiopsReport | None) -> list[AlertAnalysis]:
+    return report.analyses if report is not None else []
+
+
+def _own_words(report: AiopsReport | None) -> list[str]:
+    """What the report says in its own words: the scope, notes and the alerts left unanalysed, and per
+    alert its findings and inferences, gaps and next steps; never a quote, a runbook or a log line."""
+    if report is None:
+        return []
+    texts = [report.scope_line, *report.notes, *report.not_analysed]
+    for analysis in report.analyses:
+        texts += [statement.text for statement in [*analysis.findings, *analysis.inferences]]
+        texts += [*analysis.gaps, *analysis.actions]
+    return texts
 
 
 def _names(text: str, name: str) -> bool:

@@ -19,10 +19,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from pathlib import PurePosixPath
+from typing import Literal
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.utils import timezone
+from pydantic import BaseModel, ConfigDict
 
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.answer import (
@@ -31,17 +33,20 @@ from diagnosis.pipeline.answer import (
     DISCLAIMER,
     INFERENCES_HEADING,
     NO_CONCLUSION,
+    RAW_REFS,
+    AnswerRef,
+    FailedCitation,
+    Quote,
+    RefWriter,
     Statement,
     bullets,
+    evidence_quote,
     statement_lines,
 )
 from diagnosis.pipeline.asks.listing import SEVERITY_RANK
-from diagnosis.pipeline.composer import (
-    composer_material_from_record,
-    evidence_gap_lines,
-    verified_evidence_lines,
-)
+from diagnosis.pipeline.composer import composer_material_from_record, degraded_of, verified_quotes
 from diagnosis.pipeline.disclosure import output_type_shows_claims
+from diagnosis.pipeline.injected_commands import QUOTE_ONLY
 from diagnosis.pipeline.routing import OUTPUT_TYPE_LABELS
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.services.invocations import NO_EVIDENCE
@@ -62,8 +67,8 @@ REQUIRED_EVIDENCE_TOOLS = (ALERTS.tool, LOGS.tool)
 FAILED_LABEL = "执行失败"
 FAILED_GAP = "诊断执行失败，未获得可用证据"
 MIXED_RESULTS_NOTE = "部分告警的结论存在证据缺口、已降级或执行失败，请按各告警的输出类型谨慎参考。"
-# Where a report names evidence rather than a subject: quoted excerpts and their sources.
-QUOTED = re.compile(r"「[^」]*」|（来源：[^）]*）|`[^`]*`")
+# How a stored report record names its type (`answer_record_of` leaves it to this app).
+REPORT_RECORD_TYPE = "aiops_report"
 
 
 # A resolved alert's findings were verified while it fired: told in the past, outside
@@ -142,9 +147,22 @@ def shown(value: str) -> str:
     return value if len(value) <= SHOWN_VALUE_CHARS else value[: SHOWN_VALUE_CHARS - 1] + "…"
 
 
-@dataclass
-class AlertAnalysis:
+class ToolGap(BaseModel):
+    """A tool call of the alert's session that failed or found nothing."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ref: AnswerRef
+    failed: bool
+
+    def line(self, refs: RefWriter) -> str:
+        return f"{refs.ref(self.ref)} " + ("调用失败" if self.failed else "未检索到匹配证据")
+
+
+class AlertAnalysis(BaseModel):
     """One analysed alert as the report shows it: verified material only."""
+
+    model_config = ConfigDict(extra="forbid")
 
     subject: AlertSubject
     state: str
@@ -153,26 +171,32 @@ class AlertAnalysis:
     output_type: str
     verdict: str
     groundedness_score: float | None
-    findings: list[Statement] = field(default_factory=list)
+    findings: list[Statement] = []
     # Some finding observes something (not only "未检索到…": a no-hit never confirms an alert).
     confirmed: bool = False
-    inferences: list[Statement] = field(default_factory=list)
-    verified_evidence: list[str] = field(default_factory=list)  # quoted excerpts with their sources
-    gaps: list[str] = field(default_factory=list)
-    actions: list[str] = field(default_factory=list)
-    # Runbook blocks found for the alert (guidance, never current facts), quoted with their sources.
-    runbooks: list[str] = field(default_factory=list)
+    inferences: list[Statement] = []
+    # The gatekeeper-passed excerpts with their refs, shown when nothing was concluded.
+    verified_evidence: list[Quote] = []
+    # What kept claims from being confirmed: citations that failed, then counts (or `FAILED_GAP`),
+    # then the tool calls that failed or found nothing.
+    failed_citations: list[FailedCitation] = []
+    gaps: list[str] = []
+    tool_gaps: list[ToolGap] = []
+    actions: list[str] = []
+    # Runbook blocks found for the alert (guidance, never current facts): their titles, the ref
+    # naming the lookup and the document.
+    runbooks: list[Quote] = []
     # Where the evidence came from: `演示数据` for the demo world.
-    sources: list[str] = field(default_factory=list)
+    sources: list[str] = []
     # The alert's episodes as the report shows them: firing, or resolved with the time.
     state_text: str = FIRING
     # For an alert whose episodes all resolved: when it fired, resolved, and for how long; else "".
     resolved_text: str = ""
     # The alert's record as its session's alert query returned it (value, threshold, severity).
-    record: dict = field(default_factory=dict)
+    record: dict = {}
     # Error-level log lines grouped by pattern: (example line, count), most frequent first.
-    error_patterns: list[tuple[str, int]] = field(default_factory=list)
-    runbook_steps: list[str] = field(default_factory=list)
+    error_patterns: list[tuple[str, int]] = []
+    runbook_steps: list[str] = []
     # The alert's flapping group: {"episodes", "since", "state"}, or None.
     flapping: dict | None = None
 
@@ -190,6 +214,20 @@ class AlertAnalysis:
     @property
     def completed(self) -> bool:
         return self.status == DiagnosisSession.Status.COMPLETED
+
+    @property
+    def has_gaps(self) -> bool:
+        return bool(self.failed_citations or self.gaps or self.tool_gaps)
+
+    def gap_lines(self, refs: RefWriter = RAW_REFS) -> list[str]:
+        return [
+            *(
+                f"{refs.ref(failed.ref)} 的引用未通过核验（{failed.rule}）"
+                for failed in self.failed_citations
+            ),
+            *self.gaps,
+            *(gap.line(refs) for gap in self.tool_gaps),
+        ]
 
 
 def alert_question(subject: AlertSubject) -> str:
@@ -265,11 +303,11 @@ def alert_analysis_build(
     claim_types = {claim.claim_id: claim.claim_type for claim in recorded.executor_output.claims}
     analysis.confirmed = any(claim_types[f.claim_id] != "negative_observation" for f in analysis.findings)
     if not analysis.findings and not analysis.inferences:
-        analysis.verified_evidence = verified_evidence_lines(recorded.gatekeeper_result)
-    analysis.gaps = [
-        *evidence_gap_lines(verification=recorded.verification, gatekeeper_result=recorded.gatekeeper_result),
-        *_tool_gaps(invocations),
-    ]
+        analysis.verified_evidence = verified_quotes(recorded.gatekeeper_result)
+    degraded = degraded_of(verification=recorded.verification, gatekeeper_result=recorded.gatekeeper_result)
+    analysis.failed_citations = degraded.failed
+    analysis.gaps = degraded.counts
+    analysis.tool_gaps = _tool_gaps(invocations)
     analysis.actions = _next_steps(analysis, allowed_actions=material.allowed_actions)
     return analysis
 
@@ -284,19 +322,54 @@ def report_output_type(analyses: list[AlertAnalysis]) -> str:
     return OutputType.LOW_CONFID_WITH_DISCLAIMER
 
 
+class AiopsReport(BaseModel):
+    """The `告警分析报告` as structure: its alerts most urgent first, each with what it may say; the
+    Markdown is written from it by `report_markdown`, and the rule checks read its fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    record_type: Literal["aiops_report"] = REPORT_RECORD_TYPE
+    analyses: list[AlertAnalysis] = []
+    scope_line: str = ""
+    notes: list[str] = []
+    # The labels of the firing alerts left unanalysed.
+    not_analysed: list[str] = []
+
+
 def report_build(
     *, analyses: list[AlertAnalysis], scope_line: str, notes: list[str], not_analysed: list[str] = ()
-) -> str:
-    """The Chinese Markdown report: the overall status first, the alert table, one section per alert
-    (most urgent first: `priority_sorted`), the alerts left unanalysed, the summary. `not_analysed`
-    are those alerts' labels."""
-    analyses = priority_sorted(analyses)
+) -> AiopsReport:
+    """The report's record: the alerts most urgent first (`priority_sorted`)."""
+    return AiopsReport(
+        analyses=priority_sorted(analyses),
+        scope_line=scope_line,
+        notes=notes,
+        not_analysed=list(not_analysed),
+    )
+
+
+def report_record_of(stored: dict) -> AiopsReport | None:
+    """A report session's stored record; None for a report stored before reports were kept as structure."""
+    return AiopsReport.model_validate(stored) if stored.get("record_type") == REPORT_RECORD_TYPE else None
+
+
+def stored_report_markdown(stored: dict, refs: RefWriter) -> str:
+    """A stored report record written with `refs` (the page's): `diagnosis.presenters.answer`'s
+    writer of this record type."""
+    return report_markdown(AiopsReport.model_validate(stored), refs=refs)
+
+
+def report_markdown(report: AiopsReport, *, refs: RefWriter = RAW_REFS) -> str:
+    """The Chinese Markdown report: the overall status first, the alert table, one section per alert,
+    the alerts left unanalysed, the summary. The session stores it with `RAW_REFS`; the page writes
+    it with its own `refs`."""
+    analyses = report.analyses
     lines = [
         f"# {REPORT_TITLE}",
         "",
-        status_line(analyses, not_analysed_count=len(not_analysed)),
+        status_line(analyses, not_analysed_count=len(report.not_analysed)),
         "",
-        scope_line,
+        report.scope_line,
     ]
     if report_output_type(analyses) != OutputType.NORMAL:
         lines += ["", MIXED_RESULTS_NOTE]
@@ -311,10 +384,10 @@ def report_build(
     else:
         lines.append("当前范围内没有处于 firing 状态的告警，无需分析。")
     for number, analysis in enumerate(analyses, start=1):
-        lines += ["", *_alert_section(number, analysis)]
-    if not_analysed:
-        lines += ["", "## 未分析的告警", "", *bullets([f"`{label}`" for label in not_analysed])]
-    lines += ["", "## 总结", "", *_summary(analyses, notes)]
+        lines += ["", *_alert_section(number, analysis, refs)]
+    if report.not_analysed:
+        lines += ["", "## 未分析的告警", "", *bullets([f"`{label}`" for label in report.not_analysed])]
+    lines += ["", "## 总结", "", *_summary(analyses, report.notes)]
     return "\n".join(lines).strip() + "\n"
 
 
@@ -486,7 +559,7 @@ def _outcome(analysis: AlertAnalysis) -> str:
     return "verified" if analysis.output_type == OutputType.NORMAL else "gaps"
 
 
-def runbook_lines(invocation: ToolInvocation | None) -> list[str]:
+def runbook_lines(invocation: ToolInvocation | None) -> list[Quote]:
     """The runbook blocks an alert's knowledge lookup found by name (L0), quoted with their source."""
     if invocation is None or not invocation.success:
         return []
@@ -496,12 +569,15 @@ def runbook_lines(invocation: ToolInvocation | None) -> list[str]:
         if block.get("retrieval_layer") == "L0"
     }
     return [
-        f"「{title}」（来源：lookup_knowledge #{invocation.pk} {document}）"
+        Quote(
+            excerpt=title,
+            ref=AnswerRef(tool_name=invocation.tool_name, invocation_id=invocation.pk, raw_path=document),
+        )
         for document, title in documents.items()
     ]
 
 
-def _alert_section(number: int, analysis: AlertAnalysis) -> list[str]:
+def _alert_section(number: int, analysis: AlertAnalysis, refs: RefWriter) -> list[str]:
     subject = analysis.subject
     heading = f"## {number}. {subject.shown_name}" + (
         f" · {subject.shown_service}" if subject.service else ""
@@ -534,11 +610,15 @@ def _alert_section(number: int, analysis: AlertAnalysis) -> list[str]:
     told = past_tense if analysis.resolved_text else str
     if analysis.findings:
         heading = "**触发期间已核验的发现**" if analysis.resolved_text else "**已核验的发现**"
-        lines += ["", heading, *map(told, statement_lines(analysis.findings))]
+        lines += ["", heading, *map(told, statement_lines(analysis.findings, refs))]
     if analysis.inferences:
-        lines += ["", INFERENCES_HEADING, *map(told, statement_lines(analysis.inferences))]
+        lines += ["", INFERENCES_HEADING, *map(told, statement_lines(analysis.inferences, refs))]
     if analysis.verified_evidence:
-        lines += ["", "**已通过引用核验的证据**（未形成结论）", *bullets(analysis.verified_evidence)]
+        verified = [
+            evidence_quote(excerpt=quote.excerpt or QUOTE_ONLY, source=refs.ref(quote.ref))
+            for quote in analysis.verified_evidence
+        ]
+        lines += ["", "**已通过引用核验的证据**（未形成结论）", *bullets(verified)]
     if analysis.completed and not (analysis.findings or analysis.inferences or analysis.verified_evidence):
         lines += ["", "**已核验的发现**", *bullets([NO_CONCLUSION])]
     if analysis.error_patterns:
@@ -548,10 +628,11 @@ def _alert_section(number: int, analysis: AlertAnalysis) -> list[str]:
             *bullets([f"{count} 条：「{example}」" for example, count in analysis.error_patterns]),
         ]
     if analysis.runbooks:
-        lines += ["", "**处理手册**（排查参考，不是当前事实）", *bullets(analysis.runbooks)]
+        runbooks = [f"「{quote.excerpt}」（来源：{refs.ref(quote.ref)}）" for quote in analysis.runbooks]
+        lines += ["", "**处理手册**（排查参考，不是当前事实）", *bullets(runbooks)]
     if analysis.runbook_steps:
         lines += ["", "**手册步骤**", *(f"> {step}" for step in analysis.runbook_steps)]
-    lines += ["", "**证据缺口**", *bullets(analysis.gaps or ["暂无"])]
+    lines += ["", "**证据缺口**", *bullets(analysis.gap_lines(refs) or ["暂无"])]
     lines += ["", ACTIONS_HEADING, *bullets(analysis.actions)]
     return lines
 
@@ -591,14 +672,15 @@ def _sources(invocations: list[ToolInvocation]) -> list[str]:
     return list(dict.fromkeys(labels))
 
 
-def _tool_gaps(invocations: list[ToolInvocation]) -> list[str]:
-    gaps = []
-    for invocation in invocations:
-        if not invocation.success:
-            gaps.append(f"{invocation.tool_name} #{invocation.pk} 调用失败")
-        elif invocation.evidence_status == NO_EVIDENCE:
-            gaps.append(f"{invocation.tool_name} #{invocation.pk} 未检索到匹配证据")
-    return gaps
+def _tool_gaps(invocations: list[ToolInvocation]) -> list[ToolGap]:
+    return [
+        ToolGap(
+            ref=AnswerRef(tool_name=invocation.tool_name, invocation_id=invocation.pk),
+            failed=not invocation.success,
+        )
+        for invocation in invocations
+        if not invocation.success or invocation.evidence_status == NO_EVIDENCE
+    ]
 
 
 def _next_steps(analysis: AlertAnalysis, *, allowed_actions: list[str]) -> list[str]:
@@ -615,7 +697,7 @@ def _next_steps(analysis: AlertAnalysis, *, allowed_actions: list[str]) -> list[
         [] if analysis.runbooks else [f"为 {subject.shown_name} 补一份处理手册（本次未检索到同名手册）。"]
     )
     steps = [*allowed_actions, *lookup, watch]
-    if analysis.gaps:
+    if analysis.has_gaps:
         steps.append("针对上述证据缺口补充检索后，重新发起告警分析。")
     if analysis.output_type != OutputType.NORMAL or not analysis.completed:
         steps.append(f"人工复核子会话 `{analysis.session_id}` 的工具调用记录与证据引用。")

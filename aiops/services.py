@@ -31,6 +31,7 @@ from aiops.report import (
     FIRING,
     IDENTITY_LABELS,
     RESOLVED,
+    AiopsReport,
     AlertSubject,
     alert_analysis_build,
     alert_question,
@@ -38,7 +39,9 @@ from aiops.report import (
     alert_summary,
     priority_sorted,
     report_build,
+    report_markdown,
     report_output_type,
+    report_record_of,
     resolved_text,
     runbook_query,
 )
@@ -261,8 +264,8 @@ def _report_resolved(report_pk: int, *, episodes: list[AlertEpisode]) -> None:
     report = DiagnosisSession.objects.select_for_update().get(pk=report_pk)
     scope = _scope_with_episode_states(report)
     if report.answer and report.status != Status.FAILED:
-        answer, _ = _report_render(report, scope)
-        session_update(report, alert_scope=scope, answer=answer)
+        written, _ = _report_render(report, scope)
+        session_update(report, alert_scope=scope, **_report_fields(written))
     else:
         session_update(report, alert_scope=scope)
     if flap_resolved(report=report, episodes=episodes):
@@ -349,7 +352,7 @@ def aiops_rule_evaluation_run(*, session_pk: int) -> dict:
         for child in children
     }
     value = aiops_checks(
-        report=session.answer if session.status != Status.FAILED else "",
+        report=report_record_of(session.answer_record) if session.status != Status.FAILED else None,
         scope_alerts=scope_alerts,
         active_alerts=active_alerts,
         analysed=analysed,
@@ -423,8 +426,8 @@ def _analyse(session: DiagnosisSession) -> None:
         # Locked against a resolved notice closing one of its episodes while the text is written.
         locked = DiagnosisSession.objects.select_for_update().get(pk=session.pk)
         scope = _scope_with_episode_states(locked)
-        answer, output_type = _report_render(locked, scope)
-        session_update(session, answer=answer, output_type=output_type, alert_scope=scope)
+        written, output_type = _report_render(locked, scope)
+        session_update(session, output_type=output_type, alert_scope=scope, **_report_fields(written))
     # Before COMPLETED: whoever sees the analysis finished also sees its rule evaluation.
     aiops_rule_evaluation_run(session_pk=session.pk)
     with transaction.atomic():
@@ -433,8 +436,13 @@ def _analyse(session: DiagnosisSession) -> None:
             delivery_queue(report=session, event=ReportDelivery.Event.COMPLETED)
 
 
-def _report_render(session: DiagnosisSession, scope: dict) -> tuple[str, str]:
-    """The report text and output type from the finished child sessions; fills each scope alert's
+def _report_fields(report: AiopsReport) -> dict:
+    """The session fields a report is stored in: its record, and its Markdown written from it."""
+    return {"answer": report_markdown(report), "answer_record": report.model_dump(mode="json")}
+
+
+def _report_render(session: DiagnosisSession, scope: dict) -> tuple[AiopsReport, str]:
+    """The report record and output type from the finished child sessions; fills each scope alert's
     verdict, output type and one-line summary (what a notification tells)."""
     children = list(session.children.order_by("id"))
     invocations = ToolInvocation.objects.filter(Q(session__in=children) | Q(session=session)).order_by("id")
@@ -476,13 +484,13 @@ def _report_render(session: DiagnosisSession, scope: dict) -> tuple[str, str]:
         for alert in scope["alerts"]
         if alert["state"] == FIRING and not alert.get("analysed")
     ]
-    answer = report_build(
+    report = report_build(
         analyses=analyses,
         scope_line=_scope_line(scope, len(analyses)),
         notes=_notes(scope, not_analysed),
         not_analysed=not_analysed,
     )
-    return answer, report_output_type(analyses)
+    return report, report_output_type(analyses)
 
 
 def _scope_with_episode_states(session: DiagnosisSession) -> dict:
@@ -755,8 +763,8 @@ def _flap_entry(report: DiagnosisSession, fingerprint: str, *, scope: dict | Non
 def _flap_report_update(report: DiagnosisSession, scope: dict, *, event: str | None) -> None:
     """The report's scope and, once written, its text with the group's count and state; then its notice."""
     if report.answer and report.status != Status.FAILED:
-        answer, _ = _report_render(report, scope)
-        session_update(report, alert_scope=scope, answer=answer)
+        written, _ = _report_render(report, scope)
+        session_update(report, alert_scope=scope, **_report_fields(written))
     else:
         session_update(report, alert_scope=scope)
     if event and report.status == Status.COMPLETED:

@@ -3,9 +3,9 @@
 Code decides what the composer may see (`composer_material_build`, or read back from a stored
 record: `composer_material_from_record`), checks what it wrote (`composer_guard`), can write the
 answer itself (`answer_from_material`), and assembles the text the user sees for each output type
-(`user_facing_text`, one fixed template per output type). The Markdown parts (`finding_lines`,
-`evidence_quote`, `verified_evidence_lines`, `evidence_gap_lines`, `bullets`) are shared with the
-AIOps report, so both show evidence and gaps alike.
+(`user_facing_text`, one fixed template per output type). The typed parts of what it may show
+(`verified_quotes`, `degraded_of`) are shared with the AIOps report, so both show evidence and gaps
+alike.
 """
 
 from __future__ import annotations
@@ -317,20 +317,6 @@ def finding_lines(items: list[dict]) -> list[str]:
             for e in item["evidence"]
         ]
     return lines
-
-
-def verified_evidence_lines(gatekeeper_result: GatekeeperResult) -> list[str]:
-    """The tool records whose citation the gatekeeper verified, each quoted once: never claim text."""
-    return [
-        evidence_quote(excerpt=q.excerpt or QUOTE_ONLY, source=q.ref.text())
-        for q in verified_quotes(gatekeeper_result)
-    ]
-
-
-def evidence_gap_lines(*, verification: Verification, gatekeeper_result: GatekeeperResult) -> list[str]:
-    """What kept claims from being confirmed: failed citations, unbound claims, counts per fact class."""
-    degraded = degraded_of(verification=verification, gatekeeper_result=gatekeeper_result)
-    return [f"{f.ref.text()} 的引用未通过核验（{f.rule}）" for f in degraded.failed] + degraded.counts
 
 
 def _strings(value: Any) -> list[str]:

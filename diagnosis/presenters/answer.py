@@ -11,11 +11,12 @@ of text. The rest of the text gets the engineer's words for developer tokens (`w
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from diagnosis.pipeline.answer import AnswerRecord, AnswerRef, Quote, RawRefs, answer_markdown
+from diagnosis.pipeline.answer import AnswerRecord, AnswerRef, Quote, RawRefs, RefWriter, answer_markdown
 from diagnosis.presenters.markdown import markdown_to_html
 from diagnosis.presenters.wording import (
     AnswerReferences,
@@ -29,6 +30,16 @@ from diagnosis.presenters.wording import (
 # characters, which neither Markdown, the escaping nor the wording touches, around a number drawn for
 # each rendering (a tool's text cannot place a mark of its own).
 MARK_OPEN, MARK_CLOSE = "\ue000", "\ue001"
+
+# A stored record of another type (it names its `record_type`) written as Markdown with the given
+# references. The app that owns the type registers its writer (an analysis's report: `aiops`, in its
+# `ready`), as diagnosis imports no app above it.
+RecordWriter = Callable[[dict, RefWriter], str]
+RECORD_WRITERS: dict[str, RecordWriter] = {}
+
+
+def record_writer_register(*, record_type: str, writer: RecordWriter) -> None:
+    RECORD_WRITERS[record_type] = writer
 
 
 class PageRefs(RawRefs):
@@ -80,9 +91,25 @@ class PageRefs(RawRefs):
 def answer_html(record: AnswerRecord, *, references: AnswerReferences) -> SafeString:
     """The answer on the chat page."""
     refs = PageRefs(references)
-    markdown = answer_markdown(record, refs=refs)
+    return _page_html(answer_markdown(record, refs=refs), refs)
+
+
+def stored_answer_html(stored: dict, *, references: AnswerReferences) -> SafeString | None:
+    """A session's answer on the page from its stored record, of any registered type; None for a
+    session stored before records (its Markdown is shown as written)."""
+    record = answer_record_of(stored)
+    if record is not None:
+        return answer_html(record, references=references)
+    writer = RECORD_WRITERS.get(stored.get("record_type", ""))
+    if writer is None:
+        return None
+    refs = PageRefs(references)
+    return _page_html(writer(stored, refs), refs)
+
+
+def _page_html(markdown: str, refs: PageRefs) -> SafeString:
     # Safe: markdown_to_html escapes and allow-lists the text; the marks become only the reference
-    # tags built above from escaped parts.
+    # tags built by `refs` from escaped parts.
     return mark_safe(refs.marked(markdown_to_html(markdown, rewrite=words_outside_quotes)))
 
 
@@ -95,5 +122,6 @@ def answer_review_html(*, stored: dict, markdown: str) -> SafeString:
 
 
 def answer_record_of(stored: dict) -> AnswerRecord | None:
-    """A session's stored record; None for a session stored before answers were kept as structure."""
-    return AnswerRecord.model_validate(stored) if stored else None
+    """A session's stored answer record; None for a session stored before answers were kept as
+    structure, or for a record of another type (it names its `record_type`: an analysis's report)."""
+    return AnswerRecord.model_validate(stored) if stored and "record_type" not in stored else None

@@ -21,7 +21,7 @@ from diagnosis.models import AgentStep, DiagnosisSession
 from diagnosis.pipeline.records import VerifierEvaluation
 from diagnosis.pipeline.routing import OutputType
 from diagnosis.pipeline.scope import FOCUS_RULE, SCOPE_RULE
-from diagnosis.presenters.answer import answer_html, answer_record_of
+from diagnosis.presenters.answer import stored_answer_html
 from diagnosis.presenters.charts import ChartView
 from diagnosis.presenters.wording import AnswerReferences, evidence_anchor, reference_label
 from diagnosis.selectors.evidence import (
@@ -317,7 +317,7 @@ class SessionPanel:
     progress: ProgressView | None = None
     # The answer's evidence references: their sources, and which are evidence cards on this page.
     references: AnswerReferences = field(default_factory=AnswerReferences)
-    # The answer rendered from its record; None when the session has none (`answer_record_of`).
+    # The answer rendered from its record; None when the session has none (`stored_answer_html`).
     answer: SafeString | None = None
 
 
@@ -331,7 +331,6 @@ def session_panel(*, evidence: SessionEvidence) -> SessionPanel:
             (binding.source_invocation_id, binding.raw_path) for binding in evidence.shown_bindings
         ),
     )
-    record = answer_record_of(session.answer_record)
     return SessionPanel(
         session=session,
         stages=[widened(StageView, stage) for stage in evidence.stages],
@@ -345,7 +344,7 @@ def session_panel(*, evidence: SessionEvidence) -> SessionPanel:
         uses_demo_data=evidence.uses_demo_data,
         progress=None if evidence.progress is None else widened(ProgressView, evidence.progress),
         references=references,
-        answer=None if record is None else answer_html(record, references=references),
+        answer=stored_answer_html(session.answer_record, references=references),
     )
 
 

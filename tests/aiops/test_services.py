@@ -11,7 +11,14 @@ from django.utils import timezone
 from aiops import services
 from aiops.checks import aiops_checks
 from aiops.models import AlertEpisode
-from aiops.report import AlertSubject, alert_analysis_build, report_build
+from aiops.report import (
+    AiopsReport,
+    AlertSubject,
+    alert_analysis_build,
+    report_build,
+    report_markdown,
+    report_record_of,
+)
 from aiops.serializers import AlertmanagerNotificationSerializer
 from aiops.services import (
     aiops_concurrency,
@@ -21,6 +28,7 @@ from aiops.services import (
 )
 from diagnosis import tracing
 from diagnosis.models import DiagnosisSession
+from diagnosis.pipeline.answer import AnswerRef, Quote
 from diagnosis.services.sessions_maintenance import stale_sessions_fail
 from tests.aiops.support import DEMO_NOW, alert, notification
 from tests.databases import skip_unless_postgresql
@@ -238,7 +246,7 @@ def child_of(parent: DiagnosisSession, verdict: str) -> DiagnosisSession:
 
 def report_of(child: DiagnosisSession) -> str:
     analysis = alert_analysis_build(child=child, invocations=list(child.tool_invocations.all()))
-    return report_build(analyses=[analysis], scope_line="分析 1 条 firing 告警。", notes=[])
+    return report_markdown(report_build(analyses=[analysis], scope_line="分析 1 条 firing 告警。", notes=[]))
 
 
 def test_unsupported_claim_and_remediation_never_reach_the_report():
@@ -330,22 +338,31 @@ EVIDENCE_CALLS = {
 
 
 @pytest.fixture
-def focused_report() -> str:
+def focused_report() -> AiopsReport:
     session = aiops_run(session_pk=received(notification(*notification()["alerts"][:2])).pk)
     assert session.self_evaluation["aiops_rule_evaluation"]["verdict"] == "pass"
-    return session.answer
+    return report_record_of(session.answer_record)
 
 
-def checks_of(report: str, analysed=EVIDENCE_CALLS) -> dict[str, dict]:
+def checks_of(report: AiopsReport | None, analysed=EVIDENCE_CALLS) -> dict[str, dict]:
     result = aiops_checks(report=report, scope_alerts=PAYLOAD, active_alerts=ACTIVE, analysed=analysed)
     return {check["name"]: check for check in result["checks"]} | {"verdict": result["verdict"]}
 
 
+def test_the_report_is_stored_as_its_record_and_the_answer_is_written_from_it():
+    session = aiops_run(session_pk=received(notification(*notification()["alerts"][:2])).pk)
+
+    report = report_record_of(session.answer_record)
+
+    assert [a.subject.alert_name for a in report.analyses] == ["HighCPUUsage", "HighMemoryUsage"]
+    assert session.answer == report_markdown(report)
+
+
 def test_report_that_strays_to_an_active_alert_outside_the_payload_fails_the_focus_check(focused_report):
-    strayed = focused_report.replace(
-        "## 总结",
-        "## 3. SlowResponse · user-service\n\n**已核验的发现**\n- user-service 当前存在 SlowResponse 告警\n\n## 总结",
+    stray = focused_report.analyses[0].model_copy(
+        update={"subject": AlertSubject("SlowResponse", "user-service"), "findings": []}
     )
+    strayed = focused_report.model_copy(update={"analyses": [*focused_report.analyses, stray]})
 
     checks = checks_of(strayed)
 
@@ -358,7 +375,9 @@ def test_report_that_strays_to_an_active_alert_outside_the_payload_fails_the_foc
 
 
 def test_passing_mention_of_another_service_fails_focus_but_is_no_expanded_subject(focused_report):
-    strayed = focused_report.replace("## 总结", "## 总结\n\n- inventory-service 可能也受到影响。")
+    strayed = focused_report.model_copy(
+        update={"notes": [*focused_report.notes, "inventory-service 可能也受到影响。"]}
+    )
 
     checks = checks_of(strayed)
 
@@ -368,10 +387,19 @@ def test_passing_mention_of_another_service_fails_focus_but_is_no_expanded_subje
 
 
 def test_evidence_quoted_from_tools_is_not_a_diagnosis_subject(focused_report):
-    quoted = focused_report.replace(
-        "## 总结",
-        "- 证据：「SlowResponse firing service=user-service」（来源：query_alerts #1 $.alerts[2]）\n\n## 总结",
+    first = focused_report.analyses[0]
+    quoting = first.model_copy(
+        update={
+            "verified_evidence": [
+                Quote(
+                    excerpt="SlowResponse firing service=user-service",
+                    ref=AnswerRef(tool_name="query_alerts", invocation_id=1, raw_path="$.alerts[2]"),
+                )
+            ],
+            "error_patterns": [("SlowResponse on user-service", 3)],
+        }
     )
+    quoted = focused_report.model_copy(update={"analyses": [quoting, *focused_report.analyses[1:]]})
 
     assert checks_of(quoted)["verdict"] == "pass"
 
@@ -389,8 +417,10 @@ def test_alert_analysed_without_logs_fails_the_evidence_tools_check(focused_repo
 
 
 def test_missing_report_or_missing_alert_section_fails_the_report_check(focused_report):
-    assert checks_of("")["final_report_exists"]["passed"] is False
-    without_memory = re.sub(r"^## 2\. HighMemoryUsage.*$", "", focused_report, flags=re.M)
+    assert checks_of(None)["final_report_exists"]["passed"] is False
+    without_memory = focused_report.model_copy(
+        update={"analyses": [a for a in focused_report.analyses if a.subject.alert_name != "HighMemoryUsage"]}
+    )
     check = checks_of(without_memory)["final_report_exists"]
     assert (check["passed"], check["reason"]) == (
         False,

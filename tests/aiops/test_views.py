@@ -3,6 +3,7 @@
 import pytest
 from django.contrib.auth.models import Group
 from django.urls import reverse
+from django.utils.html import strip_tags
 from django_q.conf import Conf
 from rest_framework.test import APIClient
 
@@ -45,6 +46,35 @@ def test_ai_ops_button_starts_an_analysis_and_shows_its_report(
     assert 'class="stages"' not in page  # the analysis runs no stages itself; its alerts' sessions do
     for child in session.children.all():
         assert reverse("chat-conversation", args=[child.session_id]) in page
+
+
+def answer_on_page(client, session: DiagnosisSession) -> str:
+    client.force_login(session.owner)
+    page = client.get(reverse("chat-conversation", args=[session.session_id])).content.decode()
+    return page.split('<article class="answer">')[1].split("</article>")[0]
+
+
+def test_report_page_names_each_reference_from_the_reports_record(client, analysis):
+    analysis.answer = "旧的文本 query_alerts #1"
+    analysis.save(update_fields=["answer"])
+
+    answer = answer_on_page(client, analysis)
+
+    assert "旧的文本" not in answer
+
+    assert 'class="ref" title="query_alerts #' in answer
+    assert "query_alerts #" not in strip_tags(answer)
+
+
+def test_report_stored_before_records_renders_its_markdown_without_reading_references(client, analysis):
+    analysis.answer_record = {}
+    analysis.answer = "- 「x」（来源：query_logs #8 $.logs[0]） <b>"
+    analysis.save(update_fields=["answer_record", "answer"])
+
+    assert (
+        answer_on_page(client, analysis)
+        == "<ul>\n<li>「x」（来源：query_logs #8 $.logs[0]） &lt;b&gt;</li>\n</ul>"
+    )
 
 
 def test_sidebar_shows_the_analysis_but_not_its_per_alert_sessions(client, analysis):

@@ -10,7 +10,6 @@ from django.urls import reverse
 from django.utils.html import strip_tags
 
 from diagnosis.evaluation.fixtures import WORLDS_DIR, fixture_sources, world_tools
-from diagnosis.presenters.wording import AnswerReferences
 from diagnosis.services.sessions import session_start
 from diagnosis.templatetags.engineer_text import engineer_markdown, engineer_words
 from tests.factories import UserFactory
@@ -22,43 +21,14 @@ SHOP_QUESTION = "只确认 checkout 是否存在 KubePodCrashLooping 告警"
 DEMO_QUESTION = "只确认 order-service 是否存在 HighMemoryUsage 告警"
 
 
-def test_an_evidence_line_links_to_its_card_instead_of_quoting_the_excerpt_again():
-    answer = "- 证据：「HighMemoryUsage firing service=order-service」（来源：query_alerts #7 $.alerts[0]）"
-
-    html = engineer_markdown(
-        answer, AnswerReferences(sources={7: "alertmanager"}, cards=frozenset({(7, "$.alerts[0]")}))
-    )
-
-    assert html == (
-        '<ul>\n<li>证据：<a class="ref" href="#evidence-7-alerts-0" title="query_alerts #7 $.alerts[0]">'
-        "Alertmanager 告警 #7 第 1 条</a></li>\n</ul>"
-    )
+def test_a_tool_named_by_its_former_name_reads_as_its_word():
+    assert "在 告警查询 中未检索到" in engineer_words("在 query_metrics 中未检索到")
 
 
-def test_an_answer_written_before_the_alerts_tool_was_renamed_reads_as_one_written_after():
-    references = AnswerReferences(sources={7: "alertmanager"}, cards=frozenset({(7, "$.alerts[0]")}))
-    before = "- 证据：「HighMemoryUsage firing」（来源：query_metrics #7 $.alerts[0]）；在 query_metrics 中未检索到"
-    after = before.replace("query_metrics", "query_alerts")
+def test_a_tool_calls_result_names_its_tool_in_words_and_leaves_references_as_written():
+    html = engineer_markdown("query_logs：查询 query_logs #8 $.logs[0]")
 
-    assert engineer_markdown(before, references) == engineer_markdown(after, references).replace(
-        "query_alerts", "query_metrics"
-    )
-    assert "Alertmanager 告警 #7 第 1 条" in engineer_markdown(before, references)
-    assert "在 告警查询 中未检索到" in engineer_words(before)
-
-
-def test_an_evidence_line_without_its_card_keeps_its_quote_and_names_its_source():
-    answer = (
-        "- 证据：「[ERROR] payments timed out」（来源：query_logs #8 $.logs[2]、query_logs #9 $.logs[0]）"
-    )
-
-    html = engineer_markdown(
-        answer, AnswerReferences(sources={8: "loki"}, cards=frozenset({(8, "$.logs[2]")}))
-    )
-
-    assert "「[ERROR] payments timed out」" in html
-    assert '<span class="ref" title="query_logs #8 $.logs[2]">Loki 日志 #8 第 3 条</span>' in html
-    assert '<span class="ref" title="query_logs #9 $.logs[0]">日志 #9 第 1 条</span>' in html
+    assert html == "<p>日志查询：查询 日志查询 #8 $.logs[0]</p>"
 
 
 def test_tokens_become_words_outside_quotes_and_stay_inside_them():
@@ -80,8 +50,8 @@ def test_words_inside_names_and_code_are_left_alone():
     assert "<code>state=firing</code>" in engineer_markdown("`state=firing`")
 
 
-def test_markup_in_an_answer_is_escaped_before_any_reference_is_added():
-    html = engineer_markdown('<script>x</script> query_logs #1 $.logs[0]"><b>', AnswerReferences())
+def test_markup_in_a_tool_calls_result_is_escaped():
+    html = engineer_markdown('<script>x</script> query_logs #1 $.logs[0]"><b>')
 
     assert "<script>" not in html and "<b>" not in html
     assert "&lt;script&gt;" in html

@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from diagnosis.pipeline.answer import AnswerRecord, AnswerRef, Conclusion, Quote, Statement
-from diagnosis.presenters.answer import answer_html
+from diagnosis.presenters.answer import answer_html, answer_record_of
 from diagnosis.presenters.wording import AnswerReferences
 from diagnosis.services.sessions import session_start
 from tests.factories import UserFactory
@@ -82,3 +82,8 @@ def test_a_session_stored_before_records_renders_its_markdown_without_reading_re
 
     answer = page.split('<article class="answer">')[1].split("</article>")[0]
     assert answer == "<ul>\n<li>证据：「x」（来源：query_logs #8 $.logs[0]） &lt;b&gt;</li>\n</ul>"
+
+
+def test_a_record_of_another_type_is_no_chat_answer():
+    assert answer_record_of({"record_type": "aiops_report", "analyses": []}) is None
+    assert answer_record_of(record_of().model_dump(mode="json")) == record_of()
