@@ -56,7 +56,7 @@ from diagnosis.services.sessions import (
 )
 from diagnosis.services.tool_calls import tool_call_run
 from mcp_server.results import DiagnosisAnswer, ToolCallResult, diagnosis_answer, tool_call_result
-from tools.base import get_tool
+from tools.evidence.tool import get_tool
 
 SERVER_NAME = "verified-aiops"
 INSTRUCTIONS = (

@@ -24,8 +24,8 @@ from django.core.exceptions import ValidationError
 from diagnosis.evaluation.fixtures import CASE_FILE, EvalCase
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
-from tools.base import get_tool
-from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS
+from tools.evidence.registry import ALERTS, KNOWLEDGE, LOGS
+from tools.evidence.tool import get_tool
 
 SCRIPTED_STAGES = ("planner", "executor", "verifier", "composer")
 EXPORTED_TAG = "exported"

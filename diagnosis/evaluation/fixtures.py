@@ -45,9 +45,8 @@ from diagnosis.pipeline.asks.registry import KINDS
 from diagnosis.pipeline.gatekeeper import RULE_SEVERITY
 from diagnosis.pipeline.guards import EVIDENCE_AS_DATA_RULE, RESTATED_RULE
 from diagnosis.pipeline.scope import FOCUS_RULE, SCOPE_RULE
-from tools.base import get_tool
-from tools.evidence_kinds import current_name
-from tools.sources.kinds import kind_name
+from tools.evidence.registry import current_name, kind_name
+from tools.evidence.tool import get_tool
 
 CASE_FILE = "case.yaml"
 CASES_DIR = Path(__file__).resolve().parent / "cases"
@@ -398,8 +397,8 @@ class EvalCase(_Strict):
             )
         tools = self.tool_overrides()
         demo_alerts, demo_logs = demo_world_records()
-        alerts = _served(override=tools.query_alerts, demo=demo_alerts)
-        logs = _served(override=tools.query_logs, demo=demo_logs)
+        alerts = _served(override=tools.evidence.alerts.tool, demo=demo_alerts)
+        logs = _served(override=tools.evidence.logs.tool, demo=demo_logs)
         return WorldSubjects(
             services=frozenset({alert.service for alert in alerts} | {log.service for log in logs}),
             alert_services=frozenset((alert.alert_name, alert.service) for alert in alerts),

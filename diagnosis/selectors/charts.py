@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from diagnosis.models import ToolInvocation
 from diagnosis.pipeline.contracts import record_at, record_path_parts
-from tools.evidence_kinds import SERIES
+from tools.evidence.registry import SERIES
 from tools.numbers import number_text, series_name
 from tools.promql import comparison_of, printed
 

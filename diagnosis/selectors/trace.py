@@ -19,8 +19,8 @@ from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.selectors.aiops import aiops_summary
 from diagnosis.selectors.self_evaluation import AIOPS_RULE_EVALUATION, VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.selectors.sessions import session_get, user_may_view_all_sessions
-from tools.base import UnknownToolError, get_tool
 from tools.bounds import OutputBounds, output_bounded
+from tools.evidence.tool import UnknownToolError, get_tool
 
 RECORD_PATH = re.compile(r"^\$\.(?P<key>\w+)\[(?P<index>\d+)\]")
 

@@ -20,8 +20,10 @@ from diagnosis.services.invocations import (
     is_evidence_call,
     is_guidance_call,
 )
-from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS
-from tools.evidence_records import AlertRecord, LogLine, RunbookSection
+from tools.evidence.alerts.record import AlertRecord
+from tools.evidence.knowledge.record import RunbookSection
+from tools.evidence.logs.record import LogLine
+from tools.evidence.registry import ALERTS, KNOWLEDGE, LOGS
 from tools.matching import query_groups
 
 SUMMARY_CHARS = 1200

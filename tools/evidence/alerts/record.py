@@ -1,0 +1,34 @@
+"""An alert as a source answered it; its ref text names the alert, its state and its current value."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tools.evidence.record import EvidenceRecord
+from tools.numbers import number_text
+
+
+class AlertRecord(EvidenceRecord):
+    alert_name: str = ""
+    service: str = ""
+    state: str = ""
+    severity: str = ""
+    description: str = ""
+    active_at: str = ""
+    duration: str = ""
+    labels: dict[str, Any] = {}
+    value: Any = None
+    annotations: dict[str, Any] = {}
+    # The rule's expression (Prometheus) and the threshold a source states (the demo world).
+    expr: str = ""
+    threshold: Any = None
+
+    def ref_text(self) -> str:
+        text = (
+            f"{self.alert_name} {self.state} service={self.service}: "
+            f"{self.description} duration={self.duration}"
+        )
+        # A number in an answer must come from a sample, not only from an annotation someone typed.
+        if self.value not in (None, "") and str(self.value) not in self.description:
+            text += f" 当前值 {number_text(str(self.value))}"
+        return text
