@@ -38,6 +38,9 @@ class EvidenceKind:
     # What one record is called in the totals of a cut output (`total_series`, `total_lines`); series
     # and lines have bounds of their own (`tools.bounds`), any other the records bound.
     counted_as: str = "records"
+    # Its calls of one round are one topic in the trace summary whatever they ask (the alerts known
+    # now); any other kind's topic is what its query names.
+    one_topic_a_round: bool = False
     # The type of its records (each writes its own ref text); None for a helper.
     record: type[EvidenceRecord] | None = None
     # The protocol its source implements; None for a helper, which reads no source.

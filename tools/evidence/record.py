@@ -9,9 +9,12 @@ reads the fields. Django-free: the pipeline reads these records.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+
+from tools.evidence.summary import SAMPLE_CHARS, bounded, clip
 
 
 class EvidenceRecord(BaseModel):
@@ -25,3 +28,11 @@ class EvidenceRecord(BaseModel):
     def stored(self) -> dict[str, Any]:
         """The record as the tool's output stores it: the keys it was read from, no defaults added."""
         return self.model_dump(mode="json", exclude_unset=True)
+
+    @classmethod
+    def summary(cls, records: Sequence[Any], *, budget: int) -> str:
+        """What a trace entry says of its hits' records within `budget` characters; by default each
+        distinct ref text once."""
+        return bounded(
+            "", list(dict.fromkeys(clip(r.ref_text(), SAMPLE_CHARS) for r in records)), budget, "条"
+        )

@@ -7,7 +7,15 @@ from dataclasses import replace
 import pytest
 
 from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, PlanStep
-from tools.evidence.registry import ALERTS, KINDS, LOGS, PLANNABLE_TOOLS, SOURCE_KINDS, current_name, kind_named
+from tools.evidence.registry import (
+    ALERTS,
+    KINDS,
+    LOGS,
+    PLANNABLE_TOOLS,
+    SOURCE_KINDS,
+    current_name,
+    kind_named,
+)
 from tools.evidence.tool import all_tools, get_tool
 
 
@@ -60,5 +68,5 @@ def test_each_row_names_the_package_whose_tool_registers_it():
 
 
 def test_the_sources_are_configured_by_the_kinds_package_names():
-    assert SOURCE_KINDS == {kind.package: kind.source for kind in KINDS if kind.source is not None}
+    assert {kind.package: kind.source for kind in KINDS if kind.source is not None} == SOURCE_KINDS
     assert set(SOURCE_KINDS) == {"alerts", "series", "targets", "logs", "knowledge"}

@@ -17,6 +17,7 @@ ALERTS = EvidenceKind(
     # Its name until issue 35: it returns alerts, the metrics tool is query_promql.
     former_names=("query_metrics",),
     counted_as="alerts",
+    one_topic_a_round=True,
     record=AlertRecord,
     source=AlertSource,
 )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from tools.evidence.record import EvidenceRecord
+from tools.evidence.summary import SAMPLE_CHARS, bounded, clip
 from tools.numbers import number_text
 
 
@@ -32,3 +34,12 @@ class AlertRecord(EvidenceRecord):
         if self.value not in (None, "") and str(self.value) not in self.description:
             text += f" 当前值 {number_text(str(self.value))}"
         return text
+
+    @classmethod
+    def summary(cls, records: Sequence[AlertRecord], *, budget: int) -> str:
+        lines = dict.fromkeys(
+            f"{a.alert_name} {a.state} service={a.service} duration={a.duration}: "
+            + clip(a.description, SAMPLE_CHARS)
+            for a in records
+        )
+        return bounded("metric_evidence: ", list(lines), budget, "条告警")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from tools.evidence.record import EvidenceRecord
+from tools.evidence.summary import bounded
 
 
 class RunbookSection(EvidenceRecord):
@@ -24,3 +26,18 @@ class RunbookSection(EvidenceRecord):
 
     def ref_text(self) -> str:
         return f"{self.title}（{self.source_document}）: {self.content}"
+
+    @classmethod
+    def summary(cls, records: Sequence[RunbookSection], *, budget: int) -> str:
+        fresh = [block for block in records if not block.deduped]
+        lines = list(
+            dict.fromkeys(
+                f"[{block.retrieval_layer}/{block.relevance}] {block.title}（{block.source_document}）"
+                for block in fresh
+            )
+        )
+        deduped = len(records) - len(fresh)
+        prefix = "knowledge_guidance（排查参考，非当前事实）: "
+        if deduped:
+            prefix += f"另有 {deduped} 个知识块为本会话重复返回（无新证据）; "
+        return bounded(prefix, lines, budget, "个知识块")
