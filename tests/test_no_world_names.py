@@ -38,7 +38,7 @@ def world_names() -> set[str]:
         if world.recording is not None:
             names |= set(world.subjects.services) | {alert for alert, _ in world.subjects.alerts}
             continue
-        alerts, logs = world.tools.evidence.alerts.tool.alerts, world.tools.evidence.logs.tool.logs
+        alerts, logs = world.tools.query_alerts.alerts, world.tools.query_logs.logs
         names |= {r.service for r in [*alerts, *logs]} | {alert.alert_name for alert in alerts}
     streams = json.loads((SOURCES_WORLD / "loki_streams.json").read_text(encoding="utf-8"))
     names |= {stream["stream"]["service"] for stream in streams}

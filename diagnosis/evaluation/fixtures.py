@@ -398,8 +398,8 @@ class EvalCase(_Strict):
             )
         tools = self.tool_overrides()
         demo_alerts, demo_logs = demo_world_records()
-        alerts = _served(override=tools.evidence.alerts.tool, demo=demo_alerts)
-        logs = _served(override=tools.evidence.logs.tool, demo=demo_logs)
+        alerts = _served(override=tools.query_alerts, demo=demo_alerts)
+        logs = _served(override=tools.query_logs, demo=demo_logs)
         return WorldSubjects(
             services=frozenset({alert.service for alert in alerts} | {log.service for log in logs}),
             alert_services=frozenset((alert.alert_name, alert.service) for alert in alerts),

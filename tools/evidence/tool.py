@@ -82,7 +82,7 @@ class EvidenceTool(ABC, Generic[SourceT]):
     # Guidance (runbooks, past cases), never a current-incident fact: it can support a claim only
     # indirectly. Its records are knowledge blocks, deduped per session and ranked by layer.
     is_guidance: ClassVar[bool] = False
-    # The kind of source it reads (`tools.evidence.registry`), None for a helper; which source answers is
+    # The kind of source it reads (`tools.evidence.<kind>.source`), None for a helper; which source answers is
     # chosen by environment, and the tool never knows which.
     source_kind: ClassVar[type[Source] | None] = None
     # What it says when no source answers its kind: "PromQL 需要 Prometheus 数据源".

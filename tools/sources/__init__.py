@@ -3,7 +3,7 @@ its own stack with `DIAGNOSIS_PROMETHEUS_URL`, `DIAGNOSIS_ALERTMANAGER_URL`, `DI
 and `DIAGNOSIS_RUNBOOKS_DIR`, no Python needed.
 
 `SOURCES` is the one registry: each variable names the source class it configures. For each kind of
-evidence (`tools.evidence.registry`) the first configured class serving it answers; with none, the demo
+evidence (`tools.evidence.<kind>.source`) the first configured class serving it answers; with none, the demo
 world, where it serves the kind (PromQL and scrape targets need Prometheus). A class named for the
 kind in `DIAGNOSIS["SOURCE_CLASSES"]` wins over both (`tools.sources.plugins`).
 
