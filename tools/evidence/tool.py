@@ -82,8 +82,8 @@ class EvidenceTool(ABC, Generic[SourceT]):
     # Guidance (runbooks, past cases), never a current-incident fact: it can support a claim only
     # indirectly. Its records are knowledge blocks, deduped per session and ranked by layer.
     is_guidance: ClassVar[bool] = False
-    # The kind of source it reads (`tools.evidence.<kind>.source`), None for a helper; which source answers is
-    # chosen by environment, and the tool never knows which.
+    # The protocol of the source it reads (its kind's `source`), None for a helper; which source answers
+    # is chosen by environment, and the tool never knows which.
     source_kind: ClassVar[type[Source] | None] = None
     # What it says when no source answers its kind: "PromQL 需要 Prometheus 数据源".
     source_needed: ClassVar[str] = ""
@@ -91,11 +91,12 @@ class EvidenceTool(ABC, Generic[SourceT]):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "kind" in cls.__dict__:
-            cls.name, cls.collection_key, cls.is_guidance, cls.record_noun = (
+            cls.name, cls.collection_key, cls.is_guidance, cls.record_noun, cls.source_kind = (
                 cls.kind.tool,
                 cls.kind.collection_key,
                 cls.kind.guidance,
                 cls.kind.counted_as,
+                cls.kind.source,
             )
 
     @property

@@ -64,6 +64,7 @@ def test_each_row_names_the_package_whose_tool_registers_it():
     for kind in KINDS:
         tool = get_tool(kind.tool)
         assert tool.kind is kind
+        assert tool.source_kind is kind.source
         assert type(tool).__module__ == kind.tool_module == f"tools.evidence.{kind.package}.tool"
 
 

@@ -31,7 +31,6 @@ class QueryAlertsTool(EvidenceTool[AlertSource]):
     kind = ALERTS
     description = "查询当前告警（告警名、服务、状态、描述、开始时间、持续时长），可按服务或告警名过滤。"
     arguments_model = QueryAlertsArguments
-    source_kind = AlertSource
 
     def run(self, arguments: QueryAlertsArguments, context: ToolContext) -> dict[str, Any]:
         alerts = self.source().query_alerts(

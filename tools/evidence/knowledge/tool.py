@@ -32,7 +32,6 @@ class LookupKnowledgeTool(EvidenceTool[KnowledgeSource]):
     kind = KNOWLEDGE
     description = "检索运维知识库（处理手册与历史案例）。结果只是排查参考，不能当作当前故障的事实。"
     arguments_model = LookupKnowledgeArguments
-    source_kind = KnowledgeSource
 
     def run(self, arguments: LookupKnowledgeArguments, context: ToolContext) -> dict[str, Any]:
         hits = knowledge_rank(

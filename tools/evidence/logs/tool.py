@@ -37,7 +37,6 @@ class QueryLogsTool(EvidenceTool[LogSource]):
     kind = LOGS
     description = "按关键词检索日志（支持同义词，中英文），可按服务、日志类别过滤，最新的在前。"
     arguments_model = QueryLogsArguments
-    source_kind = LogSource
 
     def run(self, arguments: QueryLogsArguments, context: ToolContext) -> dict[str, Any]:
         logs = self.source().query_logs(

@@ -55,7 +55,6 @@ class QueryPromqlTool(EvidenceTool[SeriesSource]):
     kind = SERIES
     description = "执行 PromQL 查询（即时或最近 N 分钟区间），返回每条时间序列的标签与采样值。"
     arguments_model = QueryPromqlArguments
-    source_kind = SeriesSource
     source_needed = "PromQL 需要 Prometheus 数据源"
 
     def run(self, arguments: QueryPromqlArguments, context: ToolContext) -> dict[str, Any]:

@@ -35,7 +35,6 @@ class QueryTargetsTool(EvidenceTool[TargetSource]):
     kind = TARGETS
     description = "查询 Prometheus 抓取目标（job、instance）的健康状态（up/down）与最近一次抓取的错误。"
     arguments_model = QueryTargetsArguments
-    source_kind = TargetSource
     source_needed = "抓取目标需要 Prometheus 数据源"
 
     def run(self, arguments: QueryTargetsArguments, context: ToolContext) -> dict[str, Any]:
