@@ -1,10 +1,9 @@
 """The evidence kinds, one row each: the only list of tools, the only place a tool's name is read.
 
 Adding a kind is its package under tools/evidence/ (kind row, record, source protocol, tool) and one
-entry in `KINDS`;
-the tools app imports each row's tool, the sources are chosen by its package name, and code elsewhere
-asks a kind (`ALERTS.owns(name)`, `kind_named(name).label`) and never compares a tool's name as a
-string. Django-free: the pipeline, the services and the pages all read it.
+entry in `KINDS`: the tools app imports each row's tool, the sources are configured by its package
+name, and code elsewhere asks a kind (`ALERTS.owns(name)`, `kind_named(name).label`) and never
+compares a tool's name as a string. Django-free: the pipeline, the services and the pages all read it.
 """
 
 from __future__ import annotations
