@@ -50,7 +50,7 @@ from diagnosis.pipeline.injected_commands import QUOTE_ONLY
 from diagnosis.pipeline.routing import OUTPUT_TYPE_LABELS
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.services.invocations import NO_EVIDENCE
-from tools.evidence_kinds import ALERTS, LOGS
+from tools.evidence.registry import ALERTS, LOGS
 from tools.loglines import is_error_level, patterns_mined
 from tools.numbers import finite_number, number_text
 from tools.promql import comparison_of, quoted

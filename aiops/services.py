@@ -60,8 +60,8 @@ from diagnosis.services.session_lifecycle import (
 )
 from diagnosis.services.session_runner import session_run
 from diagnosis.services.sessions import MAX_ANALYSED_ALERTS, session_rate_slot
-from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS
-from tools.evidence_records import AlertRecord
+from tools.evidence.alerts.record import AlertRecord
+from tools.evidence.registry import ALERTS, KNOWLEDGE, LOGS
 from tools.records import service_of
 
 logger = logging.getLogger(__name__)

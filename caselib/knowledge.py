@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from caselib.models import CaseLibrary
-from tools.retrieval import KnowledgeBlock
-from tools.sources.kinds import KnowledgeSource
+from tools.evidence.knowledge.source import KnowledgeSource
+from tools.knowledge_block import KnowledgeBlock
 
 # The newest approved cases searched per call; older ones are still in the library, just not in reach.
 MAX_CASES = 500

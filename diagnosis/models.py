@@ -7,7 +7,7 @@ from django.db import models
 
 from diagnosis.pipeline import routing
 from diagnosis.pipeline.interfaces import Stage, StepStatus
-from tools.evidence_result import ToolResult
+from tools.evidence.result import ToolResult
 
 
 def new_session_id() -> str:

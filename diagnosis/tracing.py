@@ -34,7 +34,7 @@ from opentelemetry.trace import Span, SpanKind, StatusCode
 
 from diagnosis.pipeline.interfaces import Recorder, Stage, StepRecord, StepStatus, Toolbox
 from diagnosis.pipeline.records import RoundRecord
-from tools.evidence_result import ToolResult
+from tools.evidence.result import ToolResult
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider

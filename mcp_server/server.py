@@ -56,7 +56,9 @@ from diagnosis.services.sessions import (
 )
 from diagnosis.services.tool_calls import tool_call_run
 from mcp_server.results import DiagnosisAnswer, ToolCallResult, diagnosis_answer, tool_call_result
-from tools.base import get_tool
+from tools.evidence.kind import EvidenceKind
+from tools.evidence.registry import KNOWLEDGE, LOGS, SERIES
+from tools.evidence.tool import get_tool
 
 SERVER_NAME = "verified-aiops"
 INSTRUCTIONS = (
@@ -192,7 +194,9 @@ def _session_trace(caller: Caller, arguments: dict) -> dict:
     return TraceSerializer(trace).data
 
 
-def _evidence_tool(name: str, *, calls: str) -> McpTool:
+def _evidence_tool(name: str, *, kind: EvidenceKind) -> McpTool:
+    """The MCP tool `name` (public, kept as published) that runs the kind's evidence tool."""
+    calls = kind.tool
     tool = get_tool(calls)
 
     def call(caller: Caller, arguments: dict) -> ToolCallResult:
@@ -233,9 +237,9 @@ def mcp_tools(*, sessions_inline: bool) -> list[McpTool]:
             output=DiagnosisAnswer,
             call=partial(_diagnose, inline=sessions_inline),
         ),
-        _evidence_tool("query_promql", calls="query_promql"),
-        _evidence_tool("query_logs", calls="query_logs"),
-        _evidence_tool("lookup_runbook", calls="lookup_knowledge"),
+        _evidence_tool("query_promql", kind=SERIES),
+        _evidence_tool("query_logs", kind=LOGS),
+        _evidence_tool("lookup_runbook", kind=KNOWLEDGE),
         McpTool(
             name="session_trace",
             description=(

@@ -2,15 +2,9 @@ from importlib import import_module
 
 from django.apps import AppConfig
 
-# One module per tool; importing it registers the tool.
-TOOL_MODULES = (
-    "query_alerts",
-    "query_promql",
-    "query_targets",
-    "query_logs",
-    "lookup_knowledge",
-    "get_current_datetime",
-)
+from tools.evidence.registry import KINDS
+from tools.evidence.tool import SOURCES
+from tools.sources import settings_needed, source_for
 
 
 class ToolsConfig(AppConfig):
@@ -18,6 +12,8 @@ class ToolsConfig(AppConfig):
     verbose_name = "证据工具"
 
     def ready(self) -> None:
-        for module in TOOL_MODULES:
-            import_module(f"{self.name}.{module}")
+        SOURCES.source_for, SOURCES.settings_needed = source_for, settings_needed
+        # One tool per kind (its registry row names it); importing it registers the tool.
+        for kind in KINDS:
+            import_module(kind.tool_module)
         import_module(f"{self.name}.checks")

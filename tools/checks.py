@@ -3,8 +3,8 @@
 from django.conf import settings
 from django.core.checks import Warning, register
 
+from tools.evidence.alerts.source import AlertSource
 from tools.sources import is_demo, source_for
-from tools.sources.kinds import AlertSource
 
 WEBHOOK_ON_DEMO = "tools.W001"
 

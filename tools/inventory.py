@@ -1,6 +1,6 @@
 """What one source knows now: services, alert names, runbook names.
 
-Every source says it with `inventory(*, now) -> SourceInventory` (`tools.sources.kinds.Source`);
+Every source says it with `inventory(*, now) -> SourceInventory` (`tools.evidence.source.Source`);
 `tools.sources.sources_inventory` asks each source the tools would use and unites the answers.
 """
 

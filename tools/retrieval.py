@@ -26,6 +26,7 @@ import bm25s
 import Stemmer
 
 from tools.configured_vocabulary import vocabulary_path
+from tools.knowledge_block import KnowledgeBlock
 from tools.matching import groups_in, query_terms, term_pattern
 from tools.terms import name_parts
 
@@ -49,17 +50,6 @@ STEMMER = Stemmer.Stemmer("english")
 # bm25s sets its own logger to DEBUG when imported (after the logging settings) and logs every index
 # build: back to the project's level.
 logging.getLogger("bm25s").setLevel(logging.WARNING)
-
-
-@dataclass(frozen=True)
-class KnowledgeBlock:
-    block_id: str
-    source_document: str
-    title: str
-    content: str
-    exact_terms: tuple[str, ...] = ()
-    # The section heading ("常见原因", "处置措施"): what kind of question the block answers.
-    section: str = ""
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,8 @@ import bm25s
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from tools.retrieval import KnowledgeBlock, knowledge_rank
+from tools.knowledge_block import KnowledgeBlock
+from tools.retrieval import knowledge_rank
 from tools.sources.runbooks import runbook_blocks
 
 BENCH_DIR = Path(__file__).resolve().parent / "data" / "retrieval_bench"

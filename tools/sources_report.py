@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tools.base import all_tools
+from tools.evidence.tool import all_tools
 from tools.sources import configured_source, settings_needed, source_for
 
 

@@ -112,3 +112,8 @@ def mentioned(names: set[str], text: str, *, vocabulary: Vocabulary) -> set[str]
         for name in names
         if any(term_pattern(alias).search(lowered) for alias in [name, *aliases.get(name, [])])
     }
+
+
+def matches(wanted: str | None, value: str) -> bool:
+    """A filter a caller typed (a service, a job) holds for a value: unset, or the same name in any case."""
+    return not wanted or wanted.strip().lower() == value.lower()

@@ -24,9 +24,9 @@ from django.core.exceptions import ValidationError
 from diagnosis.evaluation.fixtures import CASE_FILE, EvalCase
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
-from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS
-from tools.evidence_records import RunbookSection
-from tools.evidence_result import ToolResult
+from tools.evidence.knowledge.record import RunbookSection
+from tools.evidence.registry import ALERTS, KNOWLEDGE, LOGS
+from tools.evidence.result import ToolResult
 
 SCRIPTED_STAGES = ("planner", "executor", "verifier", "composer")
 EXPORTED_TAG = "exported"

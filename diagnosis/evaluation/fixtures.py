@@ -45,9 +45,8 @@ from diagnosis.pipeline.asks.registry import KINDS
 from diagnosis.pipeline.gatekeeper import RULE_SEVERITY
 from diagnosis.pipeline.guards import EVIDENCE_AS_DATA_RULE, RESTATED_RULE
 from diagnosis.pipeline.scope import FOCUS_RULE, SCOPE_RULE
-from tools.base import get_tool
-from tools.evidence_kinds import current_name
-from tools.sources.kinds import kind_name
+from tools.evidence.registry import PLANNABLE_TOOLS, current_name, kind_name
+from tools.evidence.tool import get_tool
 
 CASE_FILE = "case.yaml"
 CASES_DIR = Path(__file__).resolve().parent / "cases"
@@ -113,9 +112,10 @@ Stage = Literal["planner", "executor", "verifier", "composer"]
 # The kinds of ask a case may expect: the registered ones, so a new kind needs no line here. The eval
 # still checks the pipeline against the case: a kind the pipeline stops producing fails its cases.
 AskKind = Literal[tuple(KINDS)]
-# A case written before a tool was renamed names it by its former name and still reads.
+# The tools a case's world answers for are the ones a plan may name; a case written before a tool was
+# renamed names it by its former name and still reads.
 ToolName = Annotated[
-    Literal["query_alerts", "query_logs", "lookup_knowledge"],
+    Literal[PLANNABLE_TOOLS],
     BeforeValidator(current_name),
 ]
 KNOWN_RULES = {*RULE_SEVERITY, SCOPE_RULE, FOCUS_RULE, EVIDENCE_AS_DATA_RULE, RESTATED_RULE}

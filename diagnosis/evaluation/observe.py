@@ -16,7 +16,7 @@ from diagnosis.pipeline.contracts import ExecutorOutput
 from diagnosis.pipeline.gatekeeper import GatekeeperResult, RuleMessage
 from diagnosis.pipeline.verdict import Verification
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
-from tools.evidence_kinds import current_name
+from tools.evidence.registry import current_name
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The alerts tool is `query_alerts` (issue 35): it was `query_metrics`, a name that said metrics while it
 returned alerts. Recorded calls take the new name, so filters by tool name (the admin, the selectors)
-find old and new calls alike; the old name still reads everywhere else (`tools.evidence_kinds`)."""
+find old and new calls alike; the old name still reads everywhere else (`tools.evidence.registry`)."""
 
 from django.db import migrations
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from diagnosis.pipeline.focus import Inventory, folded_name, name_pattern
 from diagnosis.pipeline.interfaces import Toolbox, ToolboxWrapper
-from tools.evidence_result import ToolResult, not_run
+from tools.evidence.result import ToolResult, not_run
 
 # Argument → the inventory's kind of name it carries.
 NAMED_ARGUMENTS = {"service": "service", "alert_name": "alert"}

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from diagnosis.pipeline.contracts import Claim
 from diagnosis.pipeline.gatekeeper import CLAIM_DENIES
-from tools.evidence_kinds import LOGS
-from tools.evidence_records import LogLine
-from tools.evidence_result import NO_EVIDENCE_PATH, ToolResult
+from tools.evidence.logs.record import LogLine
+from tools.evidence.registry import LOGS
+from tools.evidence.result import NO_EVIDENCE_PATH, ToolResult
 from tools.loglines import PROPERTY_TOPICS, has_property
 from tools.vocabulary import Vocabulary
 

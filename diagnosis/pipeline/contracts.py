@@ -14,11 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.focus import QuestionFocus
-from tools.evidence_kinds import PLANNABLE_TOOLS, current_name
+from tools.evidence.registry import PLANNABLE_TOOLS, current_name
 
 # The no-hit path is the tool result's; read here too by the readers of claims and citations.
-from tools.evidence_result import NO_EVIDENCE_PATH as NO_EVIDENCE_PATH
-from tools.evidence_result import Ref, ToolResult
+from tools.evidence.result import NO_EVIDENCE_PATH as NO_EVIDENCE_PATH
+from tools.evidence.result import Ref, ToolResult
 from tools.promql import Carrier
 
 ANSWER_VERSION = "executor_evidence_v2"

@@ -24,8 +24,8 @@ from diagnosis.pipeline.contracts import (
     ExecutorOutput,
 )
 from diagnosis.pipeline.facts import ELLIPSIS, NO_NAMES, FactNames, normalize, unsupported_facts
-from tools.evidence_kinds import current_name
-from tools.evidence_result import NO_EVIDENCE_PATH, ToolResult
+from tools.evidence.registry import current_name
+from tools.evidence.result import NO_EVIDENCE_PATH, ToolResult
 
 Severity = Literal["none", "low_confid", "reject"]
 

@@ -39,7 +39,7 @@ from diagnosis.pipeline.injected_commands import evidence_gathering
 from diagnosis.pipeline.scope import FOCUS_RULE, SCOPE_RULE, out_of_focus, record_subjects, scope_guard
 from diagnosis.pipeline.slot import Slot
 from diagnosis.pipeline.verdict import Override, Verification
-from tools.evidence_result import ToolResult
+from tools.evidence.result import ToolResult
 
 EVIDENCE_AS_DATA_RULE = "evidence.not_an_instruction"
 CITATION_CAP_RULE = "evidence.citation_cap"

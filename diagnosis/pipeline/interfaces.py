@@ -27,8 +27,8 @@ from diagnosis.pipeline.contracts import (
     VerifierOutput,
 )
 from diagnosis.pipeline.records import RoundRecord
-from tools.evidence_kinds import current_name
-from tools.evidence_result import ToolResult
+from tools.evidence.registry import current_name
+from tools.evidence.result import ToolResult
 
 T = TypeVar("T")
 

@@ -41,7 +41,7 @@ from diagnosis.pipeline.question import Question, question_read
 from diagnosis.pipeline.records import ComposerOutcome, EngineFallback, VerifierEvaluation
 from diagnosis.pipeline.round import RoundLimits, RoundResult, round_run, stage_run
 from diagnosis.pipeline.routing import RETRY, OutputType
-from tools.evidence_result import ToolResult
+from tools.evidence.result import ToolResult
 
 NOTHING_TO_COMPOSE = "没有已确认的发现或合理推断：答案由代码按证据缺口生成，未调用撰写模型"
 RETRY_INSTRUCTION = "仅补充以上断言相关证据，不要重复已完成检索"

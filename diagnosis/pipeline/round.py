@@ -67,8 +67,8 @@ from diagnosis.pipeline.verdict import (
     verification_finalize,
     verifier_output_for_gatekeeper_reject,
 )
-from tools.evidence_kinds import PLANNABLE_TOOLS
-from tools.evidence_result import ToolResult
+from tools.evidence.registry import PLANNABLE_TOOLS
+from tools.evidence.result import ToolResult
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,10 @@ from diagnosis.pipeline.contracts import Claim, ExecutorOutput
 from diagnosis.pipeline.facts import normalize
 from diagnosis.pipeline.focus import Inventory, QuestionFocus
 from diagnosis.pipeline.gatekeeper import RuleMessage
-from tools.evidence_records import AlertRecord, EvidenceRecord, RunbookSection
-from tools.evidence_result import ToolResult
+from tools.evidence.alerts.record import AlertRecord
+from tools.evidence.knowledge.record import RunbookSection
+from tools.evidence.record import EvidenceRecord
+from tools.evidence.result import ToolResult
 from tools.terms import groups_in, mentioned, query_groups, services_aliased
 from tools.vocabulary import Vocabulary
 

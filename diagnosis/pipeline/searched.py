@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 
 from diagnosis.pipeline.contracts import ExecutorOutput
 from diagnosis.pipeline.slot import Slot
-from tools.evidence_result import NO_EVIDENCE, ToolResult
+from tools.evidence.result import NO_EVIDENCE, ToolResult
 
 
 def searched_gaps(*, results: Sequence[ToolResult], output: ExecutorOutput, slots: Iterable[Slot]) -> list[str]:

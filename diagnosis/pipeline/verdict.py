@@ -28,7 +28,7 @@ from diagnosis.pipeline.contracts import (
 from diagnosis.pipeline.facts import NO_NAMES, FactNames, unsupported_facts
 from diagnosis.pipeline.gatekeeper import RULE_SEVERITY, CheckedBinding, GatekeeperResult
 from diagnosis.pipeline.injected_commands import instructions_in, root_cause_stated_as_verified
-from tools.evidence_result import NO_EVIDENCE_PATH
+from tools.evidence.result import NO_EVIDENCE_PATH
 
 
 class CheckedClaim(ClaimCheck):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, RECORD_PATH
 from diagnosis.pipeline.routing import OUTPUT_TYPE_LABELS
-from tools.evidence_kinds import KINDS, kind_named
+from tools.evidence.registry import KINDS, kind_named
 from tools.sources import DEMO, DEMO_LABEL
 
 VERDICT_WORDS = {"PASS": "核验通过", "LOW_CONFID": "证据不足", "REJECT": "未通过"}

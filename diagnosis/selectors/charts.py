@@ -11,9 +11,10 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tools.evidence_kinds import SERIES
-from tools.evidence_records import AlertRecord, SeriesRecord
-from tools.evidence_result import ToolResult
+from tools.evidence.alerts.record import AlertRecord
+from tools.evidence.registry import SERIES
+from tools.evidence.result import ToolResult
+from tools.evidence.series.record import SeriesRecord
 from tools.numbers import finite_number
 from tools.promql import comparison_of, printed
 

@@ -25,8 +25,8 @@ from diagnosis.selectors.self_evaluation import (
     VERIFIER_EVALUATION,
     self_evaluation_of,
 )
-from tools.evidence_records import EvidenceRecord
-from tools.evidence_result import ToolResult
+from tools.evidence.record import EvidenceRecord
+from tools.evidence.result import ToolResult
 
 LIVE_STATUSES = (DiagnosisSession.Status.PENDING, DiagnosisSession.Status.RUNNING)
 UNCHECKED = "unchecked"

@@ -12,8 +12,8 @@ from django.core.cache import cache
 from diagnosis.pipeline.asks.listing import SEVERITY_RANK
 from tools.clock import now
 from tools.demo_questions import demo_examples
+from tools.evidence.alerts.source import AlertSource
 from tools.sources import is_demo, source_for, sources_inventory
-from tools.sources.kinds import AlertSource
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from django.db.models.functions import Substr
 from django.utils.text import Truncator
 
 from diagnosis.models import DiagnosisSession, SessionReview
-from tools.base import MAX_TEXT_CHARS
+from tools.evidence.tool import MAX_TEXT_CHARS
 
 SIDEBAR_SIZE = 50
 # A list row shows at most this much of a session's query (as much as a question may hold); the

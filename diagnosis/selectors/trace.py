@@ -19,8 +19,8 @@ from diagnosis.selectors.aiops import aiops_summary
 from diagnosis.selectors.self_evaluation import AIOPS_RULE_EVALUATION, VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.selectors.sessions import session_get, user_may_view_all_sessions
 from tools.bounds import OutputBounds, output_bounded
-from tools.evidence_kinds import kind_named
-from tools.evidence_result import refs_read
+from tools.evidence.registry import kind_named
+from tools.evidence.result import refs_read
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ from diagnosis.pipeline.focus import Inventory, World
 from diagnosis.pipeline.scope import out_of_focus, record_subjects
 from tools.clock import now
 from tools.configured_vocabulary import current_vocabulary
+from tools.evidence.series.source import LabelledSeriesSource, SeriesSource
 from tools.promql import Carrier
 from tools.series import SeriesLabels
 from tools.sources import source_for, sources_inventory
-from tools.sources.kinds import LabelledSeriesSource, SeriesSource
 
 
 def world_current() -> World:

@@ -31,7 +31,9 @@ from diagnosis.pipeline.records import verifier_record_read
 from diagnosis.selectors.evidence import CheckedClaim, CitedEvidence, session_rounds
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from tools.configured_vocabulary import current_vocabulary
-from tools.evidence_records import AlertRecord, EvidenceRecord, LogLine
+from tools.evidence.alerts.record import AlertRecord
+from tools.evidence.logs.record import LogLine
+from tools.evidence.record import EvidenceRecord
 from tools.matching import groups_in
 
 logger = logging.getLogger(__name__)

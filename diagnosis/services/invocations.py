@@ -27,9 +27,9 @@ from diagnosis import tracing
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.contracts import record_path
 from tools import clock
-from tools.base import EvidenceTool, ToolContext, UnknownToolError, get_tool, guidance_tool_names
-from tools.evidence_kinds import current_name
-from tools.evidence_result import FAILED, NO_EVIDENCE, NO_EVIDENCE_PATH, NOT_EVIDENCE, SUPPORTED
+from tools.evidence.registry import current_name
+from tools.evidence.result import FAILED, NO_EVIDENCE, NO_EVIDENCE_PATH, NOT_EVIDENCE, SUPPORTED
+from tools.evidence.tool import EvidenceTool, ToolContext, UnknownToolError, get_tool, guidance_tool_names
 from tools.sources import DEMO, DEMO_LABEL
 
 logger = logging.getLogger(__name__)

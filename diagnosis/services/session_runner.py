@@ -31,8 +31,8 @@ from diagnosis.services.session_lifecycle import session_execute, session_update
 from diagnosis.services.session_liveness import SessionProgress
 from diagnosis.services.tool_call_summary import tool_trace_summary_build
 from diagnosis.services.toolbox import CallsKept, RecordingToolbox
-from tools.base import guidance_tool_names
-from tools.evidence_result import ToolResult
+from tools.evidence.result import ToolResult
+from tools.evidence.tool import guidance_tool_names
 
 THOUGHT_CHARS = 2000
 

@@ -20,7 +20,7 @@ from diagnosis.engines import ENGINE_NAMES
 from diagnosis.models import DiagnosisSession
 from diagnosis.services.session_lifecycle import session_enqueue
 from diagnosis.services.session_runner import session_run
-from tools.base import MAX_TEXT_CHARS
+from tools.evidence.tool import MAX_TEXT_CHARS
 
 SESSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # Session ids are one namespace for everybody, so a taken id must be refused; the refusal is the same

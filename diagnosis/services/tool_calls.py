@@ -19,7 +19,7 @@ from diagnosis.models import DiagnosisSession
 from diagnosis.services.invocations import invocation_record, tool_error_text
 from diagnosis.services.session_lifecycle import session_execute, session_update
 from diagnosis.services.sessions import MAX_QUERY_CHARS, session_rate_slot
-from tools.base import UnknownToolError, get_tool
+from tools.evidence.tool import UnknownToolError, get_tool
 
 
 def tool_call_run(

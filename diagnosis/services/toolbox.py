@@ -16,9 +16,9 @@ from django.db import connection
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.interfaces import Stage
 from diagnosis.services.invocations import invocations_record
-from tools.base import all_tools
-from tools.evidence_kinds import current_name
-from tools.evidence_result import ToolResult, not_run
+from tools.evidence.registry import current_name
+from tools.evidence.result import ToolResult, not_run
+from tools.evidence.tool import all_tools
 
 BUDGET_SPENT_ERROR = "本轮工具调用次数已用完，请基于已获得的证据作答"
 

@@ -29,6 +29,7 @@ from django.test import Client
 from diagnosis.models import ToolInvocation
 from diagnosis.serializers import trace_url
 from mcp_server.server import Caller, mcp_tools
+from tools.evidence.registry import SERIES
 
 # A metric with a series per container and interface of a large cluster.
 METRIC = "container_network_receive_bytes_total"
@@ -114,14 +115,15 @@ def bounds_measure(*, calls: int) -> BoundsMeasure:
     user = get_user_model().objects.create_user("bench-bounds")
     caller = Caller(user=user, site_url="")
     tools = {tool.name: tool for tool in mcp_tools(sessions_inline=True)}
+    series_tool = next(tool for tool in tools.values() if tool.evidence_tool == SERIES.tool)
     rss_before = _rss_mb()
     seconds, returned = [], []
     for _ in range(calls):
         started = time.perf_counter()
-        result = tools["query_promql"].call(caller, {"query": METRIC})
+        result = series_tool.call(caller, {"query": METRIC})
         seconds.append(time.perf_counter() - started)
         if not result.success:
-            raise RuntimeError(f"query_promql failed: {result.error}")
+            raise RuntimeError(f"{series_tool.name} failed: {result.error}")
         returned.append(len(result.model_dump_json().encode()))
     # Measured by the database, so no stored row is read back into this process for it.
     stored = ToolInvocation.objects.annotate(

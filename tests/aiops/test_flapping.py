@@ -16,7 +16,7 @@ from diagnosis.models import DiagnosisSession
 from tests.aiops.support import DEMO_NOW, TOKEN, alert, notification
 from tests.notify_receiver import NotifyReceiver
 from tests.tools.support import use_source
-from tools.sources.kinds import AlertSource
+from tools.evidence.alerts.source import AlertSource
 
 pytestmark = pytest.mark.django_db
 

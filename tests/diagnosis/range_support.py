@@ -4,8 +4,9 @@ rule compares against 0.5, and a five-point load series; plus an llm executor sc
 from datetime import datetime
 
 from tests.tools.support import use_source
+from tools.evidence.alerts.source import AlertSource
+from tools.evidence.series.source import SeriesSource
 from tools.inventory import SourceInventory
-from tools.sources.kinds import AlertSource, SeriesSource
 
 AT = datetime.fromisoformat("2026-11-29T14:58:00+08:00").timestamp()
 # A second world with other names: one node, one load alert whose rule compares against 0.5.

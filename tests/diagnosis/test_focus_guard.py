@@ -5,7 +5,7 @@ from __future__ import annotations
 from diagnosis.pipeline.contracts import Claim, EvidenceBinding, ExecutorOutput
 from diagnosis.pipeline.focus import Inventory, question_focus
 from diagnosis.pipeline.scope import FOCUS_RULE, out_of_focus, record_subjects
-from tools.evidence_result import ToolResult
+from tools.evidence.result import ToolResult
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load
 
 VOCABULARY = vocabulary_load(DEFAULT_VOCABULARY_FILE)

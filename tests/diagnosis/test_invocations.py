@@ -12,9 +12,11 @@ from diagnosis.services.invocations import storable
 from diagnosis.services.sessions import session_start
 from tests.factories import DiagnosisSessionFactory
 from tests.tools.support import BrokenLogs, FiveHundredLogs, pin_demo_now, record, use_source
-from tools.evidence_result import MESSAGE_OUTPUT_CHARS, MESSAGE_REFS
+from tools.evidence.alerts.source import AlertSource
+from tools.evidence.logs.source import LogSource
+from tools.evidence.result import MESSAGE_OUTPUT_CHARS, MESSAGE_REFS
+from tools.evidence.series.source import SeriesSource
 from tools.inventory import SourceInventory
-from tools.sources.kinds import AlertSource, LogSource, SeriesSource
 
 pytestmark = pytest.mark.django_db
 

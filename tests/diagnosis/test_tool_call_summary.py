@@ -4,7 +4,8 @@ import pytest
 
 from diagnosis.services.tool_call_summary import SUMMARY_CHARS, tool_trace_summary_build
 from tests.tools.support import BrokenLogs, FiveHundredLogs, pin_demo_now, record, use_source
-from tools.sources.kinds import LogSource, TargetSource
+from tools.evidence.logs.source import LogSource
+from tools.evidence.targets.source import TargetSource
 
 pytestmark = pytest.mark.django_db
 

@@ -22,8 +22,8 @@ from diagnosis.tasks import session_run_task
 from tests.factories import DiagnosisSessionFactory
 from tests.otlp_receiver import OtlpReceiver, ReceivedSpan
 from tests.tools.support import record, use_source
+from tools.evidence.series.source import SeriesSource
 from tools.sources.http import SourceError
-from tools.sources.kinds import SeriesSource
 
 pytestmark = pytest.mark.django_db
 

@@ -2,7 +2,7 @@ import pytest
 
 from tests.tools.support import pin_demo_now
 from tools import clock
-from tools.base import ToolContext, get_tool
+from tools.evidence.tool import ToolContext, get_tool
 
 
 @pytest.fixture(autouse=True)

@@ -6,8 +6,11 @@ from datetime import datetime, timedelta
 
 from diagnosis.services.invocations import invocation_record
 from tools.clock import local_text
-from tools.retrieval import KnowledgeBlock
-from tools.sources.kinds import KnowledgeSource, LogSource, Source, kind_name
+from tools.evidence.knowledge.source import KnowledgeSource
+from tools.evidence.logs.source import LogSource
+from tools.evidence.registry import kind_name
+from tools.evidence.source import Source
+from tools.knowledge_block import KnowledgeBlock
 
 DEMO_NOW = "2026-11-29T15:00:00+08:00"
 

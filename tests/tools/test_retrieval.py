@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from tools.retrieval import KnowledgeBlock, knowledge_rank, query_tokens, words
+from tools.knowledge_block import KnowledgeBlock
+from tools.retrieval import knowledge_rank, query_tokens, words
 
 
 def runbook(stem: str, sections: dict[str, str], *, title: str = "") -> list[KnowledgeBlock]:

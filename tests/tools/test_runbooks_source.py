@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.tools.support import record, use_source
-from tools.sources.kinds import AlertSource
+from tools.evidence.alerts.source import AlertSource
 from tools.sources.runbooks import RunbooksSource, runbooks_read
 
 pytestmark = pytest.mark.django_db

@@ -11,9 +11,13 @@ from django.core.exceptions import ImproperlyConfigured
 
 from tests.integration.stack import free_port
 from tests.tools.support import record
+from tools.evidence.alerts.source import AlertSource
+from tools.evidence.logs.source import LogSource
+from tools.evidence.registry import SOURCE_KINDS
+from tools.evidence.series.source import SeriesSource
+from tools.evidence.source import Source
 from tools.inventory import SourceInventory
 from tools.sources import settings_needed, source_for
-from tools.sources.kinds import SOURCE_KINDS, AlertSource, LogSource, SeriesSource, Source
 
 pytestmark = pytest.mark.django_db
 WORLD_RUNBOOKS = Path(__file__).parents[1] / "world" / "runbooks"

@@ -3,7 +3,7 @@ its own stack with `DIAGNOSIS_PROMETHEUS_URL`, `DIAGNOSIS_ALERTMANAGER_URL`, `DI
 and `DIAGNOSIS_RUNBOOKS_DIR`, no Python needed.
 
 `SOURCES` is the one registry: each variable names the source class it configures. For each kind of
-evidence (`tools.sources.kinds`) the first configured class serving it answers; with none, the demo
+evidence (`tools.evidence.<kind>.source`) the first configured class serving it answers; with none, the demo
 world, where it serves the kind (PromQL and scrape targets need Prometheus). A class named for the
 kind in `DIAGNOSIS["SOURCE_CLASSES"]` wins over both (`tools.sources.plugins`).
 
@@ -19,10 +19,11 @@ from typing import Any, Protocol
 
 from django.conf import settings
 
+from tools.evidence.registry import SOURCE_KINDS, kind_name
+from tools.evidence.source import Source
 from tools.inventory import SourceInventory
 from tools.sources.alertmanager import AlertmanagerSource
 from tools.sources.demo import DemoWorldSource
-from tools.sources.kinds import SOURCE_KINDS, Source, kind_name
 from tools.sources.loki import LokiSource
 from tools.sources.plugins import source_class_load
 from tools.sources.prometheus import PrometheusSource

@@ -7,11 +7,12 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from tools.evidence.alerts.source import AlertSource
 from tools.inventory import SourceInventory
 from tools.records import labelled_alert_record, parsed_time, service_of
 from tools.sources.http import HttpSource
-from tools.sources.kinds import AlertSource
-from tools.sources.prometheus import PrometheusSource, matches
+from tools.sources.prometheus import PrometheusSource
+from tools.terms import matches
 
 
 def alert_state(status: dict) -> str:

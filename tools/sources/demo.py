@@ -18,12 +18,14 @@ import yaml
 
 from tools.clock import local_text
 from tools.configured_vocabulary import current_vocabulary
+from tools.evidence.alerts.source import AlertSource
+from tools.evidence.knowledge.source import KnowledgeSource
+from tools.evidence.logs.source import LogSource
 from tools.inventory import SourceInventory
+from tools.knowledge_block import KnowledgeBlock
 from tools.loglines import groups_of
 from tools.matching import mentioned, query_groups
 from tools.records import alert_record
-from tools.retrieval import KnowledgeBlock
-from tools.sources.kinds import AlertSource, KnowledgeSource, LogSource
 from tools.sources.plugins import knowledge_sources_blocks
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "demo_world"

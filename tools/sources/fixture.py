@@ -20,9 +20,12 @@ from typing import Any
 
 from django.conf import settings
 
-from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS
+from tools.evidence.alerts.source import AlertSource
+from tools.evidence.knowledge.source import KnowledgeSource
+from tools.evidence.logs.source import LogSource
+from tools.evidence.registry import ALERTS, KNOWLEDGE, LOGS
 from tools.inventory import SourceInventory
-from tools.retrieval import KnowledgeBlock
+from tools.knowledge_block import KnowledgeBlock
 from tools.sources.demo import (
     DemoWorldSource,
     alert_rendered,
@@ -31,7 +34,6 @@ from tools.sources.demo import (
     log_record,
     log_rendered,
 )
-from tools.sources.kinds import AlertSource, KnowledgeSource, LogSource
 
 MERGE, REPLACE = "merge", "replace"
 # Arguments the source sees for each tool; others (limit, top_k) are applied by the tool itself.

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx2
 from django.conf import settings
 
-from tools.sources.kinds import Source
+from tools.evidence.source import Source
 
 MAX_BODY_BYTES = 20 * 1024 * 1024
 ERROR_BODY_CHARS = 300

@@ -16,6 +16,7 @@ from typing import Any
 from django.conf import settings
 
 from tools.clock import local_text
+from tools.evidence.logs.source import LogSource
 from tools.inventory import SourceInventory
 from tools.loglines import (
     ERROR_IN_LINE,
@@ -30,7 +31,6 @@ from tools.matching import group_terms, query_terms
 from tools.promql import quoted
 from tools.records import service_of
 from tools.sources.http import HttpSource
-from tools.sources.kinds import LogSource
 
 # The most lines one call asks for: the tool's own `limit` maximum.
 MAX_LINES = 100

@@ -12,8 +12,9 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
-from tools.retrieval import KnowledgeBlock
-from tools.sources.kinds import KnowledgeSource, Source
+from tools.evidence.knowledge.source import KnowledgeSource
+from tools.evidence.source import Source
+from tools.knowledge_block import KnowledgeBlock
 
 
 def source_class_load(path: str, *, kind: type[Source]) -> type[Source]:
@@ -21,7 +22,7 @@ def source_class_load(path: str, *, kind: type[Source]) -> type[Source]:
     source_class = import_string(path)
     if not (isinstance(source_class, type) and issubclass(source_class, kind)):
         raise ImproperlyConfigured(
-            f"{path} is not a {kind.__name__}: subclass tools.sources.kinds.{kind.__name__} and define its methods"
+            f"{path} is not a {kind.__name__}: subclass {kind.__module__}.{kind.__name__} and define its methods"
         )
     return source_class
 

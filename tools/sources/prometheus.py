@@ -14,10 +14,13 @@ from django.conf import settings
 
 from tools.bounds import OutputBounds, SeriesKept
 from tools.clock import local_text
+from tools.evidence.alerts.source import AlertSource
+from tools.evidence.series.source import LabelledSeriesSource
+from tools.evidence.targets.source import TargetSource
 from tools.inventory import SourceInventory
 from tools.records import labelled_alert_record, parsed_time, service_of
 from tools.sources.http import HttpSource, SourceError, source_timeout
-from tools.sources.kinds import AlertSource, LabelledSeriesSource, TargetSource
+from tools.terms import matches
 
 logger = logging.getLogger(__name__)
 
@@ -33,10 +36,6 @@ LABEL_VALUES_LIMIT = 10_000
 ALERT_STATES = ("firing", "pending")
 # `storageRetention` joins a time and a size limit so: `15d or 10GiB`.
 RETENTION_LIMITS_SEPARATOR = " or "
-
-
-def matches(wanted: str | None, value: str) -> bool:
-    return not wanted or wanted.strip().lower() == value.lower()
 
 
 class PrometheusSource(HttpSource, AlertSource, LabelledSeriesSource, TargetSource):

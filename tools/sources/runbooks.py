@@ -24,9 +24,9 @@ from typing import Any
 
 import yaml
 
+from tools.evidence.knowledge.source import KnowledgeSource
 from tools.inventory import SourceInventory
-from tools.retrieval import KnowledgeBlock
-from tools.sources.kinds import KnowledgeSource
+from tools.knowledge_block import KnowledgeBlock
 from tools.sources.plugins import knowledge_sources_blocks
 
 logger = logging.getLogger(__name__)

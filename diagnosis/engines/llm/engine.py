@@ -81,7 +81,7 @@ from diagnosis.pipeline.contracts import (
     VerifierOutput,
 )
 from diagnosis.pipeline.interfaces import ParseStatus, StageCall, Toolbox, Usage, call_key
-from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS
+from tools.evidence.registry import ALERTS, KNOWLEDGE, LOGS
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
 

@@ -18,9 +18,13 @@ from diagnosis.pipeline.contracts import (
 )
 from diagnosis.pipeline.interfaces import Toolbox, call_key
 from tools.configured_vocabulary import current_vocabulary
-from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS, SERIES, EvidenceKind
-from tools.evidence_records import AlertRecord, LogLine, RunbookSection, SeriesRecord
-from tools.evidence_result import NO_EVIDENCE, Ref, ToolResult
+from tools.evidence.alerts.record import AlertRecord
+from tools.evidence.kind import EvidenceKind
+from tools.evidence.knowledge.record import RunbookSection
+from tools.evidence.logs.record import LogLine
+from tools.evidence.registry import ALERTS, KNOWLEDGE, LOGS, SERIES
+from tools.evidence.result import NO_EVIDENCE, Ref, ToolResult
+from tools.evidence.series.record import SeriesRecord
 from tools.loglines import has_property
 from tools.matching import group_term, groups_in, term_pattern
 from tools.numbers import number_text

@@ -8,7 +8,7 @@ from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.asks.action import only_actions
 from diagnosis.pipeline.contracts import PlannerOutput, PlanStep
 from diagnosis.pipeline.focus import QuestionFocus
-from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS
+from tools.evidence.registry import ALERTS, KNOWLEDGE, LOGS
 
 
 def plan_by_rules(

@@ -12,7 +12,7 @@ from diagnosis.pipeline.contracts import (
 )
 from diagnosis.pipeline.gatekeeper import CheckedBinding, GatekeeperResult
 from diagnosis.pipeline.verdict import FACT_CLASS, evidence_cap, facts_of, grounding_check
-from tools.base import guidance_tool_names
+from tools.evidence.tool import guidance_tool_names
 
 
 def verify_by_rules(stage_input: VerifierInput) -> VerifierOutput:

@@ -64,7 +64,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tools.evidence_kinds import ALERTS, KNOWLEDGE, LOGS, current_name
+from tools.evidence.registry import ALERTS, KNOWLEDGE, LOGS, current_name
 
 STAGE_SCHEMAS = {
     "planner": "PlannerOutput",

@@ -30,8 +30,8 @@ from diagnosis.evaluation.fake_llm import fake_llm_environment
 from diagnosis.evaluation.measure import CommitCounter, SocketWait, server_commits
 from diagnosis.models import AgentStep
 from diagnosis.services.sessions import session_start
-from tools.base import all_tools
 from tools.demo_questions import demo_questions
+from tools.evidence.tool import all_tools
 
 QUESTIONS = demo_questions()
 

@@ -11,8 +11,8 @@ from diagnosis.pipeline.asks.kind import AskKind, Call, SlotWorld
 from diagnosis.pipeline.asks.runbook import named_subject, runbook_search, runbook_slot
 from diagnosis.pipeline.focus import QuestionFocus
 from diagnosis.pipeline.slot import Slot
-from tools.evidence_records import AlertRecord
-from tools.evidence_result import ToolResult
+from tools.evidence.alerts.record import AlertRecord
+from tools.evidence.result import ToolResult
 from tools.terms import term_pattern
 from tools.vocabulary import Vocabulary
 

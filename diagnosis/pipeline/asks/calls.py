@@ -12,8 +12,8 @@ from diagnosis.pipeline.asks.kind import Call, SlotWorld
 from diagnosis.pipeline.asks.registry import KINDS
 from diagnosis.pipeline.asks.shared import alert_arguments, alerts_of
 from diagnosis.pipeline.interfaces import Toolbox, ToolboxWrapper, call_key
-from tools.evidence_kinds import ALERTS
-from tools.evidence_result import ToolResult
+from tools.evidence.registry import ALERTS
+from tools.evidence.result import ToolResult
 
 
 def slot_calls_run(

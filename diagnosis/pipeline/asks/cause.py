@@ -11,8 +11,8 @@ from diagnosis.pipeline.asks.kind import AskKind, Call, SlotWorld
 from diagnosis.pipeline.asks.logs import log_search, log_slot
 from diagnosis.pipeline.asks.shared import alert_found, alert_text, failure
 from diagnosis.pipeline.slot import Slot
-from tools.evidence_records import AlertRecord
-from tools.evidence_result import NO_EVIDENCE_PATH, ToolResult
+from tools.evidence.alerts.record import AlertRecord
+from tools.evidence.result import NO_EVIDENCE_PATH, ToolResult
 
 
 class Cause(AskKind):

@@ -8,7 +8,7 @@ from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.asks.kind import AskKind, SlotWorld
 from diagnosis.pipeline.asks.shared import MAX_LISTED, alert_found, alert_text, failure, no_hit, source_of
 from diagnosis.pipeline.slot import Slot
-from tools.evidence_result import ToolResult
+from tools.evidence.result import ToolResult
 
 
 class Existence(AskKind):

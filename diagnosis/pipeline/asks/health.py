@@ -8,9 +8,9 @@ from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.asks.kind import AskKind, Call, SlotWorld
 from diagnosis.pipeline.asks.shared import MAX_LISTED, failure, found_in, results_of, source_of, unfilled
 from diagnosis.pipeline.slot import Slot
-from tools.evidence_kinds import TARGETS
-from tools.evidence_records import AlertRecord
-from tools.evidence_result import ToolResult
+from tools.evidence.alerts.record import AlertRecord
+from tools.evidence.registry import TARGETS
+from tools.evidence.result import ToolResult
 
 
 class Health(AskKind):

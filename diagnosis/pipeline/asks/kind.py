@@ -13,8 +13,8 @@ from typing import ClassVar, Protocol
 
 from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.slot import Slot
-from tools.evidence_records import AlertRecord
-from tools.evidence_result import ToolResult
+from tools.evidence.alerts.record import AlertRecord
+from tools.evidence.result import ToolResult
 from tools.promql import Carrier
 from tools.vocabulary import Vocabulary
 

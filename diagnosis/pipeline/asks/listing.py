@@ -19,8 +19,8 @@ from diagnosis.pipeline.asks.shared import (
     source_of,
 )
 from diagnosis.pipeline.slot import Slot
-from tools.evidence_records import AlertRecord
-from tools.evidence_result import ToolResult
+from tools.evidence.alerts.record import AlertRecord
+from tools.evidence.result import ToolResult
 from tools.promql import comparison_of
 
 # Severity order of `list` / `priority`: critical > warning > info > none.

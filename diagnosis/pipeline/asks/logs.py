@@ -18,9 +18,10 @@ from diagnosis.pipeline.asks.shared import (
     source_of,
 )
 from diagnosis.pipeline.slot import Slot
-from tools.evidence_kinds import LOGS
-from tools.evidence_records import AlertRecord, LogLine
-from tools.evidence_result import ToolResult
+from tools.evidence.alerts.record import AlertRecord
+from tools.evidence.logs.record import LogLine
+from tools.evidence.registry import LOGS
+from tools.evidence.result import ToolResult
 from tools.loglines import Pattern, has_property, patterns_mined
 from tools.vocabulary import Vocabulary
 

@@ -10,8 +10,8 @@ from diagnosis.pipeline.asks.kind import AskKind, SlotWorld
 from diagnosis.pipeline.asks.listing import firing_ranked
 from diagnosis.pipeline.asks.shared import Found, alert_text
 from diagnosis.pipeline.slot import Slot
-from tools.evidence_records import AlertRecord
-from tools.evidence_result import ToolResult
+from tools.evidence.alerts.record import AlertRecord
+from tools.evidence.result import ToolResult
 
 
 class Priority(AskKind):

@@ -10,9 +10,9 @@ from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.asks.kind import AskKind, Call, SlotWorld
 from diagnosis.pipeline.asks.shared import alerts_of, failure, found_in, quotable, results_of, unfilled
 from diagnosis.pipeline.slot import Slot
-from tools.evidence_kinds import KNOWLEDGE
-from tools.evidence_records import AlertRecord
-from tools.evidence_result import ToolResult
+from tools.evidence.alerts.record import AlertRecord
+from tools.evidence.registry import KNOWLEDGE
+from tools.evidence.result import ToolResult
 from tools.terms import groups_in
 from tools.vocabulary import Vocabulary
 

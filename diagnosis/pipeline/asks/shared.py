@@ -14,9 +14,12 @@ from diagnosis.pipeline.asks.kind import SlotWorld
 from diagnosis.pipeline.contracts import EvidenceBinding
 from diagnosis.pipeline.injected_commands import QUOTE_ONLY, instructions_in
 from diagnosis.pipeline.slot import Slot
-from tools.evidence_kinds import ALERTS, SERIES, EvidenceKind
-from tools.evidence_records import AlertRecord, EvidenceRecord, SeriesRecord
-from tools.evidence_result import Ref, ToolResult
+from tools.evidence.alerts.record import AlertRecord
+from tools.evidence.kind import EvidenceKind
+from tools.evidence.record import EvidenceRecord
+from tools.evidence.registry import ALERTS, SERIES
+from tools.evidence.result import Ref, ToolResult
+from tools.evidence.series.record import SeriesRecord
 from tools.numbers import finite_number, number_text
 from tools.promql import comparison_of, series_query
 from tools.terms import name_parts, term_pattern

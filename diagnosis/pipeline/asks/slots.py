@@ -20,7 +20,7 @@ from diagnosis.pipeline.contracts import Claim
 from diagnosis.pipeline.facts import NO_NAMES, FactNames
 from diagnosis.pipeline.gatekeeper import claims_checked
 from diagnosis.pipeline.slot import CONCLUSION, Slot
-from tools.evidence_result import ToolResult
+from tools.evidence.result import ToolResult
 
 QUOTED = re.compile(r"「[^」]*」")
 # A claim restating a conclusion line: at least this share of it once plain, within it or this similar.

@@ -16,7 +16,7 @@ from diagnosis.pipeline.asks.shared import (
     source_of,
 )
 from diagnosis.pipeline.slot import Slot
-from tools.evidence_result import ToolResult
+from tools.evidence.result import ToolResult
 from tools.numbers import number_text
 from tools.promql import comparison_of
 

@@ -20,9 +20,10 @@ from diagnosis.pipeline.asks.shared import (
     unfilled,
 )
 from diagnosis.pipeline.slot import Slot
-from tools.evidence_kinds import SERIES
-from tools.evidence_records import AlertRecord, SeriesRecord
-from tools.evidence_result import ToolResult
+from tools.evidence.alerts.record import AlertRecord
+from tools.evidence.registry import SERIES
+from tools.evidence.result import ToolResult
+from tools.evidence.series.record import SeriesRecord
 
 
 class Trend(AskKind):

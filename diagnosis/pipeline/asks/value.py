@@ -22,9 +22,10 @@ from diagnosis.pipeline.asks.shared import (
     source_of,
 )
 from diagnosis.pipeline.slot import Slot
-from tools.evidence_kinds import SERIES
-from tools.evidence_records import AlertRecord, SeriesRecord
-from tools.evidence_result import ToolResult
+from tools.evidence.alerts.record import AlertRecord
+from tools.evidence.registry import SERIES
+from tools.evidence.result import ToolResult
+from tools.evidence.series.record import SeriesRecord
 from tools.numbers import number_text, places_text
 from tools.promql import comparison_of
 

@@ -18,8 +18,8 @@ from diagnosis.pipeline.focus import Inventory, World
 from diagnosis.pipeline.interfaces import Stage, StageCall, StepRecord, Toolbox
 from diagnosis.pipeline.question import question_read
 from diagnosis.pipeline.round import RoundLimits, RoundResult, round_run
-from tools.base import guidance_tool_names
-from tools.evidence_result import ToolResult
+from tools.evidence.result import ToolResult
+from tools.evidence.tool import guidance_tool_names
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load
 
 DEMO_VOCABULARY = vocabulary_load(DEFAULT_VOCABULARY_FILE)

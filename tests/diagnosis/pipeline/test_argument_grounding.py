@@ -8,7 +8,7 @@ import pytest
 from diagnosis.pipeline.argument_grounding import LISTED_NAMES, NamesGrounded, arguments_grounded
 from diagnosis.pipeline.focus import Inventory
 from tests.diagnosis.pipeline.asks.support import DEMO, PLAIN, VOCABULARY, WORLD_IDS, WORLDS, Names, world
-from tools.evidence_result import ToolResult
+from tools.evidence.result import ToolResult
 
 
 def camel(name: str) -> str:

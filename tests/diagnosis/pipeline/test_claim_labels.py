@@ -10,8 +10,8 @@ import pytest
 
 from diagnosis.pipeline.claim_labels import claimed_topics, labels_unsupported
 from diagnosis.pipeline.contracts import Claim, EvidenceBinding
-from tools.evidence_records import LogLine
-from tools.evidence_result import NO_EVIDENCE_PATH, ToolResult
+from tools.evidence.logs.record import LogLine
+from tools.evidence.result import NO_EVIDENCE_PATH, ToolResult
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load
 
 ROOT = Path(__file__).parents[3]

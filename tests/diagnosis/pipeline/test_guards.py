@@ -21,7 +21,7 @@ from diagnosis.pipeline.focus import Inventory, World
 from diagnosis.pipeline.orchestrator import diagnose
 from tests.diagnosis.pipeline.asks.support import Invocation
 from tests.diagnosis.pipeline.support import ONE_ROUND, MemoryRecorder, ScriptedEngine
-from tools.evidence_result import NO_EVIDENCE_PATH
+from tools.evidence.result import NO_EVIDENCE_PATH
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load
 
 VOCABULARY = vocabulary_load(DEFAULT_VOCABULARY_FILE)

@@ -6,7 +6,7 @@ from diagnosis.pipeline.contracts import Claim, EvidenceBinding, ExecutorOutput
 from diagnosis.pipeline.searched import searched_gaps
 from diagnosis.pipeline.slot import Slot
 from tests.diagnosis.pipeline.asks.support import WORLD_IDS, WORLDS, Names, asks_of, failed, message
-from tools.evidence_result import NO_EVIDENCE_PATH, ToolResult
+from tools.evidence.result import NO_EVIDENCE_PATH, ToolResult
 
 
 def no_hit(invocation_id: int, service: str, *, source: str = "loki") -> ToolResult:

@@ -25,7 +25,7 @@ from tests.factories import (
     binding_for,
     recorded_invocation,
 )
-from tools.base import guidance_tool_names
+from tools.evidence.tool import guidance_tool_names
 
 pytestmark = pytest.mark.django_db
 

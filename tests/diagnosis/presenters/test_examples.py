@@ -7,7 +7,7 @@ from diagnosis.presenters.examples import PRIORITY_QUESTION, AskExamples, ask_ex
 from diagnosis.selectors.examples import ask_subjects
 from tests.tools.support import use_source
 from tools.demo_questions import demo_examples
-from tools.sources.kinds import AlertSource
+from tools.evidence.alerts.source import AlertSource
 
 pytestmark = pytest.mark.django_db
 

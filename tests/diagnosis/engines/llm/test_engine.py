@@ -22,7 +22,7 @@ from diagnosis.pipeline.contracts import (
 from diagnosis.services.toolbox import RecordingToolbox
 from tests.diagnosis.engines.llm.support import PLAN, QUERY, executor_input
 from tests.factories import DiagnosisSessionFactory
-from tools.base import all_tools
+from tools.evidence.tool import all_tools
 
 CLAIM = {
     "claim_id": "claim-1",

@@ -19,8 +19,8 @@ from diagnosis.pipeline.asks.slots import slots_read
 from diagnosis.pipeline.focus import Inventory, World
 from diagnosis.pipeline.slot import Slot
 from diagnosis.pipeline.windows import window_in
-from tools.evidence_records import LogLine
-from tools.evidence_result import ToolResult
+from tools.evidence.logs.record import LogLine
+from tools.evidence.result import ToolResult
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load
 
 VOCABULARY = vocabulary_load(DEFAULT_VOCABULARY_FILE)

@@ -14,7 +14,7 @@ from tests.diagnosis.pipeline.asks.support import (
     per_world,
     read,
 )
-from tools.evidence_result import NO_EVIDENCE_PATH, Ref
+from tools.evidence.result import NO_EVIDENCE_PATH, Ref
 
 
 def cause_question(names: Names) -> str:

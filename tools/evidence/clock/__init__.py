@@ -1,0 +1,1 @@
+"""The clock: the current time, a helper that gathers no evidence (tool; its row in `tools.evidence.registry`)."""
