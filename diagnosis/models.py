@@ -7,6 +7,7 @@ from django.db import models
 
 from diagnosis.pipeline import routing
 from diagnosis.pipeline.interfaces import Stage, StepStatus
+from tools.evidence.registry import kind_named
 from tools.evidence.result import ToolResult
 
 
@@ -196,6 +197,7 @@ class ToolInvocation(models.Model):
         """The call as the pipeline reads it: its stored JSON read once into typed records and refs."""
         return ToolResult.from_stored(
             tool_name=self.tool_name,
+            kind=kind_named(self.tool_name),
             invocation_id=self.pk,
             arguments=self.input or {},
             success=self.success,

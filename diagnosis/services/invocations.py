@@ -27,8 +27,9 @@ from diagnosis import tracing
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.contracts import record_path
 from tools import clock
+from tools.evidence.record import EvidenceRecord
 from tools.evidence.registry import current_name
-from tools.evidence.result import FAILED, NO_EVIDENCE, NO_EVIDENCE_PATH, NOT_EVIDENCE, SUPPORTED
+from tools.evidence.result import FAILED, NO_EVIDENCE, NO_EVIDENCE_PATH, NOT_EVIDENCE, SUPPORTED, ToolResult
 from tools.evidence.tool import EvidenceTool, ToolContext, UnknownToolError, get_tool, guidance_tool_names
 from tools.sources import DEMO, DEMO_LABEL
 
@@ -187,23 +188,25 @@ def _invocation_run(
             # A `tool` session is one caller's call, its arguments as the caller wrote them.
             caller_written=session.kind == DiagnosisSession.Kind.TOOL,
         )
+        result = tool.bounded_run(parsed, context)
         # Bounded before anything copies it; round-tripped so an output that cannot be stored fails
         # here, as this tool's failure.
-        output = storable(json.loads(json.dumps(tool.bounded_run(parsed, context), ensure_ascii=False)))
-        error = "" if output.get("success", True) else str(output.get("message") or "工具返回失败")
+        output = storable(json.loads(json.dumps(result.output(), ensure_ascii=False)))
+        if output != result.output():
+            # What the database cannot store was replaced: the refs quote the records as stored.
+            result = tool.typed(output, parsed)
+        error = "" if result.success else str(result.said or "工具返回失败")
         error_type = TOOL_REPORTED_FAILURE if error else ""
     except Exception as exc:  # any tool failure is recorded as a gap; the pipeline goes on
         if not isinstance(exc, UnknownToolError | ValidationError):
             logger.warning("tool %s failed", tool_name, exc_info=True)
-        output, error, error_type = {}, tool_error_text(exc), type(exc).__name__
+        result, output, error, error_type = None, {}, tool_error_text(exc), type(exc).__name__
     elapsed = time.perf_counter() - started
     latency_ms = int(elapsed * 1000)
     error = storable(error[:ERROR_CHARS])
     if error:
         output = {**output, "success": False, "error": error}
-    details = _retrieval_details(
-        tool=tool, tool_name=tool_name, parsed=parsed, output=output, failed=bool(error), source=source
-    )
+    details = _retrieval_details(tool=tool, parsed=parsed, result=None if error else result, source=source)
     invocation = ToolInvocation(
         session=session,
         round=round,
@@ -312,35 +315,28 @@ def source_label(source: str) -> str:
 
 
 def _retrieval_details(
-    *,
-    tool: EvidenceTool | None,
-    tool_name: str,
-    parsed: BaseModel | None,
-    output: dict,
-    failed: bool,
-    source: str,
+    *, tool: EvidenceTool | None, parsed: BaseModel | None, result: ToolResult | None, source: str
 ) -> dict[str, Any]:
+    """The row's evidence status and refs; `result` is None for a failed call."""
     if tool is not None and not tool.is_evidence:
-        return {"evidence_status": FAILED if failed else NOT_EVIDENCE, "evidence_refs": []}
-    records = [] if failed or tool is None else output.get(tool.collection_key) or []
-    if failed or tool is None:
+        return {"evidence_status": FAILED if result is None else NOT_EVIDENCE, "evidence_refs": []}
+    if tool is None or result is None:
         details: dict[str, Any] = {"evidence_status": FAILED, "evidence_refs": []}
     else:
-        details = _evidence(tool=tool, parsed=parsed, records=records, source=source)
+        details = _evidence(tool=tool, parsed=parsed, records=result.records, source=source)
     if tool is not None and tool.is_guidance:
-        details |= _knowledge_details(records)
+        details |= _knowledge_details([] if result is None else result.records)
     return details
 
 
 def _evidence(
-    *, tool: EvidenceTool, parsed: BaseModel | None, records: list[dict], source: str
+    *, tool: EvidenceTool, parsed: BaseModel | None, records: list[EvidenceRecord], source: str
 ) -> dict[str, Any]:
     """One ref per record, in the text the record writes (deduped knowledge blocks are not new
     evidence), else the no-hit ref."""
-    typed = [tool.kind.record.model_validate(record) for record in records] if tool.kind.record else []
     refs = [
         {"raw_path": record_path(tool.collection_key, index), "text": record.ref_text()}
-        for index, record in enumerate(typed)
+        for index, record in enumerate(records)
         if not getattr(record, "deduped", False)
     ]
     if refs:
@@ -351,17 +347,17 @@ def _evidence(
     return {"evidence_status": NO_EVIDENCE, "evidence_refs": [{"raw_path": NO_EVIDENCE_PATH, "text": text}]}
 
 
-def _knowledge_details(blocks: list[dict]) -> dict[str, list[str]]:
+def _knowledge_details(blocks: list[EvidenceRecord]) -> dict[str, list[str]]:
     """Retrieval facts of the new blocks only: a deduped block is not new evidence."""
-    fresh = [block for block in blocks if not block.get("deduped")]
+    fresh = [block for block in blocks if not getattr(block, "deduped", False)]
 
-    def unique(key: str) -> list[str]:
-        return list(dict.fromkeys(block[key] for block in fresh))
+    def unique(field: str) -> list[str]:
+        return list(dict.fromkeys(getattr(block, field) for block in fresh))
 
     return {
         "retrieval_layers": unique("retrieval_layer"),
         "relevance_levels": unique("relevance"),
         "source_documents": unique("source_document"),
         "evidence_blocks": unique("block_id"),
-        "deduped_blocks": [block["block_id"] for block in blocks if block.get("deduped")],
+        "deduped_blocks": [block.block_id for block in blocks if getattr(block, "deduped", False)],
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from diagnosis.pipeline.contracts import Claim, EvidenceBinding, ExecutorOutput
 from diagnosis.pipeline.focus import Inventory, question_focus
 from diagnosis.pipeline.scope import FOCUS_RULE, out_of_focus, record_subjects
+from tools.evidence.registry import kind_named
 from tools.evidence.result import ToolResult
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load
 
@@ -18,6 +19,7 @@ INVENTORY = Inventory.build(
 
 ALERTS = ToolResult.from_stored(
     tool_name="query_alerts",
+    kind=kind_named("query_alerts"),
     invocation_id=1,
     arguments={},
     success=True,

@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
+from tools.evidence.kind import EvidenceKind
 from tools.evidence.record import EvidenceRecord
-from tools.evidence.registry import kind_named
 
 # Where the ref of a search that found nothing points.
 NO_EVIDENCE_PATH = "$.no_evidence"
@@ -53,6 +53,9 @@ class ToolResult(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     tool_name: str
+    # The kind whose records it holds, given by whoever builds it (the result cannot import the registry:
+    # the kinds' tools return results); None for a call not run.
+    kind: SkipValidation[EvidenceKind | None] = Field(default=None, exclude=True)
     # None for a call that was not run (the round's budget was spent, a name it could not ground).
     invocation_id: int | None = None
     arguments: dict[str, Any] = Field(default_factory=dict)
@@ -77,6 +80,7 @@ class ToolResult(BaseModel):
         cls,
         *,
         tool_name: str,
+        kind: EvidenceKind | None,
         invocation_id: int | None,
         arguments: dict[str, Any],
         success: bool,
@@ -86,7 +90,32 @@ class ToolResult(BaseModel):
         error: str = "",
     ) -> ToolResult:
         """A recorded call as its row stores it: the output JSON and the refs extracted at record time."""
-        kind = kind_named(tool_name)
+        return cls.from_output(
+            tool_name=tool_name,
+            kind=kind,
+            arguments=arguments,
+            output=output,
+            source=source,
+            invocation_id=invocation_id,
+            success=success,
+            evidence_status=(retrieval_details or {}).get("evidence_status", FAILED),
+            refs=refs_read(retrieval_details, key=kind.collection_key if kind is not None else None),
+            error=error,
+        )
+
+    @classmethod
+    def from_output(
+        cls,
+        *,
+        tool_name: str,
+        kind: EvidenceKind | None,
+        arguments: dict[str, Any],
+        output: dict[str, Any],
+        source: str = "",
+        **fields: Any,
+    ) -> ToolResult:
+        """An output JSON typed: its records (under the kind's collection key) as the kind's records, the
+        rest as details in their order; a tool types its source's answer with it, a reader a stored row."""
         key = kind.collection_key if kind is not None else None
         stored_records = output.get(key) if key else None
         records_at = None
@@ -101,19 +130,16 @@ class ToolResult(BaseModel):
             if kind is not None and kind.record is not None and isinstance(stored_records, list)
             else []
         )
-        refs = refs_read(retrieval_details, key=key)
+        fields.setdefault("success", (output or {}).get("success", True) is not False)
         return cls(
             tool_name=tool_name,
-            invocation_id=invocation_id,
+            kind=kind,
             arguments=arguments or {},
-            success=success,
-            evidence_status=(retrieval_details or {}).get("evidence_status", FAILED),
             source=source,
             records=records,
-            refs=refs,
             details=details,
             records_at=records_at,
-            error=error,
+            **fields,
         )
 
     @property
@@ -157,7 +183,7 @@ class ToolResult(BaseModel):
 
     def record_at(self, raw_path: str | None) -> EvidenceRecord | None:
         """The record a raw_path (`$.series[0]`) points at; None when it points at none of them."""
-        kind = kind_named(self.tool_name)
+        kind = self.kind
         index = _index_of(raw_path or "", kind.collection_key if kind is not None else None)
         return self.records[index] if index is not None and index < len(self.records) else None
 
@@ -169,7 +195,7 @@ class ToolResult(BaseModel):
 
     def output(self) -> dict[str, Any]:
         """The output as the row stores it: the details with the records back where they stood."""
-        kind = kind_named(self.tool_name)
+        kind = self.kind
         if self.records_at is None or kind is None or kind.collection_key is None:
             return dict(self.details)
         items = list(self.details.items())
@@ -230,7 +256,7 @@ class ToolResult(BaseModel):
         """The output within MESSAGE_OUTPUT_CHARS: a prefix of its records (so raw paths still line up)
         and a note of how many were left out."""
         output = self.output()
-        kind = kind_named(self.tool_name)
+        kind = self.kind
         key = kind.collection_key if kind is not None else None
         records = output.get(key) if key else None
         # Only record lists grow: failed outputs are capped by the error's bound, helper outputs are tiny.

@@ -1,7 +1,7 @@
 """Evidence tools are plugins: a base class, a registry, one tool per kind (`tools.evidence.<kind>.tool`).
 
 A tool validates its arguments with a pydantic model (which also gives the JSON schema the LLM
-sees), asks the source of its kind for records, and returns plain JSON. It knows nothing about
+sees), asks the source of its kind for records, and returns them typed (`ToolResult`). It knows nothing about
 sessions or the database: recording and evidence extraction happen in `diagnosis.services.invocations`.
 """
 
@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from tools.bounds import OutputBounds, output_bounded
 from tools.evidence.kind import EvidenceKind
+from tools.evidence.result import ToolResult
 from tools.evidence.source import Source
 
 SourceT = TypeVar("SourceT", bound=Source)
@@ -124,17 +125,32 @@ class EvidenceTool(ABC, Generic[SourceT]):
         return SOURCES.chosen(self.source_kind) if self.source_kind is not None else None
 
     @abstractmethod
-    def run(self, arguments: ToolArguments, context: ToolContext) -> dict[str, Any]:
-        """Return the tool output JSON. Raise on failure; the recorder turns it into success=false."""
+    def run(self, arguments: ToolArguments, context: ToolContext) -> ToolResult:
+        """The call's result, its source's answer typed (`typed`). Raise on failure; the recorder turns
+        it into success=false."""
 
-    def bounded_run(self, arguments: ToolArguments, context: ToolContext) -> dict[str, Any]:
-        """`run`, its records cut to the configured bounds before anything keeps or reads them."""
-        output = self.run(arguments, context)
+    def typed(self, output: dict[str, Any], arguments: ToolArguments) -> ToolResult:
+        """The output a tool built from its source's answer as a `ToolResult`: its records the kind's
+        typed records, the rest (message, total, result_type…) its details, with the request as sent."""
+        return ToolResult.from_output(
+            tool_name=self.name,
+            kind=self.kind,
+            arguments=arguments.model_dump(mode="json"),
+            output=output,
+            source=self.provenance()[0],
+        )
+
+    def bounded_run(self, arguments: ToolArguments, context: ToolContext) -> ToolResult:
+        """`run`, its records cut to the configured bounds before anything keeps or reads them; a cut
+        result says so (`truncated`, `totals`)."""
+        result = self.run(arguments, context)
         if self.collection_key is None:
-            return output
-        return output_bounded(
+            return result
+        output = result.output()
+        bounded = output_bounded(
             output, key=self.collection_key, noun=self.record_noun, bounds=OutputBounds.configured()
         )
+        return result if bounded is output else self.typed(bounded, arguments)
 
     def openai_tool(self) -> dict[str, Any]:
         """The function-tool definition sent to an OpenAI-compatible endpoint: strict parameters

@@ -11,6 +11,7 @@ import pytest
 from diagnosis.pipeline.claim_labels import claimed_topics, labels_unsupported
 from diagnosis.pipeline.contracts import Claim, EvidenceBinding
 from tools.evidence.logs.record import LogLine
+from tools.evidence.registry import kind_named
 from tools.evidence.result import NO_EVIDENCE_PATH, ToolResult
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load
 
@@ -46,6 +47,7 @@ def logs_call(service: str, level: str, *messages: str, pk: int = 5) -> ToolResu
     ]
     return ToolResult.from_stored(
         tool_name="query_logs",
+        kind=kind_named("query_logs"),
         invocation_id=pk,
         arguments={"query": "error", "service": service},
         success=True,

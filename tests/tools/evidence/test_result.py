@@ -7,6 +7,7 @@ from decimal import Decimal
 from tools.evidence.alerts.record import AlertRecord
 from tools.evidence.knowledge.record import RunbookSection
 from tools.evidence.logs.record import LogLine
+from tools.evidence.registry import kind_named
 from tools.evidence.result import NO_EVIDENCE_PATH, ToolResult, not_run
 from tools.evidence.series.record import SeriesRecord
 from tools.evidence.targets.record import TargetRecord
@@ -57,6 +58,7 @@ def logs_result(**details) -> ToolResult:
     lines = [{"timestamp": "t", "level": "ERROR", "service": "web", "message": f"m{i}"} for i in range(2)]
     return ToolResult.from_stored(
         tool_name="query_logs",
+        kind=kind_named("query_logs"),
         invocation_id=7,
         arguments={"query": "error", "service": "web"},
         success=True,
@@ -96,6 +98,7 @@ def test_each_record_comes_with_the_ref_that_cites_it():
 def test_a_deduped_block_has_no_ref_and_is_not_cited():
     result = ToolResult.from_stored(
         tool_name="lookup_knowledge",
+        kind=kind_named("lookup_knowledge"),
         invocation_id=3,
         arguments={"query": "cpu"},
         success=True,
@@ -151,6 +154,7 @@ def test_the_model_reads_the_arguments_and_the_names_resolved_beside_the_message
 def test_a_raw_path_finds_its_record_and_its_ref_and_no_other():
     result = ToolResult.from_stored(
         tool_name="query_promql",
+        kind=kind_named("query_promql"),
         invocation_id=7,
         arguments={"query": "up", "minutes": 5},
         success=True,

@@ -3,6 +3,7 @@
 import pytest
 
 from diagnosis.services.sessions import MAX_QUERY_CHARS
+from tools.evidence.logs.record import LogLine
 from tools.evidence.tool import all_tools
 from tools.sources.demo import DATA_DIR
 
@@ -58,10 +59,10 @@ def test_no_placeholder_service_in_the_data_or_the_tools():
 @pytest.mark.django_db
 @pytest.mark.parametrize("query", ["error", "日志", "generic", "service", "order-service 连接池耗尽", "*"])
 def test_no_placeholder_service_in_any_answer(run_tool, query):
-    logs = run_tool("query_logs", query=query, limit=100)["logs"]
+    logs = run_tool("query_logs", query=query, limit=100).records
 
-    assert PLACEHOLDER not in str(logs)
-    assert all(log["service"] != PLACEHOLDER for log in logs)
+    assert PLACEHOLDER not in str([log.stored() for log in logs])
+    assert all(log.service != PLACEHOLDER for log in logs)
 
 
 def test_every_free_text_argument_is_bounded_like_a_question():
@@ -75,3 +76,16 @@ def test_every_free_text_argument_is_bounded_like_a_question():
     }
 
     assert not unbounded
+
+
+@pytest.mark.django_db
+def test_a_tool_returns_its_kind_s_typed_records_with_the_request_and_what_it_said(run_tool):
+    result = run_tool("query_logs", query="order-service", limit=2)
+
+    assert result.success and result.tool_name == "query_logs"
+    assert len(result.records) == 2 and all(isinstance(line, LogLine) for line in result.records)
+    assert result.request.query == "order-service" and result.total == 10
+    assert result.said == "找到 10 条匹配日志，返回 2 条"
+    assert not result.truncated
+    # The output it stores: the details with the records where the tool put them.
+    assert list(result.output()) == ["success", "logs", "total", "message"]

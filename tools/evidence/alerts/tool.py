@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from tools.evidence.alerts.kind import ALERTS
 from tools.evidence.alerts.source import AlertSource
+from tools.evidence.result import ToolResult
 from tools.evidence.tool import MAX_TEXT_CHARS, EvidenceTool, ToolArguments, ToolContext, register
 
 
@@ -32,9 +31,11 @@ class QueryAlertsTool(EvidenceTool[AlertSource]):
     description = "查询当前告警（告警名、服务、状态、描述、开始时间、持续时长），可按服务或告警名过滤。"
     arguments_model = QueryAlertsArguments
 
-    def run(self, arguments: QueryAlertsArguments, context: ToolContext) -> dict[str, Any]:
+    def run(self, arguments: QueryAlertsArguments, context: ToolContext) -> ToolResult:
         alerts = self.source().query_alerts(
             service=arguments.service, alert_name=arguments.alert_name, now=context.now
         )
         message = f"找到 {len(alerts)} 条告警" if alerts else "未找到匹配的告警"
-        return {"success": True, "alerts": alerts, "total": len(alerts), "message": message}
+        return self.typed(
+            {"success": True, "alerts": alerts, "total": len(alerts), "message": message}, arguments
+        )

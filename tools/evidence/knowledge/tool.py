@@ -7,12 +7,11 @@ session comes back `deduped: true`: it is not new evidence.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from tools.evidence.knowledge.kind import KNOWLEDGE
 from tools.evidence.knowledge.source import KnowledgeSource
+from tools.evidence.result import ToolResult
 from tools.evidence.tool import EvidenceTool, ToolArguments, ToolContext, register
 from tools.retrieval import knowledge_rank
 
@@ -33,7 +32,7 @@ class LookupKnowledgeTool(EvidenceTool[KnowledgeSource]):
     description = "检索运维知识库（处理手册与历史案例）。结果只是排查参考，不能当作当前故障的事实。"
     arguments_model = LookupKnowledgeArguments
 
-    def run(self, arguments: LookupKnowledgeArguments, context: ToolContext) -> dict[str, Any]:
+    def run(self, arguments: LookupKnowledgeArguments, context: ToolContext) -> ToolResult:
         hits = knowledge_rank(
             query=arguments.query, blocks=self.source().knowledge_blocks(), top_k=arguments.top_k
         )
@@ -59,4 +58,6 @@ class LookupKnowledgeTool(EvidenceTool[KnowledgeSource]):
             message = f"命中 {len(evidence_blocks)} 个知识块，其中 {deduped} 个本会话已返回过（不是新证据）"
         else:
             message = f"命中 {len(evidence_blocks)} 个知识块"
-        return {"success": True, "evidence_blocks": evidence_blocks, "message": message}
+        return self.typed(
+            {"success": True, "evidence_blocks": evidence_blocks, "message": message}, arguments
+        )

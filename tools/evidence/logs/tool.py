@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from tools.evidence.logs.kind import LOGS
 from tools.evidence.logs.source import LogSource
+from tools.evidence.result import ToolResult
 from tools.evidence.tool import MAX_TEXT_CHARS, EvidenceTool, ToolArguments, ToolContext, register
 
 LogTopic = Literal["system-metrics", "application-logs", "database-slow-query", "system-events"]
@@ -38,10 +39,10 @@ class QueryLogsTool(EvidenceTool[LogSource]):
     description = "按关键词检索日志（支持同义词，中英文），可按服务、日志类别过滤，最新的在前。"
     arguments_model = QueryLogsArguments
 
-    def run(self, arguments: QueryLogsArguments, context: ToolContext) -> dict[str, Any]:
+    def run(self, arguments: QueryLogsArguments, context: ToolContext) -> ToolResult:
         logs = self.source().query_logs(
             query=arguments.query, service=arguments.service, topic=arguments.topic, now=context.now
         )
         shown = logs[: arguments.limit]
         message = f"找到 {len(logs)} 条匹配日志，返回 {len(shown)} 条" if logs else "未找到匹配的日志"
-        return {"success": True, "logs": shown, "total": len(logs), "message": message}
+        return self.typed({"success": True, "logs": shown, "total": len(logs), "message": message}, arguments)

@@ -8,11 +8,11 @@ quote a number Prometheus returned: `node_load1{instance="web-1:9100",job="node"
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 import promql_parser
 from pydantic import Field
 
+from tools.evidence.result import ToolResult
 from tools.evidence.series.kind import SERIES
 from tools.evidence.series.source import SeriesSource
 from tools.evidence.tool import MAX_TEXT_CHARS, EvidenceTool, ToolArguments, ToolContext, register
@@ -57,7 +57,7 @@ class QueryPromqlTool(EvidenceTool[SeriesSource]):
     arguments_model = QueryPromqlArguments
     source_needed = "PromQL 需要 Prometheus 数据源"
 
-    def run(self, arguments: QueryPromqlArguments, context: ToolContext) -> dict[str, Any]:
+    def run(self, arguments: QueryPromqlArguments, context: ToolContext) -> ToolResult:
         source = self.source()
         reach = read_back(arguments.query, window=timedelta(minutes=arguments.minutes), now=context.now)
         # A query the pipeline planned is its own, and a window beyond the retention is answered with
@@ -65,7 +65,7 @@ class QueryPromqlTool(EvidenceTool[SeriesSource]):
         if context.caller_written and (
             refusal := written_query_refusal(arguments.query, reach=reach, source=source)
         ):
-            return {"success": False, "message": refusal}
+            return self.typed({"success": False, "message": refusal}, arguments)
         answer = source.query_promql(query=arguments.query, minutes=arguments.minutes, now=context.now)
         series = answer["series"]
         message = f"返回 {len(series)} 条时间序列" if series else "查询结果为空"
@@ -76,7 +76,7 @@ class QueryPromqlTool(EvidenceTool[SeriesSource]):
         if reach > timedelta(0):
             # A window beyond what the server keeps is answered with the window that exists.
             output["retention_minutes"] = source.retention_minutes()
-        return output
+        return self.typed(output, arguments)
 
 
 def written_query_refusal(query: str, *, reach: timedelta, source: SeriesSource) -> str | None:

@@ -6,10 +6,11 @@ Each target is one evidence ref that names it and, when its scrape fails, Promet
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
+from tools.evidence.result import ToolResult
 from tools.evidence.targets.kind import TARGETS
 from tools.evidence.targets.source import TargetSource
 from tools.evidence.tool import EvidenceTool, ToolArguments, ToolContext, register
@@ -37,11 +38,13 @@ class QueryTargetsTool(EvidenceTool[TargetSource]):
     arguments_model = QueryTargetsArguments
     source_needed = "抓取目标需要 Prometheus 数据源"
 
-    def run(self, arguments: QueryTargetsArguments, context: ToolContext) -> dict[str, Any]:
+    def run(self, arguments: QueryTargetsArguments, context: ToolContext) -> ToolResult:
         targets = [
             target
             for target in self.source().targets()
             if matches(arguments.job, target["job"]) and (arguments.state != DOWN or target["health"] == DOWN)
         ]
         message = f"找到 {len(targets)} 个抓取目标" if targets else "未找到匹配的抓取目标"
-        return {"success": True, "targets": targets, "total": len(targets), "message": message}
+        return self.typed(
+            {"success": True, "targets": targets, "total": len(targets), "message": message}, arguments
+        )

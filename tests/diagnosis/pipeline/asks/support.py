@@ -20,6 +20,7 @@ from diagnosis.pipeline.focus import Inventory, World
 from diagnosis.pipeline.slot import Slot
 from diagnosis.pipeline.windows import window_in
 from tools.evidence.logs.record import LogLine
+from tools.evidence.registry import kind_named
 from tools.evidence.result import ToolResult
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load
 
@@ -153,6 +154,7 @@ def message(
     the `refs` given."""
     return ToolResult.from_stored(
         tool_name=tool_name,
+        kind=kind_named(tool_name),
         invocation_id=invocation_id,
         arguments=arguments or {},
         success=success,
@@ -170,6 +172,7 @@ def message(
 def failed(invocation_id: int, tool_name: str, *, arguments: dict, source: str) -> ToolResult:
     return ToolResult.from_stored(
         tool_name=tool_name,
+        kind=kind_named(tool_name),
         invocation_id=invocation_id,
         arguments=arguments,
         success=False,
@@ -193,6 +196,7 @@ class Invocation:
         """The call as the pipeline reads it, as `ToolInvocation.tool_result` reads a row."""
         return ToolResult.from_stored(
             tool_name=self.tool_name,
+            kind=kind_named(self.tool_name),
             invocation_id=self.pk,
             arguments=self.input,
             success=True,

@@ -13,6 +13,7 @@ from tools.bounds import CUT_MARK, stored_bytes
 from tools.clock import local_text
 from tools.evidence.logs.source import LogSource
 from tools.evidence.logs.tool import QueryLogsArguments
+from tools.evidence.result import ToolResult
 
 pytestmark = pytest.mark.django_db
 
@@ -33,8 +34,8 @@ POOL_SYNONYMS = [
 ]
 
 
-def messages(output: dict) -> list[str]:
-    return [log["message"] for log in output["logs"]]
+def messages(result: ToolResult) -> list[str]:
+    return [log.message for log in result.records]
 
 
 @pytest.mark.parametrize("synonym", POOL_SYNONYMS)
@@ -62,7 +63,7 @@ def test_what_users_type_about_the_pool_finds_it(run_tool, query):
 def test_connection_pool_on_a_healthy_service_is_an_empty_success(run_tool, arguments):
     output = run_tool("query_logs", **arguments)
 
-    assert output == {"success": True, "logs": [], "total": 0, "message": "未找到匹配的日志"}
+    assert (output.success, output.records, output.total, output.said) == (True, [], 0, "未找到匹配的日志")
 
 
 @pytest.mark.parametrize(
@@ -112,14 +113,14 @@ def test_a_keyword_only_matches_its_own_group(run_tool):
 def test_a_service_in_the_query_narrows_like_the_filter(run_tool):
     output = run_tool("query_logs", query="user-service 500")
 
-    assert {log["service"] for log in output["logs"]} == {"user-service"}
+    assert {log.service for log in output.records} == {"user-service"}
 
 
 @pytest.mark.parametrize(
     "query", ["如何轮换 quantum scheduler token", "今天天气怎么样", "foo-service 连接池耗尽", "看看日志"]
 )
 def test_an_unrelated_query_finds_nothing(run_tool, query):
-    assert run_tool("query_logs", query=query)["logs"] == []
+    assert run_tool("query_logs", query=query).records == []
 
 
 def test_a_literal_identifier_is_found(run_tool):
@@ -132,16 +133,17 @@ def test_a_literal_identifier_is_found(run_tool):
 def test_topic_filter_narrows_to_its_category(run_tool):
     output = run_tool("query_logs", query="order-service", topic="system-events")
 
-    assert [log["topic"] for log in output["logs"]] == ["system-events"]
-    assert "OOMKilled" in output["logs"][0]["message"]
+    assert [log.topic for log in output.records] == ["system-events"]
+    assert "OOMKilled" in output.records[0].message
 
 
 def test_limit_bounds_the_list_and_total_counts_all(run_tool):
     output = run_tool("query_logs", query="order-service", limit=2)
 
-    assert len(output["logs"]) == 2
-    assert output["total"] == 10
-    assert output["message"] == "找到 10 条匹配日志，返回 2 条"
+    assert len(output.records) == 2
+    assert output.total == 10
+    assert output.said == "找到 10 条匹配日志，返回 2 条"
+    assert output.request.query == "order-service"
 
 
 def test_arguments_default_and_bounds():
@@ -175,6 +177,17 @@ class MegabyteLines(LogSource):
             }
             for index in range(100)
         ]
+
+
+def test_a_cut_result_is_typed_and_says_its_totals(settings, run_tool):
+    use_source(settings, MegabyteLines, LogSource)
+
+    result = run_tool("query_logs", query="OutOfMemoryError", limit=100)
+
+    assert result.truncated and result.totals == {"total_lines": 100}
+    assert 0 < len(result.records) < 100
+    assert result.records[0].message.endswith(CUT_MARK)
+    assert stored_bytes(result.output()) <= settings.DIAGNOSIS["OUTPUT_MAX_BYTES"]
 
 
 def test_lines_beyond_the_bytes_are_cut_stored_with_the_totals_and_only_the_kept_ones_cited(settings):
