@@ -71,8 +71,8 @@ MIXED_RESULTS_NOTE = "部分告警的结论存在证据缺口、已降级或执�
 REPORT_RECORD_TYPE = "aiops_report"
 
 
-# A resolved alert's findings were verified while it fired: told in the past, outside
-# the quoted excerpts, which stay as the source wrote them.
+# A resolved alert's findings were verified while it fired: its record stores them in the past
+# (`alert_analysis_build`), outside the quoted excerpts, which stay as the source wrote them.
 PAST_TENSE = (
     ("当前存在", "触发期间存在"),
     ("（firing）", "（当时触发中）"),
@@ -219,6 +219,16 @@ class AlertAnalysis(BaseModel):
     def has_gaps(self) -> bool:
         return bool(self.failed_citations or self.gaps or self.tool_gaps)
 
+    def summary(self) -> str:
+        """One line for a notification: the outcome and, when there is one, the first verified finding
+        (in the past once the alert resolved: the record stores it so)."""
+        outcome = _output_type_text(self, RAW_REFS) if self.completed else FAILED_LABEL
+        finding = " ".join(self.findings[0].text.split()) if self.findings else ""
+        if self.resolved_text:
+            lead = f"已恢复：{self.resolved_text}；触发期间的分析 {outcome}"
+            return (f"{lead}：{finding}" if finding else lead)[:500]
+        return (f"{outcome}：{finding}" if finding else outcome)[:500]
+
     def gap_lines(self, refs: RefWriter = RAW_REFS) -> list[str]:
         return [
             *(
@@ -298,8 +308,8 @@ def alert_analysis_build(
 
     material = recorded.material
     if output_type_shows_claims(child.output_type):
-        analysis.findings = recorded.findings
-        analysis.inferences = recorded.inferences
+        analysis.findings = statements_in_tense(recorded.findings, resolved=bool(resolved))
+        analysis.inferences = statements_in_tense(recorded.inferences, resolved=bool(resolved))
     claim_types = {claim.claim_id: claim.claim_type for claim in recorded.executor_output.claims}
     analysis.confirmed = any(claim_types[f.claim_id] != "negative_observation" for f in analysis.findings)
     if not analysis.findings and not analysis.inferences:
@@ -310,6 +320,14 @@ def alert_analysis_build(
     analysis.tool_gaps = _tool_gaps(invocations)
     analysis.actions = _next_steps(analysis, allowed_actions=material.allowed_actions)
     return analysis
+
+
+def statements_in_tense(statements: list[Statement], *, resolved: bool) -> list[Statement]:
+    """The child's statements as the record keeps them: a resolved alert's in the past (`past_tense`),
+    written once here from the claims the child's asks wrote, never over rendered text."""
+    if not resolved:
+        return statements
+    return [statement.model_copy(update={"text": past_tense(statement.text)}) for statement in statements]
 
 
 def report_output_type(analyses: list[AlertAnalysis]) -> str:
@@ -378,7 +396,7 @@ def report_markdown(report: AiopsReport, *, refs: RefWriter = RAW_REFS) -> str:
         lines += ["| # | 告警 | 服务 | 状态 | 校验结论 | 输出类型 |", "|---|---|---|---|---|---|"]
         lines += [
             f"| {number} | {_cell(a.subject.shown_name)} | {_cell(a.subject.shown_service or '—')} | "
-            f"{_cell(a.state_text)}{_flapping_cell(a)} | {_verdict_text(a)} | {_output_type_text(a)} |"
+            f"{_cell(a.state_text)}{_flapping_cell(a)} | {_verdict_text(a)} | {_output_type_text(a, refs)} |"
             for number, a in enumerate(analyses, start=1)
         ]
     else:
@@ -387,7 +405,7 @@ def report_markdown(report: AiopsReport, *, refs: RefWriter = RAW_REFS) -> str:
         lines += ["", *_alert_section(number, analysis, refs)]
     if report.not_analysed:
         lines += ["", "## 未分析的告警", "", *bullets([f"`{label}`" for label in report.not_analysed])]
-    lines += ["", "## 总结", "", *_summary(analyses, report.notes)]
+    lines += ["", "## 总结", "", *_summary(analyses, report.notes, refs)]
     return "\n".join(lines).strip() + "\n"
 
 
@@ -495,16 +513,6 @@ def status_line(analyses: list[AlertAnalysis], *, not_analysed_count: int = 0) -
     return line + "。"
 
 
-def alert_summary(analysis: AlertAnalysis) -> str:
-    """One line for a notification: the outcome and, when there is one, the first verified finding."""
-    outcome = _output_type_text(analysis) if analysis.completed else FAILED_LABEL
-    finding = " ".join(analysis.findings[0].text.split()) if analysis.findings else ""
-    if analysis.resolved_text:
-        lead = f"已恢复：{analysis.resolved_text}；触发期间的分析 {outcome}"
-        return (f"{lead}：{past_tense(finding)}" if finding else lead)[:500]
-    return (f"{outcome}：{finding}" if finding else outcome)[:500]
-
-
 def resolved_text(alerts: list[dict]) -> str:
     """`触发于 …，恢复于 …，持续 …` when every one of the alerts resolved; "" while any fires."""
     if not alerts or any(alert.get("state") != RESOLVED for alert in alerts):
@@ -585,7 +593,7 @@ def _alert_section(number: int, analysis: AlertAnalysis, refs: RefWriter) -> lis
     lines = [
         heading,
         "",
-        f"校验结论：{_verdict_text(analysis)}｜输出类型：{_output_type_text(analysis)}｜"
+        f"校验结论：{_verdict_text(analysis)}｜输出类型：{_output_type_text(analysis, refs)}｜"
         f"状态：{analysis.state_text}｜子会话：`{analysis.session_id}`",
     ]
     if analysis.flapping:
@@ -607,12 +615,11 @@ def _alert_section(number: int, analysis: AlertAnalysis, refs: RefWriter) -> lis
         lines += ["", DISCLAIMER]
     elif analysis.output_type == OutputType.DEGRADED:
         lines += ["", DEGRADED_HEADER]
-    told = past_tense if analysis.resolved_text else str
     if analysis.findings:
         heading = "**触发期间已核验的发现**" if analysis.resolved_text else "**已核验的发现**"
-        lines += ["", heading, *map(told, statement_lines(analysis.findings, refs))]
+        lines += ["", heading, *statement_lines(analysis.findings, refs)]
     if analysis.inferences:
-        lines += ["", INFERENCES_HEADING, *map(told, statement_lines(analysis.inferences, refs))]
+        lines += ["", INFERENCES_HEADING, *statement_lines(analysis.inferences, refs)]
     if analysis.verified_evidence:
         verified = [
             evidence_quote(excerpt=quote.excerpt or QUOTE_ONLY, source=refs.ref(quote.ref))
@@ -637,11 +644,11 @@ def _alert_section(number: int, analysis: AlertAnalysis, refs: RefWriter) -> lis
     return lines
 
 
-def _summary(analyses: list[AlertAnalysis], notes: list[str]) -> list[str]:
+def _summary(analyses: list[AlertAnalysis], notes: list[str], refs: RefWriter) -> list[str]:
     lines = []
     if analyses:
-        counts = Counter(_output_type_text(a) if a.completed else FAILED_LABEL for a in analyses)
-        kinds = [*map(_labelled, OUTPUT_TYPE_LABELS), FAILED_LABEL]
+        counts = Counter(_output_type_text(a, refs) if a.completed else FAILED_LABEL for a in analyses)
+        kinds = [*map(refs.output_type, OUTPUT_TYPE_LABELS), FAILED_LABEL]
         parts = [f"{counts[kind]} 条{kind}" for kind in kinds if counts[kind]]
         # "；" between the parts: a label may hold a "，" itself (已降级，需人工).
         lines.append(f"- 共分析 {len(analyses)} 条 firing 告警：" + "；".join(parts) + "。")
@@ -712,13 +719,9 @@ def _verdict_text(analysis: AlertAnalysis) -> str:
     return f"{analysis.verdict}（支撑度 {analysis.groundedness_score:.2f}）"
 
 
-def _output_type_text(analysis: AlertAnalysis) -> str:
-    return _labelled(analysis.output_type) if analysis.completed and analysis.output_type else "—"
-
-
-def _labelled(output_type: str) -> str:
-    """The output type's label with its code, as the report's readers look it up: 已核验（NORMAL）."""
-    return f"{OUTPUT_TYPE_LABELS[output_type]}（{output_type}）"
+def _output_type_text(analysis: AlertAnalysis, refs: RefWriter) -> str:
+    """`已核验（NORMAL）` in the stored Markdown, `已核验` on the page (`refs.output_type`)."""
+    return refs.output_type(analysis.output_type) if analysis.completed and analysis.output_type else "—"
 
 
 def _flapping_cell(analysis: AlertAnalysis) -> str:

@@ -36,7 +36,6 @@ from aiops.report import (
     alert_analysis_build,
     alert_question,
     alert_subjects,
-    alert_summary,
     priority_sorted,
     report_build,
     report_markdown,
@@ -470,7 +469,7 @@ def _report_render(session: DiagnosisSession, scope: dict) -> tuple[AiopsReport,
             alert.update(
                 verdict=child.verdict or None,
                 output_type=child.output_type or None,
-                summary=alert_summary(analysis),
+                summary=analysis.summary(),
             )
         analyses.append(analysis)
     # The page's rows and the notice list the alerts as the report does: most urgent first.

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from diagnosis.pipeline.contracts import EvidenceBinding
 from diagnosis.pipeline.gatekeeper import CheckedBinding
 from diagnosis.pipeline.injected_commands import QUOTE_ONLY
-from diagnosis.pipeline.routing import OutputType
+from diagnosis.pipeline.routing import OUTPUT_TYPE_LABELS, OutputType
 from diagnosis.pipeline.slot import conclusion_line
 
 DISCLAIMER = "以下结论基于当前已获取证据，仍存在部分证据缺口，请谨慎参考。"
@@ -149,6 +149,10 @@ class RefWriter(Protocol):
         """A conclusion's source (`ToolInvocation.source`, a runbook's document)."""
         ...
 
+    def output_type(self, output_type: str) -> str:
+        """An output type named in running text (an analysis's report names each alert's)."""
+        ...
+
 
 class RawRefs:
     """References as the stored Markdown writes them: `「excerpt」（来源：query_logs #12 $.logs[0]）`."""
@@ -163,6 +167,10 @@ class RawRefs:
 
     def source(self, source: str) -> str:
         return source
+
+    def output_type(self, output_type: str) -> str:
+        """Its label with its code, which reviewers look up: `已核验（NORMAL）`."""
+        return f"{OUTPUT_TYPE_LABELS[output_type]}（{output_type}）"
 
 
 RAW_REFS = RawRefs()

@@ -17,6 +17,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from diagnosis.pipeline.answer import AnswerRecord, AnswerRef, Quote, RawRefs, RefWriter, answer_markdown
+from diagnosis.pipeline.routing import OUTPUT_TYPE_LABELS
 from diagnosis.presenters.markdown import markdown_to_html
 from diagnosis.presenters.wording import (
     AnswerReferences,
@@ -64,6 +65,10 @@ class PageRefs(RawRefs):
 
     def source(self, source: str) -> str:
         return source_name(source)
+
+    def output_type(self, output_type: str) -> str:
+        """Its label alone, as the page's badges say it."""
+        return OUTPUT_TYPE_LABELS[output_type]
 
     def marked(self, html: str) -> str:
         for index, markup in enumerate(self.markup):

@@ -31,8 +31,6 @@ TOOL_WORDS = {name: kind.label for kind in KINDS for name in (kind.tool, *kind.f
 # Quoted excerpts are the sources' own text: never reworded.
 QUOTED = re.compile(r"(「[^」]*」)")
 TOOL_NAME = re.compile(rf"(?<![\w])({'|'.join(TOOL_WORDS)})(?![\w])")
-# The output type's code after its label (已核验（NORMAL）): the label says it already.
-OUTPUT_TYPE_CODE = re.compile(r"（(?:" + "|".join(OUTPUT_TYPE_LABELS) + r")）")
 # An output type reads as its badge does (the one table: `routing.OUTPUT_TYPE_LABELS`).
 WORDS = VERDICT_WORDS | {str(code): label for code, label in OUTPUT_TYPE_LABELS.items()} | STATE_WORDS
 # A word between Chinese characters loses the spaces around it (分析 2 条 firing 告警 → 条触发中告警).
@@ -47,7 +45,6 @@ SOURCE_KIND = re.compile(r"来源 (" + "|".join(re.escape(kind) for kind in SOUR
 def token_words(text: str) -> str:
     """Developer tokens in text code or a model wrote (states, verdicts, output types, tool and source
     names) as the engineer's words; references are rendered from their typed refs, not here."""
-    text = OUTPUT_TYPE_CODE.sub("", text)
     text = TOOL_NAME.sub(lambda match: TOOL_WORDS[match[1]], text)
     text = SOURCE_KIND.sub(lambda match: f"来源 {SOURCE_NAMES[match[1]]}", text)
     return WORD.sub(lambda match: WORDS[match[1]], text)

@@ -28,7 +28,9 @@ from aiops.services import (
 )
 from diagnosis import tracing
 from diagnosis.models import DiagnosisSession
-from diagnosis.pipeline.answer import AnswerRef, Quote
+from diagnosis.pipeline.answer import AnswerRef, Quote, Statement
+from diagnosis.presenters.answer import stored_answer_html
+from diagnosis.presenters.wording import AnswerReferences
 from diagnosis.services.sessions_maintenance import stale_sessions_fail
 from tests.aiops.support import DEMO_NOW, alert, notification
 from tests.databases import skip_unless_postgresql
@@ -271,6 +273,34 @@ def test_degraded_alert_shows_no_claim_text_and_no_fabricated_excerpt():
     assert "97%" not in report
     assert "的引用未通过核验（evidence.excerpt_mismatch）" in report
     assert "已降级，需人工（DEGRADED）" in report
+
+
+def test_a_resolved_alerts_record_keeps_its_findings_in_the_past_and_its_writers_reword_nothing():
+    child = child_of(aiops_parent(("HighMemoryUsage", "order-service")), "PASS")
+    told = "触发于 2026-11-29 14:35:00，恢复于 2026-11-29 14:58:00，持续 23 分"
+
+    analysis = alert_analysis_build(child=child, invocations=[], resolved=told)
+
+    past = "order-service 存在 firing 状态的 HighMemoryUsage 告警，内存使用率当时 91%"
+    assert [finding.text for finding in analysis.findings] == [past]
+    assert analysis.summary() == f"已恢复：{told}；触发期间的分析 已核验（NORMAL）：{past}"
+    # The writers take the record's words as they are: a statement kept in the present stays so.
+    present = analysis.model_copy(update={"findings": [Statement(claim_id="c1", text="内存使用率当前 91%")]})
+    markdown = report_markdown(report_build(analyses=[present], scope_line="", notes=[]))
+    assert "- 内存使用率当前 91%" in markdown
+    assert present.summary().endswith("：内存使用率当前 91%")
+
+
+def test_the_page_names_each_output_type_by_its_label_and_the_stored_report_by_label_and_code():
+    child = child_of(aiops_parent(("HighMemoryUsage", "order-service")), "PASS")
+    analysis = alert_analysis_build(child=child, invocations=[])
+    report = report_build(analyses=[analysis], scope_line="", notes=[])
+
+    page = stored_answer_html(report.model_dump(mode="json"), references=AnswerReferences())
+
+    assert "输出类型：已核验（NORMAL）" in report_markdown(report)
+    assert "输出类型：已核验｜" in page and "1 条已核验。" in page
+    assert "NORMAL" not in page
 
 
 def test_multi_line_runbook_excerpt_is_quoted_on_one_report_line():

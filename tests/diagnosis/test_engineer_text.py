@@ -32,7 +32,7 @@ def test_a_tool_calls_result_names_its_tool_in_words_and_leaves_references_as_wr
 
 
 def test_tokens_become_words_outside_quotes_and_stay_inside_them():
-    text = "HighCPUUsage 告警（firing）｜PASS（支撑度 1.00）｜已核验（NORMAL）｜「alert firing PASS」 · 来源 demo"
+    text = "HighCPUUsage 告警（firing）｜PASS（支撑度 1.00）｜NORMAL｜「alert firing PASS」 · 来源 demo"
 
     assert engineer_words(text) == (
         "HighCPUUsage 告警（触发中）｜核验通过（支撑度 1.00）｜已核验｜「alert firing PASS」 · 来源 演示数据"
