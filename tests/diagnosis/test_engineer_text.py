@@ -24,7 +24,9 @@ DEMO_QUESTION = "只确认 order-service 是否存在 HighMemoryUsage 告警"
 def test_text_code_wrote_is_shown_as_written_tool_and_source_names_included():
     """Code writes tool and source names in words when it writes the text; what it stored before is
     not rewritten on the page."""
-    assert engineer_words("在 query_metrics（来源 loki）中未检索到") == "在 query_metrics（来源 loki）中未检索到"
+    assert (
+        engineer_words("在 query_metrics（来源 loki）中未检索到") == "在 query_metrics（来源 loki）中未检索到"
+    )
     assert engineer_markdown("query_logs：查询 query_logs #8 $.logs[0]") == (
         "<p>query_logs：查询 query_logs #8 $.logs[0]</p>"
     )
@@ -33,7 +35,10 @@ def test_text_code_wrote_is_shown_as_written_tool_and_source_names_included():
 def test_tokens_become_words_outside_quotes_and_stay_inside_them():
     text = "HighCPUUsage 告警（firing）｜PASS（支撑度 1.00）｜NORMAL｜「alert firing PASS」"
 
-    assert engineer_words(text) == "HighCPUUsage 告警（触发中）｜核验通过（支撑度 1.00）｜已核验｜「alert firing PASS」"
+    assert (
+        engineer_words(text)
+        == "HighCPUUsage 告警（触发中）｜核验通过（支撑度 1.00）｜已核验｜「alert firing PASS」"
+    )
 
 
 def test_an_output_type_in_the_text_reads_as_its_badge_does():
