@@ -10,7 +10,9 @@ from collections.abc import Iterable, Sequence
 
 from diagnosis.pipeline.contracts import ExecutorOutput
 from diagnosis.pipeline.slot import Slot
+from tools.evidence.registry import tool_label
 from tools.evidence.result import NO_EVIDENCE, ToolResult
+from tools.source_names import source_name
 
 
 def searched_gaps(*, results: Sequence[ToolResult], output: ExecutorOutput, slots: Iterable[Slot]) -> list[str]:
@@ -30,10 +32,10 @@ def searched_gaps(*, results: Sequence[ToolResult], output: ExecutorOutput, slot
 
 def _searched_line(result: ToolResult) -> str:
     if not result.success:
-        source = f"，来源 {result.source}" if result.source else ""
-        return f"{result.tool_name}（{_arguments(result)}{source}）调用失败，未获得证据"
+        source = f"，来源 {source_name(result.source)}" if result.source else ""
+        return f"{tool_label(result.tool_name)}（{_arguments(result)}{source}）调用失败，未获得证据"
     if result.evidence_status == NO_EVIDENCE:
-        # The no-hit ref's text already names the call and its source (`在 query_logs（…，来源 …）中…`).
+        # The no-hit ref's text already names the call and its source (`在 日志查询（…，来源 Loki）中…`).
         no_hit = result.no_hit()
         return no_hit.text if no_hit else ""
     return ""

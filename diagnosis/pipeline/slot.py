@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.contracts import EvidenceBinding
+from tools.source_names import source_name
 
 CONCLUSION = "结论："
 
@@ -35,8 +36,9 @@ class Slot(BaseModel):
     bindings: list[EvidenceBinding] = []
 
     def said(self) -> str:
-        """The conclusion with its source: `… · 来源 alertmanager`."""
-        return said_with_source(self.conclusion, self.source)
+        """The conclusion with its source as people name it (`… · 来源 Alertmanager`): the slot's
+        claim text, read on the page as written."""
+        return said_with_source(self.conclusion, source_name(self.source))
 
     def line(self) -> str:
         return conclusion_line(statement=self.conclusion, source=self.source, limits=self.limits)

@@ -23,9 +23,9 @@ from diagnosis.presenters.wording import (
     AnswerReferences,
     evidence_anchor,
     reference_label,
-    source_name,
     words_outside_quotes,
 )
+from tools.source_names import source_name
 
 # Stands in the Markdown where a reference's markup goes once the text is HTML: private-use
 # characters, which neither Markdown, the escaping nor the wording touches, around a number drawn for

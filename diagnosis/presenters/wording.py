@@ -11,26 +11,13 @@ from dataclasses import dataclass, field
 
 from diagnosis.pipeline.contracts import NO_EVIDENCE_PATH, RECORD_PATH
 from diagnosis.pipeline.routing import OUTPUT_TYPE_LABELS
-from tools.evidence.registry import KINDS, kind_named
-from tools.sources import DEMO, DEMO_LABEL
+from tools.evidence.registry import kind_named
+from tools.source_names import source_name
 
 VERDICT_WORDS = {"PASS": "核验通过", "LOW_CONFID": "证据不足", "REJECT": "未通过"}
 STATE_WORDS = {"firing": "触发中", "resolved": "已恢复", "pending": "待触发", "inactive": "未触发"}
-# What a source is called on the page (`ToolInvocation.source`); another source is named as recorded.
-SOURCE_NAMES = {
-    DEMO: DEMO_LABEL,
-    "prometheus": "Prometheus",
-    "alertmanager": "Alertmanager",
-    "alertmanager+prometheus": "Alertmanager",
-    "loki": "Loki",
-    "runbooks": "处理手册库",
-    "fixture": "评测数据",
-}
-# What a tool's call is called on the page ("在 告警查询 中未检索到…"), by its current and former names.
-TOOL_WORDS = {name: kind.label for kind in KINDS for name in (kind.tool, *kind.former_names)}
 # Quoted excerpts are the sources' own text: never reworded.
 QUOTED = re.compile(r"(「[^」]*」)")
-TOOL_NAME = re.compile(rf"(?<![\w])({'|'.join(TOOL_WORDS)})(?![\w])")
 # An output type reads as its badge does (the one table: `routing.OUTPUT_TYPE_LABELS`).
 WORDS = VERDICT_WORDS | {str(code): label for code, label in OUTPUT_TYPE_LABELS.items()} | STATE_WORDS
 # A word between Chinese characters loses the spaces around it (分析 2 条 firing 告警 → 条触发中告警).
@@ -39,14 +26,12 @@ WORD = re.compile(
     + "|".join(sorted(WORDS, key=len, reverse=True))
     + r")(?![A-Za-z0-9_])(?: (?=[\u3400-\u9fff]))?"
 )
-SOURCE_KIND = re.compile(r"来源 (" + "|".join(re.escape(kind) for kind in SOURCE_NAMES) + r")(?![\w+])")
 
 
 def token_words(text: str) -> str:
-    """Developer tokens in text code or a model wrote (states, verdicts, output types, tool and source
-    names) as the engineer's words; references are rendered from their typed refs, not here."""
-    text = TOOL_NAME.sub(lambda match: TOOL_WORDS[match[1]], text)
-    text = SOURCE_KIND.sub(lambda match: f"来源 {SOURCE_NAMES[match[1]]}", text)
+    """Developer tokens in text code or a model wrote (states, verdicts, output types) as the engineer's
+    words; tool and source names are written in words where the text is written, references are
+    rendered from their typed refs."""
     return WORD.sub(lambda match: WORDS[match[1]], text)
 
 
@@ -54,10 +39,6 @@ def words_outside_quotes(escaped: str, words: Callable[[str], str] = token_words
     """`words` applied to the text outside quoted excerpts (「…」)."""
     parts = QUOTED.split(escaped)
     return "".join(part if index % 2 else words(part) for index, part in enumerate(parts))
-
-
-def source_name(source: str) -> str:
-    return SOURCE_NAMES.get(source, source)
 
 
 def reference_label(*, tool_name: str, invocation_id: int | None, raw_path: str, source: str) -> str:

@@ -28,10 +28,10 @@ from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.contracts import record_path
 from tools import clock
 from tools.evidence.record import EvidenceRecord
-from tools.evidence.registry import current_name
+from tools.evidence.registry import current_name, tool_label
 from tools.evidence.result import FAILED, NO_EVIDENCE, NO_EVIDENCE_PATH, NOT_EVIDENCE, SUPPORTED, ToolResult
 from tools.evidence.tool import EvidenceTool, ToolContext, UnknownToolError, get_tool, guidance_tool_names
-from tools.sources import DEMO, DEMO_LABEL
+from tools.source_names import source_name
 
 logger = logging.getLogger(__name__)
 
@@ -304,14 +304,10 @@ def _arguments_text(parsed: BaseModel | None) -> str:
 
 
 def no_hit_text(*, tool_name: str, searched: str, source: str) -> str:
-    """'Nothing found' as a sentence naming what was searched and where."""
-    where = "，".join(part for part in (searched, f"来源 {source_label(source)}" if source else "") if part)
-    return f"在 {tool_name}{f'（{where}）' if where else ''}中未检索到匹配记录"
-
-
-def source_label(source: str) -> str:
-    """A source as people name it: the demo world is 演示数据, never mistaken for the team's system."""
-    return DEMO_LABEL if source == DEMO else source
+    """'Nothing found' as a sentence naming what was searched and where, in the words people read
+    (`在 日志查询（…，来源 Loki）中未检索到匹配记录`): claims quote it as it is written here."""
+    where = "，".join(part for part in (searched, f"来源 {source_name(source)}" if source else "") if part)
+    return f"在 {tool_label(tool_name)}{f'（{where}）' if where else ''}中未检索到匹配记录"
 
 
 def _retrieval_details(

@@ -19,6 +19,7 @@ from diagnosis.models import DiagnosisSession
 from diagnosis.services.invocations import invocation_record, tool_error_text
 from diagnosis.services.session_lifecycle import session_execute, session_update
 from diagnosis.services.sessions import MAX_QUERY_CHARS, session_rate_slot
+from tools.evidence.registry import tool_label
 from tools.evidence.tool import UnknownToolError, get_tool
 
 
@@ -59,7 +60,8 @@ def tool_call_run(
         session_update(
             session,
             status=DiagnosisSession.Status.COMPLETED,
-            answer=f"{tool_name}：{outcome}",
+            # The tool named as people call it, written once here: the page shows the text as stored.
+            answer=f"{tool_label(tool_name)}：{outcome}",
             current_stage="done",
             finished_at=timezone.now(),
         )

@@ -1,6 +1,8 @@
 """The engineer's wording of labels, claims and a tool call's result (issue 25 item 5): verdicts,
-output types, states and tool names as words (`presenters.wording.token_words`). Quoted excerpts (「…」)
-and code spans are the sources' own text and stay as they are.
+output types and states as words (`presenters.wording.token_words`). Tool and source names are not
+rewritten here: code writes them in words where it writes the text (a no-hit, a gap, a tool session's
+result), and text stored before is shown as written. Quoted excerpts (「…」) and code spans are the
+sources' own text and stay as they are.
 
 References are never read back out of text: an answer and an analysis's report are rendered from their
 records by `presenters.answer`, which names each reference from its typed ref.

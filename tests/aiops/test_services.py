@@ -223,8 +223,7 @@ def test_alert_the_metrics_do_not_know_is_reported_as_not_found_never_as_confirm
     kafka = section(report, "KafkaConsumerLag")
     # The metrics query names both the service and the alert asked about.
     assert (
-        "在 query_alerts（服务 billing-service，告警 KafkaConsumerLag，来源 演示数据）中未检索到匹配记录"
-        in kafka
+        "在 告警查询（服务 billing-service，告警 KafkaConsumerLag，来源 演示数据）中未检索到匹配记录" in kafka
     )
     assert "存在 KafkaConsumerLag 告警" not in kafka
     assert "只得到“未检索到匹配证据”的告警（不等于已排除）：KafkaConsumerLag（billing-service）" in report

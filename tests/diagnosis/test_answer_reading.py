@@ -60,7 +60,7 @@ def test_nothing_found_reads_as_a_sentence_of_what_was_searched_and_where_once(c
     session = session_start(
         query="确认 inventory-service 是否存在 HikariCP 连接池耗尽", owner=engineer, run_inline=True
     )
-    sentence = "在 query_logs（关键词 HikariCP，服务 inventory-service，来源 演示数据）中未检索到匹配记录"
+    sentence = "在 日志查询（关键词 HikariCP，服务 inventory-service，来源 演示数据）中未检索到匹配记录"
 
     assert session.answer.count(sentence) == 1
     assert "query_logs(query=" not in session.answer
@@ -73,7 +73,7 @@ def test_nothing_found_reads_as_a_sentence_of_what_was_searched_and_where_once(c
 def test_a_second_worlds_no_hit_names_its_own_service_and_source(shop_world):
     session = session_start(query="只确认 payments 是否存在 KubePodCrashLooping 告警", run_inline=True)
 
-    assert "在 query_alerts（服务 payments，告警 KubePodCrashLooping，来源 fixture" in session.answer
+    assert "在 告警查询（服务 payments，告警 KubePodCrashLooping，来源 评测数据" in session.answer
     assert "中未检索到匹配记录" in session.answer
 
 

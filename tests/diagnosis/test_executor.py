@@ -1,6 +1,7 @@
 """The rules engine's executor: tool calls within budget, one claim per observed fact, exact quotes."""
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,8 @@ def test_a_spent_tool_budget_leaves_the_rest_as_gaps_and_the_session_completes(s
     assert session.tool_invocations.count() == 2
     missing = session.self_evaluation["verifier_evaluation"]["executor_structured_output"]["missing_info"]
     assert any("工具调用次数已用完" in item for item in missing)
+    # The calls not made, named as people call their tools.
+    assert all("query_" not in item for item in missing)
 
 
 def test_unrelated_log_lines_of_one_service_are_separate_claims():
@@ -155,3 +158,15 @@ def test_a_question_about_a_service_gets_no_guidance_from_another_services_runbo
     assert any(block["title"].startswith(foreign) for block in found)
     assert not any(foreign in claim["claim_text"] for claim in claims_of(session))
     assert foreign not in session.answer
+
+
+def test_a_failed_call_is_a_gap_naming_its_tool_in_words_and_its_source(settings):
+    with socket.socket() as unbound:
+        unbound.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{unbound.getsockname()[1]}"
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"LOKI_URL": down, "SOURCE_TIMEOUT": 1.0}
+
+    session = session_start(query="order-service 有什么异常", engine="rules", run_inline=True)
+
+    missing = session.self_evaluation["verifier_evaluation"]["executor_structured_output"]["missing_info"]
+    assert "日志查询 调用失败（数据源 loki 不可用），相关证据缺失" in missing

@@ -115,17 +115,17 @@ def test_knowledge_refs_and_retrieval_details(session):
         (
             "query_logs",
             {"query": "连接池耗尽", "service": "inventory-service"},
-            "在 query_logs（关键词 连接池耗尽，服务 inventory-service，来源 演示数据）中未检索到匹配记录",
+            "在 日志查询（关键词 连接池耗尽，服务 inventory-service，来源 演示数据）中未检索到匹配记录",
         ),
         (
             "query_alerts",
             {"service": "inventory-service"},
-            "在 query_alerts（服务 inventory-service，来源 演示数据）中未检索到匹配记录",
+            "在 告警查询（服务 inventory-service，来源 演示数据）中未检索到匹配记录",
         ),
         (
             "lookup_knowledge",
             {"query": "如何轮换 quantum scheduler token"},
-            "在 lookup_knowledge（问题 如何轮换 quantum scheduler token，来源 演示数据）中未检索到匹配记录",
+            "在 处理手册检索（问题 如何轮换 quantum scheduler token，来源 演示数据）中未检索到匹配记录",
         ),
     ],
 )
@@ -146,7 +146,7 @@ def test_knowledge_already_returned_in_the_session_is_not_new_evidence(session):
     assert again.evidence_refs == [
         {
             "raw_path": "$.no_evidence",
-            "text": "在 lookup_knowledge（问题 HighMemoryUsage，来源 演示数据）中未检索到匹配记录"
+            "text": "在 处理手册检索（问题 HighMemoryUsage，来源 演示数据）中未检索到匹配记录"
             "（无新证据：3 个知识块已在本会话中返回过）",
         }
     ]

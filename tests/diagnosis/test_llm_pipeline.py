@@ -563,7 +563,7 @@ def test_an_executor_that_states_nothing_still_says_what_it_searched_and_where(
     searched = session.tool_invocations.get(tool_name="query_logs", input__query="Deadlock")
     assert searched.evidence_status == "no_evidence"
     gap = searched.evidence_refs[0]["text"]
-    assert gap.startswith("在 query_logs（") and "Deadlock" in gap and service in gap and "来源" in gap
+    assert gap.startswith("在 日志查询（") and "Deadlock" in gap and service in gap and "来源" in gap
     assert gap in evaluation(session)["gaps"]
     assert gap in session.answer.split("当前缺口：")[1]
 

@@ -68,7 +68,7 @@ def test_hikaricp_on_inventory_service_says_nothing_was_found_and_never_confirms
 
     assert session.status == DiagnosisSession.Status.COMPLETED
     assert (
-        "在 query_logs（关键词 HikariCP，服务 inventory-service，来源 演示数据）中未检索到匹配记录"
+        "在 日志查询（关键词 HikariCP，服务 inventory-service，来源 演示数据）中未检索到匹配记录"
         in session.answer
     )
     assert "active=50/50" not in session.answer

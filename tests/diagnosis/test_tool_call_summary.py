@@ -90,7 +90,7 @@ def test_repeated_no_hit_synonyms_compact_into_one_gap(session):
     assert entry["invocation_count"] == 3
     assert entry["no_hit_invocation_count"] == 3
     assert entry["output_summary"].startswith(
-        "未命中 3 次: 在 query_logs（关键词 HikariCP，服务 inventory-service，来源 演示数据）中未检索到匹配记录"
+        "未命中 3 次: 在 日志查询（关键词 HikariCP，服务 inventory-service，来源 演示数据）中未检索到匹配记录"
     )
 
 

@@ -31,7 +31,8 @@ def test_a_call_is_a_completed_tool_session_of_the_caller_with_its_recorded_invo
     assert (invocation.tool_name, invocation.input, invocation.success) == ("query_logs", arguments, True)
     assert invocation.evidence_status == "supported"
     assert all(arguments["service"] in ref["text"] for ref in invocation.evidence_refs)
-    assert session.answer == f"query_logs：{invocation.output['message']}"
+    # The tool named as people call it, written once when the session is stored.
+    assert session.answer == f"日志查询：{invocation.output['message']}"
 
 
 @pytest.mark.parametrize(

@@ -28,6 +28,12 @@ def kind_named(tool_name: str) -> EvidenceKind | None:
     return next((kind for kind in KINDS if kind.owns(tool_name)), None)
 
 
+def tool_label(tool_name: str) -> str:
+    """What people call a tool's call ("在 告警查询 中未检索到…"); an unknown name as it is."""
+    kind = kind_named(tool_name)
+    return kind.label if kind is not None else tool_name
+
+
 def current_name(tool_name: str) -> str:
     """A former name read as today's; an unknown name as it is (it fails as unknown where called)."""
     kind = kind_named(tool_name)

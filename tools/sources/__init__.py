@@ -22,6 +22,8 @@ from django.conf import settings
 from tools.evidence.registry import SOURCE_KINDS, kind_name
 from tools.evidence.source import Source
 from tools.inventory import SourceInventory
+from tools.source_names import DEMO as DEMO
+from tools.source_names import DEMO_LABEL as DEMO_LABEL
 from tools.sources.alertmanager import AlertmanagerSource
 from tools.sources.demo import DemoWorldSource
 from tools.sources.loki import LokiSource
@@ -30,10 +32,6 @@ from tools.sources.prometheus import PrometheusSource
 from tools.sources.runbooks import RunbooksSource
 
 logger = logging.getLogger(__name__)
-
-DEMO = "demo"
-# What the demo world is called wherever a source is named: never mistaken for the team's system.
-DEMO_LABEL = "演示数据"
 
 
 class ConfiguredSource(Source, Protocol):

@@ -22,7 +22,7 @@ from tools.evidence.alerts.record import AlertRecord
 from tools.evidence.kind import EvidenceKind
 from tools.evidence.knowledge.record import RunbookSection
 from tools.evidence.logs.record import LogLine
-from tools.evidence.registry import ALERTS, KNOWLEDGE, LOGS, SERIES
+from tools.evidence.registry import ALERTS, KNOWLEDGE, LOGS, SERIES, tool_label
 from tools.evidence.result import NO_EVIDENCE, Ref, ToolResult
 from tools.evidence.series.record import SeriesRecord
 from tools.loglines import has_property
@@ -334,7 +334,7 @@ def _claims_from(
             add("negative_observation", no_hit.text, [EvidenceBinding.of_ref(result, no_hit)])
 
     failed = [r for r in gathered.results if not r.success]
-    missing_info = [f"{r.tool_name} 调用失败{_failed_source(r)}，相关证据缺失" for r in failed]
+    missing_info = [f"{tool_label(r.tool_name)} 调用失败{_failed_source(r)}，相关证据缺失" for r in failed]
     missing_info += [f"本轮工具调用次数已用完，未执行 {label}" for label in gathered.skipped]
     missing_info += left_out
     if alerts_asked and not gathered.alert_results:
@@ -384,4 +384,4 @@ def _append(found: list, *labels_and_result) -> None:
 
 
 def _call_label(tool_name: str, arguments: dict) -> str:
-    return f"{tool_name}({', '.join(f'{k}={v}' for k, v in arguments.items())})"
+    return f"{tool_label(tool_name)}({', '.join(f'{k}={v}' for k, v in arguments.items())})"

@@ -9,8 +9,9 @@ from tests.diagnosis.pipeline.asks.support import WORLD_IDS, WORLDS, Names, asks
 from tools.evidence.result import NO_EVIDENCE_PATH, ToolResult
 
 
-def no_hit(invocation_id: int, service: str, *, source: str = "loki") -> ToolResult:
-    text = f"在 query_logs（关键词 Deadlock，服务 {service}，来源 {source}）中未检索到匹配记录"
+def no_hit(invocation_id: int, service: str) -> ToolResult:
+    # The ref text as the recorder writes it: the tool and the source in the words people read.
+    text = f"在 日志查询（关键词 Deadlock，服务 {service}，来源 Loki）中未检索到匹配记录"
     return message(
         invocation_id,
         "query_logs",
@@ -18,7 +19,7 @@ def no_hit(invocation_id: int, service: str, *, source: str = "loki") -> ToolRes
         [],
         [],
         arguments={"service": service, "query": "Deadlock"},
-        source=source,
+        source="loki",
         refs=[{"raw_path": NO_EVIDENCE_PATH, "text": text}],
     ).model_copy(update={"evidence_status": "no_evidence"})
 
@@ -55,7 +56,7 @@ def test_an_empty_search_nothing_cites_is_a_gap_with_its_call_and_source(names: 
 
     gaps = searched_gaps(results=messages, output=output_citing(), slots=[])
 
-    assert gaps == [f"在 query_logs（关键词 Deadlock，服务 {names.service}，来源 loki）中未检索到匹配记录"]
+    assert gaps == [f"在 日志查询（关键词 Deadlock，服务 {names.service}，来源 Loki）中未检索到匹配记录"]
 
 
 @pytest.mark.parametrize("names", WORLDS, ids=WORLD_IDS)
@@ -64,7 +65,7 @@ def test_a_failed_call_is_a_gap_naming_its_arguments_and_source(names: Names):
 
     gaps = searched_gaps(results=messages, output=output_citing(), slots=[])
 
-    assert gaps == [f"query_alerts（service={names.other}，来源 prometheus）调用失败，未获得证据"]
+    assert gaps == [f"告警查询（service={names.other}，来源 Prometheus）调用失败，未获得证据"]
 
 
 @pytest.mark.parametrize("names", WORLDS, ids=WORLD_IDS)

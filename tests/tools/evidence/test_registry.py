@@ -15,6 +15,7 @@ from tools.evidence.registry import (
     SOURCE_KINDS,
     current_name,
     kind_named,
+    tool_label,
 )
 from tools.evidence.tool import all_tools, get_tool
 
@@ -58,6 +59,12 @@ def test_a_former_name_reads_as_the_current_one(monkeypatch):
 def test_an_unknown_name_belongs_to_no_kind():
     assert kind_named("query_traces") is None
     assert current_name("query_traces") == "query_traces"
+    assert tool_label("query_traces") == "query_traces"
+
+
+def test_a_tool_is_called_by_its_kinds_label_under_its_current_and_former_names():
+    assert tool_label("query_logs") == LOGS.label == "日志查询"
+    assert tool_label("query_metrics") == tool_label("query_alerts") == ALERTS.label == "告警查询"
 
 
 def test_each_row_names_the_package_whose_tool_registers_it():

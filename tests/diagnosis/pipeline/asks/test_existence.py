@@ -30,7 +30,7 @@ def test_a_firing_alert_is_a_yes_with_its_state_and_value(names):
     assert slot.filled
     assert slot.said() == (
         f"是，{names.service} 的 {names.alert} 告警（firing，critical），当前值 {names.alert_value}"
-        " · 来源 alertmanager"
+        " · 来源 Alertmanager"
     )
     assert [b.raw_path for b in slot.bindings] == ["$.alerts[0]"]
 
@@ -44,7 +44,7 @@ def test_an_alert_the_source_says_is_absent_is_a_cited_no(names):
     slot = only(read(existence_question(names), names, [absent]))
 
     assert slot.filled
-    assert slot.said() == f"否，未发现 {names.alert} 告警 · 来源 alertmanager"
+    assert slot.said() == f"否，未发现 {names.alert} 告警 · 来源 Alertmanager"
     assert [b.raw_path for b in slot.bindings] == [NO_EVIDENCE_PATH]
 
 

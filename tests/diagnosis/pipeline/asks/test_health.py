@@ -37,7 +37,7 @@ def test_health_lists_the_down_targets_with_their_last_error(names):
     assert slot.filled
     assert slot.said() == (
         f"2 个抓取目标中 1 个不健康：{names.other} 10.0.0.2:9187（down，lastError：connection refused）"
-        " · 来源 prometheus"
+        " · 来源 Prometheus"
     )
     assert [b.raw_path for b in slot.bindings] == ["$.targets[1]"]
 

@@ -24,7 +24,7 @@ def test_a_threshold_is_read_from_the_alert_rules_expr_with_how_far_past_it_the_
     assert threshold.filled
     assert threshold.said() == (
         f"{names.alert} 的阈值：{names.alert_series} > {names.alert_threshold}（告警规则 expr）；"
-        f"当前值 {names.alert_value}，为阈值的 {RATIO[names.id]} 倍 · 来源 alertmanager"
+        f"当前值 {names.alert_value}，为阈值的 {RATIO[names.id]} 倍 · 来源 Alertmanager"
     )
 
 

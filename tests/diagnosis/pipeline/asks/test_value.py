@@ -50,7 +50,7 @@ def test_a_value_is_the_instant_sample_of_the_alerts_series_with_its_name_and_th
     assert slot.said().startswith(f"{names.alert_series} 当前值 {names.alert_value}（{percent}）（采样时间")
     assert f"{names.alert} 阈值 > {names.alert_threshold}" in slot.said()
     assert f"为阈值的 {RATIO[names.id]} 倍" in slot.said()
-    assert slot.said().endswith("· 来源 prometheus")
+    assert slot.said().endswith("· 来源 Prometheus")
     assert [(b.tool_name, b.source_invocation_id, b.raw_path) for b in slot.bindings] == [
         ("query_promql", 2, "$.series[0]")
     ]
@@ -63,7 +63,7 @@ def test_without_prometheus_a_value_is_the_alert_records_own_value(names):
     slot = only(read(value_question(names), names, [alerts], tools=NO_PROMETHEUS))
 
     assert slot.filled
-    assert slot.said() == (f"{names.service} 的 {names.alert} 当前值 {names.alert_value} · 来源 alertmanager")
+    assert slot.said() == (f"{names.service} 的 {names.alert} 当前值 {names.alert_value} · 来源 Alertmanager")
     assert [(b.source_invocation_id, b.raw_path) for b in slot.bindings] == [(1, "$.alerts[0]")]
 
 
