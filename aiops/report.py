@@ -26,7 +26,9 @@ from django.conf import settings
 from django.utils import timezone
 from pydantic import BaseModel, ConfigDict
 
+from diagnosis.engines.rules import RulesEngine
 from diagnosis.models import DiagnosisSession, ToolInvocation
+from diagnosis.pipeline.alert_statement import alert_observation
 from diagnosis.pipeline.answer import (
     ACTIONS_HEADING,
     DEGRADED_HEADER,
@@ -45,11 +47,13 @@ from diagnosis.pipeline.answer import (
 )
 from diagnosis.pipeline.asks.listing import SEVERITY_RANK
 from diagnosis.pipeline.composer import composer_material_from_record, degraded_of, verified_quotes
+from diagnosis.pipeline.contracts import Claim, record_at
 from diagnosis.pipeline.disclosure import output_type_shows_claims
 from diagnosis.pipeline.injected_commands import QUOTE_ONLY
 from diagnosis.pipeline.routing import OUTPUT_TYPE_LABELS
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.services.invocations import NO_EVIDENCE
+from tools.evidence.alerts.record import AlertRecord
 from tools.evidence.registry import ALERTS, LOGS
 from tools.loglines import is_error_level, patterns_mined
 from tools.numbers import finite_number, number_text
@@ -69,17 +73,6 @@ FAILED_GAP = "诊断执行失败，未获得可用证据"
 MIXED_RESULTS_NOTE = "部分告警的结论存在证据缺口、已降级或执行失败，请按各告警的输出类型谨慎参考。"
 # How a stored report record names its type (`answer_record_of` leaves it to this app).
 REPORT_RECORD_TYPE = "aiops_report"
-
-
-# A resolved alert's findings were verified while it fired: its record stores them in the past
-# (`alert_analysis_build`), outside the quoted excerpts, which stay as the source wrote them.
-PAST_TENSE = (
-    ("当前存在", "触发期间存在"),
-    ("（firing）", "（当时触发中）"),
-    ("（firing，", "（当时触发中，"),
-    ("当前值", "当时的值"),
-    ("当前", "当时"),
-)
 
 
 # Error-level log patterns of an alert shown; the runbook steps quoted.
@@ -308,8 +301,14 @@ def alert_analysis_build(
 
     material = recorded.material
     if output_type_shows_claims(child.output_type):
-        analysis.findings = statements_in_tense(recorded.findings, resolved=bool(resolved))
-        analysis.inferences = statements_in_tense(recorded.inferences, resolved=bool(resolved))
+        claims = {claim.claim_id: claim for claim in recorded.executor_output.claims}
+        told = {
+            claim_id: text
+            for claim_id, claim in claims.items()
+            if resolved and child.engine == RulesEngine.name and (text := _told_resolved(claim, invocations))
+        }
+        analysis.findings = [_in_tense(s, told) for s in recorded.findings]
+        analysis.inferences = [_in_tense(s, told) for s in recorded.inferences]
     claim_types = {claim.claim_id: claim.claim_type for claim in recorded.executor_output.claims}
     analysis.confirmed = any(claim_types[f.claim_id] != "negative_observation" for f in analysis.findings)
     if not analysis.findings and not analysis.inferences:
@@ -322,12 +321,25 @@ def alert_analysis_build(
     return analysis
 
 
-def statements_in_tense(statements: list[Statement], *, resolved: bool) -> list[Statement]:
-    """The child's statements as the record keeps them: a resolved alert's in the past (`past_tense`),
-    written once here from the claims the child's asks wrote, never over rendered text."""
-    if not resolved:
-        return statements
-    return [statement.model_copy(update={"text": past_tense(statement.text)}) for statement in statements]
+def _told_resolved(claim: Claim, invocations: list[ToolInvocation]) -> str:
+    """A rules claim about an alert, written again after the alert resolved: in the past, from the
+    alert record it cites (the rules engine writes an alert's observation citing its record first).
+    "" for any other claim: a log line, a sample or a runbook block says what its source wrote."""
+    first = claim.evidence_bindings[0] if claim.evidence_bindings else None
+    if claim.claim_type != "observation" or first is None or not ALERTS.owns(first.tool_name):
+        return ""
+    output = next((i.output for i in invocations if i.pk == first.source_invocation_id), None)
+    record = record_at(output, first.raw_path)
+    return alert_observation(AlertRecord.model_validate(record), resolved=True) if record else ""
+
+
+def _in_tense(statement: Statement, told: dict[str, str]) -> Statement:
+    """The statement as the report tells it. A resolved alert's rules claims are written in the past
+    from their records (`told`); a model's claims are free text, quoted as the model wrote them and
+    never rewritten (a rewrite would put words in its mouth)."""
+    if statement.claim_id not in told:
+        return statement
+    return statement.model_copy(update={"text": told[statement.claim_id]})
 
 
 def report_output_type(analyses: list[AlertAnalysis]) -> str:
@@ -545,16 +557,6 @@ def duration_words(seconds: int) -> str:
     if minutes:
         return f"{minutes} 分 {seconds} 秒" if seconds else f"{minutes} 分"
     return f"{seconds} 秒"
-
-
-def past_tense(text: str) -> str:
-    """A finding verified while the alert fired, told after it resolved: the present words outside
-    quotes in the past (`当前存在 … 告警（firing）` → `触发期间存在 … 告警（当时触发中）`)."""
-    parts = re.split(r"(「[^」]*」)", text)
-    for index in range(0, len(parts), 2):
-        for present, past in PAST_TENSE:
-            parts[index] = parts[index].replace(present, past)
-    return "".join(parts)
 
 
 def _local(moment: datetime) -> str:

@@ -6,7 +6,7 @@ import re
 import pytest
 from django.test import override_settings
 
-from aiops.report import duration_words, past_tense, resolved_text, value_against_threshold, value_line
+from aiops.report import duration_words, resolved_text, value_against_threshold, value_line
 from aiops.services import aiops_run, aiops_start
 from diagnosis.evaluation.fixtures import WORLDS_DIR, fixture_sources, world_tools
 from tests.aiops.support import DEMO_NOW
@@ -59,14 +59,6 @@ def test_a_value_of_any_magnitude_is_read_against_its_threshold(value, expr, lin
 
     assert value_line(record) == line
     assert isinstance(value_against_threshold(record), tuple) == bool(line)
-
-
-def test_a_finding_is_told_in_the_past_outside_its_quote():
-    finding = "web-1:9100 当前存在 NodeLoadHigh 告警（firing），当前值 7.2：「NodeLoadHigh firing 当前 7.2」"
-
-    assert past_tense(finding) == (
-        "web-1:9100 触发期间存在 NodeLoadHigh 告警（当时触发中），当时的值 7.2：「NodeLoadHigh firing 当前 7.2」"
-    )
 
 
 @pytest.fixture

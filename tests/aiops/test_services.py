@@ -34,7 +34,7 @@ from diagnosis.presenters.wording import AnswerReferences
 from diagnosis.services.sessions_maintenance import stale_sessions_fail
 from tests.aiops.support import DEMO_NOW, alert, notification
 from tests.databases import skip_unless_postgresql
-from tests.factories import CompletedSessionFactory, DiagnosisSessionFactory
+from tests.factories import MEMORY_ALERT_DESCRIPTION, CompletedSessionFactory, DiagnosisSessionFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -274,13 +274,15 @@ def test_degraded_alert_shows_no_claim_text_and_no_fabricated_excerpt():
     assert "已降级，需人工（DEGRADED）" in report
 
 
-def test_a_resolved_alerts_record_keeps_its_findings_in_the_past_and_its_writers_reword_nothing():
+def test_a_resolved_alerts_rules_claim_is_written_in_the_past_from_its_record_and_its_writers_reword_nothing():
     child = child_of(aiops_parent(("HighMemoryUsage", "order-service")), "PASS")
     told = "触发于 2026-11-29 14:35:00，恢复于 2026-11-29 14:58:00，持续 23 分"
 
-    analysis = alert_analysis_build(child=child, invocations=[], resolved=told)
+    analysis = alert_analysis_build(
+        child=child, invocations=list(child.tool_invocations.all()), resolved=told
+    )
 
-    past = "order-service 存在 firing 状态的 HighMemoryUsage 告警，内存使用率当时 91%"
+    past = f"order-service 触发期间存在 HighMemoryUsage 告警（当时触发中）：{MEMORY_ALERT_DESCRIPTION}"
     assert [finding.text for finding in analysis.findings] == [past]
     assert analysis.summary() == f"已恢复：{told}；触发期间的分析 已核验（NORMAL）：{past}"
     # The writers take the record's words as they are: a statement kept in the present stays so.
@@ -288,6 +290,19 @@ def test_a_resolved_alerts_record_keeps_its_findings_in_the_past_and_its_writers
     markdown = report_markdown(report_build(analyses=[present], scope_line="", notes=[]))
     assert "- 内存使用率当前 91%" in markdown
     assert present.summary().endswith("：内存使用率当前 91%")
+
+
+def test_a_resolved_alerts_model_claim_is_quoted_as_the_model_wrote_it():
+    child = child_of(aiops_parent(("HighMemoryUsage", "order-service")), "PASS")
+    child.engine = "llm"
+    told = "触发于 2026-11-29 14:35:00，恢复于 2026-11-29 14:58:00，持续 23 分"
+
+    analysis = alert_analysis_build(
+        child=child, invocations=list(child.tool_invocations.all()), resolved=told
+    )
+
+    written = "order-service 存在 firing 状态的 HighMemoryUsage 告警，内存使用率当前 91%"
+    assert [finding.text for finding in analysis.findings] == [written]
 
 
 def test_the_page_names_each_output_type_by_its_label_and_the_stored_report_by_label_and_code():

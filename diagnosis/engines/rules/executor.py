@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from diagnosis.pipeline.alert_statement import alert_observation
 from diagnosis.pipeline.contracts import (
     Claim,
     ClaimType,
@@ -27,7 +28,6 @@ from tools.evidence.result import NO_EVIDENCE, Ref, ToolResult
 from tools.evidence.series.record import SeriesRecord
 from tools.loglines import has_property
 from tools.matching import group_term, groups_in, term_pattern
-from tools.numbers import number_text
 from tools.vocabulary import Vocabulary
 
 MAX_BINDINGS_PER_CLAIM = 6
@@ -270,16 +270,9 @@ def _claims_from(
                 for _, log_result, log_ref in overflow:
                     used_log_refs.add((log_result.invocation_id, log_ref.path))
                 left_out.append(f"另有 {len(overflow)} 条{alert.service} 的相关日志未逐条引用")
-            value_text = (
-                f"，当前值 {number_text(str(alert.value))}"
-                if alert.value not in (None, "") and str(alert.value) not in alert.description
-                else ""
-            )
-            # An alert without a description reads "告警（firing），当前值 …", never "：，".
-            described = f"：{alert.description}" if alert.description else ""
             add(
                 "observation",
-                f"{alert.service} 当前存在 {alert.alert_name} 告警（{alert.state}）{described}{value_text}",
+                alert_observation(alert),
                 [EvidenceBinding.of_ref(result, ref), *sample_bindings, *log_bindings],
             )
 
