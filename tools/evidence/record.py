@@ -9,6 +9,7 @@ reads the fields. Django-free: the pipeline reads these records.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,13 +18,13 @@ from pydantic import BaseModel, ConfigDict
 from tools.evidence.summary import SAMPLE_CHARS, bounded, clip
 
 
-class EvidenceRecord(BaseModel):
+class EvidenceRecord(BaseModel, ABC):
     # Extra fields are what one source adds; they round-trip into the stored JSON.
     model_config = ConfigDict(extra="allow")
 
+    @abstractmethod
     def ref_text(self) -> str:
         """The text of the evidence ref that cites this record."""
-        raise NotImplementedError
 
     def stored(self) -> dict[str, Any]:
         """The record as the tool's output stores it: the keys it was read from, no defaults added."""
