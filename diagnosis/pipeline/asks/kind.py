@@ -53,8 +53,9 @@ class AskKind(Protocol):
 
     def alerts_first(self, ask: Ask) -> bool:
         """Whether its calls start from the subject's alerts (their `expr` names the series, their
-        `runbook_url` the runbook): the runner queries them in a first turn."""
-        return True
+        `runbook_url` the runbook): the runner queries them in a first turn. A metric the question
+        names, for a kind that takes one, is queried by that name instead."""
+        return not (self.series_subject and ask.subject_kind == "series")
 
     def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:
         """The calls its slot needs beyond the alerts, given the alert records the first turn found."""

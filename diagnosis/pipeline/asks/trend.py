@@ -32,10 +32,6 @@ class Trend(AskKind):
     words = "trend"
     series_subject = True
 
-    def alerts_first(self, ask: Ask) -> bool:
-        # A metric the question names is queried by that name; an alert's or a topic's via the alerts.
-        return ask.subject_kind != "series"
-
     def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:
         if SERIES.tool not in world.tools:
             return []

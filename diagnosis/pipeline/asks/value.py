@@ -36,10 +36,6 @@ class Value(AskKind):
     words = "value"
     series_subject = True
 
-    def alerts_first(self, ask: Ask) -> bool:
-        # A metric the question names is queried by that name; an alert's or a topic's via the alerts.
-        return ask.subject_kind != "series"
-
     def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:
         if SERIES.tool not in world.tools:
             return []
