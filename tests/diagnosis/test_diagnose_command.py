@@ -1,8 +1,12 @@
 """`manage.py diagnose`: answer or trace JSON, exit 0 when completed, 1 when failed."""
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
+from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from diagnosis.models import DiagnosisSession
@@ -60,3 +64,18 @@ def test_a_failed_session_exits_one(capsys, monkeypatch):
 def test_an_empty_question_is_a_clear_error():
     with pytest.raises(CommandError, match="问题不能为空"):
         call_command("diagnose", "   ")
+
+
+def test_a_database_never_migrated_gets_the_command_to_run_not_a_traceback(tmp_path):
+    fresh = subprocess.run(
+        [sys.executable, "manage.py", "diagnose", QUESTION],
+        cwd=settings.BASE_DIR,
+        env=os.environ | {"DATABASE_URL": f"sqlite:///{tmp_path / 'fresh.sqlite3'}", "DIAGNOSIS_DEV": "1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert fresh.returncode == 1
+    assert "先运行 `manage.py migrate`" in fresh.stderr
+    assert "Traceback" not in fresh.stderr

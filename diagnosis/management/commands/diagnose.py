@@ -6,6 +6,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from diagnosis.engines import ENGINE_NAMES
+from diagnosis.management.migrations_state import require_migrated_database
 from diagnosis.models import DiagnosisSession
 from diagnosis.selectors.trace import session_trace
 from diagnosis.serializers import TraceSerializer
@@ -22,6 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("--session-id")
 
     def handle(self, *args, **options):
+        require_migrated_database()
         try:
             session = session_start(
                 query=options["question"],
