@@ -127,6 +127,9 @@ class _Index:
     retriever: bm25s.BM25
     frequency: Counter
     size: int
+    # Whether any block has a Chinese bigram: in a corpus without one, a query's bigrams cannot tell
+    # blocks apart and say nothing about relevance (its Chinese terms still count, as their entries).
+    has_chinese: bool
 
 
 def _index(blocks: tuple[KnowledgeBlock, ...]) -> _Index:
@@ -138,7 +141,12 @@ def _vocabulary_index(blocks: tuple[KnowledgeBlock, ...], vocabulary: tuple[str,
     corpus = [list(block_tokens(block)) or ["\x00"] for block in blocks]
     retriever = bm25s.BM25()
     retriever.index(corpus, show_progress=False)
-    return _Index(retriever, Counter(token for tokens in corpus for token in set(tokens)), len(blocks))
+    frequency = Counter(token for tokens in corpus for token in set(tokens))
+    return _Index(retriever, frequency, len(blocks), any(map(_is_bigram, frequency)))
+
+
+def _is_bigram(token: str) -> bool:
+    return bool(CJK_RUN.fullmatch(token))
 
 
 def bm25_scores(
@@ -148,6 +156,8 @@ def bm25_scores(
     weight: its idf (the Lucene variant bm25s uses; a token no block has at its highest) times its
     count in the weighted query."""
     index = _index(blocks)
+    if not index.has_chinese:
+        query = tuple(token for token in query if not _is_bigram(token))
     weighted = [t for token in query for t in [token] * _weight(token)]
     if not weighted or not index.size:
         return [0.0] * len(blocks), {}
