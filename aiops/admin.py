@@ -1,4 +1,4 @@
-"""Reviewers' admin of alert episodes and report deliveries (each attempt visible)."""
+"""Reviewers' admin of alert episodes and report deliveries (per channel, each attempt visible)."""
 
 from django.contrib import admin
 from django.urls import reverse
@@ -43,8 +43,17 @@ class DeliveryAttemptInline(admin.TabularInline):
 
 @admin.register(ReportDelivery)
 class ReportDeliveryAdmin(admin.ModelAdmin):
-    list_display = ("created_at", "event", "report_link", "url", "state", "attempt_count", "next_attempt_at")
-    list_filter = ("state", "event")
+    list_display = (
+        "created_at",
+        "event",
+        "channel",
+        "report_link",
+        "url",
+        "state",
+        "attempt_count",
+        "next_attempt_at",
+    )
+    list_filter = ("state", "channel", "event")
     readonly_fields = [field.name for field in ReportDelivery._meta.fields] + ["report_link"]
     inlines = [DeliveryAttemptInline]
     list_select_related = ("report",)

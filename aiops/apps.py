@@ -1,3 +1,5 @@
+from importlib import import_module
+
 from django.apps import AppConfig
 
 
@@ -17,3 +19,5 @@ class AiopsConfig(AppConfig):
         sessions_reaped.connect(aiops_reports_reaped, dispatch_uid="aiops.aiops_reports_reaped")
         # The chat page renders an analysis's report from its record.
         record_writer_register(record_type=REPORT_RECORD_TYPE, writer=stored_report_markdown)
+        # Registers the system check of the chat channels.
+        import_module("aiops.channels.checks")

@@ -1,15 +1,17 @@
-"""Delivering reports to `DIAGNOSIS_NOTIFY_URL`.
+"""Delivering reports to the configured channels (`aiops.channels`).
 
 When a report of Alertmanager's alerts completes, one of its episodes resolves, or a flapping group
-starts, goes on or settles (`aiops.services` flapping), a versioned
-JSON goes to the configured URL (bearer `DIAGNOSIS_NOTIFY_TOKEN`). Each delivery is a row; each
-try of it a `DeliveryAttempt`. A failed try is retried by the django-q2 worker after the next of
+starts, goes on or settles (`aiops.services` flapping), each configured channel gets the notice in its
+format: the versioned JSON at `DIAGNOSIS_NOTIFY_URL` (bearer `DIAGNOSIS_NOTIFY_TOKEN`), a card or
+Markdown message for each chat bot. Each channel's notice is a delivery row; each try of it a
+`DeliveryAttempt`. A failed try (a refused connection, an HTTP error, or an error code in a chat
+service's HTTP 200 answer) is retried by the django-q2 worker after the next of
 `DIAGNOSIS["NOTIFY_RETRY_DELAYS"]` (the first within a minute); after the last the delivery gives up.
+Channels are independent: one failing delays no other.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from datetime import timedelta
@@ -17,56 +19,56 @@ from datetime import timedelta
 import httpx2
 from django.conf import settings
 from django.db import transaction
-from django.urls import reverse
 from django.utils import timezone
 
+from aiops.channels import CHANNELS, channels_configured
+from aiops.channels.base import ERROR_CHARS, Channel
+from aiops.channels.notice import notice_build
 from aiops.models import DeliveryAttempt, ReportDelivery
 from diagnosis.models import DiagnosisSession
 
 logger = logging.getLogger(__name__)
 
-PAYLOAD_VERSION = "1"
 ATTEMPT_TASK = "aiops.tasks.delivery_attempt_task"
-ERROR_CHARS = 1000
 
 
-def report_payload(*, report: DiagnosisSession, event: str) -> dict:
-    """The versioned notification body: the report and each of its alerts with its verdict."""
-    return {
-        "version": PAYLOAD_VERSION,
-        "report_id": report.session_id,
-        "status": event,
-        "url": _public_url(report.session_id),
-        "alerts": [
-            {
-                "fingerprint": alert.get("fingerprint", ""),
-                "starts_at": alert.get("starts_at"),
-                "ends_at": alert.get("ends_at"),
-                "alert_name": alert["alert_name"],
-                "labels": alert.get("labels") or {},
-                "state": alert["state"],
-                "verdict": alert.get("verdict"),
-                "output_type": alert.get("output_type"),
-                "summary": alert.get("summary") or alert.get("not_analysed_reason") or "",
-                "session_url": _public_url(alert["session_id"]) if alert.get("session_id") else None,
-                # A flapping group's count, first start and state; null otherwise.
-                "flapping": alert.get("flapping"),
-            }
-            for alert in report.alert_scope.get("alerts") or []
-        ],
-    }
+def delivery_queue(*, report: DiagnosisSession, event: str) -> list[ReportDelivery]:
+    """Record one delivery of the report as it is now per configured channel, each first tried once
+    the caller's transaction commits; none when no channel is configured."""
+    deliveries = []
+    for channel in channels_configured():
+        url = channel.shown_url(settings.DIAGNOSIS[channel.url_setting])
+        try:
+            payload = channel.payload(report=report, notice=notice_build(report=report, event=event))
+        except Exception as exc:
+            # A message that cannot be made must neither undo the caller's commit (the report's
+            # completion) nor keep the other channels from theirs: it is a delivery given up at once.
+            logger.exception("%s message of report %s not made", channel.name, report.session_id)
+            deliveries.append(_unmade(report=report, event=event, channel=channel, url=url, error=exc))
+            continue
+        delivery = ReportDelivery.objects.create(
+            report=report, event=event, channel=channel.name, url=url, payload=payload
+        )
+        transaction.on_commit(lambda pk=delivery.pk: _enqueue(pk))
+        deliveries.append(delivery)
+    return deliveries
 
 
-def delivery_queue(*, report: DiagnosisSession, event: str) -> ReportDelivery | None:
-    """Record a delivery of the report as it is now, first tried once the caller's transaction
-    commits; None when no `DIAGNOSIS_NOTIFY_URL` is configured."""
-    url = settings.DIAGNOSIS.get("NOTIFY_URL")
-    if not url:
-        return None
+def _unmade(
+    *, report: DiagnosisSession, event: str, channel: Channel, url: str, error: Exception
+) -> ReportDelivery:
     delivery = ReportDelivery.objects.create(
-        report=report, event=event, url=url, payload=report_payload(report=report, event=event)
+        report=report,
+        event=event,
+        channel=channel.name,
+        url=url,
+        payload={},
+        state=ReportDelivery.State.GAVE_UP,
+        attempt_count=1,
     )
-    transaction.on_commit(lambda: _enqueue(delivery.pk))
+    DeliveryAttempt.objects.create(
+        delivery=delivery, number=1, error=f"消息未能生成：{type(error).__name__}: {error}"[:ERROR_CHARS]
+    )
     return delivery
 
 
@@ -81,8 +83,8 @@ def delivery_attempt(*, delivery_pk: int) -> DeliveryAttempt | None:
         delivery.save(update_fields=["attempt_count", "next_attempt_at"])
     number = delivery.attempt_count
     # The POST happens outside any transaction: a slow receiver holds no lock.
-    http_status, error, latency_ms = _post(delivery)
-    succeeded = http_status is not None and 200 <= http_status < 300
+    http_status, error, latency_ms = _post(CHANNELS[delivery.channel], delivery)
+    succeeded = not error and http_status is not None and 200 <= http_status < 300
     attempt = DeliveryAttempt.objects.create(
         delivery=delivery,
         number=number,
@@ -99,27 +101,40 @@ def delivery_attempt(*, delivery_pk: int) -> DeliveryAttempt | None:
         _schedule(delivery.pk, delivery.next_attempt_at)
     else:
         delivery.state = ReportDelivery.State.GAVE_UP
-        logger.warning("delivery %s to %s given up after %s attempts", delivery.pk, delivery.url, number)
+        logger.warning(
+            "delivery %s to %s %s given up after %s attempts",
+            delivery.pk,
+            delivery.channel,
+            delivery.url,
+            number,
+        )
     delivery.save(update_fields=["state", "next_attempt_at"])
     return attempt
 
 
-def _post(delivery: ReportDelivery) -> tuple[int | None, str, int]:
-    headers = {"Content-Type": "application/json", "User-Agent": "aiops-diagnosis"}
-    if token := settings.DIAGNOSIS.get("NOTIFY_TOKEN"):
-        headers["Authorization"] = f"Bearer {token}"
-    body = json.dumps(delivery.payload, ensure_ascii=False).encode()
+def _post(channel: Channel, delivery: ReportDelivery) -> tuple[int | None, str, int]:
+    """(HTTP status, what went wrong or "", milliseconds) of one signed POST to the channel's address
+    as configured now: a corrected address or secret serves the next try."""
+    url = settings.DIAGNOSIS.get(channel.url_setting)
+    if not url:
+        return None, f"{channel.label} 的地址已不再配置", 0
+    secret = settings.DIAGNOSIS.get(channel.secret_setting) if channel.secret_setting else None
+    outgoing = channel.request(url=url, secret=secret, payload=delivery.payload, now=time.time())
     started = time.perf_counter()
     try:
         # The same client as the evidence sources; redirects not followed (a receiver answers itself).
         response = httpx2.post(
-            delivery.url, content=body, headers=headers, timeout=settings.DIAGNOSIS["NOTIFY_TIMEOUT"]
+            outgoing.url,
+            content=outgoing.body,
+            headers=outgoing.headers,
+            timeout=settings.DIAGNOSIS["NOTIFY_TIMEOUT"],
         )
     except (httpx2.HTTPError, ValueError) as exc:  # refused, timeout, DNS, bad URL
-        status, error = None, f"{type(exc).__name__}: {exc}"
+        # The address is a credential: an error naming it names it as the log shows it.
+        status, error = None, f"{type(exc).__name__}: {exc}".replace(outgoing.url, delivery.url)
     else:
         status = response.status_code
-        error = "" if status < 400 else f"HTTP {status}: {response.text[:ERROR_CHARS]}"
+        error = channel.refusal(status=status, text=response.text)
     return status, error, int((time.perf_counter() - started) * 1000)
 
 
@@ -141,7 +156,3 @@ def _schedule(delivery_pk: int, when) -> None:
         repeats=1,
         next_run=when,
     )
-
-
-def _public_url(session_id: str) -> str:
-    return settings.DIAGNOSIS.get("PUBLIC_URL", "") + reverse("chat-conversation", args=[session_id])

@@ -44,7 +44,15 @@ class AlertEpisode(models.Model):
 
 
 class ReportDelivery(models.Model):
-    """One notification to `DIAGNOSIS_NOTIFY_URL` (a report completed, or an episode resolved)."""
+    """One notification of a report to one channel (the report completed, one of its episodes resolved,
+    a flapping group started, went on or settled): the generic JSON webhook or a team's chat bot."""
+
+    class Channel(models.TextChoices):
+        WEBHOOK = "webhook", "JSON webhook"
+        FEISHU = "feishu", "飞书"
+        DINGTALK = "dingtalk", "钉钉"
+        WECOM = "wecom", "企业微信"
+        SLACK = "slack", "Slack"
 
     class Event(models.TextChoices):
         COMPLETED = "completed", "报告完成"
@@ -60,7 +68,11 @@ class ReportDelivery(models.Model):
 
     report = models.ForeignKey(DiagnosisSession, on_delete=models.CASCADE, related_name="deliveries")
     event = models.CharField(max_length=16, choices=Event.choices)
+    channel = models.CharField(max_length=16, choices=Channel.choices, default=Channel.WEBHOOK)
+    # Where it goes, shown without credentials (a chat bot's address is one): each try posts to the
+    # channel's configured address.
     url = models.URLField(max_length=2000)
+    # The message as the channel takes it, unsigned: a signature is made at each try.
     payload = models.JSONField()
     state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
     attempt_count = models.PositiveIntegerField(default=0)
@@ -73,7 +85,7 @@ class ReportDelivery(models.Model):
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
-        return f"{self.get_event_display()} → {self.url} ({self.get_state_display()})"
+        return f"{self.get_event_display()} → {self.get_channel_display()} ({self.get_state_display()})"
 
 
 class DeliveryAttempt(models.Model):

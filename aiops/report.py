@@ -515,14 +515,19 @@ def alert_tally(analyses: list[AlertAnalysis]) -> Counter:
 
 def status_line(analyses: list[AlertAnalysis], *, not_analysed_count: int = 0) -> str:
     """The report's first line: how many alerts were verified, have gaps, were degraded."""
+    return f"**总体状态**：{status_text(analyses, not_analysed_count=not_analysed_count)}"
+
+
+def status_text(analyses: list[AlertAnalysis], *, not_analysed_count: int = 0) -> str:
+    """`分析 3 条告警 — 1 条已核验，…。`: the status line's words, without markup (chat notices)."""
     tally = alert_tally(analyses)
-    line = (
-        f"**总体状态**：分析 {len(analyses)} 条告警 — {tally['verified']} 条已核验，"
+    text = (
+        f"分析 {len(analyses)} 条告警 — {tally['verified']} 条已核验，"
         f"{tally['gaps']} 条有证据缺口，{tally['degraded']} 条已降级"
     )
     if not_analysed_count:
-        line += f"；另有 {not_analysed_count} 条未分析"
-    return line + "。"
+        text += f"；另有 {not_analysed_count} 条未分析"
+    return text + "。"
 
 
 def resolved_text(alerts: list[dict]) -> str:

@@ -8,15 +8,27 @@ An empty variable counts as unset. The README's configuration tables document ev
 import json
 from collections.abc import Mapping
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off"})
-# Values never echoed in an error: they carry credentials.
+# Values never echoed in an error: they carry credentials. A chat bot's webhook address is one (the
+# Feishu hook token, DingTalk's `access_token`, WeCom's `key`, Slack's whole URL).
 SECRET_VARIABLES = frozenset(
-    {"DIAGNOSIS_ALERTMANAGER_TOKEN", "DIAGNOSIS_NOTIFY_TOKEN", "DIAGNOSIS_SOURCE_HEADERS"}
+    {
+        "DIAGNOSIS_ALERTMANAGER_TOKEN",
+        "DIAGNOSIS_NOTIFY_TOKEN",
+        "DIAGNOSIS_SOURCE_HEADERS",
+        "DIAGNOSIS_NOTIFY_FEISHU_URL",
+        "DIAGNOSIS_NOTIFY_FEISHU_SECRET",
+        "DIAGNOSIS_NOTIFY_DINGTALK_URL",
+        "DIAGNOSIS_NOTIFY_DINGTALK_SECRET",
+        "DIAGNOSIS_NOTIFY_WECOM_URL",
+        "DIAGNOSIS_NOTIFY_SLACK_URL",
+    }
 )
 
 
@@ -49,6 +61,15 @@ def _headers(value: object) -> object:
     return {source: {str(k): str(v) for k, v in headers.items()} for source, headers in parsed.items()}
 
 
+def _web_address(value: object) -> object:
+    """An http(s) URL with a host: a notification to anything else fails at every try."""
+    if isinstance(value, str):
+        parts = urlsplit(value)
+        if parts.scheme not in {"http", "https"} or not parts.hostname:
+            raise ValueError("not an http(s) URL")
+    return value
+
+
 # DRF's rate strings ("30/min"), strictly: DRF reads only a period's first letter, so "30/month" would
 # quietly be 30 a minute.
 RATE_PATTERN = r"^[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)$"
@@ -57,6 +78,8 @@ RATE = "a rate like 30/min (a whole number, 1 or more, per s, min, hour or day)"
 Switch = Annotated[bool, BeforeValidator(_switch)]
 Names = Annotated[list[str], BeforeValidator(_names)]
 Headers = Annotated[dict[str, dict[str, str]], BeforeValidator(_headers)]
+WebAddress = Annotated[str, BeforeValidator(_web_address)]
+WEB_ADDRESS = "an http(s) URL"
 
 
 class Environment(BaseModel):
@@ -139,8 +162,27 @@ class Environment(BaseModel):
     flap_window_minutes: int = Field(
         alias="DIAGNOSIS_FLAP_WINDOW_MINUTES", default=30, ge=1, description="a whole number of minutes"
     )
-    notify_url: str | None = Field(alias="DIAGNOSIS_NOTIFY_URL", default=None, description="a URL")
+    notify_url: WebAddress | None = Field(alias="DIAGNOSIS_NOTIFY_URL", default=None, description=WEB_ADDRESS)
     notify_token: str | None = Field(alias="DIAGNOSIS_NOTIFY_TOKEN", default=None, description="a token")
+    # Chat channels: a bot's webhook and, where the service signs, the bot's signing secret.
+    notify_feishu_url: WebAddress | None = Field(
+        alias="DIAGNOSIS_NOTIFY_FEISHU_URL", default=None, description=WEB_ADDRESS
+    )
+    notify_feishu_secret: str | None = Field(
+        alias="DIAGNOSIS_NOTIFY_FEISHU_SECRET", default=None, description="a signing secret"
+    )
+    notify_dingtalk_url: WebAddress | None = Field(
+        alias="DIAGNOSIS_NOTIFY_DINGTALK_URL", default=None, description=WEB_ADDRESS
+    )
+    notify_dingtalk_secret: str | None = Field(
+        alias="DIAGNOSIS_NOTIFY_DINGTALK_SECRET", default=None, description="a signing secret"
+    )
+    notify_wecom_url: WebAddress | None = Field(
+        alias="DIAGNOSIS_NOTIFY_WECOM_URL", default=None, description=WEB_ADDRESS
+    )
+    notify_slack_url: WebAddress | None = Field(
+        alias="DIAGNOSIS_NOTIFY_SLACK_URL", default=None, description=WEB_ADDRESS
+    )
     oncall_group: str | None = Field(alias="DIAGNOSIS_ONCALL_GROUP", default=None, description="a group name")
     alertmanager_rate: str = Field(
         alias="DIAGNOSIS_ALERTMANAGER_RATE", default="120/min", pattern=RATE_PATTERN, description=RATE

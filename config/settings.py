@@ -377,6 +377,13 @@ DIAGNOSIS = {
     # Where finished reports and resolved episodes are POSTed; unset = nowhere.
     "NOTIFY_URL": ENV.notify_url,
     "NOTIFY_TOKEN": ENV.notify_token,
+    # The team's chat bots (aiops.channels), each told the same notices in its own message format.
+    "NOTIFY_FEISHU_URL": ENV.notify_feishu_url,
+    "NOTIFY_FEISHU_SECRET": ENV.notify_feishu_secret,
+    "NOTIFY_DINGTALK_URL": ENV.notify_dingtalk_url,
+    "NOTIFY_DINGTALK_SECRET": ENV.notify_dingtalk_secret,
+    "NOTIFY_WECOM_URL": ENV.notify_wecom_url,
+    "NOTIFY_SLACK_URL": ENV.notify_slack_url,
     # A delivery is a request to a source like any other: the same time bound.
     "NOTIFY_TIMEOUT": ENV.source_timeout,
     # Seconds before each retry of a failed delivery; after the last one the delivery is given up.

@@ -1,13 +1,20 @@
-"""Test support for AIOps: Alertmanager notifications in the real webhook format (version 4)."""
+"""Test support for AIOps: Alertmanager notifications in the real webhook format (version 4), posted
+to the webhook; a flapping alert's episodes."""
 
 from __future__ import annotations
 
 import copy
+import json
+
+from rest_framework.test import APIClient
 
 DEMO_NOW = "2026-11-29T15:00:00+08:00"
 TOKEN = "am-webhook-secret-for-tests"
 # Alertmanager's "no end yet".
 NO_END = "0001-01-01T00:00:00Z"
+# Five episodes a minute apart, each firing for 30 s: well inside the 30-minute flap window.
+STARTS = [f"2026-11-29T06:3{minute}:00.000Z" for minute in range(5)]
+ENDS = [f"2026-11-29T06:3{minute}:30.000Z" for minute in range(5)]
 
 
 def alert(
@@ -59,3 +66,29 @@ def notification(*alerts: dict, group_key: str = '{}/{severity="critical"}:{name
             "truncatedAlerts": 0,
         }
     )
+
+
+def webhook_post(payload: dict):
+    """The notification as Alertmanager posts it, with the webhook's token; it must be taken (202)."""
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+    response = client.post("/api/alertmanager/webhook", json.dumps(payload), content_type="application/json")
+    assert response.status_code == 202, response.content
+    return response
+
+
+def episode(make, number: int, *, resolved: bool = False) -> dict:
+    """Episode `number` of the alert `make(**alert kwargs)` makes, firing or resolved after 30 s."""
+    payload = make(status="resolved" if resolved else "firing", starts_at=STARTS[number])
+    if resolved:
+        payload["endsAt"] = ENDS[number]
+    return payload
+
+
+def flap(make, committed, episodes: range) -> None:
+    """Each of these episodes fires and resolves, each notice committed (its deliveries tried)."""
+    for number in episodes:
+        with committed():
+            webhook_post(notification(episode(make, number)))
+        with committed():
+            webhook_post(notification(episode(make, number, resolved=True)))

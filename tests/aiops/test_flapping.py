@@ -3,26 +3,20 @@ episodes join one report with their count and latest state, and its receivers ge
 state of the group (flapping, still flapping at most every repeat interval, settled), not one per
 episode. On the demo world's HighCPUUsage and on a node_exporter alert with only instance and job."""
 
-import json
-
 import pytest
 from django_q.conf import Conf
 from django_q.models import Schedule
-from rest_framework.test import APIClient
 
 from aiops.models import AlertEpisode, ReportDelivery
 from aiops.services import SETTLE_TASK, aiops_run, aiops_start, flap_settle_check
 from diagnosis.models import DiagnosisSession
-from tests.aiops.support import DEMO_NOW, TOKEN, alert, notification
+from tests.aiops.support import DEMO_NOW, TOKEN, alert, flap
 from tests.notify_receiver import NotifyReceiver
 from tests.tools.support import use_source
 from tools.evidence.alerts.source import AlertSource
 
 pytestmark = pytest.mark.django_db
 
-# Five episodes a minute apart, each firing for 30 s: well inside the 30-minute flap window.
-STARTS = [f"2026-11-29T06:3{minute}:00.000Z" for minute in range(5)]
-ENDS = [f"2026-11-29T06:3{minute}:30.000Z" for minute in range(5)]
 ALERTS = {
     "demo": lambda **kwargs: alert(
         "HighCPUUsage", "payment-service", fingerprint="a1b2c3d4e5f60718", **kwargs
@@ -60,29 +54,6 @@ def flap_settings(settings, receiver):
 def committed(monkeypatch, django_capture_on_commit_callbacks):
     monkeypatch.setattr(Conf, "SYNC", True)
     return lambda: django_capture_on_commit_callbacks(execute=True)
-
-
-def post(payload: dict):
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
-    response = client.post("/api/alertmanager/webhook", json.dumps(payload), content_type="application/json")
-    assert response.status_code == 202, response.content
-    return response
-
-
-def episode(make, number: int, *, resolved: bool = False) -> dict:
-    payload = make(status="resolved" if resolved else "firing", starts_at=STARTS[number])
-    if resolved:
-        payload["endsAt"] = ENDS[number]
-    return payload
-
-
-def flap(make, committed, episodes: range) -> None:
-    for number in episodes:
-        with committed():
-            post(notification(episode(make, number)))
-        with committed():
-            post(notification(episode(make, number, resolved=True)))
 
 
 def notices(receiver) -> list[dict]:

@@ -11,7 +11,7 @@ from config.environment import RATE, Environment, environment_read
 
 PRODUCT_PACKAGES = ("config", "diagnosis", "tools", "aiops", "caselib", "feedback")
 VARIABLE = re.compile(r"DIAGNOSIS_[A-Z0-9_]*")
-MOST_VARIABLES = 37
+MOST_VARIABLES = 43
 
 
 def _named_in_product_code() -> set[str]:
@@ -148,6 +148,53 @@ def test_bad_source_headers_are_refused_without_echoing_the_credentials(headers)
         'DIAGNOSIS_SOURCE_HEADERS must be a JSON object like {"prometheus": {"Header": "value"}}'
     )
     assert "s3cret" not in str(refused.value)
+
+
+def test_chat_channels_are_read_as_addresses_and_secrets():
+    environment = environment_read(
+        environ={
+            "DIAGNOSIS_NOTIFY_FEISHU_URL": "https://open.feishu.cn/open-apis/bot/v2/hook/hook-token",
+            "DIAGNOSIS_NOTIFY_FEISHU_SECRET": "signing-secret",
+            "DIAGNOSIS_NOTIFY_DINGTALK_URL": "https://oapi.dingtalk.com/robot/send?access_token=token",
+            "DIAGNOSIS_NOTIFY_DINGTALK_SECRET": "SECsigning",
+            "DIAGNOSIS_NOTIFY_WECOM_URL": "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=robot-key",
+            "DIAGNOSIS_NOTIFY_SLACK_URL": "https://hooks.slack.com/services/T0/B0/token",
+        }
+    )
+
+    assert environment.notify_feishu_url.endswith("/hook/hook-token")
+    assert (environment.notify_feishu_secret, environment.notify_dingtalk_secret) == (
+        "signing-secret",
+        "SECsigning",
+    )
+    assert environment.notify_wecom_url.endswith("key=robot-key")
+    assert environment.notify_slack_url == "https://hooks.slack.com/services/T0/B0/token"
+
+
+@pytest.mark.parametrize(
+    "variable",
+    [
+        "DIAGNOSIS_NOTIFY_FEISHU_URL",
+        "DIAGNOSIS_NOTIFY_DINGTALK_URL",
+        "DIAGNOSIS_NOTIFY_WECOM_URL",
+        "DIAGNOSIS_NOTIFY_SLACK_URL",
+    ],
+)
+def test_a_chat_bot_address_that_is_no_web_address_is_refused_without_echoing_it(variable):
+    with pytest.raises(ImproperlyConfigured) as refused:
+        environment_read(environ={variable: "hooks.example/services/s3cret-token"})
+
+    assert str(refused.value) == f"{variable} must be an http(s) URL"
+
+
+def test_the_generic_webhook_address_must_be_a_web_address_too():
+    with pytest.raises(ImproperlyConfigured) as refused:
+        environment_read(environ={"DIAGNOSIS_NOTIFY_URL": "ftp://receiver.example/hooks"})
+
+    assert (
+        str(refused.value)
+        == "DIAGNOSIS_NOTIFY_URL must be an http(s) URL, got 'ftp://receiver.example/hooks'"
+    )
 
 
 def test_every_variable_product_code_names_is_documented_in_the_readme():
