@@ -47,7 +47,13 @@ def world_names() -> set[str]:
 
 
 def product_files() -> list[Path]:
-    return [path for path in ROOT.rglob("*.py") if not set(path.relative_to(ROOT).parts) & set(NOT_PRODUCT)]
+    """The project's Python, not what lies in hidden folders beside it (the venv, build caches)."""
+    return [
+        path
+        for path in ROOT.rglob("*.py")
+        if not set(parts := path.relative_to(ROOT).parts) & set(NOT_PRODUCT)
+        and not any(part.startswith(".") for part in parts)
+    ]
 
 
 def code_strings(path: Path) -> list[tuple[int, str]]:
