@@ -6,6 +6,7 @@ from typing import ClassVar
 
 import pytest
 from django.db import connection
+from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
 from diagnosis.models import DiagnosisSession
@@ -20,12 +21,17 @@ from diagnosis.services.replay import (
 )
 from tests.factories import ToolInvocationFactory
 from tests.prometheus_server import FakePrometheus
-from tests.tools.support import BrokenLogs, record, use_source
+from tests.tools.support import BrokenLogs, pin_demo_now, record, use_source
 from tools.clock import local_text
 from tools.evidence.logs.source import LogSource
 from tools.evidence.registry import SERIES
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def pinned_clock(settings):
+    pin_demo_now(settings)
 
 
 class ShiftingLogs(LogSource):
@@ -76,11 +82,13 @@ def test_an_unchanged_world_replays_every_call_the_same(either_world, session):
 
 def test_a_replay_asks_at_the_recorded_time_not_now(either_world, session, settings):
     recorded = record(session, "query_alerts")
-    settings.DIAGNOSIS = settings.DIAGNOSIS | {"DEMO_NOW": "2026-11-30T15:00:00+08:00"}
-    # Asked now, a day later, the alerts' durations have moved on.
-    assert record(DiagnosisSession.objects.create(query="later"), "query_alerts").output != recorded.output
+    # Inside the world's own override (the `settings` fixture would outlive it and restore the world).
+    with override_settings(DIAGNOSIS=settings.DIAGNOSIS | {"DEMO_NOW": "2026-11-30T15:00:00+08:00"}):
+        # Asked now, a day later, the alerts' durations have moved on.
+        later = record(DiagnosisSession.objects.create(query="later"), "query_alerts")
+        assert later.output != recorded.output
 
-    assert statuses(session) == [SAME]
+        assert statuses(session) == [SAME]
 
 
 def test_lines_that_appeared_and_went_are_named(shifting_logs, session, monkeypatch):
