@@ -25,6 +25,7 @@ from django.core.paginator import Paginator
 from django.db import connections
 from django.db.models import F, Q
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.template.loader import render_to_string
 from django.urls import path, reverse
 from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
@@ -297,6 +298,7 @@ class ToolInvocationInline(ReadOnlyInline):
         labelled("success", _("succeeded"), boolean=True),
         "evidence",
         "refs",
+        "receipt_shown",
         labelled("latency_ms", _("latency (ms)")),
     )
     readonly_fields = fields
@@ -318,6 +320,10 @@ class ToolInvocationInline(ReadOnlyInline):
     @admin.display(description=_("evidence status"))
     def evidence(self, invocation: ToolInvocation) -> str:
         return code_text(invocation.evidence_status) or invocation.error or "—"
+
+    @admin.display(description="证据回执")
+    def receipt_shown(self, invocation: ToolInvocation) -> str:
+        return render_to_string("diagnosis/_receipt.html", {"receipt": invocation.receipt_record})
 
     def get_queryset(self, request):
         # The trace link's id in the same query: no session row (with its JSON) loaded per call.

@@ -7,6 +7,7 @@ from django.db import models
 
 from diagnosis.pipeline import routing
 from diagnosis.pipeline.interfaces import Stage, StepStatus
+from tools.evidence.receipt import Receipt
 from tools.evidence.registry import kind_named
 from tools.evidence.result import ToolResult
 
@@ -170,6 +171,9 @@ class ToolInvocation(models.Model):
     # the URL or folder; empty for helpers and unknown tools.
     source = models.CharField("来源", max_length=64, blank=True, default="")
     source_location = models.CharField("来源地址", max_length=500, blank=True, default="")
+    # The call's evidence receipt (`tools.evidence.receipt.Receipt`): the requests its source sent and
+    # the hash of its output; {} for calls recorded before receipts were kept.
+    receipt = models.JSONField("证据回执", default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -192,6 +196,11 @@ class ToolInvocation(models.Model):
     @property
     def is_demo(self) -> bool:
         return self.source == "demo"
+
+    @property
+    def receipt_record(self) -> Receipt | None:
+        """The receipt typed; None for a call recorded before receipts were kept."""
+        return Receipt.model_validate(self.receipt) if self.receipt else None
 
     def tool_result(self) -> ToolResult:
         """The call as the pipeline reads it: its stored JSON read once into typed records and refs."""

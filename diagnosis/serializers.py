@@ -131,6 +131,12 @@ class TraceInvocationSerializer(serializers.Serializer):
     latency_ms = serializers.IntegerField()
     output = serializers.DictField()
     error = serializers.CharField()
+    receipt = serializers.DictField(
+        help_text="The evidence receipt (`tools.evidence.receipt.Receipt`): source, location, evaluated_at "
+        "(the call's now), requests as sent (source, base_url without credentials, path, query, start, end, "
+        "time, step, limit, other params; never a header) and output_sha256 (SHA-256 of the stored output's "
+        "canonical JSON, null when the call raised); {} for a call recorded before receipts were kept."
+    )
     created_at = StoredDateTimeField()
 
 

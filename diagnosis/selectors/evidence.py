@@ -25,6 +25,7 @@ from diagnosis.selectors.self_evaluation import (
     VERIFIER_EVALUATION,
     self_evaluation_of,
 )
+from tools.evidence.receipt import Receipt
 from tools.evidence.record import EvidenceRecord
 from tools.evidence.result import ToolResult
 
@@ -54,6 +55,8 @@ class CitedEvidence:
     source_location: str = ""
     # A range query's cited series.
     series: SeriesChart | None = None
+    # The cited invocation's evidence receipt; None when it is not in the session or has none.
+    receipt: Receipt | None = None
 
     @property
     def passed(self) -> bool:
@@ -160,6 +163,7 @@ def _cited_evidence(
         record=call.result.record_at(raw_path) if call is not None else None,
         source=call.invocation.source if call is not None else "",
         source_location=call.invocation.source_location if call is not None else "",
+        receipt=call.invocation.receipt_record if call is not None else None,
         series=None
         if call is None
         else series_chart(

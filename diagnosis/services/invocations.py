@@ -1,7 +1,8 @@
 """Recording tool calls, their evidence refs extracted by code.
 
 Every call becomes one `ToolInvocation`. Its evidence refs are extracted by code here, at record
-time, so the model can only cite text the tool really returned. A failing tool, bad arguments or
+time, so the model can only cite text the tool really returned; its receipt (`tools.evidence.receipt`)
+keeps the requests its source sent and the hash of its output. A failing tool, bad arguments or
 an unknown tool name are recorded as `success=false` and never raised to the caller.
 
 The calls of one executor turn are run first (no transaction open while a source answers), then
@@ -15,9 +16,10 @@ import json
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
@@ -27,6 +29,7 @@ from diagnosis import tracing
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.contracts import record_path
 from tools import clock
+from tools.evidence.receipt import Receipt, receipt_of, requests_captured
 from tools.evidence.record import EvidenceRecord
 from tools.evidence.registry import current_name, tool_label
 from tools.evidence.result import FAILED, NO_EVIDENCE, NO_EVIDENCE_PATH, NOT_EVIDENCE, SUPPORTED, ToolResult
@@ -173,40 +176,15 @@ def _invocation_run(
     """The call run and its record built, not yet saved; `batch` holds this turn's earlier calls."""
     started_ns = time.time_ns()
     started = time.perf_counter()
-    tool: EvidenceTool | None = None
-    parsed: BaseModel | None = None
-    source = location = error_type = ""
-    try:
-        tool = get_tool(tool_name)
-        source, location = tool.provenance()
-        parsed = tool.arguments_model.model_validate(arguments or {})
-        # Only guidance lookups dedup, so only they look up what the session has seen.
-        seen = _seen_block_ids(session, tool_name, batch, recorded) if tool.is_guidance else set()
-        context = ToolContext(
-            now=clock.now(),
-            seen_block_ids=seen,
-            # A `tool` session is one caller's call, its arguments as the caller wrote them.
-            caller_written=session.kind == DiagnosisSession.Kind.TOOL,
-        )
-        result = tool.bounded_run(parsed, context)
-        # Bounded before anything copies it; round-tripped so an output that cannot be stored fails
-        # here, as this tool's failure.
-        output = storable(json.loads(json.dumps(result.output(), ensure_ascii=False)))
-        if output != result.output():
-            # What the database cannot store was replaced: the refs quote the records as stored.
-            result = tool.typed(output, parsed)
-        error = "" if result.success else str(result.said or "工具返回失败")
-        error_type = TOOL_REPORTED_FAILURE if error else ""
-    except Exception as exc:  # any tool failure is recorded as a gap; the pipeline goes on
-        if not isinstance(exc, UnknownToolError | ValidationError):
-            logger.warning("tool %s failed", tool_name, exc_info=True)
-        result, output, error, error_type = None, {}, tool_error_text(exc), type(exc).__name__
+    answer = tool_answer(
+        tool_name=tool_name,
+        arguments=arguments,
+        now=clock.now(),
+        # A `tool` session is one caller's call, its arguments as the caller wrote them.
+        caller_written=session.kind == DiagnosisSession.Kind.TOOL,
+        seen_block_ids=lambda: blocks_seen(session, tool_name, batch, recorded),
+    )
     elapsed = time.perf_counter() - started
-    latency_ms = int(elapsed * 1000)
-    error = storable(error[:ERROR_CHARS])
-    if error:
-        output = {**output, "success": False, "error": error}
-    details = _retrieval_details(tool=tool, parsed=parsed, result=None if error else result, source=source)
     invocation = ToolInvocation(
         session=session,
         round=round,
@@ -214,16 +192,89 @@ def _invocation_run(
         # The arguments as the database would give them back (JSON, not the caller's own dict): the rounds
         # read this row as kept, never read back.
         input=storable(json.loads(json.dumps(arguments or {}, ensure_ascii=False))),
-        output=output,
-        success=not error,
-        error=error,
-        retrieval_details=details,
-        latency_ms=latency_ms,
-        source=source[:64],
-        source_location=location[:500],
+        output=answer.output,
+        success=not answer.error,
+        error=answer.error,
+        retrieval_details=answer.retrieval_details,
+        latency_ms=int(elapsed * 1000),
+        source=answer.receipt.source[:64],
+        source_location=answer.receipt.location[:500],
+        receipt=storable(answer.receipt.stored()),
     )
     ended_ns = started_ns + int(elapsed * 1e9)
-    return _ToolRun(invocation, started_ns=started_ns, ended_ns=ended_ns, error_type=error_type)
+    return _ToolRun(invocation, started_ns=started_ns, ended_ns=ended_ns, error_type=answer.error_type)
+
+
+@dataclass(frozen=True)
+class ToolAnswer:
+    """One call run and not recorded: the output and refs a row stores, its error and its receipt. The
+    recorder stores it; a replay (`diagnosis.services.replay`) compares it with the row."""
+
+    output: dict[str, Any]
+    retrieval_details: dict[str, Any]
+    error: str
+    # The class of the failure, for the call's span: an exception's, or TOOL_REPORTED_FAILURE.
+    error_type: str
+    receipt: Receipt
+
+
+def tool_answer(
+    *,
+    tool_name: str,
+    arguments: dict,
+    now: datetime,
+    caller_written: bool,
+    seen_block_ids: Callable[[], set[str]],
+) -> ToolAnswer:
+    """Run one call at `now` as the recorder does, its source's requests captured on its receipt.
+    `seen_block_ids` is asked only by a guidance lookup (the blocks the session returned before)."""
+    tool: EvidenceTool | None = None
+    parsed: BaseModel | None = None
+    result: ToolResult | None = None
+    source = location = error_type = ""
+    with requests_captured() as sent:
+        try:
+            tool = get_tool(tool_name)
+            source, location = tool.provenance()
+            parsed = tool.arguments_model.model_validate(arguments or {})
+            # Only guidance lookups dedup, so only they look up what the session has seen.
+            context = ToolContext(
+                now=now,
+                seen_block_ids=seen_block_ids() if tool.is_guidance else set(),
+                caller_written=caller_written,
+            )
+            result = tool.bounded_run(parsed, context)
+            # Bounded before anything copies it; round-tripped so an output that cannot be stored fails
+            # here, as this tool's failure.
+            output = storable(json.loads(json.dumps(result.output(), ensure_ascii=False)))
+            if output != result.output():
+                # What the database cannot store was replaced: the refs quote the records as stored.
+                result = tool.typed(output, parsed)
+            error = "" if result.success else str(result.said or "工具返回失败")
+            error_type = TOOL_REPORTED_FAILURE if error else ""
+        except Exception as exc:  # any tool failure is recorded as a gap; the pipeline goes on
+            if not isinstance(exc, UnknownToolError | ValidationError):
+                logger.warning("tool %s failed", tool_name, exc_info=True)
+            result, output, error, error_type = None, {}, tool_error_text(exc), type(exc).__name__
+    error = storable(error[:ERROR_CHARS])
+    if error:
+        output = {**output, "success": False, "error": error}
+    return ToolAnswer(
+        output=output,
+        retrieval_details=_retrieval_details(
+            tool=tool, parsed=parsed, result=None if error else result, source=source
+        ),
+        error=error,
+        error_type=error_type,
+        receipt=receipt_of(
+            source=source,
+            location=location,
+            evaluated_at=now,
+            sent=sent,
+            # A call that raised returned no data to hash.
+            output=None if result is None else output,
+        ),
+    )
 
 
 def collection_key_of(tool_name: str) -> str | None:
@@ -251,7 +302,7 @@ def is_guidance_call(tool_name: str) -> bool:
         return False
 
 
-def _seen_block_ids(
+def blocks_seen(
     session: DiagnosisSession,
     tool_name: str,
     batch: list[ToolInvocation],

@@ -23,6 +23,7 @@ from tests.factories import (
     UserFactory,
     claim_blocked,
 )
+from tools.evidence.receipt import Receipt, SourceRequest, output_digest
 
 pytestmark = pytest.mark.django_db
 
@@ -544,3 +545,41 @@ def test_the_audit_page_renders_the_answer_from_its_record_with_raw_references(c
 
     assert "「HighMemoryUsage firing」（来源：query_logs #4）" in page
     assert "旧的文本" not in page
+
+
+def test_the_audit_page_shows_each_cited_calls_receipt_escaped(client, reviewer):
+    session = CompletedSessionFactory()
+    invocation = session.tool_invocations.get()
+    request = SourceRequest(
+        source="prometheus",
+        base_url="http://prometheus.ops:9090",
+        path="/api/v1/query",
+        query='up{job="<script>alert(1)</script>"}',
+        time="1764399600",
+        limit="1000",
+        params=[("timeout", "10")],
+    )
+    invocation.receipt = Receipt(
+        source="prometheus",
+        location="http://prometheus.ops:9090",
+        evaluated_at=datetime(2026, 11, 29, 7, 0, tzinfo=UTC),
+        requests=[request],
+        output_sha256=output_digest(invocation.output),
+    ).stored()
+    invocation.save()
+
+    page = client.get(change_url(session)).content.decode()
+
+    assert "<script>alert(1)</script>" not in page
+    # Beside the claim that cites it, and in the call's row.
+    assert page.count(html.escape(request.text())) == 2
+    assert page.count(output_digest(invocation.output)) == 2
+    assert f"证据回执 #{invocation.pk}" in page
+
+
+def test_a_call_recorded_before_receipts_says_it_has_none(client, reviewer):
+    session = CompletedSessionFactory()
+
+    page = client.get(change_url(session)).content.decode()
+
+    assert "没有证据回执（记录于回执功能之前）" in page

@@ -60,6 +60,7 @@ INVOCATION_KEYS = {
     "evidence_status",
     "retrieval_details",
     "latency_ms",
+    "receipt",
 }
 
 

@@ -1,6 +1,7 @@
 """Recording tool calls: evidence refs extracted by code, failures recorded, bounded tool messages."""
 
 import json
+from datetime import datetime
 
 import pytest
 
@@ -11,9 +12,11 @@ from diagnosis.pipeline.gatekeeper import gatekeep
 from diagnosis.services.invocations import storable
 from diagnosis.services.sessions import session_start
 from tests.factories import DiagnosisSessionFactory
+from tests.prometheus_server import FakePrometheus
 from tests.tools.support import BrokenLogs, FiveHundredLogs, pin_demo_now, record, use_source
 from tools.evidence.alerts.source import AlertSource
 from tools.evidence.logs.source import LogSource
+from tools.evidence.receipt import output_digest
 from tools.evidence.result import MESSAGE_OUTPUT_CHARS, MESSAGE_REFS
 from tools.evidence.series.source import SeriesSource
 from tools.inventory import SourceInventory
@@ -370,3 +373,55 @@ def test_storable_replaces_nul_and_surrogates_in_keys_and_values_and_keeps_the_r
     value = {"a\x00": ["x\udc80y", 1e308, None, {"k": "正常 text"}]}
 
     assert storable(value) == {"a\ufffd": ["x\ufffdy", 1e308, None, {"k": "正常 text"}]}
+
+
+# --- Evidence receipts (tools.evidence.receipt), stored with each call ---
+
+
+def test_every_call_stores_its_receipt_with_the_hash_of_its_output_as_read_back(either_world, session):
+    invocation = record(session, "query_alerts")
+    invocation.refresh_from_db()
+
+    receipt = invocation.receipt_record
+    assert receipt.source == invocation.source == ("demo" if either_world == "demo" else "fixture")
+    assert receipt.location == invocation.source_location
+    # The world's data is read, not requested over the network.
+    assert receipt.requests == []
+    assert receipt.evaluated_at == datetime.fromisoformat("2026-11-29T15:00:00+08:00")
+    assert invocation.output["alerts"]
+    assert receipt.output_sha256 == output_digest(invocation.output)
+
+
+def test_a_call_to_prometheus_stores_the_request_it_sent_and_no_credential(settings, session):
+    password, token = "s3cret-pass", "key-0042"
+    with FakePrometheus() as prometheus:
+        settings.DIAGNOSIS = settings.DIAGNOSIS | {
+            "PROMETHEUS_URL": f"http://viewer:{password}@127.0.0.1:{prometheus.port}",
+            "SOURCE_HEADERS": {"prometheus": {"X-Api-Key": token}},
+        }
+        invocation = record(session, "query_promql", query='up{service="checkout"}', minutes=10)
+    invocation.refresh_from_db()
+
+    # The range query, then how far back the server keeps samples (the window's reach is stated).
+    request, retention = invocation.receipt_record.requests
+    assert (request.source, request.base_url, request.path) == (
+        "prometheus",
+        f"http://127.0.0.1:{prometheus.port}",
+        "/api/v1/query_range",
+    )
+    assert retention.path == "/api/v1/status/runtimeinfo"
+    assert request.query == 'up{service="checkout"}'
+    assert request.end == str(datetime.fromisoformat("2026-11-29T15:00:00+08:00").timestamp())
+    stored = json.dumps(invocation.receipt)
+    assert password not in stored and token not in stored and "viewer" not in stored
+    assert invocation.receipt_record.output_sha256 == output_digest(invocation.output)
+
+
+def test_a_call_that_raised_has_a_receipt_without_a_hash(settings, session):
+    use_source(settings, BrokenLogs, LogSource)
+
+    invocation = record(session, "query_logs", query="payment timeout", service="payments")
+
+    assert invocation.success is False
+    assert invocation.receipt_record.output_sha256 is None
+    assert invocation.receipt_record.source.endswith("BrokenLogs")

@@ -10,8 +10,11 @@ from tests.factories import (
     AlertInvocationFactory,
     CompletedSessionFactory,
     DiagnosisSessionFactory,
+    ToolInvocationFactory,
     UserFactory,
 )
+from tests.tools.support import pin_demo_now, record
+from tools.evidence.receipt import Receipt, output_digest
 
 pytestmark = pytest.mark.django_db
 
@@ -72,3 +75,19 @@ def test_trace_for_user_hides_other_users_sessions():
     )
     with pytest.raises(DiagnosisSession.DoesNotExist):
         session_trace_for_user(user=UserFactory(), session_id=session.session_id)
+
+
+def test_each_call_in_the_trace_carries_its_receipt_as_stored(settings):
+    pin_demo_now(settings)
+    session = DiagnosisSessionFactory()
+    recorded = record(session, "query_alerts", service="order-service")
+    ToolInvocationFactory(session=session, receipt={})
+
+    first, older = session_trace(session=session)["tool_invocations"]
+
+    receipt = Receipt.model_validate(first["receipt"])
+    assert first["receipt"] == recorded.receipt
+    assert (receipt.source, receipt.requests) == ("demo", [])
+    assert receipt.output_sha256 == output_digest(first["output"])
+    # A call recorded before receipts were kept says so with an empty one.
+    assert older["receipt"] == {}

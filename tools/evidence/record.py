@@ -26,6 +26,11 @@ class EvidenceRecord(BaseModel, ABC):
     def ref_text(self) -> str:
         """The text of the evidence ref that cites this record."""
 
+    def identity(self) -> str:
+        """What names this record in two answers to one request (a series by its labels), so a replay
+        can say what changed in it; by default its ref text, so a changed record is another record."""
+        return self.ref_text()
+
     def stored(self) -> dict[str, Any]:
         """The record as the tool's output stores it: the keys it was read from, no defaults added."""
         return self.model_dump(mode="json", exclude_unset=True)

@@ -1,5 +1,6 @@
 """The one HTTP client of the evidence sources: timeouts, per-source auth headers, errors that name
-the source and the cause.
+the source and the cause. Each request is put on the call's receipt as it is sent (`request_sent`):
+its path and query parameters, the base URL without credentials, never a header.
 
 A request costs at most `DIAGNOSIS_SOURCE_TIMEOUT` seconds in all: connect, send and the whole body,
 so a server that trickles its answer cannot hold a session longer than that.
@@ -10,12 +11,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from contextlib import closing
 from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 from django.conf import settings
 
+from tools.evidence.receipt import SourceRequest, request_sent
 from tools.evidence.source import Source
 
 MAX_BODY_BYTES = 20 * 1024 * 1024
@@ -90,16 +93,24 @@ class HttpSource(Source):
         deadline = time.monotonic() + timeout
         body = bytearray()
         try:
-            with (
-                httpx2.Client(timeout=httpx2.Timeout(timeout), headers=self.headers()) as client,
-                client.stream("GET", f"{self.base_url}{path}", params=params) as response,
-            ):
-                for chunk in response.iter_bytes():
-                    body.extend(chunk)
-                    if time.monotonic() > deadline:
-                        raise self.error(f"超时（{timeout:g}s 内未返回完整响应）")
-                    if len(body) > MAX_BODY_BYTES:
-                        raise self.error(f"响应超过 {MAX_BODY_BYTES // (1024 * 1024)} MB")
+            with httpx2.Client(timeout=httpx2.Timeout(timeout), headers=self.headers()) as client:
+                request = client.build_request("GET", f"{self.base_url}{path}", params=params)
+                # On the receipt before it goes out: a request that fails was still sent.
+                request_sent(
+                    SourceRequest.sent(
+                        source=self.kind,
+                        base_url=self.location,
+                        path=path,
+                        params=request.url.params.multi_items(),
+                    )
+                )
+                with closing(client.send(request, stream=True)) as response:
+                    for chunk in response.iter_bytes():
+                        body.extend(chunk)
+                        if time.monotonic() > deadline:
+                            raise self.error(f"超时（{timeout:g}s 内未返回完整响应）")
+                        if len(body) > MAX_BODY_BYTES:
+                            raise self.error(f"响应超过 {MAX_BODY_BYTES // (1024 * 1024)} MB")
         except httpx2.TimeoutException:
             raise self.error(f"超时（{timeout:g}s 内无响应）") from None
         except httpx2.ConnectError as exc:

@@ -27,6 +27,10 @@ class AlertRecord(EvidenceRecord):
     # Alertmanager's id of the alert's group: a flapping group is marked by it.
     fingerprint: str = ""
 
+    def identity(self) -> str:
+        labels = ",".join(f'{name}="{value}"' for name, value in sorted(self.labels.items()))
+        return f"{self.alert_name}{{{labels}}}"
+
     def ref_text(self) -> str:
         text = (
             f"{self.alert_name} {self.state} service={self.service}: "

@@ -24,6 +24,9 @@ class RunbookSection(EvidenceRecord):
     # Returned earlier in the session: not new evidence, so no ref cites it.
     deduped: bool = False
 
+    def identity(self) -> str:
+        return self.block_id
+
     def ref_text(self) -> str:
         return f"{self.title}（{self.source_document}）: {self.content}"
 

@@ -43,6 +43,9 @@ class SeriesRecord(EvidenceRecord):
     def ref_text(self) -> str:
         return f"{self.name()} {self._samples_text()}"
 
+    def identity(self) -> str:
+        return self.name()
+
     def _samples_text(self) -> str:
         if self.instant:
             at, value = _point(self.value)

@@ -16,6 +16,9 @@ class TargetRecord(EvidenceRecord):
     scrape_url: str = ""
     labels: dict[str, Any] = {}
 
+    def identity(self) -> str:
+        return f'job="{self.job}" instance="{self.instance}"'
+
     def ref_text(self) -> str:
         text = f'job="{self.job}" instance="{self.instance}" health={self.health}'
         if self.last_error:
