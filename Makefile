@@ -21,10 +21,12 @@ browser:
 	@dpkg -s $(BROWSER_PACKAGES) >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BROWSER_PACKAGES); }
 
-# Debian's Prometheus, Alertmanager and node_exporter for the integration tests (marker `integration`);
+# Debian's Prometheus, Alertmanager and node_exporter for the integration tests (marker `integration`),
+# and the exporter stack's nginx, PostgreSQL, Redis and their exporters (tests/integration/exporter_stack.py);
 # the tests start them on free 127.0.0.1 ports with temporary config and data. The packages' own
 # services are not used.
-STACK_PACKAGES := prometheus prometheus-alertmanager prometheus-node-exporter
+STACK_PACKAGES := prometheus prometheus-alertmanager prometheus-node-exporter nginx postgresql redis-server \
+  prometheus-nginx-exporter prometheus-postgres-exporter prometheus-redis-exporter prometheus-blackbox-exporter
 sources-stack:
 	@dpkg -s $(STACK_PACKAGES) >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(STACK_PACKAGES); }
