@@ -208,8 +208,8 @@ class Case:
     description: str
     tags: tuple[str, ...] = ()
     verdict: str = "PASS"
-    # Subjects the answer may name besides the question's and `SOURCE_JOBS`; or every subject of the
-    # world (a list of all alerts, the first of them).
+    # Subjects the answer may name besides the question's and `SOURCE_JOBS` (naming the service of an
+    # asked alert too: a named service stops the eval tying it); or every subject of the world.
     subjects: tuple[str, ...] = ()
     every_subject: bool = False
     # What the product answers instead, while it does not answer this (`known_gap`).
@@ -304,7 +304,7 @@ CASES_OF_THE_WORLD = (
          lambda t: ([t.first_fired()], []), "最先触发（英文）", ("english",), every_subject=True,
          gap="LOW_CONFID，没有“最先”"),
     Case("runbook-evictions", "RedisEvictingKeys 按手册第一步做什么？", "runbook",
-         lambda t: ([t.first_step("RedisEvictingKeys.md")], []), "规则 runbook_url 指向的手册的处置第一步", ("knowledge",)),
+         lambda t: ([t.first_step("RedisEvictingKeys.md")], []), "规则 runbook_url 指向的手册的处置第一步", ("knowledge",), subjects=("redis",)),
     Case("runbook-probe-english", "What is the first step of the BlackboxProbeFailed runbook?", "runbook",
          lambda t: ([t.first_step("BlackboxProbeFailed.md")], []), "手册第一步（英文）", ("english", "knowledge"),
          gap="LOW_CONFID：两条结论，一条是 probe_success 的值"),
@@ -325,9 +325,9 @@ CASES_OF_THE_WORLD = (
          lambda t: (sorted({a["alertname"] for a in t.firing_in_alertmanager()} - {"Watchdog"}), []),
          "active 的告警（英文）", ("english",), every_subject=True, gap="LOW_CONFID：告警列表引用未通过核验"),
     Case("existence-probe", "是否存在 BlackboxProbeFailed 告警？", "existence",
-         lambda t: (["critical"], []), "firing，critical", ("narrow",)),
+         lambda t: (["critical"], []), "firing，critical", ("narrow",), subjects=("blackbox",)),
     Case("existence-evictions-english", "Is RedisEvictingKeys firing?", "existence",
-         lambda t: (["warning"], []), "firing，warning", ("english", "narrow")),
+         lambda t: (["warning"], []), "firing，warning", ("english", "narrow"), subjects=("redis",)),
     Case("value-max-connections-english", "What is pg_settings_max_connections right now?", "value",
          lambda t: ([], [(t.number("max_connections"), 0)]), "设置值：pg_settings_max_connections", ("english",),
          subjects=("postgres",)),
