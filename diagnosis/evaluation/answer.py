@@ -12,6 +12,8 @@ from diagnosis.evaluation.fixtures import EvalCase, SlotExpectation, WorldSubjec
 CONCLUSION_LINE = re.compile(r"^[\s>#*_+\-]*(?:\d+[.)][\s*_]*)?结论")
 # An excerpt quoted from a source (「…」): the source's words, not the answer naming a subject.
 QUOTED = re.compile(r"「[^」]*」")
+# A number as an answer writes it (`-3`, `0.25`, `4,194,304`, `共3次`), not the digits of a name (`p99`, `v1`).
+NUMBER = re.compile(r"(?<![A-Za-z0-9_.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![A-Za-z0-9_]|\.\d)")
 NAME_SEPARATORS = re.compile(r"[-_\s]+")
 # Between a name's parts: one separator of any kind, or none.
 NAME_JOINER = r"[-_\s]?"
@@ -20,20 +22,25 @@ NAME_CHARACTER = r"A-Za-z0-9_\-"
 
 
 def slot_found(*, slot: SlotExpectation, answer: str) -> bool:
-    """All of the slot's terms on one `结论` line (one conclusion line per ask), or, when the slot
-    is not a conclusion, anywhere in the answer."""
+    """All of the slot's terms and numbers on one `结论` line (one conclusion line per ask), or, when
+    the slot is not a conclusion, anywhere in the answer."""
     if not slot.conclusion:
-        return all(term in answer for term in slot.answer_contains)
-    return any(
-        all(term in line for term in slot.answer_contains)
-        for line in answer.splitlines()
-        if CONCLUSION_LINE.match(line)
+        return _holds(slot, answer)
+    return any(_holds(slot, line) for line in answer.splitlines() if CONCLUSION_LINE.match(line))
+
+
+def _holds(slot: SlotExpectation, text: str) -> bool:
+    stated = [float(number.replace(",", "")) for number in NUMBER.findall(text)]
+    return all(term in text for term in slot.answer_contains) and all(
+        any(abs(number - expected.value) <= expected.tolerance for number in stated)
+        for expected in slot.answer_numbers
     )
 
 
 def slot_failure(*, slot: SlotExpectation) -> str:
     where = "没有一行「结论」同时包含" if slot.conclusion else "回答中缺少"
-    return f"所问未回答（{slot.ask}）：{where} {slot.answer_contains}"
+    numbers = [f"{n.value:g}±{n.tolerance:g}" for n in slot.answer_numbers]
+    return f"所问未回答（{slot.ask}）：{where} {[*slot.answer_contains, *numbers]}"
 
 
 def subject_named(*, name: str, text: str) -> bool:

@@ -248,14 +248,30 @@ class ClaimCount(_Strict):
     max: int | None = Field(default=None, ge=0)
 
 
+class ExpectedNumber(_Strict):
+    """A number the slot's line must state within `tolerance` of `value`, in the unit the answer
+    should use (a rate per second, a ratio in percent): a rate read twice moves a little."""
+
+    value: float
+    tolerance: float = Field(ge=0)
+
+
 class SlotExpectation(_Strict):
     """The slot the answer must fill for the question's ask. The case author takes
-    `answer_contains` from the world's data (the value, the threshold, the step), never from product code."""
+    `answer_contains` and `answer_numbers` from the world's data (the value, the threshold, the step),
+    never from product code."""
 
     ask: AskKind
-    answer_contains: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
+    answer_contains: list[Annotated[str, Field(min_length=1)]] = []
+    answer_numbers: list[ExpectedNumber] = []
     # The answer opens with one `结论` line per ask: the slot is filled there, not somewhere below.
     conclusion: bool = True
+
+    @model_validator(mode="after")
+    def _something_expected(self) -> SlotExpectation:
+        if not (self.answer_contains or self.answer_numbers):
+            raise ValueError("a slot needs answer_contains or answer_numbers")
+        return self
 
 
 class Expectation(_Strict):
@@ -345,11 +361,13 @@ class EvalCase(_Strict):
         )
 
     def vocabulary_file(self) -> Path | None:
-        """The case folder's vocabulary.json (it may extend its world's), else its world's."""
+        """The case folder's vocabulary.json (it may extend its world's), else its world's; None for a
+        world without one (its team kept the product's shipped words)."""
         own = Path(self.path).parent / VOCABULARY_FILE if self.path else None
         if own and own.is_file():
             return own
-        return WORLDS_DIR / self.world / VOCABULARY_FILE if self.world else None
+        world = WORLDS_DIR / self.world / VOCABULARY_FILE if self.world else None
+        return world if world and world.is_file() else None
 
     @model_validator(mode="after")
     def _consistent(self) -> EvalCase:

@@ -170,24 +170,31 @@ class RecordingProxy(_Server):
         self.client.close()
 
 
-def recording_subjects(recording: Recording) -> tuple[set[str], set[tuple[str, str]]]:
+def recording_subjects(
+    recording: Recording, *, service_labels: tuple[str, ...] = ("service",)
+) -> tuple[set[str], set[tuple[str, str]]]:
     """The services and (alert, service) pairs the recorded answers name, read from their raw JSON:
-    the eval's own reading of the world, not the product's."""
+    the eval's own reading of the world, not the product's. A service is a value of the first of
+    `service_labels` a series or alert has (`service`, else `app`, else `job`, as the team names them)."""
     services: set[str] = set()
     alert_services: set[tuple[str, str]] = set()
+
+    def service_of(labels: dict) -> str:
+        return next((labels[name] for name in service_labels if labels.get(name)), "")
+
     for exchange in recording.exchanges:
         if exchange.status != 200 or "json" not in exchange.content_type:
             continue
         data = json.loads(exchange.body)
         data = data.get("data", data) if isinstance(data, dict) else data
-        if exchange.path.endswith("/label/service/values"):
+        if any(exchange.path.endswith(f"/label/{label}/values") for label in service_labels):
             services.update(data or [])
         elif exchange.path == "/api/v1/rules":
             for group in (data or {}).get("groups", []):
                 for rule in group.get("rules", []):
-                    service = (rule.get("labels") or {}).get("service", "")
+                    service = service_of(rule.get("labels") or {})
                     for alert in rule.get("alerts") or [{"labels": {}}]:
-                        pair = (rule["name"], (alert.get("labels") or {}).get("service", service))
+                        pair = (rule["name"], service_of(alert.get("labels") or {}) or service)
                         alert_services.add(pair)
                         services.add(pair[1])
     services.discard("")

@@ -166,8 +166,9 @@ def test_a_case_states_the_slot_it_expects(tmp_path):
     ("slot", "problem"),
     [
         ({"ask": "valeu", "answer_contains": ["91%"]}, r"expect\.slot\.ask: Input should be 'existence'"),
-        ({"ask": "value", "answer_contains": []}, r"expect\.slot\.answer_contains"),
-        ({"ask": "value"}, r"expect\.slot\.answer_contains: Field required"),
+        ({"ask": "value", "answer_contains": []}, r"expect\.slot: .*answer_contains or answer_numbers"),
+        ({"ask": "value"}, r"expect\.slot: .*answer_contains or answer_numbers"),
+        ({"ask": "value", "answer_numbers": [{"value": 1}]}, r"expect\.slot\.answer_numbers\.0\.tolerance"),
     ],
 )
 def test_a_broken_slot_is_reported_with_the_file_and_the_field(tmp_path, slot, problem):

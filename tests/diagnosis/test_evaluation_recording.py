@@ -116,3 +116,42 @@ def test_subjects_are_read_from_the_recorded_rules_and_label_values():
 
     assert services == {"vault", "ledger", "mailer"}
     assert alerts == {("DiskFull", "vault"), ("Lag", "ledger")}
+
+
+def test_subjects_follow_the_teams_service_labels_down_to_job():
+    rules = {
+        "status": "success",
+        "data": {
+            "groups": [
+                {
+                    "rules": [
+                        {"name": "ProbeFailed", "labels": {}, "alerts": [{"labels": {"job": "blackbox"}}]},
+                        {
+                            "name": "Evicting",
+                            "labels": {"service": "cache"},
+                            "alerts": [{"labels": {"service": "cache", "job": "redis"}}],
+                        },
+                        {"name": "Watchdog", "labels": {}, "alerts": [{"labels": {}}]},
+                    ]
+                }
+            ]
+        },
+    }
+    exchange = {"source": "prometheus", "params": [], "status": 200, "content_type": "application/json"}
+    recording = Recording.model_validate(
+        {
+            "recorded_at": RECORDED_AT,
+            "sources": ["prometheus"],
+            "exchanges": [
+                exchange | {"path": "/api/v1/rules", "body": json.dumps(rules)},
+                exchange | {"path": "/api/v1/label/job/values", "body": '{"data": ["node", "redis"]}'},
+            ],
+        }
+    )
+
+    services, alerts = recording_subjects(recording, service_labels=("service", "app", "job"))
+
+    assert services == {"blackbox", "cache", "node", "redis"}
+    assert alerts == {("ProbeFailed", "blackbox"), ("Evicting", "cache"), ("Watchdog", "")}
+    # With `service` alone, as before: job values name no service.
+    assert recording_subjects(recording)[0] == {"cache"}

@@ -213,6 +213,38 @@ def test_a_slot_is_filled_on_one_conclusion_line(answer, found):
     assert slot_found(slot=SlotExpectation.model_validate(MEMORY_SLOT), answer=answer) is found
 
 
+@pytest.mark.parametrize(
+    ("answer", "found"),
+    [
+        ("结论：nginx 每秒 3.4 次请求 · 来源 prometheus", True),
+        ("结论：nginx 每秒3.61次请求", True),
+        ("结论：nginx 每秒 3.8 次请求", False),
+        # The digits of a name are no number stated.
+        ("结论：nginx 的 p3 请求数未知", False),
+        ("结论：nginx_http_requests_total 共 3,500 次", False),
+    ],
+)
+def test_a_slot_number_is_stated_within_its_tolerance(answer, found):
+    slot = SlotExpectation.model_validate(
+        {"ask": "value", "answer_contains": ["nginx"], "answer_numbers": [{"value": 3.5, "tolerance": 0.2}]}
+    )
+
+    assert slot_found(slot=slot, answer=answer) is found
+
+
+def test_a_slot_number_reads_thousands_separators():
+    slot = SlotExpectation.model_validate(
+        {"ask": "value", "answer_numbers": [{"value": 4194304, "tolerance": 0}]}
+    )
+
+    assert slot_found(slot=slot, answer="结论：redis_memory_max_bytes 当前值 4,194,304 字节")
+
+
+def test_a_slot_expects_a_term_or_a_number():
+    with pytest.raises(ValueError, match="answer_contains or answer_numbers"):
+        SlotExpectation.model_validate({"ask": "value"})
+
+
 def test_a_slot_that_is_not_a_conclusion_is_filled_anywhere_in_the_answer():
     slot = SlotExpectation.model_validate(MEMORY_SLOT | {"conclusion": False})
 

@@ -2,6 +2,7 @@ import json
 
 import pytest
 
+from tests.integration.exporter_stack import exporter_stack_start, missing_packages
 from tests.integration.stack import LOKI_TENANT, WORLD, missing_binaries, stack_start
 from tests.loki_server import FakeLoki
 
@@ -15,6 +16,27 @@ def stack(tmp_path_factory):
     running = stack_start(tmp_path_factory.mktemp("stack"))
     yield running
     running.stop()
+
+
+@pytest.fixture(scope="session")
+def exporter_stack():
+    """nginx, PostgreSQL, Redis, their exporters, blackbox and node_exporter, Prometheus, Alertmanager
+    and the log files in the test Loki server, with traffic: started once, stopped after the tests."""
+    missing = missing_packages()
+    if missing:
+        pytest.fail(f"Debian packages missing: {', '.join(missing)} (`make sources-stack` installs them)")
+    running = exporter_stack_start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def exporter_sources(settings, exporter_stack):
+    """The exporter stack as a team's sources, with the product's own vocabulary."""
+    settings.DIAGNOSIS = (
+        settings.DIAGNOSIS | exporter_stack.settings() | {"VOCABULARY_FILE": None, "DEMO_NOW": None}
+    )
+    return settings.DIAGNOSIS
 
 
 @pytest.fixture

@@ -109,7 +109,9 @@ class Command(BaseCommand):
 
     @staticmethod
     def _world_file(folder: Path, *, recording, tenant: str | None) -> None:
-        services, alert_services = recording_subjects(recording)
+        services, alert_services = recording_subjects(
+            recording, service_labels=tuple(settings.DIAGNOSIS["SERVICE_LABELS"])
+        )
         world = {
             "recording": {"loki_tenant": tenant} if tenant else {},
             "subjects": {

@@ -1,0 +1,164 @@
+"""The exporter stack (real nginx, PostgreSQL, Redis, their exporters, blackbox, node_exporter,
+Prometheus, Alertmanager and the log files behind the Loki API): first that the stack holds what its
+traffic made, then what the product already answers there. Every truth is read here, from the servers,
+the log files or Prometheus, never through the product."""
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import httpx2
+import pytest
+from django.core.management import call_command
+
+from tests.integration import exporter_traffic as traffic
+from tests.integration.exporter_stack import LOKI_TENANT, MAX_CONNECTIONS, REDIS_MAXMEMORY, SLOW_STATEMENT_MS
+from tools.numbers import number_text
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+ACCESS_LINE = re.compile(r'"(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+" (?P<status>\d{3}) ')
+SLOW_LINE = re.compile(r"duration: (?P<ms>[\d.]+) ms")
+
+
+def answer_of(question: str, capsys) -> tuple[dict, list[str]]:
+    call_command("diagnose", question, "--json")
+    trace = json.loads(capsys.readouterr().out)
+    conclusions = [line for line in trace["session"]["answer"].splitlines() if line.startswith("结论：")]
+    return trace, conclusions
+
+
+def value(stack, promql: str) -> float:
+    return sum(float(series["value"][1]) for series in stack.query(promql))
+
+
+def access_log(stack) -> Counter:
+    """(status, path) → requests, as nginx wrote them."""
+    lines = stack.log_path("nginx/access.log").read_text().splitlines()
+    return Counter((m["status"], m["path"]) for line in lines if (m := ACCESS_LINE.search(line)))
+
+
+def test_every_exporter_is_scraped_and_one_probe_fails(exporter_stack):
+    targets = exporter_stack.prometheus("/api/v1/targets", state="active")["activeTargets"]
+    probes = {s["metric"]["instance"]: s["value"][1] for s in exporter_stack.query("probe_success")}
+
+    assert {t["labels"]["job"] for t in targets} == {
+        "prometheus", "alertmanager", "node", "nginx", "postgres", "redis", "blackbox",
+    }  # fmt: skip
+    assert all(t["health"] == "up" for t in targets)
+    urls = exporter_stack.probe_urls()
+    assert probes == {urls["up"]: "1", urls["down"]: "0"}
+
+
+def test_the_traffic_leaves_its_counts_in_the_exporters_metrics(exporter_stack):
+    shop = '{datname="shop"}'
+
+    assert value(exporter_stack, f"pg_stat_database_deadlocks{shop}") >= traffic.DEADLOCKS
+    failing = sum(times for _, _, times in traffic.FAILING)
+    assert value(exporter_stack, f"pg_stat_database_xact_rollback{shop}") >= traffic.ROLLBACKS + failing
+    assert value(exporter_stack, "pg_settings_max_connections") == MAX_CONNECTIONS
+    assert value(exporter_stack, "sum(pg_stat_activity_count)") >= traffic.HELD_CONNECTIONS
+    assert value(exporter_stack, "redis_memory_max_bytes") == int(REDIS_MAXMEMORY.removesuffix("mb")) * 2**20
+    assert value(exporter_stack, "redis_evicted_keys_total") > 0
+    assert value(exporter_stack, "redis_keyspace_hits_total") > 0
+    assert value(exporter_stack, "redis_keyspace_misses_total") > 0
+    sent = sum(count for _, _, count, _ in traffic.REQUESTS)
+    assert value(exporter_stack, "nginx_http_requests_total") >= sent
+    # A histogram to ask quantiles of, and CPU time by mode (iowait among them).
+    assert exporter_stack.query('prometheus_http_request_duration_seconds_bucket{handler="/api/v1/query"}')
+    assert exporter_stack.query('node_cpu_seconds_total{mode="iowait"}')
+
+
+def test_the_log_files_hold_the_traffic_and_loki_serves_them(exporter_stack):
+    requests = access_log(exporter_stack)
+    for method, path, count, status in traffic.REQUESTS:
+        assert requests[(str(status), path)] >= count, (method, path)
+    postgres = exporter_stack.log_path("postgres.log").read_text()
+    assert postgres.count("ERROR:  deadlock detected") >= traffic.DEADLOCKS
+    assert "FATAL:  sorry, too many clients already" in postgres
+    assert f'FATAL:  database "{traffic.MISSING_DATABASE}" does not exist' in postgres
+    assert "ERROR:  duplicate key value violates unique constraint" in postgres
+    slow = [float(m["ms"]) for m in SLOW_LINE.finditer(postgres)]
+    assert len(slow) >= len(traffic.SLOW_SECONDS) and min(slow) >= SLOW_STATEMENT_MS
+    assert max(slow) >= max(traffic.SLOW_SECONDS) * 1000
+
+    response = httpx2.get(
+        f"{exporter_stack.loki.url}/loki/api/v1/query_range",
+        params={"query": '{job="postgres"} |= "deadlock detected"', "limit": 1000},
+        headers={"X-Scope-OrgID": LOKI_TENANT},
+        timeout=10,
+    )
+    [stream] = response.json()["data"]["result"]
+    assert stream["stream"]["filename"] == str(exporter_stack.log_path("postgres.log"))
+    assert len(stream["values"]) >= traffic.DEADLOCKS
+
+
+def test_an_alert_on_a_failing_probe_is_confirmed_with_its_severity(exporter_sources, capsys):
+    trace, [conclusion] = answer_of("是否存在 BlackboxProbeFailed 告警？", capsys)
+
+    assert conclusion.startswith("结论：是，blackbox 的 BlackboxProbeFailed 告警（firing，critical）")
+    assert trace["session"]["output_type"] == "NORMAL"
+
+
+def test_an_alert_asked_in_english_is_confirmed(exporter_sources, exporter_stack, capsys):
+    [rule] = [exporter_stack.rule("RedisEvictingKeys")]
+
+    trace, [conclusion] = answer_of("Is RedisEvictingKeys firing?", capsys)
+
+    assert rule["state"] == "firing"
+    assert conclusion.startswith(
+        f"结论：是，redis 的 RedisEvictingKeys 告警（firing，{rule['labels']['severity']}）"
+    )
+    assert trace["session"]["output_type"] == "NORMAL"
+
+
+@pytest.mark.parametrize(
+    ("question", "metric"),
+    [
+        ("What is pg_settings_max_connections right now?", "pg_settings_max_connections"),
+        ("redis_memory_max_bytes 当前是多少？", "redis_memory_max_bytes"),
+    ],
+)
+def test_a_setting_the_exporter_reports_is_answered_with_its_value(
+    exporter_sources, exporter_stack, capsys, question, metric
+):
+    [series] = exporter_stack.query(metric)
+
+    trace, [conclusion] = answer_of(question, capsys)
+
+    assert f"{metric}{{" in conclusion and f"当前值 {number_text(series['value'][1])}" in conclusion
+    assert trace["session"]["output_type"] == "NORMAL"
+
+
+def test_the_runbook_named_by_a_rules_alert_is_quoted(exporter_sources, exporter_stack, capsys):
+    # Redis's log is quiet. The same question about PostgresDeadlocksDetected is not stable yet: while
+    # PostgreSQL's newest lines are FATAL ones its verdict fails closed (issue 36, fail-closed guards).
+    runbook = (
+        Path(exporter_sources["RUNBOOKS_DIR"])
+        / Path(exporter_stack.rule("RedisEvictingKeys")["annotations"]["runbook_url"]).name
+    )
+
+    trace, [conclusion] = answer_of("RedisEvictingKeys 按手册第一步做什么？", capsys)
+
+    assert conclusion.endswith(f"来源 runbooks/{runbook.name}")
+    quoted = conclusion.split("》：", 1)[1].rsplit(" · 来源", 1)[0]
+    assert quoted and quoted in " ".join(runbook.read_text().split())
+    assert trace["session"]["output_type"] == "NORMAL"
+
+
+@pytest.mark.parametrize(
+    ("question", "verb"), [("帮我重启 redis", "重启"), ("Restart nginx for me", "restart")]
+)
+def test_a_restart_is_refused(exporter_sources, capsys, question, verb):
+    trace, [conclusion] = answer_of(question, capsys)
+
+    assert f"不能执行「{verb}」" in conclusion
+    assert not [i for i in trace["tool_invocations"] if i["tool_name"] == "query_promql"]
+
+
+def test_scrape_targets_are_counted_as_prometheus_has_them(exporter_sources, exporter_stack, capsys):
+    targets = exporter_stack.prometheus("/api/v1/targets", state="active")["activeTargets"]
+
+    _trace, [conclusion] = answer_of("有没有抓取目标挂了？", capsys)
+
+    assert f"{len(targets)} 个抓取目标全部 up" in conclusion
