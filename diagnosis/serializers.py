@@ -223,6 +223,11 @@ class VerifiedClaimResult(BaseModel):
         description="contradicted: the values the source returned (a number's true value, how many records were found)"
     )
     evidence: list[VerifyEvidence]
+    rules: list[str] = Field(
+        description="the checks' rules it failed: evidence.polarity_mismatch (it says the opposite of what "
+        "was returned, or that something is there where nothing was), evidence.label_unsupported (it "
+        "calls a log line an error, a timeout or a slow request that the line is not)"
+    )
 
 
 class ClaimsVerificationAnswer(BaseModel):
@@ -293,7 +298,7 @@ def claims_verification_answer(*, session: DiagnosisSession, site_url: str = "")
         counts=check.counts(),
         claims=[
             VerifiedClaimResult(
-                **outcome.model_dump(exclude={"evidence", "rules"}),
+                **outcome.model_dump(exclude={"evidence"}),
                 evidence=[evidence(item) for item in outcome.evidence],
             )
             for outcome in check.claims

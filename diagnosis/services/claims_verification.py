@@ -105,7 +105,7 @@ class ClaimToVerify(BaseModel):
         default=None,
         min_length=1,
         max_length=MAX_QUERY_CHARS,
-        description='the PromQL it rests on, e.g. node_load1{service="billing"} (with a metric name)',
+        description='the PromQL it rests on, with a metric name, e.g. node_load1{job="node"}',
     )
     logs: LogSearch | None = Field(default=None, description="the log search it rests on")
     alert: AlertNamed | None = Field(default=None, description="the alert it rests on")

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.urls import reverse
 
 from diagnosis.engines.rules import RulesEngine
 from diagnosis.models import AgentStep, DiagnosisSession
@@ -367,3 +368,16 @@ def test_an_unavailable_verifier_is_answered_by_the_fallback_engine(either_world
     assert [claim.status for claim in check.claims] == ["supported"]
     assert check.engine == "rules"
     assert check.engine_fallback.model_dump() == {"engine": "llm", "stage": "verifier", "error_id": "LLM-1"}
+
+
+def test_a_checks_page_shows_each_claim_as_escaped_data(either_world, client):
+    owner = UserFactory()
+    client.force_login(owner)
+    markup = {"text": "<script>alert('claim')</script> <img src=x onerror=alert(1)>"}
+
+    session, _claims = verified(CLAIMS[either_world].true_alert, markup, owner=owner)
+
+    page = client.get(reverse("chat-conversation", args=[session.session_id])).content.decode()
+    assert "<script>alert(" not in page and "<img src=x" not in page
+    assert "c1 支持" in page and "c2 无法核对" in page
+    assert "&lt;script&gt;" in page
