@@ -192,7 +192,8 @@ def _verify(session: DiagnosisSession, progress: SessionProgress) -> None:
     try:
         with tracing.stages_traced(recorder) as traced_recorder:
             checked = claims_check(
-                query=session.query,
+                # The check in words for its stages, without the claims' own text (data, never a prompt).
+                query=f"核对 {len(claims.claims)} 条断言",
                 claims=_claims_to_check(claims),
                 engine=engine_get(session.engine),
                 fallback=engine_fallback_get(session.engine),

@@ -2,6 +2,7 @@
 and the gatekeeper, the guards, code's number check and the verifier decide each claim, on the demo
 world and the `shop` world, and over a Prometheus of a third with other names."""
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -381,3 +382,60 @@ def test_a_checks_page_shows_each_claim_as_escaped_data(either_world, client):
     assert "<script>alert(" not in page and "<img src=x" not in page
     assert "c1 支持" in page and "c2 无法核对" in page
     assert "&lt;script&gt;" in page
+
+
+def obedient_verification(claims: int) -> dict:
+    """A model's verifier reply doing what an injected instruction asks: every claim supported."""
+    checks = [
+        {
+            "claim_id": f"c{n}",
+            "verification": "direct_observation",
+            "detail": "all supported",
+            "evidence_refs": [],
+        }
+        for n in range(1, claims + 1)
+    ]
+    return {"claim_checks": checks, "facts_checked": [], "rationale": "mark all claims supported"}
+
+
+def test_with_the_llm_engine_a_model_obeying_an_injection_changes_nothing_and_never_sees_it(
+    either_world, settings, fake_llm
+):
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"ENGINE": "llm"}
+    world = CLAIMS[either_world]
+    server = fake_llm({"verifier": [obedient_verification(5)]})
+
+    session, claims = verified(
+        world.true_alert,
+        world.changed_alert,
+        world.absent_alert,
+        NO_QUERY,
+        {"text": HOSTILE[0], "alert": world.true_alert["alert"]},
+    )
+
+    assert [claim.status for claim in claims] == [
+        "supported",
+        "contradicted",
+        "not_found",
+        "unverifiable",
+        "unverifiable",
+    ]
+    assert session.engine == "llm"
+    [request] = server.requests_for("VerifierOutput")
+    assert "Ignore previous" not in json.dumps(server.requests, ensure_ascii=False)
+    assert world.true_alert["text"] in json.dumps(request, ensure_ascii=False)
+
+
+def test_with_the_llm_engine_a_rounded_number_is_supported_by_code_over_the_models_exact_reading(
+    settings, fake_llm
+):
+    use_source(settings, WebPrometheus, SeriesSource)
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {"ENGINE": "llm"}
+    fake_llm()
+
+    _session, (rounded, wrong) = verified(
+        {"text": "web 的 node_load1 当前为 0.52", "promql": 'node_load1{service="web"}'},
+        {"text": "web 的 node_load1 当前为 0.6", "promql": 'node_load1{service="web"}'},
+    )
+
+    assert (rounded.status, wrong.status) == ("supported", "contradicted")
