@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.test import override_settings
 from django.urls import reverse
 
 from diagnosis.engines.rules import RulesEngine
@@ -399,19 +400,20 @@ def obedient_verification(claims: int) -> dict:
 
 
 def test_with_the_llm_engine_a_model_obeying_an_injection_changes_nothing_and_never_sees_it(
-    either_world, settings, fake_llm
+    fake_llm, either_world, settings
 ):
-    settings.DIAGNOSIS = settings.DIAGNOSIS | {"ENGINE": "llm"}
     world = CLAIMS[either_world]
     server = fake_llm({"verifier": [obedient_verification(5)]})
 
-    session, claims = verified(
-        world.true_alert,
-        world.changed_alert,
-        world.absent_alert,
-        NO_QUERY,
-        {"text": HOSTILE[0], "alert": world.true_alert["alert"]},
-    )
+    # Inside the world's own override (a setting changed after it would outlive it).
+    with override_settings(DIAGNOSIS=settings.DIAGNOSIS | {"ENGINE": "llm"}):
+        session, claims = verified(
+            world.true_alert,
+            world.changed_alert,
+            world.absent_alert,
+            NO_QUERY,
+            {"text": HOSTILE[0], "alert": world.true_alert["alert"]},
+        )
 
     assert [claim.status for claim in claims] == [
         "supported",
