@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('diagnosis', '0012_session_answer_record'),
+        ('diagnosis', '0013_tool_invocation_receipt'),
     ]
 
     operations = [
