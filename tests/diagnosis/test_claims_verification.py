@@ -192,12 +192,14 @@ class TestPromql:
     def test_a_claim_about_an_earlier_time_is_asked_of_the_source_at_that_time(self):
         at = clock.now() - timedelta(hours=3)
 
-        _session, [claim] = verified(
+        session, [claim] = verified(
             {"text": "web 的 node_load1 为 0.52", "promql": "node_load1", "time": {"at": at.isoformat()}}
         )
 
         assert claim.status == "supported"
         assert WebPrometheus.asked_at == [at]
+        # Its receipt says so: a replay asks again about that time.
+        assert session.tool_invocations.get().receipt_record.evaluated_at == at
 
     def test_a_query_the_product_may_not_run_is_unverifiable_and_recorded_as_refused(self):
         session, [unnamed, too_far] = verified(
