@@ -1,4 +1,4 @@
-"""The JSON API: chat, session list, trace (feedback: `feedback.api`)."""
+"""The JSON API: chat, session list, trace, verification of claims (feedback: `feedback.api`)."""
 
 from __future__ import annotations
 
@@ -18,23 +18,30 @@ from rest_framework.throttling import SimpleRateThrottle
 from rest_framework.views import APIView
 
 from diagnosis.models import DiagnosisSession
-from diagnosis.selectors.sessions import session_list, session_rows
+from diagnosis.openapi import Oas30PydanticExtension  # noqa: F401  (registers itself with drf-spectacular)
+from diagnosis.selectors.claims_verification import claims_verification_get
+from diagnosis.selectors.sessions import ENDED_STATUSES, session_ended_within, session_list, session_rows
 from diagnosis.selectors.trace import session_trace_for_user
 from diagnosis.serializers import (
     SESSION_LIST_COLUMNS,
     ChatAcceptedSerializer,
     ChatRequestSerializer,
+    ClaimsVerificationAnswer,
     SessionListFilterSerializer,
     SessionSummarySerializer,
     TracePageQuerySerializer,
     TraceSerializer,
+    claims_verification_answer,
     trace_url,
 )
-from diagnosis.services.sessions import SessionRateLimited, session_start
+from diagnosis.services.claims_verification import ClaimsToVerify, claims_verification_start
+from diagnosis.services.sessions import SessionRateLimited, SessionsInFlight, session_start
 
 NOT_FOUND_MESSAGE = _("No such diagnosis session.")
 RATE_LIMITED = "Too many sessions started lately (30 a minute per user); see Retry-After."
 TRACE_RATE_LIMITED = "Too many trace reads lately (DIAGNOSIS_TRACE_RATE per user); see Retry-After."
+VERIFY_REFUSED = "Too many sessions started lately (see Retry-After), or DIAGNOSIS_MCP_MAX_IN_FLIGHT of yours queued or running."
+VERIFY_NOT_ENDED = "The check is still queued or running: the same body with its status and links, no claim."
 
 
 class RateLimited(Throttled):
@@ -47,7 +54,8 @@ class RateLimited(Throttled):
 
 @contextmanager
 def service_errors_as_api_errors():
-    """Services speak Django (ValidationError, DoesNotExist) and rate limits; the API answers 400 / 404 / 429."""
+    """Services speak Django (ValidationError, DoesNotExist), rate limits and the in-flight cap; the API
+    answers 400 / 404 / 429."""
     try:
         yield
     except DjangoValidationError as error:
@@ -58,6 +66,8 @@ def service_errors_as_api_errors():
         raise NotFound(NOT_FOUND_MESSAGE) from error
     except SessionRateLimited as error:
         raise RateLimited(error) from error
+    except SessionsInFlight as error:
+        raise Throttled(detail=error.message) from error
 
 
 def session_accepted_response(session: DiagnosisSession) -> Response:
@@ -154,3 +164,53 @@ class SessionTraceApi(APIView):
                 user=request.user, session_id=session_id, page=query.validated_data["page"]
             )
         return Response(TraceSerializer(trace).data)
+
+
+def claims_verification_response(session: DiagnosisSession) -> Response:
+    """200 with the outcome once the check has ended (COMPLETED or FAILED), else 202 with its state."""
+    body = claims_verification_answer(session=session).model_dump(mode="json")
+    ended = session.status in ENDED_STATUSES
+    return Response(body, status=status.HTTP_200_OK if ended else status.HTTP_202_ACCEPTED)
+
+
+class VerifyApi(APIView):
+    @extend_schema(
+        request=ClaimsToVerify,
+        responses={
+            200: ClaimsVerificationAnswer,
+            202: OpenApiResponse(response=ClaimsVerificationAnswer, description=VERIFY_NOT_ENDED),
+            429: OpenApiResponse(description=VERIFY_REFUSED),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        """Check claims written by anyone against the team's sources: each claim with the PromQL, log
+        search or alert it rests on and its time is re-run as a recorded `verify` session and judged by
+        the gatekeeper, the guards and the verifier. The check runs on the worker; the request waits for
+        it up to `DIAGNOSIS_MCP_WAIT_SECONDS` (then 202: read `result_url` later)."""
+        with service_errors_as_api_errors():
+            session = claims_verification_start(
+                owner=request.user,
+                request=request.data,
+                # The request waits on the worker: one user's waits hold at most this many web threads.
+                max_in_flight=settings.DIAGNOSIS["MCP_MAX_IN_FLIGHT"],
+            )
+        session = session_ended_within(session_pk=session.pk, seconds=settings.DIAGNOSIS["MCP_WAIT_SECONDS"])
+        return claims_verification_response(session)
+
+
+class VerifyResultApi(APIView):
+    throttle_classes = [TraceReadThrottle]
+
+    @extend_schema(
+        responses={
+            200: ClaimsVerificationAnswer,
+            202: OpenApiResponse(response=ClaimsVerificationAnswer, description=VERIFY_NOT_ENDED),
+            404: OpenApiResponse(description=NOT_FOUND_MESSAGE),
+            429: OpenApiResponse(description=TRACE_RATE_LIMITED),
+        }
+    )
+    def get(self, request: Request, session_id: str) -> Response:
+        """A claims check's outcome (202 while it runs); reads count against the trace rate."""
+        with service_errors_as_api_errors():
+            session = claims_verification_get(user=request.user, session_id=session_id)
+        return claims_verification_response(session)

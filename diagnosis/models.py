@@ -40,6 +40,8 @@ class DiagnosisSession(models.Model):
         AIOPS = "aiops", "告警分析"
         # One evidence tool called on its own (an MCP client's query_promql, …), not a diagnosis.
         TOOL = "tool", "工具调用"
+        # Claims written by someone else, each re-run against the sources and judged (`verify_claims`).
+        VERIFY = "verify", "断言核对"
 
     session_id = models.CharField(max_length=64, unique=True, default=new_session_id)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.CHAT)
@@ -79,6 +81,8 @@ class DiagnosisSession(models.Model):
         "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
     )
     alert_scope = models.JSONField(default=dict, blank=True)
+    # A verify session: the claims as the caller sent them (validated), what its run reads.
+    claims_request = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -1,18 +1,23 @@
 """Request validation and response shapes of the JSON API.
 
 The chat response serializers only describe the shape for the OpenAPI schema (the views build those
-bodies); `TraceSerializer` both produces the trace JSON and documents it.
+bodies); `TraceSerializer` both produces the trace JSON and documents it. A claims check answers with a
+pydantic model (`ClaimsVerificationAnswer`), the same the MCP tool `verify_claims` returns.
 """
 
 from __future__ import annotations
 
 from django.urls import reverse
+from pydantic import BaseModel, Field
 from rest_framework import serializers
 
 from diagnosis.models import AgentStep, DiagnosisSession
-from diagnosis.selectors.sessions import ROW_QUERY_CHARS, row_query
+from diagnosis.pipeline.claims_check import ClaimStatus
+from diagnosis.selectors.claims_verification import claims_check_of, invocation_locations
+from diagnosis.selectors.sessions import ENDED_STATUSES, ROW_QUERY_CHARS, row_query
 from diagnosis.services.invocations import FAILED, NO_EVIDENCE, NOT_EVIDENCE, SUPPORTED
 from diagnosis.services.reviews import VERDICTS
+from tools.source_names import DEMO
 
 
 def trace_url(session_id: str) -> str:
@@ -161,7 +166,7 @@ class TraceSerializer(serializers.Serializer):
     hasVerifierEvaluation = serializers.BooleanField(source="has_verifier_evaluation")
     hasAiOpsRuleEvaluation = serializers.BooleanField(source="has_aiops_rule_evaluation")
     self_evaluation = serializers.DictField(
-        help_text="Slots rule_evaluation, verifier_evaluation, aiops_rule_evaluation, one writer each."
+        help_text="Slots rule_evaluation, verifier_evaluation, aiops_rule_evaluation, claims_verification (verify sessions), one writer each."
     )
     steps = TraceStepSerializer(many=True, source="session.steps")
     tool_invocations = TraceInvocationSerializer(
@@ -182,3 +187,122 @@ class TraceSerializer(serializers.Serializer):
         if instance.aiops is None:
             del data["aiops"]
         return data
+
+
+# --- Verification of claims (`POST /api/verify`, MCP `verify_claims`): one typed answer for both ---
+
+NOT_ENDED_CHECK = (
+    "核对尚未结束（{state}）：本次请求的等待已到期限，会话仍在后台执行。"
+    "结束后用 GET {result_url} 或 session_trace 读取会话 {session_id}。"
+)
+
+
+class VerifyEvidence(BaseModel):
+    invocation_id: int | None = Field(description="the recorded tool invocation (its trace lists it)")
+    tool_name: str
+    raw_path: str | None = Field(
+        description="where in the invocation's output, e.g. $.series[0]; null for a failed call"
+    )
+    excerpt: str = Field(description="the recorded text the claim was judged on (a failed call: its error)")
+    source: str = Field(
+        description="where the output came from: prometheus, loki, alertmanager, …; demo = the built-in demo data"
+    )
+    source_location: str = Field(description="the source's URL (credentials removed) or folder")
+
+
+class VerifiedClaimResult(BaseModel):
+    claim_id: str = Field(description="c1, c2, … in the order sent")
+    text: str = Field(description="the claim as sent")
+    status: ClaimStatus = Field(
+        description="supported; contradicted (see values); not_found (the call returned nothing, or nothing "
+        "it returned is what the claim names); unverifiable (no query given, a query it may not run or "
+        "that failed, an alert's past state, or an instruction in the claim's text)"
+    )
+    reason: str = Field(description="why, in Chinese, as the checks found it")
+    values: list[str] = Field(
+        description="contradicted: the values the source returned (a number's true value, how many records were found)"
+    )
+    evidence: list[VerifyEvidence]
+    rules: list[str] = Field(
+        description="the checks' rules it failed: evidence.polarity_mismatch (it says the opposite of what "
+        "was returned, or that something is there where nothing was), evidence.label_unsupported (it "
+        "calls a log line an error, a timeout or a slow request that the line is not)"
+    )
+
+
+class ClaimsVerificationAnswer(BaseModel):
+    session_id: str = Field(description="the `verify` session the check is recorded in, under the caller")
+    session_url: str
+    trace_url: str = Field(
+        description="everything recorded: the calls, the gatekeeper's and the verifier's steps"
+    )
+    result_url: str = Field(description="this answer again, once the check has ended")
+    status: str = Field(description="COMPLETED or FAILED; PENDING or RUNNING when the wait ended first")
+    verdict: str = Field(
+        description="PASS (every claim supported), LOW_CONFID (some not found or unverifiable), REJECT (one "
+        "contradicted): computed by code; empty until the check has ended"
+    )
+    groundedness_score: float | None = Field(description="share of the claims supported")
+    counts: dict[str, int] = Field(description="claims per status")
+    claims: list[VerifiedClaimResult]
+    message: str = Field(description="the check in words; a failed check's stable message with its error id")
+    uses_demo_data: bool = Field(
+        description="some evidence came from the built-in demo data, not the team's sources"
+    )
+
+
+def verify_result_url(session_id: str) -> str:
+    return reverse("api-verify-result", kwargs={"session_id": session_id})
+
+
+def claims_verification_answer(*, session: DiagnosisSession, site_url: str = "") -> ClaimsVerificationAnswer:
+    """A `verify` session as its caller reads it: its outcome once ended, else its state and links."""
+    links = {
+        "session_id": session.session_id,
+        "session_url": site_url + reverse("chat-conversation", args=[session.session_id]),
+        "trace_url": site_url + trace_url(session.session_id),
+        "result_url": site_url + verify_result_url(session.session_id),
+        "status": session.status,
+    }
+    check = claims_check_of(session=session) if session.status == DiagnosisSession.Status.COMPLETED else None
+    if check is None:
+        ended = session.status in ENDED_STATUSES
+        message = (
+            session.answer
+            if ended
+            else NOT_ENDED_CHECK.format(
+                state=session.get_status_display(),
+                result_url=links["result_url"],
+                session_id=session.session_id,
+            )
+        )
+        return ClaimsVerificationAnswer(
+            **links,
+            verdict="",
+            groundedness_score=None,
+            counts={},
+            claims=[],
+            message=message,
+            uses_demo_data=False,
+        )
+    locations = invocation_locations(session=session)
+
+    def evidence(item) -> VerifyEvidence:
+        source, location = locations.get(item.invocation_id, (item.source, ""))
+        return VerifyEvidence(**item.model_dump(exclude={"source"}), source=source, source_location=location)
+
+    return ClaimsVerificationAnswer(
+        **links,
+        verdict=check.verdict,
+        groundedness_score=check.groundedness_score,
+        counts=check.counts(),
+        claims=[
+            VerifiedClaimResult(
+                **outcome.model_dump(exclude={"evidence"}),
+                evidence=[evidence(item) for item in outcome.evidence],
+            )
+            for outcome in check.claims
+        ],
+        message=session.answer,
+        uses_demo_data=any(source == DEMO for source, _ in locations.values()),
+    )

@@ -5,6 +5,7 @@ import logging
 from django.conf import settings
 from django.db import OperationalError
 
+from diagnosis.services.claims_verification import claims_verification_run
 from diagnosis.services.rule_evaluation import rule_evaluation_enqueue, rule_evaluation_run
 from diagnosis.services.session_runner import session_run
 from diagnosis.services.sessions_maintenance import stale_sessions_fail as stale_sessions_fail_service
@@ -16,6 +17,10 @@ RULE_EVALUATION_ATTEMPTS = 5
 
 def session_run_task(session_pk: int) -> None:
     session_run(session_pk=session_pk)
+
+
+def claims_verification_task(session_pk: int) -> None:
+    claims_verification_run(session_pk=session_pk)
 
 
 def rule_evaluation_task(session_pk: int, attempt: int = 1) -> dict | None:

@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 from urllib.parse import urlsplit
 
@@ -292,8 +293,8 @@ class TracedRecorder:
         otel_context.detach(opened.token)
         opened.span.end()
 
-    def toolbox(self, *, round: int, max_calls: int) -> Toolbox:
-        return self._recorder.toolbox(round=round, max_calls=max_calls)
+    def toolbox(self, *, round: int, max_calls: int, at: datetime | None = None) -> Toolbox:
+        return self._recorder.toolbox(round=round, max_calls=max_calls, at=at)
 
     def tool_results_before(self, *, round: int) -> list[ToolResult]:
         return self._recorder.tool_results_before(round=round)

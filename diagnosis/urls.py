@@ -11,6 +11,8 @@ urlpatterns = [
     path("chat", api.ChatApi.as_view(), name="api-chat"),
     path("sessions", api.SessionListApi.as_view(), name="api-sessions"),
     path("sessions/<str:session_id>/trace", api.SessionTraceApi.as_view(), name="api-session-trace"),
+    path("verify", api.VerifyApi.as_view(), name="api-verify"),
+    path("verify/<str:session_id>", api.VerifyResultApi.as_view(), name="api-verify-result"),
     # Like the rest of the API, its description is for signed-in users only.
     path("schema", SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]), name="api-schema"),
     # The split view serves Swagger UI's start-up script as a file, as the Content-Security-Policy wants;

@@ -6,8 +6,8 @@ long as it runs. In stateless mode with JSON responses one POST is one complete 
 request runs its own manager on its own event loop (`async_to_sync`), handing it the request as ASGI
 and collecting its one response; no state lives between requests. The services run back in the
 request's own thread (`in_calling_thread`), so the request's database connection is the one they use
-and Django closes it as after any request. A diagnosis is not among them: its session is queued for the
-worker and the thread only waits for it, up to `DIAGNOSIS["MCP_WAIT_SECONDS"]`.
+and Django closes it as after any request. A diagnosis or a check of claims is not among them: its
+session is queued for the worker and the thread only waits for it, up to `DIAGNOSIS["MCP_WAIT_SECONDS"]`.
 """
 
 from __future__ import annotations

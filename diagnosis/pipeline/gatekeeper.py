@@ -122,10 +122,12 @@ GENERIC_WORDS = re.compile(
 NEGATION = re.compile(r"[未不没无非否]|(?<![a-z_])(?:not|no|never|without|cannot)(?![a-z_])|n't")
 ENGLISH_NEGATION = re.compile(r"(?<![a-z_])(?:not|no|never|without|cannot)(?![a-z_])|n't")
 NEGATION_BEFORE = re.compile(r"(?:[未不没无非否]|没有|(?<![a-z])(?:not|no|never|without|cannot)|n't)\W*$")
-# A claim that says something is absent: "未发现 … 告警", "不存在", "no errors", "is not firing".
+# A claim that says something is absent: "未发现 … 告警", "不存在", "没有 X 告警", "no errors", "is not firing".
 CLAIM_DENIES = re.compile(
     r"不存在|未发现|没发现|没有发现|未出现|没有出现|未触发|没有触发|未检索到|未找到|没找到|未见|并无|并未|未处于|排除|"
     r"(?:没有|无)(?:任何)?(?:告警|报警|记录|日志|数据|错误|异常|报错|问题|firing)|"
+    # 没有 and what is absent a few words later in the same clause: "没有 HighMemoryUsage 告警".
+    r"没有[^，。；、,.;!?！？\n]{1,40}?(?:告警|报警|记录|日志|错误|异常|报错)|"
     r"(?<![a-z_])(?:no|not|none|never|nothing|absent|without|ruled out)(?![a-z_])|n't",
     re.IGNORECASE,
 )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -186,8 +187,8 @@ class Recorder(Protocol):
         """A stage's step; the adapter may keep it until the round's record is written."""
         ...
 
-    def toolbox(self, *, round: int, max_calls: int) -> Toolbox:
-        """A toolbox that records this round's calls."""
+    def toolbox(self, *, round: int, max_calls: int, at: datetime | None = None) -> Toolbox:
+        """A toolbox that records this round's calls, each asking its source about `at` (None: now)."""
         ...
 
     def tool_results_before(self, *, round: int) -> list[ToolResult]:

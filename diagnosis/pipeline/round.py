@@ -203,7 +203,7 @@ def _judgement(
 ) -> Judgement:
     """Claim guards → gatekeeper → verifier → verdict (code) → verdict guards."""
     guarded = claim_guards_run(executor_call.output, context)
-    gatekeeper_result = _gatekeeper_run(recorder, round_number, guarded.kept_output, context)
+    gatekeeper_result = gatekeeper_run(recorder, round_number, guarded.kept_output, context)
     trace_summary = recorder.tool_trace_summary()
     verifier_input = VerifierInput(
         original_query=context.query,
@@ -401,9 +401,10 @@ def _executor_run(
     return stage_run(recorder, round_number, Stage.EXECUTOR, lambda: engine.execute(stage_input, toolbox))
 
 
-def _gatekeeper_run(
+def gatekeeper_run(
     recorder: Recorder, round_number: int, output: ExecutorOutput, context: RoundContext
 ) -> GatekeeperResult:
+    """The gatekeeper with the binding guards over `output`'s claims, recorded as the round's step."""
     started = time.perf_counter()
     recorder.stage_started(stage=Stage.GATEKEEPER, round=round_number)
     result = bindings_guarded(

@@ -7,7 +7,9 @@ from diagnosis.models import DiagnosisSession
 RULE_EVALUATION = "rule_evaluation"
 VERIFIER_EVALUATION = "verifier_evaluation"
 AIOPS_RULE_EVALUATION = "aiops_rule_evaluation"
-SLOTS = (RULE_EVALUATION, VERIFIER_EVALUATION, AIOPS_RULE_EVALUATION)
+# A verify session's outcome: each claim's status with its evidence, and the set's verdict.
+CLAIMS_VERIFICATION = "claims_verification"
+SLOTS = (RULE_EVALUATION, VERIFIER_EVALUATION, AIOPS_RULE_EVALUATION, CLAIMS_VERIFICATION)
 
 # Before the container had slots, the rule score and the verifier result were written flat at the
 # root. A root `evidence_score` marks the first, a root `verdict` / `groundedness_score` the second.

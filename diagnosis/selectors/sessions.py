@@ -90,14 +90,15 @@ def session_sidebar(*, user) -> list[DiagnosisSession]:
     reports).
 
     An AIOps analysis is one conversation: its per-alert sessions are reached from its report. A single
-    tool call (an MCP client's) is no conversation: its link, the API and the admin reach it.
+    tool call (an MCP client's) and a check of claims are no conversation: their links, the API and the
+    admin reach them.
     """
     mine = Q(owner=user)
     if user_may_view_all_sessions(user=user) or is_oncall(user=user):
         mine |= _unowned_alert_analyses()
     return list(
         DiagnosisSession.objects.filter(mine, parent__isnull=True)
-        .exclude(kind=DiagnosisSession.Kind.TOOL)
+        .exclude(kind__in=(DiagnosisSession.Kind.TOOL, DiagnosisSession.Kind.VERIFY))
         .only("session_id", "query", "status", "output_type", "created_at")
         .order_by("-created_at", "-id")[:SIDEBAR_SIZE]
     )

@@ -45,6 +45,9 @@ UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
 # The class of a failure the tool reported in its output (`success: false`) rather than raised.
 TOOL_REPORTED_FAILURE = "tool_failed"
+# Sessions whose calls are a caller's own, their arguments as the caller wrote them (an MCP client's
+# tool call, the claims someone asks to verify): a query written by someone is checked before it runs.
+CALLER_WRITTEN_KINDS = frozenset({DiagnosisSession.Kind.TOOL, DiagnosisSession.Kind.VERIFY})
 
 
 def invocation_record(
@@ -61,9 +64,11 @@ def invocations_record(
     calls: list[tuple[str, dict]],
     concurrency: int = 1,
     recorded: Sequence[ToolInvocation] | None = None,
+    at: datetime | None = None,
     **progress: Any,
 ) -> list[ToolInvocation]:
-    """Run the calls, up to `concurrency` at once, then insert them all in one transaction, with
+    """Run the calls, up to `concurrency` at once, asking their sources about `at` (None: now, the tools'
+    clock), then insert them all in one transaction, with
     `progress` (session columns for the live view, such as `current_stage`) written in the same commit.
     Two or more guidance lookups in one turn run one by one after the rest, so their blocks dedup
     against each other. `recorded`: the session's calls so far, when the caller keeps them (then a
@@ -78,7 +83,7 @@ def invocations_record(
     if workers > 1:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tool-call") as pool:
             futures = {
-                index: pool.submit(_run_in_thread, session, round, *calls[index], recorded)
+                index: pool.submit(_run_in_thread, session, round, *calls[index], recorded, at)
                 for index in parallel
             }
             for index, future in futures.items():
@@ -92,6 +97,7 @@ def invocations_record(
                 arguments=calls[index][1],
                 batch=[],
                 recorded=recorded,
+                at=at,
             )
     for index, (tool_name, arguments) in enumerate(calls):
         if runs[index] is None:
@@ -103,6 +109,7 @@ def invocations_record(
                 arguments=arguments,
                 batch=done,
                 recorded=recorded,
+                at=at,
             )
     with transaction.atomic():
         # One INSERT … RETURNING: PostgreSQL and SQLite ≥ 3.35 hand every row its id.
@@ -150,6 +157,7 @@ def _run_in_thread(
     tool_name: str,
     arguments: dict,
     recorded: Sequence[ToolInvocation] | None,
+    at: datetime | None,
 ) -> _ToolRun:
     try:
         return _invocation_run(
@@ -159,6 +167,7 @@ def _run_in_thread(
             arguments=arguments,
             batch=[],
             recorded=recorded,
+            at=at,
         )
     finally:
         connection.close()  # this worker thread's own connection; nobody else would close it
@@ -172,6 +181,7 @@ def _invocation_run(
     arguments: dict,
     batch: list[ToolInvocation],
     recorded: Sequence[ToolInvocation] | None,
+    at: datetime | None = None,
 ) -> _ToolRun:
     """The call run and its record built, not yet saved; `batch` holds this turn's earlier calls."""
     started_ns = time.time_ns()
@@ -179,9 +189,8 @@ def _invocation_run(
     answer = tool_answer(
         tool_name=tool_name,
         arguments=arguments,
-        now=clock.now(),
-        # A `tool` session is one caller's call, its arguments as the caller wrote them.
-        caller_written=session.kind == DiagnosisSession.Kind.TOOL,
+        now=at or clock.now(),
+        caller_written=session.kind in CALLER_WRITTEN_KINDS,
         seen_block_ids=lambda: blocks_seen(session, tool_name, batch, recorded),
     )
     elapsed = time.perf_counter() - started

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from diagnosis.models import DiagnosisSession, ToolInvocation
-from diagnosis.services.invocations import blocks_seen, tool_answer
+from diagnosis.services.invocations import CALLER_WRITTEN_KINDS, blocks_seen, tool_answer
 from tools.evidence.kind import EvidenceKind
 from tools.evidence.receipt import Receipt, output_digest
 from tools.evidence.record import EvidenceRecord
@@ -60,7 +60,7 @@ def invocation_replay(
         tool_name=invocation.tool_name,
         arguments=invocation.input,
         now=receipt.evaluated_at,
-        caller_written=session.kind == DiagnosisSession.Kind.TOOL,
+        caller_written=session.kind in CALLER_WRITTEN_KINDS,
         seen_block_ids=lambda: blocks_seen(session, invocation.tool_name, [], earlier),
     )
     if answer.error:

@@ -23,6 +23,7 @@ FAILED_HEADINGS = {
     DiagnosisSession.Kind.CHAT: "诊断执行失败",
     DiagnosisSession.Kind.AIOPS: "告警分析执行失败",
     DiagnosisSession.Kind.TOOL: "工具调用执行失败",
+    DiagnosisSession.Kind.VERIFY: "断言核对执行失败",
 }
 RETRY_ADVICE = "请稍后重试或联系管理员。"
 WORKER_LOST_ERROR = "执行该会话的后台工作进程在会话结束前停止（任务被重新投递时会话已没有心跳）"

@@ -12,6 +12,8 @@ reason recorded and the steps so far kept; the answer is only written when the s
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -111,13 +113,14 @@ class SessionRecorder:
         steps, self.pending_steps = self.pending_steps, []
         AgentStep.objects.bulk_create(steps)
 
-    def toolbox(self, *, round: int, max_calls: int) -> RecordingToolbox:
+    def toolbox(self, *, round: int, max_calls: int, at: datetime | None = None) -> RecordingToolbox:
         return RecordingToolbox(
             session=self.session,
             round=round,
             max_calls=max_calls,
             concurrency=settings.DIAGNOSIS["TOOL_CONCURRENCY"],
             kept=self.calls,
+            at=at,
         )
 
     def tool_results_before(self, *, round: int) -> list[ToolResult]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from datetime import datetime
 
 from django.db import connection
 
@@ -52,12 +53,15 @@ class RecordingToolbox:
         max_calls: int,
         concurrency: int = 4,
         kept: CallsKept | None = None,
+        at: datetime | None = None,
     ) -> None:
         self.session = session
         self.round = round
         self.remaining_calls = max_calls
         self.concurrency = max(1, concurrency)
         self.kept = kept or CallsKept()
+        # The time its calls ask their sources about (a claim's own time); None: now.
+        self.at = at
         self._budget_lock = threading.Lock()
 
     @property
@@ -81,6 +85,7 @@ class RecordingToolbox:
                 calls=allowed,
                 concurrency=self.concurrency if self.parallel_safe else 1,
                 recorded=self.kept.invocations(),
+                at=self.at,
                 current_stage=Stage.EXECUTOR.value,
                 rounds=self.round,
             )

@@ -5,6 +5,7 @@ from diagnosis.pipeline.gatekeeper import (
     LABEL_UNSUPPORTED,
     MATCH_THRESHOLD,
     RuleMessage,
+    claim_denial,
     excerpt_match,
     gatekeep,
     with_binding_failures,
@@ -473,3 +474,19 @@ def test_a_binding_guards_failure_fails_that_citation_and_rejects(session, alert
     ]
     assert result.errors == [failure]
     assert with_binding_failures(passed, []) == passed
+
+
+@pytest.mark.parametrize(
+    ("claim", "denies"),
+    [
+        ("order-service 没有 HighMemoryUsage 告警", True),
+        ("checkout 没有 OOMKilled 相关的错误日志", True),
+        ("order-service 不存在 HighMemoryUsage 告警", True),
+        # 没有 in another clause, or not saying what is absent, denies nothing.
+        ("内存告警没有恢复，HighMemoryUsage 仍在触发", False),
+        ("请求在 30 秒内没有拿到数据库连接", False),
+        ("order-service 的 HighMemoryUsage 告警正在触发", False),
+    ],
+)
+def test_a_claim_saying_an_alert_or_line_is_absent_denies_a_record_that_states_it(claim, denies):
+    assert bool(claim_denial(claim, ref_text=MEMORY_ALERT_TEXT, raw_path="$.alerts[0]")) is denies

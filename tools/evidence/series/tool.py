@@ -12,6 +12,7 @@ from datetime import timedelta
 import promql_parser
 from pydantic import Field
 
+from tools import clock
 from tools.evidence.result import ToolResult
 from tools.evidence.series.kind import SERIES
 from tools.evidence.series.source import SeriesSource
@@ -59,7 +60,10 @@ class QueryPromqlTool(EvidenceTool[SeriesSource]):
 
     def run(self, arguments: QueryPromqlArguments, context: ToolContext) -> ToolResult:
         source = self.source()
-        reach = read_back(arguments.query, window=timedelta(minutes=arguments.minutes), now=context.now)
+        # Asked about an earlier time (a claim's own), the query reads back from now through that time too.
+        reach = read_back(
+            arguments.query, window=timedelta(minutes=arguments.minutes), now=context.now
+        ) + max(clock.now() - context.now, timedelta(0))
         # A query the pipeline planned is its own, and a window beyond the retention is answered with
         # the part the server keeps; a caller's query is checked before it reaches the server.
         if context.caller_written and (
