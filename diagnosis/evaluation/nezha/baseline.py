@@ -42,13 +42,18 @@ def baseline_ranking(day: Day, *, onset: datetime, baseline_start: datetime, end
             after = [value for at, value in points if onset <= at <= end]
             if len(before) < 2 or not after:
                 continue
-            score = robust_change(before, after)
+            scale = statistics.median(abs(value) for _, value in points)
+            if scale == 0:
+                # A column that is 0 most of the day (TrainTicket's light load) has no spread to judge by.
+                continue
+            score = robust_change(before, after, scale=scale)
             scores[pod.service] = max(scores.get(pod.service, 0.0), score)
     return sorted(scores, key=lambda service: -scores[service])
 
 
-def robust_change(before: list[float], after: list[float]) -> float:
+def robust_change(before: list[float], after: list[float], *, scale: float) -> float:
+    """`scale`: the column's typical size over the day, so a flat window (MAD 0) is not a spread of 0."""
     level = statistics.median(before)
     spread = statistics.median(abs(value - level) for value in before) * MAD_SCALE
-    floor = max(spread, abs(level) * RELATIVE_FLOOR, 1e-9)
+    floor = max(spread, (abs(level) + scale) * RELATIVE_FLOOR, 1e-9)
     return abs(statistics.median(after) - level) / floor
