@@ -19,6 +19,17 @@ NAME_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
 @dataclass(frozen=True)
+class MetricFamily:
+    """A metric family as its source states it (`/api/v1/metadata`) and the label names of its series
+    (asked of the source only where a role needs them)."""
+
+    name: str
+    type: str
+    help: str = ""
+    labels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Role:
     role: str
     label: str
@@ -69,9 +80,12 @@ def signal_roles(path: Path = SIGNAL_ROLES_FILE) -> SignalRoles:
     data = json.loads(path.read_text(encoding="utf-8"))
     return SignalRoles(
         roles=tuple(Role(**{key: _tupled(value) for key, value in role.items()}) for role in data["roles"]),
-        edges=tuple(EdgeShape(**{key: _tupled(value) for key, value in edge.items()}) for edge in data["edges"]),
+        edges=tuple(
+            EdgeShape(**{key: _tupled(value) for key, value in edge.items()}) for edge in data["edges"]
+        ),
         edge_roles=tuple(
-            Role(**{key: _tupled(value) for key, value in role.items()}) for role in data.get("edge_roles", [])
+            Role(**{key: _tupled(value) for key, value in role.items()})
+            for role in data.get("edge_roles", [])
         ),
     )
 

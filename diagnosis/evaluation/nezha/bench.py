@@ -40,6 +40,7 @@ ASKED_AFTER = timedelta(minutes=5)
 BASELINE = timedelta(minutes=30)
 QUESTION = "{namespace} 从 {onset} 开始出现异常（{entry} 延迟升高），根因是哪个服务？"
 CONCLUSION_LINE = re.compile(r"^[\s*#>-]*结论[:：]", re.MULTILINE)
+CANDIDATES = "根因候选："
 # The benchmark's data carry no logs or runbooks: those tools answer nothing rather than the demo
 # world's records (`tools.sources.fixture`, replace mode with no records).
 NO_RECORDS = {"mode": "replace", "records": []}
@@ -172,7 +173,7 @@ def case_asked(
         system=system.key,
         fault=fault,
         question=question,
-        product=services_named(conclusion, day.services),
+        product=candidates_named(conclusion, day.services),
         baseline=baseline_ranking(
             day,
             onset=baseline_minute - shift,
@@ -200,6 +201,17 @@ def first_conclusion(answer: str) -> str:
     return answer[match.start() :].split("\n", 1)[0].strip()
 
 
+def candidates_named(conclusion: str, services: Iterable[str]) -> list[str]:
+    """The ranking a conclusion line states: §23's candidates (`根因候选：A（…）；其次：B（…）；C（…）`),
+    each the text before its parenthesis; any other line, the services it names in order."""
+    body = conclusion.split(CANDIDATES, 1)[1] if CANDIDATES in conclusion else ""
+    if not body:
+        return services_named(conclusion, services)
+    known = set(services)
+    named = [part.split("（", 1)[0].strip() for part in re.split(r"；(?:其次：)?", body)]
+    return list(dict.fromkeys(name for name in named if name in known))
+
+
 def services_named(text: str, services: Iterable[str]) -> list[str]:
     """The services a text names, in the order it first names them (a name inside a longer name, as
     `ts-food-service` in `ts-station-food-service`, does not count)."""
@@ -219,7 +231,8 @@ def _sources(url: str, *, now: datetime) -> Iterator[None]:
         "LOKI_URL": None,
         "RUNBOOKS_DIR": None,
         "SERVICE_LABELS": ["service"],
-        "DEMO_NOW": now.isoformat(),
+        # In local time: the question's clock time ("从 07:35") is the reader's.
+        "DEMO_NOW": timezone.localtime(now).isoformat(),
         "SOURCE_CLASSES": {"logs": FIXTURE, "knowledge": FIXTURE},
         "FIXTURE_TOOL_DATA": {"query_logs": NO_RECORDS, "lookup_knowledge": NO_RECORDS},
         "KNOWLEDGE_SOURCES": [],

@@ -64,7 +64,7 @@ class Command(BaseCommand):
             engine=options["engine"],
         )
         try:
-            with throwaway_database():
+            with throwaway_database(on_disk=True):
                 outcomes = bench_run(bench, on_case=lambda outcome: self.stdout.write(case_line(outcome)))
         except (NezhaDataError, PrometheusError) as error:
             raise CommandError(str(error)) from error

@@ -11,7 +11,10 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from itertools import pairwise
+
+from tools.evidence.series.record import SeriesRecord
 
 # MAD × this estimates a normal distribution's standard deviation (and a step's MAD × this ÷ √2).
 MAD_SCALE = 1.4826
@@ -39,7 +42,9 @@ class Change:
     after: float
     # |after − before| in units of the spread before it.
     score: float
-    # Where the medians were taken: [baseline_start, baseline_end) and [onset, end].
+    # Where the medians were taken: `before` over [level_start, baseline_end), `after` over [onset, end];
+    # the spread over [baseline_start, baseline_end).
+    level_start: datetime
     baseline_start: datetime
     baseline_end: datetime
     end: datetime
@@ -49,10 +54,25 @@ class Change:
         return self.after > self.before
 
 
-def window_median(points: Sequence[Point], *, start: datetime, end: datetime, closed: bool = False) -> float | None:
+def window_median(
+    points: Sequence[Point], *, start: datetime, end: datetime, closed: bool = False
+) -> float | None:
     """The median of the values in [start, end) (or [start, end] when `closed`); None when none."""
     values = [value for at, value in points if start <= at and (at <= end if closed else at < end)]
     return statistics.median(values) if values else None
+
+
+def series_points(record: SeriesRecord) -> list[Point]:
+    """A range series' finite samples as (time, value)."""
+    points = []
+    for pair in record.values or []:
+        try:
+            at, value = float(pair[0]), float(pair[1])
+        except (TypeError, ValueError, IndexError):
+            continue
+        if math.isfinite(value):
+            points.append((datetime.fromtimestamp(at, UTC), value))
+    return points
 
 
 def change_of(
@@ -69,8 +89,12 @@ def change_of(
     after = [(at, value) for at, value in points if baseline_end <= at <= end]
     if len(before) < MIN_BASELINE_POINTS or not after:
         return None
-    recent = [value for at, value in points if max(baseline_start, baseline_end - LEVEL_WINDOW) <= at < baseline_end]
-    level = statistics.median(recent if len(recent) >= MIN_BASELINE_POINTS else before)
+    level_start = max(baseline_start, baseline_end - LEVEL_WINDOW)
+    if sum(level_start <= at < baseline_end for at, _ in points) < MIN_BASELINE_POINTS:
+        level_start = baseline_start
+    level = window_median(points, start=level_start, end=baseline_end)
+    if level is None:
+        return None
     typical = statistics.median(abs(value) for _, value in points)
     spread = max(_noise(before, level), RELATIVE_FLOOR * max(abs(level), typical))
     if spread <= 0:
@@ -89,6 +113,7 @@ def change_of(
         before=level,
         after=moved,
         score=score,
+        level_start=level_start,
         baseline_start=baseline_start,
         baseline_end=baseline_end,
         end=end,
@@ -101,7 +126,7 @@ def _noise(values: Sequence[float], level: float) -> float:
     the MAD but adds only two steps; a slow drift widens the steps' estimate less than the MAD."""
     mad = statistics.median(abs(value - level) for value in values) * MAD_SCALE
     distinct = [value for index, value in enumerate(values) if index == 0 or value != values[index - 1]]
-    steps = [abs(later - earlier) for earlier, later in zip(distinct, distinct[1:], strict=False)]
+    steps = [abs(later - earlier) for earlier, later in pairwise(distinct)]
     step_noise = statistics.median(steps) * MAD_SCALE / math.sqrt(2) if steps else mad
     return min(mad, step_noise)
 

@@ -28,6 +28,8 @@ EDGE = "edge_latency"
 # Roles a slow or failing callee moves in its callers, and roles that follow a caller's traffic.
 FROM_CALLEES = ("latency", "errors")
 FROM_CALLERS = ("requests", "network_receive", "network_transmit")
+# A service's own resources: when they moved first, its latency is not its callees'.
+RESOURCES = ("cpu", "memory")
 # What one role's move is worth: traffic moves are mostly effects of load, not causes.
 ROLE_WEIGHT = {"requests": 0.5, "network_receive": 0.5, "network_transmit": 0.5}
 # How much of an explained role still counts, and what a service gains per service it explains or
@@ -92,14 +94,16 @@ def candidates_ranked(moved: Sequence[Moved], *, edges: Iterable[tuple[str, str]
     for caller, callee in graph:
         callees_of.setdefault(caller, set()).add(callee)
     # A callee that moved nothing of its own (a delay on its network) is still pointed at by its callers.
-    for caller, move in pointing.items():
+    for caller in pointing:
         for callee in callees_of.get(caller, ()):
             own.setdefault(callee, {})
     candidates = {
         service: Candidate(
             subject=service,
             score=0.0,
-            onset=min(m.change.onset for m in roles.values()) if roles else _pointed_onset(service, pointing, graph),
+            onset=min(m.change.onset for m in roles.values())
+            if roles
+            else _pointed_onset(service, pointing, graph),
             moves=sorted(roles.values(), key=lambda m: -m.weight),
         )
         for service, roles in own.items()
@@ -107,10 +111,15 @@ def candidates_ranked(moved: Sequence[Moved], *, edges: Iterable[tuple[str, str]
     for service, candidate in candidates.items():
         by_callee = _earlier(candidates, candidate, [callee for caller, callee in graph if caller == service])
         by_caller = _earlier(candidates, candidate, [caller for caller, callee in graph if callee == service])
+        if by_callee and _saturated_first(candidate, min(candidates[c].onset for c in by_callee)):
+            by_callee = []
+        from_callees = False
         for move in candidate.moves:
-            explained = (move.role in FROM_CALLEES and by_callee) or (move.role in FROM_CALLERS and by_caller)
+            from_callee = move.role in FROM_CALLEES and bool(by_callee)
+            from_callees |= from_callee
+            explained = from_callee or (move.role in FROM_CALLERS and bool(by_caller))
             candidate.score += move.weight * (EXPLAINED if explained else 1.0)
-        for callee in by_callee:
+        for callee in by_callee if from_callees else []:
             candidates[callee].explains.append(service)
     for caller, move in pointing.items():
         callees = callees_of.get(caller, set())
@@ -127,6 +136,12 @@ def candidates_ranked(moved: Sequence[Moved], *, edges: Iterable[tuple[str, str]
     return sorted(candidates.values(), key=lambda c: (-c.score, c.onset, c.subject))
 
 
+def _saturated_first(candidate: Candidate, callee_onset: datetime) -> bool:
+    """Whether the service's own resources (CPU, memory) moved no later than its callees: then its
+    latency is its own, not theirs."""
+    return any(m.role in RESOURCES and m.change.onset <= callee_onset for m in candidate.moves)
+
+
 def _pointed_onset(service: str, pointing: dict[str, Moved], graph: set[tuple[str, str]]) -> datetime:
     return min(move.change.onset for caller, move in pointing.items() if (caller, service) in graph)
 
@@ -135,5 +150,7 @@ def _earlier(candidates: dict[str, Candidate], candidate: Candidate, others: Ite
     return sorted(
         other
         for other in set(others)
-        if other in candidates and other != candidate.subject and candidates[other].onset <= candidate.onset + SAME_TIME
+        if other in candidates
+        and other != candidate.subject
+        and candidates[other].onset <= candidate.onset + SAME_TIME
     )

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
-from tools.signal_roles import SignalRoles, family_words, signal_roles
+from tools.signal_roles import MetricFamily, SignalRoles, family_words, signal_roles
 
 # A counter's rate is read over this range: several scrapes at the slowest usual interval (1 min).
 RATE_RANGE = "3m"
@@ -22,25 +21,6 @@ HISTOGRAM_QUANTILE = "0.9"
 MAX_SIGNALS = 40
 # Counter families a scrape of text format names with `_total`, OpenMetrics without.
 COUNTER_SUFFIX = "_total"
-
-
-class MetricFamily(Protocol):
-    """A metric family as the catalog knows it."""
-
-    name: str
-    type: str
-    help: str
-    labels: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Family:
-    """A metric family read from the source's metadata and label names."""
-
-    name: str
-    type: str
-    help: str = ""
-    labels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -70,7 +50,11 @@ class EdgeSignal:
 
 
 def key_signal(
-    family: MetricFamily, *, service_labels: Sequence[str], series: Iterable[str] = (), roles: SignalRoles | None = None
+    family: MetricFamily,
+    *,
+    service_labels: Sequence[str],
+    series: Iterable[str] = (),
+    roles: SignalRoles | None = None,
 ) -> KeySignal | EdgeSignal | None:
     """The role a family plays (None: none), judged from its name, TYPE, HELP and label names; its
     query reads its series as the source names them (`series`: a counter with or without `_total`)."""
@@ -86,7 +70,9 @@ def key_signal(
             return EdgeSignal(metric=metric, caller=shape.caller, callee=shape.callee)
         role = next((role for role in roles.edge_roles if role.matches(type=kind, words=words)), None)
         if role is not None:
-            query = _query(metric, kind=kind, by=f"{shape.caller}, {shape.callee}", role=role.role, labels=labels)
+            query = _query(
+                metric, kind=kind, by=f"{shape.caller}, {shape.callee}", role=role.role, labels=labels
+            )
             return KeySignal(
                 role=role.role, label=role.label, unit=role.unit, metric=metric, by=shape.callee, query=query,
                 caller=shape.caller,
@@ -101,6 +87,16 @@ def key_signal(
     return KeySignal(role=role.role, label=role.label, unit=role.unit, metric=metric, by=by, query=query)
 
 
+def may_signal(name: str, type: str, help: str = "") -> bool:
+    """Whether a family could be a key signal, judged before its labels are known (they are asked of
+    the source only for these)."""
+    roles = signal_roles()
+    words, kind = family_words(name, help), type.lower()
+    return any(role.matches(type=kind, words=words) for role in (*roles.roles, *roles.edge_roles)) or (
+        kind == "counter" and any(words & set(shape.any) for shape in roles.edges)
+    )
+
+
 def key_signals(
     families: Iterable[MetricFamily], *, service_labels: Sequence[str], series: Iterable[str] = ()
 ) -> tuple[list[KeySignal], list[EdgeSignal], int]:
@@ -110,7 +106,9 @@ def key_signals(
     found = [key_signal(family, service_labels=service_labels, series=known) for family in families]
     roles = signal_roles()
     order = [role.role for role in (*roles.roles, *roles.edge_roles)]
-    signals = sorted((s for s in found if isinstance(s, KeySignal)), key=lambda s: (order.index(s.role), s.metric))
+    signals = sorted(
+        (s for s in found if isinstance(s, KeySignal)), key=lambda s: (order.index(s.role), s.metric)
+    )
     edges = [s for s in found if isinstance(s, EdgeSignal)]
     return signals[:MAX_SIGNALS], edges[:1], max(0, len(signals) - MAX_SIGNALS)
 
