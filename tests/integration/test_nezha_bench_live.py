@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import statistics
 from pathlib import Path
 
 import httpx2
@@ -69,16 +68,25 @@ def test_a_day_is_served_with_kubernetes_names_units_and_metadata(nezha):
     assert {(e["metric"]["client"], e["metric"]["server"]) for e in edges} == set(day.edges)
 
 
-def test_the_command_asks_each_chosen_fault_and_prints_the_table(nezha, capsys, monkeypatch):
+def test_the_command_asks_each_chosen_fault_and_the_product_names_the_injected_service_first(
+    nezha, capsys, monkeypatch
+):
+    """Two faults of one day: a CPU contention (the pod's own CPU) and a network delay (seen only from
+    its callers, on the service-graph edges): the first candidate is the injected pod's service, its
+    numbers re-computed by the gatekeeper (else the line would not be a candidate line)."""
     # The test database stands in for the command's throwaway one.
-    monkeypatch.setattr("diagnosis.management.commands.bench_rca.throwaway_database", contextlib.nullcontext)
+    monkeypatch.setattr(
+        "diagnosis.management.commands.bench_rca.throwaway_database", lambda **_: contextlib.nullcontext()
+    )
     call_command(
-        "bench_rca", "--nezha", str(nezha.parent), "--cases", "2022-08-22T044416", "2022-08-23T135437"
+        "bench_rca", "--nezha", str(nezha.parent), "--cases", "2022-08-22T044416", "2022-08-22T042703"
     )
     out = capsys.readouterr().out
 
     case_lines = [line for line in out.splitlines() if "product=" in line]
     assert len(case_lines) == 2
-    assert "OnlineBoutique" in out and "92.86%" in out
-    seconds = [float(line.rsplit("s ", 1)[0].rsplit(" ", 1)[1]) for line in case_lines]
-    assert statistics.median(seconds) < 30
+    assert all(line.startswith("✓ ") for line in case_lines), out
+    assert "OnlineBoutique                       2     2/2 100.0%" in out
+    assert "92.86%" in out
+    queries = [int(line.rsplit("q ", 1)[0].rsplit(" ", 1)[1]) for line in case_lines]
+    assert max(queries) <= 60

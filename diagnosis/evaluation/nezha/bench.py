@@ -16,6 +16,7 @@ import re
 import statistics
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from diagnosis.evaluation.nezha.data import Day, Fault, NezhaDataError, day_read
 from diagnosis.evaluation.nezha.prometheus import blocks_created, metadata_exposition, prometheus_serving
 from diagnosis.evaluation.observe import session_observe
 from diagnosis.services.sessions import session_start
+from tools.evidence.registry import SERIES
 
 # The day ends this long before the real now.
 END_BEFORE_NOW = timedelta(minutes=2)
@@ -73,6 +75,8 @@ class CaseOutcome:
     seconds: float
     conclusion: str
     verdict: str
+    # PromQL queries the session sent (its investigation's range queries among them).
+    queries: int = 0
 
     @property
     def truth(self) -> str:
@@ -167,6 +171,7 @@ def case_asked(
         session = session_start(query=question, engine=options.engine, run_inline=True)
         seconds = time.perf_counter() - started
         observed = session_observe(session=session)
+        queries = len(observed.evidence_statuses.get(SERIES.tool, []))
     conclusion = first_conclusion(observed.answer)
     baseline_minute = onset.replace(second=0, microsecond=0)
     return CaseOutcome(
@@ -183,6 +188,7 @@ def case_asked(
         seconds=seconds,
         conclusion=conclusion,
         verdict=observed.verdict,
+        queries=queries,
     )
 
 
@@ -249,8 +255,18 @@ def case_line(outcome: CaseOutcome) -> str:
     return (
         f"{mark} {outcome.fault.case_id} {outcome.fault.kind:<15} {outcome.truth:<32} "
         f"product={','.join(outcome.product[:3]) or '-'}  baseline={','.join(outcome.baseline[:3])}  "
-        f"{outcome.seconds:.1f}s {outcome.verdict}"
+        f"{outcome.seconds:.1f}s {outcome.queries}q {outcome.verdict}"
     )
+
+
+def lead_mechanism(conclusion: str) -> str:
+    """What the first candidate's mechanism names, without its caller (`CPU 使用升高`, `被调用延迟升高`)."""
+    body = conclusion.split(CANDIDATES, 1)[1] if CANDIDATES in conclusion else ""
+    mechanism = body.split("（", 1)[1].split("，", 1)[0] if "（" in body else ""
+    for said_of_other in (" 看到的", " 的"):
+        if said_of_other in mechanism:
+            return mechanism.split(said_of_other, 1)[1]
+    return mechanism
 
 
 def report_lines(outcomes: Sequence[CaseOutcome]) -> list[str]:
@@ -271,10 +287,18 @@ def report_lines(outcomes: Sequence[CaseOutcome]) -> list[str]:
             lines.append(_row(label, group, published))
     seconds = [o.seconds for o in outcomes]
     if seconds:
+        queries = [o.queries for o in outcomes]
         lines.append(
             f"wall time per case: median {statistics.median(seconds):.2f}s, max {max(seconds):.2f}s "
-            f"(n={len(seconds)})"
+            f"(n={len(seconds)}); PromQL queries per case: median {statistics.median(queries):g}, max {max(queries)}"
         )
+    lines.append("what the first candidate rested on where it was right (per system and fault type):")
+    for key, system in SYSTEMS.items():
+        for kind in sorted({o.fault.kind for o in outcomes if o.system == key}):
+            hits = [o for o in outcomes if o.system == key and o.fault.kind == kind and o.hit(o.product, 1)]
+            counted = Counter(lead_mechanism(o.conclusion) for o in hits).most_common()
+            said = "、".join(f"{mechanism or '-'} ×{count}" for mechanism, count in counted) or "-"
+            lines.append(f"  {system.name} {kind}: {said}")
     return lines
 
 
