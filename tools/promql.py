@@ -157,6 +157,8 @@ METRIC_NAME = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
 # Which label of a metric's series carries a subject's name, None when none does. A source that
 # cannot tell its series' labels has no carrier (None): then a template's labels are taken as written.
 Carrier = Callable[[str, str], str | None]
+# The label names of a metric's series, as the source has them (empty when it cannot say).
+LabelNames = Callable[[str], frozenset[str]]
 
 
 def quoted(value: str) -> str:

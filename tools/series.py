@@ -45,6 +45,16 @@ class SeriesLabels:
             logger.warning("labels of %s unknown: the source failed", metric, exc_info=True)
             return None
 
+    def label_names(self, metric: str) -> frozenset[str]:
+        """The label names of the metric's series; none when the source cannot say."""
+        if not self.known(metric):
+            return frozenset()
+        try:
+            return self._label_names(metric)
+        except SourceError:  # the query itself will fail and say so
+            logger.warning("labels of %s unknown: the source failed", metric, exc_info=True)
+            return frozenset()
+
     def _label_names(self, metric: str) -> frozenset[str]:
         if metric not in self._names:
             self._names[metric] = frozenset(self._source.label_names(match=metric))

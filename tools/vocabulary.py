@@ -88,6 +88,8 @@ class Asks(BaseModel):
 
     alerts: list[str] = Field(default_factory=_shipped_words("alerts"))
     cause: list[str] = Field(default_factory=_shipped_words("cause"))
+    # What changed (before an alert, since a time): the moves an investigation found, by time.
+    change: list[str] = Field(default_factory=_shipped_words("change"))
     guidance: list[str] = Field(default_factory=_shipped_words("guidance"))
     status: list[str] = Field(default_factory=_shipped_words("status"))
     # The asks, each answered by its own slot (`diagnosis.pipeline.asks`, one module per kind).

@@ -168,6 +168,8 @@ class ExecutorInput:
     conclusions: list[str] = field(default_factory=list)
     # The asks those calls leave open (a slot unfilled, or a cause to reason about), by label.
     open_asks: list[str] = field(default_factory=list)
+    # The series an investigation's candidates rest on (verified): findings to state, with their refs.
+    inference_refs: list[EvidenceBinding] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

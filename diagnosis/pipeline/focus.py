@@ -20,7 +20,8 @@ from functools import cached_property, lru_cache
 from rapidfuzz import fuzz, process
 
 from diagnosis.pipeline.facts import FactNames
-from tools.promql import Carrier
+from tools.promql import Carrier, LabelNames
+from tools.signal_roles import MetricFamily
 from tools.terms import asks_in, name_parts, query_terms, term_pattern
 from tools.vocabulary import Vocabulary
 
@@ -176,6 +177,11 @@ class World:
     logs_window_minutes: int = 60
     # Which label of a metric's series carries a subject (`tools.series`), asked of the source.
     carrier: Carrier | None = None
+    # The label names of a metric's series, asked of the same source.
+    label_names: LabelNames | None = None
+    # The metrics source's families with their TYPE and HELP (`/api/v1/metadata`): what an
+    # investigation picks its key signals from.
+    families: tuple[MetricFamily, ...] = ()
 
     @cached_property
     def fact_names(self) -> FactNames:

@@ -19,7 +19,7 @@ verdict cap. Adding a guard is one class and one line in `CLAIM_GUARDS`, `BINDIN
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
@@ -122,9 +122,14 @@ class FocusGuard:
 
     def check(self, output: ExecutorOutput, context: RoundContext) -> GuardResult:
         world = context.world
+        # The services an investigation named as candidates are what a cause question asks about.
+        candidates = [s for slot in context.slots if slot.filled and slot.inference for s in slot.subjects]
+        focus = context.focus
+        if candidates and focus.names_subjects:
+            focus = replace(focus, services=tuple(dict.fromkeys([*focus.services, *candidates])))
         focused = out_of_focus(
             executor_output=output,
-            focus=context.focus,
+            focus=focus,
             subjects=record_subjects(
                 invocations=context.invocations,
                 inventory=world.inventory,

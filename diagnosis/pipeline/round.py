@@ -25,10 +25,11 @@ from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.asks.action import only_actions
 from diagnosis.pipeline.asks.calls import CallsReused, plan_tools, slot_calls_run
 from diagnosis.pipeline.asks.kind import SlotWorld
-from diagnosis.pipeline.asks.registry import ask_label
+from diagnosis.pipeline.asks.registry import KINDS, ask_label
 from diagnosis.pipeline.asks.slots import conclusion_lines, open_asks, slots_read, slots_verified
 from diagnosis.pipeline.claims_under_check import claims_under_check
 from diagnosis.pipeline.contracts import (
+    EvidenceBinding,
     ExecutorInput,
     ExecutorOutput,
     FactCheck,
@@ -292,6 +293,8 @@ class AskedCalls:
     conclusions: list[str] = field(default_factory=list)
     # What they leave to the executor: asks whose slot is unfilled, or that ask for reasoning.
     open_asks: list[str] = field(default_factory=list)
+    # What the inferences among them (root-cause candidates) rest on: the executor states it.
+    inference_refs: list[EvidenceBinding] = field(default_factory=list)
 
 
 def _asks_called(
@@ -302,7 +305,9 @@ def _asks_called(
     world: World,
     prior: list[ToolResult],
 ) -> AskedCalls:
-    toolbox = recorder.toolbox(round=round_number, max_calls=limits.max_tool_calls)
+    # An investigation's range queries are bounded on their own (`AskKind.call_budget`), beside the round's.
+    extra = max((KINDS[ask.kind].call_budget for ask in asks), default=0)
+    toolbox = recorder.toolbox(round=round_number, max_calls=limits.max_tool_calls + extra)
     slot_world = SlotWorld(
         vocabulary=world.vocabulary,
         service_labels=world.service_labels,
@@ -310,11 +315,20 @@ def _asks_called(
         now=world.now,
         logs_window_minutes=world.logs_window_minutes,
         carrier=world.carrier,
+        label_names=world.label_names,
+        families=world.families,
+        metrics=world.inventory.metrics,
+        services=world.inventory.services,
     )
     asked = AskedCalls(slot_world, slot_calls_run(asks, toolbox=toolbox, world=slot_world, prior=prior))
     results = _round_results(asked, recorder, round_number)
     answered = _slots_filled(asks, asked, results, recorder.invocations(), world)
-    return replace(asked, conclusions=conclusion_lines(answered), open_asks=open_asks(answered))
+    return replace(
+        asked,
+        conclusions=conclusion_lines(answered),
+        open_asks=open_asks(answered),
+        inference_refs=[b for slot in answered if slot.filled and slot.inference for b in slot.bindings],
+    )
 
 
 def _round_results(asked_calls: AskedCalls, recorder: Recorder, round_number: int) -> list[ToolResult]:
@@ -343,11 +357,15 @@ def _slots_filled(
 
 
 def _slot_fact(slot: Slot) -> FactCheck:
+    """A slot code filled from verified output is direct evidence; one that infers from it (root-cause
+    candidates) is at most indirect support, never a verified cause."""
     return FactCheck(
         fact=slot.line(),
         is_critical=True,
-        verification="direct_evidence",
-        detail="所问的槽位由代码按已核验的工具输出填写",
+        verification="indirect_support" if slot.inference else "direct_evidence",
+        detail="根因候选由代码按已核验的工具输出推断，未经证实"
+        if slot.inference
+        else "所问的槽位由代码按已核验的工具输出填写",
         evidence_refs=[f"{b.tool_name} #{b.source_invocation_id} {b.raw_path}" for b in slot.bindings],
     )
 
@@ -397,6 +415,7 @@ def _executor_run(
         carrier=world.carrier,
         conclusions=asked_calls.conclusions,
         open_asks=asked_calls.open_asks,
+        inference_refs=asked_calls.inference_refs,
     )
     return stage_run(recorder, round_number, Stage.EXECUTOR, lambda: engine.execute(stage_input, toolbox))
 

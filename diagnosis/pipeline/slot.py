@@ -9,6 +9,8 @@ through the toolbox interfaces that name those records.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -17,6 +19,23 @@ from diagnosis.pipeline.contracts import EvidenceBinding
 from tools.source_names import source_name
 
 CONCLUSION = "结论："
+
+
+class DerivedNumber(BaseModel):
+    """A number or time a slot's text says that code computed from one cited range series: the
+    gatekeeper computes it again from the recorded result (`diagnosis.pipeline.derived`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    binding: EvidenceBinding
+    # `median`: of the series' values in [start, end) ([start, end] when `closed`), said in `unit`;
+    # `sample_time`: the time of day of its sample at `start`; `alert_start`: of the cited alert's start.
+    statistic: Literal["median", "sample_time", "alert_start"]
+    start: datetime
+    end: datetime
+    closed: bool = False
+    unit: str = ""
+    said: str
 
 
 class Slot(BaseModel):
@@ -34,6 +53,12 @@ class Slot(BaseModel):
     # What the sources cannot show, said as such (a window beyond retention, an action).
     limits: list[str] = []
     bindings: list[EvidenceBinding] = []
+    # The numbers its conclusion says that are computed from a cited range result, not quoted.
+    derived: list[DerivedNumber] = []
+    # Its conclusion is an inference from the evidence it cites (root-cause candidates), never a
+    # verified fact; `subjects` are the services it names as candidates (in the question's focus).
+    inference: bool = False
+    subjects: list[str] = []
 
     def said(self) -> str:
         """The conclusion with its source as people name it (`… · 来源 Alertmanager`): the slot's

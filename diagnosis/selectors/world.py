@@ -4,6 +4,7 @@ it once per session and hands it to the Django-free pipeline as plain data."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from django.conf import settings
@@ -15,9 +16,12 @@ from diagnosis.pipeline.scope import out_of_focus, record_subjects
 from tools.clock import now
 from tools.configured_vocabulary import current_vocabulary
 from tools.evidence.series.source import LabelledSeriesSource, SeriesSource
-from tools.promql import Carrier
 from tools.series import SeriesLabels
+from tools.signal_roles import MetricFamily
 from tools.sources import source_for, sources_inventory
+from tools.sources.http import SourceError
+
+logger = logging.getLogger(__name__)
 
 
 def world_current() -> World:
@@ -25,6 +29,7 @@ def world_current() -> World:
     vocabulary = current_vocabulary()
     known = sources_inventory(now=now())
     service_labels = tuple(settings.DIAGNOSIS["SERVICE_LABELS"])
+    labels = _series_labels(service_labels=service_labels, metrics=known.metrics)
     return World(
         vocabulary=vocabulary,
         inventory=Inventory.build(
@@ -37,16 +42,31 @@ def world_current() -> World:
         service_labels=service_labels,
         now=now(),
         logs_window_minutes=settings.DIAGNOSIS["LOGS_WINDOW_MINUTES"],
-        carrier=_carrier(service_labels=service_labels, metrics=known.metrics),
+        carrier=labels.carrier if labels else None,
+        label_names=labels.label_names if labels else None,
+        families=_families(),
     )
 
 
-def _carrier(*, service_labels: tuple[str, ...], metrics: set[str]) -> Carrier | None:
+def _series_labels(*, service_labels: tuple[str, ...], metrics: set[str]) -> SeriesLabels | None:
     """The series labels of the source PromQL goes to, when it can tell them."""
     source = source_for(SeriesSource)
     if not isinstance(source, LabelledSeriesSource):
         return None
-    return SeriesLabels(source, service_labels=service_labels, metrics=metrics).carrier
+    return SeriesLabels(source, service_labels=service_labels, metrics=metrics)
+
+
+def _families() -> tuple[MetricFamily, ...]:
+    """The metric families the PromQL source states (none when it states none or fails: an
+    investigation then says it read no key signal)."""
+    source = source_for(SeriesSource)
+    if not isinstance(source, SeriesSource):
+        return ()
+    try:
+        return tuple(source.metric_families())
+    except SourceError:
+        logger.warning("metric metadata of the PromQL source unknown: the source failed", exc_info=True)
+        return ()
 
 
 def world_recorded(record: dict) -> World:

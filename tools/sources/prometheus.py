@@ -19,6 +19,7 @@ from tools.evidence.series.source import LabelledSeriesSource
 from tools.evidence.targets.source import TargetSource
 from tools.inventory import SourceInventory
 from tools.records import labelled_alert_record, parsed_time, service_of
+from tools.signal_roles import MetricFamily
 from tools.sources.http import HttpSource, SourceError, source_timeout
 from tools.terms import matches
 
@@ -134,6 +135,15 @@ class PrometheusSource(HttpSource, AlertSource, LabelledSeriesSource, TargetSour
     def label_names(self, *, match: str) -> list[str]:
         """The label names the series `match` selects carry (`/api/v1/labels?match[]=`)."""
         return list(self.data("/api/v1/labels", {"match[]": match, "limit": LABEL_VALUES_LIMIT}) or [])
+
+    def metric_families(self) -> list[MetricFamily]:
+        """Every metric family's TYPE and HELP as the server states them (`/api/v1/metadata`)."""
+        metadata = self.data("/api/v1/metadata") or {}
+        return [
+            MetricFamily(name=name, type=str(entries[0].get("type") or ""), help=str(entries[0].get("help") or ""))
+            for name, entries in (metadata.items() if isinstance(metadata, dict) else [])
+            if entries
+        ]
 
     def inventory(self, *, now: datetime) -> SourceInventory:
         """Alert names of the alerting rules and their alerts; services: the service labels' values;

@@ -31,6 +31,8 @@ from tools.matching import group_term, groups_in, term_pattern
 from tools.vocabulary import Vocabulary
 
 MAX_BINDINGS_PER_CLAIM = 6
+# How the evidence an inference (root-cause candidates, changes) rests on is stated.
+MOVED_SERIES = "结论所据："
 MAX_GUIDANCE_CLAIMS = 2
 LIST_MARKER = re.compile(r"^\s*(?:[-*]|\d+\.)\s+")
 
@@ -155,7 +157,7 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
     for keep, result in zip(on_result, turn(second), strict=True):
         if result:
             keep(result)
-    return _claims_from(
+    output = _claims_from(
         gathered,
         subjects=[*focus.services, *focus.alerts],
         alerts_asked=alerts,
@@ -163,6 +165,21 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
         own_asked=topics if asks_cause else [],
         vocabulary=vocabulary,
     )
+    return output.model_copy(update={"claims": [*_moved_claims(stage_input), *output.claims]})
+
+
+def _moved_claims(stage_input: ExecutorInput) -> list[Claim]:
+    """The series an investigation's candidates rest on, each stated as what its record says."""
+    unique = {(b.source_invocation_id, b.raw_path): b for b in stage_input.inference_refs}
+    return [
+        Claim(
+            claim_id=f"moved-{index}",
+            claim_type="observation",
+            claim_text=f"{MOVED_SERIES}{binding.evidence_excerpt}",
+            evidence_bindings=[binding],
+        )
+        for index, binding in enumerate(unique.values(), start=1)
+    ]
 
 
 def _metrics_calls(services: list[str], alerts: list[str]) -> list[dict]:

@@ -1,18 +1,37 @@
-"""`cause`: why — the subject's symptoms (firing alerts, lines with the asked property) and, when
-both are there, an inference linking them labelled as such; else what was searched and not found.
-Code only hedges: the reasoning is left open to the executor (`reasoned`)."""
+"""`cause`: why (为什么、根因、原因、root cause), and what happened from a stated time (「从 10:05
+开始」): an investigation by code (§23). Every service's key signals from the metrics source are read
+over the incident and a baseline before it (bounded range queries, aggregated by the service label),
+how each moved is computed, and root-cause candidates are ranked with the call graph:
+
+    结论：根因候选：<subject>（<mechanism>，<onset>起，<before> → <after>）；其次：…
+
+or `结论：未找到根因证据：<what was searched>`. Candidates are inferences: the slot says so and the
+verdict counts it as one. The subject's alerts and lines are searched as before, for the executor.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
 
 from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.asks.kind import AskKind, Call, SlotWorld
-from diagnosis.pipeline.asks.logs import log_search, log_slot
-from diagnosis.pipeline.asks.shared import alert_found, alert_text, failure
+from diagnosis.pipeline.asks.logs import log_search
+from diagnosis.pipeline.asks.shared import alert_found, alert_on_topic
+from diagnosis.pipeline.investigation.conclusion import (
+    FIRST,
+    MAX_CANDIDATES,
+    candidates_said,
+    joined,
+    searched_said,
+)
+from diagnosis.pipeline.investigation.investigate import Investigation, Plan, investigated, plan_of, window_of
+from diagnosis.pipeline.investigation.records import RecordMove, alert_started, record_moves
+from diagnosis.pipeline.investigation.signals import MAX_SIGNALS
 from diagnosis.pipeline.slot import Slot
 from tools.evidence.alerts.record import AlertRecord
-from tools.evidence.result import NO_EVIDENCE_PATH, ToolResult
+from tools.evidence.registry import ALERTS, LOGS, SERIES
+from tools.evidence.result import ToolResult
 
 
 class Cause(AskKind):
@@ -20,31 +39,93 @@ class Cause(AskKind):
     label = "原因"
     words = "cause"
     reasoned = True
+    # The investigation's range queries (one per key signal) and the call graph's one.
+    call_budget = MAX_SIGNALS + 1
 
     def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:
-        return log_search(ask, alerts=alerts, world=world)
+        return [*investigation_plan(ask, alerts, world).calls(), *log_search(ask, alerts=alerts, world=world)]
 
     def read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
-        alerts, alert_message = alert_found(ask, results)
-        logs = log_slot(ask, results, world, wanted=ask.topic or "error")
-        firing = [f for f in alerts if f.record.state == "firing"][:3]
-        about = ask.subject or "所问对象"
-        if not firing and not logs.filled:
-            return failure(alert_message, ask, f"未找到原因证据（已检索 {about} 的告警与日志）")
-        # Lines found are symptoms; a search that found none is said beside them, never as one.
-        lines_found = logs.filled and any(b.raw_path != NO_EVIDENCE_PATH for b in logs.bindings)
-        symptoms = [alert_text(f.record) for f in firing]
-        if lines_found:
-            symptoms.append(logs.conclusion)
-        inference = (
-            f"。推断（未证实）：{firing[0].record.alert_name} 与同期日志可能相关，需人工确认"
-            if firing and lines_found
-            else ""
-        )
+        found, _ = alert_found(ask, results)
+        plan = investigation_plan(ask, [f.record for f in found], world)
+        investigation = investigated(plan, results, services=world.services)
+        if investigation.candidates:
+            return investigation_slot(ask, investigation)
+        # Without a series that moved, what the subject's alerts and lines say moved.
+        moves = record_moves(results, subject=ask.service, on_topic=_on_topic(ask, world))[:MAX_CANDIDATES]
+        if moves:
+            return moves_slot(ask, moves)
         return Slot(
-            ask=ask,
-            filled=True,
-            conclusion=f"{about} 的现象：{'；'.join(symptoms)}{inference}",
-            limits=[] if lines_found else [logs.conclusion],
-            bindings=[*(f.binding for f in firing), *(logs.bindings if lines_found else [])],
+            ask=ask, filled=True, conclusion=searched_said(investigation, searched=_searched(ask, results))
         )
+
+
+def investigation_plan(
+    ask: Ask, alerts: Sequence[AlertRecord], world: SlotWorld, *, lead: timedelta = timedelta(0)
+) -> Plan:
+    """The plan of the ask's investigation: from the stated start, else the subject's earliest firing
+    alert's, else the last minutes (opened `lead` earlier); over the metrics source's key signals (none
+    without PromQL)."""
+    ended = world.now - timedelta(minutes=ask.window.end_minutes_ago) if ask.window.asked else None
+    start = incident_start(ask, alerts, now=world.now)
+    window = window_of(now=world.now, start=start - lead if start is not None else None, end=ended)
+    if SERIES.tool not in world.tools:
+        return Plan(window=window, signals=(), edges=())
+    return plan_of(
+        world.families,
+        window=window,
+        service_labels=world.service_labels,
+        series=world.metrics,
+        label_names=world.label_names,
+    )
+
+
+def incident_start(ask: Ask, alerts: Sequence[AlertRecord], *, now: datetime) -> datetime | None:
+    if ask.window.asked:
+        return now - timedelta(minutes=ask.window.minutes + ask.window.end_minutes_ago)
+    starts = [
+        start for alert in alerts if alert.state == "firing" and (start := alert_started(alert)) is not None
+    ]
+    return min(starts, default=None)
+
+
+def investigation_slot(ask: Ask, investigation: Investigation) -> Slot:
+    said = candidates_said(investigation)
+    return Slot(
+        ask=ask,
+        filled=True,
+        conclusion=said.text,
+        bindings=said.bindings,
+        derived=said.derived,
+        inference=True,
+        subjects=[c.subject for c in investigation.candidates[:MAX_CANDIDATES]],
+    )
+
+
+def moves_slot(ask: Ask, moves: Sequence[RecordMove]) -> Slot:
+    said = joined([move.said() for move in moves], lead=FIRST)
+    return Slot(
+        ask=ask,
+        filled=True,
+        conclusion=said.text,
+        bindings=said.bindings,
+        derived=said.derived,
+        inference=True,
+        subjects=list(dict.fromkeys(move.subject for move in moves)),
+    )
+
+
+def _on_topic(ask: Ask, world: SlotWorld) -> Callable[[str], bool]:
+    """Whether an alert is on the asked topic (its vocabulary topic, or a term of it in its name)."""
+    return lambda alert: bool(ask.topic) and alert_on_topic(alert, ask.topic, world.vocabulary)
+
+
+def _searched(ask: Ask, results: Sequence[ToolResult]) -> str:
+    """What else was searched: the subject's alerts and lines."""
+    about = f"{ask.service} 的" if ask.service else ""
+    kinds = [
+        label
+        for kind, label in ((ALERTS, "告警"), (LOGS, "日志"))
+        if any(kind.owns(r.tool_name) for r in results)
+    ]
+    return f"{about}{'与'.join(kinds)}中也未见数值变化的告警或日志" if kinds else ""

@@ -15,7 +15,8 @@ from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.slot import Slot
 from tools.evidence.alerts.record import AlertRecord
 from tools.evidence.result import ToolResult
-from tools.promql import Carrier
+from tools.promql import Carrier, LabelNames
+from tools.signal_roles import MetricFamily
 from tools.vocabulary import Vocabulary
 
 # A tool call as the toolbox takes it: (tool name, arguments).
@@ -25,7 +26,8 @@ Call = tuple[str, dict]
 @dataclass(frozen=True)
 class SlotWorld:
     """What slot code reads besides the results: the vocabulary, the labels naming a service, the
-    tools the sources answer, the time and the log source's window."""
+    tools the sources answer, the time and the log source's window; for an investigation, the
+    metrics source's families, its series' label names, and the names the sources know."""
 
     vocabulary: Vocabulary
     service_labels: tuple[str, ...]
@@ -33,6 +35,10 @@ class SlotWorld:
     now: datetime
     logs_window_minutes: int
     carrier: Carrier | None = None
+    label_names: LabelNames | None = None
+    families: tuple[MetricFamily, ...] = ()
+    metrics: frozenset[str] = frozenset()
+    services: frozenset[str] = frozenset()
 
 
 class AskKind(Protocol):
@@ -50,6 +56,8 @@ class AskKind(Protocol):
     alert_subject: ClassVar[bool] = True
     # Its answer is reasoning over the evidence, which code only hedges: left open to the executor.
     reasoned: ClassVar[bool] = False
+    # Calls its slot may make beyond the round's budget (an investigation's bounded range queries).
+    call_budget: ClassVar[int] = 0
 
     def alerts_first(self, ask: Ask) -> bool:
         """Whether its calls start from the subject's alerts (their `expr` names the series, their

@@ -101,8 +101,11 @@ def _resolved(
         kinds |= {"list"} if focus.services and not kinds else set()
     if focus.alerts and not kinds:
         kinds = {"existence"}
-    if kinds & {"history", "list", "priority", "health"}:
+    if kinds & {"history", "list", "priority", "health", "change"}:
         kinds -= {"existence"}
+    # What changed is asked of the investigation; a cause word beside it ("what changed before") is the same.
+    if "change" in kinds:
+        kinds -= {"cause"}
     return [kind for kind in KINDS if kind in kinds]
 
 

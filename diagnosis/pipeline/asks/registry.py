@@ -5,6 +5,7 @@ from __future__ import annotations
 from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.asks.action import Action
 from diagnosis.pipeline.asks.cause import Cause
+from diagnosis.pipeline.asks.change import Change
 from diagnosis.pipeline.asks.existence import Existence
 from diagnosis.pipeline.asks.health import Health
 from diagnosis.pipeline.asks.history import History
@@ -26,6 +27,7 @@ KINDS: dict[str, AskKind] = {
         Trend(),
         History(),
         Cause(),
+        Change(),
         Logs(),
         Runbook(),
         Listing(),

@@ -17,6 +17,7 @@ from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.asks.kind import SlotWorld
 from diagnosis.pipeline.asks.registry import KINDS, ask_label
 from diagnosis.pipeline.contracts import Claim
+from diagnosis.pipeline.derived import derived_failures
 from diagnosis.pipeline.facts import NO_NAMES, FactNames
 from diagnosis.pipeline.gatekeeper import claims_checked
 from diagnosis.pipeline.slot import CONCLUSION, Slot
@@ -36,7 +37,8 @@ def slots_read(asks: Sequence[Ask], *, results: Sequence[ToolResult], world: Slo
 def slots_verified(
     slots: Sequence[Slot], *, invocations: Sequence[ToolResult], names: FactNames = NO_NAMES
 ) -> list[Slot]:
-    """A filled slot stays filled only when the gatekeeper verifies every citation it rests on."""
+    """A filled slot stays filled only when the gatekeeper verifies every citation it rests on and
+    computes again every number it derived from a cited range result."""
     claims = [
         # Quoted log patterns are evidence, not the conclusion's own polarity.
         Claim(
@@ -50,6 +52,11 @@ def slots_verified(
     ]
     result = claims_checked(claims, invocations=invocations, names=names)
     failed = {b.claim_id for b in result.checked_bindings if b.status == "fail"}
+    failed |= {
+        f"slot-{i}"
+        for i, s in enumerate(slots)
+        if s.filled and s.derived and derived_failures(s, invocations=invocations, names=names)
+    }
     return [
         s.model_copy(update={"filled": False, "why": "引用未通过核验"}) if f"slot-{i}" in failed else s
         for i, s in enumerate(slots)

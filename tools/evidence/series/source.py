@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from tools.evidence.source import Source
+from tools.signal_roles import MetricFamily
 
 
 @runtime_checkable
@@ -18,6 +19,10 @@ class SeriesSource(Source, Protocol):
     def retention_minutes(self) -> int | None:
         """How far back it keeps samples; None when it cannot say."""
         return None
+
+    def metric_families(self) -> list[MetricFamily]:
+        """Its metric families with their TYPE and HELP; none when it cannot say."""
+        return []
 
 
 @runtime_checkable

@@ -1,100 +1,127 @@
-"""`cause`: the subject's symptoms (firing alerts, lines with the asked property) and, when both are
-there, one inference linking them, labelled as unproven; the ask stays open to the executor, which
-may reason further. Every behaviour holds on two worlds: plain names (checkout, billing-db, node)
-and the demo world's (order-service, payment-service)."""
+"""`cause` (why, root cause, from a stated time) is an investigation (§23): with a metrics source,
+every service's key signals over the incident and a baseline; without one, what the subject's alerts
+and lines say moved. Its one line is `根因候选：…；其次：…` (an inference: never a verified cause) or
+`未找到根因证据：…`; `change` lists the same moves by time. Every behaviour holds on two worlds: plain
+names (checkout, billing-db) and the demo world's (order-service, payment-service)."""
 
 from __future__ import annotations
 
-from diagnosis.pipeline.asks.slots import open_asks
+from datetime import timedelta
+
+from diagnosis.pipeline.asks.slots import open_asks, slots_verified
+from diagnosis.pipeline.investigation.said import time_said
 from tests.diagnosis.pipeline.asks.support import (
+    NOW,
     Names,
     alert_record,
     alerts_message,
-    logs_message,
+    message,
     per_world,
     read,
 )
-from tools.evidence.result import NO_EVIDENCE_PATH, Ref
+from tools.evidence.logs.record import LogLine
 
 
 def cause_question(names: Names) -> str:
     return f"{names.service} 为什么报错"
 
 
-def timeouts(names: Names) -> list[tuple[str, str]]:
-    return [
-        ("ERROR", f"timeout calling {names.other} after 3000 ms"),
-        ("ERROR", f"timeout calling {names.other} after 5000 ms"),
-    ]
+def started(minutes_ago: int) -> str:
+    return (NOW - timedelta(minutes=minutes_ago)).astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
-def service_alerts(names: Names, records: list[dict]) -> dict:
+def service_alerts(names: Names, records: list[dict]) -> object:
     return alerts_message(1, records, arguments={"service": names.service})
 
 
+def rising_lines(names: Names, values: list[str]) -> object:
+    """Lines of one pattern whose number climbs, oldest first, one a minute up to a minute ago."""
+    count = len(values)
+    records = [
+        {
+            "timestamp": started(count - i),
+            "service": names.service,
+            "level": "WARN",
+            "message": f"pool usage high: {value}%, waiting {i}",
+        }
+        for i, value in enumerate(values)
+    ]
+    texts = [LogLine.model_validate(record).ref_text() for record in records]
+    return message(
+        7, "query_logs", "logs", records, texts, arguments={"query": "error", "service": names.service}
+    )
+
+
 def cause_of(slots):
-    [slot] = [slot for slot in slots if slot.ask.kind == "cause"]
+    [slot] = [slot for slot in slots if slot.ask.kind in ("cause", "change")]
     return slot
 
 
 @per_world
-def test_a_cause_pairs_the_firing_alert_with_the_lines_as_an_unproven_inference(names):
-    messages = [service_alerts(names, [alert_record(names)]), logs_message(names, timeouts(names))]
+def test_without_metrics_the_firing_alert_and_a_climbing_line_are_the_candidates(names):
+    alert = alert_record(names, active_at=started(12), threshold=names.alert_threshold)
+    messages = [service_alerts(names, [alert]), rising_lines(names, ["71.5", "80.0", "88.5", "93.0"])]
 
     slot = cause_of(read(cause_question(names), names, messages))
 
-    assert slot.filled
+    onset = time_said(NOW - timedelta(minutes=12))
+    assert slot.filled and slot.inference
     assert slot.conclusion.startswith(
-        f"{names.service} 的现象：{names.service} 的 {names.alert} 告警（firing，critical），当前值 {names.alert_value}；"
+        f"根因候选：{names.service}（{names.alert} 告警触发，{onset}起，{names.alert_threshold} → {names.alert_value}）；其次："
     )
-    assert f"「timeout calling {names.other} after <*> ms」2 条" in slot.conclusion
-    assert slot.conclusion.endswith(f"。推断（未证实）：{names.alert} 与同期日志可能相关，需人工确认")
-    assert [b.raw_path for b in slot.bindings] == ["$.alerts[0]", "$.logs[0]"]
-
-
-@per_world
-def test_a_search_that_found_no_lines_is_said_beside_the_symptoms_never_as_one(names):
-    searched = logs_message(names, []).model_copy(
-        update={"refs": [Ref(path=NO_EVIDENCE_PATH, text="no log lines matched")]}
+    assert (
+        f"{names.service}（日志「pool usage high」升高，{time_said(NOW - timedelta(minutes=4))}起，71.5% → 93.0%）"
+        in slot.conclusion
     )
-    messages = [service_alerts(names, [alert_record(names)]), searched]
-
-    slot = cause_of(read(cause_question(names), names, messages))
-
-    assert slot.filled
-    assert "推断" not in slot.conclusion
-    assert slot.limits == [f"最近 60 分钟未检索到 {names.service} 的错误日志"]
-    assert [b.raw_path for b in slot.bindings] == ["$.alerts[0]"]
+    assert slot.subjects == [names.service]
+    # The alert's start is computed again from its record; every number is in a cited record.
+    assert [n.statistic for n in slot.derived] == ["alert_start"]
+    [kept] = slots_verified([slot], invocations=messages)
+    assert kept.filled
 
 
 @per_world
-def test_no_firing_alert_and_no_lines_leave_the_cause_unfilled_naming_what_was_searched(names):
-    messages = [service_alerts(names, []), logs_message(names, [])]
-
+def test_a_number_the_records_do_not_hold_fails_the_check(names):
+    alert = alert_record(names, active_at=started(12), threshold=names.alert_threshold)
+    messages = [service_alerts(names, [alert]), rising_lines(names, ["71.5", "80.0", "88.5", "93.0"])]
     slot = cause_of(read(cause_question(names), names, messages))
 
-    assert not slot.filled
-    assert slot.why == f"未找到原因证据（已检索 {names.service} 的告警与日志）"
+    forged = slot.model_copy(update={"conclusion": slot.conclusion.replace("93.0%", "99.0%")})
+
+    [kept] = slots_verified([forged], invocations=messages)
+    assert not kept.filled and kept.why == "引用未通过核验"
 
 
 @per_world
-def test_a_filled_cause_is_still_left_open_to_the_executor(names):
-    messages = [service_alerts(names, [alert_record(names)]), logs_message(names, timeouts(names))]
+def test_nothing_that_moved_is_said_as_no_root_cause_evidence_with_what_was_searched(names):
+    messages = [service_alerts(names, []), rising_lines(names, [])]
 
-    slots = read(cause_question(names), names, messages)
+    slot = cause_of(
+        read(cause_question(names), names, messages, tools=frozenset({"query_alerts", "query_logs"}))
+    )
 
-    assert all(slot.filled for slot in slots)
-    assert open_asks(slots) == [f"{names.service} 的原因"]
+    assert slot.filled and not slot.inference
+    assert slot.conclusion.startswith("未找到根因证据：指标源没有可读出服务关键信号")
+    assert slot.conclusion.endswith(f"{names.service} 的告警与日志中也未见数值变化的告警或日志")
 
 
 @per_world
-def test_a_line_that_reads_like_a_source_is_kept_whole_in_the_cause(names):
-    """The logs part of a cause is the logs slot's statement field, its source kept apart: a line with
-    ` · 来源 ` in it is not cut there, and the logs' source is not said inside the cause."""
-    lines = [("ERROR", "upstream refused · 来源 gateway"), ("ERROR", "upstream refused · 来源 gateway")]
-    messages = [service_alerts(names, [alert_record(names)]), logs_message(names, lines)]
+def test_a_cause_is_still_left_open_to_the_executor(names):
+    alert = alert_record(names, active_at=started(12), threshold=names.alert_threshold)
 
-    slot = cause_of(read(cause_question(names), names, messages))
+    slots = read(cause_question(names), names, [service_alerts(names, [alert])])
 
-    assert "「upstream refused · 来源 gateway」2 条" in slot.conclusion
-    assert "来源 loki" not in slot.conclusion
+    assert f"{names.service} 的原因" in open_asks(slots)
+
+
+@per_world
+def test_what_changed_lists_the_moves_by_time(names):
+    alert = alert_record(names, active_at=started(12), threshold=names.alert_threshold)
+    messages = [service_alerts(names, [alert]), rising_lines(names, ["71.5", "80.0", "88.5", "93.0"])]
+
+    slot = cause_of(read(f"What changed before {names.alert} started on {names.service}?", names, messages))
+
+    assert slot.ask.kind == "change"
+    first, second = slot.conclusion.removeprefix("变化（按时间）：").split("；")
+    assert first.startswith(f"{names.service}（{names.alert} 告警触发，")
+    assert second.startswith(f"{names.service}（日志「pool usage high」升高，")

@@ -1,0 +1,143 @@
+"""How one series moved: its onset, its level before and after (medians) and a robust magnitude
+(the shift in units of the spread before it: the median absolute deviation, floored).
+
+Pure arithmetic over (time, value) points, so the gatekeeper can compute the same numbers again
+from the cited range result (`window_median`).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from itertools import pairwise
+
+from tools.evidence.series.record import SeriesRecord
+
+# MAD × this estimates a normal distribution's standard deviation (and a step's MAD × this ÷ √2).
+MAD_SCALE = 1.4826
+# The spread is never taken below this share of the level (or of the series' typical size): a flat
+# series moves only when it moves by a share of what it is.
+RELATIVE_FLOOR = 0.05
+# A point this many spreads away from the level before has moved; a change smaller is no change.
+MOVED = 3.0
+# Points before the onset a baseline needs to say a level and a spread.
+MIN_BASELINE_POINTS = 3
+# The level before is the median of the last stretch of the baseline (earlier incidents in a long
+# baseline would shift it); the spread is judged over the whole baseline.
+LEVEL_WINDOW = timedelta(minutes=10)
+
+# The stated start of an incident is read this early: a series may move a little before someone notices.
+EARLY = timedelta(minutes=2)
+
+Point = tuple[datetime, float]
+
+
+@dataclass(frozen=True)
+class Change:
+    onset: datetime
+    before: float
+    after: float
+    # |after − before| in units of the spread before it.
+    score: float
+    # Where the medians were taken: `before` over [level_start, baseline_end), `after` over [onset, end];
+    # the spread over [baseline_start, baseline_end).
+    level_start: datetime
+    baseline_start: datetime
+    baseline_end: datetime
+    end: datetime
+
+    @property
+    def rising(self) -> bool:
+        return self.after > self.before
+
+
+def window_median(
+    points: Sequence[Point], *, start: datetime, end: datetime, closed: bool = False
+) -> float | None:
+    """The median of the values in [start, end) (or [start, end] when `closed`); None when none."""
+    values = [value for at, value in points if start <= at and (at <= end if closed else at < end)]
+    return statistics.median(values) if values else None
+
+
+def series_points(record: SeriesRecord) -> list[Point]:
+    """A range series' finite samples as (time, value)."""
+    points = []
+    for pair in record.values or []:
+        try:
+            at, value = float(pair[0]), float(pair[1])
+        except (TypeError, ValueError, IndexError):
+            continue
+        if math.isfinite(value):
+            points.append((datetime.fromtimestamp(at, UTC), value))
+    return points
+
+
+def change_of(
+    points: Sequence[Point], *, onset_hint: datetime, baseline_start: datetime, end: datetime
+) -> Change | None:
+    """How the series moved after `onset_hint` against [baseline_start, onset_hint − EARLY); None when
+    it has too little baseline or did not move."""
+    baseline_end = onset_hint - EARLY
+    before = [value for at, value in points if baseline_start <= at < baseline_end]
+    if len(before) < MIN_BASELINE_POINTS:
+        # Little history (a series that began just before): the baseline runs up to the stated start.
+        baseline_end = onset_hint
+        before = [value for at, value in points if baseline_start <= at < baseline_end]
+    after = [(at, value) for at, value in points if baseline_end <= at <= end]
+    if len(before) < MIN_BASELINE_POINTS or not after:
+        return None
+    level_start = max(baseline_start, baseline_end - LEVEL_WINDOW)
+    if sum(level_start <= at < baseline_end for at, _ in points) < MIN_BASELINE_POINTS:
+        level_start = baseline_start
+    level = window_median(points, start=level_start, end=baseline_end)
+    if level is None:
+        return None
+    typical = statistics.median(abs(value) for _, value in points)
+    spread = max(_noise(before, level), RELATIVE_FLOOR * max(abs(level), typical))
+    if spread <= 0:
+        return None
+    onset = _onset(after, level=level, spread=spread)
+    if onset is None:
+        return None
+    moved = window_median(points, start=onset, end=end, closed=True)
+    if moved is None:
+        return None
+    score = abs(moved - level) / spread
+    if score < MOVED:
+        return None
+    return Change(
+        onset=onset,
+        before=level,
+        after=moved,
+        score=score,
+        level_start=level_start,
+        baseline_start=baseline_start,
+        baseline_end=baseline_end,
+        end=end,
+    )
+
+
+def _noise(values: Sequence[float], level: float) -> float:
+    """The spread of a baseline: the smaller of its MAD and its step-to-step noise (repeats of one
+    sample at a step finer than the scrape left out). An earlier incident inside the baseline widens
+    the MAD but adds only two steps; a slow drift widens the steps' estimate less than the MAD."""
+    mad = statistics.median(abs(value - level) for value in values) * MAD_SCALE
+    distinct = [value for index, value in enumerate(values) if index == 0 or value != values[index - 1]]
+    steps = [abs(later - earlier) for earlier, later in pairwise(distinct)]
+    step_noise = statistics.median(steps) * MAD_SCALE / math.sqrt(2) if steps else mad
+    return min(mad, step_noise)
+
+
+def _onset(after: Sequence[Point], *, level: float, spread: float) -> datetime | None:
+    """The first point past MOVED spreads whose next point (if any) is past it on the same side."""
+    for index, (at, value) in enumerate(after):
+        distance = (value - level) / spread
+        if abs(distance) < MOVED:
+            continue
+        following = after[index + 1 : index + 2]
+        if not following or (following[0][1] - level) / spread * (1 if distance > 0 else -1) >= MOVED:
+            return at
+    return None

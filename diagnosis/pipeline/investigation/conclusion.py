@@ -1,0 +1,122 @@
+"""An investigation's conclusion as §23 writes it, with what it cites:
+
+    根因候选：<subject>（<mechanism>，<onset>起，<before> → <after>）；其次：<subject>（…）；…
+
+at most three candidates, each citing the range series its numbers are computed from (and the
+call-graph series naming the caller it is seen from); the numbers and the onset are derived numbers
+the gatekeeper computes again. Or, when nothing moved: 未找到根因证据：<what was searched>.
+A candidate is an inference, never a verified cause: the words say 候选.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from diagnosis.pipeline.contracts import EvidenceBinding
+from diagnosis.pipeline.investigation.investigate import Cited, Investigation
+from diagnosis.pipeline.investigation.ranking import CALLER_SIDE, EDGE, Candidate, Moved
+from diagnosis.pipeline.investigation.said import time_said, value_said
+from diagnosis.pipeline.slot import DerivedNumber
+
+MAX_CANDIDATES = 3
+FIRST = "根因候选："
+THEN = "；其次："
+NOT_FOUND = "未找到根因证据："
+
+
+@dataclass
+class Said:
+    """A text with what it cites: its bindings, and the numbers in it computed from them."""
+
+    text: str
+    bindings: list[EvidenceBinding] = field(default_factory=list)
+    derived: list[DerivedNumber] = field(default_factory=list)
+    # When what it says began (a candidate's or a change's onset).
+    onset: datetime | None = None
+
+
+def candidate_parts(investigation: Investigation, *, limit: int = MAX_CANDIDATES) -> list[Said]:
+    """`<subject>（<mechanism>，<onset>起，<before> → <after>）` of each ranked candidate, at most `limit`."""
+    return [_candidate_said(c, investigation) for c in investigation.candidates[:limit]]
+
+
+def joined(parts: list[Said], *, lead: str, then: str = THEN) -> Said:
+    """The parts in one text (`lead` first part `then` the others), citing what each cites."""
+    first, rest = parts[0], parts[1:]
+    said = Said(text=lead + first.text + (then + "；".join(part.text for part in rest) if rest else ""))
+    for part in parts:
+        known = {(b.source_invocation_id, b.raw_path) for b in said.bindings}
+        said.bindings += [b for b in part.bindings if (b.source_invocation_id, b.raw_path) not in known]
+        said.derived += part.derived
+    return said
+
+
+def candidates_said(investigation: Investigation) -> Said:
+    """The ranked candidates (at most three) in §23's words, with their bindings and derived numbers."""
+    return joined(candidate_parts(investigation), lead=FIRST)
+
+
+def searched_said(investigation: Investigation, *, searched: str = "") -> str:
+    """What was searched, for `未找到根因证据：…`; `searched`: what else was (alerts, lines)."""
+    plan = investigation.plan
+    roles = "、".join(dict.fromkeys(signal.label for signal in plan.signals))
+    if not plan.signals:
+        metrics = "指标源没有可读出服务关键信号（请求、错误、延迟、CPU、内存、网络）的指标"
+    else:
+        window = plan.window
+        minutes = int((window.start - window.baseline_start).total_seconds() // 60)
+        metrics = (
+            f"已读取 {investigation.series_read} 条序列（{roles}），{time_said(window.start)} 起"
+            f"与之前 {minutes} 分钟相比没有服务的关键信号明显变化"
+        )
+    return NOT_FOUND + "；".join(part for part in (metrics, searched) if part)
+
+
+def _candidate_said(candidate: Candidate, investigation: Investigation) -> Said:
+    lead = candidate.lead
+    cited: Cited = lead.ref
+    signal = cited.signal
+    change = lead.change
+    before, after = value_said(change.before, signal.unit), value_said(change.after, signal.unit)
+    onset = time_said(change.onset)
+    text = f"{candidate.subject}（{_mechanism(lead, signal.label)}，{onset}起，{before} → {after}）"
+    binding = EvidenceBinding.of_ref(cited.result, cited.ref)
+    bindings = [binding]
+    if lead.role == CALLER_SIDE:
+        # The caller's own series names the caller; the graph's edge names the callee.
+        edge = investigation.edges.get((lead.service, candidate.subject))
+        if edge is not None:
+            bindings.append(EvidenceBinding.of_ref(edge.result, edge.ref))
+    derived = [
+        DerivedNumber(
+            binding=binding,
+            statistic="median",
+            start=change.level_start,
+            end=change.baseline_end,
+            unit=signal.unit,
+            said=before,
+        ),
+        DerivedNumber(
+            binding=binding,
+            statistic="median",
+            start=change.onset,
+            end=change.end,
+            closed=True,
+            unit=signal.unit,
+            said=after,
+        ),
+        DerivedNumber(
+            binding=binding, statistic="sample_time", start=change.onset, end=change.onset, said=onset
+        ),
+    ]
+    return Said(text=text, bindings=bindings, derived=derived, onset=change.onset)
+
+
+def _mechanism(move: Moved, label: str) -> str:
+    direction = "升高" if move.change.rising else "下降"
+    if move.role == EDGE and move.caller:
+        return f"{move.caller} 看到的{label}{direction}"
+    if move.role == CALLER_SIDE:
+        return f"调用方 {move.service} 的{label}{direction}"
+    return f"{label}{direction}"

@@ -1,0 +1,183 @@
+"""One investigation over a metrics source: the plan (windows, key signals, their bounded queries)
+and what its recorded results say (how each series moved, the call graph, the ranked candidates).
+
+Two pure functions over small interfaces: `plan_of` needs the catalog's families and a way to ask a
+family's label names; `investigated` reads the results of the plan's calls, whoever made them (the
+asks' calls are recorded by the toolbox, so every number below is cited).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from diagnosis.pipeline.investigation.change import change_of, series_points
+from diagnosis.pipeline.investigation.ranking import Candidate, Moved, candidates_ranked
+from diagnosis.pipeline.investigation.signals import EdgeSignal, KeySignal, key_signals, may_signal
+from tools.evidence.registry import SERIES
+from tools.evidence.result import Ref, ToolResult
+from tools.evidence.series.record import SeriesRecord
+from tools.signal_roles import MetricFamily
+
+# The incident is compared with this long before its start.
+BASELINE = timedelta(minutes=30)
+# Without a stated start or an alert's, the incident is the last this long.
+DEFAULT_INCIDENT = timedelta(minutes=15)
+Call = tuple[str, dict]
+LabelNames = Callable[[str], Iterable[str]]
+
+
+@dataclass(frozen=True)
+class Window:
+    """The incident from `start` (its stated or alerted start) to `end`, the baseline before it; the
+    range queries read from `baseline_start` to `now`."""
+
+    start: datetime
+    end: datetime
+    now: datetime
+    baseline_start: datetime
+
+    @property
+    def minutes(self) -> int:
+        return max(1, math.ceil((self.now - self.baseline_start).total_seconds() / 60))
+
+
+def window_of(*, now: datetime, start: datetime | None, end: datetime | None = None) -> Window:
+    began = start if start is not None and start < now else now - DEFAULT_INCIDENT
+    return Window(start=began, end=min(end or now, now), now=now, baseline_start=began - BASELINE)
+
+
+@dataclass(frozen=True)
+class Plan:
+    window: Window
+    signals: tuple[KeySignal, ...]
+    edges: tuple[EdgeSignal, ...]
+    # Key signals past the bound, not read.
+    left_out: int = 0
+
+    def calls(self) -> list[Call]:
+        """One range query per key signal (every service at once), one instant query of the graph."""
+        minutes = self.window.minutes
+        return [(SERIES.tool, {"query": s.query, "minutes": minutes}) for s in self.signals] + [
+            (SERIES.tool, {"query": e.query(minutes), "minutes": 0}) for e in self.edges
+        ]
+
+
+def plan_of(
+    families: Iterable[MetricFamily],
+    *,
+    window: Window,
+    service_labels: Sequence[str],
+    series: Collection[str],
+    label_names: LabelNames | None,
+) -> Plan:
+    """The key signals of the families (labels asked only of those that may be one) and their window."""
+    labelled = [
+        MetricFamily(family.name, family.type, family.help, _labels(family, series, label_names))
+        for family in families
+        if may_signal(family.name, family.type, family.help)
+    ]
+    signals, edges, left_out = key_signals(labelled, service_labels=service_labels, series=series)
+    return Plan(window=window, signals=tuple(signals), edges=tuple(edges), left_out=left_out)
+
+
+@dataclass(frozen=True)
+class Cited:
+    """Where a move is cited: the recorded result and the ref of its series."""
+
+    result: ToolResult
+    ref: Ref
+    record: SeriesRecord
+    # The key signal the series is of (None for a call-graph edge).
+    signal: KeySignal | None = None
+
+
+@dataclass
+class Investigation:
+    plan: Plan
+    moved: list[Moved] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
+    # (caller, callee) with the cited edge series.
+    edges: dict[tuple[str, str], Cited] = field(default_factory=dict)
+    # The range results read and the series in them.
+    results_read: int = 0
+    series_read: int = 0
+
+
+def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collection[str]) -> Investigation:
+    """What the plan's recorded results say: every series that moved, the graph, the candidates among
+    `services` (the inventory's: a name the sources do not know is never a candidate)."""
+    investigation = Investigation(plan=plan)
+    window = plan.window
+    for signal in plan.signals:
+        result = _result(results, signal.query, window.minutes)
+        if result is None:
+            continue
+        investigation.results_read += 1
+        for record, ref in result.cited():
+            if not isinstance(record, SeriesRecord) or record.instant:
+                continue
+            investigation.series_read += 1
+            service = str(record.metric.get(signal.by, ""))
+            change = change_of(
+                series_points(record),
+                onset_hint=window.start,
+                baseline_start=window.baseline_start,
+                end=window.end,
+            )
+            if service and change is not None:
+                caller = str(record.metric.get(signal.caller, "")) if signal.caller else ""
+                investigation.moved.append(
+                    Moved(
+                        service=service,
+                        role=signal.role,
+                        change=change,
+                        ref=Cited(result, ref, record, signal),
+                        caller=caller,
+                    )
+                )
+    for edge in plan.edges:
+        result = _result(results, edge.query(window.minutes), 0)
+        for record, ref in result.cited() if result is not None else []:
+            pair = (str(record.metric.get(edge.caller, "")), str(record.metric.get(edge.callee, "")))
+            if isinstance(record, SeriesRecord) and all(pair) and _positive(record):
+                investigation.edges[pair] = Cited(result, ref, record)
+    known = set(services)
+    ranked = candidates_ranked(investigation.moved, edges=investigation.edges)
+    investigation.candidates = [c for c in ranked if c.subject in known]
+    return investigation
+
+
+def _labels(family: MetricFamily, series: Collection[str], label_names: LabelNames | None) -> tuple[str, ...]:
+    if family.labels or label_names is None:
+        return family.labels
+    name = (
+        family.name
+        if family.name in series or f"{family.name}_total" not in series
+        else f"{family.name}_total"
+    )
+    return tuple(sorted(label_names(name)))
+
+
+def _result(results: Sequence[ToolResult], query: str, minutes: int) -> ToolResult | None:
+    return next(
+        (
+            r
+            for r in results
+            if r.success
+            and SERIES.owns(r.tool_name)
+            and r.request.query == query
+            and (r.request.minutes or 0) == minutes
+        ),
+        None,
+    )
+
+
+def _positive(record: SeriesRecord) -> bool:
+    _, value = record.sample()
+    try:
+        return float(str(value)) > 0
+    except ValueError:
+        return False

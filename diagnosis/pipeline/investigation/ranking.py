@@ -1,0 +1,156 @@
+"""Root-cause candidates ranked by code from how the services' key signals moved (§23).
+
+A service's evidence is the agreement of its own signals that moved (each role counted once, by its
+largest move, on a log scale so one huge ratio does not drown three agreeing signals). The call
+graph moves it up or down:
+- a service whose latency or errors moved while a service it calls moved no later is explained by
+  that callee (those roles count for less), and the callee gains for each caller it explains;
+- a service whose traffic (requests, bytes) moved while a service calling it moved no later is
+  explained by that caller: its load follows its callers;
+- a caller's latency towards the services it calls (client-side) points at those callees, shared
+  among them (a callee that moved nothing of its own, a delay on its network, is still pointed at);
+- a slow edge (a caller's view of one callee) is said of the callee.
+The earliest onset among the moved services counts too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from diagnosis.pipeline.investigation.change import MOVED, Change
+
+# Roles said of a caller that point at what it calls, and of an edge between two services.
+CALLER_SIDE = "client_latency"
+EDGE = "edge_latency"
+# Roles a slow or failing callee moves in its callers, and roles that follow a caller's traffic.
+FROM_CALLEES = ("latency", "errors")
+FROM_CALLERS = ("requests", "network_receive", "network_transmit")
+# A service's own resources: when they moved first, its latency is not its callees'.
+RESOURCES = ("cpu", "memory")
+# What one role's move is worth: traffic moves are mostly effects of load, not causes.
+ROLE_WEIGHT = {"requests": 0.5, "network_receive": 0.5, "network_transmit": 0.5}
+# How much of an explained role still counts, and what a service gains per service it explains or
+# per caller whose client-side latency points at it.
+EXPLAINED = 0.3
+EXPLAINS = 0.5
+POINTED_AT = 0.5
+# A service that moved at most this long after another is still explained by it (minute data).
+SAME_TIME = timedelta(minutes=1)
+EARLIEST = 0.5
+
+
+@dataclass(frozen=True)
+class Moved:
+    """One series that moved: the service it is said of, its role, the change, and where it is cited
+    (an opaque ref the caller reads back); `caller`: the other end of an edge's series."""
+
+    service: str
+    role: str
+    change: Change
+    ref: object = None
+    caller: str = ""
+
+    @property
+    def weight(self) -> float:
+        return (1.0 + math.log(self.change.score / MOVED)) * ROLE_WEIGHT.get(self.role, 1.0)
+
+
+@dataclass
+class Candidate:
+    subject: str
+    score: float
+    onset: datetime
+    # Its own moves, the weightiest first: the first is what its mechanism names.
+    moves: list[Moved]
+    explains: list[str] = field(default_factory=list)
+    pointed_by: list[str] = field(default_factory=list)
+    # Its callers' client-side latency moves that point at it, the weightiest first.
+    pointers: list[Moved] = field(default_factory=list)
+
+    @property
+    def lead(self) -> Moved:
+        """The move its mechanism names: its own weightiest, else the weightiest pointing at it."""
+        return self.moves[0] if self.moves else self.pointers[0]
+
+
+def candidates_ranked(moved: Sequence[Moved], *, edges: Iterable[tuple[str, str]] = ()) -> list[Candidate]:
+    """The services that moved, most likely cause first."""
+    graph = {(caller, callee) for caller, callee in edges if caller != callee}
+    graph |= {(m.caller, m.service) for m in moved if m.role == EDGE and m.caller}
+    own: dict[str, dict[str, Moved]] = {}
+    pointing: dict[str, Moved] = {}
+    for move in moved:
+        if move.role == CALLER_SIDE:
+            if move.service not in pointing or move.weight > pointing[move.service].weight:
+                pointing[move.service] = move
+            continue
+        roles = own.setdefault(move.service, {})
+        if move.role not in roles or move.weight > roles[move.role].weight:
+            roles[move.role] = move
+    callees_of: dict[str, set[str]] = {}
+    for caller, callee in graph:
+        callees_of.setdefault(caller, set()).add(callee)
+    # A callee that moved nothing of its own (a delay on its network) is still pointed at by its callers.
+    for caller in pointing:
+        for callee in callees_of.get(caller, ()):
+            own.setdefault(callee, {})
+    candidates = {
+        service: Candidate(
+            subject=service,
+            score=0.0,
+            onset=min(m.change.onset for m in roles.values())
+            if roles
+            else _pointed_onset(service, pointing, graph),
+            moves=sorted(roles.values(), key=lambda m: -m.weight),
+        )
+        for service, roles in own.items()
+    }
+    for service, candidate in candidates.items():
+        by_callee = _earlier(candidates, candidate, [callee for caller, callee in graph if caller == service])
+        by_caller = _earlier(candidates, candidate, [caller for caller, callee in graph if callee == service])
+        if by_callee and _saturated_first(candidate, min(candidates[c].onset for c in by_callee)):
+            by_callee = []
+        from_callees = False
+        for move in candidate.moves:
+            from_callee = move.role in FROM_CALLEES and bool(by_callee)
+            from_callees |= from_callee
+            explained = from_callee or (move.role in FROM_CALLERS and bool(by_caller))
+            candidate.score += move.weight * (EXPLAINED if explained else 1.0)
+        for callee in by_callee if from_callees else []:
+            candidates[callee].explains.append(service)
+    for caller, move in pointing.items():
+        callees = callees_of.get(caller, set())
+        for callee in callees:
+            candidates[callee].pointed_by.append(caller)
+            candidates[callee].pointers.append(move)
+            candidates[callee].score += POINTED_AT * move.weight / len(callees)
+    earliest = min((c.onset for c in candidates.values()), default=None)
+    for candidate in candidates.values():
+        candidate.score += EXPLAINS * len(candidate.explains)
+        candidate.pointers.sort(key=lambda m: -m.weight)
+        if candidate.onset == earliest:
+            candidate.score += EARLIEST
+    return sorted(candidates.values(), key=lambda c: (-c.score, c.onset, c.subject))
+
+
+def _saturated_first(candidate: Candidate, callee_onset: datetime) -> bool:
+    """Whether the service's own resources (CPU, memory) moved no later than its callees: then its
+    latency is its own, not theirs."""
+    return any(m.role in RESOURCES and m.change.onset <= callee_onset for m in candidate.moves)
+
+
+def _pointed_onset(service: str, pointing: dict[str, Moved], graph: set[tuple[str, str]]) -> datetime:
+    return min(move.change.onset for caller, move in pointing.items() if (caller, service) in graph)
+
+
+def _earlier(candidates: dict[str, Candidate], candidate: Candidate, others: Iterable[str]) -> list[str]:
+    return sorted(
+        other
+        for other in set(others)
+        if other in candidates
+        and other != candidate.subject
+        and candidates[other].onset <= candidate.onset + SAME_TIME
+    )

@@ -1,0 +1,134 @@
+"""Which metric families are a service's key signals, and the one bounded range query each is read
+by, aggregated by the label naming the service (one query for every service, not one per pod).
+
+`key_signal` is the one place a family is judged: from its name, TYPE, HELP and label names (the
+metric catalog's entries have these; until then the source's `/api/v1/metadata`), against the roles
+of `tools/data/signal_roles.json`. No family of any stack is named here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from tools.signal_roles import MetricFamily, SignalRoles, family_words, signal_roles
+
+# A counter's rate is read over this range: several scrapes at the slowest usual interval (1 min).
+RATE_RANGE = "3m"
+# A histogram's latency is read at this quantile (a summary's quantiles are read as they are).
+HISTOGRAM_QUANTILE = "0.9"
+# The most families read (each one range query); the rest are left out, counted.
+MAX_SIGNALS = 40
+# Counter families a scrape of text format names with `_total`, OpenMetrics without.
+COUNTER_SUFFIX = "_total"
+
+
+@dataclass(frozen=True)
+class KeySignal:
+    role: str
+    # How a mechanism names it (`CPU 使用`) and the unit its numbers are in (`cores`, `seconds`).
+    label: str
+    unit: str
+    metric: str
+    # The label naming the service a move of its series is said of; for a series between two
+    # services (`caller` set), the callee's.
+    by: str
+    query: str
+    caller: str = ""
+
+
+@dataclass(frozen=True)
+class EdgeSignal:
+    """A service-graph counter: requests from the `caller` label's service to the `callee` label's."""
+
+    metric: str
+    caller: str
+    callee: str
+
+    def query(self, minutes: int) -> str:
+        return f"sum by ({self.caller}, {self.callee}) (increase({self.metric}[{minutes}m]))"
+
+
+def key_signal(
+    family: MetricFamily,
+    *,
+    service_labels: Sequence[str],
+    series: Iterable[str] = (),
+    roles: SignalRoles | None = None,
+) -> KeySignal | EdgeSignal | None:
+    """The role a family plays (None: none), judged from its name, TYPE, HELP and label names; its
+    query reads its series as the source names them (`series`: a counter with or without `_total`)."""
+    roles = roles or signal_roles()
+    words = family_words(family.name, family.help)
+    kind = family.type.lower()
+    labels = set(family.labels)
+    metric = _series_name(family.name, kind, set(series))
+    for shape in roles.edges:
+        if not {shape.caller, shape.callee} <= labels:
+            continue
+        if kind == "counter" and (words & set(shape.any)):
+            return EdgeSignal(metric=metric, caller=shape.caller, callee=shape.callee)
+        role = next((role for role in roles.edge_roles if role.matches(type=kind, words=words)), None)
+        if role is not None:
+            query = _query(
+                metric, kind=kind, by=f"{shape.caller}, {shape.callee}", role=role.role, labels=labels
+            )
+            return KeySignal(
+                role=role.role, label=role.label, unit=role.unit, metric=metric, by=shape.callee, query=query,
+                caller=shape.caller,
+            )  # fmt: skip
+    by = next((label for label in service_labels if label in labels), None)
+    if by is None:
+        return None
+    role = next((role for role in roles.roles if role.matches(type=kind, words=words)), None)
+    if role is None:
+        return None
+    query = _query(metric, kind=kind, by=by, role=role.role, labels=labels)
+    return KeySignal(role=role.role, label=role.label, unit=role.unit, metric=metric, by=by, query=query)
+
+
+def may_signal(name: str, type: str, help: str = "") -> bool:
+    """Whether a family could be a key signal, judged before its labels are known (they are asked of
+    the source only for these)."""
+    roles = signal_roles()
+    words, kind = family_words(name, help), type.lower()
+    return any(role.matches(type=kind, words=words) for role in (*roles.roles, *roles.edge_roles)) or (
+        kind == "counter" and any(words & set(shape.any) for shape in roles.edges)
+    )
+
+
+def key_signals(
+    families: Iterable[MetricFamily], *, service_labels: Sequence[str], series: Iterable[str] = ()
+) -> tuple[list[KeySignal], list[EdgeSignal], int]:
+    """The families' key signals (at most MAX_SIGNALS, in the roles' order), the service-graph counters
+    and how many signals were left out."""
+    known = set(series)
+    found = [key_signal(family, service_labels=service_labels, series=known) for family in families]
+    roles = signal_roles()
+    order = [role.role for role in (*roles.roles, *roles.edge_roles)]
+    signals = sorted(
+        (s for s in found if isinstance(s, KeySignal)), key=lambda s: (order.index(s.role), s.metric)
+    )
+    edges = [s for s in found if isinstance(s, EdgeSignal)]
+    return signals[:MAX_SIGNALS], edges[:1], max(0, len(signals) - MAX_SIGNALS)
+
+
+def _series_name(name: str, kind: str, series: set[str]) -> str:
+    if kind == "counter" and series and name not in series and f"{name}{COUNTER_SUFFIX}" in series:
+        return f"{name}{COUNTER_SUFFIX}"
+    return name
+
+
+def _query(metric: str, *, kind: str, by: str, role: str, labels: set[str]) -> str:
+    # A CPU counter split by mode (a node's) counts busy time only.
+    selector = '{mode!~"idle|iowait|steal"}' if role == "cpu" and "mode" in labels else ""
+    if kind == "counter":
+        return f"sum by ({by}) (rate({metric}{selector}[{RATE_RANGE}]))"
+    if kind == "histogram":
+        bucket = metric if metric.endswith("_bucket") else f"{metric}_bucket"
+        return f"histogram_quantile({HISTOGRAM_QUANTILE}, sum by ({by}, le) (rate({bucket}[{RATE_RANGE}])))"
+    if kind == "summary":
+        return f"max by ({by}, quantile) ({metric})"
+    if role.endswith("latency"):
+        return f"max by ({by}) ({metric})"
+    return f"sum by ({by}) ({metric})"

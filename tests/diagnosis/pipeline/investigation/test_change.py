@@ -1,0 +1,77 @@
+"""How one series moved: onset, medians before and after, a robust score; a series that did not move,
+or has too little history, says so."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from diagnosis.pipeline.investigation.change import MOVED, change_of, window_median
+
+START = datetime(2026, 11, 29, 14, 0, tzinfo=UTC)
+
+
+def minutes(values: list[float], *, step: timedelta = timedelta(minutes=1)) -> list[tuple[datetime, float]]:
+    return [(START + i * step, value) for i, value in enumerate(values)]
+
+
+def at(minute: int) -> datetime:
+    return START + timedelta(minutes=minute)
+
+
+def test_a_step_up_is_found_at_its_first_point_with_the_medians_either_side():
+    noise = [1.0, 1.1, 0.9, 1.05, 0.95] * 7
+    points = minutes([*noise, 5.0, 5.2, 4.9, 5.1, 5.0])
+
+    change = change_of(points, onset_hint=at(35), baseline_start=at(0), end=at(39))
+
+    assert change is not None
+    assert change.onset == at(35)
+    assert change.before == pytest.approx(1.0, abs=0.05)
+    assert change.after == 5.0
+    assert change.rising and change.score > 10
+    # The medians are those of the windows the change names: the gatekeeper computes them again.
+    assert window_median(points, start=change.level_start, end=change.baseline_end) == change.before
+    assert window_median(points, start=change.onset, end=change.end, closed=True) == change.after
+
+
+def test_a_series_that_only_wobbles_did_not_move():
+    points = minutes([1.0, 1.1, 0.9, 1.05, 0.95] * 8)
+
+    assert change_of(points, onset_hint=at(35), baseline_start=at(0), end=at(39)) is None
+
+
+def test_an_earlier_incident_inside_the_baseline_does_not_hide_the_one_asked_about():
+    """A spike ten minutes before widens the MAD, but only adds two steps to the step-to-step noise."""
+    quiet = [5.0, 5.2, 4.8, 5.1, 4.9]
+    points = minutes([*quiet * 3, 20.0, 21.0, 20.5, 20.0, 20.8, 21.0, 20.2, *quiet * 3, 18.0, 19.0, 18.5])
+
+    change = change_of(points, onset_hint=at(37), baseline_start=at(0), end=at(39))
+
+    assert change is not None
+    assert change.before == pytest.approx(5.0, abs=0.2)
+    assert change.onset == at(37)
+
+
+def test_a_fall_is_a_change_too():
+    points = minutes([*[100.0, 101.0, 99.0, 100.5] * 8, 10.0, 12.0, 11.0])
+
+    change = change_of(points, onset_hint=at(32), baseline_start=at(0), end=at(34))
+
+    assert change is not None and not change.rising
+    assert change.score >= MOVED
+
+
+def test_a_series_begun_just_before_the_stated_start_keeps_what_history_it_has():
+    points = minutes([1.0, 1.0, 1.1, 0.9, 9.0, 9.5, 9.0])
+
+    change = change_of(points, onset_hint=at(4), baseline_start=at(-30), end=at(6))
+
+    assert change is not None and change.onset == at(4)
+
+
+def test_one_point_out_of_line_is_no_onset():
+    points = minutes([*[1.0, 1.1, 0.9, 1.0] * 8, 9.0, 1.0, 1.05])
+
+    assert change_of(points, onset_hint=at(32), baseline_start=at(0), end=at(34)) is None

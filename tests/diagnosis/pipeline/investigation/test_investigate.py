@@ -1,0 +1,188 @@
+"""An investigation end to end over recorded range results: the plan's bounded queries, how the
+services moved, the §23 conclusion with its cited series, and the gatekeeper computing every derived
+number again (a changed number fails). Two worlds: a Kubernetes shop and the demo world's names."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from diagnosis.pipeline.derived import derived_failures
+from diagnosis.pipeline.investigation.conclusion import candidates_said
+from diagnosis.pipeline.investigation.investigate import investigated, plan_of, window_of
+from diagnosis.pipeline.investigation.said import time_said
+from diagnosis.pipeline.slot import Slot
+from tests.diagnosis.pipeline.asks.support import message
+from tools.evidence.series.record import SeriesRecord
+from tools.signal_roles import MetricFamily
+
+NOW = datetime(2026, 11, 29, 15, 0, tzinfo=UTC)
+START = NOW - timedelta(minutes=5)
+LABELS = {
+    "container_cpu_usage_seconds_total": ("namespace", "pod", "service"),
+    "http_server_request_duration_seconds": ("service", "quantile"),
+    "traces_service_graph_request_total": ("client", "server"),
+}
+FAMILIES = (
+    MetricFamily("container_cpu_usage_seconds_total", "counter", "Cumulative cpu time consumed in seconds."),
+    MetricFamily(
+        "http_server_request_duration_seconds", "summary", "Duration of requests the server handled."
+    ),
+    MetricFamily(
+        "traces_service_graph_request_total", "counter", "Total count of requests between two nodes."
+    ),
+    MetricFamily("go_goroutines", "gauge", "Number of goroutines that currently exist."),
+)
+WORLDS = {
+    "shop": ("storefront", "checkout", "billing-db"),
+    "demo": ("gateway-service", "order-service", "payment-service"),
+}
+per_world = pytest.mark.parametrize("services", WORLDS.values(), ids=WORLDS.keys())
+
+
+def plan():
+    window = window_of(now=NOW, start=START)
+    asked = []
+
+    def label_names(metric: str) -> frozenset[str]:
+        asked.append(metric)
+        return frozenset(
+            LABELS.get(metric.removesuffix("_total") + ("_total" if metric.endswith("_total") else ""), ())
+        )
+
+    made = plan_of(
+        FAMILIES, window=window, service_labels=("service",), series=set(LABELS), label_names=label_names
+    )
+    return made, asked
+
+
+def values(before: float, after: float, *, noise: float) -> list[list]:
+    """A point every 30 s over the range: `before` (± noise) until the start, then `after`."""
+    points = []
+    at = NOW - timedelta(minutes=35)
+    index = 0
+    while at <= NOW:
+        level = after if at >= START + timedelta(seconds=30) else before + (noise if index % 2 else -noise)
+        points.append([at.timestamp(), str(level)])
+        at += timedelta(seconds=30)
+        index += 1
+    return points
+
+
+def range_result(invocation_id: int, query: str, minutes: int, series: list[tuple[dict, list]]) -> object:
+    records = [{"metric": metric, "values": points} for metric, points in series]
+    texts = [SeriesRecord.model_validate(record).ref_text() for record in records]
+    return message(
+        invocation_id,
+        "query_promql",
+        "series",
+        records,
+        texts,
+        arguments={"query": query, "minutes": minutes},
+    )
+
+
+def recorded(services: tuple[str, str, str]):
+    """The plan's results: the leaf's CPU jumped, the middle's latency followed; the graph links them."""
+    entry, middle, leaf = services
+    made, _ = plan()
+    cpu, latency = made.signals
+    minutes = made.window.minutes
+    results = [
+        range_result(11, cpu.query, minutes, [
+            ({"service": entry}, values(0.20, 0.21, noise=0.01)),
+            ({"service": middle}, values(0.10, 0.10, noise=0.01)),
+            ({"service": leaf}, values(0.05, 0.80, noise=0.005)),
+        ]),
+        range_result(12, latency.query, minutes, [
+            ({"service": middle, "quantile": "0.99"}, values(0.120, 0.900, noise=0.01)),
+            ({"service": entry, "quantile": "0.99"}, values(0.300, 0.310, noise=0.02)),
+        ]),
+    ]  # fmt: skip
+    edges = [({"client": entry, "server": middle}, 120.0), ({"client": middle, "server": leaf}, 80.0)]
+    records = [{"metric": metric, "value": [NOW.timestamp(), str(count)]} for metric, count in edges]
+    results.append(
+        message(
+            13,
+            "query_promql",
+            "series",
+            records,
+            [SeriesRecord.model_validate(r).ref_text() for r in records],
+            arguments={"query": made.edges[0].query(minutes), "minutes": 0},
+        )
+    )
+    return made, results
+
+
+def test_the_plan_asks_labels_only_of_families_that_may_be_signals_and_reads_each_once():
+    made, asked = plan()
+
+    assert [s.role for s in made.signals] == ["cpu", "latency"]
+    assert "go_goroutines" not in asked
+    assert made.calls() == [
+        ("query_promql", {"query": "sum by (service) (rate(container_cpu_usage_seconds_total[3m]))", "minutes": 35}),
+        ("query_promql", {"query": "max by (service, quantile) (http_server_request_duration_seconds)", "minutes": 35}),
+        ("query_promql", {"query": "sum by (client, server) (increase(traces_service_graph_request_total[35m]))", "minutes": 0}),
+    ]  # fmt: skip
+
+
+def test_fifty_services_are_read_by_at_most_sixty_queries():
+    families = [
+        MetricFamily(f"svc_{i}_requests_total", "counter", "Requests served.", ("service",))
+        for i in range(50)
+    ]
+    families += [
+        MetricFamily("traces_service_graph_request_total", "counter", "requests", ("client", "server"))
+    ]
+
+    made = plan_of(
+        families,
+        window=window_of(now=NOW, start=START),
+        service_labels=("service",),
+        series=(),
+        label_names=None,
+    )
+
+    assert len(made.calls()) <= 60
+
+
+@per_world
+def test_the_service_whose_cpu_moved_first_is_the_first_candidate_with_its_numbers(services):
+    _entry, middle, leaf = services
+    made, results = recorded(services)
+
+    investigation = investigated(made, results, services=set(services))
+    said = candidates_said(investigation)
+
+    assert [c.subject for c in investigation.candidates][:2] == [leaf, middle]
+    # Times are said in the tools' local time (TIME_ZONE).
+    onset = time_said(START + timedelta(seconds=30))
+    assert said.text == (
+        f"根因候选：{leaf}（CPU 使用升高，{onset}起，0.05 核 → 0.8 核）；其次：{middle}（延迟升高，{onset}起，120 ms → 900 ms）"
+    )
+    assert said.bindings[0].raw_path == "$.series[2]" and said.bindings[0].source_invocation_id == 11
+
+
+@per_world
+def test_every_derived_number_is_computed_again_from_the_cited_series(services):
+    made, results = recorded(services)
+    said = candidates_said(investigated(made, results, services=set(services)))
+    slot = Slot.model_construct(
+        conclusion=said.text, bindings=said.bindings, derived=said.derived, inference=True
+    )
+
+    assert derived_failures(slot, invocations=results) == []
+
+    changed = slot.model_copy(update={"conclusion": said.text.replace("0.8 核", "0.9 核")})
+    tampered = [n.model_copy(update={"said": "0.9 核"}) if n.said == "0.8 核" else n for n in said.derived]
+    assert derived_failures(changed.model_copy(update={"derived": tampered}), invocations=results)
+    assert derived_failures(changed, invocations=results)
+
+
+def test_a_name_the_sources_do_not_know_is_never_a_candidate():
+    made, results = recorded(WORLDS["shop"])
+
+    investigation = investigated(made, results, services={"storefront", "checkout"})
+
+    assert "billing-db" not in [c.subject for c in investigation.candidates]

@@ -1,0 +1,98 @@
+"""Candidates ranked from how the services moved: agreement of a service's own signals, the call graph
+(a callee that explains its callers ranks above them; a caller's client-side latency points at its
+callees), and the earliest onset. Names of two worlds: a shop's and the demo world's."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from diagnosis.pipeline.investigation.change import Change
+from diagnosis.pipeline.investigation.ranking import Moved, candidates_ranked
+
+T0 = datetime(2026, 11, 29, 14, 30, tzinfo=UTC)
+WORLDS = {
+    "shop": ("storefront", "checkout", "billing-db"),
+    "demo": ("gateway-service", "order-service", "payment-service"),
+}
+per_world = pytest.mark.parametrize("services", WORLDS.values(), ids=WORLDS.keys())
+
+
+def moved(service: str, role: str, *, score: float = 20.0, minute: int = 0, caller: str = "") -> Moved:
+    onset = T0 + timedelta(minutes=minute)
+    change = Change(
+        onset=onset, before=1.0, after=2.0, score=score, level_start=T0 - timedelta(minutes=12),
+        baseline_start=T0 - timedelta(minutes=30), baseline_end=T0 - timedelta(minutes=2), end=onset + timedelta(minutes=5),
+    )  # fmt: skip
+    return Moved(service=service, role=role, change=change, caller=caller)
+
+
+@per_world
+def test_a_callee_whose_latency_explains_its_callers_ranks_above_them(services):
+    entry, middle, leaf = services
+    moves = [
+        moved(entry, "latency", score=40),
+        moved(middle, "latency", score=30),
+        moved(leaf, "latency", minute=-1),
+    ]
+
+    ranked = candidates_ranked(moves, edges=[(entry, middle), (middle, leaf)])
+
+    assert [c.subject for c in ranked] == [leaf, middle, entry]
+    assert ranked[0].explains == [middle]
+
+
+@per_world
+def test_a_caller_whose_own_cpu_moved_first_is_not_explained_by_its_callee(services):
+    entry, middle, _ = services
+    moves = [
+        moved(entry, "cpu", score=60, minute=-1),
+        moved(entry, "latency", score=30),
+        moved(middle, "latency", score=4),
+    ]
+
+    ranked = candidates_ranked(moves, edges=[(entry, middle)])
+
+    assert ranked[0].subject == entry
+    assert ranked[0].lead.role == "cpu"
+
+
+@per_world
+def test_client_side_latency_points_at_the_callee_even_when_it_moved_nothing_of_its_own(services):
+    entry, middle, leaf = services
+    moves = [moved(middle, "client_latency", score=50), moved(entry, "requests", score=4)]
+
+    ranked = candidates_ranked(moves, edges=[(entry, middle), (middle, leaf)])
+
+    assert ranked[0].subject == leaf
+    assert ranked[0].pointed_by == [middle]
+    assert ranked[0].lead.service == middle  # what it says rests on the caller's series
+
+
+@per_world
+def test_agreeing_signals_outrank_one_larger_move(services):
+    _, middle, leaf = services
+    moves = [
+        moved(middle, "latency", score=60),
+        moved(leaf, "cpu", score=20),
+        moved(leaf, "memory", score=20),
+    ]
+
+    ranked = candidates_ranked(moves)
+
+    assert [c.subject for c in ranked] == [leaf, middle]
+
+
+@per_world
+def test_traffic_that_follows_a_caller_counts_for_less_than_the_caller(services):
+    entry, middle, _ = services
+    moves = [
+        moved(entry, "cpu", score=20, minute=-1),
+        moved(middle, "requests", score=30),
+        moved(middle, "network_receive", score=30),
+    ]
+
+    ranked = candidates_ranked(moves, edges=[(entry, middle)])
+
+    assert ranked[0].subject == entry

@@ -1,0 +1,125 @@
+"""Key signals are judged from a family's name, TYPE, HELP and label names, never its name alone: the
+same roles on a Kubernetes stack's names and on a second world's exporters."""
+
+from __future__ import annotations
+
+import pytest
+
+from diagnosis.pipeline.investigation.signals import (
+    MAX_SIGNALS,
+    EdgeSignal,
+    KeySignal,
+    key_signal,
+    key_signals,
+)
+from tools.signal_roles import MetricFamily
+
+SERVICE_LABELS = ("service", "app", "job")
+POD = ("namespace", "pod", "service", "container")
+
+
+def signal(name: str, type: str, help: str = "", labels=POD, series=()) -> KeySignal | EdgeSignal | None:
+    return key_signal(
+        MetricFamily(name, type, help, tuple(labels)), service_labels=SERVICE_LABELS, series=series
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "type", "help", "labels", "role", "query"),
+    [
+        (
+            "container_cpu_usage_seconds_total", "counter", "Cumulative cpu time consumed in seconds.", POD,
+            "cpu", "sum by (service) (rate(container_cpu_usage_seconds_total[3m]))",
+        ),
+        (
+            "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.",
+            ("job", "instance"), "cpu", "sum by (job) (rate(process_cpu_seconds_total[3m]))",
+        ),
+        (
+            "node_cpu_seconds_total", "counter", "Seconds the CPUs spent in each mode.",
+            ("service", "cpu", "mode", "instance"), "cpu",
+            'sum by (service) (rate(node_cpu_seconds_total{mode!~"idle|iowait|steal"}[3m]))',
+        ),
+        (
+            "jvm_memory_used_bytes", "gauge", "The amount of used memory", ("app", "area"),
+            "memory", "sum by (app) (jvm_memory_used_bytes)",
+        ),
+        (
+            "http_server_request_duration_seconds", "histogram", "Duration of HTTP server requests.",
+            ("service", "route", "le"), "latency",
+            "histogram_quantile(0.9, sum by (service, le) (rate(http_server_request_duration_seconds_bucket[3m])))",
+        ),
+        (
+            "http_client_request_duration_seconds", "summary", "Duration of requests sent to services it calls.",
+            ("service", "quantile"), "client_latency", "max by (service, quantile) (http_client_request_duration_seconds)",
+        ),
+        (
+            "ledger_postings_failed_total", "counter", "Postings that failed.", ("service",),
+            "errors", "sum by (service) (rate(ledger_postings_failed_total[3m]))",
+        ),
+        (
+            "http_server_requests_total", "counter", "Total number of requests the server handled.", POD,
+            "requests", "sum by (service) (rate(http_server_requests_total[3m]))",
+        ),
+    ],
+)  # fmt: skip
+def test_a_family_plays_the_role_its_name_type_and_help_say(name, type, help, labels, role, query):
+    found = signal(name, type, help, labels)
+
+    assert isinstance(found, KeySignal)
+    assert (found.role, found.query) == (role, query)
+
+
+def test_a_counter_named_without_its_total_reads_the_series_the_source_holds():
+    found = signal(
+        "container_network_receive_bytes", "counter", "", series={"container_network_receive_bytes_total"}
+    )
+
+    assert isinstance(found, KeySignal) and found.role == "network_receive"
+    assert found.query == "sum by (service) (rate(container_network_receive_bytes_total[3m]))"
+
+
+@pytest.mark.parametrize(
+    ("name", "labels", "caller", "callee"),
+    [
+        ("traces_service_graph_request_total", ("client", "server"), "client", "server"),
+        ("istio_requests_total", ("source_workload", "destination_workload", "response_code"), "source_workload", "destination_workload"),
+    ],
+)  # fmt: skip
+def test_a_service_graph_counter_is_the_call_graph(name, labels, caller, callee):
+    found = signal(name, "counter", "Total count of requests between two nodes", labels)
+
+    assert found == EdgeSignal(metric=name, caller=caller, callee=callee)
+    assert found.query(35) == f"sum by ({caller}, {callee}) (increase({name}[35m]))"
+
+
+def test_a_latency_between_two_services_is_said_of_the_callee():
+    found = signal("traces_service_graph_request_server_seconds", "histogram", "", ("client", "server", "le"))
+
+    assert isinstance(found, KeySignal)
+    assert (found.role, found.by, found.caller) == ("edge_latency", "server", "client")
+
+
+@pytest.mark.parametrize(
+    ("name", "type", "labels"),
+    [
+        ("container_memory_working_set_bytes", "gauge", ("namespace", "pod")),  # no label names a service
+        ("kube_pod_container_resource_limits", "gauge", POD),  # a limit is no signal
+        ("container_spec_memory_limit_bytes", "gauge", POD),
+        ("scrape_duration_seconds", "gauge", ("job", "instance")),
+    ],
+)
+def test_a_family_that_names_no_service_or_plays_no_role_is_no_key_signal(name, type, labels):
+    assert signal(name, type, "", labels) is None
+
+
+def test_the_signals_read_are_bounded_and_one_query_reads_every_service():
+    families = [
+        MetricFamily(f"app_{i}_requests_total", "counter", "Requests.", ("service",)) for i in range(60)
+    ]
+
+    signals, edges, left_out = key_signals(families, service_labels=SERVICE_LABELS)
+
+    assert len(signals) == MAX_SIGNALS and left_out == 60 - MAX_SIGNALS
+    assert all(s.query.startswith("sum by (service)") for s in signals)
+    assert edges == []

@@ -1,0 +1,94 @@
+"""The roles a metric family may play as a service's key signal (CPU, memory, network, errors,
+latency, requests) and the label pairs of service-graph counters, as language data
+(`data/signal_roles.json`): told by TYPE and the words of a family's name and HELP, never by a name
+of any one stack. Django-free: the pipeline's investigation reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+SIGNAL_ROLES_FILE = Path(__file__).parent / "data" / "signal_roles.json"
+WORD = re.compile(r"[A-Za-z0-9]+")
+NAME_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+@dataclass(frozen=True)
+class MetricFamily:
+    """A metric family as its source states it (`/api/v1/metadata`) and the label names of its series
+    (asked of the source only where a role needs them)."""
+
+    name: str
+    type: str
+    help: str = ""
+    labels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Role:
+    role: str
+    label: str
+    types: tuple[str, ...]
+    all: tuple[str, ...] = ()
+    any: tuple[str, ...] = ()
+    none: tuple[str, ...] = ()
+    unit: str = ""
+
+    def matches(self, *, type: str, words: frozenset[str]) -> bool:
+        return (
+            type in self.types
+            and all(word in words for word in self.all)
+            and (not self.any or any(word in words for word in self.any))
+            and not any(word in words for word in self.none)
+        )
+
+
+@dataclass(frozen=True)
+class EdgeShape:
+    """A counter of requests between two services, by the labels naming the caller and the callee."""
+
+    caller: str
+    callee: str
+    any: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SignalRoles:
+    roles: tuple[Role, ...]
+    edges: tuple[EdgeShape, ...]
+    # Roles of series between two services (a caller and a callee label): said of the callee.
+    edge_roles: tuple[Role, ...] = ()
+
+    def role(self, name: str) -> Role | None:
+        return next((role for role in self.roles if role.role == name), None)
+
+
+def family_words(name: str, help: str = "") -> frozenset[str]:
+    """The words a family is known by, lower case: its name's snake_case and CamelCase parts and its
+    HELP text's words."""
+    parts = [part for chunk in name.split("_") for part in (chunk, *NAME_PART.findall(chunk))]
+    return frozenset(word.lower() for word in [*parts, *WORD.findall(help)] if word)
+
+
+@cache
+def signal_roles(path: Path = SIGNAL_ROLES_FILE) -> SignalRoles:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return SignalRoles(
+        roles=tuple(Role(**{key: _tupled(value) for key, value in role.items()}) for role in data["roles"]),
+        edges=tuple(
+            EdgeShape(**{key: _tupled(value) for key, value in edge.items()}) for edge in data["edges"]
+        ),
+        edge_roles=tuple(
+            Role(**{key: _tupled(value) for key, value in role.items()})
+            for role in data.get("edge_roles", [])
+        ),
+    )
+
+
+def _tupled(value: object) -> object:
+    return tuple(value) if isinstance(value, Iterable) and not isinstance(value, str) else value
