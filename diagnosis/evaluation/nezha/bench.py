@@ -31,6 +31,7 @@ from diagnosis.evaluation.nezha import openmetrics
 from diagnosis.evaluation.nezha.baseline import baseline_ranking
 from diagnosis.evaluation.nezha.data import Day, Fault, NezhaDataError, day_read, faults_read
 from diagnosis.evaluation.nezha.prometheus import blocks_created, metadata_exposition, prometheus_serving
+from diagnosis.evaluation.nezha.traces import EdgeMinutes, edge_minutes, trace_files
 from diagnosis.evaluation.observe import session_observe
 from diagnosis.services.sessions import session_start
 from tools.evidence.registry import SERIES
@@ -95,6 +96,8 @@ class BenchOptions:
     asked_after: timedelta = ASKED_AFTER
     baseline: timedelta = BASELINE
     engine: str = "rules"
+    # The Nezha repository (a folder or its bare git directory): TrainTicket's traces, where it has them.
+    repository: Path | None = None
 
 
 @dataclass
@@ -133,7 +136,8 @@ def bench_run(
     outcomes = []
     for chosen in cases_selected(options):
         day = day_read(options.root / chosen.day)
-        with day_served(day, namespace=chosen.system.namespace) as (url, shift):
+        traces = edge_minutes(trace_files(options.repository, chosen.day)) if options.repository else None
+        with day_served(day, namespace=chosen.system.namespace, traces=traces) as (url, shift):
             for fault in chosen.faults:
                 outcome = case_asked(day, fault, system=chosen.system, url=url, shift=shift, options=options)
                 outcomes.append(outcome)
@@ -142,16 +146,21 @@ def bench_run(
 
 
 @contextmanager
-def day_served(day: Day, *, namespace: str) -> Iterator[tuple[str, timedelta]]:
-    """A Prometheus over the day shifted to end shortly before now; yields its URL and the shift."""
+def day_served(
+    day: Day, *, namespace: str, traces: EdgeMinutes | None = None
+) -> Iterator[tuple[str, timedelta]]:
+    """A Prometheus over the day shifted to end shortly before now (with the traces' service-graph
+    latency, if given); yields its URL and the shift."""
     shift = timedelta(seconds=int((timezone.now() - END_BEFORE_NOW - day.end).total_seconds()))
     with tempfile.TemporaryDirectory(prefix="nezha-") as folder:
         work = Path(folder)
-        text = openmetrics.openmetrics_write(day, namespace=namespace, shift=shift, path=work / "day.om.txt")
+        text = openmetrics.openmetrics_write(
+            day, namespace=namespace, shift=shift, path=work / "day.om.txt", traces=traces
+        )
         tsdb = blocks_created(text, into=work / "tsdb")
         text.unlink()
         with prometheus_serving(
-            tsdb, metadata=metadata_exposition(openmetrics.FAMILIES), workdir=work
+            tsdb, metadata=metadata_exposition(openmetrics.day_families(day, traces=traces)), workdir=work
         ) as url:
             yield url, shift
 

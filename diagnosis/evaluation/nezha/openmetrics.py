@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from diagnosis.evaluation.nezha.data import Day, PodMetrics
+from diagnosis.evaluation.nezha.traces import BUCKETS, EdgeMinutes
 
 MEBIBYTE = 1024 * 1024
 QUANTILES = {"P90": "0.9", "P95": "0.95", "P99": "0.99"}
@@ -94,6 +95,13 @@ EDGE_LATENCY = {
         "seconds",
     ),
 }
+# The server spans' durations of each edge, from traces (Tempo's metrics-generator's histogram).
+TRACE_SERVER_LATENCY = Family(
+    "traces_service_graph_request_server_seconds",
+    "histogram",
+    "Time for a request between two nodes as seen from the server.",
+    "seconds",
+)
 # Every family a day may have, for the metadata the server is given.
 FAMILIES = (
     CPU, MEMORY, RECEIVE, TRANSMIT, LIMITS, REQUESTS, SERVER_LATENCY, CLIENT_LATENCY,
@@ -101,11 +109,24 @@ FAMILIES = (
 )  # fmt: skip
 
 Points = list[tuple[datetime, float]]
+# A minute's spans are counted at its end.
+MINUTE_END = timedelta(seconds=59)
 Series = tuple[dict[str, str], Points]
 
 
-def day_openmetrics(day: Day, *, namespace: str, shift: timedelta) -> Iterator[str]:
-    """The day's OpenMetrics text, line by line, ending with `# EOF`."""
+def day_families(day: Day, *, traces: EdgeMinutes | None = None) -> tuple[Family, ...]:
+    """The families of a day, for the metadata its server is given: the edges' server latency is a
+    histogram where it comes from traces, a summary of medians where from the day's own files."""
+    if traces is None or not traces.durations:
+        return FAMILIES
+    return (*(family for family in FAMILIES if family != EDGE_LATENCY["server"]), TRACE_SERVER_LATENCY)
+
+
+def day_openmetrics(
+    day: Day, *, namespace: str, shift: timedelta, traces: EdgeMinutes | None = None
+) -> Iterator[str]:
+    """The day's OpenMetrics text, line by line, ending with `# EOF`; with `traces`, each edge's server
+    latency as a histogram."""
     families: list[tuple[Family, list[Series]]] = [
         (
             CPU,
@@ -139,14 +160,48 @@ def day_openmetrics(day: Day, *, namespace: str, shift: timedelta) -> Iterator[s
         kept = [(labels, points) for labels, points in series if points]
         if kept:
             yield from _family_lines(family, kept, shift)
+    if traces is not None and traces.durations:
+        yield from _histogram_lines(TRACE_SERVER_LATENCY, traces, shift)
     yield "# EOF"
 
 
-def openmetrics_write(day: Day, *, namespace: str, shift: timedelta, path: Path) -> Path:
+def openmetrics_write(
+    day: Day, *, namespace: str, shift: timedelta, path: Path, traces: EdgeMinutes | None = None
+) -> Path:
     with path.open("w", encoding="utf-8") as handle:
-        for line in day_openmetrics(day, namespace=namespace, shift=shift):
+        for line in day_openmetrics(day, namespace=namespace, shift=shift, traces=traces):
             handle.write(line + "\n")
     return path
+
+
+def _histogram_lines(family: Family, traces: EdgeMinutes, shift: timedelta) -> Iterator[str]:
+    """Cumulative buckets, count and sum per edge, one sample at the end of each minute with spans."""
+    yield f"# TYPE {family.name} {family.type}"
+    yield f"# UNIT {family.name} {family.unit}"
+    yield f"# HELP {family.name} {family.help}"
+    for (client, server), minutes in sorted(traces.durations.items()):
+        labels = f'client="{_escaped(client)}",server="{_escaped(server)}"'
+        bounds = [*(f"{bound:g}" for bound in BUCKETS), "+Inf"]
+        cumulative, count, total = [0] * len(bounds), 0, 0.0
+        # OpenMetrics wants a series' samples together: each bucket's, then the count's, then the sum's.
+        buckets: list[list[str]] = [[] for _ in bounds]
+        counts, sums = [], []
+        for minute, durations in sorted(minutes.items()):
+            for seconds in durations:
+                for index, bound in enumerate(BUCKETS):
+                    cumulative[index] += seconds <= bound
+            count += len(durations)
+            cumulative[-1] = count
+            total += sum(durations)
+            at = f"{(minute + shift + MINUTE_END).timestamp():.3f}"
+            for index, bound in enumerate(bounds):
+                buckets[index].append(
+                    f'{family.name}_bucket{{{labels},le="{bound}"}} {cumulative[index]} {at}'
+                )
+            counts.append(f"{family.name}_count{{{labels}}} {count} {at}")
+            sums.append(f"{family.name}_sum{{{labels}}} {total!r} {at}")
+        for lines in (*buckets, counts, sums):
+            yield from lines
 
 
 def _family_lines(family: Family, series: list[Series], shift: timedelta) -> Iterator[str]:

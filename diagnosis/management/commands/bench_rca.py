@@ -48,10 +48,17 @@ class Command(BaseCommand):
             help="minutes before the onset the baseline compares with",
         )  # fmt: skip
         parser.add_argument("--engine", choices=["rules", "llm"], default="rules")
+        parser.add_argument(
+            "--nezha-repo", type=Path,
+            help="the Nezha repository (a folder or its bare git directory): TrainTicket's traces as service-graph latency",
+        )  # fmt: skip
 
     def handle(self, *args, **options):
         root = options["nezha"]
         root = root / "rca_data" if (root / "rca_data").is_dir() else root
+        repository = options["nezha_repo"]
+        if repository is not None and not repository.is_dir():
+            raise CommandError(f"找不到 Nezha 仓库：{repository}")
         if not root.is_dir():
             raise CommandError(f"找不到 Nezha 数据目录：{options['nezha']}")
         bench = BenchOptions(
@@ -62,6 +69,7 @@ class Command(BaseCommand):
             asked_after=timedelta(minutes=options["asked_after"]),
             baseline=timedelta(minutes=options["baseline"]),
             engine=options["engine"],
+            repository=options["nezha_repo"],
         )
         try:
             with throwaway_database(on_disk=True):

@@ -153,6 +153,9 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
 def _labels(family: MetricFamily, series: Collection[str], label_names: LabelNames | None) -> tuple[str, ...]:
     if family.labels or label_names is None:
         return family.labels
+    # A histogram's samples are its `_bucket` series (their `le` label aside, its labels).
+    if family.type.lower() == "histogram" and f"{family.name}_bucket" in series:
+        return tuple(sorted(set(label_names(f"{family.name}_bucket")) - {"le"}))
     name = (
         family.name
         if family.name in series or f"{family.name}_total" not in series

@@ -9,7 +9,10 @@ graph moves it up or down:
   explained by that caller: its load follows its callers;
 - a caller's latency towards the services it calls (client-side) points at those callees, shared
   among them (a callee that moved nothing of its own, a delay on its network, is still pointed at);
-- a slow edge (a caller's view of one callee) is said of the callee.
+- a slow edge (a caller's view of one callee) is said of the callee, unless the caller fans out:
+  when the edges to at least half of a caller's callees (two or more) moved while those callees
+  moved nothing of their own, and the caller's own signals moved no later, the common end is the
+  caller (its CPU, its network, its code): those edges and its client-side latency are its own.
 The earliest onset among the moved services counts too.
 """
 
@@ -40,6 +43,9 @@ POINTED_AT = 0.5
 # A service that moved at most this long after another is still explained by it (minute data).
 SAME_TIME = timedelta(minutes=1)
 EARLIEST = 0.5
+# A caller fans out when the edges to this share of its callees (and at least FAN_OUT_EDGES) moved.
+FAN_OUT_SHARE = 0.5
+FAN_OUT_EDGES = 2
 
 
 @dataclass(frozen=True)
@@ -80,6 +86,9 @@ def candidates_ranked(moved: Sequence[Moved], *, edges: Iterable[tuple[str, str]
     """The services that moved, most likely cause first."""
     graph = {(caller, callee) for caller, callee in edges if caller != callee}
     graph |= {(m.caller, m.service) for m in moved if m.role == EDGE and m.caller}
+    fanned = _fanning_out(moved, graph)
+    theirs = {id(move) for moves in fanned.values() for move in moves}
+    moved = [move for move in moved if id(move) not in theirs]
     own: dict[str, dict[str, Moved]] = {}
     pointing: dict[str, Moved] = {}
     for move in moved:
@@ -127,6 +136,9 @@ def candidates_ranked(moved: Sequence[Moved], *, edges: Iterable[tuple[str, str]
             candidates[callee].pointed_by.append(caller)
             candidates[callee].pointers.append(move)
             candidates[callee].score += POINTED_AT * move.weight / len(callees)
+    for caller, moves in fanned.items():
+        if caller in candidates:
+            candidates[caller].score += max(move.weight for move in moves)
     earliest = min((c.onset for c in candidates.values()), default=None)
     for candidate in candidates.values():
         candidate.score += EXPLAINS * len(candidate.explains)
@@ -134,6 +146,33 @@ def candidates_ranked(moved: Sequence[Moved], *, edges: Iterable[tuple[str, str]
         if candidate.onset == earliest:
             candidate.score += EARLIEST
     return sorted(candidates.values(), key=lambda c: (-c.score, c.onset, c.subject))
+
+
+def _fanning_out(moved: Sequence[Moved], graph: set[tuple[str, str]]) -> dict[str, list[Moved]]:
+    """The callers that fan out, each with the moves that are its own: its edges to callees that moved
+    nothing of their own (traffic aside) and its client-side latency."""
+    callees_of: dict[str, set[str]] = {}
+    for caller, callee in graph:
+        callees_of.setdefault(caller, set()).add(callee)
+    own_onset: dict[str, datetime] = {}
+    for move in moved:
+        if move.role not in (EDGE, CALLER_SIDE, *FROM_CALLERS):
+            own_onset[move.service] = min(own_onset.get(move.service, move.change.onset), move.change.onset)
+    edges_from: dict[str, list[Moved]] = {}
+    for move in moved:
+        if move.role == EDGE and move.caller and move.change.rising and move.service not in own_onset:
+            edges_from.setdefault(move.caller, []).append(move)
+    fanned = {}
+    for caller, edges in edges_from.items():
+        quiet = {move.service for move in edges}
+        if (
+            caller in own_onset
+            and len(quiet) >= FAN_OUT_EDGES
+            and len(quiet) >= FAN_OUT_SHARE * len(callees_of.get(caller, ()))
+            and own_onset[caller] <= min(move.change.onset for move in edges) + SAME_TIME
+        ):
+            fanned[caller] = edges + [m for m in moved if m.role == CALLER_SIDE and m.service == caller]
+    return fanned
 
 
 def _saturated_first(candidate: Candidate, callee_onset: datetime) -> bool:

@@ -186,3 +186,29 @@ def test_a_name_the_sources_do_not_know_is_never_a_candidate():
     investigation = investigated(made, results, services={"storefront", "checkout"})
 
     assert "billing-db" not in [c.subject for c in investigation.candidates]
+
+
+def test_a_histogram_between_two_services_is_read_by_its_bucket_series_labels():
+    """Tempo's service-graph latency is a histogram: its samples are `_bucket` series, whose labels
+    (their `le` aside) make it an edge's latency."""
+    family = MetricFamily(
+        "traces_service_graph_request_server_seconds", "histogram", "Time for a request between two nodes as seen from the server."
+    )  # fmt: skip
+    asked = []
+
+    def label_names(metric: str) -> frozenset[str]:
+        asked.append(metric)
+        return frozenset({"client", "server", "le"}) if metric.endswith("_bucket") else frozenset()
+
+    made = plan_of(
+        [family],
+        window=window_of(now=NOW, start=START),
+        service_labels=("service",),
+        series={f"{family.name}_bucket", f"{family.name}_count", f"{family.name}_sum"},
+        label_names=label_names,
+    )
+
+    assert asked == [f"{family.name}_bucket"]
+    [signal] = made.signals
+    assert (signal.role, signal.caller, signal.by) == ("edge_latency", "client", "server")
+    assert signal.query.startswith("histogram_quantile(0.9, sum by (client, server, le) (rate(")

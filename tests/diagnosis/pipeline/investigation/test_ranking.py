@@ -96,3 +96,57 @@ def test_traffic_that_follows_a_caller_counts_for_less_than_the_caller(services)
     ranked = candidates_ranked(moves, edges=[(entry, middle)])
 
     assert ranked[0].subject == entry
+
+
+FAN_OUT_WORLDS = {
+    "shop": ("storefront", "catalog", "basket", "pricing", "billing-db"),
+    "demo": ("gateway-service", "order-service", "user-service", "inventory-service", "payment-service"),
+}
+fan_out_worlds = pytest.mark.parametrize("services", FAN_OUT_WORLDS.values(), ids=FAN_OUT_WORLDS.keys())
+
+
+@fan_out_worlds
+def test_a_caller_whose_edges_to_most_of_its_quiet_callees_moved_is_their_common_cause(services):
+    """The caller's own latency moved and so did its view of three of its four callees, which moved
+    nothing of their own: the slow end is the caller, not one of them."""
+    entry, *callees = services
+    moves = [
+        moved(entry, "latency", score=8),
+        *(moved(callee, "edge_latency", score=40, caller=entry) for callee in callees[:3]),
+        moved(entry, "client_latency", score=30),
+    ]
+
+    ranked = candidates_ranked(moves, edges=[(entry, callee) for callee in callees])
+
+    assert ranked[0].subject == entry
+    assert ranked[0].lead.role == "latency"
+    assert callees[0] not in [c.subject for c in ranked]
+
+
+@fan_out_worlds
+def test_one_slow_callee_seen_from_its_caller_stays_the_first_candidate(services):
+    """One edge of four moved: a callee's network delay, not its caller's."""
+    entry, slow, *_ = services
+    callees = services[1:]
+    moves = [moved(entry, "latency", score=8), moved(slow, "edge_latency", score=40, caller=entry)]
+
+    ranked = candidates_ranked(moves, edges=[(entry, callee) for callee in callees])
+
+    assert ranked[0].subject == slow
+
+
+@fan_out_worlds
+def test_edges_to_callees_whose_own_latency_moved_stay_theirs(services):
+    entry, first, second, *_ = services
+    callees = services[1:]
+    moves = [
+        moved(entry, "latency", score=8),
+        moved(first, "latency", score=30),
+        moved(second, "latency", score=25),
+        *(moved(callee, "edge_latency", score=40, caller=entry) for callee in (first, second)),
+    ]
+
+    ranked = candidates_ranked(moves, edges=[(entry, callee) for callee in callees])
+
+    assert ranked[0].subject in (first, second)
+    assert ranked[-1].subject == entry
