@@ -18,6 +18,7 @@ from diagnosis.pipeline.contracts import (
     ExecutorOutput,
 )
 from diagnosis.pipeline.interfaces import Toolbox, call_key
+from diagnosis.pipeline.scope import text_mentions_excluded
 from tools.configured_vocabulary import current_vocabulary
 from tools.evidence.alerts.record import AlertRecord
 from tools.evidence.kind import EvidenceKind
@@ -165,12 +166,19 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
         own_asked=topics if asks_cause else [],
         vocabulary=vocabulary,
     )
-    return output.model_copy(update={"claims": [*_moved_claims(stage_input), *output.claims]})
+    moved = _moved_claims(stage_input, vocabulary=vocabulary)
+    return output.model_copy(update={"claims": [*moved, *output.claims]})
 
 
-def _moved_claims(stage_input: ExecutorInput) -> list[Claim]:
-    """The series an investigation's candidates rest on, each stated as what its record says."""
-    unique = {(b.source_invocation_id, b.raw_path): b for b in stage_input.inference_refs}
+def _moved_claims(stage_input: ExecutorInput, *, vocabulary: Vocabulary) -> list[Claim]:
+    """The series an investigation's candidates rest on, each stated as what its record says; none
+    about a topic the user said not to analyse."""
+    excluded = stage_input.plan.excluded_topics
+    unique = {
+        (b.source_invocation_id, b.raw_path): b
+        for b in stage_input.inference_refs
+        if not text_mentions_excluded(b.evidence_excerpt, excluded, vocabulary=vocabulary)
+    }
     return [
         Claim(
             claim_id=f"moved-{index}",
