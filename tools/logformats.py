@@ -32,7 +32,7 @@ COMBINED_SHAPE, WSGI = "combined", "wsgi"
 ACCESS, NGINX_ERROR, POSTGRES, REDIS, JSON, LOGFMT, PLAIN = (
     "access",
     "nginx_error",
-    "postgres",
+    "postgresql",
     "redis",
     "json",
     "logfmt",
@@ -388,7 +388,7 @@ def _plain_fields(line: str) -> LineFields:
     exception = EXCEPTION_CLASS.search(line)
     return LineFields(
         format=PLAIN,
-        duration_ms=_unit_ms(duration[1], duration[2]) if duration else None,
+        duration_ms=unit_ms(duration[1], duration[2]) if duration else None,
         error_class=exception[1] if exception else "",
     )
 
@@ -430,7 +430,8 @@ def _seconds_ms(seconds: str | None) -> Decimal | None:
     return Decimal(seconds) * 1000 if seconds else None
 
 
-def _unit_ms(number: str, unit: str) -> Decimal:
+def unit_ms(number: str, unit: str) -> Decimal:
+    """A number with its unit as written (`2.5 seconds`, `300ms`, `2 秒`) in milliseconds."""
     unit = unit.lower()
     if unit.startswith(("ms", "milli", "毫")):
         return Decimal(number)

@@ -57,7 +57,7 @@ def test_each_stream_s_lines_are_read_in_its_own_format():
         ("edge", "access.log"): {ACCESS},
         ("edge", "error.log"): {NGINX_ERROR},
         ("ledger-db", ""): {POSTGRES},
-        ("sessions", ""): {REDIS},
+        ("session-cache", ""): {REDIS},
         ("payments-gateway", ""): {LOGFMT},
         ("pricing", ""): {JSON},
         ("compute", ""): {PLAIN},
@@ -140,8 +140,8 @@ def test_a_postgres_prefix_without_sqlstate_still_reads_the_duration():
 
 
 def test_redis_levels_are_its_own_marks():
-    assert level_of(line_with("sessions", "Ready to accept connections")) == "INFO"
-    assert level_of(line_with("sessions", "Memory overcommit")) == "WARN"
+    assert level_of(line_with("session-cache", "Ready to accept connections")) == "INFO"
+    assert level_of(line_with("session-cache", "Memory overcommit")) == "WARN"
 
 
 def test_logfmt_and_json_lines_have_their_fields_by_key_as_loki_s_parsers_name_them():
@@ -181,7 +181,7 @@ def test_slow_is_a_line_s_own_duration_above_the_threshold(vocabulary):
     assert slow(line_with("compute", "Took 2.50 seconds"))
     assert not slow(line_with("compute", "Took 0.55 seconds"))
     # Redis's save schedule says seconds, and is no slow line; nor a checkpoint's write time.
-    assert not slow(line_with("sessions", "3600 seconds"))
+    assert not slow(line_with("session-cache", "3600 seconds"))
     assert not slow(line_with("ledger-db", "checkpoint complete"))
 
 
