@@ -1,4 +1,5 @@
-"""One log line; its ref text is the line as a reader would grep it."""
+"""The logs kind's records: one log line (its ref text is the line as a reader would grep it), and a
+count of lines (its ref text says what was counted, the number and the query as sent)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from typing import Any
 
 from tools.evidence.record import EvidenceRecord
 from tools.evidence.summary import SAMPLE_CHARS, bounded, clip
-from tools.logformats import LineFields, fields_of
 
 LEVEL_ORDER = {"FATAL": 0, "ERROR": 1, "WARN": 2, "WARNING": 2, "INFO": 3}
 DIGITS = re.compile(r"\d+(?:\.\d+)?")
@@ -26,10 +26,6 @@ class LogLine(EvidenceRecord):
 
     def ref_text(self) -> str:
         return f"[{self.timestamp}][{self.level}][{self.service}] {self.message}"
-
-    def fields(self) -> LineFields:
-        """What the line's format says (status, path, duration, error class …), read from its text."""
-        return fields_of(self.message)
 
     @classmethod
     def summary(cls, records: Sequence[LogLine], *, budget: int) -> str:
