@@ -17,7 +17,6 @@ from typing import Literal
 
 from tools.logformats import LineFields, fields_of
 from tools.loglines import is_error_level, patterns_mined
-from tools.numbers import number_text
 
 Measure = Literal["slow", "path", "status", "class"]
 MEASURES: tuple[Measure, ...] = ("slow", "path", "status", "class")
@@ -26,6 +25,12 @@ MAX_GROUPS = 10
 # How a count was made: over every line of the window (LogQL, or a source that holds them all), or
 # over the newest lines a source served (`sample:<n>`).
 WINDOW = "window"
+
+
+def exact(number: Decimal) -> str:
+    """A duration as its line wrote it, in plain digits (`1902.019`, `60001`): never rounded, so the
+    count says the number the quoted line says."""
+    return f"{number.normalize():f}"
 
 
 def sample_of(lines: int) -> str:
@@ -58,7 +63,7 @@ class CountRequest:
             "service": self.service,
             "measure": self.measure,
             "status": self.status,
-            "slower_than_ms": number_text(str(self.slower_than_ms)),
+            "slower_than_ms": exact(self.slower_than_ms),
             "minutes": self.minutes,
             "group": group,
             "count": count,
@@ -111,7 +116,7 @@ def slow_counted(lines: Sequence[Line], request: CountRequest, *, counted_over: 
         request.record(
             group={},
             count=len(slow),
-            slowest_ms=number_text(str(duration)),
+            slowest_ms=exact(duration),
             line=slowest.message,
             counted_over=counted_over,
         )
@@ -141,10 +146,12 @@ def groups_counted(
 
 def classes_of(lines: Sequence[Line]) -> list[str]:
     """Each error line's class: what its format names (a SQLSTATE class, a failed call and its errno,
-    an exception's class, an error-type key), else its template among the lines without one."""
+    an exception's class, an error-type key), else the template of its message (the line after its
+    format's prefix) among the lines without one."""
     named = [line.fields.error_class for line in lines]
     unnamed = [i for i, name in enumerate(named) if not name]
-    for pattern in patterns_mined([lines[i].message for i in unnamed]):
+    messages = [lines[i].fields.message or lines[i].message for i in unnamed]
+    for pattern in patterns_mined(messages):
         for member in pattern.members:
             named[unnamed[member]] = pattern.template
     return named

@@ -176,6 +176,8 @@ class LineFields:
     error_class: str = ""
     sqlstate: str = ""
     statement: str = ""
+    # The line after its format's prefix (time, process, connection): what its message says.
+    message: str = ""
     # For JSON and logfmt lines, the label Loki's parser gives each field (`request_uri`), and how the
     # duration is written (`ms`, `s`, or `go` for "2.5s"); for access lines, which request time.
     labels: tuple[tuple[str, str], ...] = ()
@@ -256,6 +258,7 @@ def _nginx_error_fields(line: str) -> LineFields | None:
     return LineFields(
         format=NGINX_ERROR,
         level=match["level"],
+        message=message,
         method=request["method"] if request else "",
         path=request["path"] if request else "",
         upstream=upstream["upstream"] if upstream else "",
@@ -288,6 +291,7 @@ def _postgres_fields(line: str) -> LineFields | None:
         error_class=sqlstate_class(code) if code and re.fullmatch(POSTGRES_ERROR_LEVELS, level) else "",
         duration_ms=Decimal(duration["duration_ms"]) if duration else None,
         statement=statement["statement"] if statement else "",
+        message=message,
         duration_unit="ms" if duration else "",
     )
 
@@ -312,7 +316,7 @@ def _redis_fields(line: str) -> LineFields | None:
     match = REDIS_LINE.match(line)
     if match is None:
         return None
-    return LineFields(format=REDIS, level=REDIS_LEVELS[match["level"]])
+    return LineFields(format=REDIS, level=REDIS_LEVELS[match["level"]], message=match["message"])
 
 
 def _json_fields(line: str) -> LineFields | None:

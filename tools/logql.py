@@ -14,7 +14,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
-from tools.logcounts import MAX_GROUPS, CountRequest
+from tools.logcounts import MAX_GROUPS, CountRequest, exact
 from tools.logformats import (
     ACCESS,
     COMBINED_PATTERN,
@@ -36,7 +36,6 @@ from tools.logformats import (
     sqlstate_class,
 )
 from tools.loglines import ERROR_LEVEL_VALUES
-from tools.numbers import number_text
 
 NO_ERRORS = '| __error__=""'
 
@@ -157,10 +156,10 @@ def _range(request: CountRequest) -> str:
 def _threshold(recipe: Recipe, milliseconds: Decimal) -> str:
     """The threshold in the duration label's own unit."""
     if recipe.unit == "ms":
-        return number_text(str(milliseconds))
+        return exact(milliseconds)
     if recipe.unit == "go":
-        return f"{number_text(str(milliseconds))}ms"
-    return number_text(str(milliseconds / 1000))
+        return f"{exact(milliseconds)}ms"
+    return exact(milliseconds / 1000)
 
 
 def slow_count_query(selector: str, recipe: Recipe, request: CountRequest) -> str:

@@ -252,7 +252,9 @@ class Vocabulary(BaseModel):
             slow_threshold_ms=other.slow_threshold_ms
             if "slow_threshold_ms" in other.model_fields_set
             else self.slow_threshold_ms,
-            log_measures=other.log_measures if "log_measures" in other.model_fields_set else self.log_measures,
+            log_measures=other.log_measures
+            if "log_measures" in other.model_fields_set
+            else self.log_measures,
             categories=[
                 *other.categories,
                 *(c for c in self.categories if c.category not in extra_categories),

@@ -23,7 +23,16 @@ from django.conf import settings
 from tools.clock import local_text
 from tools.evidence.logs.source import LogSource
 from tools.inventory import SourceInventory
-from tools.logcounts import WINDOW, CountRequest, Line, LogCounts, counted_in_code, counts_merged, sample_of
+from tools.logcounts import (
+    WINDOW,
+    CountRequest,
+    Line,
+    LogCounts,
+    counted_in_code,
+    counts_merged,
+    exact,
+    sample_of,
+)
 from tools.loglines import (
     ERROR_IN_LINE,
     ERROR_LEVEL_VALUES,
@@ -46,7 +55,6 @@ from tools.logql import (
     total_query,
 )
 from tools.matching import group_terms, query_terms
-from tools.numbers import number_text
 from tools.promql import quoted
 from tools.records import service_of
 from tools.sources.http import HttpSource
@@ -224,7 +232,7 @@ class LokiSource(HttpSource, LogSource):
                 request.record(
                     group={},
                     count=count,
-                    slowest_ms=number_text(str(slowest_ms(recipe, slowest))),
+                    slowest_ms=exact(slowest_ms(recipe, slowest)),
                     line=found[0][1] if found else "",
                     query=f"{counted}；{slowest_logql}",
                     counted_over=WINDOW,
