@@ -102,8 +102,9 @@ def measure_in(text: str, *, focus: QuestionFocus, vocabulary: Vocabulary, logs_
     phrases = [match[0] for term in words.slow_lines for match in term_pattern(term).finditer(lowered)]
     named = {group for phrase in phrases for group, _ in query_terms(phrase, vocabulary=vocabulary)}
     slow_topics = [topic for topic in focus.topics if topic in SLOW_TOPICS or topic in named]
-    # A duration the question calls too long asks for the lines over it ("超过 2 秒的请求有几条").
-    over_threshold = threshold is not None and (logs_asked or says(words.count))
+    # A duration the question calls too long asks for the lines over it ("超过 2 秒的请求有几条",
+    # "which took longer than 500 ms, and which was the slowest").
+    over_threshold = threshold is not None and (logs_asked or says(words.count) or says(words.slowest))
     if (slow_topics and (phrases or logs_asked or says(words.slowest) or threshold)) or over_threshold:
         milliseconds = int(unit_ms(threshold[1], threshold[2])) if threshold else None
         return {"measure": "slow", "threshold_ms": milliseconds, "topic": _first(slow_topics)}

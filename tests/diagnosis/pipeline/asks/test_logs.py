@@ -164,6 +164,7 @@ def counts_message(
     [
         ("{service} 的 404 多不多？", {"measure": "path", "status": "404"}),
         ("404s by path on {service}", {"measure": "path", "status": "404"}),
+        ("Which {service} paths answer 404, and how often?", {"measure": "path", "status": "404"}),
         ("{service} 5xx 有多少条，按路径", {"measure": "path", "status": "5xx"}),
         ("{service} 的状态码分布", {"measure": "status", "status": ""}),
         ("{service} 有哪几类错误？", {"measure": "class", "topic": "error"}),
@@ -171,6 +172,10 @@ def counts_message(
         ("{service} 慢查询有几条？最慢的是哪个", {"measure": "slow", "topic": "slow_query"}),
         ("slow requests over 2s on {service}", {"measure": "slow", "threshold_ms": 2000}),
         ("{service} 超过 500 ms 的慢查询", {"measure": "slow", "threshold_ms": 500, "topic": "slow_query"}),
+        (
+            "Which {service} queries took longer than 500 ms, and which was the slowest?",
+            {"measure": "slow", "threshold_ms": 500},
+        ),
     ],
 )
 def test_a_count_of_lines_is_read_as_a_logs_ask_with_its_measure(names, question, measure):
