@@ -53,7 +53,7 @@ def refused(loki: FakeLoki, path: str, query: str) -> str:
 
 
 def test_an_instant_metric_query_answers_a_vector_with_a_time_and_a_string_value(loki):
-    [series] = instant(loki, 'sum(count_over_time({service="edge", filename=~".*access.log"}[60m]))')
+    [series] = instant(loki, 'sum(count_over_time({service="edge-proxy", filename=~".*access.log"}[60m]))')
 
     assert series["metric"] == {}
     at, value = series["value"]
@@ -64,7 +64,7 @@ def test_an_instant_metric_query_answers_a_vector_with_a_time_and_a_string_value
 
 def test_line_filters_and_a_pattern_with_label_filters_count_by_path(loki):
     pattern = '<_> - <_> [<_>] "<method> <path> <_>" <status> <_>'
-    query = f'sum by (path) (count_over_time({{service="edge"}} |= "HTTP/1.1" | pattern `{pattern}` | status="404" [60m]))'
+    query = f'sum by (path) (count_over_time({{service="edge-proxy"}} |= "HTTP/1.1" | pattern `{pattern}` | status="404" [60m]))'
 
     assert values(instant(loki, query), "path") == {
         "/api/v1/legacy-cart": "4",
@@ -81,10 +81,10 @@ def test_line_filters_and_a_pattern_with_label_filters_count_by_path(loki):
 
 def test_numeric_label_filters_compare_numbers_and_a_status_regex_matches_whole(loki):
     pattern = '<_> - <_> [<_>] "<method> <path> <_>" <status> <_>'
-    query = f'sum by (status) (count_over_time({{service="edge"}} | pattern `{pattern}` | status >= 500 | __error__="" [60m]))'
+    query = f'sum by (status) (count_over_time({{service="edge-proxy"}} | pattern `{pattern}` | status >= 500 | __error__="" [60m]))'
 
     assert values(instant(loki, query), "status") == {"502": "2", "504": "1"}
-    five = f'sum(count_over_time({{service="edge"}} | pattern `{pattern}` | status=~"5.." [60m]))'
+    five = f'sum(count_over_time({{service="edge-proxy"}} | pattern `{pattern}` | status=~"5.." [60m]))'
     assert values(instant(loki, five)) == {"": "3"}
 
 
@@ -113,16 +113,16 @@ def test_json_and_logfmt_extract_labels_and_unwrap_a_go_duration(loki):
 
 
 def test_a_metric_query_over_lines_a_parser_could_not_read_fails_as_loki_s_pipeline_error(loki):
-    text = refused(loki, "/loki/api/v1/query", 'count_over_time({service="edge"} | json [60m])')
+    text = refused(loki, "/loki/api/v1/query", 'count_over_time({service="edge-proxy"} | json [60m])')
 
     assert "pipeline error: 'JSONParserErr'" in text
     assert 'Use a label filter to intentionally skip this error. (e.g | __error__!="JSONParserErr")' in text
     # Dropping them with `__error__=""` answers.
-    assert instant(loki, 'sum(count_over_time({service="edge"} | json | __error__="" [60m]))') == []
+    assert instant(loki, 'sum(count_over_time({service="edge-proxy"} | json | __error__="" [60m]))') == []
 
 
 def test_rate_is_lines_per_second_over_the_range(loki):
-    query = 'sum(rate({service="edge", filename=~".*error.log"} |= "[error]" [10m]))'
+    query = 'sum(rate({service="edge-proxy", filename=~".*error.log"} |= "[error]" [10m]))'
 
     assert values(instant(loki, query)) == {"": "0.01"}
 
@@ -157,23 +157,27 @@ def test_a_log_query_answers_streams_with_its_extracted_labels_newest_first(loki
     assert all(stream["stream"]["logger"].startswith("pricing.") for stream in result)
     stamps = [int(ns) for stream in result for ns, _ in stream["values"]]
     assert max(stamps) > time.time_ns() - 60 * NS
-    assert lines(loki, '{service="edge"} != "rt=" |~ "connect\\\\(\\\\) failed"')[:1] == [
-        next(line for line in lines(loki, '{service="edge"}') if "connect() failed" in line)
+    assert lines(loki, '{service="edge-proxy"} != "rt=" |~ "connect\\\\(\\\\) failed"')[:1] == [
+        next(line for line in lines(loki, '{service="edge-proxy"}') if "connect() failed" in line)
     ]
 
 
 @pytest.mark.parametrize(
     ("path", "query", "said"),
     [
-        ("/loki/api/v1/query", '{service="edge"}', "log queries are not supported as an instant query type"),
         (
             "/loki/api/v1/query",
-            'count_over_time({service="edge"} | logfmt | unwrap rt [5m])',
+            '{service="edge-proxy"}',
+            "log queries are not supported as an instant query type",
+        ),
+        (
+            "/loki/api/v1/query",
+            'count_over_time({service="edge-proxy"} | logfmt | unwrap rt [5m])',
             "invalid aggregation count_over_time with unwrap",
         ),
         (
             "/loki/api/v1/query",
-            'sum_over_time({service="edge"} [5m])',
+            'sum_over_time({service="edge-proxy"} [5m])',
             "invalid aggregation sum_over_time without unwrap",
         ),
         (
@@ -183,12 +187,16 @@ def test_a_log_query_answers_streams_with_its_extracted_labels_newest_first(loki
         ),
         (
             "/loki/api/v1/query_range",
-            '{service="edge"} | line_format "{{.path}}"',
+            '{service="edge-proxy"} | line_format "{{.path}}"',
             "not supported by this test server",
         ),
-        ("/loki/api/v1/query_range", '{service="edge"} | regexp `no names`', "at least one named capture"),
-        ("/loki/api/v1/query_range", '{service="edge"} | pattern `<a><b>`', "consecutive capture"),
-        ("/loki/api/v1/query", 'count_over_time({service="edge"}[5minutes])', "parse error"),
+        (
+            "/loki/api/v1/query_range",
+            '{service="edge-proxy"} | regexp `no names`',
+            "at least one named capture",
+        ),
+        ("/loki/api/v1/query_range", '{service="edge-proxy"} | pattern `<a><b>`', "consecutive capture"),
+        ("/loki/api/v1/query", 'count_over_time({service="edge-proxy"}[5minutes])', "parse error"),
     ],
 )
 def test_what_it_cannot_parse_is_a_400_that_says_so(loki, path, query, said):

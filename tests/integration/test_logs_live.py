@@ -108,17 +108,17 @@ def metric_queries(loki: FakeLoki) -> list[str]:
 
 
 def test_404s_by_path_are_counted_over_the_window_with_logql_on_the_live_stack(team_sources, loki, capsys):
-    not_found = within_hour("edge", '" 404 ', filename="access.log")
+    not_found = within_hour("edge-proxy", '" 404 ', filename="access.log")
     legacy = sum("/api/v1/legacy-cart " in line for line in not_found)
 
-    trace, _, [conclusion] = answer_of("edge 的 404 多不多？", capsys)
+    trace, _, [conclusion] = answer_of("edge-proxy 的 404 多不多？", capsys)
 
-    assert f"edge 状态码 404 的访问日志 {len(not_found)} 条（LogQL 统计整个窗口）" in conclusion
+    assert f"edge-proxy 状态码 404 的访问日志 {len(not_found)} 条（LogQL 统计整个窗口）" in conclusion
     assert f"「/api/v1/legacy-cart」{legacy} 条" in conclusion
     [counted] = [i for i in trace["tool_invocations"] if i["tool_name"] == "count_logs"]
     assert counted["output"]["queries"] == metric_queries(loki)
     assert any(
-        q.startswith('topk(10, sum by (path) (count_over_time({service="edge"} | pattern')
+        q.startswith('topk(10, sum by (path) (count_over_time({service="edge-proxy"} | pattern')
         for q in metric_queries(loki)
     )
     assert trace["session"]["output_type"] == "NORMAL"
@@ -139,10 +139,10 @@ def test_slow_queries_are_postgres_durations_over_a_second_with_the_slowest(team
 
 def test_errors_by_class_are_sqlstate_classes_and_failed_calls(team_sources, loki, capsys):
     deadlocks = len(within_hour("ledger-db", "40P01 ERROR:"))
-    refused = len(within_hour("edge", "(111: Connection refused)"))
+    refused = len(within_hour("edge-proxy", "(111: Connection refused)"))
 
     _, _, [database] = answer_of("Which kinds of errors did ledger-db log?", capsys)
-    _, _, [proxy] = answer_of("edge 有哪几类错误？", capsys)
+    _, _, [proxy] = answer_of("edge-proxy 有哪几类错误？", capsys)
 
     assert f"「40 Transaction Rollback」{deadlocks} 条" in database
     assert f"「connect() failed (111: Connection refused)」{refused} 条" in proxy

@@ -54,8 +54,8 @@ def vocabulary(request):
 
 def test_each_stream_s_lines_are_read_in_its_own_format():
     formats = {
-        ("edge", "access.log"): {ACCESS},
-        ("edge", "error.log"): {NGINX_ERROR},
+        ("edge-proxy", "access.log"): {ACCESS},
+        ("edge-proxy", "error.log"): {NGINX_ERROR},
         ("ledger-db", ""): {POSTGRES},
         ("session-cache", ""): {REDIS},
         ("payments-gateway", ""): {LOGFMT},
@@ -67,13 +67,13 @@ def test_each_stream_s_lines_are_read_in_its_own_format():
 
 
 def test_an_nginx_access_line_has_its_status_path_method_upstream_and_request_time():
-    fields = fields_of(line_with("edge", "/api/reports/monthly"))
+    fields = fields_of(line_with("edge-proxy", "/api/reports/monthly"))
 
     assert (fields.method, fields.path, fields.status) == ("GET", "/api/reports/monthly", "504")
     assert fields.upstream == "127.0.0.1:18081"
     assert fields.duration_ms == Decimal("60001")
     # A 404 served by nginx itself has no upstream (`ua="-"`).
-    assert fields_of(line_with("edge", "/wp-login.php")).upstream == ""
+    assert fields_of(line_with("edge-proxy", "/wp-login.php")).upstream == ""
 
 
 @pytest.mark.parametrize(
@@ -102,17 +102,17 @@ def test_other_access_shapes_are_access_lines(line, status, duration_ms):
 
 
 def test_an_nginx_error_line_names_its_failed_call_with_the_errno_and_the_upstream():
-    refused = fields_of(line_with("edge", "connect() failed"))
-    missing = fields_of(line_with("edge", "open()"))
-    timed_out = fields_of(line_with("edge", "upstream timed out"))
+    refused = fields_of(line_with("edge-proxy", "connect() failed"))
+    missing = fields_of(line_with("edge-proxy", "open()"))
+    timed_out = fields_of(line_with("edge-proxy", "upstream timed out"))
 
     assert refused.error_class == "connect() failed (111: Connection refused)"
     assert refused.upstream == "http://127.0.0.1:18080/api/cart"
     assert (refused.method, refused.path) == ("GET", "/api/cart")
     assert missing.error_class == "open() failed (2: No such file or directory)"
     assert timed_out.error_class == "(110: Connection timed out)"
-    assert [level_of(line) for line in lines_of("edge", "error.log")].count("ERROR") == 6
-    assert level_of(line_with("edge", "buffered to a temporary file")) == "WARN"
+    assert [level_of(line) for line in lines_of("edge-proxy", "error.log")].count("ERROR") == 6
+    assert level_of(line_with("edge-proxy", "buffered to a temporary file")) == "WARN"
 
 
 def test_a_postgres_line_has_its_level_sqlstate_class_duration_and_statement():
@@ -176,8 +176,8 @@ def test_slow_is_a_line_s_own_duration_above_the_threshold(vocabulary):
 
     assert slow(line_with("ledger-db", "2336.512 ms"))
     assert not slow(line_with("ledger-db", "812.304 ms"))
-    assert slow(line_with("edge", "rt=2.503"))
-    assert not slow(line_with("edge", "rt=0.012"))
+    assert slow(line_with("edge-proxy", "rt=2.503"))
+    assert not slow(line_with("edge-proxy", "rt=0.012"))
     assert slow(line_with("compute", "Took 2.50 seconds"))
     assert not slow(line_with("compute", "Took 0.55 seconds"))
     # Redis's save schedule says seconds, and is no slow line; nor a checkpoint's write time.
@@ -190,7 +190,7 @@ def test_a_postgres_duration_line_is_a_slow_query(vocabulary):
 
     assert has_property("slow_query", level="INFO", message=line, vocabulary=vocabulary)
     assert not has_property(
-        "slow_query", level="", message=line_with("edge", "rt=2.503"), vocabulary=vocabulary
+        "slow_query", level="", message=line_with("edge-proxy", "rt=2.503"), vocabulary=vocabulary
     )
 
 

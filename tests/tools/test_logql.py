@@ -57,8 +57,8 @@ def test_which_formats_logql_reads_for_which_count():
         for key, line in LINES.items()
     }
 
-    assert readable["edge/var/log/nginx/access.log"] == ["path", "slow", "status"]
-    assert readable["edge/var/log/nginx/error.log"] == ["class"]
+    assert readable["edge-proxy/var/log/nginx/access.log"] == ["path", "slow", "status"]
+    assert readable["edge-proxy/var/log/nginx/error.log"] == ["class"]
     # With `%e` in its prefix PostgreSQL writes the SQLSTATE LogQL groups errors by; without, it cannot.
     assert readable["ledger-db/var/log/postgresql/postgresql-15-main.log"] == ["class", "slow"]
     without_sqlstate = "2026-12-02 01:10:06.123 UTC [4242] shop@shop ERROR:  deadlock detected"
@@ -69,7 +69,7 @@ def test_which_formats_logql_reads_for_which_count():
 
 def test_thresholds_are_written_in_the_duration_s_own_unit():
     milliseconds = queries(LINES["ledger-db/var/log/postgresql/postgresql-15-main.log"], "slow")[0]
-    seconds = queries(LINES["edge/var/log/nginx/access.log"], "slow", slower_than_ms=Decimal(1500))[0]
+    seconds = queries(LINES["edge-proxy/var/log/nginx/access.log"], "slow", slower_than_ms=Decimal(1500))[0]
     go = queries(LINES["payments-gateway"], "slow")[0]
 
     assert "| duration_ms > 1000 |" in milliseconds

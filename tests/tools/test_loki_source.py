@@ -191,9 +191,9 @@ def metric_queries(loki: FakeLoki) -> list[str]:
 
 
 def test_404s_are_counted_by_path_over_the_window_with_the_logql_in_the_evidence(loki, session):
-    invocation = record(session, "count_logs", measure="path", status="404", service="edge")
+    invocation = record(session, "count_logs", measure="path", status="404", service="edge-proxy")
 
-    not_found = in_window("edge", '" 404 ', filename="access.log")
+    not_found = in_window("edge-proxy", '" 404 ', filename="access.log")
     total, *paths = invocation.output["counts"]
     assert total["group"] == {} and total["count"] == len(not_found) == 7
     assert [(p["group"]["path"], p["count"]) for p in paths] == [
@@ -202,13 +202,14 @@ def test_404s_are_counted_by_path_over_the_window_with_the_logql_in_the_evidence
     ]
     sent = metric_queries(loki)
     assert any(
-        q.startswith('topk(10, sum by (path) (count_over_time({service="edge"} | pattern `') for q in sent
+        q.startswith('topk(10, sum by (path) (count_over_time({service="edge-proxy"} | pattern `')
+        for q in sent
     )
     assert all('| status="404" | __error__="" [60m]' in q for q in sent)
     assert invocation.output["queries"] == sent
     # The count's ref text is what a claim cites: the number and the query as sent.
     assert invocation.evidence_refs[0]["text"].startswith(
-        "[最近 60 分钟][edge] 状态码 404 的访问日志：7 条（LogQL sum("
+        "[最近 60 分钟][edge-proxy] 状态码 404 的访问日志：7 条（LogQL sum("
     )
 
 
@@ -227,7 +228,7 @@ def test_slow_statements_are_postgres_durations_over_the_threshold_with_the_slow
 
 
 def test_a_threshold_of_the_call_s_own_is_used(loki, session):
-    invocation = record(session, "count_logs", measure="slow", service="edge", slower_than_ms=2000)
+    invocation = record(session, "count_logs", measure="slow", service="edge-proxy", slower_than_ms=2000)
 
     [count] = invocation.output["counts"]
     assert (count["count"], count["slowest_ms"], count["slower_than_ms"]) == (2, "60001", "2000")
@@ -250,10 +251,10 @@ def test_postgres_errors_are_counted_by_sqlstate_class(loki, session):
 
 
 def test_nginx_errors_are_counted_by_failed_call_and_errno(loki, session):
-    invocation = record(session, "count_logs", measure="class", service="edge")
+    invocation = record(session, "count_logs", measure="class", service="edge-proxy")
 
     total, *classes = invocation.output["counts"]
-    assert total["count"] == len(in_window("edge", "[error]")) == 6
+    assert total["count"] == len(in_window("edge-proxy", "[error]")) == 6
     assert [(c["group"]["class"], c["count"]) for c in classes] == [
         ("connect() failed (111: Connection refused)", 3),
         ("open() failed (2: No such file or directory)", 2),
