@@ -4,7 +4,7 @@ window; a plain logs ask about a service, its recent lines.
 A logs ask may count lines by what their format says (§22, `measure`): slow lines (a duration above
 a threshold) with the slowest, access lines by path ("404 多不多") or by status, error lines by class
 ("哪几类错误"). Its slot is then read from `count_logs` (counted over the whole window, or a stated
-sample), its lines' search kept beside it.
+sample); slow lines keep their search beside it.
 """
 
 from __future__ import annotations
@@ -62,6 +62,10 @@ class Logs(AskKind):
         return False
 
     def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:
+        """A count of lines by path, status or class is the count alone; slow lines keep their search
+        beside it (lines that say slow without a duration); any other ask, the search."""
+        if ask.measure and ask.measure != "slow":
+            return [count_call(ask)]
         searched = log_search(ask, alerts=alerts, world=world)
         return [*searched, count_call(ask)] if ask.measure else searched
 

@@ -202,16 +202,16 @@ def test_a_cause_a_latency_value_and_a_ratio_are_no_count_of_lines(names, questi
 
 
 @per_world
-def test_a_count_asks_its_call_beside_the_lines_search(names):
-    toolbox = FakeToolbox(names)
+def test_a_count_by_path_is_its_call_alone_and_slow_lines_keep_their_search(names):
+    by_path, slow = FakeToolbox(names), FakeToolbox(names)
 
-    run(f"最近 30 分钟 {names.service} 的 404 多不多？", names, toolbox)
+    run(f"最近 30 分钟 {names.service} 的 404 多不多？", names, by_path)
+    run(f"{names.service} 慢查询有几条？", names, slow)
 
-    assert (
-        "count_logs",
-        {"measure": "path", "service": names.service, "status": "404", "minutes": 30},
-    ) in toolbox.calls
-    assert [tool for tool, _ in toolbox.calls].count("query_logs") == 1
+    assert by_path.calls == [
+        ("count_logs", {"measure": "path", "service": names.service, "status": "404", "minutes": 30})
+    ]
+    assert [tool for tool, _ in slow.calls] == ["query_logs", "count_logs"]
 
 
 @per_world
