@@ -59,7 +59,7 @@ from diagnosis.services.sessions import (
 from diagnosis.services.tool_calls import tool_call_run
 from mcp_server.results import DiagnosisAnswer, ToolCallResult, diagnosis_answer, tool_call_result
 from tools.evidence.kind import EvidenceKind
-from tools.evidence.registry import KNOWLEDGE, LOGS, SERIES
+from tools.evidence.registry import KNOWLEDGE, LOG_COUNTS, LOGS, SERIES
 from tools.evidence.tool import get_tool
 
 SERVER_NAME = "verified-aiops"
@@ -68,9 +68,9 @@ INSTRUCTIONS = (
     "its evidence tools returned, and proves it: code checked every citation against the recorded "
     "tool output and computed the verdict. Quote its conclusions and claims as they are; anything "
     "you add is not verified. `verify_claims` checks claims written by anyone (another agent, a "
-    "colleague) against the same sources and checks, claim by claim. `query_promql`, `query_logs` and "
-    "`lookup_runbook` return raw evidence with its provenance, not verified conclusions. Every call is "
-    "recorded under your account."
+    "colleague) against the same sources and checks, claim by claim. `query_promql`, `query_logs`, "
+    "`count_logs` and `lookup_runbook` return raw evidence with its provenance, not verified "
+    "conclusions. Every call is recorded under your account."
 )
 RAW_EVIDENCE = (
     "Raw evidence, not a verified answer: the call is recorded as a tool invocation in a session under "
@@ -277,6 +277,7 @@ def mcp_tools(*, sessions_inline: bool) -> list[McpTool]:
         ),
         _evidence_tool("query_promql", kind=SERIES),
         _evidence_tool("query_logs", kind=LOGS),
+        _evidence_tool("count_logs", kind=LOG_COUNTS),
         _evidence_tool("lookup_runbook", kind=KNOWLEDGE),
         McpTool(
             name="session_trace",

@@ -1,15 +1,20 @@
 """A small server speaking Loki's HTTP API, for tests: Loki is not installable here (neither in
 Debian nor on PyPI). It follows the documented request and response shapes
-(https://grafana.com/docs/loki/latest/reference/loki-http-api/): `GET /loki/api/v1/query_range`
-(query, start, end in ns, limit, direction) answering `{"status": "success", "data": {"resultType":
-"streams", "result": [{"stream": {...}, "values": [["<ns>", "<line>"], ...]}]}}`, `GET
-/loki/api/v1/labels`, `GET /loki/api/v1/label/<name>/values`, and `POST /loki/api/v1/push` (JSON
-`{"streams": [{"stream": {...}, "values": [["<ns>", "<line>"], ...]}]}`, 204) as a log shipper
-sends lines; with a tenant set, requests without
-that `X-Scope-OrgID` get 401 `no org id`, as a multi-tenant Loki answers.
+(https://grafana.com/docs/loki/latest/reference/loki-http-api/):
 
-LogQL: a stream selector of `=`, `!=`, `=~`, `!~` matchers and `|=` / `|~` line filters (the subset
-the product writes); anything else is a 400 parse error, as Loki would answer.
+- `GET /loki/api/v1/query_range` (query, start and end in ns, limit, direction, step): a log query
+  answers `{"resultType": "streams", "result": [{"stream": {...}, "values": [["<ns>", "<line>"]]}]}`
+  (newest first with direction=backward), a metric query `{"resultType": "matrix", "result":
+  [{"metric": {...}, "values": [[<s>, "<value>"]]}]}` evaluated at start, start + step, … end;
+- `GET /loki/api/v1/query` (query, time in ns): a metric query answers `{"resultType": "vector",
+  "result": [{"metric": {...}, "value": [<s>, "<value>"]}]}`; a log query there is a 400, as Loki says;
+- `GET /loki/api/v1/labels`, `GET /loki/api/v1/label/<name>/values`;
+- `POST /loki/api/v1/push` (JSON `{"streams": [{"stream": {...}, "values": [["<ns>", "<line>"], ...]}]}`,
+  204) as a log shipper sends lines;
+- with a tenant set, requests without that `X-Scope-OrgID` get 401 `no org id`, as a multi-tenant Loki
+  answers.
+
+The LogQL it understands is `tests.logql`'s; anything else is a 400 naming what it could not parse.
 """
 
 from __future__ import annotations
@@ -21,67 +26,11 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-MATCHER = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"\s*,?')
-FILTER = re.compile(r"\s*(\|=|\|~)\s*(?:`([^`]*)`|\"((?:[^\"\\]|\\.)*)\")")
+from tests.logql import NS, Evaluator, LogQLError, LogQuery, duration_seconds, parse, sample_text
 
-
-class LogQLError(ValueError):
-    pass
-
-
-def parse_logql(query: str):
-    query = query.strip()
-    if not query.startswith("{") or "}" not in query:
-        raise LogQLError(f"parse error : syntax error: unexpected input {query[:20]!r}")
-    selector, rest = query[1:].split("}", 1)
-    matchers, position = [], 0
-    while position < len(selector):
-        match = MATCHER.match(selector, position)
-        if not match:
-            raise LogQLError(f"parse error : bad matcher at {selector[position:]!r}")
-        matchers.append((match[1], match[2], json.loads(f'"{match[3]}"')))
-        position = match.end()
-    if not any(op in ("=", "=~") and not re.fullmatch(value, "") for _, op, value in matchers):
-        raise LogQLError(
-            "parse error : queries require at least one regexp or equality matcher that does not have an empty-compatible value"
-        )
-    filters, position = [], 0
-    while rest[position:].strip():
-        match = FILTER.match(rest, position)
-        if not match:
-            raise LogQLError(f"parse error : unexpected {rest[position:]!r}")
-        filters.append((match[1], match[2] if match[2] is not None else json.loads(f'"{match[3]}"')))
-        position = match.end()
-    return matchers, filters
-
-
-def _flags(pattern: str) -> tuple[str, int]:
-    if pattern.startswith("(?i)"):
-        return pattern[4:], re.IGNORECASE
-    return pattern, 0
-
-
-def stream_matches(labels: dict, matchers) -> bool:
-    for name, op, value in matchers:
-        actual = labels.get(name, "")
-        if (op == "=" and actual != value) or (op == "!=" and actual == value):
-            return False
-        if op in ("=~", "!~"):
-            found = re.fullmatch(value, actual) is not None
-            if found != (op == "=~"):
-                return False
-    return True
-
-
-def line_matches(line: str, filters) -> bool:
-    for op, value in filters:
-        if op == "|=" and value not in line:
-            return False
-        if op == "|~":
-            pattern, flags = _flags(value)
-            if not re.search(pattern, line, flags):
-                return False
-    return True
+# Loki's default step for a range of a metric query: the range over 250 points, at least a second.
+DEFAULT_POINTS = 250
+MAX_POINTS = 11000
 
 
 class FakeLoki:
@@ -92,10 +41,11 @@ class FakeLoki:
         self.streams = [
             (
                 entry["stream"],
-                [(now_ns - int(line["seconds_ago"] * 1e9), line["line"]) for line in entry["lines"]],
+                [(now_ns - int(line["seconds_ago"] * NS), line["line"]) for line in entry["lines"]],
             )
             for entry in streams
         ]
+        self.evaluator = Evaluator(self.streams)
         self.tenant = tenant
         self.push_lock = threading.Lock()
         self.requests: list[dict] = []
@@ -171,24 +121,89 @@ class FakeLoki:
             return 200, {"status": "success", "data": values}
         if path == "/loki/api/v1/query_range":
             return 200, self.query_range(params)
+        if path == "/loki/api/v1/query":
+            return 200, self.query(params)
         return 404, {"status": "error", "error": "404 page not found"}
 
+    def query(self, params: dict) -> dict:
+        expression = parse(params.get("query", ""))
+        if isinstance(expression, LogQuery):
+            raise LogQLError(
+                "log queries are not supported as an instant query type, please change your query to a range query type"
+            )
+        at = _nanoseconds(params.get("time"), default=time.time_ns())
+        vector = self.evaluator.vector(expression, at)
+        result = [
+            {"metric": dict(labels), "value": [at / NS, sample_text(value)]}
+            for labels, value in vector.items()
+        ]
+        return _success("vector", sorted(result, key=_ordering(expression)))
+
     def query_range(self, params: dict) -> dict:
-        matchers, filters = parse_logql(params.get("query", ""))
-        start = int(params.get("start") or time.time_ns() - 3600 * 10**9)
-        end = int(params.get("end") or time.time_ns())
+        expression = parse(params.get("query", ""))
+        end = _nanoseconds(params.get("end"), default=time.time_ns())
+        start = _nanoseconds(params.get("start"), default=end - 3600 * NS)
+        if isinstance(expression, LogQuery):
+            return self._streams(expression, start, end, params)
+        step = _step_ns(params.get("step"), start, end)
+        if (end - start) // step > MAX_POINTS:
+            raise LogQLError(
+                "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)"
+            )
+        series: dict = {}
+        for at in range(start, end + 1, step):
+            for labels, value in self.evaluator.vector(expression, at).items():
+                series.setdefault(labels, []).append([at / NS, sample_text(value)])
+        result = [{"metric": dict(labels), "values": values} for labels, values in sorted(series.items())]
+        return _success("matrix", result)
+
+    def _streams(self, query: LogQuery, start: int, end: int, params: dict) -> dict:
         limit = int(params.get("limit", 100))
         backward = params.get("direction", "backward") == "backward"
-        found = [
-            (labels, ns, line)
-            for labels, lines in self.streams
-            if stream_matches(labels, matchers)
-            for ns, line in lines
-            if start <= ns <= end and line_matches(line, filters)
-        ]
-        found.sort(key=lambda entry: entry[1], reverse=backward)
+        # Loki returns entries with start <= ns < end.
+        found = self.evaluator.entries(query, start - 1, end - 1)
+        found.sort(key=lambda entry: entry.ns, reverse=backward)
         result: dict[str, dict] = {}
-        for labels, ns, line in found[:limit]:
+        for entry in found[:limit]:
+            labels = {name: value for name, value in entry.labels.items() if value != ""}
             key = json.dumps(labels, sort_keys=True)
-            result.setdefault(key, {"stream": labels, "values": []})["values"].append([str(ns), line])
-        return {"status": "success", "data": {"resultType": "streams", "result": list(result.values())}}
+            result.setdefault(key, {"stream": labels, "values": []})["values"].append(
+                [str(entry.ns), entry.line]
+            )
+        return _success("streams", list(result.values()))
+
+
+def _success(result_type: str, result: list) -> dict:
+    return {"status": "success", "data": {"resultType": result_type, "result": result}}
+
+
+def _ordering(expression):
+    """topk and bottomk answer their samples ordered by value; other vectors by their labels."""
+    operator = getattr(expression, "operator", "")
+    if operator in ("topk", "bottomk"):
+        sign = -1 if operator == "topk" else 1
+        return lambda item: (sign * float(item["value"][1]), sorted(item["metric"].items()))
+    return lambda item: sorted(item["metric"].items())
+
+
+def _nanoseconds(raw: str | None, *, default: int) -> int:
+    """A time parameter as Loki takes it: nanoseconds, or (with a point or few digits) seconds."""
+    if not raw:
+        return default
+    if re.fullmatch(r"[0-9]+", raw) and len(raw) > 12:
+        return int(raw)
+    try:
+        return int(float(raw) * NS)
+    except ValueError:
+        raise LogQLError(f"cannot parse {raw!r} to a valid timestamp") from None
+
+
+def _step_ns(raw: str | None, start: int, end: int) -> int:
+    if not raw:
+        return max(NS, (end - start) // DEFAULT_POINTS // NS * NS)
+    seconds = float(raw) if re.fullmatch(r"[0-9]+(?:\.[0-9]+)?", raw) else duration_seconds(raw)
+    if seconds <= 0:
+        raise LogQLError(
+            "zero or negative query resolution step widths are not accepted. Try a positive integer"
+        )
+    return int(seconds * NS)

@@ -8,6 +8,10 @@ pipeline's label check all read a line through these functions, so none can call
 - `has_property`: the rule a label needs (error: level ≥ ERROR; timeout: a failure phrase; slow: a
   duration above the vocabulary's threshold or the standalone word; any other topic: one of its terms).
 - `patterns_mined`: lines grouped by template with Drain3, each with its lines in the order given.
+
+A line's format (`tools.logformats`) says its level where it has its own way (PostgreSQL's `LOG:`,
+Redis's `#`, nginx's `[error]`) and its duration (PostgreSQL's `duration:`, an access log's request
+time): a line in a known format is slow by that duration only, not by any number with a unit in it.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from drain3 import TemplateMiner
 from drain3.masking import MaskingInstruction
 from drain3.template_miner_config import TemplateMinerConfig
 
+from tools.logformats import NGINX_ERROR, PLAIN, POSTGRES, REDIS, fields_of
 from tools.terms import name_parts
 from tools.vocabulary import Vocabulary
 
@@ -56,7 +61,9 @@ LEVEL_NAMES = {
 ERROR_LEVELS = frozenset({"ERROR", "CRITICAL", "FATAL"})
 # LogQL for errors: a level label's values that name an error level (Loki matches `=~` whole, case
 # aside), and the words a line states its error level in when no label keeps it (glog's `E0102 `).
-ERROR_LEVEL_VALUES = "(?i)(" + "|".join(raw for raw, name in LEVEL_NAMES.items() if name in ERROR_LEVELS) + ")"
+ERROR_LEVEL_VALUES = (
+    "(?i)(" + "|".join(raw for raw, name in LEVEL_NAMES.items() if name in ERROR_LEVELS) + ")"
+)
 ERROR_IN_LINE = r"(?i:error|err|fatal|critical|crit|severe|panic)|^E\d{4} |^F\d{4} "
 JSON_LEVEL_KEYS = ("level", "lvl", "severity", "loglevel", "log.level", "levelname")
 LOGFMT_LEVEL = re.compile(r'(?:^|\s)(?:level|lvl|severity)="?([A-Za-z]+)"?(?=\s|$)', re.IGNORECASE)
@@ -118,6 +125,10 @@ def level_of(line: str, labels: dict[str, str] | None = None) -> str:
                 return level_name(found)
     if found := LOGFMT_LEVEL.search(stripped):
         return level_name(found[1])
+    fields = fields_of(stripped)
+    if fields.format in (POSTGRES, REDIS, NGINX_ERROR):
+        # A PostgreSQL DETAIL or STATEMENT line continues the one before it: it has no level of its own.
+        return level_name(fields.level) if fields.level else ""
     if found := GLOG_LEVEL.match(stripped):
         return level_name(found[1])
     head = stripped[:LEVEL_HEAD]
@@ -226,18 +237,23 @@ def durations_ms(text: str) -> list[Decimal]:
 
 
 def has_property(topic: str, *, level: str, message: str, vocabulary: Vocabulary) -> bool:
-    """Whether a line has what calling it a `topic` line says: an error line is at
-    ERROR or above, a timeout line states a failure of waiting (not `negotiated timeout 10000`), a slow
-    line says slow or states a duration above the slow threshold; any other topic, one of its terms."""
+    """Whether a line has what calling it a `topic` line says: an error line is at ERROR or above, a
+    timeout line states a failure of waiting (not `negotiated timeout 10000`), a slow line says slow or
+    states a duration above the slow threshold (a line in a known format, its own duration:
+    PostgreSQL's `duration:`, an access log's request time), a slow query is such a line of a
+    database; any other topic, one of its terms."""
     if topic == "error":
         return is_error_level(level)
     if topic == "timeout":
         return bool(TIMEOUT_FAILURE.search(message))
     if topic in ("slow", "slow_query"):
+        fields = fields_of(message)
+        stated = durations_ms(message) if fields.format == PLAIN else [fields.duration_ms]
         slow = any(has_word(message, word) for word in SLOW_WORDS) or any(
-            duration > vocabulary.slow_threshold_ms for duration in durations_ms(message)
+            duration is not None and duration > vocabulary.slow_threshold_ms for duration in stated
         )
-        return slow and (topic == "slow" or "slow_query" in groups_of(message, vocabulary=vocabulary))
+        of_database = fields.format == POSTGRES or "slow_query" in groups_of(message, vocabulary=vocabulary)
+        return slow and (topic == "slow" or of_database)
     return topic in groups_of(message, vocabulary=vocabulary)
 
 

@@ -24,6 +24,10 @@
     evidence_actions terms that name gathering evidence (check, compare, 查看, 核对 …): what a
                      recommended action must be
     slow_threshold_ms  a log line stating a longer duration is a slow one
+    log_measures     the words that ask for log lines counted by what their format says: by path,
+                     by status, by class, how many, the slowest, and the words for slow lines
+                     (慢查询, slow requests); language, not names: a kind a file leaves out has the
+                     shipped file's words
 
 Remedies, evidence actions and intents are language, not a world's names: a world's file adds to
 the shipped terms, it never goes without them (guards hold on any world; a runbook's "Diagnosis"
@@ -124,6 +128,31 @@ class Asks(BaseModel):
         )
 
 
+def _shipped_measure_words(kind: str) -> Callable[[], list[str]]:
+    return lambda: list(_shipped().get("log_measures", {}).get(kind, []))
+
+
+class LogMeasures(BaseModel):
+    """The words that ask for counted log lines (`diagnosis.pipeline.asks.logs`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    path: list[str] = Field(default_factory=_shipped_measure_words("path"))
+    status: list[str] = Field(default_factory=_shipped_measure_words("status"))
+    # `class` in the file; not a field name, which is a keyword.
+    kinds: list[str] = Field(default_factory=_shipped_measure_words("class"), alias="class")
+    count: list[str] = Field(default_factory=_shipped_measure_words("count"))
+    slowest: list[str] = Field(default_factory=_shipped_measure_words("slowest"))
+    slow_lines: list[str] = Field(default_factory=_shipped_measure_words("slow_lines"))
+    # A ratio or a rate is asked of metrics, never of counted lines ("5xx 占比").
+    ratio: list[str] = Field(default_factory=_shipped_measure_words("ratio"))
+
+    @field_validator("*")
+    @classmethod
+    def _no_empty_words(cls, words: list[str]) -> list[str]:
+        return _strip_empty(words)
+
+
 class Vocabulary(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -140,6 +169,7 @@ class Vocabulary(BaseModel):
     remedies: list[str] = []
     evidence_actions: list[str] = []
     slow_threshold_ms: int = Field(default=1000, gt=0)
+    log_measures: LogMeasures = Field(default_factory=LogMeasures)
     extends: bool | str | None = None
 
     @field_validator("promql_topics", mode="before")
@@ -222,6 +252,9 @@ class Vocabulary(BaseModel):
             slow_threshold_ms=other.slow_threshold_ms
             if "slow_threshold_ms" in other.model_fields_set
             else self.slow_threshold_ms,
+            log_measures=other.log_measures
+            if "log_measures" in other.model_fields_set
+            else self.log_measures,
             categories=[
                 *other.categories,
                 *(c for c in self.categories if c.category not in extra_categories),

@@ -52,6 +52,13 @@ class Ask(BaseModel):
     word: str = ""
     # Label values the question writes beside a metric it names ("/", "eth0"): its series are those.
     values: tuple[str, ...] = ()
+    # A logs ask for lines counted by what their format says (`tools.logcounts`): slow lines, access
+    # lines by path or status, error lines by class; "" for lines with a property.
+    measure: str = ""
+    # The HTTP status (`404`) or class (`5xx`) the question counts access lines of.
+    status: str = ""
+    # The duration the question calls slow ("超过 2 秒"), in milliseconds; None for the vocabulary's.
+    threshold_ms: int | None = None
 
     def about(self) -> str:
         """What the ask is about, as its label names it: `billing 的 node_load1`, `checkout`, or ""."""

@@ -1,6 +1,8 @@
 """The label check, pure code: a claim that calls log lines error, timeout or slow-request
 lines needs that property in each line it cites, read by `tools.loglines.has_property`, the rule the
 rules engine writes its labels by. A cited line without it fails with `evidence.label_unsupported`.
+A cited count (`count_logs`) has a property when every line it counts has it: a count of slow lines
+(threshold at least the vocabulary's) is of slow lines, a count of error lines by class of error lines.
 
 What a claim calls its lines is read from its own words only: the quoted lines and the excerpts are
 taken out first (a line that says "timeout" does not make the claim call it a timeout), then a topic
@@ -12,11 +14,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 
 from diagnosis.pipeline.contracts import Claim
 from diagnosis.pipeline.gatekeeper import CLAIM_DENIES
-from tools.evidence.logs.record import LogLine
-from tools.evidence.registry import LOGS
+from tools.evidence.logs.record import LogCount, LogLine
+from tools.evidence.registry import LOG_COUNTS, LOGS
 from tools.evidence.result import NO_EVIDENCE_PATH, ToolResult
 from tools.loglines import PROPERTY_TOPICS, has_property
 from tools.vocabulary import Vocabulary
@@ -69,10 +72,11 @@ def labels_unsupported(
 ) -> list[LabelFailure]:
     """Each cited log line a claim calls what the line is not. A claim that denies (`没有错误日志`)
     calls no line anything."""
-    lines: dict[tuple[object, str], LogLine] = {
+    lines: dict[tuple[object, str], LogLine | LogCount] = {
         (result.invocation_id, ref.path): line
         for result in results
-        if result.invocation_id is not None and LOGS.owns(result.tool_name)
+        if result.invocation_id is not None
+        and (LOGS.owns(result.tool_name) or LOG_COUNTS.owns(result.tool_name))
         for line, ref in result.cited()
     }
     failures = []
@@ -80,7 +84,7 @@ def labels_unsupported(
         bindings = [
             b
             for b in claim.evidence_bindings
-            if LOGS.owns(b.tool_name) and b.raw_path != NO_EVIDENCE_PATH
+            if (LOGS.owns(b.tool_name) or LOG_COUNTS.owns(b.tool_name)) and b.raw_path != NO_EVIDENCE_PATH
         ]
         if not bindings or CLAIM_DENIES.search(QUOTED.sub(" ", claim.claim_text)):
             continue
@@ -91,18 +95,14 @@ def labels_unsupported(
         }
         excerpts = [b.evidence_excerpt for b in claim.evidence_bindings]
         topics = claimed_topics(
-            claim.claim_text, [*excerpts, *(line.message for line in cited.values())], vocabulary=vocabulary
+            claim.claim_text, [*excerpts, *(_text(line) for line in cited.values())], vocabulary=vocabulary
         )
         for binding in bindings:
             line = cited.get((binding.source_invocation_id, binding.raw_path or ""))
             if line is None:  # not a recorded line: the gatekeeper's own rules say so
                 continue
-            level = line.level
-            missing = [
-                t
-                for t in topics
-                if not has_property(t, level=level, message=line.message, vocabulary=vocabulary)
-            ]
+            level = line.level if isinstance(line, LogLine) else ""
+            missing = [t for t in topics if not _holds(t, line, vocabulary)]
             if missing:
                 labels = "、".join(vocabulary.label(t) for t in missing)
                 failures.append(
@@ -114,3 +114,21 @@ def labels_unsupported(
                     )
                 )
     return failures
+
+
+def _text(record: LogLine | LogCount) -> str:
+    return record.message if isinstance(record, LogLine) else record.line
+
+
+def _holds(topic: str, record: LogLine | LogCount, vocabulary: Vocabulary) -> bool:
+    """Whether the cited line, or every line the cited count counted, has the topic's property."""
+    if isinstance(record, LogLine):
+        return has_property(topic, level=record.level, message=record.message, vocabulary=vocabulary)
+    if topic == "error":
+        return record.measure == "class"
+    if topic in SLOW_TOPICS:
+        slow = (
+            record.measure == "slow" and Decimal(record.slower_than_ms or 0) >= vocabulary.slow_threshold_ms
+        )
+        return slow and has_property(topic, level="", message=record.line, vocabulary=vocabulary)
+    return False

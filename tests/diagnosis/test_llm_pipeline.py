@@ -610,3 +610,37 @@ def test_names_the_model_makes_up_are_resolved_to_known_ones_or_refused_with_the
     assert "最接近的已知名称" in refusal
     described = json.dumps(second_turn["tools"], ensure_ascii=False)
     assert "已知：" in described and known in described
+
+
+COUNT_QUESTIONS = {
+    "demo": ("user-service 的慢请求多不多？最慢的一条是哪个", "最慢 5800 ms"),
+    "shop": ("checkout 有哪几类错误？", "checkout 的错误日志 2 条"),
+}
+
+
+def test_a_count_of_log_lines_is_the_same_slot_whichever_engine_answers(fake_llm, one_round, either_world):
+    query, fact = COUNT_QUESTIONS[either_world]
+    fake_llm()
+
+    def counted(engine: str) -> tuple[str, DiagnosisSession]:
+        session = session_start(query=query, engine=engine, run_inline=True)
+        [slot] = [slot for slot in evaluation(session)["slots"] if slot["ask"]["kind"] == "logs"]
+        assert slot["filled"]
+        return slot["conclusion"], session
+
+    by_rules, _ = counted("rules")
+    by_llm, session = counted("llm")
+
+    assert by_llm == by_rules and fact in by_llm
+    assert session.tool_invocations.get(tool_name="count_logs").success
+    assert session.verdict == "PASS"
+
+
+def test_the_model_is_offered_the_count_of_log_lines_beside_the_search(fake_llm, one_round, either_world):
+    query, _service = CAUSE_QUESTIONS[either_world]
+    server = fake_llm()
+
+    run(query)
+
+    offered = {tool["function"]["name"] for tool in server.requests_for("ExecutorOutput")[0]["tools"]}
+    assert {"query_logs", "count_logs"} <= offered

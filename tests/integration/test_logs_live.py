@@ -85,3 +85,79 @@ def test_a_logs_answer_shows_pattern_counts_that_match_the_lines_served(loghub_s
     for fragment, count in counts.items():
         pattern = next(part for part in conclusion.split("；") if fragment in part)
         assert f"」{count} 条" in pattern
+
+
+# --- Counts by what a line's format says, on the second world's Loki (real-looking nginx, PostgreSQL
+# 15, logfmt lines), the numbers read here from the streams file, never through the product. -------
+
+STREAMS = json.loads((WORLD / "loki_streams.json").read_text())
+
+
+def within_hour(service: str, contains: str, *, filename: str = "") -> list[str]:
+    return [
+        entry["line"]
+        for stream in STREAMS
+        if stream["stream"]["service"] == service and filename in stream["stream"].get("filename", "")
+        for entry in stream["lines"]
+        if entry["seconds_ago"] < 3600 and contains in entry["line"]
+    ]
+
+
+def metric_queries(loki: FakeLoki) -> list[str]:
+    return [r["params"]["query"] for r in loki.requests if r["path"] == "/loki/api/v1/query"]
+
+
+def test_404s_by_path_are_counted_over_the_window_with_logql_on_the_live_stack(team_sources, loki, capsys):
+    not_found = within_hour("edge-proxy", '" 404 ', filename="access.log")
+    legacy = sum("/api/v1/legacy-cart " in line for line in not_found)
+
+    trace, _, [conclusion] = answer_of("edge-proxy 的 404 多不多？", capsys)
+
+    assert f"edge-proxy 状态码 404 的访问日志 {len(not_found)} 条（LogQL 统计整个窗口）" in conclusion
+    assert f"「/api/v1/legacy-cart」{legacy} 条" in conclusion
+    [counted] = [i for i in trace["tool_invocations"] if i["tool_name"] == "count_logs"]
+    assert counted["output"]["queries"] == metric_queries(loki)
+    assert any(
+        q.startswith('topk(10, sum by (path) (count_over_time({service="edge-proxy"} | pattern')
+        for q in metric_queries(loki)
+    )
+    assert trace["session"]["output_type"] == "NORMAL"
+
+
+def test_slow_queries_are_postgres_durations_over_a_second_with_the_slowest(team_sources, loki, capsys):
+    durations = [
+        float(line.split("duration: ")[1].split(" ms")[0]) for line in within_hour("ledger-db", "duration: ")
+    ]
+
+    trace, _, [conclusion] = answer_of("ledger-db 慢查询有几条？最慢的是哪条", capsys)
+
+    assert f"慢查询日志 {sum(d > 1000 for d in durations)} 条（LogQL 统计整个窗口）" in conclusion
+    assert f"最慢 {max(durations):g} ms" in conclusion
+    assert any("| unwrap duration_ms |" in q for q in metric_queries(loki))
+    assert trace["session"]["output_type"] == "NORMAL"
+
+
+def test_errors_by_class_are_sqlstate_classes_and_failed_calls(team_sources, loki, capsys):
+    deadlocks = len(within_hour("ledger-db", "40P01 ERROR:"))
+    refused = len(within_hour("edge-proxy", "(111: Connection refused)"))
+
+    _, _, [database] = answer_of("Which kinds of errors did ledger-db log?", capsys)
+    _, _, [proxy] = answer_of("edge-proxy 有哪几类错误？", capsys)
+
+    assert f"「40 Transaction Rollback」{deadlocks} 条" in database
+    assert f"「connect() failed (111: Connection refused)」{refused} 条" in proxy
+
+
+def test_lines_logql_cannot_read_are_counted_as_served_and_said_so(loghub_sources, capsys):
+    took = [
+        float(entry["line"].split("Took ")[1].split(" seconds")[0])
+        for stream in LOGHUB
+        if stream["stream"]["service"] == "compute"
+        for entry in stream["lines"]
+    ]
+
+    trace, _, [conclusion] = answer_of("compute 超过 2 秒的请求有几条？", capsys)
+
+    assert f"compute 耗时超过 2000 ms 的慢日志 {sum(s > 2 for s in took)} 条（窗口内全部日志）" in conclusion
+    assert f"最慢 {max(took) * 1000:g} ms" in conclusion
+    assert trace["session"]["output_type"] == "NORMAL"

@@ -36,12 +36,12 @@ def test_the_tools_are_listed_each_saying_what_is_verified(mcp_url, token):
     tools = over_http(mcp_url, token, scenario)
 
     # No Prometheus configured: PromQL is not offered, as the pipeline's model is not offered it.
-    assert set(tools) == {"diagnose", "verify_claims", "query_logs", "lookup_runbook", "session_trace"}
+    assert set(tools) == {"diagnose", "verify_claims", "query_logs", "count_logs", "lookup_runbook", "session_trace"}
     assert "each citation (invocation id + raw_path + excerpt) was found in the recorded tool output" in (
         tools["diagnose"].description
     )
     assert tools["diagnose"].output_schema["properties"]["verdict"]
-    for name in ("query_logs", "lookup_runbook"):
+    for name in ("query_logs", "count_logs", "lookup_runbook"):
         assert "Raw evidence, not a verified answer" in tools[name].description
     # An evidence tool's arguments are the product tool's own model.
     assert set(tools["query_logs"].input_schema["properties"]) == {"query", "service", "topic", "limit"}

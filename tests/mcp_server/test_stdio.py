@@ -37,7 +37,7 @@ def test_the_tools_are_listed_and_diagnose_answers_with_verdict_and_checked_cita
 
     tools, result = over_stdio(["--user", "alice"], environment, scenario)
 
-    assert tools == ["diagnose", "verify_claims", "query_logs", "lookup_runbook", "session_trace"]
+    assert tools == ["diagnose", "verify_claims", "query_logs", "count_logs", "lookup_runbook", "session_trace"]
     # No worker runs beside it: the stdio server ran the session in its own process.
     answer = structured(result)
     assert (answer["status"], answer["verdict"], answer["output_type"]) == ("COMPLETED", "PASS", "NORMAL")

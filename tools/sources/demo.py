@@ -23,6 +23,7 @@ from tools.evidence.knowledge.source import KnowledgeSource
 from tools.evidence.logs.source import LogSource
 from tools.inventory import SourceInventory
 from tools.knowledge_block import KnowledgeBlock
+from tools.logcounts import WINDOW, CountRequest, Line, LogCounts, counted_in_code
 from tools.loglines import groups_of
 from tools.matching import mentioned, query_groups
 from tools.records import alert_record
@@ -65,6 +66,11 @@ def _alerts() -> tuple[dict, ...]:
 def _logs() -> tuple[LogRecord, ...]:
     records = sorted(_read_json("logs.json"), key=lambda record: record["minutes_ago"])
     return tuple(log_record(record) for record in records)
+
+
+def world_logs() -> list[dict]:
+    """The world's log records in their stored shape."""
+    return [record.fields for record in _logs()]
 
 
 def log_record(fields: dict) -> LogRecord:
@@ -147,6 +153,10 @@ class DemoWorldSource(AlertSource, LogSource, KnowledgeSource):
             and log_matches(record, query)
         ]
 
+    def count_logs(self, *, request: CountRequest, now: datetime) -> LogCounts:
+        """Counted over every line of the window: the world holds them all."""
+        return LogCounts(records=lines_counted(world_logs(), request))
+
     def knowledge_blocks(self) -> list[KnowledgeBlock]:
         """The runbooks and the blocks of the configured knowledge sources (the case library's past cases)."""
         return [*_runbook_blocks(), *knowledge_sources_blocks()]
@@ -157,6 +167,21 @@ class DemoWorldSource(AlertSource, LogSource, KnowledgeSource):
             alerts={alert["alert_name"] for alert in _alerts()},
             runbooks={block.source_document for block in _runbook_blocks()},
         )
+
+
+def lines_counted(records: list[dict], request: CountRequest) -> list[dict]:
+    """Records in the world's stored shape (minutes before now) counted over the request's window,
+    newest first."""
+    within = sorted(
+        (
+            record
+            for record in records
+            if filter_matches(request.service, record["service"]) and record["minutes_ago"] <= request.minutes
+        ),
+        key=lambda record: record["minutes_ago"],
+    )
+    lines = [Line(message=record["message"], level=record["level"]) for record in within]
+    return counted_in_code(lines, request, counted_over=WINDOW)
 
 
 def alert_rendered(alert: dict, now: datetime) -> dict:

@@ -26,13 +26,16 @@ from tools.evidence.logs.source import LogSource
 from tools.evidence.registry import ALERTS, KNOWLEDGE, LOGS
 from tools.inventory import SourceInventory
 from tools.knowledge_block import KnowledgeBlock
+from tools.logcounts import CountRequest, LogCounts
 from tools.sources.demo import (
     DemoWorldSource,
     alert_rendered,
     filter_matches,
+    lines_counted,
     log_matches,
     log_record,
     log_rendered,
+    world_logs,
 )
 
 MERGE, REPLACE = "merge", "replace"
@@ -80,6 +83,14 @@ class FixtureSource(AlertSource, LogSource, KnowledgeSource):
         # Newest first, as the demo world answers; timestamps share one shape and zone, so they sort as
         # text, and the sort is stable for equal times.
         return sorted(logs, key=lambda log: log["timestamp"], reverse=True)
+
+    def count_logs(self, *, request: CountRequest, now: datetime) -> LogCounts:
+        """Counted over every line the case serves (its records, with the demo world's in merge mode)."""
+        data = _data(LOGS.tool)
+        records = list(data.get("records", []))
+        if data.get("mode", MERGE) == MERGE:
+            records += world_logs()
+        return LogCounts(records=lines_counted(records, request))
 
     def knowledge_blocks(self) -> list[KnowledgeBlock]:
         data = _data(KNOWLEDGE.tool)

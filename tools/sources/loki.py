@@ -4,6 +4,10 @@ The query is built from the service (its label), the terms of the topics the que
 its other words, each as a whole word: `{service="billing"} |~ "…(?i:oom)…"`. A query
 for errors only filters by level: in the stream selector where a level label exists, by the level
 parsed from the line otherwise. Code then keeps only the lines the same word and level rules accept.
+
+Counts (`count_logs`) read the newest lines first (the error lines for a count by class) to learn
+the formats the service writes; each format LogQL can read (`tools.logql`) is then counted over the
+whole window with instant metric queries, the others over those newest lines, said as a sample.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -18,6 +23,16 @@ from django.conf import settings
 from tools.clock import local_text
 from tools.evidence.logs.source import LogSource
 from tools.inventory import SourceInventory
+from tools.logcounts import (
+    WINDOW,
+    CountRequest,
+    Line,
+    LogCounts,
+    counted_in_code,
+    counts_merged,
+    exact,
+    sample_of,
+)
 from tools.loglines import (
     ERROR_IN_LINE,
     ERROR_LEVEL_VALUES,
@@ -27,6 +42,18 @@ from tools.loglines import (
     level_of,
     logql_words,
 )
+from tools.logql import (
+    Recipe,
+    group_of,
+    grouped_query,
+    recipe_of,
+    slow_count_query,
+    slowest_line_query,
+    slowest_ms,
+    slowest_query,
+    stream_selector,
+    total_query,
+)
 from tools.matching import group_terms, query_terms
 from tools.promql import quoted
 from tools.records import service_of
@@ -34,6 +61,10 @@ from tools.sources.http import HttpSource
 
 # The most lines one call asks for: the tool's own `limit` maximum.
 MAX_LINES = 100
+# The newest lines a count reads to learn the formats (and counts in code where LogQL cannot).
+SAMPLE_LINES = 500
+# The most series a metric query of a count may answer (its groups are a topk of fewer).
+MAX_SERIES = 100
 INSTANCE_LABELS = ("instance", "pod", "host", "hostname")
 # Question words searched literally when they are not a known topic term (`idx_user_id`, `退款`).
 LITERAL_WORD = re.compile(r"[a-z0-9_.:/\-]{4,}|[\u4e00-\u9fff]{2,}")
@@ -109,25 +140,119 @@ class LokiSource(HttpSource, LogSource):
         window = timedelta(minutes=settings.DIAGNOSIS["LOGS_WINDOW_MINUTES"])
         entries = []
         for logql in self.logql(query=query, service=service):
-            data = self.data(
-                "/loki/api/v1/query_range",
-                {
-                    "query": logql,
-                    "start": str(int((now - window).timestamp() * 1e9)),
-                    "end": str(int(now.timestamp() * 1e9)),
-                    "limit": MAX_LINES,
-                    "direction": "backward",
-                },
-            )
-            entries += [
-                (int(timestamp), line, stream.get("stream") or {})
-                for stream in (data or {}).get("result") or []
-                for timestamp, line in stream.get("values") or []
-            ]
+            entries += self.entries(logql, start=now - window, end=now, limit=MAX_LINES)
         entries.sort(key=lambda entry: -entry[0])
         records = [log_record(ns, line, labels, topic=topic) for ns, line, labels in entries]
         kept = line_rule(query, service=service)
         return [record for record in records if kept(record)][:MAX_LINES]
+
+    def entries(
+        self, logql: str, *, start: datetime, end: datetime, limit: int
+    ) -> list[tuple[int, str, dict]]:
+        """(ns, line, stream labels) of a log query over [start, end), newest first."""
+        data = self.data(
+            "/loki/api/v1/query_range",
+            {
+                "query": logql,
+                "start": str(int(start.timestamp() * 1e9)),
+                "end": str(int(end.timestamp() * 1e9)),
+                "limit": limit,
+                "direction": "backward",
+            },
+        )
+        return [
+            (int(timestamp), line, stream.get("stream") or {})
+            for stream in (data or {}).get("result") or []
+            for timestamp, line in stream.get("values") or []
+        ]
+
+    def vector(self, logql: str, *, now: datetime) -> list[tuple[dict, str]]:
+        """(labels, value) of an instant metric query at `now`."""
+        data = self.data(
+            "/loki/api/v1/query",
+            {"query": logql, "time": str(int(now.timestamp() * 1e9)), "limit": MAX_SERIES},
+        )
+        return [
+            (series.get("metric") or {}, str(series["value"][1]))
+            for series in (data or {}).get("result") or []
+        ]
+
+    def count_logs(self, *, request: CountRequest, now: datetime) -> LogCounts:
+        known = set(self.labels())
+        selector = stream_selector(self.service_label(known), request.service)
+        if request.measure == "class":
+            sampled = self.logql(query="error", service=request.service or None)
+        else:
+            sampled = [selector]
+        start = now - timedelta(minutes=request.minutes)
+        entries = sorted(
+            (
+                entry
+                for logql in sampled
+                for entry in self.entries(logql, start=start, end=now, limit=SAMPLE_LINES)
+            ),
+            key=lambda entry: -entry[0],
+        )[:SAMPLE_LINES]
+        by_recipe: dict[Recipe, list[Line]] = {}
+        rest = []
+        for _, text, labels in entries:
+            line = Line(message=text, level=level_of(text, labels))
+            if request.measure == "class" and not is_error_level(line.level):
+                continue
+            # A parsed key named like one of the line's stream labels is extracted as `<key>_extracted`.
+            recipe = recipe_of(line.fields, request.measure, stream_labels=labels.keys())
+            (by_recipe.setdefault(recipe, []) if recipe else rest).append(line)
+        queries: list[str] = []
+        parts = [self._counted(recipe, selector, request, now=now, queries=queries) for recipe in by_recipe]
+        # Every line of the window fits the lines read: counted in code, they are the whole window.
+        over = WINDOW if len(entries) < SAMPLE_LINES else sample_of(len(entries))
+        parts.append(counted_in_code(rest, request, counted_over=over))
+        return LogCounts(records=counts_merged(parts, request), queries=tuple(queries))
+
+    def _counted(
+        self, recipe: Recipe, selector: str, request: CountRequest, *, now: datetime, queries: list[str]
+    ) -> list[dict]:
+        """One format's counts over the whole window, by LogQL; `queries` gains each query sent."""
+
+        def sent(logql: str) -> list[tuple[dict, str]]:
+            queries.append(logql)
+            return self.vector(logql, now=now)
+
+        if request.measure == "slow":
+            counted = slow_count_query(selector, recipe, request)
+            count = sum(int(Decimal(value)) for _, value in sent(counted))
+            if not count:
+                return []
+            slowest_logql = slowest_query(selector, recipe, request)
+            slowest = max((value for _, value in sent(slowest_logql)), key=Decimal)
+            line_logql = slowest_line_query(selector, recipe, slowest)
+            queries.append(line_logql)
+            found = self.entries(line_logql, start=now - timedelta(minutes=request.minutes), end=now, limit=1)
+            return [
+                request.record(
+                    group={},
+                    count=count,
+                    slowest_ms=exact(slowest_ms(recipe, slowest)),
+                    line=found[0][1] if found else "",
+                    query=f"{counted}；{slowest_logql}",
+                    counted_over=WINDOW,
+                )
+            ]
+        total_logql = total_query(selector, recipe, request)
+        total = sum(int(Decimal(value)) for _, value in sent(total_logql))
+        if not total:
+            return []
+        grouped_logql = grouped_query(selector, recipe, request)
+        groups = [
+            request.record(
+                group=group_of(recipe, request, metric),
+                count=int(Decimal(value)),
+                query=grouped_logql,
+                counted_over=WINDOW,
+            )
+            for metric, value in sent(grouped_logql)
+        ]
+        return [request.record(group={}, count=total, query=total_logql, counted_over=WINDOW), *groups]
 
 
 def errors_only(query: str, *, service: str | None) -> bool:

@@ -12,6 +12,7 @@ import re
 
 from diagnosis.pipeline.ask import Ask, AskWindow, SubjectKind
 from diagnosis.pipeline.asks.action import action_asked
+from diagnosis.pipeline.asks.logs import measure_in
 from diagnosis.pipeline.asks.registry import KINDS
 from diagnosis.pipeline.focus import QuestionFocus, folded_name
 from diagnosis.pipeline.windows import Window
@@ -33,7 +34,8 @@ def asks_read(*, query: str, focus: QuestionFocus, vocabulary: Vocabulary, windo
     question names (`window_in`)."""
     text = _without_span(query, window.span)
     said = asks_in(text, vocabulary=vocabulary)
-    kinds = _kinds_in(text, said, vocabulary)
+    measure = measure_in(text, focus=focus, vocabulary=vocabulary, logs_asked="logs" in said)
+    kinds = _kinds_in(text, said, vocabulary, counted=measure is not None)
     ask_window = AskWindow.of(window, now=window.now)
     series = _series_in(text, focus)
     topic = focus.topics[0] if focus.topics else ""
@@ -43,6 +45,8 @@ def asks_read(*, query: str, focus: QuestionFocus, vocabulary: Vocabulary, windo
     values = _values_in(text, series) if series else ()
     asks = []
     for kind in kinds:
+        # A count of log lines names its own topic (the slow one of "超过 500 ms 的慢查询").
+        counted = {"topic": topic} | ((measure or {}) if kind == "logs" else {})
         for subject, subject_kind, service in _subjects(kind, focus=focus, series=series):
             asks.append(
                 Ask(
@@ -50,17 +54,20 @@ def asks_read(*, query: str, focus: QuestionFocus, vocabulary: Vocabulary, windo
                     subject=subject,
                     subject_kind=subject_kind,
                     service=service,
-                    topic=topic,
                     window=ask_window,
                     values=values if subject_kind == "series" else (),
+                    **counted,
                 )
             )
     return asks
 
 
-def _kinds_in(text: str, said: set[str], vocabulary: Vocabulary) -> set[str]:
-    """The kinds asked, from the vocabulary's ask words the text uses (`said`, by field)."""
+def _kinds_in(text: str, said: set[str], vocabulary: Vocabulary, *, counted: bool) -> set[str]:
+    """The kinds asked, from the vocabulary's ask words the text uses (`said`, by field). A count of
+    log lines (`counted`: "404 多不多", "慢查询有几条") is a logs ask, whose "多少" asks no value."""
     kinds = {name for name, kind in KINDS.items() if name != "cause" and kind.words in said}
+    if counted:
+        kinds = (kinds - {"value", "trend"}) | {"logs"}
     cause_words = [word for word in vocabulary.asks.cause if term_pattern(word).search(text.lower())]
     # A cause word that is also a topic's term names a symptom ("很慢"); beside another ask it is that
     # ask's topic ("是否存在慢请求日志"), not a question of why.

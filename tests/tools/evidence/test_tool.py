@@ -17,6 +17,7 @@ def test_the_tools_are_registered_under_their_contract_names():
         "query_promql",
         "query_targets",
         "query_logs",
+        "count_logs",
         "lookup_knowledge",
         "get_current_datetime",
     }
@@ -25,6 +26,7 @@ def test_the_tools_are_registered_under_their_contract_names():
         "query_promql",
         "query_targets",
         "query_logs",
+        "count_logs",
         "lookup_knowledge",
     }
 

@@ -1,9 +1,10 @@
-"""Its row in the registry (`tools.evidence.registry.KINDS`): the tool's name and the product's words for it."""
+"""Its rows in the registry (`tools.evidence.registry.KINDS`): the tools' names and the product's words
+for them. One source answers both: the lines (`query_logs`) and the counts of lines (`count_logs`)."""
 
 from __future__ import annotations
 
 from tools.evidence.kind import EvidenceKind
-from tools.evidence.logs.record import LogLine
+from tools.evidence.logs.record import LogCount, LogLine
 from tools.evidence.logs.source import LogSource
 
 LOGS = EvidenceKind(
@@ -15,5 +16,16 @@ LOGS = EvidenceKind(
     plannable=True,
     counted_as="lines",
     record=LogLine,
+    source=LogSource,
+)
+LOG_COUNTS = EvidenceKind(
+    package="logs",
+    tool="count_logs",
+    label="日志统计",
+    noun="日志统计",
+    collection_key="counts",
+    plannable=True,
+    counted_as="counts",
+    record=LogCount,
     source=LogSource,
 )

@@ -1,17 +1,25 @@
-"""`query_logs`: log lines matching a query, by service and topic keywords with synonyms."""
+"""`query_logs`: log lines matching a query, by service and topic keywords with synonyms;
+`count_logs`: lines counted over the window by what their format says (slow lines with the slowest,
+access lines by path or status, error lines by class)."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Literal
 
+from django.conf import settings
 from pydantic import Field
 
-from tools.evidence.logs.kind import LOGS
-from tools.evidence.logs.source import LogSource
+from tools.configured_vocabulary import current_vocabulary
+from tools.evidence.logs.kind import LOG_COUNTS, LOGS
+from tools.evidence.logs.source import LogSource, logs_counted
 from tools.evidence.result import ToolResult
 from tools.evidence.tool import MAX_TEXT_CHARS, EvidenceTool, ToolArguments, ToolContext, register
+from tools.logcounts import MEASURES, CountRequest
 
 LogTopic = Literal["system-metrics", "application-logs", "database-slow-query", "system-events"]
+# The longest window a count may ask for: a week, as a PromQL range.
+MAX_COUNT_MINUTES = 7 * 24 * 60
 
 
 class QueryLogsArguments(ToolArguments):
@@ -46,3 +54,64 @@ class QueryLogsTool(EvidenceTool[LogSource]):
         shown = logs[: arguments.limit]
         message = f"找到 {len(logs)} 条匹配日志，返回 {len(shown)} 条" if logs else "未找到匹配的日志"
         return self.typed({"success": True, "logs": shown, "total": len(logs), "message": message}, arguments)
+
+
+class CountLogsArguments(ToolArguments):
+    measure: Literal[MEASURES] = Field(
+        title="统计",
+        description="slow：耗时超过阈值的日志（PostgreSQL duration、访问日志请求耗时、took N seconds）的条数与最慢一条；"
+        "path：访问日志按请求路径计数；status：访问日志按 HTTP 状态码计数；class：错误日志按类别"
+        "（SQLSTATE 类、errno、异常类）计数",
+    )
+    service: str | None = Field(
+        default=None, title="服务", max_length=MAX_TEXT_CHARS, description="只统计该服务的日志（服务标签值）"
+    )
+    status: str | None = Field(
+        default=None,
+        title="状态码",
+        max_length=3,
+        pattern=r"^[1-5](?:[0-9]{2}|[xX]{2})$",
+        description="path / status 统计只计该状态码（如 404）或该类（如 5xx）的访问日志",
+    )
+    slower_than_ms: float | None = Field(
+        default=None,
+        title="耗时阈值（毫秒）",
+        gt=0,
+        le=86_400_000,
+        description="slow 统计的阈值，默认词表的慢阈值",
+    )
+    minutes: int | None = Field(
+        default=None, title="分钟", ge=1, le=MAX_COUNT_MINUTES, description="统计最近多少分钟，默认日志窗口"
+    )
+
+
+@register
+class CountLogsTool(EvidenceTool[LogSource]):
+    kind = LOG_COUNTS
+    description = (
+        "按日志格式解析出的字段统计整个时间窗内的日志条数（Loki 用 LogQL 指标查询）："
+        "慢（耗时超过阈值，含最慢一条）、按路径或状态码（访问日志）、按错误类别。"
+    )
+    arguments_model = CountLogsArguments
+
+    def run(self, arguments: CountLogsArguments, context: ToolContext) -> ToolResult:
+        window = settings.DIAGNOSIS["LOGS_WINDOW_MINUTES"]
+        threshold = arguments.slower_than_ms or current_vocabulary().slow_threshold_ms
+        request = CountRequest(
+            measure=arguments.measure,
+            minutes=min(arguments.minutes or window, window),
+            service=arguments.service or "",
+            status=(arguments.status or "").lower(),
+            slower_than_ms=Decimal(str(threshold)),
+        )
+        counts = logs_counted(self.source(), request=request, now=context.now)
+        total = counts.records[0]["count"] if counts.records else 0
+        message = (
+            f"最近 {request.minutes} 分钟统计到 {total} 条"
+            if total
+            else f"最近 {request.minutes} 分钟没有可统计的日志"
+        )
+        if request.minutes < (arguments.minutes or 0):
+            message += f"（日志只能看到最近 {window} 分钟）"
+        output = {"success": True, "counts": counts.records, "total": total, "queries": list(counts.queries)}
+        return self.typed(output | {"message": message}, arguments)
