@@ -26,6 +26,7 @@ class ChatPanel(SessionPanel):
     alert_charts: list[tuple[DiagnosisSession, BindingView]] = field(default_factory=list)
     # The timelines of the alerts' investigations, drawn under the report.
     alert_timelines: list[tuple[DiagnosisSession, TimelineView]] = field(default_factory=list)
+    incident_timelines: list[tuple[str, TimelineView]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,9 @@ def chat_panel(*, conversation: Conversation) -> ChatPanel:
         alert_charts=[(child, binding_view(binding)) for child, binding in conversation.alert_series],
         alert_timelines=[
             (child, timeline_view(timeline)) for child, timeline in conversation.alert_timelines
+        ],
+        incident_timelines=[
+            (caption, timeline_view(timeline)) for caption, timeline in conversation.incident_timelines
         ],
     )
 
