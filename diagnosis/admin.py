@@ -57,14 +57,7 @@ AUDIT_TEXT_CHARS = 300
 REVIEW_PERMISSION = "diagnosis.review_session"
 PROMOTE_PERMISSION = "caselib.add_caselibrary"
 # Heavy columns the list never shows: leave them in the database.
-LIST_DEFERRED_FIELDS = (
-    "self_evaluation",
-    "answer",
-    "answer_record",
-    "error",
-    "alert_scope",
-    "claims_request",
-)
+LIST_DEFERRED_FIELDS = ("self_evaluation", "answer", "answer_record", "error", "alert_scope", "claims_request")
 # Where a question is shown whole in a row: as a tooltip, the row's text cut shorter.
 ROW_QUESTION_CHARS = 120
 

@@ -15,9 +15,7 @@ from tools.evidence.result import NO_EVIDENCE, ToolResult
 from tools.source_names import source_name
 
 
-def searched_gaps(
-    *, results: Sequence[ToolResult], output: ExecutorOutput, slots: Iterable[Slot]
-) -> list[str]:
+def searched_gaps(*, results: Sequence[ToolResult], output: ExecutorOutput, slots: Iterable[Slot]) -> list[str]:
     cited = {
         str(binding.source_invocation_id)
         for claim in output.claims

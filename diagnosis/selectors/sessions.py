@@ -111,9 +111,7 @@ def session_review_annotated(*, queryset: QuerySet[DiagnosisSession]) -> QuerySe
         reviewed=Exists(reviews),
         disagreed=Exists(reviews.filter(opinion=SessionReview.Opinion.DISAGREE)),
         has_open_bad_case=Exists(
-            _BAD_CASE.related_model.objects.filter(
-                **{_BAD_CASE.field.name: OuterRef("pk"), "resolved": False}
-            )
+            _BAD_CASE.related_model.objects.filter(**{_BAD_CASE.field.name: OuterRef("pk"), "resolved": False})
         ),
     )
 

@@ -95,10 +95,10 @@ class RecordingToolbox:
         results = [invocation.tool_result() for invocation in recorded]
         self.kept.kept(recorded, results)
         refused = [
-            not_run(current_name(tool_name), error=BUDGET_SPENT_ERROR)
-            for tool_name, _ in calls[len(allowed) :]
+            not_run(current_name(tool_name), error=BUDGET_SPENT_ERROR) for tool_name, _ in calls[len(allowed) :]
         ]
         return results + refused
 
     def tool_definitions(self) -> list[dict]:
         return [tool.openai_tool() for tool in all_tools() if tool.available()]
+

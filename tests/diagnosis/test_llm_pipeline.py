@@ -490,10 +490,7 @@ def test_a_question_the_asks_calls_settle_costs_one_model_call_and_passes_on_the
     assert fact in session.answer
 
 
-ACTION_QUESTIONS = {
-    "demo": ("帮我重启 order-service", "order-service"),
-    "shop": ("帮我重启 checkout", "checkout"),
-}
+ACTION_QUESTIONS = {"demo": ("帮我重启 order-service", "order-service"), "shop": ("帮我重启 checkout", "checkout")}
 
 
 def test_an_action_request_is_answered_by_codes_statement_whatever_the_model_planned(

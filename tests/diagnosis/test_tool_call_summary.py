@@ -180,9 +180,7 @@ class DownTarget(TargetSource):
     """One scrape target that is down."""
 
     def targets(self) -> list[dict]:
-        return [
-            {"job": "node", "instance": "web-1:9100", "health": "down", "last_error": "connection refused"}
-        ]
+        return [{"job": "node", "instance": "web-1:9100", "health": "down", "last_error": "connection refused"}]
 
 
 def test_a_call_of_another_kind_is_summarised_by_its_records_own_text(session, settings):

@@ -46,9 +46,7 @@ class Listing(AskKind):
 
 
 def firing_ranked(
-    ask: Ask,
-    results: Sequence[ToolResult],
-    said: Callable[[list[Found[AlertRecord]], list[Found[AlertRecord]]], str],
+    ask: Ask, results: Sequence[ToolResult], said: Callable[[list[Found[AlertRecord]], list[Found[AlertRecord]]], str]
 ) -> Slot:
     """The firing alerts in priority order, the first `MAX_LISTED` cited; `said(shown, firing)` words
     them."""

@@ -62,7 +62,8 @@ def runbook_slot(ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> S
     blocks = [
         f
         for f in found_in(result, KNOWLEDGE)
-        if not names or {n.lower() for n in names} & {str(t).lower() for t in f.record.matched_terms or []}
+        if not names
+        or {n.lower() for n in names} & {str(t).lower() for t in f.record.matched_terms or []}
     ]
     if not blocks:
         return unfilled(ask, "没有匹配的处理手册")

@@ -169,7 +169,9 @@ def series_queries(ask: Ask, alerts: list[AlertRecord], world: SlotWorld) -> lis
     # subject ("主机内存还剩多少"), it is the topic's series, not the few some alert rules watch.
     if templated and ask.subject_kind == "all":
         return topic_queries
-    if templated and not any(alert_on_topic(a.alert_name, ask.topic, world.vocabulary) for a in about):
+    if templated and not any(
+        alert_on_topic(a.alert_name, ask.topic, world.vocabulary) for a in about
+    ):
         return topic_queries
     own = [c.series for a in about if (c := comparison_of(a.expr or ""))]
     return list(dict.fromkeys(own))[:3] or topic_queries

@@ -48,7 +48,9 @@ class Trend(AskKind):
         found, result = series
         ranged = [f for f in found if _numbers(f.record)]
         if not ranged:
-            return failure(result, ask, f"{ask.window.label}内查询 {result.request.query} 没有数据")
+            return failure(
+                result, ask, f"{ask.window.label}内查询 {result.request.query} 没有数据"
+            )
         lines = []
         for f in ranged[:MAX_LISTED]:
             numbers = _numbers(f.record)

@@ -87,7 +87,9 @@ class Value(AskKind):
 def _against(record: SeriesRecord, alerts: list[Found[AlertRecord]], *, query: str) -> str:
     """A sample of an alert's own series (the query was that series), read against its threshold."""
     expr_series = {
-        (c.series, f.record.alert_name): c for f in alerts if (c := comparison_of(f.record.expr or ""))
+        (c.series, f.record.alert_name): c
+        for f in alerts
+        if (c := comparison_of(f.record.expr or ""))
     }
     for (series, alert), comparison in expr_series.items():
         value = decimal_of(record.sample()[1])

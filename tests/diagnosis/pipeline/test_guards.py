@@ -85,12 +85,7 @@ def info_logs_call(pk: int = 4) -> Invocation:
 def targets_call(pk: int = 5) -> Invocation:
     targets = [
         {"job": "node", "instance": "10.0.0.1:9100", "health": "up", "last_error": ""},
-        {
-            "job": "payments",
-            "instance": "10.0.0.2:9187",
-            "health": "down",
-            "last_error": "connection refused",
-        },
+        {"job": "payments", "instance": "10.0.0.2:9187", "health": "down", "last_error": "connection refused"},
     ]
     texts = [f"{t['job']} {t['instance']} {t['health']} {t['last_error']}".strip() for t in targets]
     refs = [{"raw_path": f"$.targets[{i}]", "text": text} for i, text in enumerate(texts)]
