@@ -50,6 +50,7 @@ from diagnosis.pipeline.composer import composer_material_from_record, degraded_
 from diagnosis.pipeline.contracts import Claim, record_at
 from diagnosis.pipeline.disclosure import output_type_shows_claims
 from diagnosis.pipeline.injected_commands import QUOTE_ONLY
+from diagnosis.pipeline.investigation.incidents import IncidentFinding
 from diagnosis.pipeline.routing import OUTPUT_TYPE_LABELS
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.services.invocations import NO_EVIDENCE
@@ -364,10 +365,20 @@ class AiopsReport(BaseModel):
     notes: list[str] = []
     # The labels of the firing alerts left unanalysed.
     not_analysed: list[str] = []
+    # The related alerts of each incident under its one candidate list (§23), oldest incident first;
+    # the standing alerts (firing for hours, a dead man's switch) apart, never leading one.
+    incidents: list[IncidentFinding] = []
+    standing: list[str] = []
 
 
 def report_build(
-    *, analyses: list[AlertAnalysis], scope_line: str, notes: list[str], not_analysed: list[str] = ()
+    *,
+    analyses: list[AlertAnalysis],
+    scope_line: str,
+    notes: list[str],
+    not_analysed: list[str] = (),
+    incidents: list[IncidentFinding] = (),
+    standing: list[str] = (),
 ) -> AiopsReport:
     """The report's record: the alerts most urgent first (`priority_sorted`)."""
     return AiopsReport(
@@ -375,6 +386,8 @@ def report_build(
         scope_line=scope_line,
         notes=notes,
         not_analysed=list(not_analysed),
+        incidents=list(incidents),
+        standing=list(standing),
     )
 
 
@@ -413,6 +426,8 @@ def report_markdown(report: AiopsReport, *, refs: RefWriter = RAW_REFS) -> str:
         ]
     else:
         lines.append("当前范围内没有处于 firing 状态的告警，无需分析。")
+    if report.incidents:
+        lines += ["", *_incidents_section(report)]
     for number, analysis in enumerate(analyses, start=1):
         lines += ["", *_alert_section(number, analysis, refs)]
     if report.not_analysed:
@@ -590,6 +605,18 @@ def runbook_lines(invocation: ToolInvocation | None) -> list[Quote]:
         )
         for document, title in documents.items()
     ]
+
+
+def _incidents_section(report: AiopsReport) -> list[str]:
+    """Each incident's alerts under its one candidate line (an inference, never a verified cause)."""
+    lines = ["## 事件与根因候选（推断，未证实）", ""]
+    for number, incident in enumerate(report.incidents, start=1):
+        alerts = "、".join(f"`{shown(label)}`" for label in incident.alerts)
+        lines.append(f"{number}. {incident.onset} 起，告警 {alerts}：{incident.conclusion}")
+    if report.standing:
+        standing = "、".join(f"`{shown(label)}`" for label in report.standing)
+        lines += ["", f"持续触发的告警（不参与根因排序）：{standing}"]
+    return lines
 
 
 def _alert_section(number: int, analysis: AlertAnalysis, refs: RefWriter) -> list[str]:

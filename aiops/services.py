@@ -46,7 +46,9 @@ from aiops.report import (
 )
 from diagnosis import tracing
 from diagnosis.models import DiagnosisSession, ToolInvocation
+from diagnosis.pipeline.investigation.incidents import IncidentFinding
 from diagnosis.selectors.self_evaluation import AIOPS_RULE_EVALUATION
+from diagnosis.services.incidents import incidents_investigated
 from diagnosis.services.invocations import invocation_record
 from diagnosis.services.rule_evaluation import rule_evaluation_enqueue
 from diagnosis.services.self_evaluation import self_evaluation_merge
@@ -420,6 +422,19 @@ def _analyse(session: DiagnosisSession) -> None:
 
     _children_run([child.pk for child in children.values()])
 
+    # The incidents of the analysed alerts, each investigated once, from what their sessions and the
+    # analysis recorded so far; stored in the scope the report is written from.
+    evidence = list(
+        ToolInvocation.objects.filter(Q(session__in=list(children.values())) | Q(session=session)).order_by(
+            "id"
+        )
+    )
+    analysed_alerts = [alert for alert in scope["alerts"] if alert.get("analysed")]
+    findings, standing = incidents_investigated(session=session, alerts=analysed_alerts, evidence=evidence)
+    scope["incidents"] = [finding.model_dump(mode="json") for finding in findings]
+    scope["standing"] = standing
+    session_update(session, alert_scope=scope)
+
     session_update(session, current_stage="composer")
     with transaction.atomic():
         # Locked against a resolved notice closing one of its episodes while the text is written.
@@ -488,6 +503,8 @@ def _report_render(session: DiagnosisSession, scope: dict) -> tuple[AiopsReport,
         scope_line=_scope_line(scope, len(analyses)),
         notes=_notes(scope, not_analysed),
         not_analysed=not_analysed,
+        incidents=[IncidentFinding.model_validate(found) for found in scope.get("incidents") or []],
+        standing=scope.get("standing") or [],
     )
     return report, report_output_type(analyses)
 

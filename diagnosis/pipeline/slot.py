@@ -38,6 +38,17 @@ class DerivedNumber(BaseModel):
     said: str
 
 
+class TimelineMark(BaseModel):
+    """One move a slot names, for its timeline chart: the words it is said in, when it began, and the
+    records it is drawn from (a range series; a log pattern's lines; an alert, drawn as a step)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    label: str
+    onset: datetime
+    bindings: list[EvidenceBinding]
+
+
 class Slot(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -59,6 +70,8 @@ class Slot(BaseModel):
     # verified fact; `subjects` are the services it names as candidates (in the question's focus).
     inference: bool = False
     subjects: list[str] = []
+    # The moves its conclusion names, in its order, for the timeline chart of the answer.
+    timeline: list[TimelineMark] = []
 
     def said(self) -> str:
         """The conclusion with its source as people name it (`… · 来源 Alertmanager`): the slot's

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from diagnosis.models import DiagnosisSession
 from diagnosis.presenters.aiops import aiops_report_view
+from diagnosis.presenters.charts import TimelineView, timeline_view
 from diagnosis.presenters.evidence import BindingView, SessionPanel, binding_view, session_panel
 from diagnosis.presenters.examples import AskExamples, ask_examples
 from diagnosis.selectors.aiops import AiOpsReport
@@ -23,6 +24,9 @@ class ChatPanel(SessionPanel):
     parent_session_id: str | None = None
     # The range-query series the alerts' sessions cited and showed, drawn under the report.
     alert_charts: list[tuple[DiagnosisSession, BindingView]] = field(default_factory=list)
+    # The timelines of the alerts' investigations, drawn under the report.
+    alert_timelines: list[tuple[DiagnosisSession, TimelineView]] = field(default_factory=list)
+    incident_timelines: list[tuple[str, TimelineView]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,12 @@ def chat_panel(*, conversation: Conversation) -> ChatPanel:
         report=None if conversation.report is None else aiops_report_view(conversation.report),
         parent_session_id=conversation.parent_session_id,
         alert_charts=[(child, binding_view(binding)) for child, binding in conversation.alert_series],
+        alert_timelines=[
+            (child, timeline_view(timeline)) for child, timeline in conversation.alert_timelines
+        ],
+        incident_timelines=[
+            (caption, timeline_view(timeline)) for caption, timeline in conversation.incident_timelines
+        ],
     )
 
 

@@ -22,7 +22,7 @@ from diagnosis.pipeline.records import VerifierEvaluation
 from diagnosis.pipeline.routing import OutputType
 from diagnosis.pipeline.scope import FOCUS_RULE, SCOPE_RULE
 from diagnosis.presenters.answer import stored_answer_html
-from diagnosis.presenters.charts import ChartView
+from diagnosis.presenters.charts import ChartView, TimelineView, timeline_view
 from diagnosis.presenters.wording import AnswerReferences, evidence_anchor, reference_label
 from diagnosis.selectors.evidence import (
     CheckedClaim,
@@ -319,6 +319,8 @@ class SessionPanel:
     references: AnswerReferences = field(default_factory=AnswerReferences)
     # The answer rendered from its record; None when the session has none (`stored_answer_html`).
     answer: SafeString | None = None
+    # The moves the answer's investigation names, drawn over time.
+    timeline: TimelineView | None = None
 
 
 def session_panel(*, evidence: SessionEvidence) -> SessionPanel:
@@ -345,6 +347,7 @@ def session_panel(*, evidence: SessionEvidence) -> SessionPanel:
         progress=None if evidence.progress is None else widened(ProgressView, evidence.progress),
         references=references,
         answer=stored_answer_html(session.answer_record, references=references),
+        timeline=None if evidence.timeline is None else timeline_view(evidence.timeline),
     )
 
 

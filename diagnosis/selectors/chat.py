@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from diagnosis.models import DiagnosisSession
+from django.db.models import Q
+
+from diagnosis.models import DiagnosisSession, ToolInvocation
+from diagnosis.pipeline.investigation.incidents import IncidentFinding
+from diagnosis.pipeline.investigation.timeline import Timeline, timeline_of
 from diagnosis.selectors.aiops import AiOpsReport, aiops_report
 from diagnosis.selectors.evidence import CitedEvidence, SessionEvidence, invocation_sources, session_evidence
 from diagnosis.selectors.examples import AskSubjects, ask_subjects
@@ -21,6 +25,9 @@ class Conversation(SessionEvidence):
     parent_session_id: str | None = None
     # The range-query series the alerts' sessions cited and showed, drawn under the report.
     alert_series: list[tuple[DiagnosisSession, CitedEvidence]] = field(default_factory=list)
+    # The timelines of the alerts' sessions' investigations, and of the report's incidents.
+    alert_timelines: list[tuple[DiagnosisSession, Timeline]] = field(default_factory=list)
+    incident_timelines: list[tuple[str, Timeline]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,7 @@ def chat_conversation(*, user, session_id: str) -> Conversation:
     )
     parent = session.parent if session.parent_id else None
     evidence = session_evidence(session=session)
+    shown = {child.pk: session_evidence(session=child) for child in children}
     if children:
         # The report quotes its alerts' sessions' evidence: their invocations name its references.
         evidence.sources = invocation_sources(sessions=[session, *children])
@@ -53,14 +61,37 @@ def chat_conversation(*, user, session_id: str) -> Conversation:
         alert_sessions=children,
         report=aiops_report(session=session, children=children) if is_analysis else None,
         parent_session_id=parent.session_id if parent else None,
-        alert_series=[(child, binding) for child in children for binding in _charted_bindings(child)],
+        alert_series=[
+            (child, binding)
+            for child in children
+            for binding in shown[child.pk].shown_bindings
+            # The bindings with a series among what the session's panel shows (never a hidden claim's).
+            if binding.series is not None
+        ],
+        alert_timelines=[
+            (child, timeline) for child in children if (timeline := shown[child.pk].timeline) is not None
+        ],
+        incident_timelines=incident_timelines(session=session) if is_analysis else [],
     )
 
 
-def _charted_bindings(session: DiagnosisSession) -> list[CitedEvidence]:
-    """The bindings with a series among what the session's panel shows (never a hidden claim's)."""
-    shown = session_evidence(session=session).shown_bindings
-    return [binding for binding in shown if binding.series is not None]
+def incident_timelines(*, session: DiagnosisSession) -> list[tuple[str, Timeline]]:
+    """Each incident of an analysis (`事件 1 · 14:35 起`) with the timeline of its candidates, drawn from
+    the analysis' own recorded calls and its alerts' sessions'."""
+    incidents = [
+        IncidentFinding.model_validate(found) for found in (session.alert_scope or {}).get("incidents") or []
+    ]
+    if not any(incident.timeline for incident in incidents):
+        return []
+    results = {
+        invocation.pk: invocation.tool_result()
+        for invocation in ToolInvocation.objects.filter(Q(session=session) | Q(session__parent=session))
+    }
+    return [
+        (f"事件 {number} · {incident.onset} 起", timeline)
+        for number, incident in enumerate(incidents, start=1)
+        if (timeline := timeline_of(incident.timeline, results)) is not None
+    ]
 
 
 def chat_contents(*, user, session_id: str | None = None) -> ChatContents:

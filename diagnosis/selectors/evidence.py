@@ -16,6 +16,7 @@ from diagnosis.models import AgentStep, DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.contracts import Claim, EvidenceBinding
 from diagnosis.pipeline.disclosure import claim_shown
 from diagnosis.pipeline.gatekeeper import CheckedBinding
+from diagnosis.pipeline.investigation.timeline import Timeline, timeline_of
 from diagnosis.pipeline.records import RoundRecord, verifier_record_read
 from diagnosis.pipeline.scope import SCOPE_RULE
 from diagnosis.selectors.charts import SeriesChart, series_chart
@@ -125,6 +126,8 @@ class SessionEvidence:
     progress: Progress | None = None
     # Each invocation's source by id, for naming the answer's references.
     sources: dict[int, str] = field(default_factory=dict)
+    # The moves the answer's investigation names, over time (a cause or what-changed answer).
+    timeline: Timeline | None = None
 
     @property
     def shown_bindings(self) -> list[CitedEvidence]:
@@ -334,7 +337,23 @@ def session_evidence(*, session: DiagnosisSession) -> SessionEvidence:
         evidence.verified_bindings = [
             binding for claim in claims if not claim.blocked for binding in claim.bindings if binding.passed
         ]
+    evidence.timeline = answer_timeline(session=session, record=rounds[-1].record)
     return evidence
+
+
+def answer_timeline(*, session: DiagnosisSession, record: RoundRecord) -> Timeline | None:
+    """The timeline of the moves the answer's investigation names: of the final round's filled slots
+    whose conclusion the answer says (a slot the gatekeeper refused is not in it)."""
+    marks = [
+        mark
+        for slot in record.slots
+        if slot.filled and slot.timeline and slot.conclusion in (session.answer or "")
+        for mark in slot.timeline
+    ]
+    if not marks:
+        return None
+    results = {call_id: call.result for call_id, call in _calls_by_id(session).items()}
+    return timeline_of(marks, results)
 
 
 def invocation_sources(*, sessions: list[DiagnosisSession]) -> dict[int, str]:

@@ -31,6 +31,7 @@ from diagnosis.models import DiagnosisSession
 from diagnosis.pipeline.answer import AnswerRef, Quote, Statement
 from diagnosis.presenters.answer import stored_answer_html
 from diagnosis.presenters.wording import AnswerReferences
+from diagnosis.selectors.chat import incident_timelines
 from diagnosis.services.sessions_maintenance import stale_sessions_fail
 from tests.aiops.support import DEMO_NOW, alert, notification
 from tests.databases import skip_unless_postgresql
@@ -636,3 +637,45 @@ def test_a_service_label_equal_to_a_known_name_in_another_spelling_is_that_servi
 
     assert child.verdict == "PASS"
     assert "结论：是，order-service 的 HighMemoryUsage 告警" in child.answer
+
+
+def test_the_report_groups_the_alerts_of_one_incident_under_one_candidate_list():
+    session = aiops_run(session_pk=aiops_start().pk)
+
+    [incident] = session.alert_scope["incidents"]
+    assert sorted(incident["alerts"]) == [
+        "HighCPUUsage · payment-service",
+        "HighMemoryUsage · order-service",
+        "SlowResponse · user-service",
+    ]
+    assert incident["conclusion"].startswith(
+        "根因候选：payment-service（HighCPUUsage 告警触发，14:35起，80% → 92%）；其次："
+    )
+    report = report_record_of(session.answer_record)
+    assert report.incidents[0].conclusion == incident["conclusion"]
+    assert "1. 14:35 起，告警 `HighCPUUsage · payment-service`" in session.answer
+    assert "## 事件与根因候选（推断，未证实）" in session.answer
+    # The report's page draws the incident's candidates on one timeline.
+    [(caption, timeline)] = incident_timelines(session=session)
+    assert caption == "事件 1 · 14:35 起"
+    assert [track.kind for track in timeline.tracks] == ["alert", "alert", "log"]
+
+
+def test_a_standing_watchdog_in_the_notification_never_leads_the_incident():
+    watchdog = alert(
+        "Watchdog", "", fingerprint="00000000000000ff", starts_at="2026-11-20T00:00:00.000Z",
+        labels={"severity": "none", "namespace": "production"},
+    )  # fmt: skip
+    payload = notification(
+        watchdog,
+        alert("HighCPUUsage", "payment-service", fingerprint="a1b2c3d4e5f60718"),
+        alert("HighMemoryUsage", "order-service", fingerprint="b2c3d4e5f6071829", starts_at="2026-11-29T06:45:00.000Z"),
+    )  # fmt: skip
+
+    session = aiops_run(session_pk=received(payload).pk)
+
+    [incident] = session.alert_scope["incidents"]
+    assert incident["alerts"] == ["HighCPUUsage · payment-service", "HighMemoryUsage · order-service"]
+    assert session.alert_scope["standing"] == ["Watchdog"]
+    assert "持续触发的告警（不参与根因排序）：`Watchdog`" in session.answer
+    assert not incident["conclusion"].startswith("根因候选：Watchdog")

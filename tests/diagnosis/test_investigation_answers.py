@@ -5,6 +5,7 @@ candidates are inferences, and an answer of nothing but them is never PASS."""
 import pytest
 
 from diagnosis.models import DiagnosisSession
+from diagnosis.selectors.evidence import session_evidence
 from diagnosis.services.sessions import session_start
 
 pytestmark = pytest.mark.django_db
@@ -51,3 +52,20 @@ def test_what_changed_before_an_alert_lists_the_moves_by_time():
         "payment-service（日志「CPU使用率过高」升高，14:51起，86.0% → 92.0%）"
     )
     assert [s["ask"]["kind"] for s in round_record(session)["slots"]] == ["change"]
+
+
+def test_the_answer_page_draws_the_candidates_moves_on_a_timeline():
+    session = run("order-service 为什么频繁 Full GC？")
+
+    timeline = session_evidence(session=session).timeline
+
+    assert [track.kind for track in timeline.tracks] == ["alert", "log"]
+    assert [track.label for track in timeline.tracks] == first_conclusion(session).removeprefix(
+        "结论：根因候选："
+    ).split("；其次：")
+
+
+def test_an_answer_without_an_investigation_has_no_timeline():
+    session = run("order-service 数据库连接池是否耗尽？")
+
+    assert session_evidence(session=session).timeline is None

@@ -97,6 +97,7 @@ def investigation_slot(ask: Ask, investigation: Investigation) -> Slot:
         conclusion=said.text,
         bindings=said.bindings,
         derived=said.derived,
+        timeline=said.marks,
         inference=True,
         subjects=[c.subject for c in investigation.candidates[:MAX_CANDIDATES]],
     )
@@ -110,6 +111,7 @@ def moves_slot(ask: Ask, moves: Sequence[RecordMove]) -> Slot:
         conclusion=said.text,
         bindings=said.bindings,
         derived=said.derived,
+        timeline=said.marks,
         inference=True,
         subjects=list(dict.fromkeys(move.subject for move in moves)),
     )

@@ -64,6 +64,7 @@ def _changes_slot(ask: Ask, investigation: Investigation, moves: Sequence[Record
         conclusion=said.text,
         bindings=said.bindings,
         derived=said.derived,
+        timeline=said.marks,
         inference=True,
         subjects=[c.subject for c in investigation.candidates[:MAX_CHANGES]] + [m.subject for m in moves],
     )

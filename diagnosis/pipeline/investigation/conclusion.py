@@ -17,7 +17,7 @@ from diagnosis.pipeline.contracts import EvidenceBinding
 from diagnosis.pipeline.investigation.investigate import Cited, Investigation
 from diagnosis.pipeline.investigation.ranking import CALLER_SIDE, EDGE, Candidate, Moved
 from diagnosis.pipeline.investigation.said import time_said, value_said
-from diagnosis.pipeline.slot import DerivedNumber
+from diagnosis.pipeline.slot import DerivedNumber, TimelineMark
 
 MAX_CANDIDATES = 3
 FIRST = "根因候选："
@@ -34,6 +34,8 @@ class Said:
     derived: list[DerivedNumber] = field(default_factory=list)
     # When what it says began (a candidate's or a change's onset).
     onset: datetime | None = None
+    # What the timeline chart draws of it.
+    marks: list[TimelineMark] = field(default_factory=list)
 
 
 def candidate_parts(investigation: Investigation, *, limit: int = MAX_CANDIDATES) -> list[Said]:
@@ -49,6 +51,7 @@ def joined(parts: list[Said], *, lead: str, then: str = THEN) -> Said:
         known = {(b.source_invocation_id, b.raw_path) for b in said.bindings}
         said.bindings += [b for b in part.bindings if (b.source_invocation_id, b.raw_path) not in known]
         said.derived += part.derived
+        said.marks += part.marks
     return said
 
 
@@ -110,7 +113,8 @@ def _candidate_said(candidate: Candidate, investigation: Investigation) -> Said:
             binding=binding, statistic="sample_time", start=change.onset, end=change.onset, said=onset
         ),
     ]
-    return Said(text=text, bindings=bindings, derived=derived, onset=change.onset)
+    mark = TimelineMark(label=text, onset=change.onset, bindings=[binding])
+    return Said(text=text, bindings=bindings, derived=derived, onset=change.onset, marks=[mark])
 
 
 def _mechanism(move: Moved, label: str) -> str:

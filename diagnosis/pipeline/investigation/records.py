@@ -17,7 +17,7 @@ from diagnosis.pipeline.contracts import EvidenceBinding
 from diagnosis.pipeline.facts import unsupported_facts
 from diagnosis.pipeline.investigation.conclusion import Said
 from diagnosis.pipeline.investigation.said import time_said
-from diagnosis.pipeline.slot import DerivedNumber
+from diagnosis.pipeline.slot import DerivedNumber, TimelineMark
 from tools.evidence.alerts.record import AlertRecord
 from tools.evidence.logs.record import LogLine
 from tools.evidence.registry import ALERTS, LOGS
@@ -32,6 +32,8 @@ ON_TOPIC = 1.0
 # A pattern needs this many lines to move, and its number this share of the first to have moved.
 TREND_LINES = 3
 TREND_SHARE = 0.02
+# The most lines of one pattern a timeline draws.
+DRAWN_LINES = 60
 # A number in a message, with the unit written right after it.
 NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(\s*(?:%|ms|s|GB|MB|KB|次|条))?")
 DIGITS = re.compile(r"\d+(?:\.\d+)?")
@@ -49,10 +51,19 @@ class RecordMove:
     weight: float
     bindings: list[EvidenceBinding] = field(default_factory=list)
     derived: list[DerivedNumber] = field(default_factory=list)
+    # What its timeline draws (every line of a pattern, not only the two cited); its bindings when empty.
+    drawn: list[EvidenceBinding] = field(default_factory=list)
 
     def said(self) -> Said:
         text = f"{self.subject}（{self.mechanism}，{time_said(self.onset)}起，{self.before} → {self.after}）"
-        return Said(text=text, bindings=list(self.bindings), derived=list(self.derived), onset=self.onset)
+        mark = TimelineMark(label=text, onset=self.onset, bindings=list(self.drawn or self.bindings))
+        return Said(
+            text=text,
+            bindings=list(self.bindings),
+            derived=list(self.derived),
+            onset=self.onset,
+            marks=[mark],
+        )
 
 
 def record_moves(
@@ -157,6 +168,10 @@ def _trend_moves(results: Sequence[ToolResult], subject: str) -> list[RecordMove
                 bindings=[
                     EvidenceBinding.of_ref(first_result, first_ref),
                     EvidenceBinding.of_ref(last_result, last_ref),
+                ],
+                drawn=[
+                    EvidenceBinding.of_ref(result, ref)
+                    for _, result, ref, _ in [numbered[0], *numbered[1:][1 - DRAWN_LINES :]]
                 ],
             )
         )
