@@ -7,9 +7,10 @@ from django.utils import timezone
 
 
 def now() -> datetime:
+    """An aware moment in TIME_ZONE: a clock time in a question ("从 10:05 开始") is the asker's."""
     pinned = settings.DIAGNOSIS.get("DEMO_NOW")
     if not pinned:
-        return timezone.now()
+        return timezone.localtime()
     moment = datetime.fromisoformat(pinned)
     return moment if timezone.is_aware(moment) else timezone.make_aware(moment)
 
