@@ -238,9 +238,15 @@ class CaseSettings(_Strict):
     LOW_CONFIDENCE_THRESHOLD: float | None = Field(default=None, ge=0, le=1)
     LLM_TIMEOUT: float | None = Field(default=None, gt=0, le=60)
     LLM_MAX_RETRIES: int | None = Field(default=None, ge=0, le=5)
+    # Sources a recorded world's case runs without (its other sources stay configured): a kind left
+    # with none must be said to have none, never answered from the demo world.
+    UNSET: list[Literal["PROMETHEUS_URL", "ALERTMANAGER_URL", "LOKI_URL", "RUNBOOKS_DIR"]] = []
 
     def overrides(self) -> dict[str, Any]:
-        return self.model_dump(exclude_none=True)
+        return self.model_dump(exclude_none=True, exclude={"UNSET"})
+
+    def unset(self) -> dict[str, None]:
+        return dict.fromkeys(self.UNSET)
 
 
 class ClaimCount(_Strict):

@@ -14,6 +14,7 @@ from typing import ClassVar, Protocol
 from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.slot import Slot
 from tools.evidence.alerts.record import AlertRecord
+from tools.evidence.kind import EvidenceKind
 from tools.evidence.result import ToolResult
 from tools.promql import Carrier, LabelNames
 from tools.signal_roles import MetricFamily
@@ -39,6 +40,10 @@ class SlotWorld:
     families: tuple[MetricFamily, ...] = ()
     metrics: frozenset[str] = frozenset()
     services: frozenset[str] = frozenset()
+
+    def unconfigured(self, kind: EvidenceKind) -> str:
+        """What the answer says when no source serves the kind ("未配置日志源"); "" when one does."""
+        return "" if kind.tool in self.tools else kind.unconfigured
 
 
 class AskKind(Protocol):

@@ -20,6 +20,7 @@ from diagnosis.pipeline.asks.shared import (
 )
 from diagnosis.pipeline.slot import Slot
 from tools.evidence.alerts.record import AlertRecord
+from tools.evidence.registry import ALERTS
 from tools.evidence.result import ToolResult
 from tools.promql import comparison_of
 
@@ -38,6 +39,7 @@ class Listing(AskKind):
         return firing_ranked(
             ask,
             results,
+            world,
             lambda shown, firing: (
                 f"当前 {len(firing)} 个 firing 告警（按优先级）："
                 + "；".join(f"{i}. {alert_text(f.record)}" for i, f in enumerate(shown, 1))
@@ -46,13 +48,16 @@ class Listing(AskKind):
 
 
 def firing_ranked(
-    ask: Ask, results: Sequence[ToolResult], said: Callable[[list[Found[AlertRecord]], list[Found[AlertRecord]]], str]
+    ask: Ask,
+    results: Sequence[ToolResult],
+    world: SlotWorld,
+    said: Callable[[list[Found[AlertRecord]], list[Found[AlertRecord]]], str],
 ) -> Slot:
     """The firing alerts in priority order, the first `MAX_LISTED` cited; `said(shown, firing)` words
     them."""
     found, result = alert_found(ask, results)
     if result is None or not result.success:
-        return failure(result, ask, "未能查询告警状态")
+        return failure(result, ask, world.unconfigured(ALERTS) or "未能查询告警状态")
     firing = sorted((f for f in found if f.record.state == "firing"), key=_priority)
     if not firing:
         nothing = no_hit(result) or (found[0].binding if found else None)

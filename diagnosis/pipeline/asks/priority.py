@@ -21,7 +21,7 @@ class Priority(AskKind):
     per_subject = False
 
     def read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
-        return firing_ranked(ask, results, _first_and_rest)
+        return firing_ranked(ask, results, world, _first_and_rest)
 
 
 def _first_and_rest(shown: list[Found[AlertRecord]], firing: list[Found[AlertRecord]]) -> str:

@@ -17,6 +17,7 @@ LOGS = EvidenceKind(
     counted_as="lines",
     record=LogLine,
     source=LogSource,
+    unconfigured="未配置日志源",
 )
 LOG_COUNTS = EvidenceKind(
     package="logs",
