@@ -10,9 +10,14 @@
                      (how to handle it: the runbooks), `status` (how a subject is doing: alone
                      beside a topic, "内存情况怎么样", it asks the current value); and the asks, each with
                      its slot in the answer: existence, value, threshold, trend, history, logs,
-                     runbook, list, priority, health, action. A kind a file leaves out has the shipped
+                     runbook, list, priority, health, action; and around an action word, `request`
+                     (帮我, 把, please: a request to act) and `measure` (率, 次数, alert: the word names
+                     a metric or an alert, a topic, not an action). A kind a file leaves out has the shipped
                      file's words, so a world that names its services differently still reads
                      "为什么" and "how"; a kind written as `[]` has none.
+    interrogatives   kind of question word → its words (quantity: 多少, how many; which: 哪, which;
+                     whether, why, what, when): a question word no ask answers caps the verdict
+                     (`diagnosis.pipeline.asks.unread`); language, so a world's file adds to them
     topic_labels     topic → Chinese label used in claim text (never a fact token)
     related_topics   topic → topics whose evidence explains it (memory → gc, oom)
     alert_topics     alert name → topic, for alerts whose name is not itself a group term
@@ -50,7 +55,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from tools.promql import SUBJECT_PLACEHOLDER, Carrier, subject_query, syntax_error
 
@@ -109,6 +114,10 @@ class Asks(BaseModel):
     priority: list[str] = Field(default_factory=_shipped_words("priority"))
     health: list[str] = Field(default_factory=_shipped_words("health"))
     action: list[str] = Field(default_factory=_shipped_words("action"))
+    # Around an action word: words that frame it as a request to act ("帮我", "把 …", "please"), and
+    # words after it that make it a topic instead (回滚率, 重启次数, "the rollback alert").
+    request: list[str] = Field(default_factory=_shipped_words("request"))
+    measure: list[str] = Field(default_factory=_shipped_words("measure"))
 
     @field_validator("*")
     @classmethod
@@ -160,6 +169,9 @@ class Vocabulary(BaseModel):
     intents: dict[str, list[str]] = {}
     ops_terms: dict[str, list[str]] = {}
     asks: Asks = Field(default_factory=Asks)
+    interrogatives: dict[str, list[str]] = Field(
+        default_factory=lambda: {name: list(words) for name, words in _shipped().get("interrogatives", {}).items()}
+    )
     topic_labels: dict[str, str] = {}
     related_topics: dict[str, list[str]] = {}
     alert_topics: dict[str, str] = {}
@@ -180,17 +192,18 @@ class Vocabulary(BaseModel):
             return {topic: [q] if isinstance(q, str) else q for topic, q in table.items()}
         return table
 
-    @field_validator("groups", "intents", "ops_terms", "service_aliases")
+    @field_validator("groups", "intents", "ops_terms", "service_aliases", "interrogatives")
     @classmethod
     def _no_empty_terms(cls, table: dict[str, list[str]]) -> dict[str, list[str]]:
         return {name: _strip_empty(terms) for name, terms in table.items()}
 
-    @field_validator("intents")
+    @field_validator("intents", "interrogatives")
     @classmethod
-    def _with_shipped_intents(cls, table: dict[str, list[str]]) -> dict[str, list[str]]:
-        """What a question wants and what a runbook's heading says its section holds (Diagnosis,
-        Mitigation, 处置) are language, not a world's names: a world's intents add to the shipped ones."""
-        merged = {name: list(terms) for name, terms in _shipped().get("intents", {}).items()}
+    def _with_shipped_words(cls, table: dict[str, list[str]], info: ValidationInfo) -> dict[str, list[str]]:
+        """What a question wants, what a runbook's heading says its section holds (Diagnosis,
+        Mitigation, 处置) and the question words are language, not a world's names: a world's file
+        adds to the shipped ones."""
+        merged = {name: list(terms) for name, terms in _shipped().get(info.field_name, {}).items()}
         for name, terms in table.items():
             merged[name] = list(dict.fromkeys([*merged.get(name, []), *terms]))
         return merged
@@ -199,6 +212,10 @@ class Vocabulary(BaseModel):
     @classmethod
     def _no_empty_words(cls, terms: list[str]) -> list[str]:
         return [term for term in terms if term.strip()]
+
+    def interrogative_words(self) -> list[str]:
+        """Every question word, whatever it asks."""
+        return [word for words in self.interrogatives.values() for word in words]
 
     def remedy_terms(self) -> tuple[str, ...]:
         return _with_shipped(self.remedies, "remedies")
@@ -240,6 +257,7 @@ class Vocabulary(BaseModel):
         return Vocabulary(
             groups=terms(self.groups, other.groups),
             intents=terms(self.intents, other.intents),
+            interrogatives=terms(self.interrogatives, other.interrogatives),
             ops_terms=terms(self.ops_terms, other.ops_terms),
             asks=self.asks.extended_by(other.asks),
             topic_labels=self.topic_labels | other.topic_labels,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from diagnosis.pipeline.ask import Ask, AskWindow, SubjectKind
-from diagnosis.pipeline.asks.action import action_asked
+from diagnosis.pipeline.asks.action import Action, action_asked, action_requested
 from diagnosis.pipeline.asks.logs import measure_in
 from diagnosis.pipeline.asks.registry import KINDS
 from diagnosis.pipeline.focus import QuestionFocus, folded_name
@@ -35,12 +35,13 @@ def asks_read(*, query: str, focus: QuestionFocus, vocabulary: Vocabulary, windo
     text = _without_span(query, window.span)
     said = asks_in(text, vocabulary=vocabulary)
     measure = measure_in(text, focus=focus, vocabulary=vocabulary, logs_asked="logs" in said)
-    kinds = _kinds_in(text, said, vocabulary, counted=measure is not None)
+    kinds = _kinds_in(text, said, vocabulary, counted=measure is not None) - {Action.name}
     ask_window = AskWindow.of(window, now=window.now)
     series = _series_in(text, focus)
     topic = focus.topics[0] if focus.topics else ""
-    if "action" in kinds:
-        return [action_asked(text, focus=focus, series=series, window=ask_window, vocabulary=vocabulary)]
+    # An action word names an action only as a request to act; naming a metric or an alert it is a topic.
+    if action := action_requested(text, vocabulary=vocabulary):
+        return [action_asked(action, focus=focus, series=series, window=ask_window)]
     kinds = _resolved(kinds, focus=focus, series=series, window=window, about_alerts="alerts" in said)
     values = _values_in(text, series) if series else ()
     asks = []
