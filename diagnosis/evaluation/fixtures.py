@@ -100,6 +100,7 @@ TAGS = {
     "guard:restated": "catches the guard that counts a claim restating a conclusion line as that slot switched off",
     "guard:citation_cap": "catches the verdict cap from the gatekeeper's severity switched off",
     "guard:coverage": "catches the coverage guard switched off",
+    "guard:fail-closed": "catches the guard that caps a question word no ask answers (未能理解所问) switched off",
     "guard:composer": "catches the composer guard switched off",
     "guard:remedy": "catches the removal of remedies from the composed answer switched off",
     "guard:grounding": "catches the grounding check of claims against verified evidence switched off",

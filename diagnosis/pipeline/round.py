@@ -135,7 +135,7 @@ def round_run(
     invocations = recorder.invocations()
     results = _round_results(asked_calls, recorder, round_number)
     slots = _slots_filled(asks, asked_calls, results, invocations, world)
-    context = RoundContext(question.text, focus, excluded, world, invocations, slots)
+    context = RoundContext(question.text, focus, excluded, world, invocations, slots, question.unread)
     judged = _judgement(engine, recorder, round_number, executor_call, context, retry_context)
     notes = focus.notes()  # unknown subjects, nothing understood: said to the user, listed as gaps
     searched = searched_gaps(results=results, output=judged.guarded.kept_output, slots=slots) + unconfigured_gaps(

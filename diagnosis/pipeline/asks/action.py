@@ -58,15 +58,17 @@ def action_asked(
     return Ask(kind=Action.name, subject=subject, subject_kind=subject_kind, window=window, word=word)
 
 
-def action_requested(text: str, *, vocabulary: Vocabulary) -> str:
+def action_requested(text: str, *, vocabulary: Vocabulary) -> tuple[str, tuple[int, int]] | None:
     """The action word a question uses as a request to act ("帮我重启", "把 max_connections 调到 200",
-    "scale up catalog"), or "". The same word naming a metric or an alert (回滚率, 重启次数, "the rollback
+    "scale up catalog") and the span of its clause (the words there are the action's object, not
+    questions), or None. The same word naming a metric or an alert (回滚率, 重启次数, "the rollback
     alert"), inside a name (`xact_rollback`), or asked about ("为什么一直重启", "did it restart?") is a
     topic, not a request. Read per clause, with the vocabulary's words: `action`, `request`, `measure`,
     and the question words (`interrogatives`, `asks.guidance`)."""
     asks = vocabulary.asks
     asking = [*vocabulary.interrogative_words(), *asks.guidance]
-    for clause, mark in CLAUSE.findall(text.lower()):
+    for found in CLAUSE.finditer(text.lower()):
+        clause, mark = found.group(1), found.group(2)
         framed = _has_any(clause, asks.request)
         if _has_any(clause, asking) or (mark in QUESTION_MARKS and mark and not framed):
             continue
@@ -76,8 +78,8 @@ def action_requested(text: str, *, vocabulary: Vocabulary) -> str:
             before, after = clause[:start], clause[end:]
             imperative = not _without_words(before, asks.request).strip() or bool(CLAUSE_TAIL.match(after))
             if framed or imperative or TARGET_VALUE.search(word[-1:] + after):
-                return _bare(word, asks.request)
-    return ""
+                return _bare(word, asks.request), found.span()
+    return None
 
 
 def only_actions(asks: list[Ask]) -> bool:

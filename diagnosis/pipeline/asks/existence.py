@@ -16,6 +16,7 @@ class Existence(AskKind):
     name = "existence"
     label = "是否存在"
     words = "existence"
+    answers = frozenset({"whether", "what", "when"})
 
     def read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
         found, result = alert_found(ask, results)

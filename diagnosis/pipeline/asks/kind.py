@@ -53,6 +53,9 @@ class AskKind(Protocol):
     label: ClassVar[str]
     # The field of `Vocabulary.asks` that holds the words asking it.
     words: ClassVar[str]
+    # The kinds of question word (`Vocabulary.interrogatives`: quantity, which, whether, why, what,
+    # when) its slot answers: one no ask of the question answers caps the verdict (`asks.unread`).
+    answers: ClassVar[frozenset[str]] = frozenset()
     # One ask per subject the question names; else one about the one service named, or about all.
     per_subject: ClassVar[bool] = True
     # A metric the question writes (`node_load1`) is its subject, before any alert or service.

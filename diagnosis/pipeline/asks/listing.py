@@ -33,6 +33,7 @@ class Listing(AskKind):
     label = "告警列表"
     # `list` in the vocabulary file; `listing` on the model, where `list` would shadow the builtin.
     words = "listing"
+    answers = frozenset({"which", "what", "quantity", "whether"})
     per_subject = False
 
     def read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:

@@ -56,6 +56,7 @@ class Logs(AskKind):
     name = "logs"
     label = "日志"
     words = "logs"
+    answers = frozenset({"quantity", "which", "what", "whether"})
     alert_subject = False
 
     def alerts_first(self, ask: Ask) -> bool:

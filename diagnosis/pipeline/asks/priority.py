@@ -18,6 +18,7 @@ class Priority(AskKind):
     name = "priority"
     label = "处理优先级"
     words = "priority"
+    answers = frozenset({"which", "what"})
     per_subject = False
 
     def read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:

@@ -25,6 +25,7 @@ class Runbook(AskKind):
     name = "runbook"
     label = "处理手册步骤"
     words = "runbook"
+    answers = frozenset({"what", "which"})
 
     def alerts_first(self, ask: Ask) -> bool:
         return named_subject(ask)

@@ -314,3 +314,15 @@ def test_an_alert_asked_on_an_unknown_service_is_asked_on_that_service_not_on_an
     assert [(ask.kind, ask.subject, ask.service) for ask in asks] == [
         ("existence", names.alert, f"{names.service} canary")
     ]
+
+
+@per_world
+@pytest.mark.parametrize(("query", "kind"), [("shipping 为什么响应慢？", "cause"), ("shipping 的错误日志有哪些", "logs")])
+def test_an_unknown_service_is_the_subject_asked_about_never_all_of_them(names, query, kind):
+    assert read(query, names) == [(kind, "shipping")]
+
+
+@per_world
+def test_a_question_beside_a_request_to_act_is_answered_too_and_the_requests_object_is_no_question(names):
+    assert [a.kind for a in asks_of(f"{names.service} 为什么慢？帮我重启一下", names)] == ["cause", "action"]
+    assert [a.kind for a in asks_of(f"把 {names.service} 的告警阈值改成 90%", names)] == ["action"]
