@@ -26,6 +26,9 @@
     categories       ordered [{category, groups}]: the fault category of a past case
     remedies         terms that name a change to the system (restart, roll back, drain, 回滚, 停掉 …): never
                      recommended, whatever text suggests it
+    always_firing    words a rule or its annotations use for an alert that fires by design (dead man's
+                     switch, watchdog, "always firing", 始终触发): such an alert is named as such and
+                     never ranked first (with `severity="none"` or a constant `expr`, also without them)
     evidence_actions terms that name gathering evidence (check, compare, 查看, 核对 …): what a
                      recommended action must be
     slow_threshold_ms  a log line stating a longer duration is a slow one
@@ -34,7 +37,7 @@
                      (慢查询, slow requests); language, not names: a kind a file leaves out has the
                      shipped file's words
 
-Remedies, evidence actions and intents are language, not a world's names: a world's file adds to
+Remedies, evidence actions, always-firing words and intents are language, not a world's names: a world's file adds to
 the shipped terms, it never goes without them (guards hold on any world; a runbook's "Diagnosis"
 section is its steps in any world).
 
@@ -112,6 +115,8 @@ class Asks(BaseModel):
     # `list` in the file; not a field name, which would shadow the builtin in this class body.
     listing: list[str] = Field(default_factory=_shipped_words("list"), alias="list")
     priority: list[str] = Field(default_factory=_shipped_words("priority"))
+    # Which alert fired first (and when), over the asked window.
+    first: list[str] = Field(default_factory=_shipped_words("first"))
     health: list[str] = Field(default_factory=_shipped_words("health"))
     action: list[str] = Field(default_factory=_shipped_words("action"))
     # Around an action word: words that frame it as a request to act ("帮我", "把 …", "please"), and
@@ -180,6 +185,7 @@ class Vocabulary(BaseModel):
     categories: list[Category] = []
     remedies: list[str] = []
     evidence_actions: list[str] = []
+    always_firing: list[str] = []
     slow_threshold_ms: int = Field(default=1000, gt=0)
     log_measures: LogMeasures = Field(default_factory=LogMeasures)
     extends: bool | str | None = None
@@ -208,7 +214,7 @@ class Vocabulary(BaseModel):
             merged[name] = list(dict.fromkeys([*merged.get(name, []), *terms]))
         return merged
 
-    @field_validator("remedies", "evidence_actions")
+    @field_validator("remedies", "evidence_actions", "always_firing")
     @classmethod
     def _no_empty_words(cls, terms: list[str]) -> list[str]:
         return [term for term in terms if term.strip()]
@@ -222,6 +228,9 @@ class Vocabulary(BaseModel):
 
     def evidence_action_terms(self) -> tuple[str, ...]:
         return _with_shipped(self.evidence_actions, "evidence_actions")
+
+    def always_firing_terms(self) -> tuple[str, ...]:
+        return _with_shipped(self.always_firing, "always_firing")
 
     def canonical_term(self, group: str) -> str:
         terms = self.groups.get(group) or [group]
@@ -267,6 +276,7 @@ class Vocabulary(BaseModel):
             service_aliases=terms(self.service_aliases, other.service_aliases),
             remedies=list(dict.fromkeys([*self.remedies, *other.remedies])),
             evidence_actions=list(dict.fromkeys([*self.evidence_actions, *other.evidence_actions])),
+            always_firing=list(dict.fromkeys([*self.always_firing, *other.always_firing])),
             slow_threshold_ms=other.slow_threshold_ms
             if "slow_threshold_ms" in other.model_fields_set
             else self.slow_threshold_ms,

@@ -700,3 +700,32 @@ def test_beside_a_team_source_the_report_says_which_kinds_have_none_and_never_re
     assert "未配置日志源：各告警未查询日志" in session.answer
     assert "未配置处理手册库：各告警未查询处理手册" in session.answer
     assert session.self_evaluation["aiops_rule_evaluation"]["verdict"] == "pass"
+
+
+@pytest.mark.parametrize(
+    ("name", "labels", "annotations"),
+    [
+        # kube-prometheus' Watchdog, and awesome-prometheus-alerts' dead man's switch (critical).
+        ("Watchdog", {"severity": "none"}, {"description": "This is an alert meant to ensure that the entire alerting pipeline is functional."}),
+        (
+            "PrometheusAlertmanagerE2eDeadManSwitch",
+            {"severity": "critical", "namespace": "production"},
+            {"description": "Prometheus DeadManSwitch is an always-firing alert."},
+        ),
+    ],
+)
+def test_an_alert_firing_by_design_is_named_as_such_and_ranked_last(name, labels, annotations):
+    payload = notification(
+        alert(name, "", fingerprint="d0d0d0d0d0d0d0d0", labels=labels, annotations=annotations),
+        # A warning: below a critical by severity alone.
+        alert("SlowResponse", "user-service", fingerprint="c3d4e5f60718293a", labels={"service": "user-service", "severity": "warning"}),
+    )
+
+    session = aiops_run(session_pk=received(payload).pk)
+
+    report = session.answer
+    assert "## 1. SlowResponse · user-service" in report
+    assert f"## 2. {name}" in report
+    assert "始终触发的看门狗告警" in section(report, name)
+    assert "始终触发" not in section(report, "SlowResponse")
+    assert [a["alert_name"] for a in session.alert_scope["alerts"]] == ["SlowResponse", name]

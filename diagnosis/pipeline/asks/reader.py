@@ -93,6 +93,9 @@ def _resolved(
     """Which kinds the question asks, once the words that overlap are read together."""
     if "priority" in kinds:
         kinds -= {"list"}
+    # "Which fired first" is when alerts began, not which to handle first ("first" is both words').
+    if "first" in kinds:
+        kinds -= {"priority"}
     # A window that ended before now ("昨天", "上周") asks what happened then.
     if window.asked and not window.ends_now and not kinds & {"value", "trend", "threshold"}:
         kinds |= {"history"}
@@ -119,7 +122,10 @@ def _resolved(
         kinds |= {"list"} if services and not kinds else set()
     if alerts and not kinds:
         kinds = {"existence"}
-    if kinds & {"history", "list", "priority", "health", "change"}:
+    # What fired over a window, asked with history words ("上周出过什么告警"), is the history's list.
+    if "history" in kinds:
+        kinds -= {"list"}
+    if kinds & {"history", "list", "priority", "first", "health", "change"}:
         kinds -= {"existence"}
     # What changed is asked of the investigation; a cause word beside it ("what changed before") is the same.
     if "change" in kinds:
