@@ -40,6 +40,9 @@ SERVICE_WORD_AFTER = re.compile(r"^\s*(?:服务|service\b|svc\b)", re.IGNORECASE
 # "service", and in a Chinese question before "的" or opening a clause that goes on in Chinese.
 PLAIN_WORD = re.compile(r"(?<![A-Za-z0-9_.\-/:])[A-Za-z][A-Za-z0-9]{2,}(?![A-Za-z0-9_\-/.:])")
 SERVICE_WORD_BEFORE = re.compile(r"(?:service|svc)\s+$", re.IGNORECASE)
+# "the consumer lag of kafka?": a word after "of" that ends the clause names what is asked about.
+OF_BEFORE = re.compile(r"(?<![a-z])of\s+(?:the\s+)?$", re.IGNORECASE)
+CLAUSE_END_AFTER = re.compile(r"^\s*(?:[，,。；;！!？?.\n]|$)")
 CJK = re.compile(r"[\u4e00-\u9fff]")
 NAMED_BEFORE_CJK = re.compile(r"^\s*(?:的|[\u4e00-\u9fff])")
 CLAUSE_START = re.compile(r"(?:^|[，,。；;！!？?\n])\s*$")
@@ -308,6 +311,8 @@ def question_focus(
             for name in inventory.services | inventory.alerts
             if folded_name(name) == folded_name(candidate.name)
         ]
+        # "the rollback alert": the one known alert whose name has that word (none or several: unknown).
+        same = same or (_alert_with_word(candidate, inventory) if candidate.kind == "alert" else [])
         if not same:
             unknown.append(candidate)
         elif same[0] in inventory.alerts:
@@ -369,9 +374,16 @@ def _unknown_names(text: str, inventory: Inventory, vocabulary: Vocabulary) -> l
     return list(unknown.values())
 
 
+def _alert_with_word(candidate: UnknownName, inventory: Inventory) -> list[str]:
+    word = candidate.name.casefold()
+    having = [alert for alert in inventory.alerts if word in {part.casefold() for part in name_parts(alert)}]
+    return having if len(having) == 1 else []
+
+
 def _plain_names(text: str, vocabulary: Vocabulary) -> list[tuple[str, str]]:
     """(word, service or alert) of each plain word standing where a name stands, that no word of the
-    vocabulary covers: "shipping 为什么慢", "the shipping service", "the rollback alert"."""
+    vocabulary covers: "shipping 为什么慢", "the shipping service", "the rollback alert", "the lag of
+    kafka?"."""
     covered = _vocabulary_spans(text, vocabulary)
     chinese = bool(CJK.search(text))
     names = []
@@ -384,6 +396,7 @@ def _plain_names(text: str, vocabulary: Vocabulary) -> list[tuple[str, str]]:
         elif (
             SERVICE_WORD_AFTER.match(after)
             or SERVICE_WORD_BEFORE.search(before)
+            or (OF_BEFORE.search(before) and CLAUSE_END_AFTER.match(after))
             or (chinese and NAMED_BEFORE_CJK.match(after) and (after.lstrip().startswith("的") or CLAUSE_START.search(before)))
         ):
             names.append((match.group(0), "service"))

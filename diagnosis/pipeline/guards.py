@@ -252,16 +252,20 @@ class CoverageGuard:
 
 
 class UnreadAskGuard:
-    """PASS fails closed: a question word no ask answers (多少、哪、为什么 … with nothing reading it) caps
-    the verdict at LOW_CONFID, and the answer says what was not understood."""
+    """PASS fails closed: a question word no ask answers (多少、哪、为什么 … with nothing reading it), or a
+    service or alert the sources do not know, caps the verdict at LOW_CONFID; the answer says what was
+    not understood (the unknown names are already its first gaps, `QuestionFocus.notes`)."""
 
     name = UNREAD_RULE
 
     def cap(self, *, gatekeeper_result: GatekeeperResult, context: RoundContext) -> VerdictCap | None:
-        if not context.unread:
-            return None
         gaps = list(context.unread)
-        return VerdictCap(guard=self.name, verdict="LOW_CONFID", reason="；".join(gaps), gaps=gaps)
+        # A request to act alone is answered by code's refusal, whatever names its object.
+        acting = bool(context.slots) and all(slot.ask.kind == "action" for slot in context.slots)
+        unknown = [] if acting else [name.note() for name in context.focus.unknown]
+        if not gaps and not unknown:
+            return None
+        return VerdictCap(guard=self.name, verdict="LOW_CONFID", reason="；".join([*gaps, *unknown]), gaps=gaps)
 
 
 # A copy of code's own conclusion is taken out first: it is the slot's, whatever the other guards would

@@ -29,4 +29,5 @@ LOG_COUNTS = EvidenceKind(
     counted_as="counts",
     record=LogCount,
     source=LogSource,
+    unconfigured="未配置日志源",
 )

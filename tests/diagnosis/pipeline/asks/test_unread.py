@@ -43,8 +43,10 @@ def test_a_question_word_an_ask_answers_is_read(names, query):
 
 
 @per_world
-def test_which_with_only_a_cause_read_is_not_understood(names):
-    assert unread("哪个服务最慢？", names) == ["未能理解所问：「哪个服务最慢」中的「哪」"]
+def test_which_no_ask_answers_is_not_understood(names):
+    assert unread(f"{names.service} 部署在哪个机房？", names) == [
+        f"未能理解所问：「{names.service} 部署在哪个机房」中的「哪」"
+    ]
 
 
 @per_world
