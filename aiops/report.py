@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 from diagnosis.engines.rules import RulesEngine
 from diagnosis.models import DiagnosisSession, ToolInvocation
 from diagnosis.pipeline.alert_statement import alert_observation
+from diagnosis.pipeline.always_firing import ALWAYS_FIRING, record_fires_always
 from diagnosis.pipeline.answer import (
     ACTIONS_HEADING,
     DEGRADED_HEADER,
@@ -54,6 +55,7 @@ from diagnosis.pipeline.investigation.incidents import IncidentFinding
 from diagnosis.pipeline.routing import OUTPUT_TYPE_LABELS
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from diagnosis.services.invocations import NO_EVIDENCE
+from tools.configured_vocabulary import current_vocabulary
 from tools.evidence.alerts.record import AlertRecord
 from tools.evidence.registry import ALERTS, LOGS
 from tools.loglines import is_error_level, patterns_mined
@@ -193,17 +195,20 @@ class AlertAnalysis(BaseModel):
     runbook_steps: list[str] = []
     # The alert's flapping group: {"episodes", "since", "state"}, or None.
     flapping: dict | None = None
+    # It fires by design (a dead man's switch, a watchdog): named as such, never ranked first.
+    always_firing: bool = False
 
     @property
     def severity(self) -> str:
         return str(self.record.get("severity") or "").lower()
 
     @property
-    def priority(self) -> tuple[int, Decimal]:
-        """As `priority` asks order alerts: severity, then how far past the threshold."""
+    def priority(self) -> tuple[bool, int, Decimal]:
+        """As `priority` asks order alerts: severity, then how far past the threshold; an alert that
+        fires by design after every other, whatever its severity."""
         rank = SEVERITY_RANK.get(self.severity, len(SEVERITY_RANK))
         reading = value_against_threshold(self.record)
-        return rank, -(reading[3] if reading else Decimal(0))
+        return self.always_firing, rank, -(reading[3] if reading else Decimal(0))
 
     @property
     def completed(self) -> bool:
@@ -289,6 +294,7 @@ def alert_analysis_build(
         error_patterns=error_patterns([*invocations, *([logs] if logs else [])]),
         runbook_steps=runbook_steps(runbook),
     )
+    analysis.always_firing = _fires_always(subject, analysis.record, alerts[0])
     recorded = None
     if analysis.completed:
         record = self_evaluation_of(session=child).get(VERIFIER_EVALUATION)
@@ -421,7 +427,8 @@ def report_markdown(report: AiopsReport, *, refs: RefWriter = RAW_REFS) -> str:
         lines += ["| # | 告警 | 服务 | 状态 | 校验结论 | 输出类型 |", "|---|---|---|---|---|---|"]
         lines += [
             f"| {number} | {_cell(a.subject.shown_name)} | {_cell(a.subject.shown_service or '—')} | "
-            f"{_cell(a.state_text)}{_flapping_cell(a)} | {_verdict_text(a)} | {_output_type_text(a, refs)} |"
+            f"{_cell(a.state_text)}{_always_cell(a)}{_flapping_cell(a)} | {_verdict_text(a)} | "
+            f"{_output_type_text(a, refs)} |"
             for number, a in enumerate(analyses, start=1)
         ]
     else:
@@ -508,6 +515,20 @@ def runbook_steps(invocation: ToolInvocation | None) -> list[str]:
 def _number(value) -> Decimal | None:
     match = NUMBER.search(str(value if value is not None else ""))
     return finite_number(match[0]) if match else None
+
+
+def _fires_always(subject: AlertSubject, record: dict, scope_alert: dict) -> bool:
+    """Whether the alert fires by design, read from its session's record and the alert as it came
+    (its labels' severity, its annotations): used for its rank only, never quoted."""
+    labels = scope_alert.get("labels") or {}
+    parts = {
+        "severity": labels.get("severity"),
+        "annotations": scope_alert.get("annotations"),
+        **record,
+        "alert_name": subject.alert_name,
+    }
+    read = AlertRecord.model_validate({key: value for key, value in parts.items() if value is not None})
+    return record_fires_always(read, current_vocabulary())
 
 
 def _alert_record(subject: AlertSubject, invocations: list[ToolInvocation]) -> dict | None:
@@ -628,7 +649,7 @@ def _alert_section(number: int, analysis: AlertAnalysis, refs: RefWriter) -> lis
         heading,
         "",
         f"校验结论：{_verdict_text(analysis)}｜输出类型：{_output_type_text(analysis, refs)}｜"
-        f"状态：{analysis.state_text}｜子会话：`{analysis.session_id}`",
+        f"状态：{analysis.state_text}{_always_cell(analysis)}｜子会话：`{analysis.session_id}`",
     ]
     if analysis.flapping:
         lines += ["", f"**反复触发**：{flapping_text(analysis.flapping)}。"]
@@ -756,6 +777,10 @@ def _verdict_text(analysis: AlertAnalysis) -> str:
 def _output_type_text(analysis: AlertAnalysis, refs: RefWriter) -> str:
     """`已核验（NORMAL）` in the stored Markdown, `已核验` on the page (`refs.output_type`)."""
     return refs.output_type(analysis.output_type) if analysis.completed and analysis.output_type else "—"
+
+
+def _always_cell(analysis: AlertAnalysis) -> str:
+    return f"（{ALWAYS_FIRING}）" if analysis.always_firing else ""
 
 
 def _flapping_cell(analysis: AlertAnalysis) -> str:

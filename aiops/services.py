@@ -63,6 +63,7 @@ from diagnosis.services.session_runner import session_run
 from diagnosis.services.sessions import MAX_ANALYSED_ALERTS, session_rate_slot
 from tools.evidence.alerts.record import AlertRecord
 from tools.evidence.registry import ALERTS, KNOWLEDGE, LOGS
+from tools.evidence.tool import get_tool
 from tools.records import service_of
 
 logger = logging.getLogger(__name__)
@@ -392,14 +393,20 @@ def _analyse(session: DiagnosisSession) -> None:
         if alert["state"] == FIRING and child is None:
             alert["not_analysed_reason"] = f"超出单次分析上限（{limit} 条）"
     # Each alert's runbook, by its runbook_url or name: guidance the report lists beside the findings.
+    # A kind no source serves is not asked (the report's notes say so).
+    runbooks_served, logs_served = get_tool(RUNBOOK_TOOL).available(), get_tool(LOGS_TOOL).available()
     for child in children.values():
         first = next(a for a in scope["alerts"] if a.get("session_id") == child.session_id)
-        lookup = invocation_record(
-            session=session,
-            round=1,
-            tool_name=RUNBOOK_TOOL,
-            # Every section of the alert's runbook (its steps among them), not the three best.
-            arguments={"query": runbook_query(first), "top_k": RUNBOOK_SECTIONS},
+        lookup = (
+            invocation_record(
+                session=session,
+                round=1,
+                tool_name=RUNBOOK_TOOL,
+                # Every section of the alert's runbook (its steps among them), not the three best.
+                arguments={"query": runbook_query(first), "top_k": RUNBOOK_SECTIONS},
+            )
+            if runbooks_served
+            else None
         )
         # And its service's logs, whatever the question's topic: the report groups the error-level lines.
         # The service's name as the query adds no line filter (a source drops it from the search terms).
@@ -411,12 +418,12 @@ def _analyse(session: DiagnosisSession) -> None:
                 tool_name=LOGS_TOOL,
                 arguments={"query": service, "service": service, "limit": 100},
             )
-            if service
+            if service and logs_served
             else None
         )
         for alert in scope["alerts"]:
             if alert.get("session_id") == child.session_id:
-                alert["runbook_invocation_id"] = lookup.pk
+                alert["runbook_invocation_id"] = lookup.pk if lookup else None
                 alert["logs_invocation_id"] = logs.pk if logs else None
     session_update(session, alert_scope=scope)
 
@@ -677,6 +684,11 @@ def _notes(scope: dict, not_analysed: list[str]) -> list[str]:
     if not_analysed:
         limit = settings.DIAGNOSIS["AIOPS_MAX_ALERTS"]
         notes.append(f"另有 {len(not_analysed)} 条 firing 告警超出单次分析上限（{limit} 条），已列出未分析。")
+    notes += [
+        f"{kind.unconfigured}：各告警未查询{kind.noun}"
+        for kind in (LOGS, KNOWLEDGE)
+        if not get_tool(kind.tool).available()
+    ]
     return notes
 
 

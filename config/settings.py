@@ -405,7 +405,8 @@ DIAGNOSIS = {
     "SOURCE_CLASSES": {},
     # Knowledge other apps keep, added to the demo world's runbooks (dotted class paths).
     "KNOWLEDGE_SOURCES": ["caselib.knowledge.CaseLibraryKnowledge"],
-    # Evidence sources; unset = the demo world answers that tool.
+    # Evidence sources; with none set the demo world answers (alerts, logs, runbooks); with any set, a
+    # kind none serves has no source (`tools.sources`).
     "PROMETHEUS_URL": ENV.prometheus_url,
     "ALERTMANAGER_URL": ENV.alertmanager_url,
     "LOKI_URL": ENV.loki_url,

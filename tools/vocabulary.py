@@ -10,9 +10,14 @@
                      (how to handle it: the runbooks), `status` (how a subject is doing: alone
                      beside a topic, "内存情况怎么样", it asks the current value); and the asks, each with
                      its slot in the answer: existence, value, threshold, trend, history, logs,
-                     runbook, list, priority, health, action. A kind a file leaves out has the shipped
+                     runbook, list, priority, health, action; and around an action word, `request`
+                     (帮我, 把, please: a request to act) and `measure` (率, 次数, alert: the word names
+                     a metric or an alert, a topic, not an action). A kind a file leaves out has the shipped
                      file's words, so a world that names its services differently still reads
                      "为什么" and "how"; a kind written as `[]` has none.
+    interrogatives   kind of question word → its words (quantity: 多少, how many; which: 哪, which;
+                     whether, why, what, when): a question word no ask answers caps the verdict
+                     (`diagnosis.pipeline.asks.unread`); language, so a world's file adds to them
     topic_labels     topic → Chinese label used in claim text (never a fact token)
     related_topics   topic → topics whose evidence explains it (memory → gc, oom)
     alert_topics     alert name → topic, for alerts whose name is not itself a group term
@@ -21,6 +26,9 @@
     categories       ordered [{category, groups}]: the fault category of a past case
     remedies         terms that name a change to the system (restart, roll back, drain, 回滚, 停掉 …): never
                      recommended, whatever text suggests it
+    always_firing    words a rule or its annotations use for an alert that fires by design (dead man's
+                     switch, watchdog, "always firing", 始终触发): such an alert is named as such and
+                     never ranked first (with `severity="none"` or a constant `expr`, also without them)
     evidence_actions terms that name gathering evidence (check, compare, 查看, 核对 …): what a
                      recommended action must be
     slow_threshold_ms  a log line stating a longer duration is a slow one
@@ -29,7 +37,7 @@
                      (慢查询, slow requests); language, not names: a kind a file leaves out has the
                      shipped file's words
 
-Remedies, evidence actions and intents are language, not a world's names: a world's file adds to
+Remedies, evidence actions, always-firing words and intents are language, not a world's names: a world's file adds to
 the shipped terms, it never goes without them (guards hold on any world; a runbook's "Diagnosis"
 section is its steps in any world).
 
@@ -50,7 +58,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from tools.promql import SUBJECT_PLACEHOLDER, Carrier, subject_query, syntax_error
 
@@ -107,8 +115,14 @@ class Asks(BaseModel):
     # `list` in the file; not a field name, which would shadow the builtin in this class body.
     listing: list[str] = Field(default_factory=_shipped_words("list"), alias="list")
     priority: list[str] = Field(default_factory=_shipped_words("priority"))
+    # Which alert fired first (and when), over the asked window.
+    first: list[str] = Field(default_factory=_shipped_words("first"))
     health: list[str] = Field(default_factory=_shipped_words("health"))
     action: list[str] = Field(default_factory=_shipped_words("action"))
+    # Around an action word: words that frame it as a request to act ("帮我", "把 …", "please"), and
+    # words after it that make it a topic instead (回滚率, 重启次数, "the rollback alert").
+    request: list[str] = Field(default_factory=_shipped_words("request"))
+    measure: list[str] = Field(default_factory=_shipped_words("measure"))
 
     @field_validator("*")
     @classmethod
@@ -160,6 +174,9 @@ class Vocabulary(BaseModel):
     intents: dict[str, list[str]] = {}
     ops_terms: dict[str, list[str]] = {}
     asks: Asks = Field(default_factory=Asks)
+    interrogatives: dict[str, list[str]] = Field(
+        default_factory=lambda: {name: list(words) for name, words in _shipped().get("interrogatives", {}).items()}
+    )
     topic_labels: dict[str, str] = {}
     related_topics: dict[str, list[str]] = {}
     alert_topics: dict[str, str] = {}
@@ -168,6 +185,7 @@ class Vocabulary(BaseModel):
     categories: list[Category] = []
     remedies: list[str] = []
     evidence_actions: list[str] = []
+    always_firing: list[str] = []
     slow_threshold_ms: int = Field(default=1000, gt=0)
     log_measures: LogMeasures = Field(default_factory=LogMeasures)
     extends: bool | str | None = None
@@ -180,31 +198,39 @@ class Vocabulary(BaseModel):
             return {topic: [q] if isinstance(q, str) else q for topic, q in table.items()}
         return table
 
-    @field_validator("groups", "intents", "ops_terms", "service_aliases")
+    @field_validator("groups", "intents", "ops_terms", "service_aliases", "interrogatives")
     @classmethod
     def _no_empty_terms(cls, table: dict[str, list[str]]) -> dict[str, list[str]]:
         return {name: _strip_empty(terms) for name, terms in table.items()}
 
-    @field_validator("intents")
+    @field_validator("intents", "interrogatives")
     @classmethod
-    def _with_shipped_intents(cls, table: dict[str, list[str]]) -> dict[str, list[str]]:
-        """What a question wants and what a runbook's heading says its section holds (Diagnosis,
-        Mitigation, 处置) are language, not a world's names: a world's intents add to the shipped ones."""
-        merged = {name: list(terms) for name, terms in _shipped().get("intents", {}).items()}
+    def _with_shipped_words(cls, table: dict[str, list[str]], info: ValidationInfo) -> dict[str, list[str]]:
+        """What a question wants, what a runbook's heading says its section holds (Diagnosis,
+        Mitigation, 处置) and the question words are language, not a world's names: a world's file
+        adds to the shipped ones."""
+        merged = {name: list(terms) for name, terms in _shipped().get(info.field_name, {}).items()}
         for name, terms in table.items():
             merged[name] = list(dict.fromkeys([*merged.get(name, []), *terms]))
         return merged
 
-    @field_validator("remedies", "evidence_actions")
+    @field_validator("remedies", "evidence_actions", "always_firing")
     @classmethod
     def _no_empty_words(cls, terms: list[str]) -> list[str]:
         return [term for term in terms if term.strip()]
+
+    def interrogative_words(self) -> list[str]:
+        """Every question word, whatever it asks."""
+        return [word for words in self.interrogatives.values() for word in words]
 
     def remedy_terms(self) -> tuple[str, ...]:
         return _with_shipped(self.remedies, "remedies")
 
     def evidence_action_terms(self) -> tuple[str, ...]:
         return _with_shipped(self.evidence_actions, "evidence_actions")
+
+    def always_firing_terms(self) -> tuple[str, ...]:
+        return _with_shipped(self.always_firing, "always_firing")
 
     def canonical_term(self, group: str) -> str:
         terms = self.groups.get(group) or [group]
@@ -240,6 +266,7 @@ class Vocabulary(BaseModel):
         return Vocabulary(
             groups=terms(self.groups, other.groups),
             intents=terms(self.intents, other.intents),
+            interrogatives=terms(self.interrogatives, other.interrogatives),
             ops_terms=terms(self.ops_terms, other.ops_terms),
             asks=self.asks.extended_by(other.asks),
             topic_labels=self.topic_labels | other.topic_labels,
@@ -249,6 +276,7 @@ class Vocabulary(BaseModel):
             service_aliases=terms(self.service_aliases, other.service_aliases),
             remedies=list(dict.fromkeys([*self.remedies, *other.remedies])),
             evidence_actions=list(dict.fromkeys([*self.evidence_actions, *other.evidence_actions])),
+            always_firing=list(dict.fromkeys([*self.always_firing, *other.always_firing])),
             slow_threshold_ms=other.slow_threshold_ms
             if "slow_threshold_ms" in other.model_fields_set
             else self.slow_threshold_ms,

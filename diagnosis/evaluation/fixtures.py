@@ -100,6 +100,7 @@ TAGS = {
     "guard:restated": "catches the guard that counts a claim restating a conclusion line as that slot switched off",
     "guard:citation_cap": "catches the verdict cap from the gatekeeper's severity switched off",
     "guard:coverage": "catches the coverage guard switched off",
+    "guard:fail-closed": "catches the guard that caps a question word no ask answers (未能理解所问) switched off",
     "guard:composer": "catches the composer guard switched off",
     "guard:remedy": "catches the removal of remedies from the composed answer switched off",
     "guard:grounding": "catches the grounding check of claims against verified evidence switched off",
@@ -238,9 +239,15 @@ class CaseSettings(_Strict):
     LOW_CONFIDENCE_THRESHOLD: float | None = Field(default=None, ge=0, le=1)
     LLM_TIMEOUT: float | None = Field(default=None, gt=0, le=60)
     LLM_MAX_RETRIES: int | None = Field(default=None, ge=0, le=5)
+    # Sources a recorded world's case runs without (its other sources stay configured): a kind left
+    # with none must be said to have none, never answered from the demo world.
+    UNSET: list[Literal["PROMETHEUS_URL", "ALERTMANAGER_URL", "LOKI_URL", "RUNBOOKS_DIR"]] = []
 
     def overrides(self) -> dict[str, Any]:
-        return self.model_dump(exclude_none=True)
+        return self.model_dump(exclude_none=True, exclude={"UNSET"})
+
+    def unset(self) -> dict[str, None]:
+        return dict.fromkeys(self.UNSET)
 
 
 class ClaimCount(_Strict):

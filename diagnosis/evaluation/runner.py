@@ -194,12 +194,14 @@ def _case_settings(case: EvalCase) -> Iterator[None]:
     }
     recorded = case.recorded_world()
     if recorded is None:
-        with override_settings(DIAGNOSIS=config | overrides):
+        with override_settings(DIAGNOSIS=config | overrides | case.settings.unset()):
             yield
         return
     with (
         replayed(recorded) as replay,
-        override_settings(DIAGNOSIS=config | overrides | _replayed_sources(case, recorded, replay)),
+        override_settings(
+            DIAGNOSIS=config | overrides | _replayed_sources(case, recorded, replay) | case.settings.unset()
+        ),
     ):
         yield
 

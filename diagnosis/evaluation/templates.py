@@ -16,6 +16,7 @@ from diagnosis.pipeline.ask import Ask, AskWindow
 from diagnosis.pipeline.asks.action import READ_ONLY
 from diagnosis.pipeline.asks.registry import KINDS
 from diagnosis.pipeline.asks.slots import slot_gap
+from diagnosis.pipeline.asks.unread import UNREAD
 from diagnosis.pipeline.composer import answer_from_material
 from diagnosis.pipeline.contracts import ComposerInput
 from diagnosis.pipeline.focus import NOTHING_UNDERSTOOD
@@ -89,6 +90,7 @@ def _rendered() -> list[str]:
             for kind in KINDS
         ),
         READ_ONLY.format(word=PLACEHOLDER),
+        UNREAD.format(clause=PLACEHOLDER, words=PLACEHOLDER),
         NOTHING_UNDERSTOOD,
         ROOT_CAUSE_GAP,
         INSTRUCTION_GAP,

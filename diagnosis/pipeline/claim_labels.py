@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from diagnosis.pipeline.contracts import Claim
-from diagnosis.pipeline.gatekeeper import CLAIM_DENIES
+from diagnosis.pipeline.gatekeeper import CLAIM_DENIES, own_words
 from tools.evidence.logs.record import LogCount, LogLine
 from tools.evidence.registry import LOG_COUNTS, LOGS
 from tools.evidence.result import NO_EVIDENCE_PATH, ToolResult
@@ -86,14 +86,16 @@ def labels_unsupported(
             for b in claim.evidence_bindings
             if (LOGS.owns(b.tool_name) or LOG_COUNTS.owns(b.tool_name)) and b.raw_path != NO_EVIDENCE_PATH
         ]
-        if not bindings or CLAIM_DENIES.search(QUOTED.sub(" ", claim.claim_text)):
-            continue
         cited = {
             (b.source_invocation_id, b.raw_path or ""): line
             for b in bindings
             if (line := lines.get((b.source_invocation_id, b.raw_path or ""))) is not None
         }
         excerpts = [b.evidence_excerpt for b in claim.evidence_bindings]
+        # A negation inside a quoted line is the line's ("No such file or directory"), not a denial.
+        said = own_words(QUOTED.sub(" ", claim.claim_text), [*excerpts, *(_text(line) for line in cited.values())])
+        if not bindings or CLAIM_DENIES.search(said):
+            continue
         topics = claimed_topics(
             claim.claim_text, [*excerpts, *(_text(line) for line in cited.values())], vocabulary=vocabulary
         )

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from diagnosis.pipeline.contracts import ClaimUnderCheck, ExecutorOutput, VerifiedExcerpt
 from diagnosis.pipeline.facts import NO_NAMES, FactNames, fact_tokens, unsupported_facts
-from diagnosis.pipeline.gatekeeper import GatekeeperResult, claim_denial
+from diagnosis.pipeline.gatekeeper import GatekeeperResult, claim_denial, own_words
+from tools.evidence.result import NO_EVIDENCE_PATH
 
 CONSISTENT = "consistent"
 # The verdicts that say the excerpts bear a claim out; the others say they do not.
@@ -38,12 +39,17 @@ def claims_under_check(
         evidence = [binding.matched_text or "" for binding in passed]
         missing = unsupported_facts(claim.claim_text, evidence, names=names)
         found = [token.surface for token in fact_tokens(claim.claim_text, names)]
+        said = own_words(
+            claim.claim_text, [b.matched_text or "" for b in passed if b.raw_path != NO_EVIDENCE_PATH]
+        )
         denials = [
             denial
             for binding in passed
             if (
                 denial := claim_denial(
-                    claim.claim_text, ref_text=binding.matched_text or "", raw_path=binding.raw_path
+                    claim.claim_text if binding.raw_path == NO_EVIDENCE_PATH else said,
+                    ref_text=binding.matched_text or "",
+                    raw_path=binding.raw_path,
                 )
             )
         ]

@@ -73,10 +73,14 @@ class FactNames:
 
     canonical: dict[str, str]
     aliases: tuple[tuple[str, str], ...] = ()
+    # Names of several words (`Checkout API`), each found whole before any single word is read: its
+    # first word may be another name (`checkout`) that it must never stand for.
+    phrases: tuple[tuple[re.Pattern[str], str], ...] = ()
 
     @classmethod
     def of(cls, names: Iterable[str], aliases: Iterable[tuple[str, str]] = ()) -> FactNames:
         """`names` as the sources spell them; `aliases`: (alias, name) pairs."""
+        names = list(names)
         canonical = {folded(name): name.casefold() for name in names if folded(name) and not name.isdigit()}
         ascii_aliases, other_aliases = {}, []
         for alias, name in aliases:
@@ -84,13 +88,21 @@ class FactNames:
                 ascii_aliases[folded(alias)] = name.casefold()
             elif alias.strip():
                 other_aliases.append((normalize(alias).casefold(), name.casefold()))
+        phrases = sorted({name.strip() for name in names if len(name.split()) > 1}, key=len, reverse=True)
         return cls(
             canonical=ascii_aliases | canonical,
             aliases=tuple(sorted(other_aliases, key=lambda pair: -len(pair[0]))),
+            phrases=tuple((_phrase_pattern(name), name.casefold()) for name in phrases),
         )
 
     def name_of(self, word: str) -> str:
         return self.canonical.get(folded(word), "")
+
+
+def _phrase_pattern(name: str) -> re.Pattern[str]:
+    """A name of several words in any spacing or separator: `Checkout API`, `checkout-api`."""
+    body = r"[-_\s]*".join(re.escape(part) for part in normalize(name).split())
+    return re.compile(rf"(?<![{_A}_-]){body}(?![{_A}_-])", re.IGNORECASE)
 
 
 NO_NAMES = FactNames(canonical={})
@@ -143,6 +155,8 @@ def fact_tokens(text: str, names: FactNames = NO_NAMES) -> list[FactToken]:
 
     take(ENDPOINT, "endpoint", lambda m: m[0].rstrip(".-"))
     take(DATE, "date", lambda m: m[0])
+    for pattern, name in names.phrases:
+        take(pattern, "name", lambda _m, name=name: name)
     for alias, name in names.aliases:
         take(re.compile(re.escape(alias), re.IGNORECASE), "name", lambda _m, name=name: name)
     if names.canonical:

@@ -22,6 +22,7 @@ from rapidfuzz import fuzz, process
 from diagnosis.pipeline.facts import FactNames
 from tools.promql import Carrier, LabelNames
 from tools.signal_roles import MetricFamily
+from tools.source_names import SOURCE_NAMES
 from tools.terms import asks_in, name_parts, query_terms, term_pattern
 from tools.vocabulary import Vocabulary
 
@@ -35,6 +36,16 @@ CAMEL_WORD = re.compile(r"(?<![A-Za-z0-9_\-])[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)
 # `service="…"` in a question: a label value, quoted as PromQL quotes it (`\"` and `\\` escaped).
 LABEL_VALUE = re.compile(r'(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 SERVICE_WORD_AFTER = re.compile(r"^\s*(?:服务|service\b|svc\b)", re.IGNORECASE)
+# A plain word (`shipping`) is a name only where a name stands: before a service or alert word, after
+# "service", and in a Chinese question before "的" or opening a clause that goes on in Chinese.
+PLAIN_WORD = re.compile(r"(?<![A-Za-z0-9_.\-/:])[A-Za-z][A-Za-z0-9]{2,}(?![A-Za-z0-9_\-/.:])")
+SERVICE_WORD_BEFORE = re.compile(r"(?:service|svc)\s+$", re.IGNORECASE)
+# "the consumer lag of kafka?": a word after "of" that ends the clause names what is asked about.
+OF_BEFORE = re.compile(r"(?<![a-z])of\s+(?:the\s+)?$", re.IGNORECASE)
+CLAUSE_END_AFTER = re.compile(r"^\s*(?:[，,。；;！!？?.\n]|$)")
+CJK = re.compile(r"[\u4e00-\u9fff]")
+NAMED_BEFORE_CJK = re.compile(r"^\s*(?:的|[\u4e00-\u9fff])")
+CLAUSE_START = re.compile(r"(?:^|[，,。；;！!？?\n])\s*$")
 NOTHING_UNDERSTOOD = "未能识别问题涉及的服务、告警或主题"
 
 
@@ -300,6 +311,8 @@ def question_focus(
             for name in inventory.services | inventory.alerts
             if folded_name(name) == folded_name(candidate.name)
         ]
+        # "the rollback alert": the one known alert whose name has that word (none or several: unknown).
+        same = same or (_alert_with_word(candidate, inventory) if candidate.kind == "alert" else [])
         if not same:
             unknown.append(candidate)
         elif same[0] in inventory.alerts:
@@ -355,7 +368,55 @@ def _unknown_names(text: str, inventory: Inventory, vocabulary: Vocabulary) -> l
                 else default_kind
             )
             unknown.setdefault(word, UnknownName(word, kind, tuple(inventory.nearest(word, kind=kind))))
+    for word, kind in _plain_names(text, vocabulary):
+        if word not in inventory.metrics:
+            unknown.setdefault(word, UnknownName(word, kind, tuple(inventory.nearest(word, kind=kind))))
     return list(unknown.values())
+
+
+def _alert_with_word(candidate: UnknownName, inventory: Inventory) -> list[str]:
+    word = candidate.name.casefold()
+    having = [alert for alert in inventory.alerts if word in {part.casefold() for part in name_parts(alert)}]
+    return having if len(having) == 1 else []
+
+
+def _plain_names(text: str, vocabulary: Vocabulary) -> list[tuple[str, str]]:
+    """(word, service or alert) of each plain word standing where a name stands, that no word of the
+    vocabulary covers: "shipping 为什么慢", "the shipping service", "the rollback alert", "the lag of
+    kafka?"."""
+    covered = _vocabulary_spans(text, vocabulary)
+    chinese = bool(CJK.search(text))
+    names = []
+    for match in PLAIN_WORD.finditer(text):
+        if any(start <= match.start() and match.end() <= end for start, end in covered):
+            continue
+        before, after = text[: match.start()], text[match.end() :]
+        if _starts_with_alert_word(after, vocabulary) and (chinese or before.lower().endswith("the ")):
+            names.append((match.group(0), "alert"))
+        elif (
+            SERVICE_WORD_AFTER.match(after)
+            or SERVICE_WORD_BEFORE.search(before)
+            or (OF_BEFORE.search(before) and CLAUSE_END_AFTER.match(after))
+            or (chinese and NAMED_BEFORE_CJK.match(after) and (after.lstrip().startswith("的") or CLAUSE_START.search(before)))
+        ):
+            names.append((match.group(0), "service"))
+    return names
+
+
+def _vocabulary_spans(text: str, vocabulary: Vocabulary) -> list[tuple[int, int]]:
+    """Where the text uses a word of the vocabulary (a topic, an intent, an ops term, an ask or question
+    word): what it says about a subject, never a subject's name."""
+    lowered = text.lower()
+    words = [
+        *(term for table in (vocabulary.groups, vocabulary.intents, vocabulary.ops_terms) for ts in table.values() for term in ts),
+        # An action word may name an alert ("the rollback alert"): it covers no name.
+        *(word for kind, words in vocabulary.asks.model_dump().items() if kind != "action" for word in words),
+        *vocabulary.interrogative_words(),
+        *(alias for aliases in vocabulary.service_aliases.values() for alias in aliases),
+        # The sources themselves (Prometheus, Loki): where the answer comes from, not what it is about.
+        *SOURCE_NAMES.values(),
+    ]
+    return [match.span() for word in words for match in term_pattern(word).finditer(lowered)]
 
 
 def _starts_with_alert_word(text: str, vocabulary: Vocabulary) -> bool:

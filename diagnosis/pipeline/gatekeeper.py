@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -135,6 +136,10 @@ CLAIM_DENIES = re.compile(
 EVIDENCE_DENIES = re.compile(
     rf"{NEGATION.pattern}|(?<![a-z_])(?:resolved|inactive|absent|none)(?![a-z_])|已恢复|已解决", re.IGNORECASE
 )
+# A claim quoting its evidence carries the evidence's own words: a negation inside a quoted line (an
+# nginx line's "No such file or directory") is the line's, not the claim's polarity. A stretch this long
+# copied from a ref the claim cites is a quote.
+QUOTED_MIN_CHARS = 8
 
 
 @dataclass(frozen=True)
@@ -171,8 +176,9 @@ def claims_checked(
             findings.append(
                 RuleMessage(rule=EMPTY_BINDINGS, message="断言没有任何证据引用", claim_id=claim.claim_id)
             )
+        said = own_words(claim.claim_text, _cited_texts(claim, invocations))
         for binding in claim.evidence_bindings:
-            row, notes = _binding_check(claim, binding, invocations, names)
+            row, notes = _binding_check(claim, binding, invocations, names, said)
             checked.append(row)
             findings.extend(notes)
     return _result(checked, findings)
@@ -197,6 +203,18 @@ def excerpt_match(excerpt: str, ref_text: str, names: FactNames = NO_NAMES) -> E
     return ExcerptMatch(_match_kind(excerpt, ref_text, similarity), similarity)
 
 
+def own_words(claim_text: str, cited: Sequence[str]) -> str:
+    """The claim without what it quotes verbatim from the texts it cites: what it says itself, whose
+    polarity is checked against each citation (so a verdict never depends on which line is quoted)."""
+    text = claim_text
+    for ref_text in cited:
+        blocks = SequenceMatcher(None, text, ref_text, autojunk=False).get_matching_blocks()
+        for block in blocks:
+            if block.size >= QUOTED_MIN_CHARS:
+                text = text[: block.a] + " " * block.size + text[block.a + block.size :]
+    return text
+
+
 def claim_denial(claim_text: str, *, ref_text: str, raw_path: str | None) -> str:
     """Why a claim's polarity contradicts the evidence it cites ("" when it does not): it denies what a
     record states that denies nothing, or states what a search that found nothing denies. Quoted
@@ -209,8 +227,25 @@ def claim_denial(claim_text: str, *, ref_text: str, raw_path: str | None) -> str
     return ""
 
 
+def _cited_texts(claim: Claim, invocations: Sequence[ToolResult]) -> list[str]:
+    """The recorded texts of the refs the claim cites (a no-hit's sentence is no quote: it is what a
+    negative claim restates)."""
+    by_id = {invocation.invocation_id: invocation for invocation in invocations}
+    return [
+        ref.text
+        for binding in claim.evidence_bindings
+        if binding.raw_path != NO_EVIDENCE_PATH and (invocation := by_id.get(binding.source_invocation_id))
+        for ref in invocation.refs
+        if ref.path == binding.raw_path
+    ]
+
+
 def _binding_check(
-    claim: Claim, binding: EvidenceBinding, invocations: Sequence[ToolResult], names: FactNames
+    claim: Claim,
+    binding: EvidenceBinding,
+    invocations: Sequence[ToolResult],
+    names: FactNames,
+    said: str,
 ) -> tuple[CheckedBinding, list[RuleMessage]]:
     claim_id = claim.claim_id
     row = CheckedBinding(
@@ -222,7 +257,7 @@ def _binding_check(
         evidence_excerpt=binding.evidence_excerpt,
     )
     notes = []
-    for rule, message in _binding_failures(row, claim, binding, invocations, names):
+    for rule, message in _binding_failures(row, claim, binding, invocations, names, said):
         row.rule = row.rule or rule
         notes.append(RuleMessage(rule=rule, message=f"{row.source_label()}：{message}", claim_id=claim_id))
     if not notes:
@@ -241,8 +276,10 @@ def _binding_failures(
     binding: EvidenceBinding,
     invocations: Sequence[ToolResult],
     names: FactNames,
+    said: str,
 ) -> Iterator[tuple[str, str]]:
-    """The rules one binding breaks, in order; what was found is filled in on `row` on the way."""
+    """The rules one binding breaks, in order; what was found is filled in on `row` on the way.
+    `said`: the claim in its own words (`own_words`), whose polarity is checked."""
     if row.source_invocation_id is None:
         candidates = [i for i in invocations if _same_tool(i.tool_name, binding.tool_name)]
         if len(candidates) != 1:
@@ -287,7 +324,11 @@ def _binding_failures(
         yield EXCERPT_MISMATCH, match.detail
     elif match.kind == "too_short":
         yield EXCERPT_TOO_SHORT, match.detail
-    elif denial := claim_denial(claim.claim_text, ref_text=row.matched_text, raw_path=binding.raw_path):
+    elif denial := claim_denial(
+        claim.claim_text if binding.raw_path == NO_EVIDENCE_PATH else said,
+        ref_text=row.matched_text,
+        raw_path=binding.raw_path,
+    ):
         yield POLARITY_MISMATCH, denial
 
 

@@ -8,7 +8,8 @@ Two kinds, each a small class returning its own typed `GuardResult`:
 - binding guards run with the gatekeeper: each may only fail a citation the gatekeeper passed, with a
   rule of its own and that rule's severity (the label check: a line called an error it is not);
 - verdict guards run after the verdict is computed: each may only cap it (the citation cap from the
-  gatekeeper's severity; the coverage guard: PASS only when every ask's slot is filled).
+  gatekeeper's severity; the coverage guard: PASS only when every ask's slot is filled; the unread-ask
+  guard: PASS only when every question word is answered by an ask).
 
 `claim_guards_run`, `bindings_guarded` and `verdict_capped` are the one place their results are
 combined: what stays, what was blocked and by which guard, the warnings, the failed citations and the
@@ -44,6 +45,7 @@ from tools.evidence.result import ToolResult
 EVIDENCE_AS_DATA_RULE = "evidence.not_an_instruction"
 CITATION_CAP_RULE = "evidence.citation_cap"
 COVERAGE_RULE = "answer.coverage"
+UNREAD_RULE = "answer.unread_ask"
 RESTATED_RULE = "answer.restated_conclusion"
 VERDICT_STRENGTH: dict[str, int] = {"PASS": 2, "LOW_CONFID": 1, "REJECT": 0}
 
@@ -60,6 +62,8 @@ class RoundContext:
     invocations: Sequence[ToolResult]
     # The asks' slots, read and verified by code.
     slots: Sequence[Slot] = ()
+    # What the question asks that no ask answers (`未能理解所问：…`, `asks.unread`).
+    unread: Sequence[str] = ()
 
 
 class GuardResult(BaseModel):
@@ -247,6 +251,23 @@ class CoverageGuard:
         return VerdictCap(guard=self.name, verdict="LOW_CONFID", reason="；".join(gaps), gaps=gaps)
 
 
+class UnreadAskGuard:
+    """PASS fails closed: a question word no ask answers (多少、哪、为什么 … with nothing reading it), or a
+    service or alert the sources do not know, caps the verdict at LOW_CONFID; the answer says what was
+    not understood (the unknown names are already its first gaps, `QuestionFocus.notes`)."""
+
+    name = UNREAD_RULE
+
+    def cap(self, *, gatekeeper_result: GatekeeperResult, context: RoundContext) -> VerdictCap | None:
+        gaps = list(context.unread)
+        # A request to act alone is answered by code's refusal, whatever names its object.
+        acting = bool(context.slots) and all(slot.ask.kind == "action" for slot in context.slots)
+        unknown = [] if acting else [name.note() for name in context.focus.unknown]
+        if not gaps and not unknown:
+            return None
+        return VerdictCap(guard=self.name, verdict="LOW_CONFID", reason="；".join([*gaps, *unknown]), gaps=gaps)
+
+
 # A copy of code's own conclusion is taken out first: it is the slot's, whatever the other guards would
 # say of a model claim naming those subjects (a health question names none of the targets it lists).
 CLAIM_GUARDS: tuple[ClaimGuard, ...] = (
@@ -256,7 +277,7 @@ CLAIM_GUARDS: tuple[ClaimGuard, ...] = (
     EvidenceAsDataGuard(),
 )
 BINDING_GUARDS: tuple[BindingGuard, ...] = (LabelCheck(),)
-VERDICT_GUARDS: tuple[VerdictGuard, ...] = (CitationCap(), CoverageGuard())
+VERDICT_GUARDS: tuple[VerdictGuard, ...] = (CitationCap(), CoverageGuard(), UnreadAskGuard())
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from diagnosis.pipeline.ask import Ask
-from diagnosis.pipeline.asks.reader import asks_read
+from diagnosis.pipeline.asks.reader import asks_read, without_window
+from diagnosis.pipeline.asks.unread import unread_in
 from diagnosis.pipeline.focus import QuestionFocus, World
 from diagnosis.pipeline.scope import scope_parse
 from diagnosis.pipeline.windows import Window, window_in
@@ -27,6 +28,8 @@ class Question:
     # What it names and asks about, minus what it excludes.
     focus: QuestionFocus
     asks: tuple[Ask, ...]
+    # What it asks that no ask answers (`未能理解所问：…`): the verdict cannot be PASS.
+    unread: tuple[str, ...] = ()
     # The focus read again without what a planner excluded beyond the question, once per such list.
     _narrowed: dict[tuple[str, ...], QuestionFocus] = field(default_factory=dict, compare=False, repr=False)
 
@@ -52,6 +55,7 @@ def question_read(*, query: str, world: World) -> Question:
     window = window_in(query, now=world.now, default_minutes=world.logs_window_minutes)
     focus = world.focus_of(query=query, excluded=excluded)
     asks = asks_read(query=query, focus=focus, vocabulary=world.vocabulary, window=window)
+    unread = unread_in(without_window(query, window), asks=asks, vocabulary=world.vocabulary)
     return Question(
         text=query,
         window=window,
@@ -59,4 +63,5 @@ def question_read(*, query: str, world: World) -> Question:
         excluded_topics=tuple(excluded),
         focus=focus,
         asks=tuple(asks),
+        unread=tuple(unread),
     )

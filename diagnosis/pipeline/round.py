@@ -61,7 +61,7 @@ from diagnosis.pipeline.interfaces import (
 from diagnosis.pipeline.question import Question
 from diagnosis.pipeline.records import RoundRecord
 from diagnosis.pipeline.routing import Route, route
-from diagnosis.pipeline.searched import searched_gaps
+from diagnosis.pipeline.searched import searched_gaps, unconfigured_gaps
 from diagnosis.pipeline.slot import Slot
 from diagnosis.pipeline.verdict import (
     Verification,
@@ -135,10 +135,12 @@ def round_run(
     invocations = recorder.invocations()
     results = _round_results(asked_calls, recorder, round_number)
     slots = _slots_filled(asks, asked_calls, results, invocations, world)
-    context = RoundContext(question.text, focus, excluded, world, invocations, slots)
+    context = RoundContext(question.text, focus, excluded, world, invocations, slots, question.unread)
     judged = _judgement(engine, recorder, round_number, executor_call, context, retry_context)
     notes = focus.notes()  # unknown subjects, nothing understood: said to the user, listed as gaps
-    searched = searched_gaps(results=results, output=judged.guarded.kept_output, slots=slots)
+    searched = searched_gaps(results=results, output=judged.guarded.kept_output, slots=slots) + unconfigured_gaps(
+        planned=[step.tool for step in plan.steps], tools=asked_calls.world.tools, slots=slots
+    )
     verification = _gaps_added(judged.verification, first=notes, last=searched)
     next_step = _next_step(verification, round_number, limits, understood=focus.understood)
     record = RoundRecord(

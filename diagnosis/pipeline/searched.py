@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 
 from diagnosis.pipeline.contracts import ExecutorOutput
 from diagnosis.pipeline.slot import Slot
-from tools.evidence.registry import tool_label
+from tools.evidence.registry import kind_named, tool_label
 from tools.evidence.result import NO_EVIDENCE, ToolResult
 from tools.source_names import source_name
 
@@ -28,6 +28,20 @@ def searched_gaps(*, results: Sequence[ToolResult], output: ExecutorOutput, slot
         if str(result.invocation_id) not in cited and (line := _searched_line(result))
     ]
     return list(dict.fromkeys(lines))
+
+
+def unconfigured_gaps(*, planned: Iterable[str], tools: frozenset[str], slots: Iterable[Slot]) -> list[str]:
+    """A kind the plan wanted that no source serves (logs with Prometheus alone configured), said
+    once: `未配置日志源：未查询日志`; a slot that already says so is enough."""
+    said = [slot.why for slot in slots if not slot.filled]
+    lines = []
+    for tool in dict.fromkeys(planned):
+        kind = kind_named(tool)
+        if kind is None or tool in tools or not kind.unconfigured:
+            continue
+        if not any(kind.unconfigured in why for why in said):
+            lines.append(f"{kind.unconfigured}：未查询{kind.noun}")
+    return lines
 
 
 def _searched_line(result: ToolResult) -> str:

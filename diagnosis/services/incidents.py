@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from diagnosis.models import DiagnosisSession, ToolInvocation
+from diagnosis.pipeline.always_firing import fires_always
 from diagnosis.pipeline.derived import derived_failures
 from diagnosis.pipeline.investigation.conclusion import (
     FIRST,
@@ -36,7 +37,9 @@ from diagnosis.pipeline.investigation.said import time_said
 from diagnosis.pipeline.slot import Slot
 from diagnosis.selectors.world import world_current
 from diagnosis.services.invocations import invocations_record
+from tools.configured_vocabulary import current_vocabulary
 from tools.evidence.result import ToolResult
+from tools.vocabulary import Vocabulary
 
 FIRING = "firing"
 # The range queries of one incident run this many at once.
@@ -48,8 +51,14 @@ def incidents_investigated(
 ) -> tuple[list[IncidentFinding], list[str]]:
     """The incidents of the firing `alerts` (scope dicts), each with its candidates, and the labels of
     the standing alerts. `evidence`: the analysis' calls so far (its alerts' records and lines)."""
+    vocabulary = current_vocabulary()
     onsets = [
-        AlertOnset(label=alert_label(alert), service=alert.get("service") or "", start=alert_start(alert))
+        AlertOnset(
+            label=alert_label(alert),
+            service=alert.get("service") or "",
+            start=alert_start(alert),
+            always=_fires_always(alert, vocabulary),
+        )
         for alert in alerts
         if alert.get("state") == FIRING
     ]
@@ -73,6 +82,17 @@ def incidents_investigated(
         for incident in merged_by_candidate(incidents)
     ]
     return findings, [alert.label for alert in standing]
+
+
+def _fires_always(alert: dict, vocabulary: Vocabulary) -> bool:
+    """Whether a scope alert fires by design: its labels' severity, its rule, its annotations."""
+    return fires_always(
+        name=alert.get("alert_name") or "",
+        severity=str((alert.get("labels") or {}).get("severity") or alert.get("severity") or ""),
+        expr=str(alert.get("expr") or ""),
+        texts=[str(alert.get("description") or ""), *(str(v) for v in (alert.get("annotations") or {}).values())],
+        vocabulary=vocabulary,
+    )
 
 
 def alert_label(alert: dict) -> str:

@@ -36,6 +36,7 @@ from diagnosis.services.sessions_maintenance import stale_sessions_fail
 from tests.aiops.support import DEMO_NOW, alert, notification
 from tests.databases import skip_unless_postgresql
 from tests.factories import MEMORY_ALERT_DESCRIPTION, CompletedSessionFactory, DiagnosisSessionFactory
+from tests.integration.stack import free_port
 
 pytestmark = pytest.mark.django_db
 
@@ -679,3 +680,52 @@ def test_a_standing_watchdog_in_the_notification_never_leads_the_incident():
     assert session.alert_scope["standing"] == ["Watchdog"]
     assert "持续触发的告警（不参与根因排序）：`Watchdog`" in session.answer
     assert not incident["conclusion"].startswith("根因候选：Watchdog")
+
+
+def test_beside_a_team_source_the_report_says_which_kinds_have_none_and_never_reads_the_demo_world(settings):
+    # The demo world's alerts stand in for the team's Alertmanager; Prometheus is configured (down).
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {
+        "PROMETHEUS_URL": f"http://127.0.0.1:{free_port()}",
+        "SOURCE_TIMEOUT": 1.0,
+        "SOURCE_CLASSES": {"alerts": "tools.sources.demo.DemoWorldSource"},
+    }
+
+    session = aiops_run(session_pk=aiops_start().pk)
+
+    assert session.status == DiagnosisSession.Status.COMPLETED
+    called = set(session.tool_invocations.values_list("tool_name", flat=True))
+    for child in session.children.all():
+        called |= set(child.tool_invocations.values_list("tool_name", flat=True))
+    assert called.isdisjoint({"query_logs", "lookup_knowledge"})
+    assert "未配置日志源：各告警未查询日志" in session.answer
+    assert "未配置处理手册库：各告警未查询处理手册" in session.answer
+    assert session.self_evaluation["aiops_rule_evaluation"]["verdict"] == "pass"
+
+
+@pytest.mark.parametrize(
+    ("name", "labels", "annotations"),
+    [
+        # kube-prometheus' Watchdog, and awesome-prometheus-alerts' dead man's switch (critical).
+        ("Watchdog", {"severity": "none"}, {"description": "This is an alert meant to ensure that the entire alerting pipeline is functional."}),
+        (
+            "PrometheusAlertmanagerE2eDeadManSwitch",
+            {"severity": "critical", "namespace": "production"},
+            {"description": "Prometheus DeadManSwitch is an always-firing alert."},
+        ),
+    ],
+)
+def test_an_alert_firing_by_design_is_named_as_such_and_ranked_last(name, labels, annotations):
+    payload = notification(
+        alert(name, "", fingerprint="d0d0d0d0d0d0d0d0", labels=labels, annotations=annotations),
+        # A warning: below a critical by severity alone.
+        alert("SlowResponse", "user-service", fingerprint="c3d4e5f60718293a", labels={"service": "user-service", "severity": "warning"}),
+    )
+
+    session = aiops_run(session_pk=received(payload).pk)
+
+    report = session.answer
+    assert "## 1. SlowResponse · user-service" in report
+    assert f"## 2. {name}" in report
+    assert "始终触发的看门狗告警" in section(report, name)
+    assert "始终触发" not in section(report, "SlowResponse")
+    assert [a["alert_name"] for a in session.alert_scope["alerts"]] == ["SlowResponse", name]

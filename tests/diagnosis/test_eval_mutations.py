@@ -169,6 +169,12 @@ MUTATIONS = (
         _without_verdict_guard(guards.COVERAGE_RULE),
     ),
     Mutation(
+        guards.UNREAD_RULE,
+        "UnreadAskGuard removed from VERDICT_GUARDS",
+        "guard:fail-closed",
+        _without_verdict_guard(guards.UNREAD_RULE),
+    ),
+    Mutation(
         "composer.guard",
         "orchestrator's composer_guard finds nothing: the composed answer is kept as written",
         "guard:composer",

@@ -2,8 +2,11 @@
 
 import pytest
 
+from diagnosis.evaluation.fixtures import FIXTURE_SOURCE, WORLDS_DIR, world_tools
 from diagnosis.models import DiagnosisSession
 from diagnosis.services.sessions import session_start
+from tests.integration.stack import free_port
+from tools.source_names import DEMO_LABEL
 
 pytestmark = pytest.mark.django_db
 
@@ -105,3 +108,27 @@ def test_a_session_that_is_no_longer_pending_is_not_run_again():
     assert result.status == DiagnosisSession.Status.FAILED
     assert result.error == "已被回收"
     assert not result.steps.exists()
+
+
+@pytest.mark.parametrize(("world", "service"), [("demo", "order-service"), ("shop", "checkout")])
+def test_beside_a_team_source_a_question_about_logs_says_no_log_source_is_configured(settings, world, service):
+    # The world's alerts stand in for the team's Alertmanager, and Prometheus is configured (down):
+    # no log source, so the logs are said to have none, never read from the demo world.
+    alerts = (
+        world_tools(world).source_data()["query_alerts"] if world != "demo" else {"mode": "merge", "records": []}
+    )
+    settings.DIAGNOSIS = settings.DIAGNOSIS | {
+        "PROMETHEUS_URL": f"http://127.0.0.1:{free_port()}",
+        "SOURCE_TIMEOUT": 1.0,
+        "SOURCE_CLASSES": {"alerts": FIXTURE_SOURCE},
+        "FIXTURE_TOOL_DATA": {"query_alerts": alerts},
+    }
+    if world != "demo":
+        settings.DIAGNOSIS = settings.DIAGNOSIS | {"VOCABULARY_FILE": str(WORLDS_DIR / world / "vocabulary.json")}
+
+    session = run(f"{service} 最近有哪些错误日志")
+
+    assert session.verdict == "LOW_CONFID"
+    assert f"未能回答：{service} 的日志 — 未配置日志源" in session.answer
+    assert DEMO_LABEL not in session.answer
+    assert not session.tool_invocations.filter(tool_name="query_logs").exists()

@@ -104,9 +104,13 @@ def test_an_explicit_source_class_wins_over_the_configured_source(settings):
                 "alerts": "alertmanager+prometheus",
                 "series": "prometheus",
                 "targets": "prometheus",
-                "logs": "demo",
-                "knowledge": "demo",
+                "logs": None,
+                "knowledge": None,
             },
+        ),
+        (
+            {"LOKI_URL": "http://loki:3100"},
+            {"alerts": None, "series": None, "targets": None, "logs": "loki", "knowledge": None},
         ),
         (
             {"ALERTMANAGER_URL": "http://am:9093", "LOKI_URL": "http://loki:3100", "RUNBOOKS_DIR": "/srv/rb"},
@@ -120,12 +124,25 @@ def test_an_explicit_source_class_wins_over_the_configured_source(settings):
         ),
     ],
 )
-def test_each_kind_is_answered_by_the_first_configured_source_serving_it(settings, configured, expected):
+def test_each_kind_is_answered_by_the_first_configured_source_serving_it_and_by_none_beside_them(
+    settings, configured, expected
+):
     configure(settings, **configured)
 
     chosen = {name: source_for(kind) for name, kind in SOURCE_KINDS.items()}
 
     assert {name: source.provenance()[0] if source else None for name, source in chosen.items()} == expected
+
+
+def test_with_any_source_of_the_team_configured_a_kind_without_one_is_never_the_demo_world(settings, session):
+    configure(settings, PROMETHEUS_URL="http://127.0.0.1:9")
+
+    invocation = record(session, "query_logs", query="error", service="order-service")
+
+    assert not invocation.success
+    assert invocation.source == ""
+    assert invocation.error.endswith("未配置日志源：未设置 DIAGNOSIS_LOKI_URL")
+    assert invocation.output.get("logs") is None
 
 
 def test_a_kind_without_a_source_names_the_variable_that_would_configure_one():
@@ -249,8 +266,9 @@ def test_the_inventory_asks_the_sources_the_tools_use_and_skips_one_that_fails(s
 
     inventory = sources_inventory(now=now())
 
-    # Prometheus (alerts and PromQL) is down: logged and left out; the demo world answers the logs.
+    # Prometheus (alerts and PromQL) is down: logged and left out; no source serves the logs, and the
+    # demo world's services never stand in for them.
     assert f"source prometheus {down} failed" in caplog.text
     assert "PostgresReplicationLag" in inventory.alerts
     assert {"KubePodCrashLooping", "postgres-replication"} <= inventory.runbooks
-    assert inventory.services
+    assert inventory.services == set()

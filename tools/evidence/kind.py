@@ -45,6 +45,9 @@ class EvidenceKind:
     record: type[EvidenceRecord] | None = None
     # The protocol its source implements; None for a helper, which reads no source.
     source: type[Source] | None = None
+    # What an answer says when no source serves it ("未配置日志源"): with any of the team's sources
+    # configured, a kind without one is said to have none, never answered from the demo world.
+    unconfigured: str = ""
 
     @property
     def tool_module(self) -> str:

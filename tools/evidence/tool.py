@@ -86,7 +86,8 @@ class EvidenceTool(ABC, Generic[SourceT]):
     # The protocol of the source it reads (its kind's `source`), None for a helper; which source answers
     # is chosen by environment, and the tool never knows which.
     source_kind: ClassVar[type[Source] | None] = None
-    # What it says when no source answers its kind: "PromQL 需要 Prometheus 数据源".
+    # What it says when no source answers its kind: "PromQL 需要 Prometheus 数据源"; by default its
+    # kind's `unconfigured` ("未配置日志源").
     source_needed: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -99,6 +100,8 @@ class EvidenceTool(ABC, Generic[SourceT]):
                 cls.kind.counted_as,
                 cls.kind.source,
             )
+            if "source_needed" not in cls.__dict__:
+                cls.source_needed = cls.kind.unconfigured
 
     @property
     def is_evidence(self) -> bool:

@@ -3,9 +3,12 @@ its own stack with `DIAGNOSIS_PROMETHEUS_URL`, `DIAGNOSIS_ALERTMANAGER_URL`, `DI
 and `DIAGNOSIS_RUNBOOKS_DIR`, no Python needed.
 
 `SOURCES` is the one registry: each variable names the source class it configures. For each kind of
-evidence (`tools.evidence.<kind>.source`) the first configured class serving it answers; with none, the demo
-world, where it serves the kind (PromQL and scrape targets need Prometheus). A class named for the
-kind in `DIAGNOSIS["SOURCE_CLASSES"]` wins over both (`tools.sources.plugins`).
+evidence (`tools.evidence.<kind>.source`) the first configured class serving it answers. With no source
+of the team's configured at all, the demo world answers where it serves the kind (PromQL and scrape
+targets need Prometheus); with any one configured, a kind none serves has no source, and the answer
+says so (`EvidenceKind.unconfigured`): never the demo world behind the team's data. A class named for
+the kind in `DIAGNOSIS["SOURCE_CLASSES"]` wins over both (`tools.sources.plugins`) and decides for its
+kind only.
 
 There is no fallback: a configured source that is down never gives demo-world evidence.
 """
@@ -67,9 +70,15 @@ def source_for(kind: type[Source]) -> Source | None:
     if path:
         return source_class_load(path, kind=kind)()
     source = configured_source(kind)
-    if source is None and issubclass(DemoWorldSource, kind):
+    if source is None and issubclass(DemoWorldSource, kind) and not team_sources_configured():
         return DemoWorldSource()
     return source
+
+
+def team_sources_configured() -> bool:
+    """Whether the environment configures any of the team's sources (a variable of `SOURCES`)."""
+    config = settings.DIAGNOSIS
+    return any(config[variable.partition("_")[2]] for variable in SOURCES)
 
 
 def settings_needed(kind: type[Source]) -> str:

@@ -65,7 +65,9 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
     # A cause question is answered from everything about its subject: all its alerts, its logs on
     # the related topics. A narrow one stays narrow.
     asks_cause = focus.asks_cause and not plan.narrow_scope and bool(services or alerts)
-    planned = {step.tool for step in plan.steps}
+    # A planned kind no source serves is not called: the round says it has none.
+    available = {tool["function"]["name"] for tool in toolbox.tool_definitions()}
+    planned = {step.tool for step in plan.steps} & available
     gathered = _Gathered()
     earlier = {call_key(r.tool_name, r.arguments): r for r in stage_input.prior_results}
 
@@ -98,7 +100,7 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
         return results
 
     # PromQL only when a Prometheus source answers it (the demo world has none).
-    promql = SERIES.tool in {tool["function"]["name"] for tool in toolbox.tool_definitions()}
+    promql = SERIES.tool in available
     # First turn: the alerts, which tell the second what to look for (their services, topics, exprs).
     metrics_calls = _metrics_calls(services, alerts) if ALERTS.tool in planned else []
     for result in turn([(ALERTS.tool, arguments, reserved) for arguments in metrics_calls]):

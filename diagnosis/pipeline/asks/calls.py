@@ -20,16 +20,21 @@ def slot_calls_run(
     asks: Sequence[Ask], *, toolbox: Toolbox, world: SlotWorld, prior: Sequence[ToolResult]
 ) -> list[ToolResult]:
     """The calls the asks need, in two turns (the alerts first: their `expr` names the series), each
-    call once; a call an earlier round made is reused, not repeated."""
+    call once; a call an earlier round made is reused, not repeated. A tool no source serves is not
+    called: its slot says the kind has no source (`SlotWorld.unconfigured`)."""
     earlier = {call_key(r.tool_name, r.arguments): r for r in prior}
     first = [(ALERTS.tool, alert_arguments(ask)) for ask in asks if KINDS[ask.kind].alerts_first(ask)]
-    results = _turn(first, toolbox, earlier)
+    results = _turn(_served(first, world), toolbox, earlier)
     second = [
         call
         for ask in asks
         for call in KINDS[ask.kind].calls(ask, alerts=alerts_of(ask, results), world=world)
     ]
-    return [*results, *_turn(second, toolbox, earlier)]
+    return [*results, *_turn(_served(second, world), toolbox, earlier)]
+
+
+def _served(calls: list[Call], world: SlotWorld) -> list[Call]:
+    return [(tool, arguments) for tool, arguments in calls if tool in world.tools]
 
 
 def plan_tools(asks: Sequence[Ask], results: Sequence[ToolResult]) -> list[str]:

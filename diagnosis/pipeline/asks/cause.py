@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.asks.kind import AskKind, Call, SlotWorld
 from diagnosis.pipeline.asks.logs import log_search
-from diagnosis.pipeline.asks.shared import alert_found, alert_on_topic
+from diagnosis.pipeline.asks.shared import alert_found, alert_on_topic, failure
 from diagnosis.pipeline.investigation.conclusion import (
     FIRST,
     MAX_CANDIDATES,
@@ -38,15 +38,20 @@ class Cause(AskKind):
     name = "cause"
     label = "原因"
     words = "cause"
+    answers = frozenset({"why", "what"})
     reasoned = True
     # The investigation's range queries (one per key signal) and the call graph's one.
     call_budget = MAX_SIGNALS + 1
 
     def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:
+        if _alert_nowhere(ask, alerts):
+            return []
         return [*investigation_plan(ask, alerts, world).calls(), *log_search(ask, alerts=alerts, world=world)]
 
     def read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
-        found, _ = alert_found(ask, results)
+        found, alert_result = alert_found(ask, results)
+        if _alert_nowhere(ask, [f.record for f in found]):
+            return failure(alert_result, ask, f"未找到原因证据（未找到 {ask.subject} 告警）")
         plan = investigation_plan(ask, [f.record for f in found], world)
         investigation = investigated(plan, results, services=world.services)
         if investigation.candidates:
@@ -115,6 +120,12 @@ def moves_slot(ask: Ask, moves: Sequence[RecordMove]) -> Slot:
         inference=True,
         subjects=list(dict.fromkeys(move.subject for move in moves)),
     )
+
+
+def _alert_nowhere(ask: Ask, alerts: Sequence[AlertRecord]) -> bool:
+    """An alert asked about that no source shows, on no service asked: no service's signals or lines
+    are its symptoms (every service's would be another subject's)."""
+    return ask.subject_kind == "alert" and not ask.service and not alerts
 
 
 def _on_topic(ask: Ask, world: SlotWorld) -> Callable[[str], bool]:

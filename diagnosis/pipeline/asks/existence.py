@@ -8,6 +8,7 @@ from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.asks.kind import AskKind, SlotWorld
 from diagnosis.pipeline.asks.shared import MAX_LISTED, alert_found, alert_text, failure, no_hit, source_of
 from diagnosis.pipeline.slot import Slot
+from tools.evidence.registry import ALERTS
 from tools.evidence.result import ToolResult
 
 
@@ -15,11 +16,12 @@ class Existence(AskKind):
     name = "existence"
     label = "是否存在"
     words = "existence"
+    answers = frozenset({"whether", "what", "when"})
 
     def read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
         found, result = alert_found(ask, results)
         if result is None or not result.success:
-            return failure(result, ask, "未能查询告警状态")
+            return failure(result, ask, world.unconfigured(ALERTS) or "未能查询告警状态")
         source = source_of(result)
         if not found:
             nothing = no_hit(result)

@@ -17,6 +17,7 @@ class Health(AskKind):
     name = "health"
     label = "抓取目标健康状况"
     words = "health"
+    answers = frozenset({"which", "whether", "what"})
     per_subject = False
 
     def alerts_first(self, ask: Ask) -> bool:

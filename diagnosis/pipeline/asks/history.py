@@ -35,6 +35,7 @@ class History(AskKind):
     name = "history"
     label = "触发历史"
     words = "history"
+    answers = frozenset({"quantity", "whether", "when", "which", "what"})
 
     def alerts_first(self, ask: Ask) -> bool:
         return ask.subject_kind == "service"

@@ -14,6 +14,7 @@ from typing import ClassVar, Protocol
 from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.slot import Slot
 from tools.evidence.alerts.record import AlertRecord
+from tools.evidence.kind import EvidenceKind
 from tools.evidence.result import ToolResult
 from tools.promql import Carrier, LabelNames
 from tools.signal_roles import MetricFamily
@@ -40,6 +41,10 @@ class SlotWorld:
     metrics: frozenset[str] = frozenset()
     services: frozenset[str] = frozenset()
 
+    def unconfigured(self, kind: EvidenceKind) -> str:
+        """What the answer says when no source serves the kind ("未配置日志源"); "" when one does."""
+        return "" if kind.tool in self.tools else kind.unconfigured
+
 
 class AskKind(Protocol):
     # The kind's name, as an `Ask` and the eval cases write it.
@@ -48,6 +53,9 @@ class AskKind(Protocol):
     label: ClassVar[str]
     # The field of `Vocabulary.asks` that holds the words asking it.
     words: ClassVar[str]
+    # The kinds of question word (`Vocabulary.interrogatives`: quantity, which, whether, why, what,
+    # when) its slot answers: one no ask of the question answers caps the verdict (`asks.unread`).
+    answers: ClassVar[frozenset[str]] = frozenset()
     # One ask per subject the question names; else one about the one service named, or about all.
     per_subject: ClassVar[bool] = True
     # A metric the question writes (`node_load1`) is its subject, before any alert or service.

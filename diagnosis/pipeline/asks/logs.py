@@ -56,6 +56,7 @@ class Logs(AskKind):
     name = "logs"
     label = "日志"
     words = "logs"
+    answers = frozenset({"quantity", "which", "what", "whether"})
     alert_subject = False
 
     def alerts_first(self, ask: Ask) -> bool:
@@ -234,7 +235,7 @@ def log_slot(ask: Ask, results: Sequence[ToolResult], world: SlotWorld, *, wante
         next(iter(searches), None),
     )
     if result is None or not result.success:
-        return failure(result, ask, "未能检索日志")
+        return failure(result, ask, world.unconfigured(LOGS) or "未能检索日志")
     window = f"最近 {world.logs_window_minutes} 分钟"
     about = ask.service or "所有服务"
     label = world.vocabulary.label(wanted) if wanted else ""

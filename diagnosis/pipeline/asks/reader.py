@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from diagnosis.pipeline.ask import Ask, AskWindow, SubjectKind
-from diagnosis.pipeline.asks.action import action_asked
+from diagnosis.pipeline.asks.action import Action, action_asked, action_requested
 from diagnosis.pipeline.asks.logs import measure_in
 from diagnosis.pipeline.asks.registry import KINDS
 from diagnosis.pipeline.focus import QuestionFocus, folded_name
@@ -32,15 +32,18 @@ def asks_read(*, query: str, focus: QuestionFocus, vocabulary: Vocabulary, windo
     """The asks of a question, in the order of `KINDS`; none when the question asks nothing code can
     name a slot for (then the answer is judged on its claims alone, as before). `window`: the one the
     question names (`window_in`)."""
-    text = _without_span(query, window.span)
+    text = without_window(query, window)
+    # A request to act is answered by code's statement; its clause's other words are its object
+    # ("把告警阈值改成 90%" asks no threshold).
+    action = action_requested(text, vocabulary=vocabulary)
+    if action:
+        text = _masked(text, action[1])
     said = asks_in(text, vocabulary=vocabulary)
     measure = measure_in(text, focus=focus, vocabulary=vocabulary, logs_asked="logs" in said)
-    kinds = _kinds_in(text, said, vocabulary, counted=measure is not None)
+    kinds = _kinds_in(text, said, vocabulary, counted=measure is not None) - {Action.name}
     ask_window = AskWindow.of(window, now=window.now)
     series = _series_in(text, focus)
     topic = focus.topics[0] if focus.topics else ""
-    if "action" in kinds:
-        return [action_asked(text, focus=focus, series=series, window=ask_window, vocabulary=vocabulary)]
     kinds = _resolved(kinds, focus=focus, series=series, window=window, about_alerts="alerts" in said)
     values = _values_in(text, series) if series else ()
     asks = []
@@ -59,6 +62,10 @@ def asks_read(*, query: str, focus: QuestionFocus, vocabulary: Vocabulary, windo
                     **counted,
                 )
             )
+    # An action word names an action only as a request to act (naming a metric or an alert it is a
+    # topic); asked beside questions ("为什么慢？帮我重启一下"), the questions are answered too.
+    if action:
+        asks.append(action_asked(action[0], focus=focus, series=series, window=ask_window))
     return asks
 
 
@@ -86,6 +93,9 @@ def _resolved(
     """Which kinds the question asks, once the words that overlap are read together."""
     if "priority" in kinds:
         kinds -= {"list"}
+    # "Which fired first" is when alerts began, not which to handle first ("first" is both words').
+    if "first" in kinds:
+        kinds -= {"priority"}
     # A window that ended before now ("昨天", "上周") asks what happened then.
     if window.asked and not window.ends_now and not kinds & {"value", "trend", "threshold"}:
         kinds |= {"history"}
@@ -97,18 +107,25 @@ def _resolved(
         kinds -= {"value", "trend"}
     if "threshold" in kinds and not (focus.alerts or focus.services or series):
         kinds -= {"threshold"}
-    if "list" in kinds and focus.alerts:
+    # An alert or a service no source knows is still what the question asks about: answered as not
+    # found, never dropped (then nothing would answer its question word) nor swapped for another.
+    alerts = focus.alerts or tuple(focus.unknown_alerts)
+    services = focus.services or tuple(focus.unknown_services)
+    if "list" in kinds and alerts:
         kinds = (kinds - {"list"}) | {"existence"}
-    if "existence" in kinds and not focus.alerts:
+    if "existence" in kinds and not alerts:
         # "是否存在 … 日志" asks about the logs; "是否存在连接池耗尽" about the lines of that topic;
         # "checkout 有告警吗" about the service's alerts.
         kinds -= {"existence"}
         if not kinds and focus.topics and not about_alerts:
             kinds = {"logs"}
-        kinds |= {"list"} if focus.services and not kinds else set()
-    if focus.alerts and not kinds:
+        kinds |= {"list"} if services and not kinds else set()
+    if alerts and not kinds:
         kinds = {"existence"}
-    if kinds & {"history", "list", "priority", "health", "change"}:
+    # What fired over a window, asked with history words ("上周出过什么告警"), is the history's list.
+    if "history" in kinds:
+        kinds -= {"list"}
+    if kinds & {"history", "list", "priority", "first", "health", "change"}:
         kinds -= {"existence"}
     # What changed is asked of the investigation; a cause word beside it ("what changed before") is the same.
     if "change" in kinds:
@@ -126,10 +143,12 @@ def _subjects(kind: str, *, focus: QuestionFocus, series: list[str]) -> list[tup
         return [(service, "service", service)] if service else [("", "all", "")]
     if asked.series_subject and series:
         return [(name, "series", service) for name in series]
-    if focus.alerts and asked.alert_subject:
-        return [(alert, "alert", service) for alert in focus.alerts]
-    if focus.services:
-        return [(name, "service", name) for name in focus.services]
+    alerts = focus.alerts or tuple(focus.unknown_alerts)
+    if alerts and asked.alert_subject:
+        return [(alert, "alert", service) for alert in alerts]
+    services = focus.services or tuple(focus.unknown_services)
+    if services:
+        return [(name, "service", name) for name in services]
     return [("", "all", "")]
 
 
@@ -146,9 +165,11 @@ def _values_in(text: str, series: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(m.group(0) for m in LABEL_VALUE.finditer(text) if m.group(0) not in series))
 
 
-def _without_span(text: str, span: tuple[int, int] | None) -> str:
-    """The question without its window phrase, so "过去 15 分钟" is not read as a value's "多少"."""
-    if span is None:
-        return text
+def _masked(text: str, span: tuple[int, int]) -> str:
     start, end = span
     return text[:start] + " " * (end - start) + text[end:]
+
+
+def without_window(text: str, window: Window) -> str:
+    """The question without its window phrase, so "过去 15 分钟" is not read as a value's "多少"."""
+    return text if window.span is None else _masked(text, window.span)

@@ -7,6 +7,7 @@ from diagnosis.pipeline.asks.action import Action
 from diagnosis.pipeline.asks.cause import Cause
 from diagnosis.pipeline.asks.change import Change
 from diagnosis.pipeline.asks.existence import Existence
+from diagnosis.pipeline.asks.first import First
 from diagnosis.pipeline.asks.health import Health
 from diagnosis.pipeline.asks.history import History
 from diagnosis.pipeline.asks.kind import AskKind
@@ -32,6 +33,7 @@ KINDS: dict[str, AskKind] = {
         Runbook(),
         Listing(),
         Priority(),
+        First(),
         Health(),
         Action(),
     )

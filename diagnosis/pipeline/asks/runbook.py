@@ -25,6 +25,7 @@ class Runbook(AskKind):
     name = "runbook"
     label = "处理手册步骤"
     words = "runbook"
+    answers = frozenset({"what", "which"})
 
     def alerts_first(self, ask: Ask) -> bool:
         return named_subject(ask)
@@ -55,7 +56,7 @@ def runbook_search(ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> 
 def runbook_slot(ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
     result = next(iter(results_of(results, KNOWLEDGE)), None)
     if result is None or not result.success:
-        return failure(result, ask, "未能检索处理手册")
+        return failure(result, ask, world.unconfigured(KNOWLEDGE) or "未能检索处理手册")
     # A subject's runbook is one that names it (or one of its alerts, or an alert's runbook_url): a
     # free-text hit on another service's runbook is not the subject's.
     names = runbook_names(ask, alerts_of(ask, results))

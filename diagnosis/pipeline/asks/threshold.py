@@ -25,6 +25,7 @@ class Threshold(AskKind):
     name = "threshold"
     label = "阈值"
     words = "threshold"
+    answers = frozenset({"quantity", "what"})
 
     def read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
         alerts, result = alert_found(ask, results)

@@ -30,6 +30,7 @@ class Trend(AskKind):
     name = "trend"
     label = "趋势"
     words = "trend"
+    answers = frozenset({"quantity", "what"})
     series_subject = True
 
     def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:

@@ -34,6 +34,7 @@ class Value(AskKind):
     name = "value"
     label = "当前值"
     words = "value"
+    answers = frozenset({"quantity", "what"})
     series_subject = True
 
     def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:

@@ -1,8 +1,8 @@
 """Related alerts of one incident, grouped by code (§23): alerts whose starts lie near each other are
 one incident, investigated once from its first start; incidents whose first candidate is the same
-service are one incident too. An alert that has been firing for hours before the others (a dead man's
-switch such as Watchdog, a standing condition) says nothing about when this incident began: it is
-kept apart, listed, and never leads a group or its candidates.
+service are one incident too. An alert that has been firing for hours before the others (a standing
+condition), or that fires by design (a dead man's switch, recognised by its data), says nothing about
+when this incident began: it is kept apart, listed, and never leads a group or its candidates.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ class AlertOnset:
     label: str
     service: str
     start: datetime | None
+    # It fires by design, whatever its start says (`diagnosis.pipeline.always_firing`).
+    always: bool = False
 
 
 @dataclass
@@ -51,7 +53,7 @@ def incidents_of(alerts: Sequence[AlertOnset]) -> tuple[list[Incident], list[Ale
     standing = [
         alert
         for alert in alerts
-        if alert.start is None or (newest is not None and newest - alert.start > STANDING)
+        if alert.always or alert.start is None or (newest is not None and newest - alert.start > STANDING)
     ]
     incidents: list[Incident] = []
     for alert in sorted((a for a in timed if a not in standing), key=lambda a: (a.start, a.label)):

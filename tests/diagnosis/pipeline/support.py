@@ -111,7 +111,7 @@ def one_round(
 ) -> RoundResult:
     """The first round of a question, as the orchestrator runs it, over these recorded invocations."""
     return round_run(
-        question=question_read(query="order-service 有什么异常", world=DEMO_WORLD),
+        question=question_read(query="查看 order-service 的异常", world=DEMO_WORLD),
         round_number=1,
         retry_context=None,
         earlier=[],

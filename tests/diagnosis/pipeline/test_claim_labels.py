@@ -118,6 +118,16 @@ def test_a_claim_that_denies_calls_no_line_anything(vocabulary):
     assert failed(claim("cart-api 没有错误日志，匹配的行均为 INFO", call), call, vocabulary) == []
 
 
+def test_a_negation_inside_the_quoted_line_is_no_denial_of_the_claim(vocabulary):
+    negating = 'open() "/srv/static/app.css" failed (2: No such file or directory)'
+    call = logs_call("cart-api", "INFO", negating, NOVA_200)
+
+    assert failed(claim(f"cart-api 的错误日志记录：{negating}", call, 0, 1), call, vocabulary) == [
+        "$.logs[0]",
+        "$.logs[1]",
+    ]
+
+
 def test_a_search_that_found_nothing_and_unrecorded_lines_are_left_to_the_gatekeeper(vocabulary):
     call = logs_call("cart-api", "INFO", NOVA_200)
     unrecorded = claim("cart-api 的错误日志记录", call).model_copy(

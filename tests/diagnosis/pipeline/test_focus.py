@@ -103,3 +103,46 @@ def test_a_quoted_identity_label_names_no_subject_even_when_it_contains_a_servic
 
     assert found.services == ()
     assert found.unknown_services == ["elsewhere"]
+
+
+@per_world
+@pytest.mark.parametrize(
+    "query",
+    [
+        "shipping 为什么响应慢？",
+        "shipping 的错误日志有哪些",
+        "shipping 服务有告警吗",
+        "Why is the shipping service slow?",
+        "errors of service shipping",
+    ],
+)
+def test_a_plain_word_where_a_name_stands_is_an_unknown_service(names, query):
+    found = world(names).focus_of(query=query)
+
+    assert found.services == ()
+    assert found.unknown_services == ["shipping"]
+
+
+@per_world
+def test_a_plain_word_before_an_alert_word_in_english_is_an_unknown_alert(names):
+    found = world(names).focus_of(query="Why is the rollback alert firing?")
+
+    assert found.unknown_alerts == ["rollback"]
+
+
+@per_world
+@pytest.mark.parametrize(
+    "query",
+    [
+        "{service} 有多少个 pod？",
+        "JVM 内存是多少",
+        "Prometheus 的抓取目标有挂的吗",
+        "CPU 使用率是多少",
+        "which alerts are firing?",
+        "runbook 第一步是什么",
+    ],
+)
+def test_a_word_of_the_vocabulary_or_a_source_is_no_name(names, query):
+    found = world(names).focus_of(query=query.format(service=names.service))
+
+    assert found.unknown == ()

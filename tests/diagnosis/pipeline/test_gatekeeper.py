@@ -10,6 +10,7 @@ from diagnosis.pipeline.gatekeeper import (
     gatekeep,
     with_binding_failures,
 )
+from tests.diagnosis.pipeline.asks.support import WORLD_IDS, WORLDS, Names, message
 from tests.factories import (
     HIKARI_LOG_TEXT,
     MEMORY_ALERT_TEXT,
@@ -17,6 +18,8 @@ from tests.factories import (
     ToolInvocationFactory,
     recorded_invocation,
 )
+from tools.evidence.logs.record import LogLine
+from tools.evidence.result import ToolResult
 
 pytestmark = pytest.mark.django_db
 
@@ -490,3 +493,43 @@ def test_a_binding_guards_failure_fails_that_citation_and_rejects(session, alert
 )
 def test_a_claim_saying_an_alert_or_line_is_absent_denies_a_record_that_states_it(claim, denies):
     assert bool(claim_denial(claim, ref_text=MEMORY_ALERT_TEXT, raw_path="$.alerts[0]")) is denies
+
+
+@pytest.mark.parametrize("names", WORLDS, ids=WORLD_IDS)
+@pytest.mark.parametrize("newest", [0, 1, 2])
+def test_a_negation_inside_a_quoted_line_is_the_lines_whichever_line_is_newest(names, newest):
+    lines = [
+        f'open() "/srv/{names.service}/favicon.ico" failed (2: No such file or directory)',
+        f"upstream timed out (110: Connection timed out) while reading response header from {names.other}",
+        f"connect() failed (111: Connection refused) while connecting to upstream {names.other}",
+    ]
+    lines = [lines[newest], *(line for i, line in enumerate(lines) if i != newest)]
+    result = nginx_lines(names, lines)
+    bindings = [EvidenceBinding.of_ref(result, ref) for ref in result.refs]
+
+    quoting = gatekeep(executor_output=said(f"{names.service} 的错误日志记录：{lines[0]}", bindings), invocations=[result])
+    denying = gatekeep(executor_output=said(f"未发现 {names.service} 的错误日志", bindings), invocations=[result])
+
+    assert quoting.failed_rules == []
+    assert denying.failed_rules == ["evidence.polarity_mismatch"]
+
+
+def nginx_lines(names: Names, lines: list[str]) -> ToolResult:
+    records = [
+        {"timestamp": f"2026-11-29 14:5{9 - i}:00", "service": names.service, "level": "error", "message": line}
+        for i, line in enumerate(lines)
+    ]
+    texts = [LogLine.model_validate(record).ref_text() for record in records]
+    return message(7, "query_logs", "logs", records, texts, arguments={"query": "error"}, source="loki")
+
+
+def said(text: str, bindings: list[EvidenceBinding]) -> ExecutorOutput:
+    claim = Claim(claim_id="claim-1", claim_type="observation", claim_text=text, evidence_bindings=bindings)
+    return ExecutorOutput(
+        claims=[claim],
+        hypotheses=[],
+        missing_info=[],
+        recommended_actions=[],
+        diagnosis_summary="",
+        user_facing_answer="",
+    )

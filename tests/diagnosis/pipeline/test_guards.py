@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import ast
 import inspect
+from dataclasses import dataclass
 
 import pytest
 
 from diagnosis.pipeline import claim_labels, facts, gatekeeper, guards, injected_commands, scope, verdict
 from diagnosis.pipeline import round as round_module
+from diagnosis.pipeline.argument_grounding import arguments_grounded
 from diagnosis.pipeline.contracts import (
     Claim,
     ClaimCheck,
@@ -132,7 +134,13 @@ def verifier_says_direct(executor_output: ExecutorOutput) -> VerifierOutput:
     )
 
 
-def diagnosed(query: str, executor_output: ExecutorOutput, invocations: list, composer_answer: str = ""):
+def diagnosed(
+    query: str,
+    executor_output: ExecutorOutput,
+    invocations: list,
+    composer_answer: str = "",
+    world: World = PLAIN_WORLD,
+):
     engine = ScriptedEngine(
         executor_output=executor_output,
         verifier_output=verifier_says_direct(executor_output),
@@ -143,7 +151,7 @@ def diagnosed(query: str, executor_output: ExecutorOutput, invocations: list, co
         engine=engine,
         recorder=MemoryRecorder(recorded=invocations),
         limits=ONE_ROUND,
-        world=PLAIN_WORLD,
+        world=world,
     )
 
 
@@ -189,6 +197,99 @@ def test_an_executor_claim_with_a_wrong_subject_or_number_is_not_pass(claim_text
     result = diagnosed("checkout 的错误率是多少？", executor_output, [series_call()])
 
     assert result.evaluation.verdict != "PASS"
+
+
+# --- A name that contains another name ---
+
+
+@dataclass(frozen=True)
+class Containing:
+    """A service whose name holds another service's name, and the longer one's alert."""
+
+    short: str
+    long: str
+    alert: str
+
+    def world(self) -> World:
+        inventory = Inventory.build(
+            services=[self.short, self.long], alerts=[self.alert], vocabulary=VOCABULARY
+        )
+        return World(vocabulary=VOCABULARY, inventory=inventory, service_labels=("service",))
+
+    def alert_call(self) -> Invocation:
+        text = f"{self.alert} firing service={self.long}: error budget burn 14x"
+        alerts = [{"alert_name": self.alert, "service": self.long, "state": "firing"}]
+        refs = [{"raw_path": "$.alerts[0]", "text": text}]
+        return Invocation(1, "query_alerts", {"alerts": alerts}, retrieval_details={"evidence_refs": refs})
+
+    def short_line(self) -> Invocation:
+        text = f"[2026-11-29 14:55:00][ERROR][{self.short}] payment declined: card expired"
+        logs = [{"service": self.short, "level": "ERROR", "message": text.split("] ", 2)[-1]}]
+        refs = [{"raw_path": "$.logs[0]", "text": text}]
+        return Invocation(2, "query_logs", {"logs": logs}, {"service": self.short}, {"evidence_refs": refs})
+
+
+CONTAINING = [
+    Containing("checkout", "Checkout API", "CheckoutApiSloBurn"),
+    Containing("order-service", "order-service canary", "OrderServiceCanaryErrors"),
+]
+per_containing = pytest.mark.parametrize("names", CONTAINING, ids=["plain", "demo"])
+
+
+@per_containing
+def test_a_question_naming_the_longer_name_is_about_it_alone(names):
+    found = names.world().focus_of(query=f"{names.long} 为什么报错")
+
+    assert found.services == (names.long,)
+
+
+@per_containing
+def test_a_composer_naming_the_contained_name_for_the_longer_ones_alert_is_replaced(names):
+    alert = names.alert_call()
+    stated = output(claim(f"{names.long} 当前存在 {names.alert} 告警", cite(alert)))
+    query = f"{names.long} 有哪些告警？"
+
+    swapped = diagnosed(
+        query, stated, [alert], composer_answer=f"{names.short} 当前存在 {names.alert} 告警。", world=names.world()
+    )
+    faithful = diagnosed(
+        query, stated, [alert], composer_answer=f"{names.long} 当前存在 {names.alert} 告警。", world=names.world()
+    )
+
+    assert swapped.evaluation.composer_output.status == "replaced"
+    assert names.short in swapped.evaluation.composer_output.offending_tokens
+    assert faithful.evaluation.composer_output.status == "valid"
+
+
+@per_containing
+def test_a_claim_naming_the_contained_name_for_the_longer_ones_alert_is_not_pass(names):
+    alert = names.alert_call()
+    swapped = output(claim(f"{names.short} 当前存在 {names.alert} 告警", cite(alert)))
+
+    result = diagnosed(f"{names.long} 有哪些告警？", swapped, [alert], world=names.world())
+
+    assert result.evaluation.verdict != "PASS"
+
+
+@per_containing
+def test_the_contained_names_lines_are_out_of_focus_for_a_question_about_the_longer_name(names):
+    line = names.short_line()
+    about_short = output(claim(f"{names.long} 的错误日志记录：payment declined: card expired", cite(line)))
+
+    result = diagnosed(f"{names.long} 有什么报错？", about_short, [line], world=names.world())
+
+    assert [c.claim_id for c in result.evaluation.blocked_claims] == ["claim-1"]
+
+
+@per_containing
+def test_a_call_naming_the_longer_name_in_another_spelling_is_grounded_to_it_not_to_the_contained_one(names):
+    inventory = names.world().inventory
+
+    spelled = arguments_grounded({"service": names.long.upper().replace(" ", "_")}, inventory=inventory)
+    short = arguments_grounded({"service": names.short}, inventory=inventory)
+
+    assert spelled.arguments == {"service": names.long}
+    assert short.arguments == {"service": names.short}
 
 
 # --- Polarity ---
@@ -362,6 +463,12 @@ GUARD_CASES = {
         "checkout 的错误率阈值是多少？",
         GROUNDED,
         lambda d: d.evaluation.verdict == "LOW_CONFID" and "未能回答：checkout 的阈值" in d.answer,
+    ),
+    # Nothing the sources hold counts pods: the question word is answered by no ask.
+    "UnreadAskGuard": (
+        "checkout 有多少个 pod？",
+        GROUNDED,
+        lambda d: d.evaluation.verdict == "LOW_CONFID" and "未能理解所问：「checkout 有多少个 pod」" in d.answer,
     ),
 }
 

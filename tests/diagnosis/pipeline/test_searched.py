@@ -3,7 +3,7 @@
 import pytest
 
 from diagnosis.pipeline.contracts import Claim, EvidenceBinding, ExecutorOutput
-from diagnosis.pipeline.searched import searched_gaps
+from diagnosis.pipeline.searched import searched_gaps, unconfigured_gaps
 from diagnosis.pipeline.slot import Slot
 from tests.diagnosis.pipeline.asks.support import WORLD_IDS, WORLDS, Names, asks_of, failed, message
 from tools.evidence.result import NO_EVIDENCE_PATH, ToolResult
@@ -93,3 +93,17 @@ def test_a_search_that_found_evidence_is_no_gap():
     found = message(4, "query_logs", "logs", [{"message": "order timed out"}], ["order timed out"])
 
     assert searched_gaps(results=[found], output=output_citing(), slots=[]) == []
+
+
+def test_a_planned_kind_no_source_serves_is_one_gap_unless_a_slot_says_so():
+    planned = ["query_alerts", "query_logs", "lookup_knowledge"]
+    served = frozenset({"query_alerts", "query_promql"})
+    logs_slot = Slot(ask=asks_of("checkout 的错误日志", WORLDS[0])[0], filled=False, why="未配置日志源")
+
+    assert unconfigured_gaps(planned=planned, tools=served, slots=[]) == [
+        "未配置日志源：未查询日志",
+        "未配置处理手册库：未查询处理手册",
+    ]
+    assert unconfigured_gaps(planned=planned, tools=served, slots=[logs_slot]) == [
+        "未配置处理手册库：未查询处理手册"
+    ]

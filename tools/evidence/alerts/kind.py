@@ -20,4 +20,5 @@ ALERTS = EvidenceKind(
     one_topic_a_round=True,
     record=AlertRecord,
     source=AlertSource,
+    unconfigured="未配置告警源",
 )

@@ -17,4 +17,5 @@ KNOWLEDGE = EvidenceKind(
     counted_as="blocks",
     record=RunbookSection,
     source=KnowledgeSource,
+    unconfigured="未配置处理手册库",
 )

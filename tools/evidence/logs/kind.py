@@ -17,6 +17,7 @@ LOGS = EvidenceKind(
     counted_as="lines",
     record=LogLine,
     source=LogSource,
+    unconfigured="未配置日志源",
 )
 LOG_COUNTS = EvidenceKind(
     package="logs",
@@ -28,4 +29,5 @@ LOG_COUNTS = EvidenceKind(
     counted_as="counts",
     record=LogCount,
     source=LogSource,
+    unconfigured="未配置日志源",
 )

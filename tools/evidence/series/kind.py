@@ -15,4 +15,5 @@ SERIES = EvidenceKind(
     counted_as="series",
     record=SeriesRecord,
     source=SeriesSource,
+    unconfigured="未配置 Prometheus 数据源",
 )

@@ -15,4 +15,5 @@ TARGETS = EvidenceKind(
     counted_as="targets",
     record=TargetRecord,
     source=TargetSource,
+    unconfigured="未配置 Prometheus 数据源",
 )

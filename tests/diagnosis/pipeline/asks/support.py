@@ -27,9 +27,11 @@ from tools.vocabulary import DEFAULT_VOCABULARY_FILE, vocabulary_load
 VOCABULARY = vocabulary_load(DEFAULT_VOCABULARY_FILE)
 NOW = datetime(2026, 11, 29, 15, 0, tzinfo=UTC)
 SERVICE_LABELS = ("service", "app", "job")
-ALL_TOOLS = frozenset({"query_alerts", "query_promql", "query_logs", "lookup_knowledge", "query_targets"})
+ALL_TOOLS = frozenset(
+    {"query_alerts", "query_promql", "query_logs", "count_logs", "lookup_knowledge", "query_targets"}
+)
 # The sources without Prometheus: alerts, logs and runbooks only.
-NO_PROMETHEUS = frozenset({"query_alerts", "query_logs", "lookup_knowledge"})
+NO_PROMETHEUS = frozenset({"query_alerts", "query_logs", "count_logs", "lookup_knowledge"})
 
 
 @dataclass(frozen=True)

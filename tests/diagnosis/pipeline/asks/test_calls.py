@@ -126,3 +126,12 @@ def test_calls_reused_forwards_the_toolboxs_budget_and_definitions(names):
 
     assert (reused.remaining_calls, reused.parallel_safe) == (3, False)
     assert reused.tool_definitions() == [{"name": "query_alerts"}]
+
+
+@per_world
+def test_a_kind_no_source_serves_is_not_called(names):
+    toolbox = FakeToolbox(names)
+
+    run(f"{names.service} 最近的错误日志", names, toolbox, tools=frozenset({"query_alerts", "query_promql"}))
+
+    assert [tool for tool, _ in toolbox.calls if tool == "query_logs"] == []

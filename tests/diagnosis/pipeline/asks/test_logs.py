@@ -343,3 +343,11 @@ def test_a_failed_count_leaves_the_slot_unfilled(names):
     slot = only(read(f"{names.service} 有哪几类错误？", names, [broken]))
 
     assert not slot.filled and slot.why == "数据源 loki 调用失败"
+
+
+@per_world
+def test_logs_without_a_log_source_say_none_is_configured(names):
+    slot = only(read(f"{names.service} 的日志里有什么报错", names, [], tools=frozenset({"query_alerts"})))
+
+    assert not slot.filled
+    assert slot.why == "未配置日志源"

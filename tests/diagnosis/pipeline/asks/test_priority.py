@@ -5,6 +5,7 @@ Every behaviour holds on two worlds: plain names (checkout, billing-db, node) an
 from __future__ import annotations
 
 from tests.diagnosis.pipeline.asks.support import (
+    alert_record,
     alerts_message,
     firing_world,
     only,
@@ -37,3 +38,23 @@ def test_an_english_priority_question_orders_the_same_way(names):
     slot = only(read("which alert should I handle first?", names, [alerts]))
 
     assert f"最需要先处理：{names.service} 的 {names.alert}Severe" in slot.conclusion
+
+
+@per_world
+def test_a_dead_mans_switch_is_never_handled_first_whatever_its_severity(names):
+    switch = alert_record(
+        names,
+        alert_name="PrometheusAlertmanagerE2eDeadManSwitch",
+        service="monitoring",
+        severity="critical",
+        value="1",
+        expr="vector(1)",
+    )
+    alerts = alerts_message(1, [switch, *firing_world(names)])
+
+    slot = only(read("哪个服务最需要先处理？", names, [alerts]))
+
+    assert slot.conclusion.startswith(f"最需要先处理：{names.service} 的 {names.alert}Severe 告警")
+    assert slot.conclusion.endswith(
+        "monitoring 的 PrometheusAlertmanagerE2eDeadManSwitch 告警（始终触发的看门狗告警，不计入先后）"
+    )

@@ -146,6 +146,48 @@ def test_an_english_restart_request_is_one_action_ask(names):
 
 
 @per_world
+@pytest.mark.parametrize(
+    ("query", "word"),
+    [
+        ("把 max_connections 调到 200", "调到"),
+        ("帮我把 {third} 扩容到 6 个实例", "扩容"),
+        ("{third} 缩容到 2 个", "缩容"),
+        ("scale {third} to 6 replicas", "scale"),
+        ("resize the disk of {third}", "resize"),
+        ("roll back {third}", "roll back"),
+        ("{third} 的告警阈值改成 90%", "改成"),
+        ("{third} 重启一下", "重启"),
+    ],
+)
+def test_a_request_to_change_or_act_is_an_action_ask(names, query, word):
+    asks = asks_of(query.format(third=names.third), names)
+
+    assert [(a.kind, a.word) for a in asks] == [("action", word)]
+
+
+@per_world
+@pytest.mark.parametrize(
+    "query",
+    [
+        "Why is the rollback alert firing?",
+        "{third} 的回滚率是多少",
+        "{third} 重启次数是多少",
+        "{third} 为什么一直重启",
+        "{third} 最近重启了吗",
+        "did {third} restart?",
+        "{third} 反复重启怎么处理",
+        "pg_stat_database_xact_rollback 当前是多少",
+        "{third} 的 max_connections 设置为多少",
+        "How do I restart {third}?",
+    ],
+)
+def test_an_action_word_naming_a_metric_an_alert_or_asked_about_is_no_action(names, query):
+    asks = asks_of(query.format(third=names.third), names)
+
+    assert "action" not in [a.kind for a in asks]
+
+
+@per_world
 def test_a_metric_the_question_writes_is_a_value_ask_on_that_series(names):
     asks = asks_of("node_load1 当前是多少", names)
 
@@ -272,3 +314,15 @@ def test_an_alert_asked_on_an_unknown_service_is_asked_on_that_service_not_on_an
     assert [(ask.kind, ask.subject, ask.service) for ask in asks] == [
         ("existence", names.alert, f"{names.service} canary")
     ]
+
+
+@per_world
+@pytest.mark.parametrize(("query", "kind"), [("shipping 为什么响应慢？", "cause"), ("shipping 的错误日志有哪些", "logs")])
+def test_an_unknown_service_is_the_subject_asked_about_never_all_of_them(names, query, kind):
+    assert read(query, names) == [(kind, "shipping")]
+
+
+@per_world
+def test_a_question_beside_a_request_to_act_is_answered_too_and_the_requests_object_is_no_question(names):
+    assert [a.kind for a in asks_of(f"{names.service} 为什么慢？帮我重启一下", names)] == ["cause", "action"]
+    assert [a.kind for a in asks_of(f"把 {names.service} 的告警阈值改成 90%", names)] == ["action"]

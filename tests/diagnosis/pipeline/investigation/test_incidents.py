@@ -64,3 +64,15 @@ def test_incidents_whose_first_candidate_is_the_same_service_are_one(names):
 
     assert [[a.service for a in incident.alerts] for incident in merged] == [[first, third], [second]]
     assert merged[0].subjects == [third, first]
+
+
+@per_world
+def test_an_alert_firing_by_design_is_standing_even_when_it_started_with_the_others(names):
+    first, second, _, switch = names
+    # A dead man's switch that restarted with Prometheus minutes ago: its data, not its age, says so.
+    restarted = AlertOnset(label=switch, service="", start=NOW - timedelta(minutes=12), always=True)
+
+    incidents, standing = incidents_of([restarted, onset(first, 10), onset(second, 8)])
+
+    assert [alert.label for alert in standing] == [switch]
+    assert [[a.service for a in incident.alerts] for incident in incidents] == [[first, second]]
