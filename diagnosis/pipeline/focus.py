@@ -20,6 +20,7 @@ from functools import cached_property, lru_cache
 from rapidfuzz import fuzz, process
 
 from diagnosis.pipeline.facts import FactNames
+from tools.metric_catalog import MetricCatalog
 from tools.promql import Carrier, LabelNames
 from tools.signal_roles import MetricFamily
 from tools.terms import asks_in, name_parts, query_terms, term_pattern
@@ -182,6 +183,8 @@ class World:
     # The metrics source's families with their TYPE and HELP (`/api/v1/metadata`): what an
     # investigation picks its key signals from.
     families: tuple[MetricFamily, ...] = ()
+    # What the metrics source holds (`tools.metric_catalog`), read with the inventory; empty without one.
+    metric_catalog: MetricCatalog = field(default_factory=MetricCatalog)
 
     @cached_property
     def fact_names(self) -> FactNames:

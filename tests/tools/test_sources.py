@@ -97,7 +97,17 @@ def test_an_explicit_source_class_wins_over_the_configured_source(settings):
 @pytest.mark.parametrize(
     ("configured", "expected"),
     [
-        ({}, {"alerts": "demo", "series": None, "targets": None, "logs": "demo", "knowledge": "demo"}),
+        (
+            {},
+            {
+                "alerts": "demo",
+                "series": None,
+                "targets": None,
+                "logs": "demo",
+                "knowledge": "demo",
+                "metric_catalog": "demo",
+            },
+        ),
         (
             {"ALERTMANAGER_URL": "http://am:9093", "PROMETHEUS_URL": "http://prom:9090"},
             {
@@ -106,6 +116,7 @@ def test_an_explicit_source_class_wins_over_the_configured_source(settings):
                 "targets": "prometheus",
                 "logs": "demo",
                 "knowledge": "demo",
+                "metric_catalog": "prometheus",
             },
         ),
         (
@@ -116,6 +127,7 @@ def test_an_explicit_source_class_wins_over_the_configured_source(settings):
                 "targets": None,
                 "logs": "loki",
                 "knowledge": "runbooks",
+                "metric_catalog": "demo",
             },
         ),
     ],
