@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from tools.configured_vocabulary import current_vocabulary
 from tools.evidence.metric_catalog.kind import CATALOG
 from tools.evidence.metric_catalog.source import MetricCatalogSource
 from tools.evidence.result import ToolResult
 from tools.evidence.tool import EvidenceTool, ToolArguments, ToolContext, register
-from tools.metric_catalog import MetricCatalog, MetricEntry
+from tools.metric_search import metrics_searched
 
 MAX_HITS = 10
 
@@ -31,26 +32,27 @@ class SearchMetricsArguments(ToolArguments):
 class SearchMetricsTool(EvidenceTool[MetricCatalogSource]):
     kind = CATALOG
     description = (
-        "在指标目录中检索指标：返回指标名、类型（counter/gauge/histogram/summary）、说明、单位和序列名。"
-        "返回不是证据；用返回的指标名写 PromQL 再调用 query_promql。"
+        "在指标目录中检索指标：返回指标名、类型（counter/gauge/histogram/summary）、说明、单位和序列名，"
+        "以及问题里提到的标签值（如数据库名、handler、job）。返回不是证据；用返回的指标名写 PromQL 再调用 query_promql。"
     )
     arguments_model = SearchMetricsArguments
     source_needed = "指标目录需要 Prometheus 数据源"
 
     def run(self, arguments: SearchMetricsArguments, context: ToolContext) -> ToolResult:
         metric_catalog = self.source().metric_catalog(now=context.now)
-        hits = _matching(metric_catalog, arguments.query)[: arguments.limit]
-        message = f"找到 {len(hits)} 个指标" if hits else "指标目录中没有与之对应的指标"
-        return self.typed(
-            {"success": True, "metrics": [entry.described() for entry in hits], "message": message},
-            arguments,
+        found = metrics_searched(
+            arguments.query, metric_catalog=metric_catalog, vocabulary=current_vocabulary()
         )
-
-
-def _matching(metric_catalog: MetricCatalog, query: str) -> list[MetricEntry]:
-    words = [word.lower() for word in query.split() if word]
-    return [
-        entry
-        for entry in metric_catalog.metrics
-        if any(word in entry.name.lower() or word in entry.help.lower() for word in words)
-    ]
+        hits = found.hits[: arguments.limit]
+        output: dict = {
+            "success": True,
+            "metrics": [hit.entry.described() for hit in hits],
+            "message": f"找到 {len(hits)} 个指标" if hits else "指标目录中没有与之对应的指标",
+        }
+        if found.reading.subjects:
+            output["label_values"] = [
+                {"label": label, "value": value} for label, value in found.reading.subjects
+            ]
+        if found.reading.unmatched:
+            output["unmatched"] = list(found.reading.unmatched)
+        return self.typed(output, arguments)
