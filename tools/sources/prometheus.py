@@ -156,18 +156,19 @@ class PrometheusSource(HttpSource, AlertSource, LabelledSeriesSource, TargetSour
     def metric_catalog(self, *, now: datetime) -> MetricCatalog:
         """Every metric family's TYPE, HELP and unit (`/api/v1/metadata`), the series names it holds,
         and the values of its labels (`/api/v1/labels`, then one `/api/v1/label/<l>/values` each):
-        a handful of requests the server answers from its index, whatever it holds."""
-        metadata = self.data("/api/v1/metadata", {"limit": MAX_METRICS}) or {}
-        names = self.label_values("__name__")
-        labels = [
-            label
-            for label in self.data("/api/v1/labels", {"limit": LABEL_VALUES_LIMIT}) or []
-            if label not in STRUCTURAL_LABELS
-        ][:MAX_LABELS]
+        requests the server answers from its index, whatever it holds."""
+        # Many small reads of one server: one client and its connection for them all.
+        with self.one_client():
+            metadata = self.data("/api/v1/metadata", {"limit": MAX_METRICS}) or {}
+            names = self.label_values("__name__")
+            labels = [
+                label
+                for label in self.data("/api/v1/labels", {"limit": LABEL_VALUES_LIMIT}) or []
+                if label not in STRUCTURAL_LABELS
+            ][:MAX_LABELS]
+            values = {label: self.label_values(label) for label in labels}
         return catalog_from_metadata(
-            metadata=metadata if isinstance(metadata, dict) else {},
-            names=names,
-            values={label: self.label_values(label) for label in labels},
+            metadata=metadata if isinstance(metadata, dict) else {}, names=names, values=values
         )
 
     def inventory(self, *, now: datetime) -> SourceInventory:
