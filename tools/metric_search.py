@@ -47,8 +47,11 @@ _ALONE_AFTER = r"(?![A-Za-z0-9_/:-])(?!\.[A-Za-z0-9])"
 LABEL_AFTER_WORD = re.compile(
     r"(?<![a-z0-9_/.:-])(?P<word>[a-z][a-z0-9_]*)\s+(?P<label>[a-z_][a-z0-9_]*)(?![a-z0-9_])"
 )
+# A metric a PromQL template selects: its name before its braces or range.
+TEMPLATE_METRIC = re.compile(r"(?<![A-Za-z0-9_:])(?P<metric>[A-Za-z_:][A-Za-z0-9_:]*)\s*(?=\{|\[)")
 # A path a question writes (`/api/v1/query_range`, `/data`): a label value, or a name of nothing.
 PATH = re.compile(r"(?<![A-Za-z0-9_/.:-])/[A-Za-z0-9_./:{}-]+")
+CJK = re.compile(r"[\u4e00-\u9fff]")
 LATIN_WORD = re.compile(r"(?<![A-Za-z0-9_/.:-])[A-Za-z][A-Za-z0-9]*(?:[-'][A-Za-z0-9]+)*(?![A-Za-z0-9_/:-])")
 # The concept a quantile word means when the question names no other: durations.
 LATENCY = "latency"
@@ -63,6 +66,8 @@ class Concept(BaseModel):
     words: list[str]
     # Parts of metric names that mark a metric of it (`evicted` in redis_evicted_keys_total).
     parts: list[str]
+    # The unit its metrics are usually in (memory in bytes): of two metrics of it, the one in it first.
+    unit: str = ""
 
 
 class RatioRule(BaseModel):
@@ -93,6 +98,8 @@ class MetricTerms(BaseModel):
     idle_values: list[str]
     by: list[str]
     filler: list[str]
+    # Words after which an English question names a subject ("lag of kafka").
+    subject_after: list[str]
 
     def concept_of_part(self, part: str) -> list[str]:
         return [
@@ -129,6 +136,9 @@ class Reading:
     subjects: tuple[tuple[str, str], ...] = ()
     # Words that ask about a metric but that nothing in the catalog has (`驱逐` where no metric evicts).
     unmatched: tuple[str, ...] = ()
+    # Words that are parts of metric names (`nginx`, `go`, `gc`, `http`) besides the concepts' and
+    # the subjects': the metric asked has each in its name, or on the subject it is queried on.
+    name_words: tuple[str, ...] = ()
 
     @property
     def concept_names(self) -> tuple[str, ...]:
@@ -213,15 +223,17 @@ def words_read(text: str, *, metric_catalog: MetricCatalog, terms: MetricTerms |
     )
     if quantile_word and LATENCY in terms.concepts and LATENCY not in {name for name, _ in concepts}:
         concepts.append((LATENCY, terms.concepts[LATENCY].words[0]))
+    subjects = subjects_named(text, metric_catalog=metric_catalog)
     return Reading(
         concepts=tuple(concepts),
+        name_words=_name_words(lowered, metric_catalog, terms, subjects),
         quantile=terms.quantiles[quantile_word] if quantile_word else None,
         quantile_word=quantile_word,
         rate=_any_word(lowered, terms.rate),
         increase=_any_word(lowered, terms.increase),
         ratio=_any_word(lowered, terms.ratio),
         grouped=_grouped(lowered, terms.by),
-        subjects=tuple(subjects_named(text, metric_catalog=metric_catalog)),
+        subjects=tuple(subjects),
     )
 
 
@@ -238,13 +250,49 @@ def subjects_named(text: str, *, metric_catalog: MetricCatalog) -> list[tuple[st
                 break
     for match in LABEL_AFTER_WORD.finditer(lowered):
         word, label = match.group("word"), match.group("label")
-        segment_of = [v for v in metric_catalog.values.get(label, ()) if word in _segments(v)]
+        segment_of = [v for v in metric_catalog.values.get(label, ()) if word in segments(v)]
         if len(segment_of) == 1 and all(match.end() <= s or match.start() >= e for _, _, (s, e) in found):
             found.append((label, segment_of[0], match.span()))
     return [(label, value) for label, value, _ in sorted(found, key=lambda item: item[2][0])]
 
 
-def _segments(value: str) -> set[str]:
+def _name_words(
+    lowered: str, metric_catalog: MetricCatalog, terms: MetricTerms, subjects: list[tuple[str, str]]
+) -> tuple[str, ...]:
+    """The question's words that are parts of metric names (as stems: `key` of `keys`), other than
+    concept, computation and filler words (phrases too: the `second` of "per second"), label names
+    and the subjects' values."""
+    asking = [word for concept in terms.concepts.values() for word in [*concept.words, *concept.parts]]
+    asking += [*terms.rate, *terms.increase, *terms.ratio, *terms.quantiles, *terms.by, *terms.filler]
+    asking += [value for _, value in subjects] + list(metric_catalog.values)
+    masked = PATH.sub(" ", lowered)
+    for _, (start, end) in _spans(masked, {"": asking}):
+        masked = masked[:start] + " " * (end - start) + masked[end:]
+    stems = _name_stems(metric_catalog)
+    found = [match.group(0) for match in LATIN_WORD.finditer(masked)]
+    return tuple(dict.fromkeys(word for word in found if STEMMER.stemWord(word) in stems))
+
+
+def name_stems(parts: list[str]) -> set[str]:
+    return {STEMMER.stemWord(part) for part in parts}
+
+
+def _name_stems(metric_catalog: MetricCatalog) -> frozenset[str]:
+    key = (id(metric_catalog), 0, 0)
+    cached = _PARTS.get(key)
+    if cached is not None and cached[0] is metric_catalog:
+        return cached[1]
+    stems = frozenset(stem for entry in metric_catalog.metrics for stem in name_stems(entry.parts()))
+    if len(_PARTS) >= MAX_INDEXES:
+        _PARTS.pop(next(iter(_PARTS)))
+    _PARTS[key] = (metric_catalog, stems)
+    return stems
+
+
+_PARTS: dict[tuple[int, int, int], tuple[MetricCatalog, frozenset[str]]] = {}
+
+
+def segments(value: str) -> set[str]:
     """The words of a label value: `/api/v1/query` → api, v1, query."""
     return {part for part in re.split(r"[/._:\s-]+", value.lower()) if part}
 
@@ -272,6 +320,7 @@ def metrics_ranked(
     scores = index.retriever.get_scores(weighted)
     asked = {token for token in wanted if token.startswith("c:")}
     meanings = {token for token in wanted if token.startswith(("g:", "t:"))}
+    templated = _templated(vocabulary, {token[2:] for token in meanings if token.startswith("g:")})
     ranked = []
     for entry, tokens, score in zip(metric_catalog.metrics, index.tokens, scores, strict=True):
         shared = set(wanted) & tokens
@@ -280,9 +329,11 @@ def metrics_ranked(
             continue
         if not asked and not shared & (index.name_tokens[entry.name] | meanings):
             continue
-        # How much of what the question means it covers: its concepts and the vocabulary's meanings
-        # (数据库 → a database's metrics before another exporter's connections).
-        covered = len(concepts) + len(shared & meanings)
+        # How much of what the question means it covers: its concepts, in their usual unit, the
+        # vocabulary's meanings (数据库 → a database's metrics before another exporter's connections)
+        # and the metrics the vocabulary's own queries of its topics name.
+        covered = len(concepts) + len(shared & meanings) + (entry.name in templated)
+        covered += sum(terms.concepts[c].unit == entry.measured() != "" for c in concepts)
         ranked.append((covered, MetricHit(entry=entry, score=float(score), concepts=concepts)))
     ranked.sort(key=lambda pair: (-pair[0], -pair[1].score, pair[1].entry.name))
     return [hit for _, hit in ranked[:limit]]
@@ -374,6 +425,18 @@ def _meanings(text: str, vocabulary: Vocabulary | None) -> list[str]:
     )
 
 
+def _templated(vocabulary: Vocabulary | None, topics: set[str]) -> set[str]:
+    """The metrics the vocabulary's PromQL templates of the topics query."""
+    if vocabulary is None:
+        return set()
+    return {
+        match.group("metric")
+        for topic in topics
+        for template in vocabulary.promql_topics.get(topic, [])
+        for match in TEMPLATE_METRIC.finditer(template)
+    }
+
+
 def _weight(token: str) -> int:
     return MEANING_WEIGHT if token[1:2] == ":" else 1
 
@@ -445,21 +508,31 @@ def _words_naming_nothing(
 ) -> list[str]:
     """Latin words of the question that no metric name, HELP text, label or label value of the
     catalog, no known service or alert and no word of the vocabulary or the terms has: `redis` asked
-    of a stack without Redis. Words shorter than `MIN_NAMING_CHARS` are never counted."""
+    of a stack without Redis. Words shorter than `MIN_NAMING_CHARS` are never counted. In a question
+    written in English only, a word counts where a subject stands: after `of`, `on`, `for` … or right
+    before an operations word ("consumer lag of kafka", "redis memory"), not any English word."""
     known = _known_stems(metric_catalog, vocabulary, terms)
     lowered_names = {name.lower() for name in known_names}
     found = [path for path in PATH.findall(text) if path not in _naming_values(metric_catalog)]
     text = PATH.sub(" ", text)
     for _, value in subjects_named(text, metric_catalog=metric_catalog):
         text = _alone(value).sub(" ", text.lower())
+    lowered = text.lower()
+    english = not CJK.search(text)
+    concept_starts = {
+        start for _, (start, _) in _spans(lowered, {n: c.words for n, c in terms.concepts.items()})
+    }
+    before = re.compile(rf"\b(?:{'|'.join(map(re.escape, terms.subject_after))})\s+(?:the\s+)?$")
     for match in LATIN_WORD.finditer(text):
-        word = match.group(0)
-        lowered = word.lower()
-        if len(lowered) < MIN_NAMING_CHARS or lowered in lowered_names or lowered in known:
+        word = match.group(0).lower()
+        if len(word) < MIN_NAMING_CHARS or word in lowered_names or word in known:
             continue
-        if STEMMER.stemWord(lowered) in known or metric_catalog.entry(word):
+        if STEMMER.stemWord(word) in known or metric_catalog.entry(match.group(0)):
             continue
-        found.append(word)
+        after = len(lowered[match.end() :]) - len(lowered[match.end() :].lstrip())
+        if english and not (before.search(lowered[: match.start()]) or match.end() + after in concept_starts):
+            continue
+        found.append(match.group(0))
     return found
 
 

@@ -185,6 +185,8 @@ class World:
     families: tuple[MetricFamily, ...] = ()
     # What the metrics source holds (`tools.metric_catalog`), read with the inventory; empty without one.
     metric_catalog: MetricCatalog = field(default_factory=MetricCatalog)
+    # A series source answers PromQL (Prometheus): the catalog's queries can be sent.
+    series_queried: bool = False
 
     @cached_property
     def fact_names(self) -> FactNames:
@@ -228,6 +230,8 @@ class QuestionFocus:
     lists_alerts: bool = False
     asks_cause: bool = False
     asks_guidance: bool = False
+    # Its words name a quantity of the metric catalog (a rate, a p99, a ratio): set by the asks.
+    measured: bool = False
     examples: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -236,7 +240,9 @@ class QuestionFocus:
 
     @property
     def understood(self) -> bool:
-        return self.names_subjects or bool(self.topics) or self.lists_alerts or self.asks_guidance
+        return (
+            self.names_subjects or bool(self.topics) or self.lists_alerts or self.asks_guidance or self.measured
+        )
 
     @property
     def unknown_services(self) -> list[str]:
@@ -260,6 +266,7 @@ class QuestionFocus:
             "topics": list(self.topics),
             "lists_alerts": self.lists_alerts,
             "asks_cause": self.asks_cause,
+            "measured": self.measured,
             "understood": self.understood,
         }
 

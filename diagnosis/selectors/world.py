@@ -47,6 +47,7 @@ def world_current() -> World:
         label_names=labels.label_names if labels else None,
         families=_families(),
         metric_catalog=sources_catalog(now=now()),
+        series_queried=source_for(SeriesSource) is not None,
     )
 
 

@@ -165,3 +165,17 @@ def test_the_shipped_terms_are_bilingual_and_each_concept_marks_metrics_by_name_
         assert any(word.isascii() for word in concept.words), name
     for rule in terms.ratios:
         assert {rule.part, *rule.rest, *([rule.whole] if rule.whole else [])} <= set(terms.concepts)
+
+
+def test_in_english_a_word_names_a_subject_only_where_a_subject_stands():
+    exporters, second = exporter_catalog(), second_world_catalog()
+
+    lag = metrics_searched("What is the consumer lag of kafka?", metric_catalog=exporters, vocabulary=SHIPPED)
+    before = metrics_searched("mongodb connections right now", metric_catalog=exporters, vocabulary=SHIPPED)
+    prose = metrics_searched(
+        "What is the disk usage on billing, is it filling up quickly?", metric_catalog=second, vocabulary=SECOND_WORLD
+    )
+
+    assert lag.reading.unmatched == ("consumer", "kafka")
+    assert before.reading.unmatched == ("mongodb",)
+    assert prose.reading.unmatched == ()

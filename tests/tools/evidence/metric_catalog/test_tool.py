@@ -6,6 +6,7 @@ import pytest
 from tests.tools.exporters import CapturedPrometheus
 from tests.tools.support import use_source
 from tools.evidence.metric_catalog.source import MetricCatalogSource
+from tools.evidence.series.source import SeriesSource
 from tools.evidence.tool import get_tool
 
 pytestmark = pytest.mark.django_db
@@ -13,7 +14,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def exporters(settings):
-    use_source(settings, CapturedPrometheus, MetricCatalogSource)
+    use_source(settings, CapturedPrometheus, MetricCatalogSource, SeriesSource)
 
 
 def test_the_metrics_of_the_words_come_first_with_their_type_help_and_series(exporters, run_tool):
@@ -41,7 +42,18 @@ def test_words_that_name_nothing_are_said_so(exporters, run_tool):
     assert result.details["unmatched"] == ["kafka"]
 
 
-def test_the_demo_world_answers_with_its_own_samples(run_tool):
+def test_where_prometheus_answers_each_hit_carries_the_query_its_type_asks(exporters, run_tool):
+    rate = run_tool("search_metrics", query="nginx 每秒请求数", limit=1)
+    p99 = run_tool("search_metrics", query="prometheus http request p99", limit=1)
+
+    assert rate.details["metrics"][0]["promql"] == "sum (rate(nginx_http_requests_total[5m]))"
+    assert p99.details["metrics"][0]["promql"] == (
+        "histogram_quantile(0.99, sum by (le) (rate(prometheus_http_request_duration_seconds_bucket[5m])))"
+    )
+
+
+def test_the_demo_world_answers_with_its_own_samples_and_no_query_it_cannot_send(run_tool):
     result = run_tool("search_metrics", query="CPU 使用率")
 
     assert result.details["metrics"][0]["name"] == "cpu_usage_percent"
+    assert "promql" not in result.details["metrics"][0]
