@@ -17,18 +17,16 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
 import bm25s
-import Stemmer
 
 from tools.configured_vocabulary import vocabulary_path
 from tools.knowledge_block import KnowledgeBlock
 from tools.matching import groups_in, query_terms, term_pattern
-from tools.terms import name_parts
+from tools.tokens import CJK_RUN, words
 
 L1_MIN_SCORE = 0.3
 # An L0 block scores at least this, the rest of the range by its similarity.
@@ -43,10 +41,6 @@ MEANING_TABLES = (("groups", "g:"), ("ops_terms", "t:"))
 # Past cases (`case:<id>`) are ranked by how closely their topics fit the question: a broad case
 # ("现在系统有哪些告警") touching every topic must not outrank the runbook of the one asked.
 CASE_PREFIX = "case:"
-WORD = re.compile(r"[A-Za-z0-9]+")
-CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
-STOPWORDS = frozenset(bm25s.stopwords.STOPWORDS_EN)
-STEMMER = Stemmer.Stemmer("english")
 # bm25s sets its own logger to DEBUG when imported (after the logging settings) and logs every index
 # build: back to the project's level.
 logging.getLogger("bm25s").setLevel(logging.WARNING)
@@ -65,20 +59,6 @@ class Hit:
     @property
     def relevance(self) -> str:
         return next(level for floor, level in RELEVANCE_LEVELS if self.score >= floor)
-
-
-def words(text: str) -> list[str]:
-    """Stemmed English words (a CamelCase or snake_case name also as its parts) and Chinese bigrams."""
-    tokens = []
-    for word in WORD.findall(text):
-        parts = name_parts(word)
-        for token in [word, *parts] if len(parts) > 1 else [word]:
-            lowered = token.lower()
-            if len(lowered) > 1 and lowered not in STOPWORDS:
-                tokens.append(lowered)
-    stemmed = STEMMER.stemWords(tokens)
-    bigrams = [run[i : i + 2] for run in CJK_RUN.findall(text) for i in range(len(run) - 1)]
-    return [*stemmed, *bigrams]
 
 
 def _meanings(text: str) -> list[str]:

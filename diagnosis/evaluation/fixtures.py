@@ -45,7 +45,7 @@ from diagnosis.pipeline.asks.registry import KINDS
 from diagnosis.pipeline.gatekeeper import RULE_SEVERITY
 from diagnosis.pipeline.guards import EVIDENCE_AS_DATA_RULE, RESTATED_RULE
 from diagnosis.pipeline.scope import FOCUS_RULE, SCOPE_RULE
-from tools.evidence.registry import PLANNABLE_TOOLS, current_name, kind_name
+from tools.evidence.registry import CATALOG, LOGS, PLANNABLE_TOOLS, current_name, kind_name
 from tools.evidence.tool import get_tool
 
 CASE_FILE = "case.yaml"
@@ -225,6 +225,9 @@ def fixture_sources(tool_data: dict[str, dict[str, Any]], *, config: Mapping[str
     """The `settings.DIAGNOSIS` overrides that serve each tool's data (`ToolOverrides.source_data`)
     through `FixtureSource`, in place of the source the environment chose for the tool's kind."""
     kinds = {kind_name(source_kind) for tool in tool_data if (source_kind := get_tool(tool).source_kind)}
+    # The metric catalog is the samples the log records carry: it follows the logs' data.
+    if LOGS.tool in tool_data:
+        kinds.add(CATALOG.package)
     return {
         "SOURCE_CLASSES": config["SOURCE_CLASSES"] | dict.fromkeys(kinds, FIXTURE_SOURCE),
         "FIXTURE_TOOL_DATA": tool_data,

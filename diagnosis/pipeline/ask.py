@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from diagnosis.pipeline.windows import Window
+from tools.metric_query import Measure
 
 SubjectKind = Literal["service", "alert", "series", "all"]
 
@@ -59,6 +60,11 @@ class Ask(BaseModel):
     status: str = ""
     # The duration the question calls slow ("超过 2 秒"), in milliseconds; None for the vocabulary's.
     threshold_ms: int | None = None
+    # The query code built from the metric catalog for what the words ask (a rate, a p99, a ratio).
+    quantity: Measure | None = None
+    # Why the catalog answers none of its words ("指标目录中没有与「驱逐」对应的指标"): said, never
+    # answered with another metric.
+    unnamed: str = ""
 
     def about(self) -> str:
         """What the ask is about, as its label names it: `billing 的 node_load1`, `checkout`, or ""."""

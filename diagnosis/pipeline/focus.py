@@ -20,6 +20,7 @@ from functools import cached_property, lru_cache
 from rapidfuzz import fuzz, process
 
 from diagnosis.pipeline.facts import FactNames
+from tools.metric_catalog import MetricCatalog
 from tools.promql import Carrier, LabelNames
 from tools.signal_roles import MetricFamily
 from tools.source_names import SOURCE_NAMES
@@ -193,6 +194,10 @@ class World:
     # The metrics source's families with their TYPE and HELP (`/api/v1/metadata`): what an
     # investigation picks its key signals from.
     families: tuple[MetricFamily, ...] = ()
+    # What the metrics source holds (`tools.metric_catalog`), read with the inventory; empty without one.
+    metric_catalog: MetricCatalog = field(default_factory=MetricCatalog)
+    # A series source answers PromQL (Prometheus): the catalog's queries can be sent.
+    series_queried: bool = False
 
     @cached_property
     def fact_names(self) -> FactNames:
@@ -236,6 +241,8 @@ class QuestionFocus:
     lists_alerts: bool = False
     asks_cause: bool = False
     asks_guidance: bool = False
+    # Its words name a quantity of the metric catalog (a rate, a p99, a ratio): set by the asks.
+    measured: bool = False
     examples: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -244,7 +251,9 @@ class QuestionFocus:
 
     @property
     def understood(self) -> bool:
-        return self.names_subjects or bool(self.topics) or self.lists_alerts or self.asks_guidance
+        return (
+            self.names_subjects or bool(self.topics) or self.lists_alerts or self.asks_guidance or self.measured
+        )
 
     @property
     def unknown_services(self) -> list[str]:
@@ -268,6 +277,7 @@ class QuestionFocus:
             "topics": list(self.topics),
             "lists_alerts": self.lists_alerts,
             "asks_cause": self.asks_cause,
+            "measured": self.measured,
             "understood": self.understood,
         }
 

@@ -8,9 +8,10 @@ none parses the question's text again. Pure code over plain data.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from diagnosis.pipeline.ask import Ask
+from diagnosis.pipeline.asks.measured import MetricWords
 from diagnosis.pipeline.asks.reader import asks_read, without_window
 from diagnosis.pipeline.asks.unread import unread_in
 from diagnosis.pipeline.focus import QuestionFocus, World
@@ -44,7 +45,8 @@ class Question:
             return self.focus
         key = tuple(excluded)
         if key not in self._narrowed:
-            self._narrowed[key] = world.focus_of(query=self.text, excluded=key)
+            narrowed = world.focus_of(query=self.text, excluded=key)
+            self._narrowed[key] = replace(narrowed, measured=self.focus.measured)
         return self._narrowed[key]
 
 
@@ -54,7 +56,18 @@ def question_read(*, query: str, world: World) -> Question:
     narrow, excluded = scope_parse(query)
     window = window_in(query, now=world.now, default_minutes=world.logs_window_minutes)
     focus = world.focus_of(query=query, excluded=excluded)
-    asks = asks_read(query=query, focus=focus, vocabulary=world.vocabulary, window=window)
+    inventory = world.inventory
+    words = MetricWords(
+        metric_catalog=world.metric_catalog,
+        vocabulary=world.vocabulary,
+        carrier=world.carrier,
+        label_names=world.label_names,
+        known_names=frozenset(inventory.services | inventory.alerts | inventory.runbooks),
+        queried=world.series_queried,
+    )
+    asks = asks_read(query=query, focus=focus, vocabulary=world.vocabulary, window=window, metric_words=words)
+    if any(ask.quantity for ask in asks):
+        focus = replace(focus, measured=True)
     unread = unread_in(without_window(query, window), asks=asks, vocabulary=world.vocabulary)
     return Question(
         text=query,

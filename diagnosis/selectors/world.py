@@ -18,14 +18,15 @@ from tools.configured_vocabulary import current_vocabulary
 from tools.evidence.series.source import LabelledSeriesSource, SeriesSource
 from tools.series import SeriesLabels
 from tools.signal_roles import MetricFamily
-from tools.sources import source_for, sources_inventory
+from tools.sources import source_for, sources_catalog, sources_inventory
 from tools.sources.http import SourceError
 
 logger = logging.getLogger(__name__)
 
 
 def world_current() -> World:
-    """The world now: asks every configured source for its inventory (once)."""
+    """The world now: asks every configured source for its inventory and the metrics source for its
+    catalog (once)."""
     vocabulary = current_vocabulary()
     known = sources_inventory(now=now())
     service_labels = tuple(settings.DIAGNOSIS["SERVICE_LABELS"])
@@ -45,6 +46,8 @@ def world_current() -> World:
         carrier=labels.carrier if labels else None,
         label_names=labels.label_names if labels else None,
         families=_families(),
+        metric_catalog=sources_catalog(now=now()),
+        series_queried=source_for(SeriesSource) is not None,
     )
 
 

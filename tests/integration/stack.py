@@ -28,7 +28,8 @@ START_TIMEOUT = 60.0
 
 # Two scrape jobs of one node_exporter give the second world two services: `ledger-service` and
 # `billing` (no `-service` suffix). A third job scrapes a closed port: a target that is down. A fourth
-# scrapes it as most teams do, `job="node"` and `instance` only: no `service` label on its series.
+# scrapes it as most teams do, `job="node"` and `instance` only: no `service` label on its series. A
+# fifth is Prometheus scraping itself: its own request counters and latency histograms.
 PROMETHEUS_CONFIG = """
 global:
   scrape_interval: 1s
@@ -46,6 +47,8 @@ scrape_configs:
     static_configs: [{{targets: ["127.0.0.1:{closed_port}"], labels: {{service: payments}}}}]
   - job_name: node
     static_configs: [{{targets: ["127.0.0.1:{node_port}"]}}]
+  - job_name: prometheus
+    static_configs: [{{targets: ["127.0.0.1:{prometheus_port}"]}}]
 """
 RULES = """
 groups:
@@ -84,7 +87,7 @@ ALERTMANAGER_CONFIG = """
 route: {receiver: blackhole, group_wait: 1s, group_interval: 1s}
 receivers: [{name: blackhole}]
 """
-NODE_COLLECTORS = ("meminfo", "loadavg", "filesystem")
+NODE_COLLECTORS = ("meminfo", "loadavg", "filesystem", "cpu")
 RETENTION = "2d"
 WORLD = Path(__file__).resolve().parents[1] / "world"
 LOKI_TENANT = "team-a"
@@ -156,6 +159,7 @@ def stack_start(directory: Path) -> Stack:
             rules=directory / "rules.yml",
             alertmanager_port=alertmanager_port,
             node_port=node_port,
+            prometheus_port=prometheus_port,
             # Free now and nothing will listen on it: every scrape is refused.
             closed_port=free_port(),
         )

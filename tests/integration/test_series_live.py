@@ -48,7 +48,8 @@ def test_a_host_question_reads_the_node_jobs_series_without_a_service_matcher(te
     [sample] = load["output"]["series"]
     at, value = sample["value"]
     assert value == live_value(stack, 'node_load1{job="node"}', at)
-    assert f"{series_name(sample['metric'])} 当前值 {number_text(value)}" in conclusion
+    # The subject by its plain name, not the series' label dump.
+    assert f"node 的 负载：{number_text(value)}" in conclusion
     assert_every_matcher_is_a_label_of_its_series(trace, stack)
 
 

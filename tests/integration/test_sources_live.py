@@ -150,6 +150,7 @@ def test_a_target_that_is_down_is_named_with_prometheus_last_error(prometheus, s
         "billing-node": "up",
         "node": "up",
         "payments-exporter": "down",
+        "prometheus": "up",
     }
 
 

@@ -35,4 +35,6 @@ def test_a_vocabulary_written_from_prometheus_checks_and_answers_a_memory_questi
         at, value = sample["value"]
         [truth] = stack.prometheus("/api/v1/query", query=series_name(sample["metric"]), time=at)["result"]
         assert truth["value"][1] == value
-        assert f"{series_name(sample['metric'])} 当前值 {number_text(value)}" in conclusion
+        # Each series by the job that tells it apart, its number in bytes as Prometheus returned it.
+        assert f"（{sample['metric']['job']}" in conclusion
+        assert f"：{number_text(value)} 字节" in conclusion

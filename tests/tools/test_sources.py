@@ -97,7 +97,17 @@ def test_an_explicit_source_class_wins_over_the_configured_source(settings):
 @pytest.mark.parametrize(
     ("configured", "expected"),
     [
-        ({}, {"alerts": "demo", "series": None, "targets": None, "logs": "demo", "knowledge": "demo"}),
+        (
+            {},
+            {
+                "alerts": "demo",
+                "series": None,
+                "targets": None,
+                "logs": "demo",
+                "knowledge": "demo",
+                "metric_catalog": "demo",
+            },
+        ),
         (
             {"ALERTMANAGER_URL": "http://am:9093", "PROMETHEUS_URL": "http://prom:9090"},
             {
@@ -106,11 +116,19 @@ def test_an_explicit_source_class_wins_over_the_configured_source(settings):
                 "targets": "prometheus",
                 "logs": None,
                 "knowledge": None,
+                "metric_catalog": "prometheus",
             },
         ),
         (
             {"LOKI_URL": "http://loki:3100"},
-            {"alerts": None, "series": None, "targets": None, "logs": "loki", "knowledge": None},
+            {
+                "alerts": None,
+                "series": None,
+                "targets": None,
+                "logs": "loki",
+                "knowledge": None,
+                "metric_catalog": None,
+            },
         ),
         (
             {"ALERTMANAGER_URL": "http://am:9093", "LOKI_URL": "http://loki:3100", "RUNBOOKS_DIR": "/srv/rb"},
@@ -120,6 +138,7 @@ def test_an_explicit_source_class_wins_over_the_configured_source(settings):
                 "targets": None,
                 "logs": "loki",
                 "knowledge": "runbooks",
+                "metric_catalog": None,
             },
         ),
     ],

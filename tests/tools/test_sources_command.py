@@ -29,6 +29,7 @@ def test_with_the_demo_world_every_line_is_ok_or_not_configured_and_it_exits_zer
         "query_logs",
         "count_logs",
         "lookup_knowledge",
+        "search_metrics",
     ]
     assert lines[0].split()[1:] == ["demo", "tools/data/demo_world", "ok"]
     assert "unavailable: 需要 DIAGNOSIS_PROMETHEUS_URL" in lines[1]

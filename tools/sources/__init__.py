@@ -22,9 +22,11 @@ from typing import Any, Protocol
 
 from django.conf import settings
 
+from tools.evidence.metric_catalog.source import MetricCatalogSource
 from tools.evidence.registry import SOURCE_KINDS, kind_name
 from tools.evidence.source import Source
 from tools.inventory import SourceInventory
+from tools.metric_catalog import MetricCatalog
 from tools.source_names import DEMO as DEMO
 from tools.source_names import DEMO_LABEL as DEMO_LABEL
 from tools.sources.alertmanager import AlertmanagerSource
@@ -110,3 +112,17 @@ def sources_inventory(*, now: datetime) -> SourceInventory:
                 "inventory of source %s %s failed; left out", kind_of_source, location, exc_info=True
             )
     return inventory
+
+
+def sources_catalog(*, now: datetime) -> MetricCatalog:
+    """The metric catalog of the source that answers for it now (Prometheus, else the demo world's
+    samples), read with the inventory; empty when none answers or it fails (logged): a question is
+    then read without it, as before there was one, and never said to name nothing."""
+    source = source_for(MetricCatalogSource)
+    if not isinstance(source, MetricCatalogSource):
+        return MetricCatalog()
+    try:
+        return source.metric_catalog(now=now)
+    except Exception:  # a source being down must not stop the session
+        logger.warning("metric metadata of source %s %s failed; left out", *source.provenance(), exc_info=True)
+        return MetricCatalog()

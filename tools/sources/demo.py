@@ -21,15 +21,19 @@ from tools.configured_vocabulary import current_vocabulary
 from tools.evidence.alerts.source import AlertSource
 from tools.evidence.knowledge.source import KnowledgeSource
 from tools.evidence.logs.source import LogSource
+from tools.evidence.metric_catalog.source import MetricCatalogSource
 from tools.inventory import SourceInventory
 from tools.knowledge_block import KnowledgeBlock
 from tools.logcounts import WINDOW, CountRequest, Line, LogCounts, counted_in_code
 from tools.loglines import groups_of
 from tools.matching import mentioned, query_groups
+from tools.metric_catalog import MetricCatalog, catalog_from_records
 from tools.records import alert_record
 from tools.sources.plugins import knowledge_sources_blocks
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "demo_world"
+# The fields of a stored log record that say where its `metrics` were sampled: the catalog's labels.
+SAMPLED_ON = ("service", "instance")
 # Words of a query without any known keyword or service, matched literally (`idx_user_id`).
 LITERAL_WORD = re.compile(r"[a-z0-9_.:/\-]{4,}|[\u4e00-\u9fff]{2,}")
 # A hyphenated name (`foo-bar`, `node-07`): one the world's records never name is a service or host
@@ -79,6 +83,11 @@ def log_record(fields: dict) -> LogRecord:
         (fields["level"], fields["service"], fields["instance"], fields["topic"], fields["message"])
     )
     return LogRecord(fields=fields, words=words)
+
+
+@cache
+def _catalog() -> MetricCatalog:
+    return catalog_from_records((record.fields for record in _logs()), labels=SAMPLED_ON)
 
 
 @cache
@@ -133,7 +142,7 @@ def log_matches(record: LogRecord, query: str) -> bool:
     return bool(names) or any(word in record.text for word in LITERAL_WORD.findall(query.lower()))
 
 
-class DemoWorldSource(AlertSource, LogSource, KnowledgeSource):
+class DemoWorldSource(AlertSource, LogSource, KnowledgeSource, MetricCatalogSource):
     def provenance(self) -> tuple[str, str]:
         return "demo", "tools/data/demo_world"
 
@@ -160,6 +169,10 @@ class DemoWorldSource(AlertSource, LogSource, KnowledgeSource):
     def knowledge_blocks(self) -> list[KnowledgeBlock]:
         """The runbooks and the blocks of the configured knowledge sources (the case library's past cases)."""
         return [*_runbook_blocks(), *knowledge_sources_blocks()]
+
+    def metric_catalog(self, *, now: datetime) -> MetricCatalog:
+        """The samples its log records carry (`metrics`), each a gauge on the record's service and instance."""
+        return _catalog()
 
     def inventory(self, *, now: datetime) -> SourceInventory:
         return SourceInventory(

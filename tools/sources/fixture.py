@@ -11,6 +11,9 @@ Named per kind like any source class (`DIAGNOSIS["SOURCE_CLASSES"]["logs"] =
 - `responses`: recorded calls `[{arguments, records | error}]` answered exactly as recorded
   (exported sessions); a call nothing was recorded for falls back to `records` / `mode`;
 - `error`: every call of the tool fails with this message.
+
+The metric catalog follows the logs' data: the samples its log records carry (`metrics`), beside the
+demo world's in `merge` mode.
 """
 
 from __future__ import annotations
@@ -23,11 +26,14 @@ from django.conf import settings
 from tools.evidence.alerts.source import AlertSource
 from tools.evidence.knowledge.source import KnowledgeSource
 from tools.evidence.logs.source import LogSource
+from tools.evidence.metric_catalog.source import MetricCatalogSource
 from tools.evidence.registry import ALERTS, KNOWLEDGE, LOGS
 from tools.inventory import SourceInventory
 from tools.knowledge_block import KnowledgeBlock
 from tools.logcounts import CountRequest, LogCounts
+from tools.metric_catalog import MetricCatalog, catalog_from_records, catalogs_united
 from tools.sources.demo import (
+    SAMPLED_ON,
     DemoWorldSource,
     alert_rendered,
     filter_matches,
@@ -47,7 +53,7 @@ class FixtureToolError(RuntimeError):
     """The case says this tool is down."""
 
 
-class FixtureSource(AlertSource, LogSource, KnowledgeSource):
+class FixtureSource(AlertSource, LogSource, KnowledgeSource, MetricCatalogSource):
     def provenance(self) -> tuple[str, str]:
         """An evaluation case's data; `merge` mode also serves the demo world."""
         return "fixture", "evaluation case"
@@ -108,6 +114,18 @@ class FixtureSource(AlertSource, LogSource, KnowledgeSource):
         if data.get("mode", MERGE) == MERGE:
             return [*DemoWorldSource().knowledge_blocks(), *own]
         return own
+
+    def metric_catalog(self, *, now: datetime) -> MetricCatalog:
+        """The samples the case's log records carry, and the demo world's unless the logs replace it."""
+        data = settings.DIAGNOSIS.get("FIXTURE_TOOL_DATA", {}).get(LOGS.tool, {})
+        records = [
+            *data.get("records", []),
+            *(record for response in data.get("responses", []) for record in response.get("records", [])),
+        ]
+        own = catalog_from_records(records, labels=SAMPLED_ON)
+        if data.get("mode", MERGE) == REPLACE:
+            return own
+        return catalogs_united(own, DemoWorldSource().metric_catalog(now=now))
 
     def inventory(self, *, now: datetime) -> SourceInventory:
         """What the case's own records name, plus the demo world's where a tool merges with it."""

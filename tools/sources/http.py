@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
-from contextlib import closing
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, closing, contextmanager
 from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -52,6 +52,8 @@ class HttpSource(Source):
     """Base of the HTTP sources: `get_json(path, params)` against the configured base URL."""
 
     kind: ClassVar[str]
+    # The client of a batch of requests (`one_client`); None: each request opens its own.
+    _client: httpx2.Client | None = None
 
     def __init__(self, base_url: str) -> None:
         self.base_url = base_url.rstrip("/")
@@ -81,6 +83,20 @@ class HttpSource(Source):
             raise self.error(f"{path} 返回了非 success 的响应（{str(payload)[:200]}）")
         return payload.get("data")
 
+    @contextmanager
+    def one_client(self) -> Iterator[None]:
+        """Requests made inside share one client and its connections: a batch of small reads of one
+        server (the metric catalog's) costs one client, not one each."""
+        with self._new_client() as client:
+            self._client = client
+            try:
+                yield
+            finally:
+                self._client = None
+
+    def _new_client(self) -> httpx2.Client:
+        return httpx2.Client(timeout=httpx2.Timeout(source_timeout()), headers=self.headers())
+
     def get_json(
         self,
         path: str,
@@ -93,7 +109,8 @@ class HttpSource(Source):
         deadline = time.monotonic() + timeout
         body = bytearray()
         try:
-            with httpx2.Client(timeout=httpx2.Timeout(timeout), headers=self.headers()) as client:
+            with ExitStack() as opened:
+                client = self._client or opened.enter_context(self._new_client())
                 request = client.build_request("GET", f"{self.base_url}{path}", params=params)
                 # On the receipt before it goes out: a request that fails was still sent.
                 request_sent(

@@ -15,9 +15,17 @@ from django.conf import settings
 from tools.bounds import OutputBounds, SeriesKept
 from tools.clock import local_text
 from tools.evidence.alerts.source import AlertSource
+from tools.evidence.metric_catalog.source import MetricCatalogSource
 from tools.evidence.series.source import LabelledSeriesSource
 from tools.evidence.targets.source import TargetSource
 from tools.inventory import SourceInventory
+from tools.metric_catalog import (
+    MAX_LABELS,
+    MAX_METRICS,
+    STRUCTURAL_LABELS,
+    MetricCatalog,
+    catalog_from_metadata,
+)
 from tools.records import labelled_alert_record, parsed_time, service_of
 from tools.signal_roles import MetricFamily
 from tools.sources.http import HttpSource, SourceError, source_timeout
@@ -39,7 +47,7 @@ ALERT_STATES = ("firing", "pending")
 RETENTION_LIMITS_SEPARATOR = " or "
 
 
-class PrometheusSource(HttpSource, AlertSource, LabelledSeriesSource, TargetSource):
+class PrometheusSource(HttpSource, AlertSource, LabelledSeriesSource, TargetSource, MetricCatalogSource):
     kind = "prometheus"
     # `retention_minutes()` asks the server once per source object.
     _retention_read = False
@@ -144,6 +152,24 @@ class PrometheusSource(HttpSource, AlertSource, LabelledSeriesSource, TargetSour
             for name, entries in (metadata.items() if isinstance(metadata, dict) else [])
             if entries
         ]
+
+    def metric_catalog(self, *, now: datetime) -> MetricCatalog:
+        """Every metric family's TYPE, HELP and unit (`/api/v1/metadata`), the series names it holds,
+        and the values of its labels (`/api/v1/labels`, then one `/api/v1/label/<l>/values` each):
+        requests the server answers from its index, whatever it holds."""
+        # Many small reads of one server: one client and its connection for them all.
+        with self.one_client():
+            metadata = self.data("/api/v1/metadata", {"limit": MAX_METRICS}) or {}
+            names = self.label_values("__name__")
+            labels = [
+                label
+                for label in self.data("/api/v1/labels", {"limit": LABEL_VALUES_LIMIT}) or []
+                if label not in STRUCTURAL_LABELS
+            ][:MAX_LABELS]
+            values = {label: self.label_values(label) for label in labels}
+        return catalog_from_metadata(
+            metadata=metadata if isinstance(metadata, dict) else {}, names=names, values=values
+        )
 
     def inventory(self, *, now: datetime) -> SourceInventory:
         """Alert names of the alerting rules and their alerts; services: the service labels' values;

@@ -13,9 +13,11 @@ import re
 from diagnosis.pipeline.ask import Ask, AskWindow, SubjectKind
 from diagnosis.pipeline.asks.action import Action, action_asked, action_requested
 from diagnosis.pipeline.asks.logs import measure_in
+from diagnosis.pipeline.asks.measured import Asked, MetricWords, measure_asked
 from diagnosis.pipeline.asks.registry import KINDS
 from diagnosis.pipeline.focus import QuestionFocus, folded_name
 from diagnosis.pipeline.windows import Window
+from tools.metric_query import Measure
 from tools.terms import asks_in, term_pattern
 from tools.vocabulary import Vocabulary
 
@@ -28,10 +30,18 @@ LABEL_VALUE = re.compile(
 )
 
 
-def asks_read(*, query: str, focus: QuestionFocus, vocabulary: Vocabulary, window: Window) -> list[Ask]:
+def asks_read(
+    *,
+    query: str,
+    focus: QuestionFocus,
+    vocabulary: Vocabulary,
+    window: Window,
+    metric_words: MetricWords | None = None,
+) -> list[Ask]:
     """The asks of a question, in the order of `KINDS`; none when the question asks nothing code can
     name a slot for (then the answer is judged on its claims alone, as before). `window`: the one the
-    question names (`window_in`)."""
+    question names (`window_in`); `metric_words`: the metric catalog its words are read against (a
+    value or trend of a rate, a p99, a ratio is the query built from it)."""
     text = without_window(query, window)
     # A request to act is answered by code's statement; its clause's other words are its object
     # ("把告警阈值改成 90%" asks no threshold).
@@ -44,12 +54,34 @@ def asks_read(*, query: str, focus: QuestionFocus, vocabulary: Vocabulary, windo
     ask_window = AskWindow.of(window, now=window.now)
     series = _series_in(text, focus)
     topic = focus.topics[0] if focus.topics else ""
-    kinds = _resolved(kinds, focus=focus, series=series, window=window, about_alerts="alerts" in said)
+    # A count of log lines is the logs' to answer; any other quantity, the metric catalog's.
+    asked = (
+        Asked()
+        if measure is not None
+        else _measure_asked(text, metric_words, focus=focus, series=series, window=window)
+    )
+    kinds = _with_measure(kinds, asked, focus=focus)
+    kinds = _resolved(
+        kinds,
+        focus=focus,
+        series=series,
+        window=window,
+        about_alerts="alerts" in said,
+        measured=asked.quantity is not None or bool(asked.unnamed and metric_words and metric_words.queried),
+        increase=asked.increase,
+    )
     values = _values_in(text, series) if series else ()
     asks = []
     for kind in kinds:
         # A count of log lines names its own topic (the slow one of "超过 500 ms 的慢查询").
         counted = {"topic": topic} | ((measure or {}) if kind == "logs" else {})
+        measured = asked
+        if kind == "trend" and asked.quantity is not None and asked.quantity.range_minutes:
+            # A trend is a range of rates, each over the usual few minutes, not one over its window.
+            measured = _measure_asked(text, metric_words, focus=focus, series=series, window=None)
+        if KINDS[kind].series_subject and measured.quantity is not None:
+            asks.append(_measure_ask(kind, measured.quantity, focus=focus, topic=topic, window=ask_window))
+            continue
         for subject, subject_kind, service in _subjects(kind, focus=focus, series=series):
             asks.append(
                 Ask(
@@ -60,6 +92,7 @@ def asks_read(*, query: str, focus: QuestionFocus, vocabulary: Vocabulary, windo
                     window=ask_window,
                     values=values if subject_kind == "series" else (),
                     **counted,
+                    unnamed=measured.unnamed if KINDS[kind].series_subject else "",
                 )
             )
     # An action word names an action only as a request to act (naming a metric or an alert it is a
@@ -67,6 +100,44 @@ def asks_read(*, query: str, focus: QuestionFocus, vocabulary: Vocabulary, windo
     if action:
         asks.append(action_asked(action[0], focus=focus, series=series, window=ask_window))
     return asks
+
+
+def _measure_asked(
+    text: str, words: MetricWords | None, *, focus: QuestionFocus, series: list[str], window: Window | None
+) -> Asked:
+    """The catalog's reading of the words; a window the question names is the range a value is
+    computed over (the increase "最近 30 分钟" asks), never a window it does not."""
+    minutes = window.minutes if window is not None and window.asked and window.ends_now else 0
+    return measure_asked(
+        text, words=words, series=series, window_minutes=minutes, alerts_named=bool(focus.alerts)
+    )
+
+
+def _with_measure(kinds: set[str], asked: Asked, *, focus: QuestionFocus) -> set[str]:
+    """A computation the catalog answers is a value asked, without a value word ("redis 缓存命中率",
+    "p99 of …"); a count of a counter's events ("死锁多少次") is its increase, not an alert's history;
+    a question understood by nothing but its metric words asks their value."""
+    if asked.quantity is None:
+        return kinds
+    if asked.increase and "history" in kinds and not focus.alerts:
+        kinds = (kinds - {"history"}) | {"value"}
+    if not kinds & {"value", "trend"} and (asked.computes or not (kinds or focus.topics)):
+        kinds = kinds | {"value"}
+    return kinds
+
+
+def _measure_ask(kind: str, quantity: Measure, *, focus: QuestionFocus, topic: str, window: AskWindow) -> Ask:
+    """One ask of the quantity the catalog built: it is on every subject the question names."""
+    named = focus.services or tuple(focus.unknown_services)
+    return Ask(
+        kind=kind,
+        subject=quantity.metric,
+        subject_kind="series",
+        service=named[0] if len(named) == 1 else "",
+        topic=topic,
+        window=window,
+        quantity=quantity,
+    )
 
 
 def _kinds_in(text: str, said: set[str], vocabulary: Vocabulary, *, counted: bool) -> set[str]:
@@ -88,9 +159,18 @@ def _kinds_in(text: str, said: set[str], vocabulary: Vocabulary, *, counted: boo
 
 
 def _resolved(
-    kinds: set[str], *, focus: QuestionFocus, series: list[str], window: Window, about_alerts: bool
+    kinds: set[str],
+    *,
+    focus: QuestionFocus,
+    series: list[str],
+    window: Window,
+    about_alerts: bool,
+    measured: bool = False,
+    increase: bool = False,
 ) -> list[str]:
-    """Which kinds the question asks, once the words that overlap are read together."""
+    """Which kinds the question asks, once the words that overlap are read together. `measured`: its
+    words name a quantity of the metric catalog (or name nothing there); `increase`: that quantity is
+    an increase over the window asked (a value, not a trend)."""
     if "priority" in kinds:
         kinds -= {"list"}
     # "Which fired first" is when alerts began, not which to handle first ("first" is both words').
@@ -99,10 +179,10 @@ def _resolved(
     # A window that ended before now ("昨天", "上周") asks what happened then.
     if window.asked and not window.ends_now and not kinds & {"value", "trend", "threshold"}:
         kinds |= {"history"}
-    if "trend" in kinds or ("value" in kinds and window.asked and window.ends_now):
+    if "trend" in kinds or ("value" in kinds and window.asked and window.ends_now and not increase):
         kinds = (kinds - {"value"}) | {"trend"}
     # A value, a threshold or a trend is about a series, an alert or a topic of a service.
-    measurable = bool(series or focus.alerts or focus.topics)
+    measurable = bool(series or focus.alerts or focus.topics or measured)
     if not measurable:
         kinds -= {"value", "trend"}
     if "threshold" in kinds and not (focus.alerts or focus.services or series):

@@ -153,7 +153,12 @@ def on_topic_found(
 def series_queries(ask: Ask, alerts: list[AlertRecord], world: SlotWorld) -> list[str]:
     """The asked series: the metric the question names; else the asked alert's own series (its `expr`
     without the comparison); else, for a topic, the series of the subject's alerts on that topic, or
-    the vocabulary's queries of the topic (on the asked service, or on every series without one)."""
+    the vocabulary's queries of the topic (on the asked service, or on every series without one).
+    A measure the catalog built is its own query; words that name nothing in the catalog query nothing."""
+    if ask.quantity is not None:
+        return [ask.quantity.query]
+    if ask.unnamed:
+        return []
     if ask.subject_kind == "series":
         return [series_query(ask.subject, subject=ask.service, carrier=world.carrier, values=ask.values)]
     about = on_topic(alerts, ask, world.vocabulary)
@@ -186,6 +191,7 @@ def series_found(
         r
         for r in results_of(results, SERIES, lambda a: "ALERTS_FOR_STATE" not in a.get("query", ""))
         if (not instant) == bool(r.request.minutes)
+        and (ask.quantity is None or r.request.query == ask.quantity.query)
     ]
     if not calls:
         return None

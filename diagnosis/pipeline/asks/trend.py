@@ -7,6 +7,7 @@ from decimal import Decimal
 
 from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.asks.kind import AskKind, Call, SlotWorld
+from diagnosis.pipeline.asks.measured import measure_name
 from diagnosis.pipeline.asks.shared import (
     MAX_LISTED,
     MAX_RANGE_MINUTES,
@@ -43,9 +44,13 @@ class Trend(AskKind):
         ]
 
     def read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
+        if ask.quantity is None and ask.unnamed and SERIES.tool in world.tools:
+            # Words the catalog of the queried Prometheus has nothing for: said, never another metric.
+            return unfilled(ask, ask.unnamed)
         series = series_found(ask, results, instant=False)
         if series is None:
-            return unfilled(ask, "趋势需要 Prometheus 数据源（未配置），或没有可查询的指标序列")
+            why = "趋势需要 Prometheus 数据源（未配置），或没有可查询的指标序列"
+            return unfilled(ask, f"{why}；{ask.unnamed}" if ask.unnamed else why)
         found, result = series
         ranged = [f for f in found if _numbers(f.record)]
         if not ranged:
@@ -53,11 +58,17 @@ class Trend(AskKind):
                 result, ask, f"{ask.window.label}内查询 {result.request.query} 没有数据"
             )
         lines = []
+        measure = ask.quantity
         for f in ranged[:MAX_LISTED]:
             numbers = _numbers(f.record)
+            if measure is not None:
+                said = measure.said
+                name = f"{measure_name(measure, f.record, [r.record for r in ranged])} 的 {measure.label}"
+            else:
+                said, name = number_said, f.record.name()
             lines.append(
-                f"{f.record.name()} {ask.window.label}：起 {number_said(numbers[0])}，末 {number_said(numbers[-1])}，"
-                f"最小 {number_said(min(numbers))}，最大 {number_said(max(numbers))}（{len(numbers)} 个采样）"
+                f"{name} {ask.window.label}：起 {said(numbers[0])}，末 {said(numbers[-1])}，"
+                f"最小 {said(min(numbers))}，最大 {said(max(numbers))}（{len(numbers)} 个采样）"
             )
         return Slot(
             ask=ask,

@@ -9,6 +9,7 @@ from decimal import Decimal
 
 from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.asks.kind import AskKind, Call, SlotWorld
+from diagnosis.pipeline.asks.measured import measure_lines, measure_window
 from diagnosis.pipeline.asks.shared import (
     MAX_LISTED,
     Found,
@@ -20,12 +21,14 @@ from diagnosis.pipeline.asks.shared import (
     series_found,
     series_queries,
     source_of,
+    unfilled,
 )
 from diagnosis.pipeline.slot import Slot
 from tools.evidence.alerts.record import AlertRecord
 from tools.evidence.registry import SERIES
 from tools.evidence.result import ToolResult
 from tools.evidence.series.record import SeriesRecord
+from tools.metric_query import Measure
 from tools.numbers import number_text, places_text
 from tools.promql import comparison_of
 
@@ -43,6 +46,17 @@ class Value(AskKind):
         return [(SERIES.tool, {"query": query, "minutes": 0}) for query in series_queries(ask, alerts, world)]
 
     def read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
+        if ask.quantity is not None:
+            return _measured(ask, ask.quantity, results)
+        if ask.unnamed and SERIES.tool in world.tools:
+            # Words the catalog of the queried Prometheus has nothing for: said, never another metric.
+            return unfilled(ask, ask.unnamed)
+        slot = self._read(ask, results, world)
+        if not slot.filled and ask.unnamed:
+            return slot.model_copy(update={"why": f"{slot.why}；{ask.unnamed}"})
+        return slot
+
+    def _read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
         series = series_found(ask, results, instant=True)
         if series is not None:
             found, result = series
@@ -83,6 +97,26 @@ class Value(AskKind):
             source=source_of(result),
             bindings=[f.binding for f in valued[:MAX_LISTED]],
         )
+
+
+def _measured(ask: Ask, measure: Measure, results: Sequence[ToolResult]) -> Slot:
+    """The value of the measure the catalog built: each series' number with its unit, on its subject's
+    plain name."""
+    series = series_found(ask, results, instant=True)
+    if series is None:
+        return unfilled(ask, f"没有执行查询 {measure.query}（需要 Prometheus 数据源）")
+    found, result = series
+    valued = [f for f in found if decimal_of(f.record.sample()[1]) is not None]
+    if not valued:
+        return failure(result, ask, f"查询 {measure.query} 没有数据")
+    lines = measure_lines(measure, valued, limit=MAX_LISTED)
+    return Slot(
+        ask=ask,
+        filled=True,
+        conclusion="；".join(lines) + measure_window(measure, valued[0].record),
+        source=source_of(result),
+        bindings=[f.binding for f in valued[:MAX_LISTED]],
+    )
 
 
 def _against(record: SeriesRecord, alerts: list[Found[AlertRecord]], *, query: str) -> str:

@@ -19,6 +19,7 @@ def test_the_tools_are_registered_under_their_contract_names():
         "query_logs",
         "count_logs",
         "lookup_knowledge",
+        "search_metrics",
         "get_current_datetime",
     }
     assert {tool.name for tool in all_tools() if tool.is_evidence} == {
