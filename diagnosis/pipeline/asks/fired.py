@@ -1,12 +1,14 @@
 """The alerts that fired in an asked window, and when each began: read by `list` over a window
 ("过去 30 分钟哪些告警") and by `first` ("最先触发哪条").
 
-With Prometheus, from a range query of `ALERTS{alertstate="firing"}` over the window: every alert
-that fired in it, resolved ones too, each from its first firing sample; an alert already firing when
-the window began is said so, with its start where the alert query knows it. Without Prometheus, from
-the alert query alone: the alerts firing now, each from its start, and the limit said (an alert that
-fired and resolved in the window is not there to see). Alerts that fire by design (a dead man's switch)
-are named as such and never ranked first.
+With Prometheus, from one instant query over the raw `ALERTS{alertstate="firing"}` samples of the
+window: the time of each alert's first firing sample (`min_over_time(timestamp(…)[30m:1s])`), so every
+alert that fired in it is there, one that fired and resolved between two points of a range query too;
+an alert already firing when the window began is said so, with its start where the alert query knows
+it, and one the alert query no longer shows has resolved. Without Prometheus, from the alert query
+alone: the alerts firing now, each from its start, and the limit said (an alert that fired and resolved
+in the window is not there to see). Alerts that fire by design (a dead man's switch) are named as such
+and never ranked first.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from datetime import datetime, timedelta
 from diagnosis.pipeline.always_firing import fires_always, record_fires_always
 from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.asks.kind import Call, SlotWorld
-from diagnosis.pipeline.asks.shared import Found, alert_found, found_in, results_of, source_of
+from diagnosis.pipeline.asks.shared import Found, alert_found, decimal_of, found_in, results_of, source_of
 from diagnosis.pipeline.contracts import EvidenceBinding
 from tools.evidence.alerts.record import AlertRecord
 from tools.evidence.registry import SERIES
@@ -26,7 +28,10 @@ from tools.evidence.result import ToolResult
 from tools.evidence.series.record import SeriesRecord
 from tools.promql import quoted
 
-FIRING_SERIES = 'ALERTS{alertstate="firing"%s}'
+FIRING_SERIES = 'min_over_time(timestamp(ALERTS{alertstate="firing"%s})[%dm:%ds])'
+# The subquery reads the window at most this many points, and never coarser than a second: every rule
+# evaluation of a window up to half an hour, a minute's precision over a day.
+SUBQUERY_POINTS = 1800
 ALWAYS_FIRING_SHORT = "始终触发的看门狗告警，不计入先后"
 NO_HISTORY = "没有告警历史（需要 Prometheus）：只列出当前仍在触发的告警，窗口内触发后已恢复的看不到"
 # Labels of an `ALERTS` series that are no part of the alert's identity.
@@ -88,8 +93,10 @@ def fired_query(ask: Ask, world: SlotWorld) -> Call | None:
         selectors = [f',{label}="{quoted(ask.subject)}"' for label in world.service_labels]
     else:
         selectors = [""]
-    query = " or ".join(FIRING_SERIES % selector for selector in selectors)
-    return SERIES.tool, {"query": query, "minutes": ask.window.minutes}
+    minutes = ask.window.minutes
+    step = max(1, minutes * 60 // SUBQUERY_POINTS)
+    query = " or ".join(FIRING_SERIES % (selector, minutes, step) for selector in selectors)
+    return SERIES.tool, {"query": query, "minutes": 0}
 
 
 @dataclass(frozen=True)
@@ -112,7 +119,7 @@ def fired_in_window(ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -
         (r for r in results_of(results, SERIES, lambda a: query is not None and a == query[1])), None
     )
     if ranged is not None:
-        fired = _from_series(ranged, alerts, ask, world)
+        fired = _from_first_samples(ranged, alerts, ask, world)
         return FiredInWindow(sorted(fired, key=Fired.order), ranged, [])
     start = _local(world.now) - timedelta(minutes=ask.window.minutes)
     fired = [
@@ -133,25 +140,26 @@ def fired_in_window(ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -
     return FiredInWindow(sorted(fired, key=Fired.order), alert_result, limits)
 
 
-def _from_series(
+def _from_first_samples(
     result: ToolResult, alerts: list[Found[AlertRecord]], ask: Ask, world: SlotWorld
 ) -> list[Fired]:
+    """One alert per series: its first firing sample's time is the series' value."""
     if not result.success:
         return []
-    now = _local(world.now)
-    start = now - timedelta(minutes=ask.window.minutes)
+    start = _local(world.now) - timedelta(minutes=ask.window.minutes)
+    step = max(1, ask.window.minutes * 60 // SUBQUERY_POINTS)
     fired = []
     for f in found_in(result, SERIES):
         record: SeriesRecord = f.record
         labels = {k: str(v) for k, v in (record.metric or {}).items() if k not in SERIES_ONLY}
-        times = [float(point[0]) for point in record.values or [] if _is_pair(point)]
-        if not times:
+        first_sample = decimal_of(record.sample()[1])
+        if first_sample is None:
             continue
         name = labels.get("alertname", "")
         known = _record_of(labels, alerts)
-        step = times[1] - times[0] if len(times) > 1 else 60.0
-        first = datetime.fromtimestamp(times[0])
-        before = (first - start).total_seconds() < step
+        first = datetime.fromtimestamp(float(first_sample))
+        # Its first sample in the window is the window's first point: it was firing before.
+        before = (first - start).total_seconds() <= step
         began = (_parsed(known.record.active_at) if known else None) if before else first
         fired.append(
             Fired(
@@ -160,7 +168,7 @@ def _from_series(
                 severity=labels.get("severity", ""),
                 began=began,
                 before_window=before,
-                still_firing=(now - datetime.fromtimestamp(times[-1])).total_seconds() < 2 * step,
+                still_firing=known is not None and known.record.state == "firing",
                 always=(known is not None and record_fires_always(known.record, world.vocabulary))
                 or fires_always(name=name, severity=labels.get("severity", ""), vocabulary=world.vocabulary),
                 binding=f.binding,
@@ -197,7 +205,3 @@ def _local(moment: datetime) -> datetime:
 
 def _clock(moment: datetime) -> str:
     return moment.strftime(TIME_FORMAT)
-
-
-def _is_pair(point: object) -> bool:
-    return isinstance(point, list | tuple) and len(point) == 2

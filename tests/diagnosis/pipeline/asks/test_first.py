@@ -1,6 +1,6 @@
-"""`first` and `list` over a window: every alert that fired in the asked window (a range of
-`ALERTS{alertstate="firing"}` with Prometheus, the alerts firing now without), counted, earliest
-first, with when each began; an alert that fires by design is named as such and never first.
+"""`first` and `list` over a window: every alert that fired in the asked window (each alert's first
+raw `ALERTS{alertstate="firing"}` sample in it, with Prometheus; the alerts firing now without),
+counted, earliest first, with when each began; an alert that fires by design is named as such and never first.
 Every behaviour holds on two worlds: plain names (checkout, billing-db, node) and the demo world's
 (order-service, payment-service)."""
 
@@ -21,7 +21,7 @@ from tests.diagnosis.pipeline.asks.support import (
     run,
 )
 
-FIRING = 'ALERTS{alertstate="firing"}'
+FIRING = 'min_over_time(timestamp(ALERTS{alertstate="firing"})[30m:1s])'
 MINUTE = 60.0
 
 
@@ -33,35 +33,25 @@ def local(seconds_ago: float) -> str:
     return datetime.fromtimestamp(T - seconds_ago).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def firing_series(labels: dict, *, since: float, until: float = 0.0, step: float = 15.0) -> dict:
-    """An `ALERTS` series firing from `since` to `until` seconds before now, one sample a step."""
-    points = []
-    moment = T - since
-    while moment <= T - until:
-        points.append([moment, "1"])
-        moment += step
-    return {"metric": {"__name__": "ALERTS", "alertstate": "firing", **labels}, "values": points}
+def first_sample(labels: dict, *, since: float) -> dict:
+    """An alert whose first firing sample in the window was `since` seconds before now (a series of
+    `min_over_time(timestamp(ALERTS…)[…])`: no metric name, the time as its value)."""
+    return {"metric": {"alertstate": "firing", **labels}, "value": [T, str(T - since)]}
 
 
 def window_world(names) -> tuple:
     """The range answer and the alert query of a world where, over the last 30 minutes: its second
     alert was firing before the window began (since 45 minutes ago) and still is, a third fired 25
-    minutes ago and resolved 10 minutes ago, its first alert began 20 minutes ago, and a watchdog
-    (severity none) fires all along."""
+    minutes ago and resolved since (the alert query no longer shows it), its first alert began 20
+    minutes ago, and a watchdog (severity none) fires all along."""
     series = [
-        firing_series({"alertname": names.alert, "service": names.service, "severity": "critical"}, since=20 * MINUTE),
-        firing_series({"alertname": names.other_alert, "service": names.other, "severity": "warning"}, since=30 * MINUTE),
-        firing_series(
-            {"alertname": f"{names.alert}Burst", "service": names.service, "severity": "warning"},
-            since=25 * MINUTE,
-            until=10 * MINUTE,
-        ),
-        firing_series({"alertname": "Watchdog", "severity": "none"}, since=30 * MINUTE),
+        first_sample({"alertname": names.alert, "service": names.service, "severity": "critical"}, since=20 * MINUTE),
+        first_sample({"alertname": names.other_alert, "service": names.other, "severity": "warning"}, since=30 * MINUTE),
+        first_sample({"alertname": f"{names.alert}Burst", "service": names.service, "severity": "warning"}, since=25 * MINUTE),
+        first_sample({"alertname": "Watchdog", "severity": "none"}, since=30 * MINUTE),
     ]
-    texts = [f"ALERTS {s['metric']['alertname']}" for s in series]
-    ranged = message(
-        9, "query_promql", "series", series, texts, arguments={"query": FIRING, "minutes": 30}
-    )
+    texts = [f"{s['metric']['alertname']} {s['value'][1]}" for s in series]
+    ranged = message(9, "query_promql", "series", series, texts, arguments={"query": FIRING, "minutes": 0})
     alerts = alerts_message(
         1,
         [
@@ -159,5 +149,5 @@ def test_a_window_asks_prometheus_for_every_firing_alert_over_it_and_no_window_a
     toolbox = FakeToolbox(names)
     run("最先触发哪条告警？", names, toolbox)
 
-    assert windowed == [("query_alerts", {}), ("query_promql", {"query": FIRING, "minutes": 30})]
+    assert windowed == [("query_alerts", {}), ("query_promql", {"query": FIRING, "minutes": 0})]
     assert toolbox.calls == [("query_alerts", {})]
