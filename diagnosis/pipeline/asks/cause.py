@@ -38,7 +38,8 @@ class Cause(AskKind):
     name = "cause"
     label = "原因"
     words = "cause"
-    answers = frozenset({"why", "what"})
+    # Its candidates answer "为什么", "what caused" and "根因是哪个服务 / which service".
+    answers = frozenset({"why", "what", "which"})
     reasoned = True
     # The investigation's range queries (one per key signal) and the call graph's one.
     call_budget = MAX_SIGNALS + 1

@@ -34,6 +34,8 @@ def unread(query: str, names: Names) -> list[str]:
         "which alerts are firing?",
         "how many times has {alert} fired?",
         "过去 30 分钟 {service} 的{metric}是多少",
+        "{service} 变慢了，根因是哪个服务？",
+        "which service is the root cause of the {alert} alert?",
     ],
 )
 def test_a_question_word_an_ask_answers_is_read(names, query):
