@@ -42,7 +42,7 @@ END_BEFORE_NOW = timedelta(minutes=2)
 ASKED_AFTER = timedelta(minutes=5)
 BASELINE = timedelta(minutes=30)
 QUESTION = "{namespace} 从 {onset} 开始出现异常（{entry} 延迟升高），根因是哪个服务？"
-CONCLUSION_LINE = re.compile(r"^[\s*#>-]*结论[:：]", re.MULTILINE)
+CONCLUSION_LINE = re.compile(r"^[ \t*#>-]*结论[:：]", re.MULTILINE)
 CANDIDATES = "根因候选："
 # The benchmark's data carry no logs or runbooks: those tools answer nothing rather than the demo
 # world's records (`tools.sources.fixture`, replace mode with no records).
