@@ -54,6 +54,8 @@ class TopicWords(BaseModel):
 
     types: tuple[str, ...]
     words: tuple[str, ...]
+    # The words that mark it in HELP text, where they differ (`load` is also a verb there).
+    help: tuple[str, ...] | None = None
     none: tuple[str, ...] = ()
     terms: tuple[str, ...]
     label: str
@@ -167,7 +169,7 @@ class _Starter:
     def of_topic(self, family: _Family, topic: TopicWords) -> bool:
         if family.type not in topic.types or self.is_setting(family):
             return False
-        if topic.units and family.entry.measured() not in topic.units:
+        if topic.units and _read_unit(family, topic) not in topic.units:
             return False
         if (family.name_words | family.help_words) & set(topic.none):
             return False
@@ -175,11 +177,8 @@ class _Starter:
             return False
         if not topic.ratio and self.is_limit(family):
             return False
-        wanted = set(topic.words)
-        return bool(family.name_words & wanted) or (
-            # A name that says another topic is not read by its HELP words too.
-            not family.name_words & self.topic_words and bool(family.help_words & wanted)
-        )
+        help_words = topic.words if topic.help is None else topic.help
+        return bool(family.name_words & set(topic.words) or family.help_words & set(help_words))
 
     def rank(self, family: _Family, topic: TopicWords) -> tuple:
         """The topic's first words ahead (in their order: `connected` and `clients` before `connected`
@@ -315,7 +314,8 @@ def vocabulary_from_source(
     )
     table = starter.table
     promql_topics: dict[str, list[str]] = {}
-    # An alert's topic: the first topic reading its metric, a usage (what it is read against) last.
+    # An alert's topic: the first topic reading the series its expr reads (a histogram's buckets are
+    # its latency, its `_count` its requests), a usage (what it is read against) last.
     topic_of_metric: dict[str, str] = {}
     usage_of_metric: dict[str, str] = {}
     for name, topic in table.topics.items():
@@ -330,7 +330,8 @@ def vocabulary_from_source(
             if starter.of_topic(family, topic)
         ]
         for _, family, _ in candidates:
-            (usage_of_metric if topic.usage else topic_of_metric).setdefault(family.name, name)
+            for series in _read_series(family, topic):
+                (usage_of_metric if topic.usage else topic_of_metric).setdefault(series, name)
         templates: list[str] = []
         for written in _by_exporter(candidates):
             template = written()
@@ -345,7 +346,7 @@ def vocabulary_from_source(
         rule["name"]: topic
         for rule in rules
         if ALERT_NAME.fullmatch(str(rule.get("name") or ""))
-        and (topic := _rule_topic(str(rule.get("query") or ""), starter, usage_of_metric | topic_of_metric))
+        and (topic := _rule_topic(str(rule.get("query") or ""), usage_of_metric | topic_of_metric))
     }
     return Vocabulary(
         extends=True,
@@ -371,12 +372,25 @@ def _on_a_subject(template: str) -> str:
     return template.replace(SUBJECT_PLACEHOLDER, "subject")
 
 
-def _rule_topic(expr: str, starter: _Starter, topic_of_metric: dict[str, str]) -> str | None:
-    for metric in _metrics_of(expr):
-        entry = starter.catalog.entry(metric)
-        if entry is not None and entry.name in topic_of_metric:
-            return topic_of_metric[entry.name]
-    return None
+def _rule_topic(expr: str, topic_of_series: dict[str, str]) -> str | None:
+    return next((topic_of_series[m] for m in _metrics_of(expr) if m in topic_of_series), None)
+
+
+def _read_series(family: _Family, topic: TopicWords) -> tuple[str, ...]:
+    """The series of the family a topic reads: a histogram's or summary's `_count` where the topic
+    counts, its other series where it takes a quantile."""
+    series = family.entry.series or (family.name,)
+    if family.type not in ("histogram", "summary"):
+        return series
+    counts = tuple(s for s in series if s.endswith("_count"))
+    return tuple(s for s in series if s not in counts) if topic.quantile else counts
+
+
+def _read_unit(family: _Family, topic: TopicWords) -> str:
+    """The unit of what a topic reads of the metric: a histogram's or summary's `_count` counts."""
+    if family.type in ("histogram", "summary") and not topic.quantile:
+        return ""
+    return family.entry.measured()
 
 
 def _name_words(name: str) -> list[str]:
