@@ -175,17 +175,15 @@ class _Starter:
             return False
         if topic.usage:
             return False
-        if not topic.ratio and self.is_limit(family):
-            return False
         help_words = topic.words if topic.help is None else topic.help
         return bool(family.name_words & set(topic.words) or family.help_words & set(help_words))
 
     def rank(self, family: _Family, topic: TopicWords) -> tuple:
-        """The topic's first words ahead (in their order: `connected` and `clients` before `connected`
-        alone), then by its preferred TYPEs, shorter names."""
+        """What is used before its limits, the topic's first words ahead (in their order: `connected`
+        and `clients` before `connected` alone), then by its preferred TYPEs, shorter names."""
         words = set(words_of(family.name))
         first = (*(i for i, word in enumerate(topic.first) if word in words), len(topic.first))
-        return (first, topic.types.index(family.type), len(family.name), family.name)
+        return (self.is_limit(family), first, topic.types.index(family.type), len(family.name), family.name)
 
     # --- Templates by TYPE ---
 
@@ -358,14 +356,15 @@ def vocabulary_from_source(
 
 
 def _by_exporter(candidates: list[tuple[tuple, _Family, Callable]]) -> list[Callable[[], str | None]]:
-    """The candidates best first, each exporter's (a name's first part) best before any exporter's second."""
+    """The candidates best first, each exporter's (a name's first part) best before any exporter's
+    second, and limits after them all."""
     seen: dict[str, int] = {}
     keyed = []
     for rank, family, written in sorted(candidates, key=lambda candidate: candidate[0]):
         prefix = family.name.split("_")[0]
         seen[prefix] = seen.get(prefix, 0) + 1
-        keyed.append((seen[prefix], rank, family, written))
-    return [written for _, _, _, written in sorted(keyed, key=lambda k: k[:2])]
+        keyed.append(((rank[0], seen[prefix], rank), written))
+    return [written for _, written in sorted(keyed, key=lambda k: k[0])]
 
 
 def _on_a_subject(template: str) -> str:
