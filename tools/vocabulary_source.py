@@ -137,7 +137,7 @@ class _Starter:
         self.families = {
             entry.name: _Family(entry, self._subject_label)
             for entry in self.catalog.metrics
-            if METRIC_NAME.fullmatch(entry.name) and not entry.name.startswith("ALERTS")
+            if not entry.name.startswith("ALERTS")
         }
 
     def _subject_label(self, entry: MetricEntry) -> str:
