@@ -175,7 +175,9 @@ class Vocabulary(BaseModel):
     ops_terms: dict[str, list[str]] = {}
     asks: Asks = Field(default_factory=Asks)
     interrogatives: dict[str, list[str]] = Field(
-        default_factory=lambda: {name: list(words) for name, words in _shipped().get("interrogatives", {}).items()}
+        default_factory=lambda: {
+            name: list(words) for name, words in _shipped().get("interrogatives", {}).items()
+        }
     )
     topic_labels: dict[str, str] = {}
     related_topics: dict[str, list[str]] = {}
@@ -305,13 +307,10 @@ def vocabulary_load(path: Path, stamp: int = 0) -> Vocabulary:
             f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()
         )
         raise VocabularyError(f"{path}: {problems}") from exc
-    if vocabulary.extends:
-        base_path = (
-            DEFAULT_VOCABULARY_FILE
-            if vocabulary.extends is True
-            else (path.parent / str(vocabulary.extends)).resolve()
-        )
-        if base_path.resolve() == path.resolve():
+    base_path = _extended_file(path, vocabulary)
+    if base_path is not None:
+        base_path = base_path.resolve()
+        if base_path == path.resolve():
             raise VocabularyError(f"{path}: extends: a file cannot extend itself")
         base = vocabulary_load(base_path, base_path.stat().st_mtime_ns)
         if base_path.resolve() == DEFAULT_VOCABULARY_FILE.resolve():
@@ -337,7 +336,14 @@ def vocabulary_schema() -> dict[str, Any]:
 
 
 def vocabulary_checked(path: Path) -> list[str]:
-    """The problems of a vocabulary file, each `FILE:LINE: field: message`; none when it loads."""
+    """The problems of a vocabulary file and of the file it extends, each `FILE:LINE: field:
+    message` (every PromQL template of both parsed); none when it loads."""
+    return _problems(path, seen=frozenset())
+
+
+def _problems(path: Path, *, seen: frozenset[Path]) -> list[str]:
+    if path.resolve() in seen:
+        return [f"{path}: extends: the files extend each other"]
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -361,11 +367,23 @@ def vocabulary_checked(path: Path) -> list[str]:
     ]
     if problems:
         return problems
+    base = _extended_file(path, vocabulary)
+    if base is not None and base.resolve() != path.resolve():
+        # The file it extends is checked as its own: its templates are sent too.
+        problems = _problems(base, seen=seen | {path.resolve()})
+        if problems:
+            return problems
     try:
         vocabulary_load(path, path.stat().st_mtime_ns)
-    except VocabularyError as exc:  # the file it extends
+    except VocabularyError as exc:  # a file extending itself
         return [str(exc)]
     return []
+
+
+def _extended_file(path: Path, vocabulary: Vocabulary) -> Path | None:
+    if not vocabulary.extends:
+        return None
+    return DEFAULT_VOCABULARY_FILE if vocabulary.extends is True else (path.parent / str(vocabulary.extends))
 
 
 def _template_error(template: str) -> str | None:

@@ -86,7 +86,7 @@ def test_another_worlds_metrics_are_read_by_their_name_and_help_words():
 
     assert vocabulary.promql_topics == {
         "memory": ['ledger_heap_used_bytes{service="{service}"}'],
-        "error": ['rate(ledger_posting_failures_total{service="{service}"}[5m])'],
+        "error": ['sum by (service) (rate(ledger_posting_failures_total{service="{service}"}[5m]))'],
     }
     assert vocabulary.alert_topics == {"LedgerPostingsFailing": "error"}
 
@@ -140,3 +140,34 @@ def test_check_parses_every_template_and_names_the_line_of_one_that_is_not_promq
     ]
     with pytest.raises(CommandError, match="unclosed left parenthesis"):
         call_command("vocabulary", "--check", str(bad))
+
+
+def test_check_parses_the_templates_of_the_file_a_vocabulary_extends(tmp_path):
+    base = tmp_path / "base.json"
+    base.write_text(
+        "{\n"
+        '  "groups": {"disk": ["磁盘"]},\n'
+        '  "promql_topics": {\n'
+        '    "disk": ["rate(node_disk_io_time_seconds_total{service=\\"{service}\\"}[5m]"]\n'
+        "  }\n"
+        "}\n"
+    )
+    team = tmp_path / "team.json"
+    team.write_text('{"extends": "base.json", "groups": {"memory": ["内存"]}}\n')
+
+    assert vocabulary_checked(team) == [
+        f"{base}:4: promql_topics.disk.0: not PromQL: unclosed left parenthesis"
+    ]
+
+
+def test_check_names_a_file_it_extends_that_cannot_be_read_and_files_that_extend_each_other(tmp_path):
+    team = tmp_path / "team.json"
+    team.write_text('{"extends": "missing.json"}\n')
+    [problem] = vocabulary_checked(team)
+    assert problem.startswith(f"{tmp_path / 'missing.json'}: cannot read")
+
+    (tmp_path / "a.json").write_text('{"extends": "b.json"}\n')
+    (tmp_path / "b.json").write_text('{"extends": "a.json"}\n')
+    assert vocabulary_checked(tmp_path / "a.json") == [
+        f"{tmp_path / 'a.json'}: extends: the files extend each other"
+    ]

@@ -1,7 +1,8 @@
 """`manage.py vocabulary`: a starter vocabulary from the configured Prometheus (`--from-prometheus
-[--out FILE]`; metric and alert names that are not names are left out), a file checked against the
-format and each PromQL template parsed (`--check FILE`, naming the line of an error), or the format
-itself as JSON Schema (`--schema`, the file `tools/data/vocabulary.schema.json`)."""
+[--out FILE]`; it extends the shipped vocabulary; metric and alert names that are not names are left
+out), a file checked against the format and each PromQL template parsed, its own and those of the file
+it extends (`--check FILE`, naming the line of an error), or the format itself as JSON Schema
+(`--schema`, the file `tools/data/vocabulary.schema.json`)."""
 
 from __future__ import annotations
 
@@ -46,11 +47,16 @@ class Command(BaseCommand):
             raise CommandError("--from-prometheus needs DIAGNOSIS_PROMETHEUS_URL")
         source = PrometheusSource(url)
         try:
-            vocabulary = vocabulary_from_source(
-                metadata=source.data("/api/v1/metadata") or {},
-                metric_names=source.label_values("__name__"),
-                rules=source.alerting_rules(),
-            )
+            # Many small reads of one server (the labels of the metrics a template is written for).
+            with source.one_client():
+                vocabulary = vocabulary_from_source(
+                    metadata=source.data("/api/v1/metadata") or {},
+                    metric_names=source.label_values("__name__"),
+                    rules=source.alerting_rules(),
+                    label_names=lambda series: frozenset(source.label_names(match=series)),
+                    quantile_values=lambda summary: source.label_values("quantile", match=summary),
+                    service_labels=settings.DIAGNOSIS["SERVICE_LABELS"],
+                )
         except SourceError as exc:
             raise CommandError(str(exc)) from exc
         text = json.dumps(
@@ -58,8 +64,10 @@ class Command(BaseCommand):
         )
         if out:
             Path(out).write_text(text + "\n", encoding="utf-8")
+            templates = sum(len(queries) for queries in vocabulary.promql_topics.values())
             self.stdout.write(
-                f"{out}: {len(vocabulary.groups)} topics, {len(vocabulary.alert_topics)} alerts"
+                f"{out}: {len(vocabulary.groups)} topics, {templates} templates,"
+                f" {len(vocabulary.alert_topics)} alerts (extends the shipped vocabulary)"
             )
         else:
             self.stdout.write(text)
