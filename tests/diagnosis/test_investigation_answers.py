@@ -52,6 +52,9 @@ def test_what_changed_before_an_alert_lists_the_moves_by_time():
         "payment-service（日志「CPU使用率过高」升高，14:51起，86.0% → 92.0%）"
     )
     assert [s["ask"]["kind"] for s in round_record(session)["slots"]] == ["change"]
+    # "What" is what a change ask answers: nothing is left unread.
+    assert "未能理解所问" not in session.answer
+    assert session.verdict == "PASS"
 
 
 def test_the_answer_page_draws_the_candidates_moves_on_a_timeline():

@@ -36,6 +36,8 @@ class Change(AskKind):
     name = "change"
     label = "变化"
     words = "change"
+    # "What changed before …", "which moved first", "when did it start".
+    answers = frozenset({"what", "which", "when"})
     call_budget = MAX_SIGNALS + 1
 
     def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:
