@@ -82,6 +82,21 @@ class EvidenceBinding(BaseModel):
         )
 
 
+class RankedCandidate(BaseModel):
+    """A root-cause candidate (or a change) as code ranked and said it (§23), with the refs its
+    numbers come from: what the llm engine is given to explain, and what a model's root cause must be."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    subject: str
+    mechanism: str
+    # The time of day it began (`HH:MM`), and its level before → after, as the conclusion says them.
+    onset: str
+    before: str
+    after: str
+    bindings: list[EvidenceBinding]
+
+
 class Claim(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -170,6 +185,10 @@ class ExecutorInput:
     open_asks: list[str] = field(default_factory=list)
     # The series an investigation's candidates rest on (verified): findings to state, with their refs.
     inference_refs: list[EvidenceBinding] = field(default_factory=list)
+    # The investigation's ranked candidates (verified), and the calls they were computed from (every
+    # range series read): a model is given the candidates instead of those calls' results.
+    candidates: list[RankedCandidate] = field(default_factory=list)
+    computed_from: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

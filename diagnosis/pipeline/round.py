@@ -36,6 +36,7 @@ from diagnosis.pipeline.contracts import (
     PlannerInput,
     PlannerOutput,
     PlanStep,
+    RankedCandidate,
     VerifierInput,
     VerifierOutput,
 )
@@ -297,6 +298,9 @@ class AskedCalls:
     open_asks: list[str] = field(default_factory=list)
     # What the inferences among them (root-cause candidates) rest on: the executor states it.
     inference_refs: list[EvidenceBinding] = field(default_factory=list)
+    # The investigations' ranked candidates, and the calls they were computed from.
+    candidates: list[RankedCandidate] = field(default_factory=list)
+    computed_from: list[int] = field(default_factory=list)
 
 
 def _asks_called(
@@ -330,6 +334,8 @@ def _asks_called(
         conclusions=conclusion_lines(answered),
         open_asks=open_asks(answered),
         inference_refs=[b for slot in answered if slot.filled and slot.inference for b in slot.bindings],
+        candidates=[c for slot in answered if slot.filled for c in slot.candidates],
+        computed_from=list(dict.fromkeys(i for slot in answered if slot.filled for i in slot.computed_from)),
     )
 
 
@@ -418,6 +424,8 @@ def _executor_run(
         conclusions=asked_calls.conclusions,
         open_asks=asked_calls.open_asks,
         inference_refs=asked_calls.inference_refs,
+        candidates=asked_calls.candidates,
+        computed_from=asked_calls.computed_from,
     )
     return stage_run(recorder, round_number, Stage.EXECUTOR, lambda: engine.execute(stage_input, toolbox))
 

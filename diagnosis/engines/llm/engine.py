@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from diagnosis import tracing
 from diagnosis.engines.llm.context import (
+    candidate_for_model,
     estimated_tokens,
     prompt_budget,
     tool_message_for_model,
@@ -223,11 +224,15 @@ class LLMEngine:
                 "round": stage_input.round,
                 "plan": stage_input.plan.model_dump(),
                 "retry_context": stage_input.retry_context,
+                # The investigation's range results reach the model as its candidates, not one by one.
                 "prior_tool_messages": [
-                    tool_message_for_model(r.model_message()) for r in stage_input.prior_results
+                    tool_message_for_model(r.model_message())
+                    for r in stage_input.prior_results
+                    if r.invocation_id not in stage_input.computed_from
                 ],
                 "conclusions": stage_input.conclusions,
                 "open_asks": stage_input.open_asks,
+                "candidates": [candidate_for_model(c) for c in stage_input.candidates],
                 "max_tool_calls": toolbox.remaining_calls,
             },
             tools=tools,
