@@ -43,6 +43,7 @@ from diagnosis.pipeline.contracts import (
 from diagnosis.pipeline.focus import QuestionFocus, World
 from diagnosis.pipeline.gatekeeper import GatekeeperResult, gatekeep
 from diagnosis.pipeline.guards import (
+    CANDIDATE_RULE,
     RESTATED_RULE,
     GuardedOutput,
     RoundContext,
@@ -232,7 +233,7 @@ def _judgement(
         guidance_tools=recorder.guidance_tools,
         names=context.world.fact_names,
         # An executor that stated nothing beyond the slots (nothing at all, e.g. a health question, or
-        # only restatements of their lines) is answered by the slots alone; claims it did state are what
+        # only restatements of their lines, or root causes code dropped) is answered by the slots alone; claims it did state are what
         # the verdict judges, also when a guard blocked them.
         slot_facts=[_slot_fact(slot) for slot in context.slots if slot.filled]
         if _nothing_beyond_slots(executor_call, guarded)
@@ -249,7 +250,8 @@ def _judgement(
 def _nothing_beyond_slots(executor_call: StageCall[ExecutorOutput], guarded: GuardedOutput) -> bool:
     if guarded.kept_output.claims or executor_call.parse_status.status == "parse_failed":
         return False
-    return all(guard == RESTATED_RULE for guard in guarded.blocked_by().values())
+    # A restated conclusion, or a root cause beyond the ranked candidates: the slots say what stands.
+    return all(guard in (RESTATED_RULE, CANDIDATE_RULE) for guard in guarded.blocked_by().values())
 
 
 def _prior_results(

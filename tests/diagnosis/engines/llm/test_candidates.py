@@ -91,8 +91,13 @@ def test_a_root_cause_the_model_adds_without_evidence_is_dropped(fake_llm, eithe
     # The conclusion is code's ranked list; the invented cause is nowhere in the answer.
     assert f"结论：根因候选：{subject}（" in session.answer
     assert invented not in session.answer
-    # Only the candidates left: an inference, never a PASS in that round.
-    assert record["verdict"] == "LOW_CONFID"
+    # Answered by the candidates, as if nothing had been added: an inference, with its disclaimer, and
+    # no second round to look for what the model made up.
+    assert (session.verdict, session.output_type, session.rounds) == (
+        "LOW_CONFID",
+        "LOW_CONFID_WITH_DISCLAIMER",
+        1,
+    )
 
 
 def test_a_root_cause_about_a_ranked_candidate_with_evidence_is_kept(fake_llm, either_world):
