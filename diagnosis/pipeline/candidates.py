@@ -30,12 +30,15 @@ HYPOTHESIS_NOT_RANKED = "假设涉及的服务不在根因候选中（{names}）
 UNNAMED = "未指明服务"
 
 
-def ranked_subjects(slots: Sequence[Slot]) -> set[str] | None:
-    """The subjects of the candidates the round's investigations ranked; None when none ran."""
+def ranked_subjects(slots: Sequence[Slot]) -> tuple[set[str], set[str]] | None:
+    """The subjects of the candidates the round's investigations ranked, and the services those asked
+    about (the symptom an explanation names beside its cause); None when no investigation ran."""
     investigations = [slot for slot in slots if KINDS[slot.ask.kind].investigates]
     if not investigations:
         return None
-    return {candidate.subject for slot in investigations if slot.filled for candidate in slot.candidates}
+    ranked = {candidate.subject for slot in investigations if slot.filled for candidate in slot.candidates}
+    asked = {name for slot in investigations for name in (slot.ask.service, slot.ask.subject) if name}
+    return ranked, asked
 
 
 def unranked_candidates_blocked(
@@ -47,12 +50,13 @@ def unranked_candidates_blocked(
 ) -> ScopeResult:
     """`output` without the root causes (claims) and hypotheses that are not among the ranked candidates."""
     result = ScopeResult(kept_output=output)
-    ranked = ranked_subjects(slots)
-    if ranked is None:
+    investigated = ranked_subjects(slots)
+    if investigated is None:
         return result
+    ranked, asked = investigated
     kept = []
     for claim in output.claims:
-        why = _why_blocked(claim, ranked, inventory, subjects)
+        why = _why_blocked(claim, ranked, asked, inventory, subjects)
         if why:
             result.blocked_claims.append(claim)
             result.warnings.append(RuleMessage(rule=CANDIDATE_RULE, message=why, claim_id=claim.claim_id))
@@ -60,7 +64,7 @@ def unranked_candidates_blocked(
             kept.append(claim)
     hypotheses = []
     for hypothesis in output.hypotheses:
-        outside = _outside(set(inventory.services_in(hypothesis)), ranked, inventory)
+        outside = _outside(set(inventory.services_in(hypothesis)), ranked | asked, inventory)
         if outside:
             result.warnings.append(
                 RuleMessage(
@@ -86,6 +90,7 @@ def states_cause(claim: Claim) -> bool:
 def _why_blocked(
     claim: Claim,
     ranked: Collection[str],
+    asked: Collection[str],
     inventory: Inventory,
     subjects: Mapping[tuple[int, str], RecordSubject],
 ) -> str:
@@ -95,17 +100,19 @@ def _why_blocked(
         return NO_EVIDENCE
     if not ranked:
         return NONE_RANKED
-    # What it is about: the services it names, else those of the records it cites.
-    named = set(inventory.services_in(claim.claim_text)) or {
+    # What it is about: the services it names and those of the records it cites. One of them is a
+    # candidate; the others are candidates or the symptom asked about.
+    named = set(inventory.services_in(claim.claim_text)) | {
         service
         for binding in claim.evidence_bindings
         for service in subjects.get(
             (binding.source_invocation_id or 0, binding.raw_path or ""), RecordSubject()
         ).services
     }
-    outside = _outside(named, ranked, inventory)
-    if not named or outside:
-        return NOT_RANKED.format(names="、".join(outside) or UNNAMED)
+    outside = _outside(named, {*ranked, *asked}, inventory)
+    about_candidate = len(_outside(named, ranked, inventory)) < len(named)
+    if outside or not about_candidate:
+        return NOT_RANKED.format(names="、".join(outside or sorted(named)) or UNNAMED)
     return ""
 
 
