@@ -1,12 +1,21 @@
 """The llm engine explains the investigation's ranked candidates and may not add one (§23), through the
 real openai SDK against the local fake server, on the demo world and the shop world."""
 
+import dataclasses
 import json
 
 import pytest
 
+from diagnosis.engines.llm import LLMEngine
+from diagnosis.engines.llm.context import estimated_tokens
 from diagnosis.pipeline.candidates import CANDIDATE_RULE
+from diagnosis.pipeline.contracts import ExecutorInput, PlannerOutput
+from diagnosis.pipeline.investigation.conclusion import candidates_said
+from diagnosis.pipeline.investigation.investigate import investigated
 from diagnosis.services.sessions import session_start
+from diagnosis.services.toolbox import RecordingToolbox
+from tests.diagnosis.pipeline.investigation.test_investigate import WORLDS, recorded
+from tests.factories import DiagnosisSessionFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -153,3 +162,42 @@ def test_a_malformed_executor_reply_degrades_to_the_candidates_as_before(fake_ll
     # Answered by the slots alone: the candidates, an inference, never a PASS.
     assert f"结论：根因候选：{subject}（" in session.answer
     assert record["verdict"] == "LOW_CONFID"
+
+
+@pytest.mark.parametrize("services", WORLDS.values(), ids=WORLDS.keys())
+def test_range_results_reach_the_model_as_their_candidates_not_one_by_one(fake_llm, services):
+    """Over a metrics source: the investigation's range results are not pasted into the prompt; the
+    candidates computed from them carry the refs to cite, and the prompt is smaller for it."""
+    _entry, middle, leaf = services
+    made, results = recorded(services)
+    investigation = investigated(made, results, services=set(services))
+    stage_input = ExecutorInput(
+        query=f"{middle} 为什么变慢？",
+        plan=PlannerOutput(goal="查原因", steps=[], narrow_scope=False, focus=[middle], excluded_topics=[]),
+        round=1,
+        prior_results=results,
+        conclusions=[f"结论：{candidates_said(investigation).text}"],
+        open_asks=[f"{middle} 的原因"],
+        candidates=candidates_said(investigation).candidates,
+        computed_from=investigation.read,
+    )
+    toolbox = RecordingToolbox(session=DiagnosisSessionFactory(query=stage_input.query), round=1, max_calls=4)
+    server = fake_llm()
+
+    LLMEngine().execute(stage_input, toolbox)
+    first = len(server.requests)
+    LLMEngine().execute(dataclasses.replace(stage_input, candidates=[], computed_from=[]), toolbox)
+
+    given, pasted = server.requests[0], server.requests[first]
+    seen = _executor_input(server)
+    assert seen["prior_tool_messages"] == []
+    assert [c["subject"] for c in seen["candidates"]] == [leaf, middle]
+    assert seen["candidates"][0]["refs"] == [
+        {
+            "tool_name": "query_promql",
+            "invocation_id": 11,
+            "raw_path": "$.series[2]",
+            "text": results[0].refs[2].text,
+        }
+    ]
+    assert estimated_tokens(given["messages"]) < estimated_tokens(pasted["messages"])
