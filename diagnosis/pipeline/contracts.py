@@ -179,7 +179,8 @@ class ExecutorInput:
     focus: QuestionFocus = field(default_factory=QuestionFocus)
     # Which label of a metric's series carries a subject (a topic query's matcher goes on it).
     carrier: Carrier | None = None
-    # The `结论` lines code read from the calls already made (the asks' slots they fill, verified).
+    # The `结论` lines code read from the calls already made (the asks' slots they fill, verified); a
+    # slot of ranked candidates is given by its `candidates` instead.
     conclusions: list[str] = field(default_factory=list)
     # The asks those calls leave open (a slot unfilled, or a cause to reason about), by label.
     open_asks: list[str] = field(default_factory=list)

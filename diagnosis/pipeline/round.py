@@ -140,7 +140,9 @@ def round_run(
     context = RoundContext(question.text, focus, excluded, world, invocations, slots, question.unread)
     judged = _judgement(engine, recorder, round_number, executor_call, context, retry_context)
     notes = focus.notes()  # unknown subjects, nothing understood: said to the user, listed as gaps
-    searched = searched_gaps(results=results, output=judged.guarded.kept_output, slots=slots) + unconfigured_gaps(
+    searched = searched_gaps(
+        results=results, output=judged.guarded.kept_output, slots=slots
+    ) + unconfigured_gaps(
         planned=[step.tool for step in plan.steps], tools=asked_calls.world.tools, slots=slots
     )
     verification = _gaps_added(judged.verification, first=notes, last=searched)
@@ -333,7 +335,8 @@ def _asks_called(
     answered = _slots_filled(asks, asked, results, recorder.invocations(), world)
     return replace(
         asked,
-        conclusions=conclusion_lines(answered),
+        # A slot's ranked candidates are given as such, not also as its line (the same words twice).
+        conclusions=conclusion_lines([slot for slot in answered if not slot.candidates]),
         open_asks=open_asks(answered),
         inference_refs=[b for slot in answered if slot.filled and slot.inference for b in slot.bindings],
         candidates=[c for slot in answered if slot.filled for c in slot.candidates],

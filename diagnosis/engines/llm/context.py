@@ -16,6 +16,7 @@ trimmed: without them nothing could be verified.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any
 
 from diagnosis.pipeline.contracts import RankedCandidate
@@ -45,9 +46,12 @@ def tool_message_for_model(message: dict) -> dict:
     return shown
 
 
-def candidate_for_model(candidate: RankedCandidate) -> dict:
+def candidate_for_model(
+    candidate: RankedCandidate, *, shown: Collection[tuple[int | None, str | None]]
+) -> dict:
     """A ranked candidate as the model reads it: its words and numbers, and the refs they come from
-    (in the shape the model cites: tool, invocation, raw_path, text)."""
+    (in the shape the model cites: tool, invocation, raw_path, and the text unless a tool message the
+    model is `shown` already holds that ref)."""
     return {
         "subject": candidate.subject,
         "mechanism": candidate.mechanism,
@@ -55,12 +59,12 @@ def candidate_for_model(candidate: RankedCandidate) -> dict:
         "before": candidate.before,
         "after": candidate.after,
         "refs": [
-            {
-                "tool_name": b.tool_name,
-                "invocation_id": b.source_invocation_id,
-                "raw_path": b.raw_path,
-                "text": _bounded_to(b.evidence_excerpt, CANDIDATE_REF_CHARS),
-            }
+            {"tool_name": b.tool_name, "invocation_id": b.source_invocation_id, "raw_path": b.raw_path}
+            | (
+                {}
+                if (b.source_invocation_id, b.raw_path) in shown
+                else {"text": _bounded_to(b.evidence_excerpt, CANDIDATE_REF_CHARS)}
+            )
             for b in candidate.bindings
         ],
     }

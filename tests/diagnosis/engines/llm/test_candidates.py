@@ -51,7 +51,10 @@ def test_the_ranked_candidates_reach_the_executor_with_their_numbers_and_refs(fa
     session = session_start(query=question, engine="llm", run_inline=True)
 
     seen = _executor_input(server)
-    [conclusion] = [line for line in seen["conclusions"] if "根因候选" in line]
+    # The candidates once: as such, not also as their conclusion line.
+    assert [line for line in seen["conclusions"] if "根因候选" in line] == []
+    [slot] = [s for s in _first_round(session)["slots"] if s["candidates"]]
+    conclusion = slot["conclusion"]
     assert seen["candidates"]
     for candidate in seen["candidates"]:
         assert candidate["subject"] == subject
@@ -60,10 +63,18 @@ def test_the_ranked_candidates_reach_the_executor_with_their_numbers_and_refs(fa
         assert said + f"{candidate['before']} → {candidate['after']}）" in conclusion
         assert candidate["refs"]
         invocations = {i.pk: i for i in session.tool_invocations.all()}
+        shown = {
+            (message["invocation_id"], r["raw_path"]): r["text"]
+            for message in seen["prior_tool_messages"]
+            for r in message["evidence_refs"]
+        }
         for ref in candidate["refs"]:
             recorded = invocations[ref["invocation_id"]]
             assert recorded.tool_name == ref["tool_name"]
-            assert {"raw_path": ref["raw_path"], "text": ref["text"]} in recorded.evidence_refs
+            # Its text once: where a tool message the model is shown already holds it, only there.
+            text = ref.get("text") or shown[(ref["invocation_id"], ref["raw_path"])]
+            assert ("text" in ref) != ((ref["invocation_id"], ref["raw_path"]) in shown)
+            assert {"raw_path": ref["raw_path"], "text": text} in recorded.evidence_refs
     assert session.answer.startswith("结论：根因候选：") or "结论：根因候选：" in session.answer
 
 
@@ -116,19 +127,26 @@ def test_a_root_cause_about_a_ranked_candidate_with_evidence_is_kept(fake_llm, e
         user = next(m["content"] for m in request["messages"] if m["role"] == "user")
         seen = json.loads(user[user.index("<input>") + len("<input>") : user.rindex("</input>")])
         ref = seen["candidates"][0]["refs"][0]
+        text = ref.get("text") or next(
+            r["text"]
+            for message in seen["prior_tool_messages"]
+            if message["invocation_id"] == ref["invocation_id"]
+            for r in message["evidence_refs"]
+            if r["raw_path"] == ref["raw_path"]
+        )
         return {
             "answer_version": "executor_evidence_v2",
             "claims": [
                 {
                     "claim_id": "claim-1",
                     "claim_type": "root_cause",
-                    "claim_text": f"{subject} 的根因候选：{ref['text']}",
+                    "claim_text": f"{subject} 的根因候选：{text}",
                     "evidence_bindings": [
                         {
                             "tool_name": ref["tool_name"],
                             "source_invocation_id": ref["invocation_id"],
                             "raw_path": ref["raw_path"],
-                            "evidence_excerpt": ref["text"],
+                            "evidence_excerpt": text,
                         }
                     ],
                 }
