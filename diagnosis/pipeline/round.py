@@ -140,9 +140,7 @@ def round_run(
     context = RoundContext(question.text, focus, excluded, world, invocations, slots, question.unread)
     judged = _judgement(engine, recorder, round_number, executor_call, context, retry_context)
     notes = focus.notes()  # unknown subjects, nothing understood: said to the user, listed as gaps
-    searched = searched_gaps(
-        results=results, output=judged.guarded.kept_output, slots=slots
-    ) + unconfigured_gaps(
+    searched = searched_gaps(results=results, output=judged.guarded.kept_output, slots=slots) + unconfigured_gaps(
         planned=[step.tool for step in plan.steps], tools=asked_calls.world.tools, slots=slots
     )
     verification = _gaps_added(judged.verification, first=notes, last=searched)
@@ -235,8 +233,8 @@ def _judgement(
         guidance_tools=recorder.guidance_tools,
         names=context.world.fact_names,
         # An executor that stated nothing beyond the slots (nothing at all, e.g. a health question, or
-        # only restatements of their lines, or root causes code dropped) is answered by the slots alone; claims it did state are what
-        # the verdict judges, also when a guard blocked them.
+        # only restatements of their lines, or root causes code dropped) is answered by the slots alone;
+        # claims it did state are what the verdict judges, also when a guard blocked them.
         slot_facts=[_slot_fact(slot) for slot in context.slots if slot.filled]
         if _nothing_beyond_slots(executor_call, guarded)
         else [],
