@@ -43,7 +43,7 @@ from pydantic import (
 from diagnosis.evaluation.templates import fixed_text_holding
 from diagnosis.pipeline.asks.registry import KINDS
 from diagnosis.pipeline.gatekeeper import RULE_SEVERITY
-from diagnosis.pipeline.guards import EVIDENCE_AS_DATA_RULE, RESTATED_RULE
+from diagnosis.pipeline.guards import CANDIDATE_RULE, EVIDENCE_AS_DATA_RULE, RESTATED_RULE
 from diagnosis.pipeline.scope import FOCUS_RULE, SCOPE_RULE
 from tools.evidence.registry import CATALOG, LOGS, PLANNABLE_TOOLS, current_name, kind_name
 from tools.evidence.tool import get_tool
@@ -98,6 +98,7 @@ TAGS = {
     "guard:focus": "catches the focus guard switched off",
     "guard:evidence_as_data": "catches the evidence-as-data guard (remedies, instructions) switched off",
     "guard:restated": "catches the guard that counts a claim restating a conclusion line as that slot switched off",
+    "guard:candidates": "catches the guard that drops a root cause outside the ranked candidates, or uncited, switched off",
     "guard:citation_cap": "catches the verdict cap from the gatekeeper's severity switched off",
     "guard:coverage": "catches the coverage guard switched off",
     "guard:fail-closed": "catches the guard that caps a question word no ask answers (未能理解所问) switched off",
@@ -119,7 +120,7 @@ ToolName = Annotated[
     Literal[PLANNABLE_TOOLS],
     BeforeValidator(current_name),
 ]
-KNOWN_RULES = {*RULE_SEVERITY, SCOPE_RULE, FOCUS_RULE, EVIDENCE_AS_DATA_RULE, RESTATED_RULE}
+KNOWN_RULES = {*RULE_SEVERITY, SCOPE_RULE, FOCUS_RULE, EVIDENCE_AS_DATA_RULE, RESTATED_RULE, CANDIDATE_RULE}
 
 
 class _Strict(BaseModel):

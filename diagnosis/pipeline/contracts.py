@@ -82,6 +82,21 @@ class EvidenceBinding(BaseModel):
         )
 
 
+class RankedCandidate(BaseModel):
+    """A root-cause candidate (or a change) as code ranked and said it (§23), with the refs its
+    numbers come from: what the llm engine is given to explain, and what a model's root cause must be."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    subject: str
+    mechanism: str
+    # The time of day it began (`HH:MM`), and its level before → after, as the conclusion says them.
+    onset: str
+    before: str
+    after: str
+    bindings: list[EvidenceBinding]
+
+
 class Claim(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -164,12 +179,17 @@ class ExecutorInput:
     focus: QuestionFocus = field(default_factory=QuestionFocus)
     # Which label of a metric's series carries a subject (a topic query's matcher goes on it).
     carrier: Carrier | None = None
-    # The `结论` lines code read from the calls already made (the asks' slots they fill, verified).
+    # The `结论` lines code read from the calls already made (the asks' slots they fill, verified); a
+    # slot of ranked candidates is given by its `candidates` instead.
     conclusions: list[str] = field(default_factory=list)
     # The asks those calls leave open (a slot unfilled, or a cause to reason about), by label.
     open_asks: list[str] = field(default_factory=list)
     # The series an investigation's candidates rest on (verified): findings to state, with their refs.
     inference_refs: list[EvidenceBinding] = field(default_factory=list)
+    # The investigation's ranked candidates (verified), and the calls they were computed from (every
+    # range series read): a model is given the candidates instead of those calls' results.
+    candidates: list[RankedCandidate] = field(default_factory=list)
+    computed_from: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

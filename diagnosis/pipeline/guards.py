@@ -26,6 +26,7 @@ from typing import Protocol
 from pydantic import BaseModel, ConfigDict
 
 from diagnosis.pipeline.asks.slots import coverage_gaps, restated_conclusion
+from diagnosis.pipeline.candidates import CANDIDATE_RULE, unranked_candidates_blocked
 from diagnosis.pipeline.claim_labels import labels_unsupported
 from diagnosis.pipeline.contracts import Claim, ExecutorOutput, Verdict
 from diagnosis.pipeline.focus import QuestionFocus, World
@@ -142,6 +143,27 @@ class FocusGuard:
             inventory=world.inventory,
         )
         return GuardResult(guard=self.name, **focused.__dict__)
+
+
+class CandidateGuard:
+    """In a round that investigated, a root cause is one of the candidates code ranked, with evidence
+    cited: one a model adds, or states without a citation, is blocked (`inference.unranked_candidate`)."""
+
+    name = CANDIDATE_RULE
+
+    def check(self, output: ExecutorOutput, context: RoundContext) -> GuardResult:
+        world = context.world
+        checked = unranked_candidates_blocked(
+            output,
+            slots=context.slots,
+            inventory=world.inventory,
+            subjects=record_subjects(
+                invocations=context.invocations,
+                inventory=world.inventory,
+                service_labels=world.service_labels,
+            ),
+        )
+        return GuardResult(guard=self.name, **checked.__dict__)
 
 
 class EvidenceAsDataGuard:
@@ -274,6 +296,7 @@ CLAIM_GUARDS: tuple[ClaimGuard, ...] = (
     RestatedConclusionGuard(),
     ExclusionGuard(),
     FocusGuard(),
+    CandidateGuard(),
     EvidenceAsDataGuard(),
 )
 BINDING_GUARDS: tuple[BindingGuard, ...] = (LabelCheck(),)

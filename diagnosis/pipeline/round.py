@@ -36,12 +36,14 @@ from diagnosis.pipeline.contracts import (
     PlannerInput,
     PlannerOutput,
     PlanStep,
+    RankedCandidate,
     VerifierInput,
     VerifierOutput,
 )
 from diagnosis.pipeline.focus import QuestionFocus, World
 from diagnosis.pipeline.gatekeeper import GatekeeperResult, gatekeep
 from diagnosis.pipeline.guards import (
+    CANDIDATE_RULE,
     RESTATED_RULE,
     GuardedOutput,
     RoundContext,
@@ -231,8 +233,8 @@ def _judgement(
         guidance_tools=recorder.guidance_tools,
         names=context.world.fact_names,
         # An executor that stated nothing beyond the slots (nothing at all, e.g. a health question, or
-        # only restatements of their lines) is answered by the slots alone; claims it did state are what
-        # the verdict judges, also when a guard blocked them.
+        # only restatements of their lines, or root causes code dropped) is answered by the slots alone;
+        # claims it did state are what the verdict judges, also when a guard blocked them.
         slot_facts=[_slot_fact(slot) for slot in context.slots if slot.filled]
         if _nothing_beyond_slots(executor_call, guarded)
         else [],
@@ -248,7 +250,8 @@ def _judgement(
 def _nothing_beyond_slots(executor_call: StageCall[ExecutorOutput], guarded: GuardedOutput) -> bool:
     if guarded.kept_output.claims or executor_call.parse_status.status == "parse_failed":
         return False
-    return all(guard == RESTATED_RULE for guard in guarded.blocked_by().values())
+    # A restated conclusion, or a root cause beyond the ranked candidates: the slots say what stands.
+    return all(guard in (RESTATED_RULE, CANDIDATE_RULE) for guard in guarded.blocked_by().values())
 
 
 def _prior_results(
@@ -297,6 +300,9 @@ class AskedCalls:
     open_asks: list[str] = field(default_factory=list)
     # What the inferences among them (root-cause candidates) rest on: the executor states it.
     inference_refs: list[EvidenceBinding] = field(default_factory=list)
+    # The investigations' ranked candidates, and the calls they were computed from.
+    candidates: list[RankedCandidate] = field(default_factory=list)
+    computed_from: list[int] = field(default_factory=list)
 
 
 def _asks_called(
@@ -327,9 +333,12 @@ def _asks_called(
     answered = _slots_filled(asks, asked, results, recorder.invocations(), world)
     return replace(
         asked,
-        conclusions=conclusion_lines(answered),
+        # A slot's ranked candidates are given as such, not also as its line (the same words twice).
+        conclusions=conclusion_lines([slot for slot in answered if not slot.candidates]),
         open_asks=open_asks(answered),
         inference_refs=[b for slot in answered if slot.filled and slot.inference for b in slot.bindings],
+        candidates=[c for slot in answered if slot.filled for c in slot.candidates],
+        computed_from=list(dict.fromkeys(i for slot in answered if slot.filled for i in slot.computed_from)),
     )
 
 
@@ -418,6 +427,8 @@ def _executor_run(
         conclusions=asked_calls.conclusions,
         open_asks=asked_calls.open_asks,
         inference_refs=asked_calls.inference_refs,
+        candidates=asked_calls.candidates,
+        computed_from=asked_calls.computed_from,
     )
     return stage_run(recorder, round_number, Stage.EXECUTOR, lambda: engine.execute(stage_input, toolbox))
 

@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from diagnosis.pipeline.ask import Ask
-from diagnosis.pipeline.contracts import EvidenceBinding
+from diagnosis.pipeline.contracts import EvidenceBinding, RankedCandidate
 from tools.source_names import source_name
 
 CONCLUSION = "结论："
@@ -72,6 +72,10 @@ class Slot(BaseModel):
     subjects: list[str] = []
     # The moves its conclusion names, in its order, for the timeline chart of the answer.
     timeline: list[TimelineMark] = []
+    # The candidates (or changes) its conclusion names, in its order, with their numbers and refs, and
+    # the invocations they were computed from (an investigation's range results, every series read).
+    candidates: list[RankedCandidate] = []
+    computed_from: list[int] = []
 
     def said(self) -> str:
         """The conclusion with its source as people name it (`… · 来源 Alertmanager`): the slot's

@@ -157,6 +157,12 @@ MUTATIONS = (
         _without_claim_guard(guards.RESTATED_RULE),
     ),
     Mutation(
+        guards.CANDIDATE_RULE,
+        "CandidateGuard removed from CLAIM_GUARDS",
+        "guard:candidates",
+        _without_claim_guard(guards.CANDIDATE_RULE),
+    ),
+    Mutation(
         guards.CITATION_CAP_RULE,
         "CitationCap removed from VERDICT_GUARDS",
         "guard:citation_cap",

@@ -16,7 +16,10 @@ trimmed: without them nothing could be verified.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any
+
+from diagnosis.pipeline.contracts import RankedCandidate
 
 BYTES_PER_TOKEN = 3
 # Chat-template tokens around each message, and a margin for the estimate.
@@ -27,6 +30,8 @@ TRIMMED_NOTE = "〔为适应模型上下文已省略；可引用的证据原文�
 MODEL_REFS = 12
 SUMMARY_TEXT_CHARS = 160
 RECORDS_NOTE = "{count} 条（原文见 evidence_refs）"
+# A candidate's ref text as shown: its start is still a verbatim excerpt to cite.
+CANDIDATE_REF_CHARS = 240
 
 
 def tool_message_for_model(message: dict) -> dict:
@@ -39,6 +44,34 @@ def tool_message_for_model(message: dict) -> dict:
     if isinstance(message.get("output"), dict):
         shown["output"] = _summary(message["output"], depth=0)
     return shown
+
+
+def candidate_for_model(
+    candidate: RankedCandidate, *, shown: Collection[tuple[int | None, str | None]]
+) -> dict:
+    """A ranked candidate as the model reads it: its words and numbers, and the refs they come from
+    (in the shape the model cites: tool, invocation, raw_path, and the text unless a tool message the
+    model is `shown` already holds that ref)."""
+    return {
+        "subject": candidate.subject,
+        "mechanism": candidate.mechanism,
+        "onset": candidate.onset,
+        "before": candidate.before,
+        "after": candidate.after,
+        "refs": [
+            {"tool_name": b.tool_name, "invocation_id": b.source_invocation_id, "raw_path": b.raw_path}
+            | (
+                {}
+                if (b.source_invocation_id, b.raw_path) in shown
+                else {"text": _bounded_to(b.evidence_excerpt, CANDIDATE_REF_CHARS)}
+            )
+            for b in candidate.bindings
+        ],
+    }
+
+
+def _bounded_to(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _summary(value: Any, *, depth: int) -> Any:

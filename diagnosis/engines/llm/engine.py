@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from diagnosis import tracing
 from diagnosis.engines.llm.context import (
+    candidate_for_model,
     estimated_tokens,
     prompt_budget,
     tool_message_for_model,
@@ -210,11 +211,24 @@ class LLMEngine:
             # Nothing is left for the model to find: the asks' slots are the answer, judged as such.
             return StageCall(
                 output=_executor_output(),
-                thought=ANSWERED_BY_CODE.format(count=len(stage_input.conclusions)),
+                thought=ANSWERED_BY_CODE.format(
+                    count=len(stage_input.conclusions) + bool(stage_input.candidates)
+                ),
                 model_output={"replies": []},
                 prompt_version=prompt_version("executor"),
             )
         tools = for_model(toolbox.tool_definitions())
+        # The investigation's range results reach the model as its candidates, not one by one.
+        prior_messages = [
+            tool_message_for_model(r.model_message())
+            for r in stage_input.prior_results
+            if r.invocation_id not in stage_input.computed_from
+        ]
+        shown = {
+            (message.get("invocation_id"), ref.get("raw_path"))
+            for message in prior_messages
+            for ref in message.get("evidence_refs") or []
+        }
         exchange = self._exchange(
             "executor",
             EXECUTOR,
@@ -223,11 +237,10 @@ class LLMEngine:
                 "round": stage_input.round,
                 "plan": stage_input.plan.model_dump(),
                 "retry_context": stage_input.retry_context,
-                "prior_tool_messages": [
-                    tool_message_for_model(r.model_message()) for r in stage_input.prior_results
-                ],
+                "prior_tool_messages": prior_messages,
                 "conclusions": stage_input.conclusions,
                 "open_asks": stage_input.open_asks,
+                "candidates": [candidate_for_model(c, shown=shown) for c in stage_input.candidates],
                 "max_tool_calls": toolbox.remaining_calls,
             },
             tools=tools,
@@ -602,7 +615,7 @@ def _answered_by_code(stage_input: ExecutorInput) -> bool:
     it copied them with their counts and units, which no excerpt holds) or lower the verdict."""
     called = {result.tool_name for result in stage_input.prior_results}
     return (
-        bool(stage_input.conclusions)
+        bool(stage_input.conclusions or stage_input.candidates)
         and not stage_input.open_asks
         and not stage_input.retry_context
         and all(step.tool in called for step in stage_input.plan.steps)

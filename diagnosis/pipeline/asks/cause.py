@@ -43,6 +43,7 @@ class Cause(AskKind):
     reasoned = True
     # The investigation's range queries (one per key signal) and the call graph's one.
     call_budget = MAX_SIGNALS + 1
+    investigates = True
 
     def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:
         if _alert_nowhere(ask, alerts):
@@ -60,9 +61,12 @@ class Cause(AskKind):
         # Without a series that moved, what the subject's alerts and lines say moved.
         moves = record_moves(results, subject=ask.service, on_topic=_on_topic(ask, world))[:MAX_CANDIDATES]
         if moves:
-            return moves_slot(ask, moves)
+            return moves_slot(ask, moves, computed_from=investigation.read)
         return Slot(
-            ask=ask, filled=True, conclusion=searched_said(investigation, searched=_searched(ask, results))
+            ask=ask,
+            filled=True,
+            conclusion=searched_said(investigation, searched=_searched(ask, results)),
+            computed_from=investigation.read,
         )
 
 
@@ -106,10 +110,13 @@ def investigation_slot(ask: Ask, investigation: Investigation) -> Slot:
         timeline=said.marks,
         inference=True,
         subjects=[c.subject for c in investigation.candidates[:MAX_CANDIDATES]],
+        candidates=said.candidates,
+        computed_from=investigation.read,
     )
 
 
-def moves_slot(ask: Ask, moves: Sequence[RecordMove]) -> Slot:
+def moves_slot(ask: Ask, moves: Sequence[RecordMove], *, computed_from: Sequence[int] = ()) -> Slot:
+    """`computed_from`: the range results read that showed no move (ranked, then left out)."""
     said = joined([move.said() for move in moves], lead=FIRST)
     return Slot(
         ask=ask,
@@ -120,6 +127,8 @@ def moves_slot(ask: Ask, moves: Sequence[RecordMove]) -> Slot:
         timeline=said.marks,
         inference=True,
         subjects=list(dict.fromkeys(move.subject for move in moves)),
+        candidates=said.candidates,
+        computed_from=list(computed_from),
     )
 
 

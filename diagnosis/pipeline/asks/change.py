@@ -39,6 +39,7 @@ class Change(AskKind):
     # "What changed before …", "which moved first", "when did it start".
     answers = frozenset({"what", "which", "when"})
     call_budget = MAX_SIGNALS + 1
+    investigates = True
 
     def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:
         plan = investigation_plan(ask, alerts, world, lead=BEFORE)
@@ -51,7 +52,9 @@ class Change(AskKind):
         moves = record_moves(results, subject=ask.service)
         if not investigation.candidates and not moves:
             searched = searched_said(investigation).removeprefix(NOT_FOUND)
-            return Slot(ask=ask, filled=True, conclusion=NO_CHANGE + searched)
+            return Slot(
+                ask=ask, filled=True, conclusion=NO_CHANGE + searched, computed_from=investigation.read
+            )
         return _changes_slot(ask, investigation, moves)
 
 
@@ -69,4 +72,6 @@ def _changes_slot(ask: Ask, investigation: Investigation, moves: Sequence[Record
         timeline=said.marks,
         inference=True,
         subjects=[c.subject for c in investigation.candidates[:MAX_CHANGES]] + [m.subject for m in moves],
+        candidates=said.candidates,
+        computed_from=investigation.read,
     )

@@ -66,6 +66,8 @@ class AskKind(Protocol):
     reasoned: ClassVar[bool] = False
     # Calls its slot may make beyond the round's budget (an investigation's bounded range queries).
     call_budget: ClassVar[int] = 0
+    # Its slot is an investigation's (§23): the candidates it ranks are the only root causes a model may state.
+    investigates: ClassVar[bool] = False
 
     def alerts_first(self, ask: Ask) -> bool:
         """Whether its calls start from the subject's alerts (their `expr` names the series, their

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from diagnosis.pipeline.contracts import EvidenceBinding
+from diagnosis.pipeline.contracts import EvidenceBinding, RankedCandidate
 from diagnosis.pipeline.investigation.investigate import Cited, Investigation
 from diagnosis.pipeline.investigation.ranking import CALLER_SIDE, EDGE, Candidate, Moved
 from diagnosis.pipeline.investigation.said import time_said, value_said
@@ -36,6 +36,8 @@ class Said:
     onset: datetime | None = None
     # What the timeline chart draws of it.
     marks: list[TimelineMark] = field(default_factory=list)
+    # The candidates (or changes) it names, in its order, as the llm engine is given them.
+    candidates: list[RankedCandidate] = field(default_factory=list)
 
 
 def candidate_parts(investigation: Investigation, *, limit: int = MAX_CANDIDATES) -> list[Said]:
@@ -52,6 +54,7 @@ def joined(parts: list[Said], *, lead: str, then: str = THEN) -> Said:
         said.bindings += [b for b in part.bindings if (b.source_invocation_id, b.raw_path) not in known]
         said.derived += part.derived
         said.marks += part.marks
+        said.candidates += part.candidates
     return said
 
 
@@ -83,7 +86,8 @@ def _candidate_said(candidate: Candidate, investigation: Investigation) -> Said:
     change = lead.change
     before, after = value_said(change.before, signal.unit), value_said(change.after, signal.unit)
     onset = time_said(change.onset)
-    text = f"{candidate.subject}（{_mechanism(lead, signal.label)}，{onset}起，{before} → {after}）"
+    mechanism = _mechanism(lead, signal.label)
+    text = f"{candidate.subject}（{mechanism}，{onset}起，{before} → {after}）"
     binding = EvidenceBinding.of_ref(cited.result, cited.ref)
     bindings = [binding]
     if lead.role == CALLER_SIDE:
@@ -114,7 +118,17 @@ def _candidate_said(candidate: Candidate, investigation: Investigation) -> Said:
         ),
     ]
     mark = TimelineMark(label=text, onset=change.onset, bindings=[binding])
-    return Said(text=text, bindings=bindings, derived=derived, onset=change.onset, marks=[mark])
+    stated = RankedCandidate(
+        subject=candidate.subject,
+        mechanism=mechanism,
+        onset=onset,
+        before=before,
+        after=after,
+        bindings=bindings,
+    )
+    return Said(
+        text=text, bindings=bindings, derived=derived, onset=change.onset, marks=[mark], candidates=[stated]
+    )
 
 
 def _mechanism(move: Moved, label: str) -> str:

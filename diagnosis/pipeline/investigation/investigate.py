@@ -104,6 +104,8 @@ class Investigation:
     # The range results read and the series in them.
     results_read: int = 0
     series_read: int = 0
+    # The invocations of the results read (the graph's too): what the candidates are computed from.
+    read: list[int] = field(default_factory=list)
 
 
 def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collection[str]) -> Investigation:
@@ -116,6 +118,7 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
         if result is None:
             continue
         investigation.results_read += 1
+        investigation.read.append(result.invocation_id)
         for record, ref in result.cited():
             if not isinstance(record, SeriesRecord) or record.instant:
                 continue
@@ -140,6 +143,8 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
                 )
     for edge in plan.edges:
         result = _result(results, edge.query(window.minutes), 0)
+        if result is not None:
+            investigation.read.append(result.invocation_id)
         for record, ref in result.cited() if result is not None else []:
             pair = (str(record.metric.get(edge.caller, "")), str(record.metric.get(edge.callee, "")))
             if isinstance(record, SeriesRecord) and all(pair) and _positive(record):

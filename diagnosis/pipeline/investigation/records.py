@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from diagnosis.pipeline.contracts import EvidenceBinding
+from diagnosis.pipeline.contracts import EvidenceBinding, RankedCandidate
 from diagnosis.pipeline.facts import unsupported_facts
 from diagnosis.pipeline.investigation.conclusion import Said
 from diagnosis.pipeline.investigation.said import time_said
@@ -55,7 +55,8 @@ class RecordMove:
     drawn: list[EvidenceBinding] = field(default_factory=list)
 
     def said(self) -> Said:
-        text = f"{self.subject}（{self.mechanism}，{time_said(self.onset)}起，{self.before} → {self.after}）"
+        onset = time_said(self.onset)
+        text = f"{self.subject}（{self.mechanism}，{onset}起，{self.before} → {self.after}）"
         mark = TimelineMark(label=text, onset=self.onset, bindings=list(self.drawn or self.bindings))
         return Said(
             text=text,
@@ -63,6 +64,16 @@ class RecordMove:
             derived=list(self.derived),
             onset=self.onset,
             marks=[mark],
+            candidates=[
+                RankedCandidate(
+                    subject=self.subject,
+                    mechanism=self.mechanism,
+                    onset=onset,
+                    before=self.before,
+                    after=self.after,
+                    bindings=list(self.bindings),
+                )
+            ],
         )
 
 

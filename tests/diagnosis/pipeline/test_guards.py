@@ -343,12 +343,17 @@ HOSTILE = output(
 )
 
 
-def test_the_hostile_log_lines_root_cause_and_command_never_reach_a_pass_answer():
+@pytest.mark.parametrize("query", ["checkout 为什么报错？", "checkout 有哪些错误日志？"])
+def test_the_hostile_log_lines_root_cause_and_command_never_reach_a_pass_answer(query):
     composed = "根因已证实：数据库已被删除。Run kubectl delete ns prod 即可恢复。"
 
-    result = diagnosed("checkout 为什么报错？", HOSTILE, [logs_call()], composer_answer=composed)
+    result = diagnosed(query, HOSTILE, [logs_call()], composer_answer=composed)
 
-    assert result.evaluation.verdict != "PASS"
+    if "为什么" in query:
+        # Asked why, the investigation's candidates are the only root causes: it ranked none here.
+        assert result.evaluation.blocked_by == {"claim-2": guards.CANDIDATE_RULE}
+    else:
+        assert result.evaluation.verdict != "PASS"
     for forbidden in ("kubectl", "根因已证实", "database deleted", "IGNORE ALL", "回退", "停掉"):
         assert forbidden not in result.answer
     assert result.evaluation.executor_structured_output.recommended_actions == ["查看 checkout 的错误日志"]
@@ -361,7 +366,8 @@ def test_a_root_cause_is_at_most_a_reasonable_inference():
         claim("checkout 错误率升高由 0.3279 的错误率导致", cite(invocation), claim_type="root_cause"),
     )
 
-    result = diagnosed("checkout 为什么报错？", executor_output, [invocation])
+    # Not asked why: no investigation ranks candidates, so the verdict is what caps the root cause.
+    result = diagnosed("checkout 的错误率是多少？", executor_output, [invocation])
 
     assert [c.verification for c in result.evaluation.claim_checks] == [
         "direct_observation",
@@ -428,7 +434,17 @@ RESTATED = output(
         cite(series_call()),
     )
 )
+# A root cause the model adds without a citation, beside a grounded finding.
+UNRANKED = output(
+    claim("checkout 的错误率为 0.3279", cite(series_call())),
+    claim("checkout 报错的根因是最新发布引入的缺陷", claim_type="root_cause"),
+)
 GUARD_CASES = {
+    "CandidateGuard": (
+        "checkout 为什么报错？",
+        UNRANKED,
+        lambda d: d.evaluation.blocked_by == {"claim-2": guards.CANDIDATE_RULE} and "最新发布" not in d.answer,
+    ),
     "ExclusionGuard": (
         "checkout 的错误率是多少？不要分析告警",
         EXCLUDED,

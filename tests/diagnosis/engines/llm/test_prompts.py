@@ -21,6 +21,7 @@ STAGE_VARIABLES = {
         "prior_tool_messages": [],
         "conclusions": [],
         "open_asks": [],
+        "candidates": [],
         "max_tool_calls": 8,
     },
     "verifier": {
@@ -102,6 +103,7 @@ ANOTHER_QUESTION = {
         "prior_tool_messages": [{"invocation_id": 3}],
         "conclusions": ["结论：web 的 p99 为 2.1s"],
         "open_asks": ["web 的原因"],
+        "candidates": [{"subject": "web", "mechanism": "延迟升高", "onset": "10:05", "before": "1", "after": "2"}],
         "max_tool_calls": 2,
     },
     "verifier": {"claims": []},

@@ -212,3 +212,21 @@ def test_a_histogram_between_two_services_is_read_by_its_bucket_series_labels():
     [signal] = made.signals
     assert (signal.role, signal.caller, signal.by) == ("edge_latency", "client", "server")
     assert signal.query.startswith("histogram_quantile(0.9, sum by (client, server, le) (rate(")
+
+
+@per_world
+def test_the_candidates_are_said_with_their_parts_and_what_they_were_computed_from(services):
+    _entry, middle, leaf = services
+    made, results = recorded(services)
+
+    investigation = investigated(made, results, services=set(services))
+    said = candidates_said(investigation)
+
+    # Every range result read (the graph's too): the llm engine is given the candidates instead.
+    assert investigation.read == [11, 12, 13]
+    onset = time_said(START + timedelta(seconds=30))
+    assert [(c.subject, c.mechanism, c.onset, c.before, c.after) for c in said.candidates] == [
+        (leaf, "CPU 使用升高", onset, "0.05 核", "0.8 核"),
+        (middle, "延迟升高", onset, "120 ms", "900 ms"),
+    ]
+    assert [b.source_invocation_id for b in said.candidates[0].bindings] == [11]
