@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 ENGINES = ("rules", "llm")
@@ -62,7 +62,12 @@ class Row:
 
 
 def conclusion_lines(answer: str) -> list[str]:
-    return [line.strip() for line in answer.splitlines() if CONCLUSION_LINE.match(line)]
+    """The answer's `结论` lines that say something (not a bare `**结论**` heading)."""
+    return [
+        line.strip()
+        for line in answer.splitlines()
+        if (match := CONCLUSION_LINE.match(line)) and line[match.end() :].strip(" *_:：")
+    ]
 
 
 def holds(*, contains: list[str], numbers: list[tuple[float, float]], line: str) -> bool:
@@ -105,6 +110,18 @@ def queries_sent(session) -> list[str]:
     return list(dict.fromkeys(sent))
 
 
+def asked_at(session) -> datetime:
+    """The instant the session's first call asked its source about (the asks' calls come first, and
+    their slot is the conclusion): the truth is read at the same instant. A session that called
+    nothing: when it was created."""
+    instants = [
+        receipt.evaluated_at
+        for invocation in session.tool_invocations.all()
+        if (receipt := invocation.receipt_record) and receipt.requests
+    ]
+    return min(instants, default=session.created_at)
+
+
 @contextmanager
 def stack_sources(stack) -> Iterator[None]:
     """The stack as a team's sources, with the product's own vocabulary; the llm engine's model is the
@@ -123,11 +140,10 @@ def case_ask(stack, case, engine: str) -> Row:
     """Ask the case's question of one engine (sources already set) and judge the answer."""
     from diagnosis.services.sessions import session_start
 
-    at = datetime.now(UTC)
     started = time.perf_counter()
     session = session_start(query=case.question, engine=engine, run_inline=True)
     seconds = time.perf_counter() - started
-    contains, numbers = case.expected(truth_at(stack, at)) if case.expected else ([], [])
+    contains, numbers = case.expected(truth_at(stack, asked_at(session))) if case.expected else ([], [])
     verdict = session.verdict or session.status
     return Row(
         case=case.name,
