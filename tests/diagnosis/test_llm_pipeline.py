@@ -644,3 +644,49 @@ def test_the_model_is_offered_the_count_of_log_lines_beside_the_search(fake_llm,
 
     offered = {tool["function"]["name"] for tool in server.requests_for("ExecutorOutput")[0]["tools"]}
     assert {"query_logs", "count_logs"} <= offered
+
+
+OTHER_ALERTS = {"demo": ("payment-service", "HighCPUUsage"), "shop": ("catalog", "HighRequestLatency")}
+
+
+def test_a_claim_about_what_was_not_asked_leaves_the_verdict_to_the_asked_slot(
+    fake_llm, one_round, either_world
+):
+    """The focus guard blocks a claim about another service; what was asked is the verified slot, as
+    when the rules engine states nothing beyond it (the llm engine is never below it for that)."""
+    query, fact = EXISTENCE_QUESTIONS[either_world]
+    other, alert = OTHER_ALERTS[either_world]
+    plan = existence_plan(query)
+    plan["steps"].append({"tool": "query_logs", "purpose": "查看相关日志"})
+    binding = {
+        "tool_name": "query_alerts",
+        "source_invocation_id": "{{inv:query_alerts:1}}",
+        "raw_path": "$.alerts[0]",
+        "evidence_excerpt": "{{ref:query_alerts:1:$.alerts[0]}}",
+    }
+    said = f"{other} 当前存在 {alert} 告警"
+    claim = {
+        "claim_id": "claim-1",
+        "claim_type": "observation",
+        "claim_text": said,
+        "evidence_bindings": [binding],
+    }
+    executor = [
+        {"tool_calls": [{"name": "query_alerts", "arguments": {"service": other}}]},
+        {
+            "answer_version": "executor_evidence_v2",
+            "claims": [claim],
+            "hypotheses": [],
+            "missing_info": [],
+            "recommended_actions": [],
+            "diagnosis_summary": said,
+            "user_facing_answer": said,
+        },
+    ]
+    fake_llm({"planner": [plan], "executor": executor})
+
+    session = run(query)
+
+    assert evaluation(session)["blocked_by"] == {"claim-1": "scope.out_of_focus"}
+    assert session.verdict == "PASS" and session.output_type == Output.NORMAL
+    assert fact in session.answer and alert not in session.answer

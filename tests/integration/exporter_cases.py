@@ -84,9 +84,19 @@ POSTGRES_PROBLEM = re.compile(r"\b(?P<level>ERROR|FATAL):  (?P<message>.+)$")
 class Truth:
     """Lookups over the recorder's own raw answers (`truth.json`) and the product's (`recording.json`)."""
 
-    def __init__(self, folder: Path) -> None:
-        self.raw = json.loads((folder / TRUTH_FILE).read_text(encoding="utf-8"))
-        self.exchanges = json.loads((folder / "recording.json").read_text(encoding="utf-8"))["exchanges"]
+    def __init__(self, raw: dict, *, alertmanager_alerts: list[dict]) -> None:
+        self.raw = raw
+        self.alertmanager_alerts = alertmanager_alerts
+
+    @classmethod
+    def read(cls, folder: Path) -> Truth:
+        """The recorded world's truth; Alertmanager's alerts as the recording holds them."""
+        raw = json.loads((folder / TRUTH_FILE).read_text(encoding="utf-8"))
+        exchanges = json.loads((folder / "recording.json").read_text(encoding="utf-8"))["exchanges"]
+        for exchange in exchanges:
+            if exchange["path"] == "/api/v2/alerts":
+                return cls(raw, alertmanager_alerts=json.loads(exchange["body"]))
+        raise LookupError("no Alertmanager alerts in the recording")
 
     def series(self, name: str) -> list[dict]:
         return self.raw["queries"][name]["result"]
@@ -127,10 +137,7 @@ class Truth:
         )
 
     def firing_in_alertmanager(self) -> list[dict]:
-        for exchange in self.exchanges:
-            if exchange["path"] == "/api/v2/alerts":
-                return [a["labels"] for a in json.loads(exchange["body"]) if a["status"]["state"] == "active"]
-        raise LookupError("no Alertmanager alerts in the recording")
+        return [a["labels"] for a in self.alertmanager_alerts if a["status"]["state"] == "active"]
 
     def fired(self) -> dict[str, str]:
         """Alert name → severity of every alert that fired in the 30 minutes."""
@@ -392,4 +399,4 @@ def world_subjects() -> list[str]:
 
 
 if __name__ == "__main__":
-    print(f"{cases_write(Truth(WORLD), subjects=world_subjects())} cases written")
+    print(f"{cases_write(Truth.read(WORLD), subjects=world_subjects())} cases written")

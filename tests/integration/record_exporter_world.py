@@ -90,7 +90,7 @@ def main() -> None:
         at = Recording.read(WORLD).recorded_at
         truth = truth_record(stack, at=at, window_minutes=settings.DIAGNOSIS["LOGS_WINDOW_MINUTES"])
     (WORLD / TRUTH_FILE).write_text(json.dumps(truth, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    written = cases_write(Truth(WORLD), subjects=world_subjects())
+    written = cases_write(Truth.read(WORLD), subjects=world_subjects())
     print(f"{written} rec2-* cases written from the recording and the truth at {at.isoformat()}")
 
 
