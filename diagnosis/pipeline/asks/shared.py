@@ -112,7 +112,8 @@ def no_hit(result: ToolResult) -> EvidenceBinding | None:
 
 def alert_text(record: AlertRecord) -> str:
     details = [record.state, record.severity]
-    text = f"{record.service} 的 {record.alert_name} 告警（{'，'.join(d for d in details if d)}）"
+    about = f"{record.subject()} 的 " if record.subject() else ""
+    text = f"{about}{record.alert_name} 告警（{'，'.join(d for d in details if d)}）"
     if record.value not in (None, ""):
         text += f"，当前值 {number_text(str(record.value))}"
     if record.duration:

@@ -119,7 +119,7 @@ def _alert_moves(
             moves.setdefault(
                 (record.service, record.alert_name),
                 RecordMove(
-                    subject=record.service,
+                    subject=record.subject(),
                     mechanism=f"{record.alert_name} 告警触发",
                     onset=started,
                     before=before,

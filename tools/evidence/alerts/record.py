@@ -9,6 +9,9 @@ from tools.evidence.record import EvidenceRecord
 from tools.evidence.summary import SAMPLE_CHARS, bounded, clip
 from tools.numbers import number_text
 
+# Labels that say what an alert is, not what it is about.
+NOT_ITS_SUBJECT = frozenset({"alertname", "alertstate", "severity"})
+
 
 class AlertRecord(EvidenceRecord):
     alert_name: str = ""
@@ -26,6 +29,16 @@ class AlertRecord(EvidenceRecord):
     threshold: Any = None
     # Alertmanager's id of the alert's group: a flapping group is marked by it.
     fingerprint: str = ""
+
+    def subject(self) -> str:
+        """What the alert is about: its service, else the labels its rule kept (`datname=shop` of a
+        rule aggregated by database), else empty."""
+        if self.service:
+            return self.service
+        kept = (
+            f"{name}={value}" for name, value in sorted(self.labels.items()) if name not in NOT_ITS_SUBJECT
+        )
+        return ",".join(kept)
 
     def identity(self) -> str:
         labels = ",".join(f'{name}="{value}"' for name, value in sorted(self.labels.items()))
