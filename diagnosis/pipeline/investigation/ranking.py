@@ -7,8 +7,11 @@ graph moves it up or down:
   that callee (those roles count for less), and the callee gains for each caller it explains;
 - a service whose traffic (requests, bytes) moved while a service calling it moved no later is
   explained by that caller: its load follows its callers;
-- a caller's latency towards the services it calls (client-side) points at those callees, shared
-  among them (a callee that moved nothing of its own, a delay on its network, is still pointed at);
+- a caller's latency towards the services it calls (client-side) points at those callees whose
+  edges from it got slower, else at all of them, shared among them (a callee that moved nothing of
+  its own, a delay on its network, is still pointed at); calls that got faster point at nothing,
+  and a latency that fell is explained by nothing;
+- a service whose own resources moved within a minute of its callees is not explained by them;
 - a slow edge (a caller's view of one callee) is said of the callee, unless the caller fans out:
   when the edges to at least half of a caller's callees (two or more) moved while those callees
   moved nothing of their own, and the caller's own signals moved no later, the common end is the
@@ -93,6 +96,9 @@ def candidates_ranked(moved: Sequence[Moved], *, edges: Iterable[tuple[str, str]
     pointing: dict[str, Moved] = {}
     for move in moved:
         if move.role == CALLER_SIDE:
+            # Calls that got faster point at nothing.
+            if not move.change.rising:
+                continue
             if move.service not in pointing or move.weight > pointing[move.service].weight:
                 pointing[move.service] = move
             continue
@@ -124,14 +130,16 @@ def candidates_ranked(moved: Sequence[Moved], *, edges: Iterable[tuple[str, str]
             by_callee = []
         from_callees = False
         for move in candidate.moves:
-            from_callee = move.role in FROM_CALLEES and bool(by_callee)
+            from_callee = move.role in FROM_CALLEES and move.change.rising and bool(by_callee)
             from_callees |= from_callee
             explained = from_callee or (move.role in FROM_CALLERS and bool(by_caller))
             candidate.score += move.weight * (EXPLAINED if explained else 1.0)
         for callee in by_callee if from_callees else []:
             candidates[callee].explains.append(service)
+    slower = {(m.caller, m.service) for m in moved if m.role == EDGE and m.caller and m.change.rising}
     for caller, move in pointing.items():
-        callees = callees_of.get(caller, set())
+        # The callees whose edges from it got slower, when the graph's latency says; else all.
+        callees = {c for c in callees_of.get(caller, set()) if (caller, c) in slower} or callees_of.get(caller, set())
         for callee in callees:
             candidates[callee].pointed_by.append(caller)
             candidates[callee].pointers.append(move)
@@ -178,7 +186,7 @@ def _fanning_out(moved: Sequence[Moved], graph: set[tuple[str, str]]) -> dict[st
 def _saturated_first(candidate: Candidate, callee_onset: datetime) -> bool:
     """Whether the service's own resources (CPU, memory) moved no later than its callees: then its
     latency is its own, not theirs."""
-    return any(m.role in RESOURCES and m.change.onset <= callee_onset for m in candidate.moves)
+    return any(m.role in RESOURCES and m.change.onset <= callee_onset + SAME_TIME for m in candidate.moves)
 
 
 def _pointed_onset(service: str, pointing: dict[str, Moved], graph: set[tuple[str, str]]) -> datetime:
