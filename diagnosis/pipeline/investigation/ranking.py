@@ -139,7 +139,8 @@ def candidates_ranked(moved: Sequence[Moved], *, edges: Iterable[tuple[str, str]
     slower = {(m.caller, m.service) for m in moved if m.role == EDGE and m.caller and m.change.rising}
     for caller, move in pointing.items():
         # The callees whose edges from it got slower, when the graph's latency says; else all.
-        callees = {c for c in callees_of.get(caller, set()) if (caller, c) in slower} or callees_of.get(caller, set())
+        called = callees_of.get(caller, set())
+        callees = {callee for callee in called if (caller, callee) in slower} or called
         for callee in callees:
             candidates[callee].pointed_by.append(caller)
             candidates[callee].pointers.append(move)
