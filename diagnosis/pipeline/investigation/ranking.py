@@ -12,10 +12,12 @@ graph moves it up or down:
   its own, a delay on its network, is still pointed at); calls that got faster point at nothing,
   and a latency that fell is explained by nothing;
 - a service whose own resources moved within a minute of its callees is not explained by them;
-- a slow edge (a caller's view of one callee) is said of the callee, unless the caller fans out:
-  when the edges to at least half of a caller's callees (two or more) moved while those callees
-  moved nothing of their own, and the caller's own signals moved no later, the common end is the
-  caller (its CPU, its network, its code): those edges and its client-side latency are its own.
+- a slow edge (a caller's view of one callee, or that view grown against the callee's own: a delay
+  on the network between them; one that shrank is no symptom) is said of the callee, unless the
+  caller fans out: when the edges to at least half of a caller's callees (two or more) moved while
+  those callees moved nothing of their own, and the caller's own signals moved no later, the common
+  end is the caller (its CPU, its network, its code): those edges and its client-side latency are
+  its own.
 The earliest onset among the moved services counts too.
 """
 
@@ -28,9 +30,13 @@ from datetime import datetime, timedelta
 
 from diagnosis.pipeline.investigation.change import MOVED, Change
 
-# Roles said of a caller that point at what it calls, and of an edge between two services.
+# Roles said of a caller that point at what it calls, and of an edge between two services: the
+# callee's latency as the caller sees it, and how much longer that is than the callee's own view
+# (the network between them).
 CALLER_SIDE = "client_latency"
 EDGE = "edge_latency"
+GAP = "edge_network"
+EDGES = (EDGE, GAP)
 # Roles a slow or failing callee moves in its callers, and roles that follow a caller's traffic.
 FROM_CALLEES = ("latency", "errors")
 FROM_CALLERS = ("requests", "network_receive", "network_transmit")
@@ -88,7 +94,9 @@ class Candidate:
 def candidates_ranked(moved: Sequence[Moved], *, edges: Iterable[tuple[str, str]] = ()) -> list[Candidate]:
     """The services that moved, most likely cause first."""
     graph = {(caller, callee) for caller, callee in edges if caller != callee}
-    graph |= {(m.caller, m.service) for m in moved if m.role == EDGE and m.caller}
+    graph |= {(m.caller, m.service) for m in moved if m.role in EDGES and m.caller}
+    # A network that got faster is no symptom.
+    moved = [move for move in moved if move.role != GAP or move.change.rising]
     fanned = _fanning_out(moved, graph)
     theirs = {id(move) for moves in fanned.values() for move in moves}
     moved = [move for move in moved if id(move) not in theirs]
@@ -108,9 +116,14 @@ def candidates_ranked(moved: Sequence[Moved], *, edges: Iterable[tuple[str, str]
     callees_of: dict[str, set[str]] = {}
     for caller, callee in graph:
         callees_of.setdefault(caller, set()).add(callee)
-    # A callee that moved nothing of its own (a delay on its network) is still pointed at by its callers.
+    slower = {(m.caller, m.service) for m in moved if m.role in EDGES and m.caller and m.change.rising}
+    pointed_at: dict[str, set[str]] = {}
     for caller in pointing:
-        for callee in callees_of.get(caller, ()):
+        # The callees whose edges from it got slower, when the graph's latency says; else all.
+        called = callees_of.get(caller, set())
+        pointed_at[caller] = {callee for callee in called if (caller, callee) in slower} or called
+        # A callee that moved nothing of its own (a delay on its network) is still pointed at.
+        for callee in pointed_at[caller]:
             own.setdefault(callee, {})
     candidates = {
         service: Candidate(
@@ -118,7 +131,7 @@ def candidates_ranked(moved: Sequence[Moved], *, edges: Iterable[tuple[str, str]
             score=0.0,
             onset=min(m.change.onset for m in roles.values())
             if roles
-            else _pointed_onset(service, pointing, graph),
+            else _pointed_onset(service, pointing, pointed_at),
             moves=sorted(roles.values(), key=lambda m: -m.weight),
         )
         for service, roles in own.items()
@@ -136,11 +149,8 @@ def candidates_ranked(moved: Sequence[Moved], *, edges: Iterable[tuple[str, str]
             candidate.score += move.weight * (EXPLAINED if explained else 1.0)
         for callee in by_callee if from_callees else []:
             candidates[callee].explains.append(service)
-    slower = {(m.caller, m.service) for m in moved if m.role == EDGE and m.caller and m.change.rising}
     for caller, move in pointing.items():
-        # The callees whose edges from it got slower, when the graph's latency says; else all.
-        called = callees_of.get(caller, set())
-        callees = {callee for callee in called if (caller, callee) in slower} or called
+        callees = pointed_at[caller]
         for callee in callees:
             candidates[callee].pointed_by.append(caller)
             candidates[callee].pointers.append(move)
@@ -165,11 +175,11 @@ def _fanning_out(moved: Sequence[Moved], graph: set[tuple[str, str]]) -> dict[st
         callees_of.setdefault(caller, set()).add(callee)
     own_onset: dict[str, datetime] = {}
     for move in moved:
-        if move.role not in (EDGE, CALLER_SIDE, *FROM_CALLERS):
+        if move.role not in (*EDGES, CALLER_SIDE, *FROM_CALLERS):
             own_onset[move.service] = min(own_onset.get(move.service, move.change.onset), move.change.onset)
     edges_from: dict[str, list[Moved]] = {}
     for move in moved:
-        if move.role == EDGE and move.caller and move.change.rising and move.service not in own_onset:
+        if move.role in EDGES and move.caller and move.change.rising and move.service not in own_onset:
             edges_from.setdefault(move.caller, []).append(move)
     fanned = {}
     for caller, edges in edges_from.items():
@@ -190,8 +200,8 @@ def _saturated_first(candidate: Candidate, callee_onset: datetime) -> bool:
     return any(m.role in RESOURCES and m.change.onset <= callee_onset + SAME_TIME for m in candidate.moves)
 
 
-def _pointed_onset(service: str, pointing: dict[str, Moved], graph: set[tuple[str, str]]) -> datetime:
-    return min(move.change.onset for caller, move in pointing.items() if (caller, service) in graph)
+def _pointed_onset(service: str, pointing: dict[str, Moved], pointed_at: dict[str, set[str]]) -> datetime:
+    return min(move.change.onset for caller, move in pointing.items() if service in pointed_at[caller])
 
 
 def _earlier(candidates: dict[str, Candidate], candidate: Candidate, others: Iterable[str]) -> list[str]:

@@ -201,3 +201,48 @@ def test_edges_to_callees_whose_own_latency_moved_stay_theirs(services):
 
     assert ranked[0].subject in (first, second)
     assert ranked[-1].subject == entry
+
+
+@fan_out_worlds
+def test_the_network_into_a_callee_that_got_slower_for_its_callers_is_the_callees(services):
+    """Two callers see the callee slower while the callee's own view stays flat: the time is spent
+    between them, on the callee's network; the callers' own latency follows."""
+    entry, middle, slow, *_ = services
+    moves = [
+        moved(entry, "latency", score=30),
+        moved(middle, "latency", score=20),
+        moved(slow, "edge_network", score=200, caller=entry),
+        moved(slow, "edge_network", score=150, caller=middle),
+    ]
+
+    ranked = candidates_ranked(moves, edges=[(entry, middle), (entry, slow), (middle, slow)])
+
+    assert ranked[0].subject == slow
+    assert ranked[0].lead.role == "edge_network"
+    assert set(ranked[0].explains) == {entry, middle}
+
+
+@fan_out_worlds
+def test_a_callers_network_to_most_of_its_callees_is_its_own(services):
+    entry, *callees = services
+    moves = [
+        moved(entry, "latency", score=8),
+        *(moved(callee, "edge_network", score=40, caller=entry) for callee in callees[:3]),
+    ]
+
+    ranked = candidates_ranked(moves, edges=[(entry, callee) for callee in callees])
+
+    assert [c.subject for c in ranked] == [entry]
+
+
+@per_world
+def test_a_network_that_got_faster_is_no_symptom(services):
+    entry, middle, _ = services
+    moves = [
+        moved(middle, "edge_network", score=80, caller=entry, falling=True),
+        moved(entry, "cpu", score=5),
+    ]
+
+    ranked = candidates_ranked(moves, edges=[(entry, middle)])
+
+    assert [c.subject for c in ranked] == [entry]
