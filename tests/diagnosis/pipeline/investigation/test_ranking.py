@@ -114,6 +114,9 @@ def test_client_side_latency_points_at_the_callees_whose_edges_from_it_got_slowe
     assert pointed[slow] == [entry]
     assert pointed[busy] == []
     assert ranked[0].subject == slow
+    # A callee nothing points at and that moved nothing is no candidate (it would have nothing to say).
+    assert set(pointed) == {slow, busy}
+    assert all(c.lead for c in ranked)
 
 
 @per_world
