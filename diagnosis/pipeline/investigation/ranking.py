@@ -9,15 +9,16 @@ graph moves it up or down:
   explained by that caller: its load follows its callers;
 - a caller's latency towards the services it calls (client-side) points at those callees whose
   edges from it got slower, else at all of them, shared among them (a callee that moved nothing of
-  its own, a delay on its network, is still pointed at); calls that got faster point at nothing,
-  and a latency that fell is explained by nothing;
+  its own, a delay on its network, is still pointed at); calls that got faster point at nothing;
+- a latency that fell (the service got faster) is seldom what made others slow: it counts for
+  less, and no callee explains it;
 - a service whose own resources moved within a minute of its callees is not explained by them;
-- a slow edge (a caller's view of one callee, or that view grown against the callee's own: a delay
-  on the network between them; one that shrank is no symptom) is said of the callee, unless the
-  caller fans out: when the edges to at least half of a caller's callees (two or more) moved while
-  those callees moved nothing of their own, and the caller's own signals moved no later, the common
-  end is the caller (its CPU, its network, its code): those edges and its client-side latency are
-  its own.
+- a slow edge (a caller's view of one callee, or that view grown against the callee's own while
+  the caller sees the call slower: a delay on the network between them) is said of the callee,
+  unless the caller fans out: when the edges to at least half of a caller's callees (two or more)
+  moved while those callees moved nothing of their own, and the caller's own signals moved no
+  later, the common end is the caller (its CPU, its network, its code): those edges and its
+  client-side latency are its own.
 The earliest onset among the moved services counts too.
 """
 
@@ -95,8 +96,9 @@ def candidates_ranked(moved: Sequence[Moved], *, edges: Iterable[tuple[str, str]
     """The services that moved, most likely cause first."""
     graph = {(caller, callee) for caller, callee in edges if caller != callee}
     graph |= {(m.caller, m.service) for m in moved if m.role in EDGES and m.caller}
-    # A network that got faster is no symptom.
-    moved = [move for move in moved if move.role != GAP or move.change.rising]
+    # A network that got faster is no symptom, nor one on an edge its caller does not see slower.
+    seen_slower = {(m.caller, m.service) for m in moved if m.role == EDGE and m.change.rising}
+    moved = [m for m in moved if m.role != GAP or (m.change.rising and (m.caller, m.service) in seen_slower)]
     fanned = _fanning_out(moved, graph)
     theirs = {id(move) for moves in fanned.values() for move in moves}
     moved = [move for move in moved if id(move) not in theirs]
@@ -146,6 +148,8 @@ def candidates_ranked(moved: Sequence[Moved], *, edges: Iterable[tuple[str, str]
             from_callee = move.role in FROM_CALLEES and move.change.rising and bool(by_callee)
             from_callees |= from_callee
             explained = from_callee or (move.role in FROM_CALLERS and bool(by_caller))
+            # A service that got faster is seldom what made others slow.
+            explained |= move.role in (*FROM_CALLEES, EDGE) and not move.change.rising
             candidate.score += move.weight * (EXPLAINED if explained else 1.0)
         for callee in by_callee if from_callees else []:
             candidates[callee].explains.append(service)

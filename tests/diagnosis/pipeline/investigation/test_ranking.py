@@ -216,6 +216,8 @@ def test_the_network_into_a_callee_that_got_slower_for_its_callers_is_the_callee
         moved(middle, "latency", score=20),
         moved(slow, "edge_network", score=200, caller=entry),
         moved(slow, "edge_network", score=150, caller=middle),
+        moved(slow, "edge_latency", score=10, caller=entry),
+        moved(slow, "edge_latency", score=10, caller=middle),
     ]
 
     ranked = candidates_ranked(moves, edges=[(entry, middle), (entry, slow), (middle, slow)])
@@ -230,8 +232,8 @@ def test_a_callers_network_to_most_of_its_callees_is_its_own(services):
     entry, *callees = services
     moves = [
         moved(entry, "latency", score=8),
-        *(moved(callee, "edge_network", score=40, caller=entry) for callee in callees[:3]),
-    ]
+        *(moved(callee, role, score=40, caller=entry) for callee in callees[:3] for role in ("edge_network", "edge_latency")),
+    ]  # fmt: skip
 
     ranked = candidates_ranked(moves, edges=[(entry, callee) for callee in callees])
 
@@ -249,3 +251,24 @@ def test_a_network_that_got_faster_is_no_symptom(services):
     ranked = candidates_ranked(moves, edges=[(entry, middle)])
 
     assert [c.subject for c in ranked] == [entry]
+
+
+@per_world
+def test_a_network_delay_its_caller_does_not_see_slower_is_none(services):
+    """The caller's view grew against the callee's, but the call did not get slower for the caller."""
+    entry, middle, _ = services
+    moves = [moved(middle, "edge_network", score=80, caller=entry), moved(entry, "cpu", score=5)]
+
+    ranked = candidates_ranked(moves, edges=[(entry, middle)])
+
+    assert [c.subject for c in ranked] == [entry]
+
+
+@per_world
+def test_a_service_that_got_faster_counts_for_less_than_one_that_got_slower(services):
+    _, middle, leaf = services
+    moves = [moved(leaf, "latency", score=40, falling=True), moved(middle, "latency", score=20)]
+
+    ranked = candidates_ranked(moves)
+
+    assert [c.subject for c in ranked] == [middle, leaf]
