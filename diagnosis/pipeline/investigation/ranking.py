@@ -3,8 +3,9 @@
 A service's evidence is the agreement of its own signals that moved (each role counted once, by its
 largest move, on a log scale so one huge ratio does not drown three agreeing signals). The call
 graph moves it up or down:
-- a service whose latency or errors moved while a service it calls moved no later is explained by
-  that callee (those roles count for less), and the callee gains for each caller it explains;
+- a service whose latency or errors moved while a service it calls showed a symptom (its latency,
+  errors or resources going up) no later is explained by that callee (those roles count for
+  less), and the callee gains for each caller it explains;
 - a service whose traffic (requests, bytes) moved while a service calling it moved no later is
   explained by that caller: its load follows its callers;
 - a caller's latency towards the services it calls (client-side) points at those callees whose
@@ -19,7 +20,7 @@ graph moves it up or down:
   moved while those callees moved nothing of their own, and the caller's own signals moved no
   later, the common end is the caller (its CPU, its network, its code): those edges and its
   client-side latency are its own.
-The earliest onset among the moved services counts too.
+The earliest symptom (a latency, errors or a resource going up) among the moved services counts too.
 """
 
 from __future__ import annotations
@@ -138,10 +139,24 @@ def candidates_ranked(moved: Sequence[Moved], *, edges: Iterable[tuple[str, str]
         )
         for service, roles in own.items()
     }
+    for caller, move in pointing.items():
+        callees = pointed_at[caller]
+        for callee in callees:
+            candidates[callee].pointed_by.append(caller)
+            candidates[callee].pointers.append(move)
+            candidates[callee].score += POINTED_AT * move.weight / len(callees)
+    symptoms = {service: _symptom_onset(candidate) for service, candidate in candidates.items()}
     for service, candidate in candidates.items():
-        by_callee = _earlier(candidates, candidate, [callee for caller, callee in graph if caller == service])
+        by_callee = sorted(
+            callee
+            for caller, callee in graph
+            if caller == service
+            and callee != service
+            and (onset := symptoms.get(callee)) is not None
+            and onset <= candidate.onset + SAME_TIME
+        )
         by_caller = _earlier(candidates, candidate, [caller for caller, callee in graph if callee == service])
-        if by_callee and _saturated_first(candidate, min(candidates[c].onset for c in by_callee)):
+        if by_callee and _saturated_first(candidate, min(symptoms[c] for c in by_callee)):
             by_callee = []
         from_callees = False
         for move in candidate.moves:
@@ -153,20 +168,14 @@ def candidates_ranked(moved: Sequence[Moved], *, edges: Iterable[tuple[str, str]
             candidate.score += move.weight * (EXPLAINED if explained else 1.0)
         for callee in by_callee if from_callees else []:
             candidates[callee].explains.append(service)
-    for caller, move in pointing.items():
-        callees = pointed_at[caller]
-        for callee in callees:
-            candidates[callee].pointed_by.append(caller)
-            candidates[callee].pointers.append(move)
-            candidates[callee].score += POINTED_AT * move.weight / len(callees)
     for caller, moves in fanned.items():
         if caller in candidates:
             candidates[caller].score += max(move.weight for move in moves)
-    earliest = min((c.onset for c in candidates.values()), default=None)
-    for candidate in candidates.values():
+    earliest = min((onset for onset in symptoms.values() if onset is not None), default=None)
+    for service, candidate in candidates.items():
         candidate.score += EXPLAINS * len(candidate.explains)
         candidate.pointers.sort(key=lambda m: -m.weight)
-        if candidate.onset == earliest:
+        if earliest is not None and symptoms[service] == earliest:
             candidate.score += EARLIEST
     return sorted(candidates.values(), key=lambda c: (-c.score, c.onset, c.subject))
 
@@ -196,6 +205,14 @@ def _fanning_out(moved: Sequence[Moved], graph: set[tuple[str, str]]) -> dict[st
         ):
             fanned[caller] = edges + [m for m in moved if m.role == CALLER_SIDE and m.service == caller]
     return fanned
+
+
+def _symptom_onset(candidate: Candidate) -> datetime | None:
+    """When what a service passes up to its callers began: its latency, errors or resources going up
+    (or its callers' calls to it getting slower), not its traffic (that follows its callers) nor its
+    getting faster."""
+    onsets = [m.change.onset for m in candidate.moves if m.role not in FROM_CALLERS and m.change.rising]
+    return min([*onsets, *(m.change.onset for m in candidate.pointers)], default=None)
 
 
 def _saturated_first(candidate: Candidate, callee_onset: datetime) -> bool:

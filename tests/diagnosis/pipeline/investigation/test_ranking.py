@@ -272,3 +272,16 @@ def test_a_service_that_got_faster_counts_for_less_than_one_that_got_slower(serv
     ranked = candidates_ranked(moves)
 
     assert [c.subject for c in ranked] == [middle, leaf]
+
+
+@per_world
+def test_a_callee_whose_only_earlier_move_is_its_traffic_explains_no_caller(services):
+    """Traffic follows callers: a callee sending more bytes a few minutes before is no symptom that
+    could have made its caller slow, nor the earliest one."""
+    entry, middle, _ = services
+    moves = [moved(entry, "latency", score=20), moved(middle, "network_transmit", score=20, minute=-3)]
+
+    ranked = candidates_ranked(moves, edges=[(entry, middle)])
+
+    assert [c.subject for c in ranked] == [entry, middle]
+    assert ranked[1].explains == []
