@@ -58,11 +58,24 @@ class EdgeShape:
 
 
 @dataclass(frozen=True)
+class EdgeGap:
+    """The time a call spends between two services: its latency as the caller sees it (a family of the
+    edge role whose words hold one of `caller_side`) minus as the callee sees it (one of `callee_side`)."""
+
+    role: str
+    label: str
+    caller_side: tuple[str, ...]
+    callee_side: tuple[str, ...]
+    unit: str = ""
+
+
+@dataclass(frozen=True)
 class SignalRoles:
     roles: tuple[Role, ...]
     edges: tuple[EdgeShape, ...]
     # Roles of series between two services (a caller and a callee label): said of the callee.
     edge_roles: tuple[Role, ...] = ()
+    edge_gap: EdgeGap | None = None
 
     def role(self, name: str) -> Role | None:
         return next((role for role in self.roles if role.role == name), None)
@@ -87,6 +100,9 @@ def signal_roles(path: Path = SIGNAL_ROLES_FILE) -> SignalRoles:
             Role(**{key: _tupled(value) for key, value in role.items()})
             for role in data.get("edge_roles", [])
         ),
+        edge_gap=EdgeGap(**{key: _tupled(value) for key, value in data["edge_gap"].items()})
+        if "edge_gap" in data
+        else None,
     )
 
 

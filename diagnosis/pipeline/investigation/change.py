@@ -1,5 +1,6 @@
 """How one series moved: its onset, its level before and after (medians) and a robust magnitude
-(the shift in units of the spread before it: the median absolute deviation, floored).
+(the shift in units of the spread before it: the median absolute deviation, floored). A series that
+only went back to the level of its whole baseline (an earlier incident ending) did not move.
 
 Pure arithmetic over (time, value) points, so the gatekeeper can compute the same numbers again
 from the cited range result (`window_median`).
@@ -107,6 +108,9 @@ def change_of(
         return None
     score = abs(moved - level) / spread
     if score < MOVED:
+        return None
+    # Back at the level of the whole baseline: the recovery from an earlier incident, not a new move.
+    if abs(moved - statistics.median(before)) / spread < MOVED:
         return None
     return Change(
         onset=onset,

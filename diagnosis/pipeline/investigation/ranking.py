@@ -3,17 +3,24 @@
 A service's evidence is the agreement of its own signals that moved (each role counted once, by its
 largest move, on a log scale so one huge ratio does not drown three agreeing signals). The call
 graph moves it up or down:
-- a service whose latency or errors moved while a service it calls moved no later is explained by
-  that callee (those roles count for less), and the callee gains for each caller it explains;
+- a service whose latency or errors moved while a service it calls showed a symptom (its latency,
+  errors or resources going up) no later is explained by that callee (those roles count for
+  less), and the callee gains for each caller it explains;
 - a service whose traffic (requests, bytes) moved while a service calling it moved no later is
   explained by that caller: its load follows its callers;
-- a caller's latency towards the services it calls (client-side) points at those callees, shared
-  among them (a callee that moved nothing of its own, a delay on its network, is still pointed at);
-- a slow edge (a caller's view of one callee) is said of the callee, unless the caller fans out:
-  when the edges to at least half of a caller's callees (two or more) moved while those callees
-  moved nothing of their own, and the caller's own signals moved no later, the common end is the
-  caller (its CPU, its network, its code): those edges and its client-side latency are its own.
-The earliest onset among the moved services counts too.
+- a caller's latency towards the services it calls (client-side) points at those callees whose
+  edges from it got slower, else at all of them, shared among them (a callee that moved nothing of
+  its own, a delay on its network, is still pointed at); calls that got faster point at nothing;
+- a latency that fell (the service got faster) is seldom what made others slow: it counts for
+  less, and no callee explains it;
+- a service whose own resources moved within a minute of its callees is not explained by them;
+- a slow edge (a caller's view of one callee, or that view grown against the callee's own while
+  the caller sees the call slower: a delay on the network between them) is said of the callee,
+  unless the caller fans out: when the edges to at least half of a caller's callees (two or more)
+  moved while those callees moved nothing of their own, and the caller's own signals moved no
+  later, the common end is the caller (its CPU, its network, its code): those edges and its
+  client-side latency are its own.
+The earliest symptom (a latency, errors or a resource going up) among the moved services counts too.
 """
 
 from __future__ import annotations
@@ -25,9 +32,13 @@ from datetime import datetime, timedelta
 
 from diagnosis.pipeline.investigation.change import MOVED, Change
 
-# Roles said of a caller that point at what it calls, and of an edge between two services.
+# Roles said of a caller that point at what it calls, and of an edge between two services: the
+# callee's latency as the caller sees it, and how much longer that is than the callee's own view
+# (the network between them).
 CALLER_SIDE = "client_latency"
 EDGE = "edge_latency"
+GAP = "edge_network"
+EDGES = (EDGE, GAP)
 # Roles a slow or failing callee moves in its callers, and roles that follow a caller's traffic.
 FROM_CALLEES = ("latency", "errors")
 FROM_CALLERS = ("requests", "network_receive", "network_transmit")
@@ -85,7 +96,10 @@ class Candidate:
 def candidates_ranked(moved: Sequence[Moved], *, edges: Iterable[tuple[str, str]] = ()) -> list[Candidate]:
     """The services that moved, most likely cause first."""
     graph = {(caller, callee) for caller, callee in edges if caller != callee}
-    graph |= {(m.caller, m.service) for m in moved if m.role == EDGE and m.caller}
+    graph |= {(m.caller, m.service) for m in moved if m.role in EDGES and m.caller}
+    # A network that got faster is no symptom, nor one on an edge its caller does not see slower.
+    seen_slower = {(m.caller, m.service) for m in moved if m.role == EDGE and m.change.rising}
+    moved = [m for m in moved if m.role != GAP or (m.change.rising and (m.caller, m.service) in seen_slower)]
     fanned = _fanning_out(moved, graph)
     theirs = {id(move) for moves in fanned.values() for move in moves}
     moved = [move for move in moved if id(move) not in theirs]
@@ -93,6 +107,9 @@ def candidates_ranked(moved: Sequence[Moved], *, edges: Iterable[tuple[str, str]
     pointing: dict[str, Moved] = {}
     for move in moved:
         if move.role == CALLER_SIDE:
+            # Calls that got faster point at nothing.
+            if not move.change.rising:
+                continue
             if move.service not in pointing or move.weight > pointing[move.service].weight:
                 pointing[move.service] = move
             continue
@@ -102,9 +119,14 @@ def candidates_ranked(moved: Sequence[Moved], *, edges: Iterable[tuple[str, str]
     callees_of: dict[str, set[str]] = {}
     for caller, callee in graph:
         callees_of.setdefault(caller, set()).add(callee)
-    # A callee that moved nothing of its own (a delay on its network) is still pointed at by its callers.
+    slower = {(m.caller, m.service) for m in moved if m.role in EDGES and m.caller and m.change.rising}
+    pointed_at: dict[str, set[str]] = {}
     for caller in pointing:
-        for callee in callees_of.get(caller, ()):
+        # The callees whose edges from it got slower, when the graph's latency says; else all.
+        called = callees_of.get(caller, set())
+        pointed_at[caller] = {callee for callee in called if (caller, callee) in slower} or called
+        # A callee that moved nothing of its own (a delay on its network) is still pointed at.
+        for callee in pointed_at[caller]:
             own.setdefault(callee, {})
     candidates = {
         service: Candidate(
@@ -112,38 +134,48 @@ def candidates_ranked(moved: Sequence[Moved], *, edges: Iterable[tuple[str, str]
             score=0.0,
             onset=min(m.change.onset for m in roles.values())
             if roles
-            else _pointed_onset(service, pointing, graph),
+            else _pointed_onset(service, pointing, pointed_at),
             moves=sorted(roles.values(), key=lambda m: -m.weight),
         )
         for service, roles in own.items()
     }
-    for service, candidate in candidates.items():
-        by_callee = _earlier(candidates, candidate, [callee for caller, callee in graph if caller == service])
-        by_caller = _earlier(candidates, candidate, [caller for caller, callee in graph if callee == service])
-        if by_callee and _saturated_first(candidate, min(candidates[c].onset for c in by_callee)):
-            by_callee = []
-        from_callees = False
-        for move in candidate.moves:
-            from_callee = move.role in FROM_CALLEES and bool(by_callee)
-            from_callees |= from_callee
-            explained = from_callee or (move.role in FROM_CALLERS and bool(by_caller))
-            candidate.score += move.weight * (EXPLAINED if explained else 1.0)
-        for callee in by_callee if from_callees else []:
-            candidates[callee].explains.append(service)
     for caller, move in pointing.items():
-        callees = callees_of.get(caller, set())
+        callees = pointed_at[caller]
         for callee in callees:
             candidates[callee].pointed_by.append(caller)
             candidates[callee].pointers.append(move)
             candidates[callee].score += POINTED_AT * move.weight / len(callees)
+    symptoms = {service: _symptom_onset(candidate) for service, candidate in candidates.items()}
+    for service, candidate in candidates.items():
+        by_callee = sorted(
+            callee
+            for caller, callee in graph
+            if caller == service
+            and callee != service
+            and (onset := symptoms.get(callee)) is not None
+            and onset <= candidate.onset + SAME_TIME
+        )
+        by_caller = _earlier(candidates, candidate, [caller for caller, callee in graph if callee == service])
+        if by_callee and _saturated_first(candidate, min(symptoms[c] for c in by_callee)):
+            by_callee = []
+        from_callees = False
+        for move in candidate.moves:
+            from_callee = move.role in FROM_CALLEES and move.change.rising and bool(by_callee)
+            from_callees |= from_callee
+            explained = from_callee or (move.role in FROM_CALLERS and bool(by_caller))
+            # A service that got faster is seldom what made others slow.
+            explained |= move.role in (*FROM_CALLEES, EDGE) and not move.change.rising
+            candidate.score += move.weight * (EXPLAINED if explained else 1.0)
+        for callee in by_callee if from_callees else []:
+            candidates[callee].explains.append(service)
     for caller, moves in fanned.items():
         if caller in candidates:
             candidates[caller].score += max(move.weight for move in moves)
-    earliest = min((c.onset for c in candidates.values()), default=None)
-    for candidate in candidates.values():
+    earliest = min((onset for onset in symptoms.values() if onset is not None), default=None)
+    for service, candidate in candidates.items():
         candidate.score += EXPLAINS * len(candidate.explains)
         candidate.pointers.sort(key=lambda m: -m.weight)
-        if candidate.onset == earliest:
+        if earliest is not None and symptoms[service] == earliest:
             candidate.score += EARLIEST
     return sorted(candidates.values(), key=lambda c: (-c.score, c.onset, c.subject))
 
@@ -156,11 +188,11 @@ def _fanning_out(moved: Sequence[Moved], graph: set[tuple[str, str]]) -> dict[st
         callees_of.setdefault(caller, set()).add(callee)
     own_onset: dict[str, datetime] = {}
     for move in moved:
-        if move.role not in (EDGE, CALLER_SIDE, *FROM_CALLERS):
+        if move.role not in (*EDGES, CALLER_SIDE, *FROM_CALLERS):
             own_onset[move.service] = min(own_onset.get(move.service, move.change.onset), move.change.onset)
     edges_from: dict[str, list[Moved]] = {}
     for move in moved:
-        if move.role == EDGE and move.caller and move.change.rising and move.service not in own_onset:
+        if move.role in EDGES and move.caller and move.change.rising and move.service not in own_onset:
             edges_from.setdefault(move.caller, []).append(move)
     fanned = {}
     for caller, edges in edges_from.items():
@@ -175,14 +207,22 @@ def _fanning_out(moved: Sequence[Moved], graph: set[tuple[str, str]]) -> dict[st
     return fanned
 
 
+def _symptom_onset(candidate: Candidate) -> datetime | None:
+    """When what a service passes up to its callers began: its latency, errors or resources going up
+    (or its callers' calls to it getting slower), not its traffic (that follows its callers) nor its
+    getting faster."""
+    onsets = [m.change.onset for m in candidate.moves if m.role not in FROM_CALLERS and m.change.rising]
+    return min([*onsets, *(m.change.onset for m in candidate.pointers)], default=None)
+
+
 def _saturated_first(candidate: Candidate, callee_onset: datetime) -> bool:
     """Whether the service's own resources (CPU, memory) moved no later than its callees: then its
     latency is its own, not theirs."""
-    return any(m.role in RESOURCES and m.change.onset <= callee_onset for m in candidate.moves)
+    return any(m.role in RESOURCES and m.change.onset <= callee_onset + SAME_TIME for m in candidate.moves)
 
 
-def _pointed_onset(service: str, pointing: dict[str, Moved], graph: set[tuple[str, str]]) -> datetime:
-    return min(move.change.onset for caller, move in pointing.items() if (caller, service) in graph)
+def _pointed_onset(service: str, pointing: dict[str, Moved], pointed_at: dict[str, set[str]]) -> datetime:
+    return min(move.change.onset for caller, move in pointing.items() if service in pointed_at[caller])
 
 
 def _earlier(candidates: dict[str, Candidate], candidate: Candidate, others: Iterable[str]) -> list[str]:

@@ -103,14 +103,74 @@ def key_signals(
     """The families' key signals (at most MAX_SIGNALS, in the roles' order), the service-graph counters
     and how many signals were left out."""
     known = set(series)
+    families = list(families)
     found = [key_signal(family, service_labels=service_labels, series=known) for family in families]
     roles = signal_roles()
     order = [role.role for role in (*roles.roles, *roles.edge_roles)]
     signals = sorted(
         (s for s in found if isinstance(s, KeySignal)), key=lambda s: (order.index(s.role), s.metric)
     )
+    signals += edge_gaps(list(zip(families, found, strict=True)), roles=roles)
     edges = [s for s in found if isinstance(s, EdgeSignal)]
     return signals[:MAX_SIGNALS], edges[:1], max(0, len(signals) - MAX_SIGNALS)
+
+
+def edge_gaps(
+    judged: Sequence[tuple[MetricFamily, KeySignal | EdgeSignal | None]], *, roles: SignalRoles
+) -> list[KeySignal]:
+    """Per pair of edge-latency families by the same labels, one the caller's view (its words hold a
+    `caller_side` word) and one the callee's: the caller's divided by the callee's, how much longer a
+    call takes than the callee spends on it (a delay on the network raises it while the callee's own
+    view stays flat; a ratio, so a fast edge's noise is judged against its own size)."""
+    gap = roles.edge_gap
+    if gap is None:
+        return []
+    edge_latency = [
+        (family, signal)
+        for family, signal in judged
+        if isinstance(signal, KeySignal)
+        and signal.caller
+        and signal.role in {r.role for r in roles.edge_roles}
+    ]
+
+    def side(words: tuple[str, ...], other: tuple[str, ...]) -> list[tuple[MetricFamily, KeySignal]]:
+        said = [(f, s, family_words(f.name, f.help)) for f, s in edge_latency]
+        return [(f, s) for f, s, w in said if w & set(words) and not w & set(other)]
+
+    found = []
+    for client_family, client in side(gap.caller_side, gap.callee_side):
+        for server_family, server in side(gap.callee_side, gap.caller_side):
+            if (server.caller, server.by) != (client.caller, client.by) or server.metric == client.metric:
+                continue
+            labels = f"{client.caller}, {client.by}"
+            query = (
+                f"{_edge_view(client, client_family.type.lower())} / on ({labels}) "
+                f"{_edge_view(server, server_family.type.lower())}"
+            )
+            found.append(
+                KeySignal(
+                    role=gap.role,
+                    label=gap.label,
+                    unit=gap.unit,
+                    metric=client.metric,
+                    by=client.by,
+                    query=query,
+                    caller=client.caller,
+                )
+            )
+    return found[:1]
+
+
+def _edge_view(signal: KeySignal, kind: str) -> str:
+    """One edge's latency, one series per (caller, callee): a histogram's quantile, a summary's or a
+    gauge's largest."""
+    labels = f"{signal.caller}, {signal.by}"
+    if kind == "histogram":
+        bucket = signal.metric if signal.metric.endswith("_bucket") else f"{signal.metric}_bucket"
+        return (
+            f"histogram_quantile({HISTOGRAM_QUANTILE}, sum by ({labels}, le) (rate({bucket}[{RATE_RANGE}])))"
+        )
+    return f"max by ({labels}) ({signal.metric})"
 
 
 def _series_name(name: str, kind: str, series: set[str]) -> str:

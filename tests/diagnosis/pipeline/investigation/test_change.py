@@ -54,6 +54,15 @@ def test_an_earlier_incident_inside_the_baseline_does_not_hide_the_one_asked_abo
     assert change.onset == at(37)
 
 
+def test_a_return_to_the_whole_baselines_level_is_a_recovery_not_a_move():
+    """An earlier incident filled the last minutes before the stated start; the series going back to
+    what it was over the whole baseline is that incident ending."""
+    quiet = [5.0, 5.2, 4.8, 5.1, 4.9]
+    points = minutes([*quiet * 5, 20.0, 21.0, 20.5, 20.0, 20.8, 21.0, 20.2, 20.6, *quiet])
+
+    assert change_of(points, onset_hint=at(35), baseline_start=at(0), end=at(37)) is None
+
+
 def test_a_fall_is_a_change_too():
     points = minutes([*[100.0, 101.0, 99.0, 100.5] * 8, 10.0, 12.0, 11.0])
 

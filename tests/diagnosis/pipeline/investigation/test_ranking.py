@@ -17,12 +17,19 @@ WORLDS = {
     "demo": ("gateway-service", "order-service", "payment-service"),
 }
 per_world = pytest.mark.parametrize("services", WORLDS.values(), ids=WORLDS.keys())
+FAN_OUT_WORLDS = {
+    "shop": ("storefront", "catalog", "basket", "pricing", "billing-db"),
+    "demo": ("gateway-service", "order-service", "user-service", "inventory-service", "payment-service"),
+}
+fan_out_worlds = pytest.mark.parametrize("services", FAN_OUT_WORLDS.values(), ids=FAN_OUT_WORLDS.keys())
 
 
-def moved(service: str, role: str, *, score: float = 20.0, minute: int = 0, caller: str = "") -> Moved:
+def moved(
+    service: str, role: str, *, score: float = 20.0, minute: int = 0, caller: str = "", falling: bool = False
+) -> Moved:
     onset = T0 + timedelta(minutes=minute)
     change = Change(
-        onset=onset, before=1.0, after=2.0, score=score, level_start=T0 - timedelta(minutes=12),
+        onset=onset, before=2.0 if falling else 1.0, after=1.0 if falling else 2.0, score=score, level_start=T0 - timedelta(minutes=12),
         baseline_start=T0 - timedelta(minutes=30), baseline_end=T0 - timedelta(minutes=2), end=onset + timedelta(minutes=5),
     )  # fmt: skip
     return Moved(service=service, role=role, change=change, caller=caller)
@@ -56,6 +63,60 @@ def test_a_caller_whose_own_cpu_moved_first_is_not_explained_by_its_callee(servi
 
     assert ranked[0].subject == entry
     assert ranked[0].lead.role == "cpu"
+
+
+@per_world
+def test_a_caller_whose_cpu_moved_within_the_same_minute_as_its_callee_is_not_explained_by_it(services):
+    """Minute data: a resource moving a few seconds after a callee is still the caller's own."""
+    entry, middle, _ = services
+    moves = [
+        moved(entry, "cpu", score=20, minute=1),
+        moved(entry, "latency", score=20, minute=1),
+        moved(middle, "latency", score=20),
+    ]
+
+    ranked = candidates_ranked(moves, edges=[(entry, middle)])
+
+    assert ranked[0].subject == entry
+    assert ranked[1].explains == []
+
+
+@per_world
+def test_calls_that_got_faster_point_at_nothing_and_explain_nothing(services):
+    """A falling latency is no symptom: neither a caller's client-side one nor its own."""
+    entry, middle, leaf = services
+    moves = [
+        moved(middle, "client_latency", score=50, falling=True),
+        moved(entry, "latency", score=30, falling=True),
+        moved(middle, "cpu", score=5, minute=-1),
+    ]
+
+    ranked = candidates_ranked(moves, edges=[(entry, middle), (middle, leaf)])
+
+    assert leaf not in [c.subject for c in ranked]
+    middle_candidate = next(c for c in ranked if c.subject == middle)
+    assert middle_candidate.explains == []
+
+
+@fan_out_worlds
+def test_client_side_latency_points_at_the_callees_whose_edges_from_it_got_slower(services):
+    entry, slow, busy, *_ = services
+    callees = services[1:]
+    moves = [
+        moved(entry, "client_latency", score=40),
+        moved(slow, "edge_latency", score=10, caller=entry),
+        moved(busy, "requests", score=10),
+    ]
+
+    ranked = candidates_ranked(moves, edges=[(entry, callee) for callee in callees])
+
+    pointed = {c.subject: c.pointed_by for c in ranked}
+    assert pointed[slow] == [entry]
+    assert pointed[busy] == []
+    assert ranked[0].subject == slow
+    # A callee nothing points at and that moved nothing is no candidate (it would have nothing to say).
+    assert set(pointed) == {slow, busy}
+    assert all(c.lead for c in ranked)
 
 
 @per_world
@@ -96,13 +157,6 @@ def test_traffic_that_follows_a_caller_counts_for_less_than_the_caller(services)
     ranked = candidates_ranked(moves, edges=[(entry, middle)])
 
     assert ranked[0].subject == entry
-
-
-FAN_OUT_WORLDS = {
-    "shop": ("storefront", "catalog", "basket", "pricing", "billing-db"),
-    "demo": ("gateway-service", "order-service", "user-service", "inventory-service", "payment-service"),
-}
-fan_out_worlds = pytest.mark.parametrize("services", FAN_OUT_WORLDS.values(), ids=FAN_OUT_WORLDS.keys())
 
 
 @fan_out_worlds
@@ -150,3 +204,84 @@ def test_edges_to_callees_whose_own_latency_moved_stay_theirs(services):
 
     assert ranked[0].subject in (first, second)
     assert ranked[-1].subject == entry
+
+
+@fan_out_worlds
+def test_the_network_into_a_callee_that_got_slower_for_its_callers_is_the_callees(services):
+    """Two callers see the callee slower while the callee's own view stays flat: the time is spent
+    between them, on the callee's network; the callers' own latency follows."""
+    entry, middle, slow, *_ = services
+    moves = [
+        moved(entry, "latency", score=30),
+        moved(middle, "latency", score=20),
+        moved(slow, "edge_network", score=200, caller=entry),
+        moved(slow, "edge_network", score=150, caller=middle),
+        moved(slow, "edge_latency", score=10, caller=entry),
+        moved(slow, "edge_latency", score=10, caller=middle),
+    ]
+
+    ranked = candidates_ranked(moves, edges=[(entry, middle), (entry, slow), (middle, slow)])
+
+    assert ranked[0].subject == slow
+    assert ranked[0].lead.role == "edge_network"
+    assert set(ranked[0].explains) == {entry, middle}
+
+
+@fan_out_worlds
+def test_a_callers_network_to_most_of_its_callees_is_its_own(services):
+    entry, *callees = services
+    moves = [
+        moved(entry, "latency", score=8),
+        *(moved(callee, role, score=40, caller=entry) for callee in callees[:3] for role in ("edge_network", "edge_latency")),
+    ]  # fmt: skip
+
+    ranked = candidates_ranked(moves, edges=[(entry, callee) for callee in callees])
+
+    assert [c.subject for c in ranked] == [entry]
+
+
+@per_world
+def test_a_network_that_got_faster_is_no_symptom(services):
+    entry, middle, _ = services
+    moves = [
+        moved(middle, "edge_network", score=80, caller=entry, falling=True),
+        moved(entry, "cpu", score=5),
+    ]
+
+    ranked = candidates_ranked(moves, edges=[(entry, middle)])
+
+    assert [c.subject for c in ranked] == [entry]
+
+
+@per_world
+def test_a_network_delay_its_caller_does_not_see_slower_is_none(services):
+    """The caller's view grew against the callee's, but the call did not get slower for the caller."""
+    entry, middle, _ = services
+    moves = [moved(middle, "edge_network", score=80, caller=entry), moved(entry, "cpu", score=5)]
+
+    ranked = candidates_ranked(moves, edges=[(entry, middle)])
+
+    assert [c.subject for c in ranked] == [entry]
+
+
+@per_world
+def test_a_service_that_got_faster_counts_for_less_than_one_that_got_slower(services):
+    _, middle, leaf = services
+    moves = [moved(leaf, "latency", score=40, falling=True), moved(middle, "latency", score=20)]
+
+    ranked = candidates_ranked(moves)
+
+    assert [c.subject for c in ranked] == [middle, leaf]
+
+
+@per_world
+def test_a_callee_whose_only_earlier_move_is_its_traffic_explains_no_caller(services):
+    """Traffic follows callers: a callee sending more bytes a few minutes before is no symptom that
+    could have made its caller slow, nor the earliest one."""
+    entry, middle, _ = services
+    moves = [moved(entry, "latency", score=20), moved(middle, "network_transmit", score=20, minute=-3)]
+
+    ranked = candidates_ranked(moves, edges=[(entry, middle)])
+
+    assert [c.subject for c in ranked] == [entry, middle]
+    assert ranked[1].explains == []

@@ -123,3 +123,44 @@ def test_the_signals_read_are_bounded_and_one_query_reads_every_service():
     assert len(signals) == MAX_SIGNALS and left_out == 60 - MAX_SIGNALS
     assert all(s.query.startswith("sum by (service)") for s in signals)
     assert edges == []
+
+
+@pytest.mark.parametrize(
+    ("client", "server", "caller", "callee", "gap"),
+    [
+        (
+            MetricFamily("traces_service_graph_request_client_seconds", "histogram", "Time as seen from the client.", ("client", "server", "le")),
+            MetricFamily("traces_service_graph_request_server_seconds", "histogram", "Time as seen from the server.", ("client", "server", "le")),
+            "client", "server",
+            "histogram_quantile(0.9, sum by (client, server, le) (rate(traces_service_graph_request_client_seconds_bucket[3m])))"
+            " / on (client, server) "
+            "histogram_quantile(0.9, sum by (client, server, le) (rate(traces_service_graph_request_server_seconds_bucket[3m])))",
+        ),
+        (
+            MetricFamily("mesh_call_client_seconds", "summary", "Call time the caller measured.", ("source_workload", "destination_workload", "quantile")),
+            MetricFamily("mesh_call_server_seconds", "summary", "Call time the callee measured.", ("source_workload", "destination_workload", "quantile")),
+            "source_workload", "destination_workload",
+            "max by (source_workload, destination_workload) (mesh_call_client_seconds)"
+            " / on (source_workload, destination_workload) "
+            "max by (source_workload, destination_workload) (mesh_call_server_seconds)",
+        ),
+    ],
+)  # fmt: skip
+def test_an_edges_caller_view_minus_its_callee_view_is_read_as_the_network_between_them(
+    client, server, caller, callee, gap
+):
+    signals, _, _ = key_signals([client, server], service_labels=SERVICE_LABELS)
+
+    [network] = [s for s in signals if s.role == "edge_network"]
+    assert (network.caller, network.by, network.unit) == (caller, callee, "倍")
+    assert network.query == gap
+
+
+def test_one_view_of_an_edge_alone_says_nothing_of_its_network():
+    only = MetricFamily(
+        "traces_service_graph_request_server_seconds", "histogram", "", ("client", "server", "le")
+    )
+
+    signals, _, _ = key_signals([only], service_labels=SERVICE_LABELS)
+
+    assert [s.role for s in signals] == ["edge_latency"]
