@@ -9,6 +9,7 @@ import time
 import pytest
 from django.core.management import call_command
 
+from diagnosis.models import DiagnosisSession
 from tests.integration.exporter_cases import CASES_OF_THE_WORLD
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
@@ -17,8 +18,9 @@ APART_SECONDS = 60
 
 def verdict_of(question: str, capsys) -> str:
     call_command("diagnose", question, "--json")
-    session = json.loads(capsys.readouterr().out)["session"]
-    return f"{session['verdict']}/{session['output_type']}"
+    traced = json.loads(capsys.readouterr().out)["session"]
+    session = DiagnosisSession.objects.get(session_id=traced["session_id"])
+    return f"{session.verdict}/{session.output_type}"
 
 
 def test_every_kind_asked_twice_a_minute_apart_gets_the_same_verdict(exporter_sources, capsys):
