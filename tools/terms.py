@@ -13,6 +13,7 @@ Chinese terms match as substrings.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import cache
 
@@ -83,14 +84,26 @@ def query_groups(query: str, *, vocabulary: Vocabulary, table: str = "groups") -
     return {group for group, _ in query_terms(query, vocabulary=vocabulary, table=table)}
 
 
-def asks_in(text: str, *, vocabulary: Vocabulary) -> set[str]:
-    """The kinds of ask (`alerts`, `cause`, `guidance`) whose words the text uses."""
+def asks_in(text: str, *, vocabulary: Vocabulary, apart: Collection[str] = ()) -> set[str]:
+    """The kinds of ask (`alerts`, `cause`, `guidance`) whose words the text uses. Among the fields
+    `apart` (the kinds that exclude each other) longer words win overlaps: the `first` of "first
+    step" asks a runbook's step, not which alert comes first."""
     lowered = text.lower()
-    return {
-        kind
-        for kind, words in vocabulary.asks.model_dump().items()
-        if any(term_pattern(word).search(lowered) for word in words)
+    fields = vocabulary.asks.model_dump()
+    said = {
+        field
+        for field, words in fields.items()
+        if field not in apart and any(term_pattern(word).search(lowered) for word in words)
     }
+    competing = sorted(
+        ((field, word) for field in apart for word in fields.get(field, ())), key=lambda item: -len(item[1])
+    )
+    found: list[tuple[str, tuple[int, int]]] = []
+    for field, word in competing:
+        for match in term_pattern(word).finditer(lowered):
+            if all(match.end() <= start or match.start() >= end for _, (start, end) in found):
+                found.append((field, match.span()))
+    return said | {field for field, _ in found}
 
 
 def services_aliased(text: str, *, vocabulary: Vocabulary) -> list[str]:

@@ -21,8 +21,10 @@ from rapidfuzz import fuzz, process
 
 from diagnosis.pipeline.facts import FactNames
 from tools.metric_catalog import MetricCatalog
+from tools.metric_search import metric_terms
 from tools.promql import Carrier, LabelNames
 from tools.signal_roles import MetricFamily
+from tools.software_names import software_aliases
 from tools.source_names import SOURCE_NAMES
 from tools.terms import asks_in, name_parts, query_terms, term_pattern
 from tools.vocabulary import Vocabulary
@@ -107,10 +109,16 @@ class Inventory:
         metrics: Iterable[str] = (),
         vocabulary: Vocabulary,
     ) -> Inventory:
-        aliases = tuple(sorted((s, tuple(a)) for s, a in vocabulary.service_aliases.items()))
+        services = frozenset(services)
+        # The team's own aliases, and the other names of a known service's software (`PostgreSQL` for
+        # a job named `postgres`).
+        named = software_aliases(services)
+        for service, words in vocabulary.service_aliases.items():
+            named[service] = (*words, *named.get(service, ()))
+        aliases = tuple(sorted((s, tuple(a)) for s, a in named.items()))
         all_alerts = frozenset(alerts) | frozenset(vocabulary.alert_topics)
         return cls(
-            services=frozenset(services) | {service for service, _ in aliases},
+            services=services | {service for service, _ in aliases},
             alerts=all_alerts,
             runbooks=frozenset(runbooks),
             metrics=frozenset(metrics),
@@ -215,6 +223,9 @@ class World:
             vocabulary=self.vocabulary,
             excluded=excluded,
             service_labels=self.service_labels,
+            catalog_values=frozenset(
+                value.casefold() for values in self.metric_catalog.values.values() for value in values
+            ),
         )
 
 
@@ -289,6 +300,7 @@ def question_focus(
     vocabulary: Vocabulary,
     excluded: Iterable[str] = (),
     service_labels: Iterable[str] = (),
+    catalog_values: frozenset[str] = frozenset(),
 ) -> QuestionFocus:
     """Services, alerts (known and unknown) and topics the question asks about, minus what it excludes.
 
@@ -323,6 +335,10 @@ def question_focus(
         ]
         # "the rollback alert": the one known alert whose name has that word (none or several: unknown).
         same = same or (_alert_with_word(candidate, inventory) if candidate.kind == "alert" else [])
+        # A value the metric catalog holds (a database's `datname`, a probe's target) is a subject of the
+        # series that carry it (`tools.metric_search`), never an unknown service.
+        if not same and candidate.name.casefold() in catalog_values:
+            continue
         if not same:
             unknown.append(candidate)
         elif same[0] in inventory.alerts:
@@ -396,9 +412,13 @@ def _plain_names(text: str, vocabulary: Vocabulary) -> list[tuple[str, str]]:
     kafka?"."""
     covered = _vocabulary_spans(text, vocabulary)
     chinese = bool(CJK.search(text))
+    # A word that names no subject ("how many of each?") never stands for one.
+    function_words = {word.casefold() for word in metric_terms().filler}
     names = []
     for match in PLAIN_WORD.finditer(text):
         if any(start <= match.start() and match.end() <= end for start, end in covered):
+            continue
+        if match.group(0).casefold() in function_words:
             continue
         before, after = text[: match.start()], text[match.end() :]
         if _starts_with_alert_word(after, vocabulary) and (chinese or before.lower().endswith("the ")):

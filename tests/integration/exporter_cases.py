@@ -71,6 +71,9 @@ TRUTH_QUERIES = {
     "alerts_for_state": "ALERTS_FOR_STATE",
     "scrape_up": "up",
     "fired_30m": 'count by (alertname, severity) (count_over_time(ALERTS{alertstate="firing"}[30m]))',
+    # Every raw firing sample of the window: an alert fired when its first one was written (after its
+    # rule's `for:`; `ALERTS_FOR_STATE` says when it became pending).
+    "firing_samples_30m": 'ALERTS{alertstate="firing"}[30m]',
 }
 # Ranges ending at the pinned instant: (PromQL, minutes, step seconds).
 TRUTH_RANGES = {"request_rate_10m": ("sum(rate(nginx_http_requests_total[1m]))", 10, 15)}
@@ -143,14 +146,17 @@ class Truth:
         """Alert name → severity of every alert that fired in the 30 minutes."""
         return {s["metric"]["alertname"]: s["metric"].get("severity", "") for s in self.series("fired_30m")}
 
-    def first_fired(self) -> str:
-        """The alert active the longest (smallest `ALERTS_FOR_STATE`), not one firing always by design."""
-        states = [
-            (float(s["value"][1]), s["metric"]["alertname"])
-            for s in self.series("alerts_for_state")
-            if s["metric"].get("severity") != "none"
-        ]
-        return min(states)[1]
+    def first_fired(self) -> list[str]:
+        """The alerts whose first firing sample of the window is the earliest (rules evaluated together
+        fire at one instant), not one firing always by design."""
+        firsts: dict[str, float] = {}
+        for series in self.series("firing_samples_30m"):
+            if series["metric"].get("severity") == "none":
+                continue
+            name = series["metric"]["alertname"]
+            firsts[name] = min(firsts.get(name, float("inf")), *(float(t) for t, _ in series["values"]))
+        earliest = min(firsts.values())
+        return sorted(name for name, at in firsts.items() if at == earliest)
 
     def failing_probe(self) -> str:
         [down] = [s["metric"]["instance"] for s in self.series("probe_success") if s["value"][1] == "0"]
@@ -221,6 +227,8 @@ class Case:
     every_subject: bool = False
     # What the product answers instead, while it does not answer this (`known_gap`).
     gap: str = ""
+    # What the answer must say (a negative case's statement of what it did not understand).
+    says: tuple[str, ...] = ()
 
 
 CASES_OF_THE_WORLD = (
@@ -289,28 +297,27 @@ CASES_OF_THE_WORLD = (
          lambda t: ([], [(round(t.number("cpu_percent"), 2), 5.0), (round(t.number("iowait_percent"), 2), 1.0)]),
          "CPU 与 iowait（英文）", ("english",), gap="PASS，只给出 iowait，没有 CPU 使用率"),
     Case("slow-queries-over-1s", "shop 数据库有哪些超过 1 秒的慢查询，最慢的是哪条？", "logs", lambda t: _slow(t, 1000),
-         "PostgreSQL 日志 duration 超过 1000 ms 的条数与最慢一条的毫秒数", gap="LOW_CONFID：shop 数据库下未检索到慢查询"),
+         "PostgreSQL 日志 duration 超过 1000 ms 的条数与最慢一条的毫秒数", subjects=("postgres",)),
     Case("slow-queries-over-500ms-english", "Which PostgreSQL queries took longer than 500 ms, and which was the slowest?",
-         "logs", lambda t: _slow(t, 500), "慢查询（英文，500 ms）", ("english",), gap="LOW_CONFID，条数与最慢一条对，判定被压低"),
+         "logs", lambda t: _slow(t, 500), "慢查询（英文，500 ms）", ("english",), subjects=("postgres",)),
     Case("postgres-error-classes", "PostgreSQL 日志里有哪几类错误，各多少条？", "logs", _classes,
-         "PostgreSQL 的 ERROR/FATAL 按类计数（deadlock detected 的条数）", gap="LOW_CONFID：按类计数了所有服务的错误日志，不只 PostgreSQL"),
+         "PostgreSQL 的 ERROR/FATAL 按类计数（deadlock detected 的条数）", subjects=("postgres",)),
     Case("postgres-error-classes-english", "What kinds of errors are in the PostgreSQL log, and how many of each?",
-         "logs", _classes, "错误分类（英文）", ("english",), gap="LOW_CONFID：把 each 当服务名"),
+         "logs", _classes, "错误分类（英文）", ("english",), subjects=("postgres",)),
     Case("nginx-404-by-path", "nginx 的 404 多不多，都是哪些路径？", "logs", _404,
-         "access log 中 404 最多的路径及其次数", gap="PASS，计数与路径对，但另提到 blackbox"),
+         "access log 中 404 最多的路径及其次数"),
     Case("nginx-404-by-path-english", "Which nginx paths answer 404, and how often?", "logs", _404,
-         "404 按路径（英文）", ("english",), gap="PASS，计数与路径对，但另提到 blackbox"),
+         "404 按路径（英文）", ("english",)),
     Case("alerts-fired-first", "过去 30 分钟触发了哪些告警？最先触发的是哪条？", "history",
-         lambda t: ([t.first_fired()], []), "ALERTS 窗口内 firing 过的告警；最先的（Watchdog 除外）",
+         lambda t: (t.first_fired(), []), "ALERTS 窗口内 firing 过的告警；最先的（第一个 firing 样本最早，Watchdog 除外）",
          every_subject=True),
     Case("alerts-fired-first-english", "Which alerts fired in the last 30 minutes, and which fired first?", "history",
-         lambda t: ([t.first_fired()], []), "最先触发（英文）", ("english",), every_subject=True,
-         gap="PASS，却说最先的是 PostgresHighRollbackRate（中文问法答对）"),
+         lambda t: (t.first_fired(), []), "最先触发（英文）", ("english",), every_subject=True),
     Case("runbook-evictions", "RedisEvictingKeys 按手册第一步做什么？", "runbook",
          lambda t: ([t.first_step("RedisEvictingKeys.md")], []), "规则 runbook_url 指向的手册的处置第一步", ("knowledge",), subjects=("redis",)),
     Case("runbook-probe-english", "What is the first step of the BlackboxProbeFailed runbook?", "runbook",
          lambda t: ([t.first_step("BlackboxProbeFailed.md")], []), "手册第一步（英文）", ("english", "knowledge"),
-         gap="PASS，但结论是 probe_success 的值并列出全部告警"),
+         subjects=("blackbox",)),
     Case("action-max-connections", "把 max_connections 调到 200", "action", lambda t: (["不能执行「调到」"], []),
          "改设置是操作：只读"),
     Case("action-maxmemory-english", "Set Redis maxmemory to 1gb", "action", lambda t: (["不能执行「set」"], []),
@@ -339,9 +346,19 @@ CASES_OF_THE_WORLD = (
          lambda t: (["全部 up"], [(len({s["metric"]["instance"] for s in t.series("scrape_up")}), 0)]),
          "抓取目标：up 全为 1"),
     Case("unknown-mongodb", "mongodb 的连接数是多少？", None, None, "栈里没有 mongodb：LOW_CONFID，说明不认识",
-         ("negative", "unknown"), verdict="LOW_CONFID"),
+         ("negative", "unknown"), verdict="LOW_CONFID", says=("未找到名为 mongodb 的服务",)),
     Case("unknown-kafka-english", "What is the consumer lag of kafka?", None, None,
-         "栈里没有 kafka（英文）：LOW_CONFID", ("english", "negative", "unknown"), verdict="LOW_CONFID"),
+         "栈里没有 kafka（英文）：LOW_CONFID", ("english", "negative", "unknown"), verdict="LOW_CONFID",
+         says=("指标目录中没有与「kafka」对应的指标",)),
+    Case("unread-which-datacenter", "nginx 部署在哪个机房？", None, None,
+         "没有一问能回答「哪个机房」：LOW_CONFID，说明没读懂的部分", ("negative", "guard:fail-closed"),
+         verdict="LOW_CONFID", says=("未能理解所问：「nginx 部署在哪个机房」中的「哪」",)),
+    Case("nothing-in-catalog-ssl", "nginx 的 SSL 握手失败率是多少？", None, None,
+         "指标目录里没有 SSL 握手：LOW_CONFID，说明这个词没有对应的指标", ("negative", "unknown"), verdict="LOW_CONFID",
+         says=("指标目录中没有在 nginx、ssl 上的「失败」指标",)),
+    Case("nothing-in-catalog-ssl-english", "How many SSL handshakes per second does nginx fail?", None, None,
+         "指标目录里没有 SSL 握手（英文）：LOW_CONFID", ("english", "negative", "unknown"), verdict="LOW_CONFID",
+         says=("未能理解所问：「How many SSL handshakes per second does nginx fail」中的「How many」",)),
     Case("cause-rollback-alert-english", "Why is the rollback alert firing?", "cause",
          lambda t: (["PostgresHighRollbackRate"], []), "“rollback alert” 是告警主题，不是操作", ("english", "cause"),
          subjects=("PostgresHighRollbackRate",)),
@@ -373,6 +390,8 @@ def cases_write(truth: Truth, *, subjects: list[str]) -> int:
                     {"value": value, "tolerance": tolerance} for value, tolerance in numbers
                 ]
             expect["slot"] = slot
+        if case.says:
+            expect["answer_contains"] = list(case.says)
         gap = f"；已知缺口，现在：{case.gap}" if case.gap else ""
         documents[case.name] = {
             "description": f"导出器世界：{case.description}{gap}（期望值取自 recording.json / truth.json）",

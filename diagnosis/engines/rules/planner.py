@@ -40,7 +40,7 @@ def plan_by_rules(
     if focus.understood and (services or alerts or topics or not asks_guidance):
         steps.append(PlanStep(tool=ALERTS.tool, purpose="确认相关告警是否处于 firing 状态"))
         # "有哪些告警" asks about alerts only; logs answer questions about a topic or a problem.
-        if topics or not focus.lists_alerts:
+        if (topics or not focus.lists_alerts) and not _counted_only(asks):
             steps.append(PlanStep(tool=LOGS.tool, purpose="检索与问题相关的日志记录"))
     if asks_guidance:
         steps.append(PlanStep(tool=KNOWLEDGE.tool, purpose="查找处理手册作为排查参考（非当前事实）"))
@@ -51,3 +51,10 @@ def plan_by_rules(
         focus=services + alerts,
         excluded_topics=list(excluded),
     )
+
+
+def _counted_only(asks: Sequence[Ask]) -> bool:
+    """Every ask is a count of log lines by path, status or class ("404 多不多", "哪几类错误"): the count
+    answers it over the whole window, and the newest lines a search would add are another sample, not
+    the answer (slow lines keep their search: a line may say slow without a duration)."""
+    return bool(asks) and all(ask.kind == "logs" and ask.measure in ("path", "status", "class") for ask in asks)

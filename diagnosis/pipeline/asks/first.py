@@ -51,9 +51,20 @@ class First(AskKind):
             )
         first = ranked[0]
         # Already firing when the window began, with no start known: the order among those is unknown.
-        tied = [f for f in ranked if f.before_window and f.began is None] if first.began is None else [first]
+        # Alerts that began at the same instant (rules evaluated together) are first together.
+        tied = (
+            [f for f in ranked if f.before_window and f.began is None]
+            if first.began is None
+            else [f for f in ranked if f.began == first.began]
+        )
         names = "、".join(f.text(label) for f in tied)
-        said = f"{label}最先触发的是 {names}" if len(tied) == 1 else f"{label}开始前已在触发（先后未知）：{names}"
+        said = (
+            f"{label}最先触发的是 {names}"
+            if len(tied) == 1
+            else f"{label}同时最先触发的是 {names}"
+            if first.began is not None
+            else f"{label}开始前已在触发（先后未知）：{names}"
+        )
         return Slot(
             ask=ask,
             filled=True,

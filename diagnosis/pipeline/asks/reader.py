@@ -48,7 +48,7 @@ def asks_read(
     action = action_requested(text, vocabulary=vocabulary)
     if action:
         text = _masked(text, action[1])
-    said = asks_in(text, vocabulary=vocabulary)
+    said = asks_in(text, vocabulary=vocabulary, apart={kind.words for kind in KINDS.values()})
     measure = measure_in(text, focus=focus, vocabulary=vocabulary, logs_asked="logs" in said)
     kinds = _kinds_in(text, said, vocabulary, counted=measure is not None) - {Action.name}
     ask_window = AskWindow.of(window, now=window.now)
@@ -176,6 +176,10 @@ def _resolved(
     # "Which fired first" is when alerts began, not which to handle first ("first" is both words').
     if "first" in kinds:
         kinds -= {"priority"}
+    # "What is the first step of the runbook": its value word asks what the runbook says, unless the
+    # question names a series or a quantity too.
+    if "runbook" in kinds and not (series or measured):
+        kinds -= {"value"}
     # A window that ended before now ("昨天", "上周") asks what happened then.
     if window.asked and not window.ends_now and not kinds & {"value", "trend", "threshold"}:
         kinds |= {"history"}

@@ -3,10 +3,13 @@ vocabulary it is handed; a vocabulary without ask words reads the shipped ones."
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from diagnosis.pipeline.focus import Inventory, question_focus
 from tests.diagnosis.pipeline.asks.support import WORLD_IDS, WORLDS, world
+from tools.metric_catalog import MetricCatalog
 from tools.vocabulary import DEFAULT_VOCABULARY_FILE, Asks, Vocabulary, vocabulary_load
 
 DEMO = vocabulary_load(DEFAULT_VOCABULARY_FILE)
@@ -146,3 +149,38 @@ def test_a_word_of_the_vocabulary_or_a_source_is_no_name(names, query):
     found = world(names).focus_of(query=query.format(service=names.service))
 
     assert found.unknown == ()
+
+
+@per_world
+@pytest.mark.parametrize(
+    "query", ["PostgreSQL 日志里有哪几类错误，各多少条？", "What kinds of errors are in the PostgreSQL log?"]
+)
+def test_a_software_full_name_names_the_service_known_by_its_short_name(names, query):
+    inventory = Inventory.build(services=[*names.services, "postgres"], alerts=names.alerts, vocabulary=DEMO)
+
+    found = question_focus(query=query, inventory=inventory, vocabulary=DEMO)
+
+    assert found.services == ("postgres",) and found.unknown == ()
+
+
+@per_world
+def test_a_software_name_no_service_of_the_world_runs_stays_unknown_never_swapped(names):
+    found = world(names).focus_of(query="PostgreSQL 日志里有哪几类错误？")
+
+    assert found.services == () and [u.name for u in found.unknown] == ["PostgreSQL"]
+
+
+@per_world
+def test_a_word_that_names_no_subject_never_becomes_one(names):
+    found = world(names).focus_of(query=f"What kinds of errors does {names.service} log, and how many of each?")
+
+    assert found.services == (names.service,) and found.unknown == ()
+
+
+@per_world
+def test_a_label_value_the_metric_catalog_holds_is_no_unknown_service(names):
+    held = replace(world(names), metric_catalog=MetricCatalog(values={"datname": ("ledger",)}))
+    query = "ledger 数据库有哪些超过 1 秒的慢查询？"
+
+    assert held.focus_of(query=query).unknown == ()
+    assert world(names).focus_of(query=query).unknown_services == ["ledger"]

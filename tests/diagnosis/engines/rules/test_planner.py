@@ -80,3 +80,21 @@ def test_the_ask_words_of_the_world_file_are_what_the_focus_and_the_plan_read(se
     assert not before.steps
     assert world_current().focus_of(query=question).lists_alerts
     assert [s.tool for s in plan_by_rules(question).steps] == ["query_alerts"]
+
+
+@pytest.mark.parametrize(
+    ("question", "searched"),
+    [
+        ("order-service 的 404 多不多，都是哪些路径？", False),
+        ("Which kinds of errors does payment-service log, and how many of each?", False),
+        ("order-service 有哪些超过 1 秒的慢请求？", True),
+        ("order-service 最近的错误日志", True),
+    ],
+)
+def test_a_count_of_log_lines_is_answered_by_the_count_without_a_search_of_recent_lines(question, searched):
+    read = question_read(query=question, world=world_current())
+    plan = planner.plan_by_rules(
+        question, focus=read.focus, narrow=read.narrow_scope, excluded=read.excluded_topics, asks=read.asks
+    )
+
+    assert ("query_logs" in [step.tool for step in plan.steps]) is searched

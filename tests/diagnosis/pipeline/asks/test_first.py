@@ -151,3 +151,22 @@ def test_a_window_asks_prometheus_for_every_firing_alert_over_it_and_no_window_a
 
     assert windowed == [("query_alerts", {}), ("query_promql", {"query": FIRING, "minutes": 0})]
     assert toolbox.calls == [("query_alerts", {})]
+
+
+@per_world
+def test_alerts_that_began_at_one_instant_are_first_together(names):
+    series = [
+        first_sample({"alertname": names.alert, "service": names.service, "severity": "critical"}, since=20 * MINUTE),
+        first_sample({"alertname": names.other_alert, "service": names.other, "severity": "warning"}, since=20 * MINUTE),
+        first_sample({"alertname": f"{names.alert}Burst", "service": names.service, "severity": "warning"}, since=10 * MINUTE),
+    ]
+    texts = [f"{s['metric']['alertname']} {s['value'][1]}" for s in series]
+    ranged = message(9, "query_promql", "series", series, texts, arguments={"query": FIRING, "minutes": 0})
+    alerts = alerts_message(1, [alert_record(names), alert_record(names, other=True)])
+
+    slot = only(read("Which alert fired first in the last 30 minutes?", names, [alerts, ranged]))
+
+    assert slot.conclusion.startswith("最近 30 分钟同时最先触发的是 ")
+    assert names.alert in slot.conclusion and names.other_alert in slot.conclusion
+    assert f"{names.alert}Burst" not in slot.conclusion
+    assert len(slot.bindings) == 2

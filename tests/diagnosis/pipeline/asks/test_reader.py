@@ -326,3 +326,11 @@ def test_an_unknown_service_is_the_subject_asked_about_never_all_of_them(names, 
 def test_a_question_beside_a_request_to_act_is_answered_too_and_the_requests_object_is_no_question(names):
     assert [a.kind for a in asks_of(f"{names.service} 为什么慢？帮我重启一下", names)] == ["cause", "action"]
     assert [a.kind for a in asks_of(f"把 {names.service} 的告警阈值改成 90%", names)] == ["action"]
+
+
+@per_world
+@pytest.mark.parametrize(
+    "query", ["What is the first step of the {alert} runbook?", "{alert} 按手册第一步做什么？"]
+)
+def test_the_first_step_of_a_runbook_asks_the_runbook_not_a_priority_or_a_value(names, query):
+    assert read(query.format(alert=names.alert), names) == [("runbook", names.alert)]
