@@ -34,6 +34,7 @@ SOURCE_JOBS = ("alertmanager", "prometheus")
 RATE_WINDOW = "5m"
 QUERY_HISTOGRAM = 'prometheus_http_request_duration_seconds_bucket{handler="/api/v1/query"}'
 SHOP = 'datname="shop"'
+LLM = "llm"
 
 
 def _ratio(part: str, other: str) -> str:
@@ -227,6 +228,8 @@ class Case:
     every_subject: bool = False
     # What the product answers instead, while it does not answer this (`known_gap`).
     gap: str = ""
+    # What the llm engine (the fake server's honest model) answers instead, where only it falls short.
+    llm_gap: str = ""
     # What the answer must say (a negative case's statement of what it did not understand).
     says: tuple[str, ...] = ()
 
@@ -375,8 +378,6 @@ def cases_write(truth: Truth, *, subjects: list[str]) -> int:
         if "negative" not in tags:
             tags.insert(1, "positive")
         tags.append("grounded")
-        if case.gap:
-            tags.append("known_gap")
         expect: dict = {"verdict": case.verdict}
         expect["output_type"] = "NORMAL" if case.verdict == "PASS" else "LOW_CONFID_WITH_DISCLAIMER"
         expect["subjects"] = subjects if case.every_subject else [*SOURCE_JOBS, *case.subjects]
@@ -392,15 +393,21 @@ def cases_write(truth: Truth, *, subjects: list[str]) -> int:
             expect["slot"] = slot
         if case.says:
             expect["answer_contains"] = list(case.says)
-        gap = f"；已知缺口，现在：{case.gap}" if case.gap else ""
-        documents[case.name] = {
-            "description": f"导出器世界：{case.description}{gap}（期望值取自 recording.json / truth.json）",
-            "question": case.question,
-            "engine": "rules",
-            "tags": tags,
-            "world": WORLD_NAME,
-            "expect": expect,
-        }
+        for engine, gap, name in (
+            ("rules", case.gap, case.name),
+            # The same question through the llm engine over the fake server's honest model: the code
+            # around a model answers the ask as the rules engine does.
+            (LLM, case.gap or case.llm_gap, f"{case.name}-{LLM}"),
+        ):
+            said = f"；已知缺口，现在：{gap}" if gap else ""
+            documents[name] = {
+                "description": f"导出器世界：{case.description}{said}（期望值取自 recording.json / truth.json）",
+                "question": case.question,
+                "engine": engine,
+                "tags": [tag for tag in tags if tag != "known_gap"] + (["known_gap"] if gap else []),
+                "world": WORLD_NAME,
+                "expect": expect,
+            }
     for old in CASES.glob(f"{PREFIX}*"):
         shutil.rmtree(old)
     for name, document in documents.items():

@@ -1,7 +1,8 @@
 """`manage.py eval_record WORLD --prometheus URL [...]`: record a world from live sources for the eval.
 
-Every question of the cases that use `world: WORLD` (and any `--question`) is asked once with the
-rules engine against the live sources through a recording proxy, on a throwaway database and with
+Every question of the cases that use `world: WORLD` (and any `--question`) is asked once with each
+engine its cases use (the llm engine against the fake server's honest model, the eval's) against the
+live sources through a recording proxy, on a throwaway database and with
 the clock pinned; what the sources answered is written to `worlds/WORLD/recording.json`, beside the
 runbooks and vocabulary the sessions read, so `manage.py eval` replays the world offline.
 `make record-world` starts the integration stack and records the shipped `recorded` world.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from contextlib import nullcontext
 from pathlib import Path
 
 import yaml
@@ -21,12 +23,18 @@ from django.test.utils import override_settings
 from django.utils import timezone
 
 from diagnosis.evaluation.database import logs_quiet, throwaway_database
+from diagnosis.evaluation.fake_llm import fake_llm_environment
 from diagnosis.evaluation.fixtures import VOCABULARY_FILE, WORLDS_DIR, cases_discover
 from diagnosis.evaluation.recording import RecordingProxy, recording_subjects
 from diagnosis.services.sessions import session_start
 
 WORLD_FILE = "world.yaml"
 RUNBOOKS = "runbooks"
+
+
+def _model(engine: str):
+    """The eval's model for an llm case without a script: the fake server's honest one."""
+    return fake_llm_environment() if engine == "llm" else nullcontext()
 
 
 class Command(BaseCommand):
@@ -49,8 +57,8 @@ class Command(BaseCommand):
         folder = options["out"] or WORLDS_DIR / options["world"]
         questions = list(
             dict.fromkeys(
-                [case.question for case in cases_discover() if case.world == options["world"]]
-                + options["question"]
+                [(case.question, case.engine) for case in cases_discover() if case.world == options["world"]]
+                + [(question, "rules") for question in options["question"]]
             )
         )
         if not questions:
@@ -87,11 +95,11 @@ class Command(BaseCommand):
                 "SOURCE_CLASSES": {},
             }
             with override_settings(DIAGNOSIS=settings.DIAGNOSIS | overrides):
-                for question in questions:
+                for question, engine in questions:
                     # Rolled back like an eval case: the recording is the product, not the sessions.
-                    with transaction.atomic():
-                        session = session_start(query=question, engine="rules", run_inline=True)
-                        self.stdout.write(f"{session.status:<9} {question}")
+                    with transaction.atomic(), _model(engine):
+                        session = session_start(query=question, engine=engine, run_inline=True)
+                        self.stdout.write(f"{session.status:<9} {engine:<5} {question}")
                         transaction.set_rollback(True)
             recording = proxy.recording(recorded_at=recorded_at)
         path = recording.write(folder)
