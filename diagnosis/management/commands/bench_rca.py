@@ -50,7 +50,7 @@ class Command(BaseCommand):
         parser.add_argument("--engine", choices=["rules", "llm"], default="rules")
         parser.add_argument(
             "--nezha-repo", type=Path,
-            help="the Nezha repository (a folder or its bare git directory): TrainTicket's traces as service-graph latency",
+            help="the Nezha repository (a folder or its bare git directory): TrainTicket's traces as service-graph latency, its log files behind a Loki stand-in",
         )  # fmt: skip
 
     def handle(self, *args, **options):

@@ -39,8 +39,9 @@ CALLER_SIDE = "client_latency"
 EDGE = "edge_latency"
 GAP = "edge_network"
 EDGES = (EDGE, GAP)
-# Roles a slow or failing callee moves in its callers, and roles that follow a caller's traffic.
-FROM_CALLEES = ("latency", "errors")
+# Roles a slow or failing callee moves in its callers (its callers log errors too), and roles that
+# follow a caller's traffic.
+FROM_CALLEES = ("latency", "errors", "log_errors")
 FROM_CALLERS = ("requests", "network_receive", "network_transmit")
 # A service's own resources: when they moved first, its latency is not its callees'.
 RESOURCES = ("cpu", "memory")

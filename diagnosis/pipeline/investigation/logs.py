@@ -1,0 +1,35 @@
+"""Error-log spikes (§23 "error-log pattern spikes against the baseline"): every service's error lines
+a minute, read by one LogQL metric query over the investigation's window and compared with the
+baseline as any key signal is (`change.change_of`).
+
+A line is an error line by the rule the log search uses for a line without a level label
+(`tools.loglines.ERROR_IN_LINE`). A minute without an error line is a 0, not a gap, wherever the
+service wrote any line: Loki answers no sample for a count of nothing, so the query adds every
+service's count of all its lines times 0 (`or`) — a service that wrote nothing stays a gap.
+"""
+
+from __future__ import annotations
+
+from diagnosis.pipeline.investigation.signals import KeySignal
+from tools.loglines import ERROR_IN_LINE
+
+LOG_ERRORS = "log_errors"
+# How a mechanism names it and the unit its numbers are said in (a count a minute).
+LABEL = "错误日志"
+UNIT = "条/分钟"
+QUERY = (
+    'sum by ({label}) (count_over_time({{{label}=~".+"}} |~ `{errors}` [1m]))'
+    ' or sum by ({label}) (count_over_time({{{label}=~".+"}} [1m])) * 0'
+)
+
+
+def log_errors_signal(service_label: str) -> KeySignal:
+    """The error lines a minute of every service named by `service_label`, one query for all."""
+    return KeySignal(
+        role=LOG_ERRORS,
+        label=LABEL,
+        unit=UNIT,
+        metric="count_over_time",
+        by=service_label,
+        query=QUERY.format(label=service_label, errors=ERROR_IN_LINE),
+    )
