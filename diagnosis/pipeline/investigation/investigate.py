@@ -135,6 +135,7 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
                 onset_hint=window.start,
                 baseline_start=window.baseline_start,
                 end=window.end,
+                floor=signal.floor,
             )
             if service and change is not None:
                 caller = str(record.metric.get(signal.caller, "")) if signal.caller else ""

@@ -32,4 +32,6 @@ def log_errors_signal(service_label: str) -> KeySignal:
         metric="count_over_time",
         by=service_label,
         query=QUERY.format(label=service_label, errors=ERROR_IN_LINE),
+        # A count of lines: a service that logged no error in its baseline moves by a few, not by one.
+        floor=1.0,
     )

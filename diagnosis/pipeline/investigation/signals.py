@@ -35,6 +35,8 @@ class KeySignal:
     by: str
     query: str
     caller: str = ""
+    # The least spread its changes are measured in (`change.change_of`): 0 for a level, 1 for a count.
+    floor: float = 0.0
 
 
 @dataclass(frozen=True)
