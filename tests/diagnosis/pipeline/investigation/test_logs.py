@@ -126,7 +126,9 @@ def test_every_number_of_a_log_candidate_is_computed_again_from_the_cited_series
     )
 
     assert derived_failures(slot, invocations=results) == []
-    tampered = [n.model_copy(update={"said": "30 条/分钟"}) if n.said == "24 条/分钟" else n for n in said.derived]
+    tampered = [
+        n.model_copy(update={"said": "30 条/分钟"}) if n.said == "24 条/分钟" else n for n in said.derived
+    ]
     changed = slot.model_copy(
         update={"conclusion": said.text.replace("24 条/分钟", "30 条/分钟"), "derived": tampered}
     )
