@@ -406,7 +406,7 @@ def test_a_logql_metric_query_answers_a_point_a_minute_with_a_quiet_minute_as_ze
         invocation = record(session, "query_logql", query=log_errors_signal("service").query, minutes=4)
 
     series = {s["metric"]["service"]: [value for _, value in s["values"]] for s in invocation.output["series"]}
-    assert series == {"ledger": ["0", "2"], "storefront": ["0"]}
+    assert series == {"ledger": ["0", "0", "2"], "storefront": ["0", "0"]}
     [request] = [r for r in server.requests if r["path"] == "/loki/api/v1/query_range"]
     assert request["params"]["step"] == "60s"
     assert invocation.evidence_refs[0]["text"].startswith('{service="ledger"} 最新值 2')

@@ -36,7 +36,7 @@ from diagnosis.evaluation.nezha.prometheus import blocks_created, metadata_expos
 from diagnosis.evaluation.nezha.traces import EdgeMinutes, edge_minutes, trace_files
 from diagnosis.evaluation.observe import session_observe
 from diagnosis.services.sessions import session_start
-from tools.evidence.registry import SERIES
+from tools.evidence.registry import LOG_SERIES, SERIES
 
 # The day ends this long before the real now.
 END_BEFORE_NOW = timedelta(minutes=2)
@@ -78,8 +78,10 @@ class CaseOutcome:
     seconds: float
     conclusion: str
     verdict: str
-    # PromQL queries the session sent (its investigation's range queries among them).
+    # PromQL queries the session sent (its investigation's range queries among them), and LogQL
+    # metric queries (its error lines a minute).
     queries: int = 0
+    log_queries: int = 0
 
     @property
     def truth(self) -> str:
@@ -202,6 +204,7 @@ def case_asked(
         seconds = time.perf_counter() - started
         observed = session_observe(session=session)
         queries = len(observed.evidence_statuses.get(SERIES.tool, []))
+        log_queries = len(observed.evidence_statuses.get(LOG_SERIES.tool, []))
     conclusion = first_conclusion(observed.answer)
     baseline_minute = onset.replace(second=0, microsecond=0)
     return CaseOutcome(
@@ -219,6 +222,7 @@ def case_asked(
         conclusion=conclusion,
         verdict=observed.verdict,
         queries=queries,
+        log_queries=log_queries,
     )
 
 
@@ -287,7 +291,8 @@ def case_line(outcome: CaseOutcome) -> str:
     return (
         f"{mark} {outcome.fault.case_id} {outcome.fault.kind:<15} {outcome.truth:<32} "
         f"product={','.join(outcome.product[:3]) or '-'}  baseline={','.join(outcome.baseline[:3])}  "
-        f"{outcome.seconds:.1f}s {outcome.queries}q {outcome.verdict}"
+        f"{outcome.seconds:.1f}s {outcome.queries}q{f'+{outcome.log_queries}l' if outcome.log_queries else ''} "
+        f"{outcome.verdict}"
     )
 
 

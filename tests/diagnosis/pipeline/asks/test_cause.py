@@ -159,7 +159,7 @@ def test_with_a_log_series_source_the_service_whose_error_lines_rose_is_the_cand
     slot = cause_of(slots_read(asks, results=messages, world=world))
 
     onset = time_said(start + timedelta(minutes=1))
-    assert slot.conclusion == f"根因候选：{names.service}（错误日志升高，{onset}起，0 条/分钟 → 9 条/分钟）"
+    assert slot.conclusion == f"根因候选：{names.service}（错误日志升高，{onset}起，0 条/3分钟 → 9 条/3分钟）"
     assert [n.statistic for n in slot.derived] == ["median", "median", "sample_time"]
     [kept] = slots_verified([slot], invocations=messages)
     assert kept.filled

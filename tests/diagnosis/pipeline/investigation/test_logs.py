@@ -68,8 +68,8 @@ def test_one_query_reads_every_services_error_lines_counting_a_quiet_minute_as_z
 
     assert made.calls() == [("query_logql", {"query": made.logs[0].query, "minutes": 35})]
     assert made.logs[0].query == (
-        'sum by (app) (count_over_time({app=~".+"} |~ `(?i:error|err|fatal|critical|crit|severe|panic)|^E\\d{4} |^F\\d{4} ` [1m]))'
-        ' or sum by (app) (count_over_time({app=~".+"} [1m])) * 0'
+        'sum by (app) (count_over_time({app=~".+"} |~ `(?i:error|err|fatal|critical|crit|severe|panic)|^E\\d{4} |^F\\d{4} ` [3m]))'
+        ' or sum by (app) (count_over_time({app=~".+"} [3m])) * 0'
     )
 
 
@@ -84,7 +84,7 @@ def test_the_service_whose_error_lines_rose_first_is_the_candidate_citing_the_lo
 
     assert [c.subject for c in investigation.candidates] == [leaf, middle]
     onset = time_said(START + timedelta(minutes=1))
-    assert said.text.startswith(f"根因候选：{leaf}（错误日志升高，{onset}起，0 条/分钟 → 24 条/分钟）")
+    assert said.text.startswith(f"根因候选：{leaf}（错误日志升高，{onset}起，0 条/3分钟 → 24 条/3分钟）")
     assert said.bindings[0].raw_path == "$.series[2]" and said.bindings[0].source_invocation_id == 21
 
 
@@ -127,10 +127,10 @@ def test_every_number_of_a_log_candidate_is_computed_again_from_the_cited_series
 
     assert derived_failures(slot, invocations=results) == []
     tampered = [
-        n.model_copy(update={"said": "30 条/分钟"}) if n.said == "24 条/分钟" else n for n in said.derived
+        n.model_copy(update={"said": "30 条/3分钟"}) if n.said == "24 条/3分钟" else n for n in said.derived
     ]
     changed = slot.model_copy(
-        update={"conclusion": said.text.replace("24 条/分钟", "30 条/分钟"), "derived": tampered}
+        update={"conclusion": said.text.replace("24 条/3分钟", "30 条/3分钟"), "derived": tampered}
     )
     assert derived_failures(changed, invocations=results)
 
