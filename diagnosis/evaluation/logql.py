@@ -477,6 +477,8 @@ def piped(entry: Entry, stages: list[Stage], stream: dict[str, str]) -> Entry | 
     return entry
 
 
+# A line is filtered again by every step whose range holds it and by every query that asks again.
+@functools.lru_cache(maxsize=2**20)
 def _search(pattern: str, line: str) -> bool:
     lowered = None
     for compiled, caseless in _alternatives(pattern):
