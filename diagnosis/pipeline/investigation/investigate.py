@@ -136,6 +136,7 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
                 baseline_start=window.baseline_start,
                 end=window.end,
                 floor=signal.floor,
+                **({"level_window": signal.level_window} if signal.level_window is not None else {}),
             )
             if service and change is not None:
                 caller = str(record.metric.get(signal.caller, "")) if signal.caller else ""

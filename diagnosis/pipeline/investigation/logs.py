@@ -12,10 +12,13 @@ service's count of all its lines times 0 (`or`) — a service that wrote nothing
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from diagnosis.pipeline.investigation.signals import RATE_RANGE, KeySignal
 from tools.loglines import ERROR_IN_LINE
 
 LOG_ERRORS = "log_errors"
+WHOLE_BASELINE = timedelta(days=1)
 # How a mechanism names it and the unit its numbers are said in (a count over the range).
 LABEL = "错误日志"
 UNIT = f"条/{RATE_RANGE.removesuffix('m')}分钟"
@@ -36,4 +39,7 @@ def log_errors_signal(service_label: str) -> KeySignal:
         query=QUERY.format(label=service_label, errors=ERROR_IN_LINE, range=RATE_RANGE),
         # A count of lines: a service that logged no error in its baseline moves by a few, not by one.
         floor=1.0,
+        # Its level is the quiet one of the whole baseline: an earlier burst of errors just before
+        # (an earlier incident) is a few of its minutes, not the level a new burst is read against.
+        level_window=WHOLE_BASELINE,
     )

@@ -47,6 +47,9 @@ FROM_CALLERS = ("requests", "network_receive", "network_transmit")
 RESOURCES = ("cpu", "memory")
 # What one role's move is worth: traffic moves are mostly effects of load, not causes.
 ROLE_WEIGHT = {"requests": 0.5, "network_receive": 0.5, "network_transmit": 0.5}
+# A burst of error lines is a service's own failure (its callers' are explained by it, FROM_CALLEES),
+# where a latency or traffic move is as often its neighbours': it counts double.
+ROLE_WEIGHT["log_errors"] = 2.0
 # How much of an explained role still counts, and what a service gains per service it explains or
 # per caller whose client-side latency points at it.
 EXPLAINED = 0.3
