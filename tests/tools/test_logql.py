@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.logql import parse
+from diagnosis.evaluation.logql import parse
 from tools.logcounts import CountRequest
 from tools.logformats import fields_of
 from tools.logql import (

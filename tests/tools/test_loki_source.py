@@ -386,3 +386,27 @@ def test_real_postgres_errors_by_class_without_sqlstate_are_their_messages(expor
     assert next(c["count"] for c in classes if c["group"] == {"class": "deadlock detected"}) == deadlocks
     # Debian's prefix has no %e: no SQLSTATE to count by in LogQL, every line of the window counted in code.
     assert total["counted_over"] == "window" and total["query"] == ""
+
+
+def test_a_logql_metric_query_answers_a_point_a_minute_with_a_quiet_minute_as_zero(settings, session):
+    """The investigation's query for every service's error lines (`investigation.logs`): a service
+    that wrote lines but no error line in a minute has a 0 there, one that wrote none has no series."""
+    from diagnosis.pipeline.investigation.logs import log_errors_signal
+
+    streams = [
+        {"stream": {"service": "ledger"}, "lines": [
+            {"seconds_ago": 30, "line": "ERROR ledger write failed"},
+            {"seconds_ago": 40, "line": "ERROR ledger write failed"},
+            {"seconds_ago": 150, "line": "INFO ledger synced"},
+        ]},
+        {"stream": {"service": "storefront"}, "lines": [{"seconds_ago": 90, "line": "INFO page served"}]},
+    ]  # fmt: skip
+    with FakeLoki(streams) as server:
+        settings.DIAGNOSIS = settings.DIAGNOSIS | {"LOKI_URL": server.url, "LOKI_TENANT": None, "DEMO_NOW": None}
+        invocation = record(session, "query_logql", query=log_errors_signal("service").query, minutes=4)
+
+    series = {s["metric"]["service"]: [value for _, value in s["values"]] for s in invocation.output["series"]}
+    assert series == {"ledger": ["0", "0", "2"], "storefront": ["0", "0"]}
+    [request] = [r for r in server.requests if r["path"] == "/loki/api/v1/query_range"]
+    assert request["params"]["step"] == "60s"
+    assert invocation.evidence_refs[0]["text"].startswith('{service="ledger"} 最新值 2')

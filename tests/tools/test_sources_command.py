@@ -28,12 +28,15 @@ def test_with_the_demo_world_every_line_is_ok_or_not_configured_and_it_exits_zer
         "query_targets",
         "query_logs",
         "count_logs",
+        "query_logql",
         "lookup_knowledge",
         "search_metrics",
     ]
     assert lines[0].split()[1:] == ["demo", "tools/data/demo_world", "ok"]
     assert "unavailable: 需要 DIAGNOSIS_PROMETHEUS_URL" in lines[1]
     assert "unavailable: 需要 DIAGNOSIS_PROMETHEUS_URL" in lines[2]
+    # LogQL metric queries need Loki: the demo world's lines are no series.
+    assert "unavailable: 需要 DIAGNOSIS_LOKI_URL" in lines[5]
 
 
 @pytest.mark.django_db

@@ -12,6 +12,7 @@ from tools.evidence.alerts.kind import ALERTS
 from tools.evidence.clock.kind import CLOCK
 from tools.evidence.kind import EvidenceKind
 from tools.evidence.knowledge.kind import KNOWLEDGE
+from tools.evidence.log_series.kind import LOG_SERIES
 from tools.evidence.logs.kind import LOG_COUNTS, LOGS
 from tools.evidence.metric_catalog.kind import CATALOG
 from tools.evidence.series.kind import SERIES
@@ -19,7 +20,17 @@ from tools.evidence.source import Source
 from tools.evidence.targets.kind import TARGETS
 
 # One row per kind; its package holds the row, the record, the source protocol and the tool.
-KINDS: tuple[EvidenceKind, ...] = (ALERTS, SERIES, TARGETS, LOGS, LOG_COUNTS, KNOWLEDGE, CATALOG, CLOCK)
+KINDS: tuple[EvidenceKind, ...] = (
+    ALERTS,
+    SERIES,
+    TARGETS,
+    LOGS,
+    LOG_COUNTS,
+    LOG_SERIES,
+    KNOWLEDGE,
+    CATALOG,
+    CLOCK,
+)
 # The steps a plan may name, in the order a plan lists them.
 PLANNABLE_TOOLS: tuple[str, ...] = tuple(kind.tool for kind in KINDS if kind.plannable)
 

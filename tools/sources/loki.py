@@ -5,6 +5,8 @@ its other words, each as a whole word: `{service="billing"} |~ "…(?i:oom)…"`
 for errors only filters by level: in the stream selector where a level label exists, by the level
 parsed from the line otherwise. Code then keeps only the lines the same word and level rules accept.
 
+Log series (`query_logql`) are LogQL metric queries over the last minutes, one point a minute.
+
 Counts (`count_logs`) read the newest lines first (the error lines for a count by class) to learn
 the formats the service writes; each format LogQL can read (`tools.logql`) is then counted over the
 whole window with instant metric queries, the others over those newest lines, said as a sample.
@@ -20,7 +22,9 @@ from typing import Any
 
 from django.conf import settings
 
+from tools.bounds import OutputBounds, SeriesKept
 from tools.clock import local_text
+from tools.evidence.log_series.source import LogSeriesSource
 from tools.evidence.logs.source import LogSource
 from tools.inventory import SourceInventory
 from tools.logcounts import (
@@ -70,7 +74,11 @@ INSTANCE_LABELS = ("instance", "pod", "host", "hostname")
 LITERAL_WORD = re.compile(r"[a-z0-9_.:/\-]{4,}|[\u4e00-\u9fff]{2,}")
 
 
-class LokiSource(HttpSource, LogSource):
+# A log series has one point a minute: a `[1m]` count is then every line once.
+SERIES_STEP = timedelta(minutes=1)
+
+
+class LokiSource(HttpSource, LogSource, LogSeriesSource):
     kind = "loki"
 
     def __init__(self, base_url: str, *, tenant: str | None = None) -> None:
@@ -165,6 +173,29 @@ class LokiSource(HttpSource, LogSource):
             for stream in (data or {}).get("result") or []
             for timestamp, line in stream.get("values") or []
         ]
+
+    def query_logql(self, *, query: str, minutes: int, now: datetime) -> dict[str, Any]:
+        """`{result_type, series}` of a metric query from `minutes` back to `now`, a point a minute
+        ending on `now`; the series bounded as they are parsed (`total_series` when cut)."""
+        kept = SeriesKept(OutputBounds.configured())
+        data = self.data(
+            "/loki/api/v1/query_range",
+            {
+                "query": query,
+                "start": str(int((now - minutes * SERIES_STEP).timestamp() * 1e9)),
+                "end": str(int(now.timestamp() * 1e9)),
+                "step": f"{int(SERIES_STEP.total_seconds())}s",
+                "limit": MAX_SERIES,
+            },
+            object_hook=kept,
+        )
+        answer = {
+            "result_type": (data or {}).get("resultType", ""),
+            "series": [record for record in (data or {}).get("result") or [] if record is not None],
+        }
+        if kept.total > len(answer["series"]):
+            answer["total_series"] = kept.total
+        return answer
 
     def vector(self, logql: str, *, now: datetime) -> list[tuple[dict, str]]:
         """(labels, value) of an instant metric query at `now`."""

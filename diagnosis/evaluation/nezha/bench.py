@@ -2,11 +2,12 @@
 the Nezha benchmark, its first candidate scored against the injected pod's service.
 
 Per day: the day's metrics as OpenMetrics (`openmetrics`), shifted so the day ends shortly before now,
-loaded into a real Prometheus (`prometheus`). Per fault: the clock pinned a few minutes after the
+loaded into a real Prometheus (`prometheus`); with the Nezha repository, the day's log files shifted
+alike behind a Loki stand-in (`logs`), the only log source. Per fault: the clock pinned a few minutes after the
 injection (an engineer asking while it happens), the question
 "<namespace> 从 HH:MM 开始出现异常（<entry> 延迟升高），根因是哪个服务？" asked of the rules engine
-in-process with that Prometheus as the only metrics source (no logs, no runbooks: the data have
-none), and the services its first `结论` line names, in order, are its ranking. The baseline
+in-process with that Prometheus as the only metrics source and that Loki as the only log source (no
+runbooks: the data have none), and the services its first `结论` line names, in order, are its ranking. The baseline
 (`baseline`) ranks the same rows by their largest robust change.
 """
 
@@ -30,11 +31,12 @@ from django.utils import timezone
 from diagnosis.evaluation.nezha import openmetrics
 from diagnosis.evaluation.nezha.baseline import baseline_ranking
 from diagnosis.evaluation.nezha.data import Day, Fault, NezhaDataError, day_read, faults_read
+from diagnosis.evaluation.nezha.logs import log_files, log_streams, logs_served
 from diagnosis.evaluation.nezha.prometheus import blocks_created, metadata_exposition, prometheus_serving
 from diagnosis.evaluation.nezha.traces import EdgeMinutes, edge_minutes, trace_files
 from diagnosis.evaluation.observe import session_observe
 from diagnosis.services.sessions import session_start
-from tools.evidence.registry import SERIES
+from tools.evidence.registry import LOG_SERIES, SERIES
 
 # The day ends this long before the real now.
 END_BEFORE_NOW = timedelta(minutes=2)
@@ -44,8 +46,8 @@ BASELINE = timedelta(minutes=30)
 QUESTION = "{namespace} 从 {onset} 开始出现异常（{entry} 延迟升高），根因是哪个服务？"
 CONCLUSION_LINE = re.compile(r"^[ \t*#>-]*结论[:：]", re.MULTILINE)
 CANDIDATES = "根因候选："
-# The benchmark's data carry no logs or runbooks: those tools answer nothing rather than the demo
-# world's records (`tools.sources.fixture`, replace mode with no records).
+# The benchmark's data carry no runbooks (nor logs without the repository): those tools answer nothing
+# rather than the demo world's records (`tools.sources.fixture`, replace mode with no records).
 NO_RECORDS = {"mode": "replace", "records": []}
 FIXTURE = "tools.sources.fixture.FixtureSource"
 
@@ -76,8 +78,10 @@ class CaseOutcome:
     seconds: float
     conclusion: str
     verdict: str
-    # PromQL queries the session sent (its investigation's range queries among them).
+    # PromQL queries the session sent (its investigation's range queries among them), and LogQL
+    # metric queries (its error lines a minute).
     queries: int = 0
+    log_queries: int = 0
 
     @property
     def truth(self) -> str:
@@ -137,9 +141,15 @@ def bench_run(
     for chosen in cases_selected(options):
         day = day_read(options.root / chosen.day)
         traces = edge_minutes(trace_files(options.repository, chosen.day)) if options.repository else None
-        with day_served(day, namespace=chosen.system.namespace, traces=traces) as (url, shift):
+        namespace = chosen.system.namespace
+        with (
+            day_served(day, namespace=namespace, traces=traces) as (url, shift),
+            logs_served(_day_streams(options, chosen.day, namespace=namespace, shift=shift)) as loki,
+        ):
             for fault in chosen.faults:
-                outcome = case_asked(day, fault, system=chosen.system, url=url, shift=shift, options=options)
+                outcome = case_asked(
+                    day, fault, system=chosen.system, url=url, shift=shift, options=options, loki=loki
+                )
                 outcomes.append(outcome)
                 on_case(outcome)
     return outcomes
@@ -165,8 +175,21 @@ def day_served(
             yield url, shift
 
 
+def _day_streams(options: BenchOptions, day: str, *, namespace: str, shift: timedelta) -> list:
+    if options.repository is None:
+        return []
+    return log_streams(log_files(options.repository, day), namespace=namespace, shift=shift)
+
+
 def case_asked(
-    day: Day, fault: Fault, *, system: System, url: str, shift: timedelta, options: BenchOptions
+    day: Day,
+    fault: Fault,
+    *,
+    system: System,
+    url: str,
+    shift: timedelta,
+    options: BenchOptions,
+    loki: str | None = None,
 ) -> CaseOutcome:
     onset = fault.at + shift
     asked_at = onset + options.asked_after
@@ -175,12 +198,13 @@ def case_asked(
         onset=timezone.localtime(onset).strftime("%H:%M"),
         entry=entry_service(day),
     )
-    with _sources(url, now=asked_at):
+    with _sources(url, loki=loki, now=asked_at):
         started = time.perf_counter()
         session = session_start(query=question, engine=options.engine, run_inline=True)
         seconds = time.perf_counter() - started
         observed = session_observe(session=session)
         queries = len(observed.evidence_statuses.get(SERIES.tool, []))
+        log_queries = len(observed.evidence_statuses.get(LOG_SERIES.tool, []))
     conclusion = first_conclusion(observed.answer)
     baseline_minute = onset.replace(second=0, microsecond=0)
     return CaseOutcome(
@@ -198,6 +222,7 @@ def case_asked(
         conclusion=conclusion,
         verdict=observed.verdict,
         queries=queries,
+        log_queries=log_queries,
     )
 
 
@@ -239,17 +264,19 @@ def services_named(text: str, services: Iterable[str]) -> list[str]:
 
 
 @contextmanager
-def _sources(url: str, *, now: datetime) -> Iterator[None]:
+def _sources(url: str, *, loki: str | None, now: datetime) -> Iterator[None]:
+    """Prometheus (and Loki, given one) as the only sources; logs without Loki answer nothing."""
     diagnosis = settings.DIAGNOSIS | {
         "PROMETHEUS_URL": url,
         "ALERTMANAGER_URL": None,
-        "LOKI_URL": None,
+        "LOKI_URL": loki,
+        "LOKI_TENANT": None,
         "RUNBOOKS_DIR": None,
         "SERVICE_LABELS": ["service"],
         # In local time: the question's clock time ("从 07:35") is the reader's.
         "DEMO_NOW": timezone.localtime(now).isoformat(),
-        "SOURCE_CLASSES": {"logs": FIXTURE, "knowledge": FIXTURE},
-        "FIXTURE_TOOL_DATA": {"query_logs": NO_RECORDS, "lookup_knowledge": NO_RECORDS},
+        "SOURCE_CLASSES": {"knowledge": FIXTURE} | ({} if loki else {"logs": FIXTURE}),
+        "FIXTURE_TOOL_DATA": {"lookup_knowledge": NO_RECORDS} | ({} if loki else {"query_logs": NO_RECORDS}),
         "KNOWLEDGE_SOURCES": [],
     }
     with override_settings(DIAGNOSIS=diagnosis):
@@ -264,7 +291,8 @@ def case_line(outcome: CaseOutcome) -> str:
     return (
         f"{mark} {outcome.fault.case_id} {outcome.fault.kind:<15} {outcome.truth:<32} "
         f"product={','.join(outcome.product[:3]) or '-'}  baseline={','.join(outcome.baseline[:3])}  "
-        f"{outcome.seconds:.1f}s {outcome.queries}q {outcome.verdict}"
+        f"{outcome.seconds:.1f}s {outcome.queries}q{f'+{outcome.log_queries}l' if outcome.log_queries else ''} "
+        f"{outcome.verdict}"
     )
 
 

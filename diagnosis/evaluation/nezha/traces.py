@@ -37,11 +37,16 @@ class EdgeMinutes:
 
 def trace_files(repository: Path, day: str) -> Iterator[tuple[str, str]]:
     """(name, text) of each span file of the day, in name order (an empty iterator if none)."""
+    return day_files(repository, day, folder=TRACE_FOLDER, suffix=TRACE_SUFFIX)
+
+
+def day_files(repository: Path, day: str, *, folder: str, suffix: str) -> Iterator[tuple[str, str]]:
+    """(name, text) of each file of the day's `folder` ending in `suffix`, in name order."""
     if (repository / "objects").is_dir() and (repository / "HEAD").is_file():
-        yield from _git_files(repository, f"rca_data/{day}/{TRACE_FOLDER}")
+        yield from _git_files(repository, f"rca_data/{day}/{folder}", suffix=suffix)
         return
     root = repository / "rca_data" if (repository / "rca_data").is_dir() else repository
-    for path in sorted((root / day / TRACE_FOLDER).glob(f"*{TRACE_SUFFIX}")):
+    for path in sorted((root / day / folder).glob(f"*{suffix}")):
         yield path.name, path.read_text(encoding="utf-8")
 
 
@@ -62,11 +67,11 @@ def edge_minutes(files: Iterator[tuple[str, str]]) -> EdgeMinutes:
     return edges
 
 
-def _git_files(git_dir: Path, folder: str) -> Iterator[tuple[str, str]]:
+def _git_files(git_dir: Path, folder: str, *, suffix: str) -> Iterator[tuple[str, str]]:
     listed = _git(git_dir, "ls-tree", "--name-only", f"HEAD:{folder}")
     if listed is None:
         return
-    for name in sorted(n for n in listed.splitlines() if n.endswith(TRACE_SUFFIX)):
+    for name in sorted(n for n in listed.splitlines() if n.endswith(suffix)):
         text = _git(git_dir, "show", f"HEAD:{folder}/{name}")
         # A file the snapshot lists without its content (the largest ones) is left out.
         if text is not None:

@@ -50,8 +50,14 @@ class Command(BaseCommand):
         parser.add_argument("--engine", choices=["rules", "llm"], default="rules")
         parser.add_argument(
             "--nezha-repo", type=Path,
-            help="the Nezha repository (a folder or its bare git directory): TrainTicket's traces as service-graph latency",
+            help="the Nezha repository (a folder or its bare git directory): TrainTicket's traces as service-graph latency, its log files behind a Loki stand-in",
         )  # fmt: skip
+
+    def _case_written(self, outcome, options) -> None:
+        self.stdout.write(case_line(outcome))
+        # Verbose: the conclusion the ranking was read from.
+        if options["verbosity"] >= 2:
+            self.stdout.write(f"    {outcome.conclusion}")
 
     def handle(self, *args, **options):
         root = options["nezha"]
@@ -73,7 +79,7 @@ class Command(BaseCommand):
         )
         try:
             with throwaway_database(on_disk=True):
-                outcomes = bench_run(bench, on_case=lambda outcome: self.stdout.write(case_line(outcome)))
+                outcomes = bench_run(bench, on_case=lambda outcome: self._case_written(outcome, options))
         except (NezhaDataError, PrometheusError) as error:
             raise CommandError(str(error)) from error
         if not outcomes:

@@ -12,6 +12,7 @@ verdict counts it as one. The subject's alerts and lines are searched as before,
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from diagnosis.pipeline.ask import Ask
@@ -26,11 +27,12 @@ from diagnosis.pipeline.investigation.conclusion import (
     searched_said,
 )
 from diagnosis.pipeline.investigation.investigate import Investigation, Plan, investigated, plan_of, window_of
+from diagnosis.pipeline.investigation.logs import log_errors_signal
 from diagnosis.pipeline.investigation.records import RecordMove, alert_started, record_moves
 from diagnosis.pipeline.investigation.signals import MAX_SIGNALS
 from diagnosis.pipeline.slot import Slot
 from tools.evidence.alerts.record import AlertRecord
-from tools.evidence.registry import ALERTS, LOGS, SERIES
+from tools.evidence.registry import ALERTS, LOG_SERIES, LOGS, SERIES
 from tools.evidence.result import ToolResult
 
 
@@ -41,8 +43,8 @@ class Cause(AskKind):
     # Its candidates answer "为什么", "what caused" and "根因是哪个服务 / which service".
     answers = frozenset({"why", "what", "which"})
     reasoned = True
-    # The investigation's range queries (one per key signal) and the call graph's one.
-    call_budget = MAX_SIGNALS + 1
+    # The investigation's range queries (one per key signal), the call graph's and the error lines' one.
+    call_budget = MAX_SIGNALS + 2
     investigates = True
 
     def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:
@@ -75,19 +77,22 @@ def investigation_plan(
 ) -> Plan:
     """The plan of the ask's investigation: from the stated start, else the subject's earliest firing
     alert's, else the last minutes (opened `lead` earlier); over the metrics source's key signals (none
-    without PromQL)."""
+    without PromQL) and, with a log series source, every service's error lines."""
     ended = world.now - timedelta(minutes=ask.window.end_minutes_ago) if ask.window.asked else None
     start = incident_start(ask, alerts, now=world.now)
     window = window_of(now=world.now, start=start - lead if start is not None else None, end=ended)
-    if SERIES.tool not in world.tools:
-        return Plan(window=window, signals=(), edges=())
-    return plan_of(
-        world.families,
-        window=window,
-        service_labels=world.service_labels,
-        series=world.metrics,
-        label_names=world.label_names,
-    )
+    plan = Plan(window=window, signals=(), edges=())
+    if SERIES.tool in world.tools:
+        plan = plan_of(
+            world.families,
+            window=window,
+            service_labels=world.service_labels,
+            series=world.metrics,
+            label_names=world.label_names,
+        )
+    if LOG_SERIES.tool in world.tools and world.service_labels:
+        plan = replace(plan, logs=(log_errors_signal(world.service_labels[0]),))
+    return plan
 
 
 def incident_start(ask: Ask, alerts: Sequence[AlertRecord], *, now: datetime) -> datetime | None:

@@ -38,7 +38,7 @@ class Change(AskKind):
     words = "change"
     # "What changed before …", "which moved first", "when did it start".
     answers = frozenset({"what", "which", "when"})
-    call_budget = MAX_SIGNALS + 1
+    call_budget = MAX_SIGNALS + 2
     investigates = True
 
     def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:

@@ -77,10 +77,18 @@ def series_points(record: SeriesRecord) -> list[Point]:
 
 
 def change_of(
-    points: Sequence[Point], *, onset_hint: datetime, baseline_start: datetime, end: datetime
+    points: Sequence[Point],
+    *,
+    onset_hint: datetime,
+    baseline_start: datetime,
+    end: datetime,
+    floor: float = 0.0,
+    level_window: timedelta = LEVEL_WINDOW,
 ) -> Change | None:
     """How the series moved after `onset_hint` against [baseline_start, onset_hint − EARLY); None when
-    it has too little baseline or did not move."""
+    it has too little baseline or did not move. `floor`: the least spread, in the series' unit (a
+    count's: one, so a count that was 0 throughout its baseline moves by a few, not by any);
+    `level_window`: how much of the baseline's end its level is the median of."""
     baseline_end = onset_hint - EARLY
     before = [value for at, value in points if baseline_start <= at < baseline_end]
     if len(before) < MIN_BASELINE_POINTS:
@@ -90,14 +98,14 @@ def change_of(
     after = [(at, value) for at, value in points if baseline_end <= at <= end]
     if len(before) < MIN_BASELINE_POINTS or not after:
         return None
-    level_start = max(baseline_start, baseline_end - LEVEL_WINDOW)
+    level_start = max(baseline_start, baseline_end - level_window)
     if sum(level_start <= at < baseline_end for at, _ in points) < MIN_BASELINE_POINTS:
         level_start = baseline_start
     level = window_median(points, start=level_start, end=baseline_end)
     if level is None:
         return None
     typical = statistics.median(abs(value) for _, value in points)
-    spread = max(_noise(before, level), RELATIVE_FLOOR * max(abs(level), typical))
+    spread = max(_noise(before, level), RELATIVE_FLOOR * max(abs(level), typical), floor)
     if spread <= 0:
         return None
     onset = _onset(after, level=level, spread=spread)

@@ -16,7 +16,8 @@ from datetime import datetime, timedelta
 from diagnosis.pipeline.investigation.change import change_of, series_points
 from diagnosis.pipeline.investigation.ranking import Candidate, Moved, candidates_ranked
 from diagnosis.pipeline.investigation.signals import EdgeSignal, KeySignal, key_signals, may_signal
-from tools.evidence.registry import SERIES
+from tools.evidence.kind import EvidenceKind
+from tools.evidence.registry import LOG_SERIES, SERIES
 from tools.evidence.result import Ref, ToolResult
 from tools.evidence.series.record import SeriesRecord
 from tools.signal_roles import MetricFamily
@@ -56,13 +57,17 @@ class Plan:
     edges: tuple[EdgeSignal, ...]
     # Key signals past the bound, not read.
     left_out: int = 0
+    # Signals read from the log source (LogQL metric queries): every service's error lines.
+    logs: tuple[KeySignal, ...] = ()
 
     def calls(self) -> list[Call]:
         """One range query per key signal (every service at once), one instant query of the graph."""
         minutes = self.window.minutes
-        return [(SERIES.tool, {"query": s.query, "minutes": minutes}) for s in self.signals] + [
-            (SERIES.tool, {"query": e.query(minutes), "minutes": 0}) for e in self.edges
-        ]
+        return (
+            [(SERIES.tool, {"query": s.query, "minutes": minutes}) for s in self.signals]
+            + [(SERIES.tool, {"query": e.query(minutes), "minutes": 0}) for e in self.edges]
+            + [(LOG_SERIES.tool, {"query": s.query, "minutes": minutes}) for s in self.logs]
+        )
 
 
 def plan_of(
@@ -113,8 +118,9 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
     `services` (the inventory's: a name the sources do not know is never a candidate)."""
     investigation = Investigation(plan=plan)
     window = plan.window
-    for signal in plan.signals:
-        result = _result(results, signal.query, window.minutes)
+    read = [(signal, SERIES) for signal in plan.signals] + [(signal, LOG_SERIES) for signal in plan.logs]
+    for signal, kind in read:
+        result = _result(results, signal.query, window.minutes, kind=kind)
         if result is None:
             continue
         investigation.results_read += 1
@@ -129,6 +135,8 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
                 onset_hint=window.start,
                 baseline_start=window.baseline_start,
                 end=window.end,
+                floor=signal.floor,
+                **({"level_window": signal.level_window} if signal.level_window is not None else {}),
             )
             if service and change is not None:
                 caller = str(record.metric.get(signal.caller, "")) if signal.caller else ""
@@ -169,13 +177,15 @@ def _labels(family: MetricFamily, series: Collection[str], label_names: LabelNam
     return tuple(sorted(label_names(name)))
 
 
-def _result(results: Sequence[ToolResult], query: str, minutes: int) -> ToolResult | None:
+def _result(
+    results: Sequence[ToolResult], query: str, minutes: int, *, kind: EvidenceKind = SERIES
+) -> ToolResult | None:
     return next(
         (
             r
             for r in results
             if r.success
-            and SERIES.owns(r.tool_name)
+            and kind.owns(r.tool_name)
             and r.request.query == query
             and (r.request.minutes or 0) == minutes
         ),

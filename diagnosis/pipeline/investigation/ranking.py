@@ -39,13 +39,17 @@ CALLER_SIDE = "client_latency"
 EDGE = "edge_latency"
 GAP = "edge_network"
 EDGES = (EDGE, GAP)
-# Roles a slow or failing callee moves in its callers, and roles that follow a caller's traffic.
-FROM_CALLEES = ("latency", "errors")
+# Roles a slow or failing callee moves in its callers (its callers log errors too), and roles that
+# follow a caller's traffic.
+FROM_CALLEES = ("latency", "errors", "log_errors")
 FROM_CALLERS = ("requests", "network_receive", "network_transmit")
 # A service's own resources: when they moved first, its latency is not its callees'.
 RESOURCES = ("cpu", "memory")
 # What one role's move is worth: traffic moves are mostly effects of load, not causes.
 ROLE_WEIGHT = {"requests": 0.5, "network_receive": 0.5, "network_transmit": 0.5}
+# A burst of error lines is a service's own failure (its callers' are explained by it, FROM_CALLEES),
+# where a latency or traffic move is as often its neighbours': it counts double.
+ROLE_WEIGHT["log_errors"] = 2.0
 # How much of an explained role still counts, and what a service gains per service it explains or
 # per caller whose client-side latency points at it.
 EXPLAINED = 0.3

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 
 from tools.signal_roles import MetricFamily, SignalRoles, family_words, signal_roles
 
@@ -35,6 +36,10 @@ class KeySignal:
     by: str
     query: str
     caller: str = ""
+    # The least spread its changes are measured in (`change.change_of`): 0 for a level, 1 for a count;
+    # how much of the baseline's end its level is read over (None: `change.LEVEL_WINDOW`).
+    floor: float = 0.0
+    level_window: timedelta | None = None
 
 
 @dataclass(frozen=True)

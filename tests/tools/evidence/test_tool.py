@@ -18,6 +18,7 @@ def test_the_tools_are_registered_under_their_contract_names():
         "query_targets",
         "query_logs",
         "count_logs",
+        "query_logql",
         "lookup_knowledge",
         "search_metrics",
         "get_current_datetime",
@@ -28,6 +29,7 @@ def test_the_tools_are_registered_under_their_contract_names():
         "query_targets",
         "query_logs",
         "count_logs",
+        "query_logql",
         "lookup_knowledge",
     }
 

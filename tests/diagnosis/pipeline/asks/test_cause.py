@@ -6,20 +6,28 @@ names (checkout, billing-db) and the demo world's (order-service, payment-servic
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
-from diagnosis.pipeline.asks.slots import open_asks, slots_verified
+from diagnosis.pipeline.asks.cause import Cause
+from diagnosis.pipeline.asks.slots import open_asks, slots_read, slots_verified
 from diagnosis.pipeline.investigation.said import time_said
 from tests.diagnosis.pipeline.asks.support import (
     NOW,
     Names,
     alert_record,
     alerts_message,
+    asks_of,
     message,
     per_world,
     read,
+    slot_world,
 )
 from tools.evidence.logs.record import LogLine
+from tools.evidence.series.record import SeriesRecord
+
+# Loki without Prometheus: the alerts, the lines and the lines counted a minute (LogQL metric queries).
+LOKI_TOOLS = frozenset({"query_alerts", "query_logs", "count_logs", "query_logql"})
 
 
 def cause_question(names: Names) -> str:
@@ -125,3 +133,33 @@ def test_what_changed_lists_the_moves_by_time(names):
     first, second = slot.conclusion.removeprefix("变化（按时间）：").split("；")
     assert first.startswith(f"{names.service}（{names.alert} 告警触发，")
     assert second.startswith(f"{names.service}（日志「pool usage high」升高，")
+
+
+@per_world
+def test_with_a_log_series_source_the_service_whose_error_lines_rose_is_the_candidate(names):
+    world = replace(slot_world(LOKI_TOOLS), services=frozenset(names.services))
+    asks = asks_of(cause_question(names), names)
+    [cause] = [ask for ask in asks if ask.kind == "cause"]
+    [(tool, arguments)] = [
+        call for call in Cause().calls(cause, alerts=[], world=world) if call[0] == "query_logql"
+    ]
+    minutes, start = arguments["minutes"], NOW - timedelta(minutes=15)
+    points = [
+        [(NOW - timedelta(minutes=k)).timestamp(), "9" if NOW - timedelta(minutes=k) > start else "0"]
+        for k in range(minutes, -1, -1)
+    ]
+    records = [
+        {"metric": {"service": names.service}, "values": points},
+        {"metric": {"service": names.other}, "values": [[at, "2"] for at, _ in points]},
+    ]
+    texts = [SeriesRecord.model_validate(record).ref_text() for record in records]
+    logs = message(8, tool, "series", records, texts, arguments=arguments, source="loki")
+    messages = [service_alerts(names, []), logs]
+
+    slot = cause_of(slots_read(asks, results=messages, world=world))
+
+    onset = time_said(start + timedelta(minutes=1))
+    assert slot.conclusion == f"根因候选：{names.service}（错误日志升高，{onset}起，0 条/3分钟 → 9 条/3分钟）"
+    assert [n.statistic for n in slot.derived] == ["median", "median", "sample_time"]
+    [kept] = slots_verified([slot], invocations=messages)
+    assert kept.filled

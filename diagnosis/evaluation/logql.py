@@ -1,5 +1,5 @@
-"""A small LogQL engine for the Loki test server (`tests.loki_server`): the subset the product sends,
-parsed and evaluated as Loki documents it (https://grafana.com/docs/loki/latest/query/), anything else
+"""A small LogQL engine for the Loki stand-in (`diagnosis.evaluation.loki`): the subset the product
+sends, parsed and evaluated as Loki documents it (https://grafana.com/docs/loki/latest/query/), anything else
 a clear parse error (the server answers it 400, as Loki answers a query it cannot parse).
 
 Supported:
@@ -16,14 +16,19 @@ Supported:
   `min_over_time`, `max_over_time`, `first_over_time`, `last_over_time`, `quantile_over_time(φ, …)`
   over `[duration]` (`by`/`without` for the unwrapped ones that allow it);
 - vector aggregations `sum`, `avg`, `min`, `max`, `count` with `by`/`without` before or after, and
-  `topk(k, …)`, `bottomk(k, …)`.
+  `topk(k, …)`, `bottomk(k, …)`;
+- binary operators between metric queries and numbers, in Prometheus's precedence: `*`, `/`, then
+  `+`, `-`, then `and`, `unless`, then `or` (vectors matched on their whole label set), and parentheses.
 A metric query whose samples carry `__error__` fails with Loki's pipeline error.
 """
 
 from __future__ import annotations
 
+import bisect
+import functools
 import json
 import math
+import operator
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -47,6 +52,7 @@ TOKEN = re.compile(
     |(?P<number>[0-9]+(?:\.[0-9]+)?)(?![A-Za-z0-9_])
     |(?P<op>\|=|\|~|!=|!~|=~|==|>=|<=|[{{}}()\[\],|=<>])
     |(?P<ident>--?[A-Za-z_][A-Za-z0-9_-]*|[A-Za-z_][A-Za-z0-9_:]*)
+    |(?P<arithmetic>[*/+-])
     )""",
     re.VERBOSE,
 )
@@ -120,6 +126,25 @@ class VectorAggregation:
     grouping: tuple[str, tuple[str, ...]] | None = None
 
 
+@dataclass
+class BinaryOperation:
+    """`left op right`: each side a metric query or a number (a float)."""
+
+    operator: str
+    left: Any
+    right: Any
+
+
+# Binary operators from the loosest binding to the tightest.
+PRECEDENCE = (("or",), ("and", "unless"), ("+", "-"), ("*", "/"))
+ARITHMETIC = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": lambda a, b: a / b if b else math.nan,
+}
+
+
 LOG_RANGE = {"count_over_time", "rate", "bytes_over_time"}
 UNWRAPPED_RANGE = {
     "rate",
@@ -143,7 +168,9 @@ class Parser:
     def parse(self) -> LogQuery | RangeAggregation | VectorAggregation:
         if not self.tokens:
             raise LogQLError("parse error : syntax error: unexpected end of input")
-        expression = self.expression()
+        expression = self.binary()
+        if isinstance(expression, float):
+            raise LogQLError("parse error : a query needs at least one metric query, not only numbers")
         if self.peek() is not None:
             raise LogQLError(f"parse error : syntax error: unexpected {self.peek().text!r}")
         return expression
@@ -164,6 +191,42 @@ class Parser:
             raise LogQLError(f"parse error : syntax error: unexpected {got!r}, expecting {wanted!r}")
         self.position += 1
         return token
+
+    def binary(self, level: int = 0):
+        """An expression of binary operators from `PRECEDENCE[level]` on (left-associative)."""
+        if level == len(PRECEDENCE):
+            return self.operand()
+        left = self.binary(level + 1)
+        while (token := self.peek()) is not None and token.text in PRECEDENCE[level]:
+            self.position += 1
+            right = self.binary(level + 1)
+            for side in (left, right):
+                if isinstance(side, LogQuery):
+                    raise LogQLError(
+                        f"parse error : syntax error: {token.text} needs metric queries, not a log query"
+                    )
+            if isinstance(left, float) and isinstance(right, float):
+                raise LogQLError("parse error : a query needs at least one metric query, not only numbers")
+            if token.text in ("or", "and", "unless") and (
+                isinstance(left, float) or isinstance(right, float)
+            ):
+                raise LogQLError(f"parse error : {token.text} needs vectors on both sides")
+            left = BinaryOperation(token.text, left, right)
+        return left
+
+    def operand(self):
+        token = self.peek()
+        if token is None:
+            raise LogQLError("parse error : syntax error: unexpected end of input")
+        if token.kind == "number":
+            self.position += 1
+            return float(token.text)
+        if token.text == "(":
+            self.position += 1
+            inner = self.binary()
+            self.take(")")
+            return inner
+        return self.expression()
 
     def expression(self):
         token = self.peek()
@@ -199,9 +262,9 @@ class Parser:
         if operator in ("topk", "bottomk"):
             parameter = float(self.take(kind="number").text)
             self.take(",")
-        inner = self.expression()
-        if isinstance(inner, LogQuery):
-            raise LogQLError(f"parse error : syntax error: {operator} needs a metric query, not a log query")
+        inner = self.binary()
+        if isinstance(inner, LogQuery | float):
+            raise LogQLError(f"parse error : syntax error: {operator} needs a metric query")
         self.take(")")
         grouping = grouping or self.grouping()
         return VectorAggregation(operator, inner, parameter, grouping)
@@ -333,7 +396,7 @@ class Parser:
         return stage
 
 
-def parse(query: str) -> LogQuery | RangeAggregation | VectorAggregation:
+def parse(query: str) -> LogQuery | RangeAggregation | VectorAggregation | BinaryOperation:
     return Parser(query).parse()
 
 
@@ -414,11 +477,91 @@ def piped(entry: Entry, stages: list[Stage], stream: dict[str, str]) -> Entry | 
     return entry
 
 
+# A line is filtered again by every step whose range holds it and by every query that asks again.
+@functools.lru_cache(maxsize=2**20)
 def _search(pattern: str, line: str) -> bool:
-    flags = 0
+    lowered = None
+    for compiled, caseless in _alternatives(pattern):
+        if caseless:
+            lowered = line.lower() if lowered is None else lowered
+            if compiled.search(lowered):
+                return True
+        elif compiled.search(line):
+            return True
+    return False
+
+
+# A case-insensitive part that says nothing a lower-casing changes (`\D`, `\S`, `\W`, `\B`, `\A`, `\Z`,
+# `\P{…}`, another inline flag) is searched lower-cased in the lower-cased line: Python's `re` is
+# many times slower ignoring case, and a long line (a logged response body) is searched often.
+CASE_SENSITIVE_PARTS = re.compile(r"\\[A-Z]|\(\?[a-zA-Z-]*[:)]")
+
+
+@functools.cache
+def _alternatives(pattern: str) -> tuple[tuple[re.Pattern, bool], ...]:
+    """The pattern's top-level alternatives compiled, each with whether it is searched lower-cased."""
     if pattern.startswith("(?i)"):
-        pattern, flags = pattern[4:], re.IGNORECASE
-    return re.search(pattern, line, flags) is not None
+        body = pattern[4:]
+        if CASE_SENSITIVE_PARTS.search(body):
+            return ((re.compile(body, re.IGNORECASE), False),)
+        return ((re.compile(body.lower()), True),)
+    parts = []
+    for part in _top_level_split(pattern):
+        inner = part[4:-1] if part.startswith("(?i:") and part.endswith(")") else None
+        if inner is not None and _one_group(part) and not CASE_SENSITIVE_PARTS.search(inner):
+            parts.append((re.compile(inner.lower()), True))
+        else:
+            parts.append((re.compile(part), False))
+    return tuple(parts)
+
+
+def _top_level_split(pattern: str) -> list[str]:
+    """The pattern split at its `|` outside groups and classes."""
+    parts, depth, in_class, start, index = [], 0, False, 0, 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            index += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            parts.append(pattern[start:index])
+            start = index + 1
+        index += 1
+    return [*parts, pattern[start:]]
+
+
+def _one_group(part: str) -> bool:
+    """Whether the part is one group from its first character to its last."""
+    return len(_top_level_split(part)) == 1 and _closing(part) == len(part) - 1
+
+
+def _closing(part: str) -> int:
+    depth, in_class, index = 0, False, 0
+    while index < len(part):
+        char = part[index]
+        if char == "\\":
+            index += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return index
+        index += 1
+    return -1
 
 
 def _extract(entry: Entry, stage: Stage, stream: dict[str, str]) -> None:
@@ -565,19 +708,39 @@ class Evaluator:
         for stream, lines in self.streams:
             if not stream_matches(stream, query.matchers):
                 continue
-            for ns, line in lines:
-                if start_ns < ns <= end_ns:
-                    entry = piped(Entry(ns, line, dict(stream)), query.stages, stream)
-                    if entry is not None:
-                        found.append(entry)
+            # Each stream's lines are in time order.
+            first = bisect.bisect_right(lines, start_ns, key=lambda item: item[0])
+            last = bisect.bisect_right(lines, end_ns, key=lambda item: item[0])
+            for ns, line in lines[first:last]:
+                entry = piped(Entry(ns, line, dict(stream)), query.stages, stream)
+                if entry is not None:
+                    found.append(entry)
         return found
 
     def vector(self, expression, at_ns: int) -> dict[Labels, float]:
         """An instant vector: the expression's value per label set at `at_ns`."""
         if isinstance(expression, RangeAggregation):
             return self._range(expression, at_ns)
+        if isinstance(expression, BinaryOperation):
+            return self._binary(expression, at_ns)
         inner = self.vector(expression.inner, at_ns)
         return _aggregated(expression, inner)
+
+    def _binary(self, operation: BinaryOperation, at_ns: int) -> dict[Labels, float]:
+        left = operation.left if isinstance(operation.left, float) else self.vector(operation.left, at_ns)
+        right = operation.right if isinstance(operation.right, float) else self.vector(operation.right, at_ns)
+        if operation.operator == "or":
+            return left | {labels: value for labels, value in right.items() if labels not in left}
+        if operation.operator == "and":
+            return {labels: value for labels, value in left.items() if labels in right}
+        if operation.operator == "unless":
+            return {labels: value for labels, value in left.items() if labels not in right}
+        combine = ARITHMETIC[operation.operator]
+        if isinstance(right, float):
+            return {labels: combine(value, right) for labels, value in left.items()}
+        if isinstance(left, float):
+            return {labels: combine(left, value) for labels, value in right.items()}
+        return {labels: combine(value, right[labels]) for labels, value in left.items() if labels in right}
 
     def _range(self, aggregation: RangeAggregation, at_ns: int) -> dict[Labels, float]:
         start = at_ns - int(aggregation.range_seconds * NS)

@@ -1,0 +1,141 @@
+"""Error-log spikes in an investigation: one LogQL query for every service's error lines a minute,
+read against the baseline like any key signal; the service whose errors rose is a candidate citing
+the log series, its numbers computed again by the gatekeeper, and a caller whose errors follow it
+is explained by it. Two worlds: a Kubernetes shop and the demo world's names."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from diagnosis.pipeline.derived import derived_failures
+from diagnosis.pipeline.investigation.conclusion import candidates_said
+from diagnosis.pipeline.investigation.investigate import Plan, investigated, window_of
+from diagnosis.pipeline.investigation.logs import log_errors_signal
+from diagnosis.pipeline.investigation.said import time_said
+from diagnosis.pipeline.investigation.signals import EdgeSignal
+from diagnosis.pipeline.slot import Slot
+from tests.diagnosis.pipeline.asks.support import message
+from tools.evidence.series.record import SeriesRecord
+
+NOW = datetime(2026, 11, 29, 15, 0, tzinfo=UTC)
+START = NOW - timedelta(minutes=5)
+WORLDS = {
+    "shop": ("storefront", "checkout", "billing-db"),
+    "demo": ("gateway-service", "order-service", "payment-service"),
+}
+per_world = pytest.mark.parametrize("services", WORLDS.values(), ids=WORLDS.keys())
+
+
+def plan() -> Plan:
+    window = window_of(now=NOW, start=START)
+    return Plan(window=window, signals=(), edges=(), logs=(log_errors_signal("app"),))
+
+
+def per_minute(before: int, after: int) -> list[list]:
+    """A count a minute over the range: `before` until a minute after the start, then `after`."""
+    points, at = [], NOW - timedelta(minutes=35)
+    while at <= NOW:
+        points.append([at.timestamp(), str(after if at >= START + timedelta(minutes=1) else before)])
+        at += timedelta(minutes=1)
+    return points
+
+
+def recorded(services: tuple[str, str, str], made: Plan):
+    """The leaf's error lines jumped, its caller's followed less, the entry's stayed."""
+    entry, middle, leaf = services
+    records = [
+        {"metric": {"app": entry}, "values": per_minute(3, 3)},
+        {"metric": {"app": middle}, "values": per_minute(0, 6)},
+        {"metric": {"app": leaf}, "values": per_minute(0, 24)},
+    ]
+    logs = message(
+        21,
+        "query_logql",
+        "series",
+        records,
+        [SeriesRecord.model_validate(r).ref_text() for r in records],
+        arguments={"query": made.logs[0].query, "minutes": made.window.minutes},
+        source="loki",
+    )
+    return [logs]
+
+
+def test_one_query_reads_every_services_error_lines_counting_a_quiet_minute_as_zero():
+    made = plan()
+
+    assert made.calls() == [("query_logql", {"query": made.logs[0].query, "minutes": 35})]
+    assert made.logs[0].query == (
+        'sum by (app) (count_over_time({app=~".+"} |~ `(?i:error|err|fatal|critical|crit|severe|panic)|^E\\d{4} |^F\\d{4} ` [3m]))'
+        ' or sum by (app) (count_over_time({app=~".+"} [3m])) * 0'
+    )
+
+
+@per_world
+def test_the_service_whose_error_lines_rose_first_is_the_candidate_citing_the_log_series(services):
+    _entry, middle, leaf = services
+    made = plan()
+    results = recorded(services, made)
+
+    investigation = investigated(made, results, services=set(services))
+    said = candidates_said(investigation)
+
+    assert [c.subject for c in investigation.candidates] == [leaf, middle]
+    onset = time_said(START + timedelta(minutes=1))
+    assert said.text.startswith(f"根因候选：{leaf}（错误日志升高，{onset}起，0 条/3分钟 → 24 条/3分钟）")
+    assert said.bindings[0].raw_path == "$.series[2]" and said.bindings[0].source_invocation_id == 21
+
+
+@per_world
+def test_a_callers_error_lines_that_follow_its_callee_are_explained_by_it(services):
+    entry, middle, leaf = services
+    edge = EdgeSignal(metric="traces_service_graph_request_total", caller="client", callee="server")
+    made = replace(plan(), edges=(edge,))
+    results = recorded(services, made)
+    # The caller's errors jump more than the callee's: the call graph still puts the callee first.
+    results[0].output()["series"][1]["values"] = per_minute(0, 40)
+    results = [message(
+        21, "query_logql", "series", results[0].output()["series"],
+        [SeriesRecord.model_validate(r).ref_text() for r in results[0].output()["series"]],
+        arguments={"query": made.logs[0].query, "minutes": made.window.minutes}, source="loki",
+    )]  # fmt: skip
+    edges = [
+        {"metric": {"client": entry, "server": middle}, "value": [NOW.timestamp(), "50"]},
+        {"metric": {"client": middle, "server": leaf}, "value": [NOW.timestamp(), "40"]},
+    ]
+    results.append(message(
+        22, "query_promql", "series", edges, [SeriesRecord.model_validate(r).ref_text() for r in edges],
+        arguments={"query": edge.query(made.window.minutes), "minutes": 0},
+    ))  # fmt: skip
+
+    investigation = investigated(made, results, services=set(services))
+
+    assert [c.subject for c in investigation.candidates] == [leaf, middle]
+    assert investigation.candidates[0].explains == [middle]
+
+
+@per_world
+def test_every_number_of_a_log_candidate_is_computed_again_from_the_cited_series(services):
+    made = plan()
+    results = recorded(services, made)
+    said = candidates_said(investigated(made, results, services=set(services)))
+    slot = Slot.model_construct(
+        conclusion=said.text, bindings=said.bindings, derived=said.derived, inference=True
+    )
+
+    assert derived_failures(slot, invocations=results) == []
+    tampered = [
+        n.model_copy(update={"said": "30 条/3分钟"}) if n.said == "24 条/3分钟" else n for n in said.derived
+    ]
+    changed = slot.model_copy(
+        update={"conclusion": said.text.replace("24 条/3分钟", "30 条/3分钟"), "derived": tampered}
+    )
+    assert derived_failures(changed, invocations=results)
+
+
+def test_without_a_log_series_result_nothing_is_said_of_logs():
+    made = replace(plan(), logs=())
+
+    assert investigated(made, [], services={"storefront"}).candidates == []

@@ -1,0 +1,1 @@
+"""LogQL metric queries over the log source: lines counted per minute, as series."""
