@@ -38,6 +38,9 @@ class Role:
     any: tuple[str, ...] = ()
     none: tuple[str, ...] = ()
     unit: str = ""
+    # A label naming the address a series is about (a probe's target): its series are read by it too
+    # and said of the service whose scrape target has that address.
+    address: str = ""
 
     def matches(self, *, type: str, words: frozenset[str]) -> bool:
         return (
@@ -58,11 +61,24 @@ class EdgeShape:
 
 
 @dataclass(frozen=True)
+class Targets:
+    """The series a metrics source writes of each scrape target (Prometheus's `up`): whether it
+    answered, by the service and the target's `address` label."""
+
+    metric: str
+    role: str
+    label: str
+    address: str
+    unit: str = ""
+
+
+@dataclass(frozen=True)
 class SignalRoles:
     roles: tuple[Role, ...]
     edges: tuple[EdgeShape, ...]
     # Roles of series between two services (a caller and a callee label): said of the callee.
     edge_roles: tuple[Role, ...] = ()
+    targets: Targets | None = None
 
     def role(self, name: str) -> Role | None:
         return next((role for role in self.roles if role.role == name), None)
@@ -87,6 +103,7 @@ def signal_roles(path: Path = SIGNAL_ROLES_FILE) -> SignalRoles:
             Role(**{key: _tupled(value) for key, value in role.items()})
             for role in data.get("edge_roles", [])
         ),
+        targets=Targets(**data["targets"]) if data.get("targets") else None,
     )
 
 

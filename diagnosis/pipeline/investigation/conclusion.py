@@ -15,7 +15,7 @@ from datetime import datetime
 
 from diagnosis.pipeline.contracts import EvidenceBinding, RankedCandidate
 from diagnosis.pipeline.investigation.investigate import Cited, Investigation
-from diagnosis.pipeline.investigation.ranking import CALLER_SIDE, EDGE, Candidate, Moved
+from diagnosis.pipeline.investigation.ranking import CALLER_SIDE, Candidate, Moved
 from diagnosis.pipeline.investigation.said import time_said, value_said
 from diagnosis.pipeline.slot import DerivedNumber, TimelineMark
 
@@ -133,8 +133,9 @@ def _candidate_said(candidate: Candidate, investigation: Investigation) -> Said:
 
 def _mechanism(move: Moved, label: str) -> str:
     direction = "升高" if move.change.rising else "下降"
-    if move.role == EDGE and move.caller:
-        return f"{move.caller} 看到的{label}{direction}"
     if move.role == CALLER_SIDE:
         return f"调用方 {move.service} 的{label}{direction}"
+    if move.caller:
+        # An edge's or a probe's series: seen from the caller or the prober.
+        return f"{move.caller} 看到的{label}{direction}"
     return f"{label}{direction}"

@@ -12,14 +12,22 @@ import math
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from urllib.parse import urlsplit
 
 from diagnosis.pipeline.investigation.change import change_of, series_points
 from diagnosis.pipeline.investigation.ranking import Candidate, Moved, candidates_ranked
-from diagnosis.pipeline.investigation.signals import EdgeSignal, KeySignal, key_signals, may_signal
+from diagnosis.pipeline.investigation.signals import (
+    MAX_SIGNALS,
+    EdgeSignal,
+    KeySignal,
+    key_signals,
+    may_signal,
+    target_signal,
+)
 from tools.evidence.registry import SERIES
 from tools.evidence.result import Ref, ToolResult
 from tools.evidence.series.record import SeriesRecord
-from tools.signal_roles import MetricFamily
+from tools.signal_roles import MetricFamily, signal_roles
 
 # The incident is compared with this long before its start.
 BASELINE = timedelta(minutes=30)
@@ -80,6 +88,13 @@ def plan_of(
         if may_signal(family.name, family.type, family.help)
     ]
     signals, edges, left_out = key_signals(labelled, service_labels=service_labels, series=series)
+    targets = signal_roles().targets
+    if targets is not None and targets.metric in series and label_names is not None:
+        target = target_signal(service_labels=service_labels, labels=label_names(targets.metric))
+        if target is not None:
+            # Within the bound: the targets' query takes the last key signal's place.
+            left_out += max(0, len(signals) + 1 - MAX_SIGNALS)
+            signals = [*signals[: MAX_SIGNALS - 1], target]
     return Plan(window=window, signals=tuple(signals), edges=tuple(edges), left_out=left_out)
 
 
@@ -113,6 +128,7 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
     `services` (the inventory's: a name the sources do not know is never a candidate)."""
     investigation = Investigation(plan=plan)
     window = plan.window
+    owners = _address_owners(plan, results)
     for signal in plan.signals:
         result = _result(results, signal.query, window.minutes)
         if result is None:
@@ -130,8 +146,14 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
                 baseline_start=window.baseline_start,
                 end=window.end,
             )
+            caller = str(record.metric.get(signal.caller, "")) if signal.caller else ""
+            owner = (
+                owners.get(address_of(str(record.metric.get(signal.address, "")))) if signal.address else None
+            )
+            if owner and owner != service:
+                # A probe of another service's address: said of that service, seen from the prober.
+                caller, service = service, owner
             if service and change is not None:
-                caller = str(record.metric.get(signal.caller, "")) if signal.caller else ""
                 investigation.moved.append(
                     Moved(
                         service=service,
@@ -153,6 +175,27 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
     ranked = candidates_ranked(investigation.moved, edges=investigation.edges)
     investigation.candidates = [c for c in ranked if c.subject in known]
     return investigation
+
+
+def address_of(text: str) -> str:
+    """The `host:port` of an address label's value (a URL or `host:port`); "" when none."""
+    if "://" in text:
+        text = urlsplit(text).netloc
+    return text.rsplit("@", 1)[-1] if ":" in text else ""
+
+
+def _address_owners(plan: Plan, results: Sequence[ToolResult]) -> dict[str, str]:
+    """Scrape-target address → the service it is a target of, from the targets' recorded series."""
+    owners: dict[str, str] = {}
+    targets = signal_roles().targets
+    for signal in plan.signals:
+        is_target = targets is not None and signal.role == targets.role and signal.metric == targets.metric
+        result = _result(results, signal.query, plan.window.minutes) if is_target else None
+        for record, _ in result.cited() if result is not None else []:
+            address = address_of(str(record.metric.get(signal.address, "")))
+            if isinstance(record, SeriesRecord) and address and record.metric.get(signal.by):
+                owners[address] = str(record.metric[signal.by])
+    return owners
 
 
 def _labels(family: MetricFamily, series: Collection[str], label_names: LabelNames | None) -> tuple[str, ...]:
