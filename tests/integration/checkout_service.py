@@ -4,8 +4,8 @@ Each `/api/checkout/` request reads a cart from Redis and takes the row lock of 
 PostgreSQL (`lock_timeout` bounds the wait: past it the request answers 500). `/health` answers 200.
 `/metrics` is the Prometheus text format a client library writes: the CPU time of its whole process
 group (a child it starts is its CPU too), its resident memory, its requests and their latency.
-`POST /fault/slow?seconds=S` makes every request that much slower (0: as before), the one fault it
-injects into itself.
+`POST /fault/slow?seconds=S` makes every request that much slower (0: as before); `POST
+/fault/burner?seconds=S` starts a busy loop in its process group for at most S seconds (0: stops it).
 
     python -m tests.integration.checkout_service --port P --postgres DSN --redis-port R
 """
@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -101,6 +103,17 @@ class Checkout(ThreadingHTTPServer):
         self.metrics = Metrics()
         self.slow_seconds = 0.0
         self.served = 0
+        self.burner: subprocess.Popen | None = None
+
+    def burn(self, seconds: float) -> None:
+        """A child that spins for at most `seconds` (in this process group: its CPU is ours)."""
+        if self.burner is not None:
+            self.burner.kill()
+            self.burner.wait()
+            self.burner = None
+        if seconds > 0:
+            loop = f"import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass"
+            self.burner = subprocess.Popen([sys.executable, "-c", loop])
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -123,6 +136,9 @@ class Handler(BaseHTTPRequestHandler):
         parts = urlsplit(self.path)
         if parts.path == "/fault/slow":
             self.server.slow_seconds = float(parse_qs(parts.query).get("seconds", ["0"])[0])
+            return self._reply(200, "ok\n")
+        if parts.path == "/fault/burner":
+            self.server.burn(float(parse_qs(parts.query).get("seconds", ["0"])[0]))
             return self._reply(200, "ok\n")
         if parts.path.startswith("/api/checkout/"):
             return self._checkout()

@@ -23,7 +23,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx2
@@ -47,6 +47,8 @@ from tests.loki_server import FakeLoki
 ROOMY_MAXMEMORY = "64mb"
 FULL_MAXMEMORY = 8 * 2**20
 SLOW_SECONDS = 1.5
+# The burner stops by itself after this long, should nobody stop it.
+BURNER_BOUND = 300
 CLIENTS = 3
 # Seconds between one client's requests.
 PACE = 0.3
@@ -69,7 +71,6 @@ class FaultStack:
     endpoints: Endpoints
     checkout: subprocess.Popen | None = None
     traffic: Traffic | None = None
-    extra: list[subprocess.Popen] = field(default_factory=list)
 
     @property
     def port(self) -> int:
@@ -97,10 +98,6 @@ class FaultStack:
     def stop(self) -> None:
         if self.traffic is not None:
             self.traffic.stop()
-        for process in self.extra:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
         self.stack.stop()
 
     # --- The faults: each a context manager, the fault held inside it and undone after. ---------
@@ -116,13 +113,11 @@ class FaultStack:
 
     @contextmanager
     def cpu_burner(self) -> Iterator[None]:
-        burner = subprocess.Popen([sys.executable, "-c", "while True: pass"], process_group=self.checkout.pid)
-        self.extra.append(burner)
+        httpx2.post(f"http://{self.checkout_address}/fault/burner", params={"seconds": BURNER_BOUND})
         try:
             yield
         finally:
-            burner.kill()
-            burner.wait()
+            httpx2.post(f"http://{self.checkout_address}/fault/burner", params={"seconds": 0})
 
     @contextmanager
     def postgres_lock(self) -> Iterator[None]:
