@@ -192,7 +192,9 @@ def _address_owners(plan: Plan, results: Sequence[ToolResult]) -> dict[str, str]
         is_target = targets is not None and signal.role == targets.role and signal.metric == targets.metric
         result = _result(results, signal.query, plan.window.minutes) if is_target else None
         for record, _ in result.cited() if result is not None else []:
-            address = address_of(str(record.metric.get(signal.address, "")))
+            # A target named by a URL is a probe's (the prober's scrape), not the address's owner.
+            value = str(record.metric.get(signal.address, ""))
+            address = address_of(value) if "://" not in value else ""
             if isinstance(record, SeriesRecord) and address and record.metric.get(signal.by):
                 owners[address] = str(record.metric[signal.by])
     return owners

@@ -75,3 +75,19 @@ def test_one_point_out_of_line_is_no_onset():
     points = minutes([*[1.0, 1.1, 0.9, 1.0] * 8, 9.0, 1.0, 1.05])
 
     assert change_of(points, onset_hint=at(32), baseline_start=at(0), end=at(34)) is None
+
+
+def test_a_rate_flat_at_zero_before_moves_when_it_rises_and_stays():
+    """No evictions or errors before, then a steady rate: no spread to measure it by but its own size."""
+    points = minutes([0.0] * 35 + [40.0, 42.0, 38.0, 41.0, 40.0])
+
+    change = change_of(points, onset_hint=at(35), baseline_start=at(0), end=at(39))
+
+    assert change is not None and change.onset == at(35)
+    assert (change.before, change.after) == (0.0, 40.0)
+
+
+def test_one_blip_on_a_rate_flat_at_zero_is_no_move():
+    points = minutes([0.0] * 35 + [0.0, 3.0, 0.0, 0.0, 0.0])
+
+    assert change_of(points, onset_hint=at(35), baseline_start=at(0), end=at(39)) is None

@@ -123,3 +123,34 @@ def test_the_signals_read_are_bounded_and_one_query_reads_every_service():
     assert len(signals) == MAX_SIGNALS and left_out == 60 - MAX_SIGNALS
     assert all(s.query.startswith("sum by (service)") for s in signals)
     assert edges == []
+
+
+def test_the_bound_is_shared_among_the_roles_and_one_programs_breakdown_comes_last():
+    """Forty memory gauges of one exporter do not crowd out every service's latency and errors."""
+    families = [
+        MetricFamily(f"node_memory_Part{i}_bytes", "gauge", "Memory information field.", ("job",))
+        for i in range(45)
+    ] + [
+        MetricFamily("process_resident_memory_bytes", "gauge", "Resident memory in bytes.", ("job",)),
+        MetricFamily("http_request_duration_seconds", "histogram", "Latency of requests.", ("job",)),
+        MetricFamily("app_errors_total", "counter", "Errors.", ("job",)),
+    ]
+
+    signals, _, left_out = key_signals(families, service_labels=SERVICE_LABELS)
+
+    metrics = [s.metric for s in signals]
+    assert len(signals) == MAX_SIGNALS and left_out == len(families) - MAX_SIGNALS
+    assert {"process_resident_memory_bytes", "http_request_duration_seconds", "app_errors_total"} <= set(
+        metrics
+    )
+    assert metrics.index("process_resident_memory_bytes") < metrics.index("node_memory_Part0_bytes")
+
+
+def test_a_probe_is_read_by_its_target_address_too():
+    found = signal(
+        "probe_duration_seconds", "gauge", "Returns how long the probe took to complete in seconds",
+        labels=("job", "instance"),
+    )  # fmt: skip
+
+    assert (found.role, found.address) == ("probe_latency", "instance")
+    assert found.query == "max by (job, instance) (probe_duration_seconds)"
