@@ -98,8 +98,9 @@ def change_of(
     typical = statistics.median(abs(value) for _, value in points)
     spread = max(_noise(before, level), RELATIVE_FLOOR * max(abs(level), typical))
     if spread <= 0:
-        # Flat at zero before (no errors, no evictions): a rise is measured against its own size.
-        spread = RELATIVE_FLOOR * statistics.median(abs(value) for _, value in after)
+        # Flat at zero before (no errors, no evictions): a rise is measured against its own size (a
+        # lone blip is no onset: the point after it must be past it too).
+        spread = RELATIVE_FLOOR * max(abs(value) for _, value in after)
     if spread <= 0:
         return None
     onset = _onset(after, level=level, spread=spread)

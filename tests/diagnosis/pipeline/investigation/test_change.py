@@ -91,3 +91,11 @@ def test_one_blip_on_a_rate_flat_at_zero_is_no_move():
     points = minutes([0.0] * 35 + [0.0, 3.0, 0.0, 0.0, 0.0])
 
     assert change_of(points, onset_hint=at(35), baseline_start=at(0), end=at(39)) is None
+
+
+def test_a_rate_that_rises_from_zero_late_in_the_window_moves_from_its_onset():
+    points = minutes([0.0] * 35 + [0.0, 0.0, 0.0, 130.0, 300.0, 480.0, 650.0])
+
+    change = change_of(points, onset_hint=at(35), baseline_start=at(0), end=at(41))
+
+    assert change is not None and change.onset == at(38) and change.after == 390.0
