@@ -79,6 +79,11 @@ class SignalRoles:
     # Roles of series between two services (a caller and a callee label): said of the callee.
     edge_roles: tuple[Role, ...] = ()
     targets: Targets | None = None
+    # Words of a family's name that say it states a configuration: never a signal.
+    never: frozenset[str] = frozenset()
+
+    def configuration(self, name: str) -> bool:
+        return bool(family_words(name) & self.never)
 
     def role(self, name: str) -> Role | None:
         return next((role for role in self.roles if role.role == name), None)
@@ -104,6 +109,7 @@ def signal_roles(path: Path = SIGNAL_ROLES_FILE) -> SignalRoles:
             for role in data.get("edge_roles", [])
         ),
         targets=Targets(**data["targets"]) if data.get("targets") else None,
+        never=frozenset(data.get("never", ())),
     )
 
 

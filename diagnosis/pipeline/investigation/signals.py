@@ -63,6 +63,8 @@ def key_signal(
     """The role a family plays (None: none), judged from its name, TYPE, HELP and label names; its
     query reads its series as the source names them (`series`: a counter with or without `_total`)."""
     roles = roles or signal_roles()
+    if roles.configuration(family.name):
+        return None
     words = family_words(family.name, family.help)
     kind = family.type.lower()
     labels = set(family.labels)
@@ -112,6 +114,8 @@ def may_signal(name: str, type: str, help: str = "") -> bool:
     """Whether a family could be a key signal, judged before its labels are known (they are asked of
     the source only for these)."""
     roles = signal_roles()
+    if roles.configuration(name):
+        return False
     words, kind = family_words(name, help), type.lower()
     return any(role.matches(type=kind, words=words) for role in (*roles.roles, *roles.edge_roles)) or (
         kind == "counter" and any(words & set(shape.any) for shape in roles.edges)

@@ -99,3 +99,12 @@ def test_a_rate_that_rises_from_zero_late_in_the_window_moves_from_its_onset():
     change = change_of(points, onset_hint=at(35), baseline_start=at(0), end=at(41))
 
     assert change is not None and change.onset == at(38) and change.after == 390.0
+
+
+def test_a_wobble_past_the_threshold_before_the_move_is_not_its_onset():
+    noise = [1.0, 1.02, 0.98, 1.01, 0.99] * 7
+    points = minutes([*noise, 1.2, 1.2, 1.0, 0.99, 1.01, 1.0, 0.98, 5.0, 5.1, 5.2])
+
+    change = change_of(points, onset_hint=at(35), baseline_start=at(0), end=at(44))
+
+    assert change is not None and change.onset == at(42) and change.after == 5.1

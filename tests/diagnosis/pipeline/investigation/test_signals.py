@@ -154,3 +154,15 @@ def test_a_probe_is_read_by_its_target_address_too():
 
     assert (found.role, found.address) == ("probe_latency", "instance")
     assert found.query == "max by (job, instance) (probe_duration_seconds)"
+
+
+@pytest.mark.parametrize(
+    ("name", "help"),
+    [
+        ("pg_settings_log_min_duration_statement_seconds", "Sets the minimum execution time above which all statements will be logged."),
+        ("pg_settings_autovacuum_work_mem_bytes", "Sets the maximum memory to be used by each autovacuum worker process."),
+        ("app_config_request_timeout_seconds", "The configured timeout of requests."),
+    ],
+)  # fmt: skip
+def test_a_setting_is_never_a_signal(name, help):
+    assert signal(name, "gauge", help, labels=("job", "server")) is None
