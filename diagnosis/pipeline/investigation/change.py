@@ -103,11 +103,14 @@ def change_of(
         spread = RELATIVE_FLOOR * max(abs(value) for _, value in after)
     if spread <= 0:
         return None
-    # The first onset from which the series stays moved (its median after it): a wobble past the
-    # threshold before the real move is not its onset.
+    # The first onset from which the series stays moved (its median after it) and is not moved the
+    # other way at the end: a wobble past the threshold before the real move is not its onset.
+    latest = after[-1][1]
     for onset, side in _onsets(after, level=level, spread=spread):
         moved = window_median(points, start=onset, end=end, closed=True)
-        if moved is not None and (moved - level) / spread * side >= MOVED:
+        if moved is None or (latest - level) / spread * side <= -MOVED:
+            continue
+        if (moved - level) / spread * side >= MOVED:
             break
     else:
         return None

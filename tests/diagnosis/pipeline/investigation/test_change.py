@@ -108,3 +108,12 @@ def test_a_wobble_past_the_threshold_before_the_move_is_not_its_onset():
     change = change_of(points, onset_hint=at(35), baseline_start=at(0), end=at(44))
 
     assert change is not None and change.onset == at(42) and change.after == 5.1
+
+
+def test_a_dip_before_a_rise_that_holds_at_the_end_is_not_the_move():
+    noise = [1.0, 1.02, 0.98, 1.01, 0.99] * 7
+    points = minutes([*noise, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8, 1.0, 1.6, 2.4])
+
+    change = change_of(points, onset_hint=at(35), baseline_start=at(0), end=at(43))
+
+    assert change is not None and change.rising and change.onset == at(42)
