@@ -137,7 +137,10 @@ def test_an_injected_fault_names_its_component_first_with_its_numbers(faults, so
         found = CANDIDATE.match(line)
         assert found and found["subject"] == fault.component, (engine, line)
         query, labels = cited(trace)
-        before, after = read(faults, query, labels, began - 600, began), read(faults, query, labels, began, now)
+        before, after = (
+            read(faults, query, labels, began - 600, began),
+            read(faults, query, labels, began, now),
+        )
         assert within(amount(found["before"]), before), (engine, line, query, before)
         assert within(amount(found["after"]), after), (engine, line, query, after)
         assert trace["session"]["engine"] == engine

@@ -95,6 +95,10 @@ def _candidate_said(candidate: Candidate, investigation: Investigation) -> Said:
         edge = investigation.edges.get((lead.service, candidate.subject))
         if edge is not None:
             bindings.append(EvidenceBinding.of_ref(edge.result, edge.ref))
+    elif lead.caller and signal.address and candidate.subject in investigation.targets:
+        # A probe's series names the address; the subject's own target series names both.
+        target = investigation.targets[candidate.subject]
+        bindings.append(EvidenceBinding.of_ref(target.result, target.ref))
     derived = [
         DerivedNumber(
             binding=binding,

@@ -116,6 +116,8 @@ class Investigation:
     candidates: list[Candidate] = field(default_factory=list)
     # (caller, callee) with the cited edge series.
     edges: dict[tuple[str, str], Cited] = field(default_factory=dict)
+    # Service → the cited series of its scrape target whose address a probe's series is said by.
+    targets: dict[str, Cited] = field(default_factory=dict)
     # The range results read and the series in them.
     results_read: int = 0
     series_read: int = 0
@@ -147,12 +149,14 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
                 end=window.end,
             )
             caller = str(record.metric.get(signal.caller, "")) if signal.caller else ""
-            owner = (
+            target = (
                 owners.get(address_of(str(record.metric.get(signal.address, "")))) if signal.address else None
             )
+            owner = str(target.record.metric.get(target.signal.by, "")) if target is not None else ""
             if owner and owner != service:
                 # A probe of another service's address: said of that service, seen from the prober.
                 caller, service = service, owner
+                investigation.targets[owner] = target
             if service and change is not None:
                 investigation.moved.append(
                     Moved(
@@ -184,19 +188,19 @@ def address_of(text: str) -> str:
     return text.rsplit("@", 1)[-1] if ":" in text else ""
 
 
-def _address_owners(plan: Plan, results: Sequence[ToolResult]) -> dict[str, str]:
-    """Scrape-target address → the service it is a target of, from the targets' recorded series."""
-    owners: dict[str, str] = {}
+def _address_owners(plan: Plan, results: Sequence[ToolResult]) -> dict[str, Cited]:
+    """Scrape-target address → the cited series of that target (its service in its labels)."""
+    owners: dict[str, Cited] = {}
     targets = signal_roles().targets
     for signal in plan.signals:
         is_target = targets is not None and signal.role == targets.role and signal.metric == targets.metric
         result = _result(results, signal.query, plan.window.minutes) if is_target else None
-        for record, _ in result.cited() if result is not None else []:
+        for record, ref in result.cited() if result is not None else []:
             # A target named by a URL is a probe's (the prober's scrape), not the address's owner.
             value = str(record.metric.get(signal.address, ""))
             address = address_of(value) if "://" not in value else ""
             if isinstance(record, SeriesRecord) and address and record.metric.get(signal.by):
-                owners[address] = str(record.metric[signal.by])
+                owners[address] = Cited(result, ref, record, signal)
     return owners
 
 

@@ -8,7 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from diagnosis.pipeline.asks.slots import slots_verified
 from diagnosis.pipeline.derived import derived_failures
+from diagnosis.pipeline.facts import FactNames
 from diagnosis.pipeline.investigation.conclusion import candidates_said
 from diagnosis.pipeline.investigation.investigate import investigated, plan_of, window_of
 from diagnosis.pipeline.investigation.said import time_said
@@ -270,8 +272,21 @@ def test_a_failing_probe_is_said_of_the_service_whose_target_has_its_address(ser
     [candidate] = investigation.candidates
     assert candidate.subject == upstream
     assert {(m.role, m.caller) for m in candidate.moves} == {("probe", prober), ("target", "")}
+    said = candidates_said(investigation)
+    # The probe's series names the address only: the subject's own target series is cited beside it,
+    # and the gatekeeper finds every name and number of the candidate in what it cites.
+    assert [(b.source_invocation_id, b.raw_path) for b in said.bindings] == [
+        (21, "$.series[0]"),
+        (22, "$.series[0]"),
+    ]
+    slot = Slot.model_construct(
+        filled=True, conclusion=said.text, bindings=said.bindings, derived=said.derived, inference=True
+    )
+    assert slots_verified([slot], invocations=results, names=FactNames.of(services))[0].filled
+    alone = slot.model_copy(update={"bindings": said.bindings[:1]})
+    assert not slots_verified([alone], invocations=results, names=FactNames.of(services))[0].filled
     onset = time_said(START + timedelta(seconds=30))
-    assert candidates_said(investigation).text in (
+    assert said.text in (
         f"根因候选：{upstream}（{prober} 看到的拨测成功下降，{onset}起，1 → 0）",
         f"根因候选：{upstream}（抓取目标在线下降，{onset}起，1 → 0）",
     )
