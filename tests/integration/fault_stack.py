@@ -106,6 +106,8 @@ class FaultStack:
     def upstream_stopped(self) -> Iterator[None]:
         self.checkout.terminate()
         self.checkout.wait(timeout=10)
+        # Stopped on purpose: not a process that died under the stack.
+        self.stack.started = [s for s in self.stack.started if s.process is not self.checkout]
         try:
             yield
         finally:
