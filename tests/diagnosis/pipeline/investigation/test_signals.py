@@ -166,3 +166,15 @@ def test_a_probe_is_read_by_its_target_address_too():
 )  # fmt: skip
 def test_a_setting_is_never_a_signal(name, help):
     assert signal(name, "gauge", help, labels=("job", "server")) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "help"),
+    [
+        ("go_memstats_heap_released_bytes", "Number of heap bytes released to OS."),
+        ("go_memstats_heap_idle_bytes", "Number of heap bytes waiting to be used."),
+        ("go_memstats_next_gc_bytes", "Number of heap bytes when next garbage collection will take place."),
+    ],
+)
+def test_memory_given_back_or_not_yet_used_is_no_memory_signal(name, help):
+    assert signal(name, "gauge", help, labels=("job", "instance")) is None
