@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test lint bench eval record-world record-exporter-world install browser sources-stack test-llm-real
+.PHONY: test-faults run test lint bench eval record-world record-exporter-world install browser sources-stack test-llm-real
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,10 +41,15 @@ XDIST := $(if $(findstring postgres,$(DATABASE_URL)),-n 2,)
 test: install browser sources-stack
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest $(XDIST) -m "not scale" $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "not scale and not faults" $(PYTEST_ARGS)
 	# The 100,000-session desk test runs alone: it commits its history, which no other test may see.
 	$(PY) -m pytest -m scale $(PYTEST_ARGS)
 	DIAGNOSIS_DEV=1 $(PY) manage.py eval --exclude-tag known_gap
+
+# The injected faults on the exporter stack (tests/integration/test_injected_faults_live.py): five faults
+# held and settled one after another, each asked of both engines; about 30 minutes, so not in `make test`.
+test-faults: install sources-stack
+	$(PY) -m pytest -m faults $(PYTEST_ARGS)
 
 bench: install
 	DIAGNOSIS_DEV=1 $(PY) manage.py bench

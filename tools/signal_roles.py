@@ -38,6 +38,9 @@ class Role:
     any: tuple[str, ...] = ()
     none: tuple[str, ...] = ()
     unit: str = ""
+    # A label naming the address a series is about (a probe's target): its series are read by it too
+    # and said of the service whose scrape target has that address.
+    address: str = ""
 
     def matches(self, *, type: str, words: frozenset[str]) -> bool:
         return (
@@ -70,12 +73,30 @@ class EdgeGap:
 
 
 @dataclass(frozen=True)
+class Targets:
+    """The series a metrics source writes of each scrape target (Prometheus's `up`): whether it
+    answered, by the service and the target's `address` label."""
+
+    metric: str
+    role: str
+    label: str
+    address: str
+    unit: str = ""
+
+
+@dataclass(frozen=True)
 class SignalRoles:
     roles: tuple[Role, ...]
     edges: tuple[EdgeShape, ...]
     # Roles of series between two services (a caller and a callee label): said of the callee.
     edge_roles: tuple[Role, ...] = ()
     edge_gap: EdgeGap | None = None
+    targets: Targets | None = None
+    # Words of a family's name that say it states a configuration: never a signal.
+    never: frozenset[str] = frozenset()
+
+    def configuration(self, name: str) -> bool:
+        return bool(family_words(name) & self.never)
 
     def role(self, name: str) -> Role | None:
         return next((role for role in self.roles if role.role == name), None)
@@ -103,6 +124,8 @@ def signal_roles(path: Path = SIGNAL_ROLES_FILE) -> SignalRoles:
         edge_gap=EdgeGap(**{key: _tupled(value) for key, value in data["edge_gap"].items()})
         if "edge_gap" in data
         else None,
+        targets=Targets(**data["targets"]) if data.get("targets") else None,
+        never=frozenset(data.get("never", ())),
     )
 
 

@@ -421,7 +421,7 @@ def _configs(stack: ExporterStack) -> None:
     )
 
 
-def _launch(stack: ExporterStack, start) -> None:
+def _launch(stack: ExporterStack, start, *, maxmemory: str = REDIS_MAXMEMORY) -> None:
     folder, ports = stack.folder, stack.ports
     start(
         "nginx",
@@ -444,7 +444,7 @@ def _launch(stack: ExporterStack, start) -> None:
             "--port",
             str(ports["redis"]),
             "--maxmemory",
-            REDIS_MAXMEMORY,
+            maxmemory,
             "--maxmemory-policy",
             "allkeys-lru",
             "--save",

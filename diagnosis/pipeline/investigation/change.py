@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
@@ -107,12 +107,21 @@ def change_of(
     typical = statistics.median(abs(value) for _, value in points)
     spread = max(_noise(before, level), RELATIVE_FLOOR * max(abs(level), typical), floor)
     if spread <= 0:
+        # Flat at zero before (no errors, no evictions): a rise is measured against its own size (a
+        # lone blip is no onset: the point after it must be past it too).
+        spread = RELATIVE_FLOOR * max(abs(value) for _, value in after)
+    if spread <= 0:
         return None
-    onset = _onset(after, level=level, spread=spread)
-    if onset is None:
-        return None
-    moved = window_median(points, start=onset, end=end, closed=True)
-    if moved is None:
+    # The first onset from which the series stays moved (its median after it) and is not moved the
+    # other way at the end: a wobble past the threshold before the real move is not its onset.
+    latest = after[-1][1]
+    for onset, side in _onsets(after, level=level, spread=spread):
+        moved = window_median(points, start=onset, end=end, closed=True)
+        if moved is None or (latest - level) / spread * side <= -MOVED:
+            continue
+        if (moved - level) / spread * side >= MOVED:
+            break
+    else:
         return None
     score = abs(moved - level) / spread
     if score < MOVED:
@@ -143,13 +152,14 @@ def _noise(values: Sequence[float], level: float) -> float:
     return min(mad, step_noise)
 
 
-def _onset(after: Sequence[Point], *, level: float, spread: float) -> datetime | None:
-    """The first point past MOVED spreads whose next point (if any) is past it on the same side."""
+def _onsets(after: Sequence[Point], *, level: float, spread: float) -> Iterator[tuple[datetime, int]]:
+    """Each point past MOVED spreads whose next point (if any) is past it on the same side, in order,
+    with its side (1 above the level, -1 below)."""
     for index, (at, value) in enumerate(after):
         distance = (value - level) / spread
         if abs(distance) < MOVED:
             continue
         following = after[index + 1 : index + 2]
-        if not following or (following[0][1] - level) / spread * (1 if distance > 0 else -1) >= MOVED:
-            return at
-    return None
+        side = 1 if distance > 0 else -1
+        if not following or (following[0][1] - level) / spread * side >= MOVED:
+            yield at, side

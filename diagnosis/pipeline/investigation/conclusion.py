@@ -15,7 +15,7 @@ from datetime import datetime
 
 from diagnosis.pipeline.contracts import EvidenceBinding, RankedCandidate
 from diagnosis.pipeline.investigation.investigate import Cited, Investigation
-from diagnosis.pipeline.investigation.ranking import CALLER_SIDE, EDGES, Candidate, Moved
+from diagnosis.pipeline.investigation.ranking import CALLER_SIDE, Candidate, Moved
 from diagnosis.pipeline.investigation.said import time_said, value_said
 from diagnosis.pipeline.slot import DerivedNumber, TimelineMark
 
@@ -95,6 +95,10 @@ def _candidate_said(candidate: Candidate, investigation: Investigation) -> Said:
         edge = investigation.edges.get((lead.service, candidate.subject))
         if edge is not None:
             bindings.append(EvidenceBinding.of_ref(edge.result, edge.ref))
+    elif lead.caller and signal.address and candidate.subject in investigation.targets:
+        # A probe's series names the address; the subject's own target series names both.
+        target = investigation.targets[candidate.subject]
+        bindings.append(EvidenceBinding.of_ref(target.result, target.ref))
     derived = [
         DerivedNumber(
             binding=binding,
@@ -133,8 +137,9 @@ def _candidate_said(candidate: Candidate, investigation: Investigation) -> Said:
 
 def _mechanism(move: Moved, label: str) -> str:
     direction = "升高" if move.change.rising else "下降"
-    if move.role in EDGES and move.caller:
-        return f"{move.caller} 看到的{label}{direction}"
     if move.role == CALLER_SIDE:
         return f"调用方 {move.service} 的{label}{direction}"
+    if move.caller:
+        # An edge's or a probe's series: seen from the caller or the prober.
+        return f"{move.caller} 看到的{label}{direction}"
     return f"{label}{direction}"

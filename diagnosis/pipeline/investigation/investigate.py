@@ -12,15 +12,23 @@ import math
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from urllib.parse import urlsplit
 
 from diagnosis.pipeline.investigation.change import change_of, series_points
 from diagnosis.pipeline.investigation.ranking import Candidate, Moved, candidates_ranked
-from diagnosis.pipeline.investigation.signals import EdgeSignal, KeySignal, key_signals, may_signal
+from diagnosis.pipeline.investigation.signals import (
+    MAX_SIGNALS,
+    EdgeSignal,
+    KeySignal,
+    key_signals,
+    may_signal,
+    target_signal,
+)
 from tools.evidence.kind import EvidenceKind
 from tools.evidence.registry import LOG_SERIES, SERIES
 from tools.evidence.result import Ref, ToolResult
 from tools.evidence.series.record import SeriesRecord
-from tools.signal_roles import MetricFamily
+from tools.signal_roles import MetricFamily, signal_roles
 
 # The incident is compared with this long before its start.
 BASELINE = timedelta(minutes=30)
@@ -85,6 +93,13 @@ def plan_of(
         if may_signal(family.name, family.type, family.help)
     ]
     signals, edges, left_out = key_signals(labelled, service_labels=service_labels, series=series)
+    targets = signal_roles().targets
+    if targets is not None and targets.metric in series and label_names is not None:
+        target = target_signal(service_labels=service_labels, labels=label_names(targets.metric))
+        if target is not None:
+            # Within the bound: the targets' query takes the last key signal's place.
+            left_out += max(0, len(signals) + 1 - MAX_SIGNALS)
+            signals = [*signals[: MAX_SIGNALS - 1], target]
     return Plan(window=window, signals=tuple(signals), edges=tuple(edges), left_out=left_out)
 
 
@@ -106,6 +121,8 @@ class Investigation:
     candidates: list[Candidate] = field(default_factory=list)
     # (caller, callee) with the cited edge series.
     edges: dict[tuple[str, str], Cited] = field(default_factory=dict)
+    # Service → the cited series of its scrape target whose address a probe's series is said by.
+    targets: dict[str, Cited] = field(default_factory=dict)
     # The range results read and the series in them.
     results_read: int = 0
     series_read: int = 0
@@ -118,6 +135,7 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
     `services` (the inventory's: a name the sources do not know is never a candidate)."""
     investigation = Investigation(plan=plan)
     window = plan.window
+    owners = _address_owners(plan, results)
     read = [(signal, SERIES) for signal in plan.signals] + [(signal, LOG_SERIES) for signal in plan.logs]
     for signal, kind in read:
         result = _result(results, signal.query, window.minutes, kind=kind)
@@ -138,8 +156,16 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
                 floor=signal.floor,
                 **({"level_window": signal.level_window} if signal.level_window is not None else {}),
             )
+            caller = str(record.metric.get(signal.caller, "")) if signal.caller else ""
+            target = (
+                owners.get(address_of(str(record.metric.get(signal.address, "")))) if signal.address else None
+            )
+            owner = str(target.record.metric.get(target.signal.by, "")) if target is not None else ""
+            if owner and owner != service:
+                # A probe of another service's address: said of that service, seen from the prober.
+                caller, service = service, owner
+                investigation.targets[owner] = target
             if service and change is not None:
-                caller = str(record.metric.get(signal.caller, "")) if signal.caller else ""
                 investigation.moved.append(
                     Moved(
                         service=service,
@@ -161,6 +187,29 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
     ranked = candidates_ranked(investigation.moved, edges=investigation.edges)
     investigation.candidates = [c for c in ranked if c.subject in known]
     return investigation
+
+
+def address_of(text: str) -> str:
+    """The `host:port` of an address label's value (a URL or `host:port`); "" when none."""
+    if "://" in text:
+        text = urlsplit(text).netloc
+    return text.rsplit("@", 1)[-1] if ":" in text else ""
+
+
+def _address_owners(plan: Plan, results: Sequence[ToolResult]) -> dict[str, Cited]:
+    """Scrape-target address → the cited series of that target (its service in its labels)."""
+    owners: dict[str, Cited] = {}
+    targets = signal_roles().targets
+    for signal in plan.signals:
+        is_target = targets is not None and signal.role == targets.role and signal.metric == targets.metric
+        result = _result(results, signal.query, plan.window.minutes) if is_target else None
+        for record, ref in result.cited() if result is not None else []:
+            # A target named by a URL is a probe's (the prober's scrape), not the address's owner.
+            value = str(record.metric.get(signal.address, ""))
+            address = address_of(value) if "://" not in value else ""
+            if isinstance(record, SeriesRecord) and address and record.metric.get(signal.by):
+                owners[address] = Cited(result, ref, record, signal)
+    return owners
 
 
 def _labels(family: MetricFamily, series: Collection[str], label_names: LabelNames | None) -> tuple[str, ...]:

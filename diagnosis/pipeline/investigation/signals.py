@@ -8,9 +8,11 @@ of `tools/data/signal_roles.json`. No family of any stack is named here.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from itertools import zip_longest
 
 from tools.signal_roles import MetricFamily, SignalRoles, family_words, signal_roles
 
@@ -40,6 +42,8 @@ class KeySignal:
     # how much of the baseline's end its level is read over (None: `change.LEVEL_WINDOW`).
     floor: float = 0.0
     level_window: timedelta | None = None
+    # The label naming the address its series are about (a probe's target, a scrape target's own).
+    address: str = ""
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,8 @@ def key_signal(
     """The role a family plays (None: none), judged from its name, TYPE, HELP and label names; its
     query reads its series as the source names them (`series`: a counter with or without `_total`)."""
     roles = roles or signal_roles()
+    if roles.configuration(family.name):
+        return None
     words = family_words(family.name, family.help)
     kind = family.type.lower()
     labels = set(family.labels)
@@ -88,14 +94,33 @@ def key_signal(
     role = next((role for role in roles.roles if role.matches(type=kind, words=words)), None)
     if role is None:
         return None
-    query = _query(metric, kind=kind, by=by, role=role.role, labels=labels)
-    return KeySignal(role=role.role, label=role.label, unit=role.unit, metric=metric, by=by, query=query)
+    address = role.address if role.address in labels else ""
+    query = _query(metric, kind=kind, by=f"{by}, {address}" if address else by, role=role.role, labels=labels)
+    return KeySignal(
+        role=role.role, label=role.label, unit=role.unit, metric=metric, by=by, query=query, address=address
+    )
+
+
+def target_signal(*, service_labels: Sequence[str], labels: Iterable[str]) -> KeySignal | None:
+    """Whether each scrape target answered, by service and address (None: the source writes no such
+    series, or not by a service label); `labels`: the label names of its series."""
+    targets = signal_roles().targets
+    names = set(labels)
+    by = next((label for label in service_labels if label in names), None)
+    if targets is None or by is None or targets.address not in names:
+        return None
+    return KeySignal(
+        role=targets.role, label=targets.label, unit=targets.unit, metric=targets.metric, by=by,
+        query=f"min by ({by}, {targets.address}) ({targets.metric})", address=targets.address,
+    )  # fmt: skip
 
 
 def may_signal(name: str, type: str, help: str = "") -> bool:
     """Whether a family could be a key signal, judged before its labels are known (they are asked of
     the source only for these)."""
     roles = signal_roles()
+    if roles.configuration(name):
+        return False
     words, kind = family_words(name, help), type.lower()
     return any(role.matches(type=kind, words=words) for role in (*roles.roles, *roles.edge_roles)) or (
         kind == "counter" and any(words & set(shape.any) for shape in roles.edges)
@@ -105,19 +130,31 @@ def may_signal(name: str, type: str, help: str = "") -> bool:
 def key_signals(
     families: Iterable[MetricFamily], *, service_labels: Sequence[str], series: Iterable[str] = ()
 ) -> tuple[list[KeySignal], list[EdgeSignal], int]:
-    """The families' key signals (at most MAX_SIGNALS, in the roles' order), the service-graph counters
-    and how many signals were left out."""
+    """The families' key signals (at most MAX_SIGNALS), the service-graph counters and how many signals
+    were left out. The bound is shared among the roles in turn (one exporter's forty memory gauges do
+    not crowd out every service's latency); within a role, a family whose name's namespace holds few
+    of the role's families comes first: many are one program's breakdown (`node_memory_*`), few are
+    what every service writes (`process_cpu_seconds_total`)."""
     known = set(series)
     families = list(families)
     found = [key_signal(family, service_labels=service_labels, series=known) for family in families]
     roles = signal_roles()
     order = [role.role for role in (*roles.roles, *roles.edge_roles)]
-    signals = sorted(
-        (s for s in found if isinstance(s, KeySignal)), key=lambda s: (order.index(s.role), s.metric)
-    )
-    signals += edge_gaps(list(zip(families, found, strict=True)), roles=roles)
+    signals = [s for s in found if isinstance(s, KeySignal)]
+    by_role: dict[str, list[KeySignal]] = {}
+    for signal in sorted(signals, key=lambda s: (order.index(s.role), s.metric)):
+        by_role.setdefault(signal.role, []).append(signal)
+    for role_signals in by_role.values():
+        crowd = Counter(_namespace(s.metric) for s in role_signals)
+        role_signals.sort(key=lambda s: (crowd[_namespace(s.metric)], s.metric))
+    taken = [s for turn in zip_longest(*by_role.values()) for s in turn if s is not None]
+    taken += edge_gaps(list(zip(families, found, strict=True)), roles=roles)
     edges = [s for s in found if isinstance(s, EdgeSignal)]
-    return signals[:MAX_SIGNALS], edges[:1], max(0, len(signals) - MAX_SIGNALS)
+    return taken[:MAX_SIGNALS], edges[:1], max(0, len(taken) - MAX_SIGNALS)
+
+
+def _namespace(metric: str) -> str:
+    return metric.split("_", 1)[0]
 
 
 def edge_gaps(

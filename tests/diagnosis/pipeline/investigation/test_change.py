@@ -84,3 +84,45 @@ def test_one_point_out_of_line_is_no_onset():
     points = minutes([*[1.0, 1.1, 0.9, 1.0] * 8, 9.0, 1.0, 1.05])
 
     assert change_of(points, onset_hint=at(32), baseline_start=at(0), end=at(34)) is None
+
+
+def test_a_rate_flat_at_zero_before_moves_when_it_rises_and_stays():
+    """No evictions or errors before, then a steady rate: no spread to measure it by but its own size."""
+    points = minutes([0.0] * 35 + [40.0, 42.0, 38.0, 41.0, 40.0])
+
+    change = change_of(points, onset_hint=at(35), baseline_start=at(0), end=at(39))
+
+    assert change is not None and change.onset == at(35)
+    assert (change.before, change.after) == (0.0, 40.0)
+
+
+def test_one_blip_on_a_rate_flat_at_zero_is_no_move():
+    points = minutes([0.0] * 35 + [0.0, 3.0, 0.0, 0.0, 0.0])
+
+    assert change_of(points, onset_hint=at(35), baseline_start=at(0), end=at(39)) is None
+
+
+def test_a_rate_that_rises_from_zero_late_in_the_window_moves_from_its_onset():
+    points = minutes([0.0] * 35 + [0.0, 0.0, 0.0, 130.0, 300.0, 480.0, 650.0])
+
+    change = change_of(points, onset_hint=at(35), baseline_start=at(0), end=at(41))
+
+    assert change is not None and change.onset == at(38) and change.after == 390.0
+
+
+def test_a_wobble_past_the_threshold_before_the_move_is_not_its_onset():
+    noise = [1.0, 1.02, 0.98, 1.01, 0.99] * 7
+    points = minutes([*noise, 1.2, 1.2, 1.0, 0.99, 1.01, 1.0, 0.98, 5.0, 5.1, 5.2])
+
+    change = change_of(points, onset_hint=at(35), baseline_start=at(0), end=at(44))
+
+    assert change is not None and change.onset == at(42) and change.after == 5.1
+
+
+def test_a_dip_before_a_rise_that_holds_at_the_end_is_not_the_move():
+    noise = [1.0, 1.02, 0.98, 1.01, 0.99] * 7
+    points = minutes([*noise, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8, 1.0, 1.6, 2.4])
+
+    change = change_of(points, onset_hint=at(35), baseline_start=at(0), end=at(43))
+
+    assert change is not None and change.rising and change.onset == at(42)

@@ -8,7 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from diagnosis.pipeline.asks.slots import slots_verified
 from diagnosis.pipeline.derived import derived_failures
+from diagnosis.pipeline.facts import FactNames
 from diagnosis.pipeline.investigation.conclusion import candidates_said
 from diagnosis.pipeline.investigation.investigate import investigated, plan_of, window_of
 from diagnosis.pipeline.investigation.said import time_said
@@ -230,3 +232,61 @@ def test_the_candidates_are_said_with_their_parts_and_what_they_were_computed_fr
         (middle, "延迟升高", onset, "120 ms", "900 ms"),
     ]
     assert [b.source_invocation_id for b in said.candidates[0].bindings] == [11]
+
+
+# --- Addresses (§23): a probe's target and a scrape target share an address; the probe's series are
+# said of the service that owns it, and a target that stopped answering is a move of its own. --------
+PROBED_LABELS = {"probe_success": ("job", "instance"), "up": ("job", "instance")}
+PROBE = MetricFamily("probe_success", "gauge", "Displays whether or not the probe was a success")
+ADDRESS_WORLDS = {"shop": ("prober", "checkout", "storefront"), "demo": ("blackbox", "payment-service", "gateway-service")}  # fmt: skip
+
+
+@pytest.mark.parametrize("services", ADDRESS_WORLDS.values(), ids=ADDRESS_WORLDS.keys())
+def test_a_failing_probe_is_said_of_the_service_whose_target_has_its_address(services):
+    prober, upstream, other = services
+    made = plan_of(
+        (PROBE,),
+        window=window_of(now=NOW, start=START),
+        service_labels=("service", "job"),
+        series=set(PROBED_LABELS),
+        label_names=lambda metric: frozenset(PROBED_LABELS.get(metric, ())),
+    )
+    probe, target = made.signals
+    assert probe.query == "sum by (job, instance) (probe_success)"
+    assert target.query == "min by (job, instance) (up)"
+    minutes = made.window.minutes
+    results = [
+        range_result(21, probe.query, minutes, [
+            ({"job": prober, "instance": "http://127.0.0.1:8081/health"}, values(1, 0, noise=0)),
+            ({"job": prober, "instance": "http://127.0.0.1:8082/healthz"}, values(1, 1, noise=0)),
+        ]),
+        range_result(22, target.query, minutes, [
+            ({"job": upstream, "instance": "127.0.0.1:8081"}, values(1, 0, noise=0)),
+            ({"job": other, "instance": "127.0.0.1:8082"}, values(1, 1, noise=0)),
+            ({"job": prober, "instance": "http://127.0.0.1:8081/health"}, values(1, 1, noise=0)),
+        ]),
+    ]  # fmt: skip
+
+    investigation = investigated(made, results, services=set(services))
+
+    [candidate] = investigation.candidates
+    assert candidate.subject == upstream
+    assert {(m.role, m.caller) for m in candidate.moves} == {("probe", prober), ("target", "")}
+    said = candidates_said(investigation)
+    # The probe's series names the address only: the subject's own target series is cited beside it,
+    # and the gatekeeper finds every name and number of the candidate in what it cites.
+    assert [(b.source_invocation_id, b.raw_path) for b in said.bindings] == [
+        (21, "$.series[0]"),
+        (22, "$.series[0]"),
+    ]
+    slot = Slot.model_construct(
+        filled=True, conclusion=said.text, bindings=said.bindings, derived=said.derived, inference=True
+    )
+    assert slots_verified([slot], invocations=results, names=FactNames.of(services))[0].filled
+    alone = slot.model_copy(update={"bindings": said.bindings[:1]})
+    assert not slots_verified([alone], invocations=results, names=FactNames.of(services))[0].filled
+    onset = time_said(START + timedelta(seconds=30))
+    assert said.text in (
+        f"根因候选：{upstream}（{prober} 看到的拨测成功下降，{onset}起，1 → 0）",
+        f"根因候选：{upstream}（抓取目标在线下降，{onset}起，1 → 0）",
+    )

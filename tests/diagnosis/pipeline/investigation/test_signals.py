@@ -164,3 +164,58 @@ def test_one_view_of_an_edge_alone_says_nothing_of_its_network():
     signals, _, _ = key_signals([only], service_labels=SERVICE_LABELS)
 
     assert [s.role for s in signals] == ["edge_latency"]
+
+
+def test_the_bound_is_shared_among_the_roles_and_one_programs_breakdown_comes_last():
+    """Forty memory gauges of one exporter do not crowd out every service's latency and errors."""
+    families = [
+        MetricFamily(f"node_memory_Part{i}_bytes", "gauge", "Memory information field.", ("job",))
+        for i in range(45)
+    ] + [
+        MetricFamily("process_resident_memory_bytes", "gauge", "Resident memory in bytes.", ("job",)),
+        MetricFamily("http_request_duration_seconds", "histogram", "Latency of requests.", ("job",)),
+        MetricFamily("app_errors_total", "counter", "Errors.", ("job",)),
+    ]
+
+    signals, _, left_out = key_signals(families, service_labels=SERVICE_LABELS)
+
+    metrics = [s.metric for s in signals]
+    assert len(signals) == MAX_SIGNALS and left_out == len(families) - MAX_SIGNALS
+    assert {"process_resident_memory_bytes", "http_request_duration_seconds", "app_errors_total"} <= set(
+        metrics
+    )
+    assert metrics.index("process_resident_memory_bytes") < metrics.index("node_memory_Part0_bytes")
+
+
+def test_a_probe_is_read_by_its_target_address_too():
+    found = signal(
+        "probe_duration_seconds", "gauge", "Returns how long the probe took to complete in seconds",
+        labels=("job", "instance"),
+    )  # fmt: skip
+
+    assert (found.role, found.address) == ("probe_latency", "instance")
+    assert found.query == "max by (job, instance) (probe_duration_seconds)"
+
+
+@pytest.mark.parametrize(
+    ("name", "help"),
+    [
+        ("pg_settings_log_min_duration_statement_seconds", "Sets the minimum execution time above which all statements will be logged."),
+        ("pg_settings_autovacuum_work_mem_bytes", "Sets the maximum memory to be used by each autovacuum worker process."),
+        ("app_config_request_timeout_seconds", "The configured timeout of requests."),
+    ],
+)  # fmt: skip
+def test_a_setting_is_never_a_signal(name, help):
+    assert signal(name, "gauge", help, labels=("job", "server")) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "help"),
+    [
+        ("go_memstats_heap_released_bytes", "Number of heap bytes released to OS."),
+        ("go_memstats_heap_idle_bytes", "Number of heap bytes waiting to be used."),
+        ("go_memstats_next_gc_bytes", "Number of heap bytes when next garbage collection will take place."),
+    ],
+)
+def test_memory_given_back_or_not_yet_used_is_no_memory_signal(name, help):
+    assert signal(name, "gauge", help, labels=("job", "instance")) is None
