@@ -91,10 +91,14 @@ class MetricTerms(BaseModel):
     rate: list[str]
     increase: list[str]
     ratio: list[str]
+    # Words that ask for a gauge against its sibling limit ("用了 maxmemory 的多少", "in use against").
+    against: list[str]
     ratios: list[RatioRule]
     error_values: list[str]
     limit_parts: list[str]
     free_parts: list[str]
+    # Name parts of a setting (`pg_settings_…`, `redis_config_…`): a limit or a knob, never what is used.
+    setting_parts: list[str]
     idle_values: list[str]
     by: list[str]
     filler: list[str]
@@ -130,6 +134,8 @@ class Reading:
     rate: bool = False
     increase: bool = False
     ratio: bool = False
+    # It asks a gauge against its limit ("in use against max_connections").
+    against: bool = False
     # Words after a grouping word (`by handler`, `按 handler`): label names the query groups by.
     grouped: tuple[str, ...] = ()
     # Label values of the catalog the question names: (label, value), the value as the catalog has it.
@@ -147,7 +153,7 @@ class Reading:
     @property
     def computes(self) -> bool:
         """It asks for a computation over series: a quantile, a rate, an increase or a ratio."""
-        return self.quantile is not None or self.rate or self.increase or self.ratio
+        return self.quantile is not None or self.rate or self.increase or self.ratio or self.against
 
     def word_of(self, concept: str) -> str:
         return next((word for name, word in self.concepts if name == concept), concept)
@@ -231,7 +237,9 @@ def words_read(text: str, *, metric_catalog: MetricCatalog, terms: MetricTerms |
         quantile_word=quantile_word,
         rate=_any_word(lowered, terms.rate),
         increase=_any_word(lowered, terms.increase),
-        ratio=_any_word(lowered, terms.ratio),
+        # The 率 of 速率 or 频率 is a rate's word, not a ratio's.
+        ratio=_any_word(_without(lowered, terms.rate), terms.ratio),
+        against=_any_word(lowered, terms.against),
         grouped=_grouped(lowered, terms.by),
         subjects=tuple(subjects),
     )
@@ -263,7 +271,7 @@ def _name_words(
     concept, computation and filler words (phrases too: the `second` of "per second"), label names
     and the subjects' values."""
     asking = [word for concept in terms.concepts.values() for word in [*concept.words, *concept.parts]]
-    asking += [*terms.rate, *terms.increase, *terms.ratio, *terms.quantiles, *terms.by, *terms.filler]
+    asking += [*terms.rate, *terms.increase, *terms.ratio, *terms.against, *terms.quantiles, *terms.by, *terms.filler]
     asking += [value for _, value in subjects] + list(metric_catalog.values)
     masked = PATH.sub(" ", lowered)
     for _, (start, end) in _spans(masked, {"": asking}):
@@ -405,7 +413,7 @@ def _query_tokens(text: str, vocabulary: Vocabulary | None, terms: MetricTerms) 
         found += [f"c:{name}", f"n:{name}"]
         if not lowered[start:end].isascii():
             chinese.append((start, end))
-    asking = [*terms.rate, *terms.increase, *terms.ratio, *terms.quantiles, *terms.by]
+    asking = [*terms.rate, *terms.increase, *terms.ratio, *terms.against, *terms.quantiles, *terms.by]
     for _, (start, end) in _spans(lowered, {"": asking}):
         chinese.append((start, end))
     # A quantile is a quantile of durations.
@@ -462,6 +470,13 @@ def _spans(lowered: str, table: dict[str, list[str]]) -> list[tuple[str, tuple[i
     return sorted(found, key=lambda item: item[1][0])
 
 
+def _without(lowered: str, table: list[str]) -> str:
+    """The text with the table's words blanked out."""
+    for _, (start, end) in _spans(lowered, {"": table}):
+        lowered = lowered[:start] + " " * (end - start) + lowered[end:]
+    return lowered
+
+
 def _any_word(lowered: str, table: list[str]) -> bool:
     return any(term_pattern(word.lower()).search(lowered) for word in table)
 
@@ -470,7 +485,9 @@ def _grouped(lowered: str, by_words: list[str]) -> tuple[str, ...]:
     """The word after each grouping word: `by handler` → handler; `按 datname` → datname."""
     found = []
     for word in by_words:
-        for match in re.finditer(rf"{re.escape(word.lower())}\s*([a-z_][a-z0-9_]*)", lowered):
+        # An English word stands alone before its label (`per` of `percent` groups by nothing).
+        space = r"\s+" if word.isascii() else r"\s*"
+        for match in re.finditer(rf"{re.escape(word.lower())}{space}([a-z_][a-z0-9_]*)", lowered):
             if not word.isascii() or not match.start() or not lowered[match.start() - 1].isalnum():
                 found.append(match.group(1))
     return tuple(dict.fromkeys(found))
@@ -546,7 +563,7 @@ def _known_stems(
     texts = [f"{_spaced(entry.name)} {entry.help}" for entry in metric_catalog.metrics]
     texts += [f"{label} {' '.join(values)}" for label, values in metric_catalog.values.items()]
     texts += [word for concept in terms.concepts.values() for word in [*concept.words, *concept.parts]]
-    texts += [*terms.rate, *terms.increase, *terms.ratio, *terms.quantiles, *terms.by, *terms.filler]
+    texts += [*terms.rate, *terms.increase, *terms.ratio, *terms.against, *terms.quantiles, *terms.by, *terms.filler]
     # The vocabulary's language (what a question asks, what it wants); its topic words name things
     # only where the catalog has them.
     if vocabulary is not None:

@@ -17,7 +17,7 @@ from diagnosis.pipeline.asks.measured import Asked, MetricWords, measure_asked
 from diagnosis.pipeline.asks.registry import KINDS
 from diagnosis.pipeline.focus import QuestionFocus, folded_name
 from diagnosis.pipeline.windows import Window
-from tools.metric_query import Measure
+from tools.metric_query import TREND_RATE_MINUTES, Measure
 from tools.terms import asks_in, term_pattern
 from tools.vocabulary import Vocabulary
 
@@ -78,7 +78,9 @@ def asks_read(
         measured = asked
         if kind == "trend" and asked.quantity is not None and asked.quantity.range_minutes:
             # A trend is a range of rates, each over the usual few minutes, not one over its window.
-            measured = _measure_asked(text, metric_words, focus=focus, series=series, window=None)
+            measured = _measure_asked(
+                text, metric_words, focus=focus, series=series, window=None, minutes=TREND_RATE_MINUTES
+            )
         if KINDS[kind].series_subject and measured.quantity is not None:
             asks.append(_measure_ask(kind, measured.quantity, focus=focus, topic=topic, window=ask_window))
             continue
@@ -103,11 +105,19 @@ def asks_read(
 
 
 def _measure_asked(
-    text: str, words: MetricWords | None, *, focus: QuestionFocus, series: list[str], window: Window | None
+    text: str,
+    words: MetricWords | None,
+    *,
+    focus: QuestionFocus,
+    series: list[str],
+    window: Window | None,
+    minutes: int = 0,
 ) -> Asked:
     """The catalog's reading of the words; a window the question names is the range a value is
-    computed over (the increase "最近 30 分钟" asks), never a window it does not."""
-    minutes = window.minutes if window is not None and window.asked and window.ends_now else 0
+    computed over (the increase "最近 30 分钟" asks), never a window it does not; `minutes`, the range
+    when no window is (a trend's rates)."""
+    if window is not None and window.asked and window.ends_now:
+        minutes = window.minutes
     return measure_asked(
         text, words=words, series=series, window_minutes=minutes, alerts_named=bool(focus.alerts)
     )

@@ -16,8 +16,10 @@ from diagnosis.pipeline.asks.shared import (
     alert_found,
     decimal_of,
     failure,
+    found_in,
     on_topic_found,
     past_threshold,
+    results_of,
     series_found,
     series_queries,
     source_of,
@@ -43,7 +45,10 @@ class Value(AskKind):
     def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:
         if SERIES.tool not in world.tools:
             return []
-        return [(SERIES.tool, {"query": query, "minutes": 0}) for query in series_queries(ask, alerts, world)]
+        queries = series_queries(ask, alerts, world)
+        # Numbers asked with the measure (what is used and the limit) are instants of their own.
+        queries += [beside.query for beside in ask.quantity.beside] if ask.quantity is not None else []
+        return [(SERIES.tool, {"query": query, "minutes": 0}) for query in queries]
 
     def read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
         if ask.quantity is not None:
@@ -109,14 +114,28 @@ def _measured(ask: Ask, measure: Measure, results: Sequence[ToolResult]) -> Slot
     valued = [f for f in found if decimal_of(f.record.sample()[1]) is not None]
     if not valued:
         return failure(result, ask, f"查询 {measure.query} 没有数据")
-    lines = measure_lines(measure, valued, limit=MAX_LISTED)
+    besides = [(beside, _instants_of(beside, results)) for beside in measure.beside]
+    lines = measure_lines(measure, valued, limit=MAX_LISTED, besides=besides)
     return Slot(
         ask=ask,
         filled=True,
         conclusion="；".join(lines) + measure_window(measure, valued[0].record),
         source=source_of(result),
-        bindings=[f.binding for f in valued[:MAX_LISTED]],
+        bindings=[
+            *(f.binding for f in valued[:MAX_LISTED]),
+            *(f.binding for _, found in besides for f in found[:MAX_LISTED]),
+        ],
     )
+
+
+def _instants_of(measure: Measure, results: Sequence[ToolResult]) -> list[Found[SeriesRecord]]:
+    """The valued series of a measure's own instant query."""
+    return [
+        f
+        for r in results_of(results, SERIES, lambda a: a.get("query") == measure.query and not a.get("minutes"))
+        for f in found_in(r, SERIES)
+        if decimal_of(f.record.sample()[1]) is not None
+    ]
 
 
 def _against(record: SeriesRecord, alerts: list[Found[AlertRecord]], *, query: str) -> str:
