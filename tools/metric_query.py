@@ -42,7 +42,10 @@ HOST_LABELS = ("job", "instance")
 # target's address.
 PLAIN_NAME_LABELS = ("job", "instance")
 
-Computation = Literal["sample", "rate", "increase", "quantile", "ratio", "usage", "busy"]
+Computation = Literal["sample", "rate", "increase", "quantile", "ratio", "usage", "busy", "down"]
+# The concept of a gauge that is 1 while a thing is up (`up`, `probe_success`): asked with its words
+# ("哪个拨测挂了", "which probe is failing") it is read as which series are 0, and since when.
+UP_CONCEPT = "up"
 # A rate's unit by what its counter counts (a count, seconds of time, bytes).
 RATE_UNITS = {"": "次/秒", "seconds": "秒/秒", "bytes": "字节/秒"}
 
@@ -133,7 +136,8 @@ def measure_built(
     name_words = [
         word
         for word in reading.name_words
-        if not ((reading.against or reading.ratio) and any(_limit_part(word.lower(), t) for t in terms.limit_parts))
+        if not (reading.against or reading.ratio)
+        or not any(_limit_part(word.lower(), limit) for limit in terms.limit_parts)
     ]
     fitting: list[tuple[int, int, Measure]] = []
     carried_any = False
@@ -234,6 +238,9 @@ class _Builder:
             return self._usage(entry, placed)
         if entry.type == "counter":
             return self._counted(entry, placed)
+        up = UP_CONCEPT in reading.concept_names and self._named_of(entry, UP_CONCEPT)
+        if up and entry.type in ("gauge", "unknown"):
+            return self._sample(entry, placed).model_copy(update={"computation": "down"})
         if entry.type in ("histogram", "summary"):
             count = entry.series_ending("_count")
             return self._counted(entry, placed, series=count) if count else None
@@ -450,11 +457,20 @@ class _Builder:
             if not limit and self._setting(other):
                 continue
             # What is used may say its concept in its HELP only; a limit says it in its name.
-            if concept and not (self._of_concept(other, concept) if not limit else self._named_of(other, concept)):
+            of_concept = self._named_of if limit else self._of_concept
+            if concept and not of_concept(other, concept):
                 continue
             found.append(other)
-        # The one sharing most of the entry's name first: redis_memory_used_bytes → redis_memory_max_bytes.
-        return sorted(found, key=lambda other: (-len(set(other.parts()) & set(entry.parts())), other.name))
+        # One whose name says the concept before one whose HELP does; then the one sharing most of the
+        # entry's name: redis_memory_used_bytes → redis_memory_max_bytes.
+        return sorted(
+            found,
+            key=lambda other: (
+                not (concept and self._named_of(other, concept)),
+                -len(set(other.parts()) & set(entry.parts())),
+                other.name,
+            ),
+        )
 
     def _setting(self, entry: MetricEntry) -> bool:
         return any(p in self.terms.setting_parts for p in entry.parts())

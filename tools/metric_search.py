@@ -105,6 +105,10 @@ class MetricTerms(BaseModel):
     # Words after which an English question names a subject ("lag of kafka").
     subject_after: list[str]
 
+    def computing(self) -> list[str]:
+        """The words that ask for a computation or a grouping, not for a metric."""
+        return [*self.rate, *self.increase, *self.ratio, *self.against, *self.quantiles, *self.by]
+
     def concept_of_part(self, part: str) -> list[str]:
         return [
             name for name, concept in self.concepts.items() if any(part_is(part, p) for p in concept.parts)
@@ -271,7 +275,7 @@ def _name_words(
     concept, computation and filler words (phrases too: the `second` of "per second"), label names
     and the subjects' values."""
     asking = [word for concept in terms.concepts.values() for word in [*concept.words, *concept.parts]]
-    asking += [*terms.rate, *terms.increase, *terms.ratio, *terms.against, *terms.quantiles, *terms.by, *terms.filler]
+    asking += [*terms.computing(), *terms.filler]
     asking += [value for _, value in subjects] + list(metric_catalog.values)
     masked = PATH.sub(" ", lowered)
     for _, (start, end) in _spans(masked, {"": asking}):
@@ -413,7 +417,7 @@ def _query_tokens(text: str, vocabulary: Vocabulary | None, terms: MetricTerms) 
         found += [f"c:{name}", f"n:{name}"]
         if not lowered[start:end].isascii():
             chinese.append((start, end))
-    asking = [*terms.rate, *terms.increase, *terms.ratio, *terms.against, *terms.quantiles, *terms.by]
+    asking = terms.computing()
     for _, (start, end) in _spans(lowered, {"": asking}):
         chinese.append((start, end))
     # A quantile is a quantile of durations.
@@ -563,7 +567,7 @@ def _known_stems(
     texts = [f"{_spaced(entry.name)} {entry.help}" for entry in metric_catalog.metrics]
     texts += [f"{label} {' '.join(values)}" for label, values in metric_catalog.values.items()]
     texts += [word for concept in terms.concepts.values() for word in [*concept.words, *concept.parts]]
-    texts += [*terms.rate, *terms.increase, *terms.ratio, *terms.against, *terms.quantiles, *terms.by, *terms.filler]
+    texts += [*terms.computing(), *terms.filler]
     # The vocabulary's language (what a question asks, what it wants); its topic words name things
     # only where the catalog has them.
     if vocabulary is not None:

@@ -121,14 +121,14 @@ def measure_lines(
         name = _plain_name(f.record, measure, apart)
         said = [f"{measure.label}：{measure.said(_latest_raw(f.record))}"]
         for beside, series in besides:
-            same = _same_series(f.record, [s.record for s in series])
+            same = same_series(f.record, [s.record for s in series])
             if same is not None:
                 said.append(f"{beside.label}：{beside.said(_latest_raw(same))}")
         lines.append(f"{name} 的 {'，'.join(said)}")
     return lines
 
 
-def _same_series(record: SeriesRecord, others: Sequence[SeriesRecord]) -> SeriesRecord | None:
+def same_series(record: SeriesRecord, others: Sequence[SeriesRecord]) -> SeriesRecord | None:
     """Of another query's series, the one on the same subject: the only one, else the one whose
     labels agree with the record's on every label both carry."""
     if len(others) == 1:

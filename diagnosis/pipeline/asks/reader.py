@@ -12,7 +12,7 @@ import re
 
 from diagnosis.pipeline.ask import Ask, AskWindow, SubjectKind
 from diagnosis.pipeline.asks.action import Action, action_asked, action_requested
-from diagnosis.pipeline.asks.logs import measure_in
+from diagnosis.pipeline.asks.logs import measure_in, share_in
 from diagnosis.pipeline.asks.measured import Asked, MetricWords, measure_asked
 from diagnosis.pipeline.asks.registry import KINDS
 from diagnosis.pipeline.focus import QuestionFocus, folded_name
@@ -50,16 +50,20 @@ def asks_read(
         text = _masked(text, action[1])
     said = asks_in(text, vocabulary=vocabulary, apart={kind.words for kind in KINDS.values()})
     measure = measure_in(text, focus=focus, vocabulary=vocabulary, logs_asked="logs" in said)
-    kinds = _kinds_in(text, said, vocabulary, counted=measure is not None) - {Action.name}
-    ask_window = AskWindow.of(window, now=window.now)
     series = _series_in(text, focus)
-    topic = focus.topics[0] if focus.topics else ""
     # A count of log lines is the logs' to answer; any other quantity, the metric catalog's.
     asked = (
         Asked()
         if measure is not None
         else _measure_asked(text, metric_words, focus=focus, series=series, window=window)
     )
+    if measure is None and asked.unnamed and (share := share_in(text, vocabulary=vocabulary)):
+        # A status's share the catalog has no metric of (an exporter without status codes) is counted
+        # in the access lines.
+        measure, asked = share, Asked()
+    kinds = _kinds_in(text, said, vocabulary, counted=measure is not None) - {Action.name}
+    ask_window = AskWindow.of(window, now=window.now)
+    topic = focus.topics[0] if focus.topics else ""
     kinds = _with_measure(kinds, asked, focus=focus)
     kinds = _resolved(
         kinds,
