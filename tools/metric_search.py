@@ -343,8 +343,10 @@ def metrics_ranked(
             continue
         # How much of what the question means it covers: its concepts, in their usual unit, the
         # vocabulary's meanings (数据库 → a database's metrics before another exporter's connections)
-        # and the metrics the vocabulary's own queries of its topics name.
-        covered = len(concepts) + len(shared & meanings) + (entry.name in templated)
+        # and the metrics the vocabulary's own queries of its topics name; a concept its name says
+        # (`node_filesystem_*` of the disk) before one only its HELP mentions.
+        named = {token for token in shared if token.startswith("n:")}
+        covered = len(concepts) + len(named) + len(shared & meanings) + (entry.name in templated)
         covered += sum(terms.concepts[c].unit == entry.measured() != "" for c in concepts)
         ranked.append((covered, MetricHit(entry=entry, score=float(score), concepts=concepts)))
     ranked.sort(key=lambda pair: (-pair[0], -pair[1].score, pair[1].entry.name))

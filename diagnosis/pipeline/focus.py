@@ -228,8 +228,10 @@ class World:
             ),
         )
         # A label value the metric catalog holds (a database's `datname`) is a subject the source knows
-        # (§22), not an unknown service.
-        held = tuple(u for u in focus.unknown if not self.metric_catalog.labels_with(u.name))
+        # (§22), and a word its metrics' names or HELP use (`PostgreSQL`) names what they are about: no
+        # unknown service or alert.
+        catalog = self.metric_catalog
+        held = tuple(u for u in focus.unknown if not (catalog.labels_with(u.name) or catalog.says(u.name)))
         return focus if held == focus.unknown else replace(focus, unknown=held)
 
 
