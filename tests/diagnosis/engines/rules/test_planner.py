@@ -105,7 +105,7 @@ def test_a_count_of_log_lines_is_answered_by_the_count_without_a_search_of_recen
     [
         ("哪个拨测挂了，从什么时候开始的？", "exporters", set()),
         ("Which blackbox probe is failing and since when?", "exporters", {"query_alerts", "query_logs"}),
-        ("哪个 node 挂了，从什么时候开始的？", "demo", {"query_alerts", "query_logs"}),
+        ("payment-service 的 CPU 现在多少", "demo", {"query_alerts", "query_logs"}),
         ("billing 的哪个 node 挂了", "second", {"query_alerts", "query_logs"}),
     ],
 )
