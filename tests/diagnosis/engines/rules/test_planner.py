@@ -5,6 +5,7 @@ import pytest
 from diagnosis.engines.rules import planner
 from diagnosis.pipeline.question import question_read
 from diagnosis.selectors.world import world_current
+from tests.diagnosis.pipeline.asks.test_measured import asks, stack
 
 
 def plan_by_rules(question: str):
@@ -110,11 +111,13 @@ def test_a_count_of_log_lines_is_answered_by_the_count_without_a_search_of_recen
     ],
 )
 def test_a_quantity_asked_of_no_subject_or_topic_is_its_querys_alone(question, world, tools):
-    from tests.diagnosis.pipeline.asks.test_measured import asks, stack
-
     read_world, _ = stack(world)
     plan = planner.plan_by_rules(
-        question, focus=read_world.focus_of(query=question), narrow=False, excluded=(), asks=asks(question, world)
+        question,
+        focus=read_world.focus_of(query=question),
+        narrow=False,
+        excluded=(),
+        asks=asks(question, world),
     )
 
     assert {step.tool for step in plan.steps} == tools
