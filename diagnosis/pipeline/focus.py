@@ -228,11 +228,15 @@ class World:
             ),
         )
         # A label value the metric catalog holds (a database's `datname`) is a subject the source knows
-        # (§22), and a word its metrics' names or HELP use (`PostgreSQL`) names what they are about: no
-        # unknown service or alert.
-        catalog = self.metric_catalog
-        held = tuple(u for u in focus.unknown if not (catalog.labels_with(u.name) or catalog.says(u.name)))
+        # (§22), not an unknown service.
+        held = tuple(u for u in focus.unknown if not self.metric_catalog.labels_with(u.name))
         return focus if held == focus.unknown else replace(focus, unknown=held)
+
+    def measured_focus(self, focus: QuestionFocus) -> QuestionFocus:
+        """The focus of a question a quantity of the catalog answers: a word its metrics' names or HELP
+        use (`PostgreSQL`, `maxmemory`) names what the quantity is of, not an unknown service or alert."""
+        held = tuple(u for u in focus.unknown if not self.metric_catalog.says(u.name))
+        return replace(focus, measured=True, unknown=held)
 
 
 @dataclass(frozen=True)

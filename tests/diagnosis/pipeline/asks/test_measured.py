@@ -20,6 +20,7 @@ from diagnosis.pipeline.asks.registry import KINDS
 from diagnosis.pipeline.asks.slots import slots_read
 from diagnosis.pipeline.asks.unread import unread_in
 from diagnosis.pipeline.focus import Inventory, World
+from diagnosis.pipeline.question import question_read
 from diagnosis.pipeline.windows import window_in
 from tests.diagnosis.pipeline.asks.support import (
     ALL_TOOLS,
@@ -391,3 +392,12 @@ def test_a_label_value_of_the_catalog_is_a_known_subject_not_an_unknown_service(
 
     assert world.focus_of(query="shop 数据库的回滚率是多少？").unknown == ()
     assert [u.name for u in world.focus_of(query="shipping 数据库的回滚率是多少？").unknown] == ["shipping"]
+
+
+def test_a_word_the_catalogs_metrics_use_is_no_unknown_name_where_a_quantity_answers():
+    world, _ = stack("exporters")
+    measured = question_read(query="PostgreSQL 现在用了多少连接，max_connections 是多少？", world=world)
+    counted = question_read(query="PostgreSQL 日志里有哪几类错误，各多少条？", world=world)
+
+    assert measured.focus.unknown == ()
+    assert [u.name for u in counted.focus.unknown] == ["PostgreSQL"]
