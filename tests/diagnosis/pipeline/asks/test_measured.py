@@ -396,8 +396,8 @@ def test_a_label_value_of_the_catalog_is_a_known_subject_not_an_unknown_service(
 
 def test_a_word_the_catalogs_metrics_use_is_no_unknown_name_where_a_quantity_answers():
     world, _ = stack("exporters")
-    measured = question_read(query="PostgreSQL 现在用了多少连接，max_connections 是多少？", world=world)
-    counted = question_read(query="PostgreSQL 日志里有哪几类错误，各多少条？", world=world)
+    measured = question_read(query="Redis 内存用了 maxmemory 的多少？", world=world)
+    unmeasured = question_read(query="maxmemory 的日志", world=world)
 
     assert measured.focus.unknown == ()
-    assert [u.name for u in counted.focus.unknown] == ["PostgreSQL"]
+    assert [u.name for u in unmeasured.focus.unknown] == ["maxmemory"]
