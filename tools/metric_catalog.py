@@ -47,6 +47,7 @@ UNIT_SUFFIXES = {
     "celsius": "celsius",
 }
 NAME_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+HELP_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
 
 class MetricEntry(BaseModel):
@@ -128,9 +129,22 @@ class MetricCatalog(BaseModel):
         """The family a metric or series name belongs to (`x_bucket` → x)."""
         return self._by_series.get(name) or self._by_name.get(name)
 
+    def says(self, word: str) -> bool:
+        """Whether a metric's name or HELP has the word, any case: a name the source's own metrics use
+        (`PostgreSQL` in the HELP of postgres_exporter's metrics)."""
+        return word.lower() in self._words
+
     def labels_with(self, value: str) -> list[str]:
         """The labels holding that value on some series, in the catalog's order."""
         return [label for label, values in self.values.items() if value in values]
+
+    @cached_property
+    def _words(self) -> frozenset[str]:
+        found: set[str] = set()
+        for entry in self.metrics:
+            found.update(entry.parts())
+            found.update(word.lower() for word in HELP_WORD.findall(entry.help))
+        return frozenset(found)
 
     @cached_property
     def _by_name(self) -> dict[str, MetricEntry]:

@@ -26,17 +26,26 @@ from tools.metric_catalog import MetricCatalog, MetricEntry
 from tools.metric_search import MetricHit, MetricTerms, Reading, metric_terms, name_stems, part_is, segments
 from tools.numbers import finite_number, number_text, places_text
 from tools.promql import Carrier, LabelNames, quoted, syntax_error
+from tools.terms import term_pattern
 
 # The range a rate is taken over when the question names none.
 RATE_WINDOW_MINUTES = 5
+# The range of each rate of a trend: short, so the range shows how the rate moved (four scrapes at the
+# usual 15 s interval).
+TREND_RATE_MINUTES = 1
 # How many hits past the first that fits are tried for one carrying more of the question's subjects.
 LOOKAHEAD = 5
-# The label a host's share of CPU time is averaged by (Prometheus's own target label).
-HOST_LABEL = "instance"
-# Labels a series is told apart by in a conclusion before its others (the target's and its job).
-PLAIN_NAME_LABELS = ("instance", "job")
+# The labels a host's share of CPU time is averaged by (Prometheus's own target labels: its job names
+# the host plainly, its instance tells hosts of one job apart).
+HOST_LABELS = ("job", "instance")
+# Labels a series is named by in a conclusion before its others: its job (a plain name) before its
+# target's address.
+PLAIN_NAME_LABELS = ("job", "instance")
 
-Computation = Literal["sample", "rate", "increase", "quantile", "ratio", "usage", "busy"]
+Computation = Literal["sample", "rate", "increase", "quantile", "ratio", "usage", "busy", "down"]
+# The concept of a gauge that is 1 while a thing is up (`up`, `probe_success`): asked with its words
+# ("哪个拨测挂了", "which probe is failing") it is read as which series are 0, and since when.
+UP_CONCEPT = "up"
 # A rate's unit by what its counter counts (a count, seconds of time, bytes).
 RATE_UNITS = {"": "次/秒", "seconds": "秒/秒", "bytes": "字节/秒"}
 
@@ -59,6 +68,9 @@ class Measure(BaseModel):
     grouped: tuple[str, ...] = ()
     # The range a rate or increase is taken over, in minutes (0 for a sample).
     range_minutes: int = 0
+    # Numbers asked with it, said on its line: what is used and the limit of a usage, the mode named
+    # beside a CPU usage ("CPU 使用率和 iowait").
+    beside: tuple[Measure, ...] = ()
 
     def said(self, raw: object) -> str:
         """A number it returned, with its unit as an engineer reads it: `12.5%`, `0.245 秒（245.00 毫秒）`,
@@ -119,6 +131,14 @@ def measure_built(
         terms=terms,
         window_minutes=window_minutes,
     )
+    # A limit the question names beside what it asks of ("用了 maxmemory 的多少") is the sibling the
+    # usage divides by, not a word the used metric's name must have.
+    name_words = [
+        word
+        for word in reading.name_words
+        if not (reading.against or reading.ratio)
+        or not any(_limit_part(word.lower(), limit) for limit in terms.limit_parts)
+    ]
     fitting: list[tuple[int, int, Measure]] = []
     carried_any = False
     for rank, candidate in enumerate(candidates):
@@ -127,7 +147,7 @@ def measure_built(
         if fitting and (rank - fitting[0][1] > LOOKAHEAD or -fitting[0][0] == len(soft)):
             break
         placed = builder.placed(candidate, hard)
-        if placed is None or not _names_words(candidate, placed, reading.name_words):
+        if placed is None or not _names_words(candidate, placed, name_words):
             continue
         carried_any = True
         narrowed = builder.placed(candidate, soft, every=False) or {}
@@ -138,8 +158,8 @@ def measure_built(
     if fitting:
         return min(fitting, key=lambda item: item[:2])[2]
     asked = "、".join(word for _, word in reading.concepts) or (named or "所问的指标")
-    if (hard or reading.name_words) and not carried_any:
-        subjects = "、".join([*(value for _, value in hard), *reading.name_words])
+    if (hard or name_words) and not carried_any:
+        subjects = "、".join([*(value for _, value in hard), *name_words])
         return MeasureGap(f"指标目录中没有在 {subjects} 上的「{asked}」指标")
     if entry is None and not reading.computes:
         return None
@@ -201,6 +221,11 @@ class _Builder:
             return self._quantile(entry, placed, quantile or self.terms.default_quantile)
         if quantile is not None:
             return None
+        if reading.against and not reading.ratio and entry.type in ("gauge", "unknown"):
+            # Against a limit only where the gauge has one; else its value as asked.
+            usage = self._usage(entry, placed)
+            if usage is not None:
+                return usage
         if self._idle_label(entry) and (reading.ratio or self._mode_named(entry, placed)):
             return self._busy(entry, placed)
         if reading.ratio and entry.type in ("gauge", "unknown") and entry.measured() in ("percent", "ratio"):
@@ -213,6 +238,9 @@ class _Builder:
             return self._usage(entry, placed)
         if entry.type == "counter":
             return self._counted(entry, placed)
+        up = UP_CONCEPT in reading.concept_names and self._named_of(entry, UP_CONCEPT)
+        if up and entry.type in ("gauge", "unknown"):
+            return self._sample(entry, placed).model_copy(update={"computation": "down"})
         if entry.type in ("histogram", "summary"):
             count = entry.series_ending("_count")
             return self._counted(entry, placed, series=count) if count else None
@@ -263,6 +291,9 @@ class _Builder:
 
     def _sample(self, entry: MetricEntry, placed: dict[str, str]) -> Measure:
         word = self._word(next(iter(self.reading.concept_names), ""), fallback=entry.name)
+        # A word that is also the subject ("blackbox" the job) says nothing of what is read: its name.
+        if word.lower() in {value.lower() for value in placed.values()}:
+            word = entry.name
         return self._measure(
             entry, _selector(entry.sampled(), placed), "sample", word, entry.measured(), placed
         )
@@ -273,12 +304,14 @@ class _Builder:
         mode_label = self._idle_label(entry)
         if mode_label is None:
             return None
-        by = f" by ({HOST_LABEL})" if HOST_LABEL in self._labels(entry) else ""
+        host = [label for label in HOST_LABELS if label in self._labels(entry)]
+        by = f" by ({', '.join(host)})" if host else ""
         series = entry.sampled()
         mode = placed.get(mode_label)
+        moded = None
         if mode is not None:
             share = f"avg{by} (rate({_selector(series, placed)}[{self._range()}]))"
-            return self._measure(
+            moded = self._measure(
                 entry,
                 f"100 * {share}",
                 "busy",
@@ -287,12 +320,25 @@ class _Builder:
                 placed,
                 range_minutes=True,
             )
+            # The mode alone, unless the question also asks the usage ("CPU 使用率和 iowait"): a word
+            # of the concept other than the mode's.
+            if moded is None or not (self.reading.ratio and self._usage_asked_beside(mode)):
+                return moded
+        unmoded = {label: value for label, value in placed.items() if label != mode_label}
         idle = next(v for v in self.terms.idle_values if self._carrier_of(entry, v) == mode_label)
-        share = f"avg{by} (rate({_selector(series, {**placed, mode_label: idle})}[{self._range()}]))"
-        label = _said_with(self._word("cpu"), "使用率")
-        return self._measure(
-            entry, f"100 * (1 - {share})", "busy", label, "percent", placed, range_minutes=True
+        share = f"avg{by} (rate({_selector(series, {**unmoded, mode_label: idle})}[{self._range()}]))"
+        concept = next((c for c in self.reading.concept_names if self._own_part(entry, c)), "cpu")
+        label = _said_with(self._word(concept), "使用率")
+        usage = self._measure(
+            entry, f"100 * (1 - {share})", "busy", label, "percent", unmoded, range_minutes=True
         )
+        if usage is not None and moded is not None:
+            return usage.model_copy(update={"beside": (moded,)})
+        return usage
+
+    def _usage_asked_beside(self, mode: str) -> bool:
+        """Whether a concept word other than the mode named asks the busy share too."""
+        return any(word.lower() != mode.lower() for _, word in self.reading.concepts)
 
     def _counter_ratio(self, entry: MetricEntry, placed: dict[str, str]) -> Measure | None:
         """part / (part + rest) of sibling counters (the sibling named like it with the other concept's
@@ -340,7 +386,7 @@ class _Builder:
     def _usage(self, entry: MetricEntry, placed: dict[str, str]) -> Measure | None:
         """A gauge against its sibling limit (same exporter prefix, concept and unit): used / limit, or
         1 − free / limit for a gauge of what is left; asked of the limit itself, of its used sibling."""
-        if entry.type not in ("gauge", "unknown"):
+        if entry.type not in ("gauge", "unknown") or (self._setting(entry) and not self._is_limit(entry)):
             return None
         concept = next(iter(self.reading.concept_names), "")
         if self._is_limit(entry):
@@ -364,8 +410,17 @@ class _Builder:
             denominator = f"sum{by} ({_selector(limit.sampled(), placed_limit)})"
         share = f"{numerator} / ({denominator} > 0)"
         query = f"100 * (1 - {share})" if free else f"100 * {share}"
-        label = _said_with(self._word(concept, fallback=entry.name), "使用率")
-        return self._measure(entry, query, "usage", label, "percent", placed)
+        word = self._word(concept, fallback=entry.name)
+        usage = self._measure(entry, query, "usage", _said_with(word, "使用率"), "percent", placed)
+        if usage is None:
+            return None
+        # What is used and the limit, said beside the share (asked together: "用了多少，上限是多少").
+        kept = "剩余" if free else "已用"
+        beside = (
+            self._measure(entry, numerator, "sample", _said_with(word, kept), entry.measured(), placed),
+            self._measure(limit, denominator, "sample", _said_with(word, "上限"), limit.measured(), placed),
+        )
+        return usage.model_copy(update={"beside": tuple(b for b in beside if b is not None)})
 
     # --- Siblings and labels ---
 
@@ -398,11 +453,39 @@ class _Builder:
                 continue
             if other.measured() != entry.measured() or self._is_limit(other) != limit:
                 continue
-            if concept and not any(concept in self.terms.concept_of_part(p) for p in other.parts()):
+            # A setting is a limit or a knob, never what is used (`pg_settings_superuser_reserved_…`).
+            if not limit and self._setting(other):
+                continue
+            # What is used may say its concept in its HELP only; a limit says it in its name.
+            of_concept = self._named_of if limit else self._of_concept
+            if concept and not of_concept(other, concept):
                 continue
             found.append(other)
-        # The one sharing most of the entry's name first: redis_memory_used_bytes → redis_memory_max_bytes.
-        return sorted(found, key=lambda other: (-len(set(other.parts()) & set(entry.parts())), other.name))
+        # One whose name says the concept before one whose HELP does; then the one sharing most of the
+        # entry's name: redis_memory_used_bytes → redis_memory_max_bytes.
+        return sorted(
+            found,
+            key=lambda other: (
+                not (concept and self._named_of(other, concept)),
+                -len(set(other.parts()) & set(entry.parts())),
+                other.name,
+            ),
+        )
+
+    def _setting(self, entry: MetricEntry) -> bool:
+        return any(p in self.terms.setting_parts for p in entry.parts())
+
+    def _named_of(self, entry: MetricEntry, concept: str) -> bool:
+        return any(concept in self.terms.concept_of_part(p) for p in entry.parts())
+
+    def _of_concept(self, entry: MetricEntry, concept: str) -> bool:
+        """Of the concept by a part of its name or a word of its HELP ("number of connections in this
+        state" of `pg_stat_activity_count`), as the search reads it."""
+        if self._named_of(entry, concept):
+            return True
+        help_text = entry.help.lower()
+        words = self.terms.concepts[concept].words if concept in self.terms.concepts else []
+        return any(term_pattern(word).search(help_text) for word in words if word.isascii())
 
     def _ruled(self) -> bool:
         return any(rule.part in self.reading.concept_names for rule in self.terms.ratios)
@@ -525,3 +608,6 @@ def _unit_word(unit: str, number: Decimal) -> str:
     if unit == "percent":
         return "%"
     return f" {unit}" if unit else ""
+
+
+Measure.model_rebuild()

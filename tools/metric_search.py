@@ -91,15 +91,23 @@ class MetricTerms(BaseModel):
     rate: list[str]
     increase: list[str]
     ratio: list[str]
+    # Words that ask for a gauge against its sibling limit ("用了 maxmemory 的多少", "in use against").
+    against: list[str]
     ratios: list[RatioRule]
     error_values: list[str]
     limit_parts: list[str]
     free_parts: list[str]
+    # Name parts of a setting (`pg_settings_…`, `redis_config_…`): a limit or a knob, never what is used.
+    setting_parts: list[str]
     idle_values: list[str]
     by: list[str]
     filler: list[str]
     # Words after which an English question names a subject ("lag of kafka").
     subject_after: list[str]
+
+    def computing(self) -> list[str]:
+        """The words that ask for a computation or a grouping, not for a metric."""
+        return [*self.rate, *self.increase, *self.ratio, *self.against, *self.quantiles, *self.by]
 
     def concept_of_part(self, part: str) -> list[str]:
         return [
@@ -130,6 +138,8 @@ class Reading:
     rate: bool = False
     increase: bool = False
     ratio: bool = False
+    # It asks a gauge against its limit ("in use against max_connections").
+    against: bool = False
     # Words after a grouping word (`by handler`, `按 handler`): label names the query groups by.
     grouped: tuple[str, ...] = ()
     # Label values of the catalog the question names: (label, value), the value as the catalog has it.
@@ -147,7 +157,7 @@ class Reading:
     @property
     def computes(self) -> bool:
         """It asks for a computation over series: a quantile, a rate, an increase or a ratio."""
-        return self.quantile is not None or self.rate or self.increase or self.ratio
+        return self.quantile is not None or self.rate or self.increase or self.ratio or self.against
 
     def word_of(self, concept: str) -> str:
         return next((word for name, word in self.concepts if name == concept), concept)
@@ -231,7 +241,9 @@ def words_read(text: str, *, metric_catalog: MetricCatalog, terms: MetricTerms |
         quantile_word=quantile_word,
         rate=_any_word(lowered, terms.rate),
         increase=_any_word(lowered, terms.increase),
-        ratio=_any_word(lowered, terms.ratio),
+        # The 率 of 速率 or 频率 is a rate's word, not a ratio's.
+        ratio=_any_word(_without(lowered, terms.rate), terms.ratio),
+        against=_any_word(lowered, terms.against),
         grouped=_grouped(lowered, terms.by),
         subjects=tuple(subjects),
     )
@@ -263,7 +275,7 @@ def _name_words(
     concept, computation and filler words (phrases too: the `second` of "per second"), label names
     and the subjects' values."""
     asking = [word for concept in terms.concepts.values() for word in [*concept.words, *concept.parts]]
-    asking += [*terms.rate, *terms.increase, *terms.ratio, *terms.quantiles, *terms.by, *terms.filler]
+    asking += [*terms.computing(), *terms.filler]
     asking += [value for _, value in subjects] + list(metric_catalog.values)
     masked = PATH.sub(" ", lowered)
     for _, (start, end) in _spans(masked, {"": asking}):
@@ -331,8 +343,10 @@ def metrics_ranked(
             continue
         # How much of what the question means it covers: its concepts, in their usual unit, the
         # vocabulary's meanings (数据库 → a database's metrics before another exporter's connections)
-        # and the metrics the vocabulary's own queries of its topics name.
-        covered = len(concepts) + len(shared & meanings) + (entry.name in templated)
+        # and the metrics the vocabulary's own queries of its topics name; a concept its name says
+        # (`node_filesystem_*` of the disk) before one only its HELP mentions.
+        named = {token for token in shared if token.startswith("n:")}
+        covered = len(concepts) + len(named) + len(shared & meanings) + (entry.name in templated)
         covered += sum(terms.concepts[c].unit == entry.measured() != "" for c in concepts)
         ranked.append((covered, MetricHit(entry=entry, score=float(score), concepts=concepts)))
     ranked.sort(key=lambda pair: (-pair[0], -pair[1].score, pair[1].entry.name))
@@ -405,7 +419,7 @@ def _query_tokens(text: str, vocabulary: Vocabulary | None, terms: MetricTerms) 
         found += [f"c:{name}", f"n:{name}"]
         if not lowered[start:end].isascii():
             chinese.append((start, end))
-    asking = [*terms.rate, *terms.increase, *terms.ratio, *terms.quantiles, *terms.by]
+    asking = terms.computing()
     for _, (start, end) in _spans(lowered, {"": asking}):
         chinese.append((start, end))
     # A quantile is a quantile of durations.
@@ -462,6 +476,13 @@ def _spans(lowered: str, table: dict[str, list[str]]) -> list[tuple[str, tuple[i
     return sorted(found, key=lambda item: item[1][0])
 
 
+def _without(lowered: str, table: list[str]) -> str:
+    """The text with the table's words blanked out."""
+    for _, (start, end) in _spans(lowered, {"": table}):
+        lowered = lowered[:start] + " " * (end - start) + lowered[end:]
+    return lowered
+
+
 def _any_word(lowered: str, table: list[str]) -> bool:
     return any(term_pattern(word.lower()).search(lowered) for word in table)
 
@@ -470,7 +491,9 @@ def _grouped(lowered: str, by_words: list[str]) -> tuple[str, ...]:
     """The word after each grouping word: `by handler` → handler; `按 datname` → datname."""
     found = []
     for word in by_words:
-        for match in re.finditer(rf"{re.escape(word.lower())}\s*([a-z_][a-z0-9_]*)", lowered):
+        # An English word stands alone before its label (`per` of `percent` groups by nothing).
+        space = r"\s+" if word.isascii() else r"\s*"
+        for match in re.finditer(rf"{re.escape(word.lower())}{space}([a-z_][a-z0-9_]*)", lowered):
             if not word.isascii() or not match.start() or not lowered[match.start() - 1].isalnum():
                 found.append(match.group(1))
     return tuple(dict.fromkeys(found))
@@ -546,7 +569,7 @@ def _known_stems(
     texts = [f"{_spaced(entry.name)} {entry.help}" for entry in metric_catalog.metrics]
     texts += [f"{label} {' '.join(values)}" for label, values in metric_catalog.values.items()]
     texts += [word for concept in terms.concepts.values() for word in [*concept.words, *concept.parts]]
-    texts += [*terms.rate, *terms.increase, *terms.ratio, *terms.quantiles, *terms.by, *terms.filler]
+    texts += [*terms.computing(), *terms.filler]
     # The vocabulary's language (what a question asks, what it wants); its topic words name things
     # only where the catalog has them.
     if vocabulary is not None:

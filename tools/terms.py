@@ -87,13 +87,25 @@ def query_groups(query: str, *, vocabulary: Vocabulary, table: str = "groups") -
 def asks_in(text: str, *, vocabulary: Vocabulary, apart: Collection[str] = ()) -> set[str]:
     """The kinds of ask (`alerts`, `cause`, `guidance`) whose words the text uses. Among the fields
     `apart` (the kinds that exclude each other) longer words win overlaps: the `first` of "first
-    step" asks a runbook's step, not which alert comes first."""
+    step" asks a runbook's step, not which alert comes first. A word inside a longer question word
+    ("how" of "how many") is that question word's, not an ask's."""
     lowered = text.lower()
+    questions = [
+        match.span()
+        for word in vocabulary.interrogative_words()
+        for match in term_pattern(word).finditer(lowered)
+    ]
+
+    def standalone(match: re.Match[str]) -> bool:
+        width = match.end() - match.start()
+        return not any(s <= match.start() and match.end() <= e and e - s > width for s, e in questions)
+
     fields = vocabulary.asks.model_dump()
     said = {
         field
         for field, words in fields.items()
-        if field not in apart and any(term_pattern(word).search(lowered) for word in words)
+        if field not in apart
+        and any(standalone(m) for word in words for m in term_pattern(word).finditer(lowered))
     }
     competing = sorted(
         ((field, word) for field in apart for word in fields.get(field, ())), key=lambda item: -len(item[1])
@@ -101,7 +113,7 @@ def asks_in(text: str, *, vocabulary: Vocabulary, apart: Collection[str] = ()) -
     found: list[tuple[str, tuple[int, int]]] = []
     for field, word in competing:
         for match in term_pattern(word).finditer(lowered):
-            if all(match.end() <= start or match.start() >= end for _, (start, end) in found):
+            if standalone(match) and all(match.end() <= start or match.start() >= end for _, (start, end) in found):
                 found.append((field, match.span()))
     return said | {field for field, _ in found}
 

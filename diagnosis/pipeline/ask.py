@@ -58,6 +58,9 @@ class Ask(BaseModel):
     measure: str = ""
     # The HTTP status (`404`) or class (`5xx`) the question counts access lines of.
     status: str = ""
+    # The status or class whose share of every access line the question asks ("5xx 占比"): the lines
+    # counted by status, the share said from that count.
+    share: str = ""
     # The duration the question calls slow ("超过 2 秒"), in milliseconds; None for the vocabulary's.
     threshold_ms: int | None = None
     # The query code built from the metric catalog for what the words ask (a rate, a p99, a ratio).

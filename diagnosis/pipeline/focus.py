@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cached_property, lru_cache
 
@@ -217,7 +217,7 @@ class World:
         )
 
     def focus_of(self, *, query: str, excluded: Iterable[str] = ()) -> QuestionFocus:
-        return question_focus(
+        focus = question_focus(
             query=query,
             inventory=self.inventory,
             vocabulary=self.vocabulary,
@@ -227,6 +227,16 @@ class World:
                 value.casefold() for values in self.metric_catalog.values.values() for value in values
             ),
         )
+        # A label value the metric catalog holds (a database's `datname`) is a subject the source knows
+        # (§22), not an unknown service.
+        held = tuple(u for u in focus.unknown if not self.metric_catalog.labels_with(u.name))
+        return focus if held == focus.unknown else replace(focus, unknown=held)
+
+    def measured_focus(self, focus: QuestionFocus) -> QuestionFocus:
+        """The focus of a question a quantity of the catalog answers: a word its metrics' names or HELP
+        use (`PostgreSQL`, `maxmemory`) names what the quantity is of, not an unknown service or alert."""
+        held = tuple(u for u in focus.unknown if not self.metric_catalog.says(u.name))
+        return replace(focus, measured=True, unknown=held)
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,7 @@ def question_read(*, query: str, world: World) -> Question:
     )
     asks = asks_read(query=query, focus=focus, vocabulary=world.vocabulary, window=window, metric_words=words)
     if any(ask.quantity for ask in asks):
-        focus = replace(focus, measured=True)
+        focus = world.measured_focus(focus)
     unread = unread_in(without_window(query, window), asks=asks, vocabulary=world.vocabulary)
     return Question(
         text=query,

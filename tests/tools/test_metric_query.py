@@ -170,12 +170,100 @@ def test_cpu_is_the_share_of_time_out_of_idle_or_in_the_mode_asked_per_host():
     iowait = built("iowait 多少")
     billing = built("billing 的 CPU 使用率", world="second")
 
-    assert cpu.query == '100 * (1 - avg by (instance) (rate(node_cpu_seconds_total{mode="idle"}[5m])))'
-    assert iowait.query == '100 * avg by (instance) (rate(node_cpu_seconds_total{mode="iowait"}[5m]))'
+    assert cpu.query == '100 * (1 - avg by (job, instance) (rate(node_cpu_seconds_total{mode="idle"}[5m])))'
+    assert iowait.query == '100 * avg by (job, instance) (rate(node_cpu_seconds_total{mode="iowait"}[5m]))'
     assert (cpu.label, iowait.label) == ("CPU 使用率", "iowait 占比")
+    assert (cpu.beside, iowait.beside) == ((), ())
     assert billing.query == (
-        '100 * (1 - avg by (instance) (rate(node_cpu_seconds_total{service="billing",mode="idle"}[5m])))'
+        '100 * (1 - avg by (job, instance) (rate(node_cpu_seconds_total{service="billing",mode="idle"}[5m])))'
     )
+
+
+@pytest.mark.parametrize(
+    ("question", "world"),
+    [
+        ("CPU 使用率和 iowait 是多少？", "exporters"),
+        ("What are the CPU usage and iowait right now?", "exporters"),
+        ("billing 的 CPU 使用率和 iowait", "second"),
+    ],
+)
+def test_cpu_usage_asked_with_a_mode_is_the_usage_with_the_modes_share_beside_it(question, world):
+    cpu = built(question, world=world)
+
+    assert cpu.query.startswith("100 * (1 - avg by (job, instance) (rate(node_cpu_seconds_total{")
+    assert 'mode="idle"' in cpu.query
+    [iowait] = cpu.beside
+    assert 'mode="iowait"' in iowait.query
+    assert iowait.label == "iowait 占比"
+    promql_parser.parse(iowait.query)
+
+
+@pytest.mark.parametrize(
+    ("question", "world", "used", "limit"),
+    [
+        (
+            "Redis 内存用了 maxmemory 的多少？",
+            "exporters",
+            'redis_memory_used_bytes{job="redis"}',
+            'redis_memory_max_bytes{job="redis"}',
+        ),
+        (
+            "How close is Redis memory to its maxmemory?",
+            "exporters",
+            'redis_memory_used_bytes{job="redis"}',
+            'redis_memory_max_bytes{job="redis"}',
+        ),
+        (
+            "billing 内存用了上限的多少",
+            "second",
+            'node_memory_MemAvailable_bytes{service="billing"}',
+            'node_memory_MemTotal_bytes{service="billing"}',
+        ),
+    ],
+)
+def test_a_gauge_against_its_limit_says_what_is_used_and_the_limit_beside_the_share(
+    question, world, used, limit
+):
+    usage = built(question, world=world)
+
+    assert usage.computation == "usage"
+    assert [beside.query for beside in usage.beside] == [used, limit]
+    assert usage.beside[0].said("1048576") == "1048576 字节（1.00 MiB）"
+
+
+def test_a_setting_the_question_writes_is_the_limit_and_no_setting_is_what_is_used():
+    usage = built(
+        "How many PostgreSQL connections are in use against max_connections?",
+        named="pg_settings_max_connections",
+    )
+
+    assert usage.query == (
+        "100 * sum by (instance, job, server) (pg_stat_database_numbackends) / "
+        "(sum by (instance, job, server) (pg_settings_max_connections) > 0)"
+    )
+    assert [beside.label for beside in usage.beside] == ["connections 已用", "connections 上限"]
+
+
+def test_an_up_gauge_asked_with_its_down_words_is_read_as_which_are_down():
+    probe = built("Which blackbox probe is failing and since when?")
+    zh = built("哪个拨测挂了，从什么时候开始的？")
+    scrape = built("billing 的 node 挂了吗", world="second")
+
+    assert (probe.query, probe.computation, probe.label) == (
+        'probe_success{job="blackbox"}',
+        "down",
+        "probe_success",
+    )
+    assert (zh.query, zh.computation) == ("probe_success", "down")
+    assert (scrape.metric, scrape.computation) == ("up", "down")
+
+
+def test_a_trends_rate_is_over_the_range_it_is_given_and_a_rates_word_is_no_ratio():
+    trend = built("过去 10 分钟 nginx 请求速率的走势", window_minutes=1)
+    english = built("How did nginx's request rate change?", window_minutes=1)
+
+    assert trend.query == english.query == 'sum (rate(nginx_http_requests_total{job="nginx"}[1m]))'
+    assert trend.computation == "rate"
 
 
 def test_a_gauge_is_its_sample_on_the_subject():

@@ -37,7 +37,12 @@ def plan_by_rules(
         )
     # A question nothing of which is understood has nothing to search for; a how-to
     # question about nothing in the system ("如何轮换 … token") is for the runbooks alone.
-    if focus.understood and (services or alerts or topics or not asks_guidance):
+    # A quantity the catalog built, asked of no subject or topic ("哪个拨测挂了"), is its query's to
+    # answer: every firing alert and every error line are not about it.
+    measured_only = (
+        bool(asks) and all(ask.quantity is not None for ask in asks) and not (services or alerts or topics)
+    )
+    if focus.understood and not measured_only and (services or alerts or topics or not asks_guidance):
         steps.append(PlanStep(tool=ALERTS.tool, purpose="确认相关告警是否处于 firing 状态"))
         # "有哪些告警" asks about alerts only; logs answer questions about a topic or a problem.
         if (topics or not focus.lists_alerts) and not _counted_only(asks):

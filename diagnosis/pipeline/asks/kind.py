@@ -69,6 +69,10 @@ class AskKind(Protocol):
     # Its slot is an investigation's (§23): the candidates it ranks are the only root causes a model may state.
     investigates: ClassVar[bool] = False
 
+    def answers_of(self, ask: Ask) -> frozenset[str]:
+        """The kinds of question word this ask answers: the kind's, unless its slot says more."""
+        return self.answers
+
     def alerts_first(self, ask: Ask) -> bool:
         """Whether its calls start from the subject's alerts (their `expr` names the series, their
         `runbook_url` the runbook): the runner queries them in a first turn. A metric the question

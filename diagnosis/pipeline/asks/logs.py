@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from decimal import Decimal
 
 from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.asks.kind import AskKind, Call, SlotWorld
@@ -30,8 +31,10 @@ from tools.evidence.alerts.record import AlertRecord
 from tools.evidence.logs.record import LogCount, LogLine
 from tools.evidence.registry import LOG_COUNTS, LOGS
 from tools.evidence.result import ToolResult
+from tools.logcounts import CountRequest
 from tools.logformats import unit_ms
 from tools.loglines import Pattern, has_property, patterns_mined
+from tools.numbers import places_text
 from tools.terms import query_terms, term_pattern
 from tools.vocabulary import Vocabulary
 
@@ -116,6 +119,16 @@ def measure_in(text: str, *, focus: QuestionFocus, vocabulary: Vocabulary, logs_
     return None
 
 
+def share_in(text: str, *, vocabulary: Vocabulary) -> dict | None:
+    """The share of a status (class) among the access lines a ratio asks ("nginx 5xx 占比", "what share
+    of requests are 5xx"), counted by status: asked of the logs when no metric has the status."""
+    lowered = text.lower()
+    statuses = [code.lower() for code in STATUS_CODE.findall(text)]
+    if not statuses or not any(term_pattern(term).search(lowered) for term in vocabulary.log_measures.ratio):
+        return None
+    return {"measure": "status", "share": statuses[0]}
+
+
 def _first(topics: Sequence[str]) -> str:
     return next(iter(topics), "")
 
@@ -181,9 +194,21 @@ def count_slot(ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slo
         more = f"，其余 {rest} 条" if rest > 0 else ""
         conclusion = f"{window} {_counted(ask, about)} {total.record.count} 条（{how}），{by}：{named}{more}"
         bindings = [total.binding, *(g.binding for g in listed)]
+        if ask.share:
+            conclusion += _share(ask.share, total.record, groups)
     return Slot(
         ask=ask, filled=True, conclusion=conclusion, source=source_of(result), limits=limits, bindings=bindings
     )
+
+
+def _share(share: str, total: LogCount, groups: Sequence[Found[LogCount]]) -> str:
+    """`；其中 5xx 共 270 条，占 27.00%`: the lines of the status (class) among every line counted."""
+    request = CountRequest(measure="status", minutes=total.minutes, status=share)
+    lines = sum(g.record.count for g in groups if request.wants_status(_group_name(g.record)))
+    if not total.count:
+        return ""
+    percent = places_text(Decimal(lines) * 100 / Decimal(total.count), places=2)
+    return f"；其中 {share} 共 {lines} 条，占 {percent}%"
 
 
 def _counted(ask: Ask, about: str) -> str:

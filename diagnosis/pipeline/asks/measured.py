@@ -67,7 +67,7 @@ def measure_asked(
         text, metric_catalog=held, vocabulary=words.vocabulary, known_names=words.known_names
     )
     reading = found.reading
-    named = next((name for name in series if held.entry(name)), "")
+    named = next((held_name for name in series if (held_name := _held_name(held, name))), "")
     if series and not named:
         return Asked()
     if named and not (reading.computes or held.entry(named).type in COMPUTED_TYPES):
@@ -88,23 +88,58 @@ def measure_asked(
         return Asked(unnamed=built.why, computes=reading.computes)
     if built is None or not words.queried:
         return Asked()
-    return Asked(quantity=built, computes=reading.computes, increase=reading.increase and not reading.rate)
+    return Asked(quantity=built, computes=reading.computes, increase=built.computation == "increase")
+
+
+def _held_name(held: MetricCatalog, written: str) -> str:
+    """The catalog's metric a written name is: itself, else the one family whose name ends with it
+    (`max_connections` of `pg_settings_max_connections`, a setting written as the server names it)."""
+    if held.entry(written):
+        return written
+    ending = [entry.name for entry in held.metrics if entry.name.endswith(f"_{written}")]
+    return ending[0] if len(ending) == 1 else ""
 
 
 # --- Said in the conclusion ----------------------------------------------------------------------
 
 
-def measure_lines(measure: Measure, found: Sequence[Found[SeriesRecord]], *, limit: int) -> list[str]:
+def measure_lines(
+    measure: Measure,
+    found: Sequence[Found[SeriesRecord]],
+    *,
+    limit: int,
+    besides: Sequence[tuple[Measure, Sequence[Found[SeriesRecord]]]] = (),
+) -> list[str]:
     """One line per series: its subject's plain name (the asked values, then the labels that tell the
-    series apart), what it is and the number with its unit; the highest first."""
+    series apart), what it is and the number with its unit, then the numbers asked with it (`besides`:
+    each measure with its series) of the same series; the highest first."""
     records = [f.record for f in found]
     apart = _labels_apart(records, measure)
     ordered = sorted(found, key=lambda f: -(_latest(f.record) or Decimal("-Infinity")))
     lines = []
     for f in ordered[:limit]:
         name = _plain_name(f.record, measure, apart)
-        lines.append(f"{name} 的 {measure.label}：{measure.said(_latest_raw(f.record))}")
+        said = [f"{measure.label}：{measure.said(_latest_raw(f.record))}"]
+        for beside, series in besides:
+            same = same_series(f.record, [s.record for s in series])
+            if same is not None:
+                said.append(f"{beside.label}：{beside.said(_latest_raw(same))}")
+        lines.append(f"{name} 的 {'，'.join(said)}")
     return lines
+
+
+def same_series(record: SeriesRecord, others: Sequence[SeriesRecord]) -> SeriesRecord | None:
+    """Of another query's series, the one on the same subject: the only one, else the one whose
+    labels agree with the record's on every label both carry."""
+    if len(others) == 1:
+        return others[0]
+    own = {label: value for label, value in record.metric.items() if label != "__name__"}
+    agreeing = [
+        other
+        for other in others
+        if all(own[label] == value for label, value in other.metric.items() if label in own)
+    ]
+    return agreeing[0] if len(agreeing) == 1 else None
 
 
 def measure_window(measure: Measure, record: SeriesRecord) -> str:
@@ -134,11 +169,11 @@ def _labels_apart(records: Sequence[SeriesRecord], measure: Measure) -> list[str
 
 
 def _plain_name(record: SeriesRecord, measure: Measure, apart: list[str]) -> str:
-    """The asked values, else the series' target (`instance`, `job`), else the metric; then the values
-    of the labels that tell it from the other series."""
+    """The asked values, else the series' plain name (its `job`, else its target's address), else the
+    metric; then the values of the labels that tell it from the other series."""
     values = [record.metric[label] for label in apart if record.metric.get(label)]
     target = [record.metric[label] for label in PLAIN_NAME_LABELS if record.metric.get(label)]
-    asked = measure.about() or "、".join(value for value in target if value not in values) or measure.metric
+    asked = measure.about() or next((value for value in target if value not in values), "") or measure.metric
     return f"{asked}（{'，'.join(values)}）" if values else asked
 
 

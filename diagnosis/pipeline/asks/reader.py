@@ -12,12 +12,12 @@ import re
 
 from diagnosis.pipeline.ask import Ask, AskWindow, SubjectKind
 from diagnosis.pipeline.asks.action import Action, action_asked, action_requested
-from diagnosis.pipeline.asks.logs import measure_in
+from diagnosis.pipeline.asks.logs import measure_in, share_in
 from diagnosis.pipeline.asks.measured import Asked, MetricWords, measure_asked
 from diagnosis.pipeline.asks.registry import KINDS
 from diagnosis.pipeline.focus import QuestionFocus, folded_name
 from diagnosis.pipeline.windows import Window
-from tools.metric_query import Measure
+from tools.metric_query import TREND_RATE_MINUTES, Measure
 from tools.terms import asks_in, term_pattern
 from tools.vocabulary import Vocabulary
 
@@ -50,16 +50,20 @@ def asks_read(
         text = _masked(text, action[1])
     said = asks_in(text, vocabulary=vocabulary, apart={kind.words for kind in KINDS.values()})
     measure = measure_in(text, focus=focus, vocabulary=vocabulary, logs_asked="logs" in said)
-    kinds = _kinds_in(text, said, vocabulary, counted=measure is not None) - {Action.name}
-    ask_window = AskWindow.of(window, now=window.now)
     series = _series_in(text, focus)
-    topic = focus.topics[0] if focus.topics else ""
     # A count of log lines is the logs' to answer; any other quantity, the metric catalog's.
     asked = (
         Asked()
         if measure is not None
         else _measure_asked(text, metric_words, focus=focus, series=series, window=window)
     )
+    if measure is None and asked.unnamed and (share := share_in(text, vocabulary=vocabulary)):
+        # A status's share the catalog has no metric of (an exporter without status codes) is counted
+        # in the access lines.
+        measure, asked = share, Asked()
+    kinds = _kinds_in(text, said, vocabulary, counted=measure is not None) - {Action.name}
+    ask_window = AskWindow.of(window, now=window.now)
+    topic = focus.topics[0] if focus.topics else ""
     kinds = _with_measure(kinds, asked, focus=focus)
     kinds = _resolved(
         kinds,
@@ -78,7 +82,9 @@ def asks_read(
         measured = asked
         if kind == "trend" and asked.quantity is not None and asked.quantity.range_minutes:
             # A trend is a range of rates, each over the usual few minutes, not one over its window.
-            measured = _measure_asked(text, metric_words, focus=focus, series=series, window=None)
+            measured = _measure_asked(
+                text, metric_words, focus=focus, series=series, window=None, minutes=TREND_RATE_MINUTES
+            )
         if KINDS[kind].series_subject and measured.quantity is not None:
             asks.append(_measure_ask(kind, measured.quantity, focus=focus, topic=topic, window=ask_window))
             continue
@@ -103,11 +109,19 @@ def asks_read(
 
 
 def _measure_asked(
-    text: str, words: MetricWords | None, *, focus: QuestionFocus, series: list[str], window: Window | None
+    text: str,
+    words: MetricWords | None,
+    *,
+    focus: QuestionFocus,
+    series: list[str],
+    window: Window | None,
+    minutes: int = 0,
 ) -> Asked:
     """The catalog's reading of the words; a window the question names is the range a value is
-    computed over (the increase "最近 30 分钟" asks), never a window it does not."""
-    minutes = window.minutes if window is not None and window.asked and window.ends_now else 0
+    computed over (the increase "最近 30 分钟" asks), never a window it does not; `minutes`, the range
+    when no window is (a trend's rates)."""
+    if window is not None and window.asked and window.ends_now:
+        minutes = window.minutes
     return measure_asked(
         text, words=words, series=series, window_minutes=minutes, alerts_named=bool(focus.alerts)
     )

@@ -25,7 +25,7 @@ CLAUSE = re.compile(r"[^，,。；;！!？?\n]+")
 def unread_in(text: str, *, asks: Sequence[Ask], vocabulary: Vocabulary) -> list[str]:
     """One gap per clause holding question words no ask of `asks` answers (`text`: the question
     without its window phrase, as the asks were read from it)."""
-    answered = {kind for ask in asks for kind in KINDS[ask.kind].answers}
+    answered = {kind for ask in asks for kind in KINDS[ask.kind].answers_of(ask)}
     gaps = []
     for clause in CLAUSE.finditer(text):
         words = [word for word, kind in _question_words(clause.group(0), vocabulary) if kind not in answered]

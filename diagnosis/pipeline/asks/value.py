@@ -9,15 +9,17 @@ from decimal import Decimal
 
 from diagnosis.pipeline.ask import Ask
 from diagnosis.pipeline.asks.kind import AskKind, Call, SlotWorld
-from diagnosis.pipeline.asks.measured import measure_lines, measure_window
+from diagnosis.pipeline.asks.measured import measure_lines, measure_name, measure_window, same_series
 from diagnosis.pipeline.asks.shared import (
     MAX_LISTED,
     Found,
     alert_found,
     decimal_of,
     failure,
+    found_in,
     on_topic_found,
     past_threshold,
+    results_of,
     series_found,
     series_queries,
     source_of,
@@ -40,10 +42,23 @@ class Value(AskKind):
     answers = frozenset({"quantity", "what"})
     series_subject = True
 
+    def answers_of(self, ask: Ask) -> frozenset[str]:
+        # Which of the up-gauges are down, and since when.
+        if ask.quantity is not None and ask.quantity.computation == "down":
+            return self.answers | {"which", "when"}
+        return self.answers
+
     def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:
         if SERIES.tool not in world.tools:
             return []
-        return [(SERIES.tool, {"query": query, "minutes": 0}) for query in series_queries(ask, alerts, world)]
+        queries = series_queries(ask, alerts, world)
+        # Numbers asked with the measure (what is used and the limit) are instants of their own.
+        queries += [beside.query for beside in ask.quantity.beside] if ask.quantity is not None else []
+        calls: list[Call] = [(SERIES.tool, {"query": query, "minutes": 0}) for query in queries]
+        if ask.quantity is not None and ask.quantity.computation == "down":
+            # Since when a series is down: its samples over the window.
+            calls.append((SERIES.tool, {"query": ask.quantity.query, "minutes": ask.window.minutes}))
+        return calls
 
     def read(self, ask: Ask, results: Sequence[ToolResult], world: SlotWorld) -> Slot:
         if ask.quantity is not None:
@@ -109,14 +124,81 @@ def _measured(ask: Ask, measure: Measure, results: Sequence[ToolResult]) -> Slot
     valued = [f for f in found if decimal_of(f.record.sample()[1]) is not None]
     if not valued:
         return failure(result, ask, f"查询 {measure.query} 没有数据")
-    lines = measure_lines(measure, valued, limit=MAX_LISTED)
+    if measure.computation == "down":
+        return _down(ask, measure, valued, result, results)
+    besides = [(beside, _instants_of(beside, results)) for beside in measure.beside]
+    lines = measure_lines(measure, valued, limit=MAX_LISTED, besides=besides)
     return Slot(
         ask=ask,
         filled=True,
         conclusion="；".join(lines) + measure_window(measure, valued[0].record),
         source=source_of(result),
-        bindings=[f.binding for f in valued[:MAX_LISTED]],
+        bindings=[
+            *(f.binding for f in valued[:MAX_LISTED]),
+            *(f.binding for _, found in besides for f in found[:MAX_LISTED]),
+        ],
     )
+
+
+def _down(
+    ask: Ask,
+    measure: Measure,
+    valued: list[Found[SeriesRecord]],
+    result: ToolResult,
+    results: Sequence[ToolResult],
+) -> Slot:
+    """Which series of an up-gauge are 0 now, each since the first sample of its last run of zeros in
+    the window (the window's start when all were 0); how many others are up."""
+    records = [f.record for f in valued]
+    down = [f for f in valued if decimal_of(f.record.sample()[1]) == 0]
+    ranged = series_found(ask, results, instant=False)
+    history = [f.record for f in ranged[0]] if ranged is not None else []
+    if not down:
+        text = f"{len(valued)} 个 {measure.metric} 序列都不为 0（都在正常状态）"
+        cited = valued[:MAX_LISTED]
+    else:
+        lines = []
+        for f in down[:MAX_LISTED]:
+            name = measure_name(measure, f.record, records)
+            lines.append(f"{name} 的 {measure.metric} 为 0（失败）{_zero_since(f.record, history, ask)}")
+        others = len(valued) - len(down)
+        text = "；".join(lines) + (f"；其余 {others} 个不为 0" if others else "")
+        cited = down[:MAX_LISTED]
+    return Slot(
+        ask=ask,
+        filled=True,
+        conclusion=text + measure_window(measure, valued[0].record),
+        source=source_of(result),
+        bindings=[f.binding for f in cited],
+    )
+
+
+def _zero_since(record: SeriesRecord, history: Sequence[SeriesRecord], ask: Ask) -> str:
+    """`，自 05:50:30 起`: the first sample of the series' last run of zeros over the window; at least
+    since the window's first sample when every sample was 0; "" without its samples."""
+    same = same_series(record, history)
+    pairs = [(at, decimal_of(raw)) for at, raw in (same.values or [])] if same is not None else []
+    if not pairs:
+        return ""
+    start = len(pairs)
+    while start > 0 and pairs[start - 1][1] == 0:
+        start -= 1
+    if start == len(pairs):
+        return ""
+    at = f"{datetime.fromtimestamp(float(pairs[start][0])):%H:%M:%S}"
+    if start == 0:
+        return f"，{ask.window.label}内一直为 0（至少自 {at} 起）"
+    return f"，自 {at} 起"
+
+
+def _instants_of(measure: Measure, results: Sequence[ToolResult]) -> list[Found[SeriesRecord]]:
+    """The valued series of a measure's own instant query."""
+    return [
+        f
+        for r in results_of(results, SERIES, lambda a: a.get("query") == measure.query and not a.get("minutes"))
+        for f in found_in(r, SERIES)
+        if decimal_of(f.record.sample()[1]) is not None
+    ]
 
 
 def _against(record: SeriesRecord, alerts: list[Found[AlertRecord]], *, query: str) -> str:

@@ -5,6 +5,7 @@ import pytest
 from diagnosis.engines.rules import planner
 from diagnosis.pipeline.question import question_read
 from diagnosis.selectors.world import world_current
+from tests.diagnosis.pipeline.asks.test_measured import asks, stack
 
 
 def plan_by_rules(question: str):
@@ -98,3 +99,25 @@ def test_a_count_of_log_lines_is_answered_by_the_count_without_a_search_of_recen
     )
 
     assert ("query_logs" in [step.tool for step in plan.steps]) is searched
+
+
+@pytest.mark.parametrize(
+    ("question", "world", "tools"),
+    [
+        ("哪个拨测挂了，从什么时候开始的？", "exporters", set()),
+        ("Which blackbox probe is failing and since when?", "exporters", {"query_alerts", "query_logs"}),
+        ("payment-service 的 CPU 现在多少", "demo", {"query_alerts", "query_logs"}),
+        ("billing 的哪个 node 挂了", "second", {"query_alerts", "query_logs"}),
+    ],
+)
+def test_a_quantity_asked_of_no_subject_or_topic_is_its_querys_alone(question, world, tools):
+    read_world, _ = stack(world)
+    plan = planner.plan_by_rules(
+        question,
+        focus=read_world.focus_of(query=question),
+        narrow=False,
+        excluded=(),
+        asks=asks(question, world),
+    )
+
+    assert {step.tool for step in plan.steps} == tools

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from diagnosis.pipeline.asks.slots import slots_read
 from tests.diagnosis.pipeline.asks.support import (
     FakeToolbox,
     asks_of,
@@ -16,6 +17,7 @@ from tests.diagnosis.pipeline.asks.support import (
     per_world,
     read,
     run,
+    slot_world,
 )
 from tools.evidence.logs.record import LogCount
 
@@ -351,3 +353,25 @@ def test_logs_without_a_log_source_say_none_is_configured(names):
 
     assert not slot.filled
     assert slot.why == "未配置日志源"
+
+
+@per_world
+def test_a_status_share_is_said_from_the_count_by_status_beside_it(names):
+    [plain] = asks_of(f"{names.service} 的状态码分布", names)
+    ask = plain.model_copy(update={"share": "5xx"})
+    counts = counts_message(
+        names,
+        {"measure": "status", "service": names.service},
+        [
+            {"group": {}, "count": 400},
+            {"group": {"status": "200"}, "count": 280},
+            {"group": {"status": "502"}, "count": 100},
+            {"group": {"status": "503"}, "count": 8},
+            {"group": {"status": "404"}, "count": 12},
+        ],
+    )
+
+    slot = only(slots_read([ask], results=[counts], world=slot_world()))
+
+    assert slot.conclusion.endswith("；其中 5xx 共 108 条，占 27.00%")
+    assert len(slot.bindings) == 5

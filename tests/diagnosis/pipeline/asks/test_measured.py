@@ -16,8 +16,11 @@ from diagnosis.pipeline.asks.calls import slot_calls_run
 from diagnosis.pipeline.asks.kind import SlotWorld
 from diagnosis.pipeline.asks.measured import MetricWords
 from diagnosis.pipeline.asks.reader import asks_read
+from diagnosis.pipeline.asks.registry import KINDS
 from diagnosis.pipeline.asks.slots import slots_read
+from diagnosis.pipeline.asks.unread import unread_in
 from diagnosis.pipeline.focus import Inventory, World
+from diagnosis.pipeline.question import question_read
 from diagnosis.pipeline.windows import window_in
 from tests.diagnosis.pipeline.asks.support import (
     ALL_TOOLS,
@@ -135,12 +138,20 @@ def test_how_many_events_of_a_counter_in_a_window_is_its_increase_not_an_alerts_
     assert ask.quantity.query == "sum (increase(pg_stat_database_deadlocks[30m]))"
 
 
-def test_a_trend_of_a_rate_is_a_range_of_five_minute_rates_over_the_window():
-    [ask] = asks("过去 30 分钟 nginx 每秒请求数的走势")
+@pytest.mark.parametrize(
+    "question",
+    [
+        "过去 30 分钟 nginx 每秒请求数的走势",
+        "过去 30 分钟 nginx 请求速率的走势",
+        "How did nginx's request rate change over the last 30 minutes?",
+    ],
+)
+def test_a_trend_of_a_rate_is_a_range_of_one_minute_rates_over_the_window(question):
+    [ask] = asks(question)
 
     assert ask.kind == "trend"
     assert ask.window.minutes == 30
-    assert ask.quantity.query == 'sum (rate(nginx_http_requests_total{job="nginx"}[5m]))'
+    assert ask.quantity.query == 'sum (rate(nginx_http_requests_total{job="nginx"}[1m]))'
 
 
 def test_a_named_alert_is_asked_about_its_own_series_not_the_catalogs():
@@ -281,3 +292,112 @@ def test_on_the_demo_world_words_that_name_nothing_are_said_where_the_slot_is_un
 
     assert not slot.filled
     assert slot.why.endswith("；指标目录中没有与「驱逐」对应的指标")
+
+
+# --- Against a limit, beside another mode, which are down, the access lines' share ---------------------
+
+
+def test_connections_against_a_setting_the_question_writes_say_the_share_the_used_and_the_limit():
+    [ask] = asks("PostgreSQL 现在用了多少连接，max_connections 是多少？")
+    used, limit = ask.quantity.beside
+    key = {"instance": "127.0.0.1:36001", "job": "postgres", "server": "127.0.0.1:5432"}
+    results = [
+        series_message(2, ask.quantity.query, [{"metric": key, "value": [T, "60"]}]),
+        series_message(3, used.query, [{"metric": key, "value": [T, "12"]}]),
+        series_message(4, limit.query, [{"metric": key, "value": [T, "20"]}]),
+    ]
+
+    slot = only(slots_read([ask], results=results, world=slot_world("exporters")))
+
+    assert (ask.kind, ask.quantity.computation) == ("value", "usage")
+    assert slot.conclusion.startswith("postgres 的 连接使用率：60%，连接已用：12，连接上限：20")
+    assert [b.raw_path for b in slot.bindings] == ["$.series[0]"] * 3
+
+
+@pytest.mark.parametrize(
+    ("question", "world"),
+    [("CPU 使用率和 iowait 是多少？", "exporters"), ("billing 的 CPU 使用率和 iowait", "second")],
+)
+def test_cpu_usage_and_a_mode_asked_together_are_both_on_the_hosts_line(question, world):
+    [ask] = asks(question, world)
+    [iowait] = ask.quantity.beside
+    host = {"job": "node", "instance": "127.0.0.1:9100"}
+    results = [
+        series_message(2, ask.quantity.query, [{"metric": host, "value": [T, "99.96"]}]),
+        series_message(3, iowait.query, [{"metric": host, "value": [T, "0.02"]}]),
+    ]
+
+    slot = only(slots_read([ask], results=results, world=slot_world(world)))
+
+    name = "billing" if world == "second" else "node"
+    assert slot.conclusion.startswith(f"{name} 的 CPU 使用率：99.96%，iowait 占比：0.02%")
+    assert "127.0.0.1" not in slot.conclusion
+
+
+@pytest.mark.parametrize(
+    ("question", "world", "metric"),
+    [
+        ("哪个拨测挂了，从什么时候开始的？", "exporters", "probe_success"),
+        ("Which blackbox probe is failing and since when?", "exporters", "probe_success"),
+        ("billing 的哪个 node 挂了，从什么时候开始的？", "second", "up"),
+    ],
+)
+def test_which_up_gauge_is_down_is_answered_with_since_when_and_leaves_no_question_word_unread(
+    question, world, metric
+):
+    [ask] = asks(question, world)
+    down, up = (
+        {"job": "blackbox", "instance": "http://shop/api/pay"},
+        {"job": "blackbox", "instance": "http://shop/"},
+    )
+    calls = [arguments for _, arguments in KINDS["value"].calls(ask, alerts=[], world=slot_world(world))]
+    history = [[T - 180, "1"], [T - 120, "0"], [T - 60, "0"], [T, "0"]]
+    results = [
+        series_message(
+            2, ask.quantity.query, [{"metric": down, "value": [T, "0"]}, {"metric": up, "value": [T, "1"]}]
+        ),
+        series_message(
+            3,
+            ask.quantity.query,
+            [{"metric": down, "values": history}, {"metric": up, "values": [[T, "1"]]}],
+            minutes=60,
+        ),
+    ]
+
+    slot = only(slots_read([ask], results=results, world=slot_world(world)))
+
+    assert (ask.quantity.metric, ask.quantity.computation) == (metric, "down")
+    assert calls == [
+        {"query": ask.quantity.query, "minutes": 0},
+        {"query": ask.quantity.query, "minutes": 60},
+    ]
+    since = datetime.fromtimestamp(T - 120).strftime("%H:%M:%S")
+    assert (
+        f"（http://shop/api/pay） 的 {metric} 为 0（失败），自 {since} 起；其余 1 个不为 0" in slot.conclusion
+    )
+    assert unread_in(question, asks=[ask], vocabulary=stack(world)[0].vocabulary) == []
+
+
+def test_a_status_share_no_metric_carries_is_counted_in_the_access_lines():
+    [ask] = asks("nginx 5xx 占比多少？")
+    [english] = asks("What share of nginx requests are 5xx?")
+
+    assert (ask.kind, ask.measure, ask.share, ask.service) == ("logs", "status", "5xx", "nginx")
+    assert (english.kind, english.measure, english.share) == ("logs", "status", "5xx")
+    assert asks("Prometheus 的 5xx 错误率")[0].quantity is not None
+
+
+def test_a_label_value_of_the_catalog_is_a_known_subject_not_an_unknown_service():
+    world, _ = stack("exporters")
+
+    assert world.focus_of(query="shop 数据库的回滚率是多少？").unknown == ()
+    assert [u.name for u in world.focus_of(query="shipping 数据库的回滚率是多少？").unknown] == ["shipping"]
+
+
+def test_a_word_the_catalogs_metrics_use_is_no_unknown_name_where_a_quantity_answers():
+    world, _ = stack("exporters")
+    measured = question_read(query="Redis 内存用了 maxmemory 的多少？", world=world)
+    unmeasured = question_read(query="maxmemory 的日志", world=world)
+
+    assert measured.focus.unknown == ()
+    assert [u.name for u in unmeasured.focus.unknown] == ["maxmemory"]
