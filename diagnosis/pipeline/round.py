@@ -63,7 +63,6 @@ from diagnosis.pipeline.interfaces import (
 from diagnosis.pipeline.question import Question
 from diagnosis.pipeline.records import RoundRecord
 from diagnosis.pipeline.routing import Route, route
-from diagnosis.pipeline.scope import FOCUS_RULE
 from diagnosis.pipeline.searched import searched_gaps, unconfigured_gaps
 from diagnosis.pipeline.slot import Slot
 from diagnosis.pipeline.verdict import (
@@ -141,9 +140,7 @@ def round_run(
     context = RoundContext(question.text, focus, excluded, world, invocations, slots, question.unread)
     judged = _judgement(engine, recorder, round_number, executor_call, context, retry_context)
     notes = focus.notes()  # unknown subjects, nothing understood: said to the user, listed as gaps
-    searched = searched_gaps(
-        results=results, output=judged.guarded.kept_output, slots=slots
-    ) + unconfigured_gaps(
+    searched = searched_gaps(results=results, output=judged.guarded.kept_output, slots=slots) + unconfigured_gaps(
         planned=[step.tool for step in plan.steps], tools=asked_calls.world.tools, slots=slots
     )
     verification = _gaps_added(judged.verification, first=notes, last=searched)
@@ -236,9 +233,8 @@ def _judgement(
         guidance_tools=recorder.guidance_tools,
         names=context.world.fact_names,
         # An executor that stated nothing beyond the slots (nothing at all, e.g. a health question, or
-        # only restatements of their lines, root causes code dropped, or claims about what was not asked)
-        # is answered by the slots alone; other claims it stated are what the verdict judges, also when
-        # a guard blocked them.
+        # only restatements of their lines, or root causes code dropped) is answered by the slots alone;
+        # claims it did state are what the verdict judges, also when a guard blocked them.
         slot_facts=[_slot_fact(slot) for slot in context.slots if slot.filled]
         if _nothing_beyond_slots(executor_call, guarded)
         else [],
@@ -251,17 +247,11 @@ def _judgement(
     )
 
 
-NOT_BEYOND_SLOTS = frozenset({RESTATED_RULE, CANDIDATE_RULE, FOCUS_RULE})
-
-
 def _nothing_beyond_slots(executor_call: StageCall[ExecutorOutput], guarded: GuardedOutput) -> bool:
     if guarded.kept_output.claims or executor_call.parse_status.status == "parse_failed":
         return False
-    # A restated conclusion, a root cause beyond the ranked candidates, or a claim the focus guard
-    # blocked (about what was not asked: never shown, and no judgement of what was; measured: the
-    # honest model's claim on a scrape target left the llm engine LOW_CONFID where the rules engine
-    # passed on the same verified slot): the slots say what stands.
-    return all(guard in NOT_BEYOND_SLOTS for guard in guarded.blocked_by().values())
+    # A restated conclusion, or a root cause beyond the ranked candidates: the slots say what stands.
+    return all(guard in (RESTATED_RULE, CANDIDATE_RULE) for guard in guarded.blocked_by().values())
 
 
 def _prior_results(
