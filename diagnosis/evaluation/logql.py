@@ -31,6 +31,7 @@ import math
 import operator
 import re
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -515,9 +516,9 @@ def _alternatives(pattern: str) -> tuple[tuple[re.Pattern, bool], ...]:
     return tuple(parts)
 
 
-def _top_level_split(pattern: str) -> list[str]:
-    """The pattern split at its `|` outside groups and classes."""
-    parts, depth, in_class, start, index = [], 0, False, 0, 0
+def _structure(pattern: str) -> Iterator[tuple[int, str, int]]:
+    """(index, character, group depth after it) of each character outside escapes and classes."""
+    depth, in_class, index = 0, False, 0
     while index < len(pattern):
         char = pattern[index]
         if char == "\\":
@@ -527,14 +528,19 @@ def _top_level_split(pattern: str) -> list[str]:
             in_class = char != "]"
         elif char == "[":
             in_class = True
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        elif char == "|" and depth == 0:
+        else:
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            yield index, char, depth
+        index += 1
+
+
+def _top_level_split(pattern: str) -> list[str]:
+    """The pattern split at its `|` outside groups and classes."""
+    parts, start = [], 0
+    for index, char, depth in _structure(pattern):
+        if char == "|" and depth == 0:
             parts.append(pattern[start:index])
             start = index + 1
-        index += 1
     return [*parts, pattern[start:]]
 
 
@@ -544,24 +550,8 @@ def _one_group(part: str) -> bool:
 
 
 def _closing(part: str) -> int:
-    depth, in_class, index = 0, False, 0
-    while index < len(part):
-        char = part[index]
-        if char == "\\":
-            index += 2
-            continue
-        if in_class:
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth == 0:
-                return index
-        index += 1
-    return -1
+    """Where the part's first group closes (-1: it does not)."""
+    return next((index for index, char, depth in _structure(part) if char == ")" and depth == 0), -1)
 
 
 def _extract(entry: Entry, stage: Stage, stream: dict[str, str]) -> None:

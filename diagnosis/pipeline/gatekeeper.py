@@ -127,7 +127,7 @@ NEGATION_BEFORE = re.compile(r"(?:[未不没无非否]|没有|(?<![a-z])(?:not|n
 CLAIM_DENIES = re.compile(
     r"不存在|未发现|没发现|没有发现|未出现|没有出现|未触发|没有触发|未检索到|未找到|没找到|未见|并无|并未|未处于|排除|"
     r"(?:没有|无)(?:任何)?(?:告警|报警|记录|日志|数据|错误|异常|报错|问题|firing)|"
-    # 没有 and what is absent a few words later in the same clause: "没有 HighMemoryUsage 告警".
+    # 没有 and what is absent a few words later in the same clause: "没有 DiskAlmostFull 告警".
     r"没有[^，。；、,.;!?！？\n]{1,40}?(?:告警|报警|记录|日志|错误|异常|报错)|"
     r"(?<![a-z_])(?:no|not|none|never|nothing|absent|without|ruled out)(?![a-z_])|n't",
     re.IGNORECASE,

@@ -23,7 +23,7 @@ STANDING = timedelta(hours=6)
 
 @dataclass(frozen=True)
 class AlertOnset:
-    # How the report names it (`HighCPUUsage · payment-service`), its service and its start.
+    # How the report names it (`QueueBacklog · billing`), its service and its start.
     label: str
     service: str
     start: datetime | None
