@@ -23,10 +23,20 @@ SAID = re.compile(r"(?P<name>[^：；]+?) 的 (?P<what>[^：；]+)：(?P<number>
 
 @pytest.fixture
 def prometheus_busy(stack):
-    """Requests to Prometheus's query API, so its request counters and latency histogram have data."""
-    for _ in range(20):
-        httpx2.get(f"{stack.prometheus_url}/api/v1/query", params={"query": "up"}, timeout=5)
+    """Requests to Prometheus's query API, so its request counters and latency histogram have data.
+
+    A handler's series appear at its first request, so one request comes first and the burst after a
+    scrape: the rate over 5 min then has two different samples and is not zero (or NaN as a quantile)."""
+    query_api = f"{stack.prometheus_url}/api/v1/query"
+    httpx2.get(query_api, params={"query": "up"}, timeout=5)
     time.sleep(2)
+    for _ in range(20):
+        httpx2.get(query_api, params={"query": "up"}, timeout=5)
+    rising = 'rate(prometheus_http_request_duration_seconds_count{handler="/api/v1/query"}[5m]) > 0'
+    deadline = time.monotonic() + 30
+    while not stack.prometheus("/api/v1/query", query=rising)["result"]:
+        assert time.monotonic() < deadline, "Prometheus never saw its query API's requests rise"
+        time.sleep(0.5)
 
 
 def said(conclusion: str) -> list[tuple[str, Decimal]]:
