@@ -140,7 +140,9 @@ def bench_run(
     outcomes = []
     for chosen in cases_selected(options):
         day = day_read(options.root / chosen.day)
-        traces = edge_minutes(trace_files(options.repository, chosen.day)) if options.repository else None
+        # Per-edge latency from traces where the day has none of its own (its own is every minute's).
+        traced = options.repository is not None and not day.edge_latency
+        traces = edge_minutes(trace_files(options.repository, chosen.day)) if traced else None
         namespace = chosen.system.namespace
         with (
             day_served(day, namespace=namespace, traces=traces) as (url, shift),

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from diagnosis.evaluation.nezha.data import Day, PodMetrics
-from diagnosis.evaluation.nezha.traces import BUCKETS, EdgeMinutes
+from diagnosis.evaluation.nezha.traces import BUCKETS, EdgeMinutes, Minutes
 
 MEBIBYTE = 1024 * 1024
 QUANTILES = {"P90": "0.9", "P95": "0.95", "P99": "0.99"}
@@ -95,13 +95,16 @@ EDGE_LATENCY = {
         "seconds",
     ),
 }
-# The server spans' durations of each edge, from traces (Tempo's metrics-generator's histogram).
-TRACE_SERVER_LATENCY = Family(
-    "traces_service_graph_request_server_seconds",
-    "histogram",
-    "Time for a request between two nodes as seen from the server.",
-    "seconds",
-)
+# Each edge's span durations, from traces (Tempo's metrics-generator's histograms).
+TRACE_LATENCY = {
+    side: Family(
+        f"traces_service_graph_request_{side}_seconds",
+        "histogram",
+        f"Time for a request between two nodes as seen from the {side}.",
+        "seconds",
+    )
+    for side in ("client", "server")
+}
 # Every family a day may have, for the metadata the server is given.
 FAMILIES = (
     CPU, MEMORY, RECEIVE, TRANSMIT, LIMITS, REQUESTS, SERVER_LATENCY, CLIENT_LATENCY,
@@ -115,18 +118,20 @@ Series = tuple[dict[str, str], Points]
 
 
 def day_families(day: Day, *, traces: EdgeMinutes | None = None) -> tuple[Family, ...]:
-    """The families of a day, for the metadata its server is given: the edges' server latency is a
-    histogram where it comes from traces, a summary of medians where from the day's own files."""
+    """The families of a day, for the metadata its server is given: the edges' latency is a histogram
+    where it comes from traces, a summary of medians where from the day's own files."""
     if traces is None or not traces.durations:
         return FAMILIES
-    return (*(family for family in FAMILIES if family != EDGE_LATENCY["server"]), TRACE_SERVER_LATENCY)
+    edge_summaries = set(EDGE_LATENCY.values())
+    return (*(family for family in FAMILIES if family not in edge_summaries), *TRACE_LATENCY.values())
 
 
 def day_openmetrics(
     day: Day, *, namespace: str, shift: timedelta, traces: EdgeMinutes | None = None
 ) -> Iterator[str]:
-    """The day's OpenMetrics text, line by line, ending with `# EOF`; with `traces`, each edge's server
-    latency as a histogram."""
+    """The day's OpenMetrics text, line by line, ending with `# EOF`; with `traces`, each edge's latency
+    as histograms (in place of the day's own per-edge medians)."""
+    traced = traces is not None and bool(traces.durations)
     families: list[tuple[Family, list[Series]]] = [
         (
             CPU,
@@ -154,14 +159,16 @@ def day_openmetrics(
         (ENTRY_LATENCY, _entry_latency(day, namespace)),
         (ENTRY_SUCCESS, _entry_success(day, namespace)),
         (GRAPH, _graph(day)),
-        *((EDGE_LATENCY[side], _edge_latency(edges)) for side, edges in day.edge_latency.items()),
     ]
+    if not traced:
+        families += [(EDGE_LATENCY[side], _edge_latency(edges)) for side, edges in day.edge_latency.items()]
     for family, series in families:
         kept = [(labels, points) for labels, points in series if points]
         if kept:
             yield from _family_lines(family, kept, shift)
-    if traces is not None and traces.durations:
-        yield from _histogram_lines(TRACE_SERVER_LATENCY, traces, shift)
+    if traced:
+        yield from histogram_lines(TRACE_LATENCY["client"], traces.client_durations, shift)
+        yield from histogram_lines(TRACE_LATENCY["server"], traces.durations, shift)
     yield "# EOF"
 
 
@@ -174,12 +181,12 @@ def openmetrics_write(
     return path
 
 
-def _histogram_lines(family: Family, traces: EdgeMinutes, shift: timedelta) -> Iterator[str]:
+def histogram_lines(family: Family, edges: Minutes, shift: timedelta) -> Iterator[str]:
     """Cumulative buckets, count and sum per edge, one sample at the end of each minute with spans."""
     yield f"# TYPE {family.name} {family.type}"
     yield f"# UNIT {family.name} {family.unit}"
     yield f"# HELP {family.name} {family.help}"
-    for (client, server), minutes in sorted(traces.durations.items()):
+    for (client, server), minutes in sorted(edges.items()):
         labels = f'client="{_escaped(client)}",server="{_escaped(server)}"'
         bounds = [*(f"{bound:g}" for bound in BUCKETS), "+Inf"]
         cumulative, count, total = [0] * len(bounds), 0, 0.0

@@ -1,7 +1,8 @@
 """TrainTicket's traces (the Nezha repository's per-minute span files, `rca_data/<day>/trace/*.csv`)
 as Tempo's metrics-generator exposes them: per edge between two services (a span whose parent span is
-in another service), `traces_service_graph_request_total` and the histogram
-`traces_service_graph_request_server_seconds` of the child span's duration.
+in another service), the histograms `traces_service_graph_request_client_seconds`
+of the parent span's duration (the call as its caller saw it) and `traces_service_graph_request_server_seconds`
+of the child span's (as the callee spent it); their difference is the time on the way between them.
 
 Read where they lie, never copied into the repository: a folder holding `rca_data/` (or `rca_data`
 itself), or the repository's bare git directory (its files read with `git show`). The span files
@@ -28,11 +29,16 @@ BUCKETS = tuple(0.001 * 2**k for k in range(15))
 MINUTE_NS = 60 * 10**9
 
 
+Minutes = dict[tuple[str, str], dict[datetime, list[float]]]
+
+
 @dataclass
 class EdgeMinutes:
-    """Per (client, server) service pair, per minute: the server spans' durations (seconds)."""
+    """Per (client, server) service pair, per minute: the durations (seconds) of the server spans and of
+    their parents, the client spans."""
 
-    durations: dict[tuple[str, str], dict[datetime, list[float]]] = field(default_factory=dict)
+    durations: Minutes = field(default_factory=dict)
+    client_durations: Minutes = field(default_factory=dict)
 
 
 def trace_files(repository: Path, day: str) -> Iterator[tuple[str, str]]:
@@ -54,17 +60,24 @@ def edge_minutes(files: Iterator[tuple[str, str]]) -> EdgeMinutes:
     edges = EdgeMinutes()
     for _, text in files:
         rows = list(csv.DictReader(io.StringIO(text)))
-        service_of_span = {row["SpanID"]: service_of_pod(row["PodName"]) for row in rows}
+        span = {row["SpanID"]: row for row in rows}
         for row in rows:
-            client = service_of_span.get(row["ParentID"])
+            parent = span.get(row["ParentID"])
             server = service_of_pod(row["PodName"])
-            if client is None or client == server:
+            if parent is None or (client := service_of_pod(parent["PodName"])) == server:
                 continue
             started = int(row["StartTimeUnixNano"])
             minute = datetime.fromtimestamp(started // MINUTE_NS * 60, tz=UTC)
-            seconds = (int(row["EndTimeUnixNano"]) - started) / 1e9
-            edges.durations.setdefault((client, server), defaultdict(list))[minute].append(seconds)
+            for minutes, seconds in (
+                (edges.durations, _seconds(row)),
+                (edges.client_durations, _seconds(parent)),
+            ):
+                minutes.setdefault((client, server), defaultdict(list))[minute].append(seconds)
     return edges
+
+
+def _seconds(row: dict[str, str]) -> float:
+    return (int(row["EndTimeUnixNano"]) - int(row["StartTimeUnixNano"])) / 1e9
 
 
 def _git_files(git_dir: Path, folder: str, *, suffix: str) -> Iterator[tuple[str, str]]:

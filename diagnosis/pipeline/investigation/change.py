@@ -29,6 +29,9 @@ MIN_BASELINE_POINTS = 3
 # The level before is the median of the last stretch of the baseline (earlier incidents in a long
 # baseline would shift it); the spread is judged over the whole baseline.
 LEVEL_WINDOW = timedelta(minutes=10)
+# A series with samples over less than this share of that stretch (traces or lines seen only now and
+# then) says too little of it: its one earlier burst would be its level, so the whole baseline is.
+LEVEL_COVERAGE = 0.5
 
 # The stated start of an incident is read this early: a series may move a little before someone notices.
 EARLY = timedelta(minutes=2)
@@ -99,7 +102,10 @@ def change_of(
     if len(before) < MIN_BASELINE_POINTS or not after:
         return None
     level_start = max(baseline_start, baseline_end - level_window)
-    if sum(level_start <= at < baseline_end for at, _ in points) < MIN_BASELINE_POINTS:
+    in_level = sum(level_start <= at < baseline_end for at, _ in points)
+    if in_level < MIN_BASELINE_POINTS or in_level * _step(points) < LEVEL_COVERAGE * (
+        baseline_end - level_start
+    ):
         level_start = baseline_start
     level = window_median(points, start=level_start, end=baseline_end)
     if level is None:
@@ -139,6 +145,12 @@ def change_of(
         baseline_end=baseline_end,
         end=end,
     )
+
+
+def _step(points: Sequence[Point]) -> timedelta:
+    """The series' sampling step: the median time between its points."""
+    gaps = [later - earlier for (earlier, _), (later, _) in pairwise(points)]
+    return statistics.median(gaps) if gaps else timedelta(0)
 
 
 def _noise(values: Sequence[float], level: float) -> float:

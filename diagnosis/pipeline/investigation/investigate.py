@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from diagnosis.pipeline.investigation.change import change_of, series_points
-from diagnosis.pipeline.investigation.ranking import Candidate, Moved, candidates_ranked
+from diagnosis.pipeline.investigation.ranking import GAP, Candidate, Moved, candidates_ranked
 from diagnosis.pipeline.investigation.signals import (
     MAX_SIGNALS,
     EdgeSignal,
@@ -121,6 +121,8 @@ class Investigation:
     candidates: list[Candidate] = field(default_factory=list)
     # (caller, callee) with the cited edge series.
     edges: dict[tuple[str, str], Cited] = field(default_factory=dict)
+    # (caller, callee) whose network gap was read with calls in the incident window.
+    gaps_seen: set[tuple[str, str]] = field(default_factory=set)
     # Service → the cited series of its scrape target whose address a probe's series is said by.
     targets: dict[str, Cited] = field(default_factory=dict)
     # The range results read and the series in them.
@@ -148,8 +150,9 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
                 continue
             investigation.series_read += 1
             service = str(record.metric.get(signal.by, ""))
+            points = series_points(record)
             change = change_of(
-                series_points(record),
+                points,
                 onset_hint=window.start,
                 baseline_start=window.baseline_start,
                 end=window.end,
@@ -161,6 +164,8 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
                 owners.get(address_of(str(record.metric.get(signal.address, "")))) if signal.address else None
             )
             owner = str(target.record.metric.get(target.signal.by, "")) if target is not None else ""
+            if signal.role == GAP and caller and any(at >= window.start for at, _ in points):
+                investigation.gaps_seen.add((caller, service))
             if owner and owner != service:
                 # A probe of another service's address: said of that service, seen from the prober.
                 caller, service = service, owner
@@ -184,7 +189,9 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
             if isinstance(record, SeriesRecord) and all(pair) and _positive(record):
                 investigation.edges[pair] = Cited(result, ref, record)
     known = set(services)
-    ranked = candidates_ranked(investigation.moved, edges=investigation.edges)
+    ranked = candidates_ranked(
+        investigation.moved, edges=investigation.edges, gaps_seen=investigation.gaps_seen
+    )
     investigation.candidates = [c for c in ranked if c.subject in known]
     return investigation
 

@@ -19,14 +19,17 @@ graph moves it up or down:
   unless the caller fans out: when the edges to at least half of a caller's callees (two or more)
   moved while those callees moved nothing of their own, and the caller's own signals moved no
   later, the common end is the caller (its CPU, its network, its code): those edges and its
-  client-side latency are its own.
+  client-side latency are its own;
+- a delay on a callee's network slows every call to it: a gap that grew on fewer than half of the
+  edges into it that carried calls in the window is one caller's, or the noise of a few calls, and
+  says nothing of the callee.
 The earliest symptom (a latency, errors or a resource going up) among the moved services counts too.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -61,6 +64,8 @@ EARLIEST = 0.5
 # A caller fans out when the edges to this share of its callees (and at least FAN_OUT_EDGES) moved.
 FAN_OUT_SHARE = 0.5
 FAN_OUT_EDGES = 2
+# A callee's network is slow when the gap grew on at least this share of the edges into it seen.
+FAN_IN_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -97,13 +102,20 @@ class Candidate:
         return self.moves[0] if self.moves else self.pointers[0]
 
 
-def candidates_ranked(moved: Sequence[Moved], *, edges: Iterable[tuple[str, str]] = ()) -> list[Candidate]:
-    """The services that moved, most likely cause first."""
+def candidates_ranked(
+    moved: Sequence[Moved],
+    *,
+    edges: Iterable[tuple[str, str]] = (),
+    gaps_seen: Collection[tuple[str, str]] = (),
+) -> list[Candidate]:
+    """The services that moved, most likely cause first. `gaps_seen`: the (caller, callee) pairs whose
+    gap was read with calls in the incident window, moved or not."""
     graph = {(caller, callee) for caller, callee in edges if caller != callee}
     graph |= {(m.caller, m.service) for m in moved if m.role in EDGES and m.caller}
     # A network that got faster is no symptom, nor one on an edge its caller does not see slower.
     seen_slower = {(m.caller, m.service) for m in moved if m.role == EDGE and m.change.rising}
     moved = [m for m in moved if m.role != GAP or (m.change.rising and (m.caller, m.service) in seen_slower)]
+    moved = _shared_gaps(moved, gaps_seen)
     fanned = _fanning_out(moved, graph)
     theirs = {id(move) for moves in fanned.values() for move in moves}
     moved = [move for move in moved if id(move) not in theirs]
@@ -182,6 +194,20 @@ def candidates_ranked(moved: Sequence[Moved], *, edges: Iterable[tuple[str, str]
         if earliest is not None and symptoms[service] == earliest:
             candidate.score += EARLIEST
     return sorted(candidates.values(), key=lambda c: (-c.score, c.onset, c.subject))
+
+
+def _shared_gaps(moved: Sequence[Moved], seen: Collection[tuple[str, str]]) -> list[Moved]:
+    """The moves without the gaps that grew on fewer than FAN_IN_SHARE of the edges into their callee."""
+    grew: dict[str, set[str]] = {}
+    for move in moved:
+        if move.role == GAP:
+            grew.setdefault(move.service, set()).add(move.caller)
+    callers: dict[str, set[str]] = {callee: set(by) for callee, by in grew.items()}
+    for caller, callee in seen:
+        if callee in callers:
+            callers[callee].add(caller)
+    shared = {callee for callee, by in grew.items() if len(by) >= FAN_IN_SHARE * len(callers[callee])}
+    return [move for move in moved if move.role != GAP or move.service in shared]
 
 
 def _fanning_out(moved: Sequence[Moved], graph: set[tuple[str, str]]) -> dict[str, list[Moved]]:

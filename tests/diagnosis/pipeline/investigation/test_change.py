@@ -126,3 +126,31 @@ def test_a_dip_before_a_rise_that_holds_at_the_end_is_not_the_move():
     change = change_of(points, onset_hint=at(35), baseline_start=at(0), end=at(43))
 
     assert change is not None and change.rising and change.onset == at(42)
+
+
+def test_a_series_seen_only_now_and_then_takes_its_level_from_the_whole_baseline():
+    """Calls traced in bursts: three minutes here and there. The last burst before the start was an
+    earlier incident; taken alone as the level, it would hide the one asked about."""
+    points = [
+        *((at(minute), 1.0) for minute in (2, 3, 4, 11, 12, 13)),
+        *((at(minute), 9.0) for minute in (24, 25, 26)),
+        *((at(minute), 9.2) for minute in (35, 36, 37)),
+    ]
+
+    change = change_of(points, onset_hint=at(35), baseline_start=at(0), end=at(38))
+
+    assert change is not None
+    assert change.before == 1.0
+    assert change.level_start == at(0)
+    assert change.after == 9.2
+
+
+def test_a_series_sampled_throughout_keeps_the_last_stretch_as_its_level():
+    quiet = [5.0, 5.2, 4.8, 5.1, 4.9]
+    points = minutes([*[1.0, 1.1, 0.9, 1.05, 0.95] * 4, *quiet * 3, 20.0, 21.0, 20.5])
+
+    change = change_of(points, onset_hint=at(37), baseline_start=at(0), end=at(37))
+
+    assert change is not None
+    assert change.before == pytest.approx(5.0, abs=0.2)
+    assert change.level_start == at(25)

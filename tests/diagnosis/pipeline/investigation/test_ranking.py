@@ -285,3 +285,38 @@ def test_a_callee_whose_only_earlier_move_is_its_traffic_explains_no_caller(serv
 
     assert [c.subject for c in ranked] == [entry, middle]
     assert ranked[1].explains == []
+
+
+@fan_out_worlds
+def test_a_gap_on_one_of_the_edges_into_a_callee_is_not_its_network(services):
+    """Four callers called the busy callee in the window; one saw the gap grow (a few slow calls), the
+    others saw nothing: the callee's network is not slow, and the service whose CPU moved leads."""
+    busy, *callers = services
+    moves = [
+        moved(busy, "edge_network", score=300, caller=callers[0]),
+        moved(busy, "edge_latency", score=10, caller=callers[0]),
+        moved(callers[-1], "cpu", score=60),
+    ]
+    seen = [(caller, busy) for caller in callers]
+
+    ranked = candidates_ranked(moves, edges=seen, gaps_seen=seen)
+    gapless = candidates_ranked(moves, edges=seen)
+
+    assert ranked[0].subject == callers[-1]
+    assert all(move.role != "edge_network" for c in ranked for move in c.moves)
+    assert gapless[0].subject == busy
+
+
+@fan_out_worlds
+def test_a_gap_on_half_the_edges_into_a_callee_seen_is_its_network(services):
+    slow, *callers = services
+    moves = [
+        *(moved(slow, role, score=300, caller=caller) for caller in callers[:2] for role in ("edge_network", "edge_latency")),
+        moved(callers[0], "latency", score=60),
+    ]  # fmt: skip
+    seen = [(caller, slow) for caller in callers]
+
+    ranked = candidates_ranked(moves, edges=seen, gaps_seen=seen)
+
+    assert ranked[0].subject == slow
+    assert ranked[0].lead.role == "edge_network"
