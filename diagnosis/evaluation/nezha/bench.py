@@ -82,6 +82,8 @@ class CaseOutcome:
     # metric queries (its error lines a minute).
     queries: int = 0
     log_queries: int = 0
+    # The services of the system the investigation looked over (the inventory's).
+    services: int = 0
 
     @property
     def truth(self) -> str:
@@ -225,6 +227,7 @@ def case_asked(
         verdict=observed.verdict,
         queries=queries,
         log_queries=log_queries,
+        services=len(day.services),
     )
 
 
@@ -327,9 +330,15 @@ def report_lines(outcomes: Sequence[CaseOutcome]) -> list[str]:
     seconds = [o.seconds for o in outcomes]
     if seconds:
         queries = [o.queries for o in outcomes]
+        services = ", ".join(
+            f"{system.name} {max(o.services for o in outcomes if o.system == key)}"
+            for key, system in SYSTEMS.items()
+            if any(o.system == key for o in outcomes)
+        )
         lines.append(
             f"wall time per case: median {statistics.median(seconds):.2f}s, max {max(seconds):.2f}s "
-            f"(n={len(seconds)}); PromQL queries per case: median {statistics.median(queries):g}, max {max(queries)}"
+            f"(n={len(seconds)}); PromQL queries per case: median {statistics.median(queries):g}, max {max(queries)}; "
+            f"services investigated: {services}"
         )
     lines.append("what the first candidate rested on where it was right (per system and fault type):")
     for key, system in SYSTEMS.items():
