@@ -22,13 +22,14 @@ import yaml
 from django.core.exceptions import ValidationError
 
 from diagnosis.evaluation.fixtures import CASE_FILE, EvalCase
-from diagnosis.models import DiagnosisSession, ToolInvocation
+from diagnosis.models import AgentStep, DiagnosisSession, ToolInvocation
 from diagnosis.selectors.self_evaluation import VERIFIER_EVALUATION, self_evaluation_of
 from tools.evidence.knowledge.record import RunbookSection
 from tools.evidence.registry import ALERTS, KNOWLEDGE, LOGS
 from tools.evidence.result import ToolResult
 
 SCRIPTED_STAGES = ("planner", "executor", "verifier", "composer")
+CAUSE_PROMPT = "cause-"
 EXPORTED_TAG = "exported"
 CASE_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -167,8 +168,16 @@ def _script(session: DiagnosisSession, invocations: list[ToolInvocation]) -> dic
         replies = (step.model_output or {}).get("replies")
         if not replies:
             continue  # not a model call (skipped verifier) or nothing was said
-        script.setdefault(step.agent, []).extend(_turn(reply, placeholders) for reply in replies)
+        script.setdefault(_scripted_stage(step), []).extend(_turn(reply, placeholders) for reply in replies)
     return script
+
+
+def _scripted_stage(step: AgentStep) -> str:
+    """The stage a step's replies are scripted under: an executor step on the cause path answered its
+    own schema (the cause prompt's), not an ExecutorOutput."""
+    if step.agent == "executor" and (step.prompt_version or "").startswith(CAUSE_PROMPT):
+        return "cause"
+    return step.agent
 
 
 def _turn(reply: dict, placeholders: dict[int, str]) -> Any:

@@ -110,7 +110,8 @@ TAGS = {
     "guard:retry": "catches retry routing switched off",
 }
 GUARD_TAG_PREFIX = "guard:"
-Stage = Literal["planner", "executor", "verifier", "composer"]
+# `cause`: the executor's cause path (the model explains code's ranked candidates by number).
+Stage = Literal["planner", "executor", "verifier", "composer", "cause"]
 # The kinds of ask a case may expect: the registered ones, so a new kind needs no line here. The eval
 # still checks the pipeline against the case: a kind the pipeline stops producing fails its cases.
 AskKind = Literal[tuple(KINDS)]

@@ -190,6 +190,9 @@ class ExecutorInput:
     # range series read): a model is given the candidates instead of those calls' results.
     candidates: list[RankedCandidate] = field(default_factory=list)
     computed_from: list[int] = field(default_factory=list)
+    # Every ask's slot filled and what is open is only the reasoning over the candidates: a model has
+    # nothing to find, only them to explain.
+    only_candidates_open: bool = False
 
 
 @dataclass(frozen=True)

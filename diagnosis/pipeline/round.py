@@ -303,6 +303,7 @@ class AskedCalls:
     # The investigations' ranked candidates, and the calls they were computed from.
     candidates: list[RankedCandidate] = field(default_factory=list)
     computed_from: list[int] = field(default_factory=list)
+    only_candidates_open: bool = False
 
 
 def _asks_called(
@@ -339,6 +340,9 @@ def _asks_called(
         inference_refs=[b for slot in answered if slot.filled and slot.inference for b in slot.bindings],
         candidates=[c for slot in answered if slot.filled for c in slot.candidates],
         computed_from=list(dict.fromkeys(i for slot in answered if slot.filled for i in slot.computed_from)),
+        only_candidates_open=all(
+            slot.filled and (slot.candidates or not KINDS[slot.ask.kind].reasoned) for slot in answered
+        ),
     )
 
 
@@ -429,6 +433,11 @@ def _executor_run(
         inference_refs=asked_calls.inference_refs,
         candidates=asked_calls.candidates,
         computed_from=asked_calls.computed_from,
+        # A narrow confirmation states observations only, and exclusions are the user's boundary to
+        # hold claim by claim: neither is only the candidates to explain.
+        only_candidates_open=asked_calls.only_candidates_open
+        and not question.narrow_scope
+        and not question.excluded_topics,
     )
     return stage_run(recorder, round_number, Stage.EXECUTOR, lambda: engine.execute(stage_input, toolbox))
 

@@ -153,6 +153,21 @@ def test_an_llm_session_with_tool_turns_a_repaired_reply_and_a_retry_replays_exa
     assert cited == ["{{inv:query_alerts:0}}", "{{inv:query_logs:0}}"]
 
 
+def test_a_cause_questions_explanation_is_scripted_as_such_and_replays(fake_llm, tmp_path):
+    explanation = {"candidate": 1, "text": "order-service 的内存持续升高可能引发频繁 Full GC"}
+    fake_llm({"cause": [{"explanations": [explanation], "next_checks": ["查看 order-service 的 GC 日志"]}]})
+    session = session_start(query="order-service 为什么频繁 Full GC？", engine="llm", run_inline=True)
+
+    script = yaml.safe_load(case_export(session=session).text)["script"]
+
+    # The executor step on the cause path answered the cause prompt's schema, not an ExecutorOutput.
+    assert "executor" not in script
+    assert script["cause"][0]["explanations"] == [explanation]
+    result = replay(session, tmp_path)
+    assert result.passed, result.failures
+    assert result.verdict == session.verdict
+
+
 def test_a_fabricated_citation_stays_rejected_on_replay(fake_llm, tmp_path):
     fake_llm(
         {

@@ -398,12 +398,17 @@ CAUSE_QUESTIONS = {
     "demo": ("order-service 为什么频繁 Full GC？", "order-service"),
     "shop": ("checkout 为什么反复重启？", "checkout"),
 }
+# The same with a topic excluded: the model plans and the executor takes its full path (tools, tool
+# messages); a plain cause question is planned by code and only its candidates explained.
+MODEL_QUESTIONS = {
+    world: (f"{query}不要分析数据库", service) for world, (query, service) in CAUSE_QUESTIONS.items()
+}
 
 
 def test_a_model_plan_without_the_logs_still_gets_the_log_call_and_starts_from_it(
     fake_llm, one_round, either_world
 ):
-    query, service = CAUSE_QUESTIONS[either_world]
+    query, service = MODEL_QUESTIONS[either_world]
     metrics_only = {
         "goal": query,
         "steps": [{"tool": "query_alerts", "purpose": "查看告警"}],
@@ -490,7 +495,10 @@ def test_a_question_the_asks_calls_settle_costs_one_model_call_and_passes_on_the
     assert fact in session.answer
 
 
-ACTION_QUESTIONS = {"demo": ("帮我重启 order-service", "order-service"), "shop": ("帮我重启 checkout", "checkout")}
+ACTION_QUESTIONS = {
+    "demo": ("帮我重启 order-service", "order-service"),
+    "shop": ("帮我重启 checkout", "checkout"),
+}
 
 
 def test_an_action_request_is_answered_by_codes_statement_whatever_the_model_planned(
@@ -527,7 +535,7 @@ def test_a_planned_tool_the_asks_calls_did_not_use_is_the_executors_to_call(
 def test_a_cause_is_the_executors_to_reason_about_even_with_every_slot_filled(
     fake_llm, one_round, either_world
 ):
-    query, _service = CAUSE_QUESTIONS[either_world]
+    query, _service = MODEL_QUESTIONS[either_world]
     server = fake_llm({"planner": [existence_plan(query) | {"narrow_scope": False}]})
 
     session = run(query)
@@ -536,6 +544,25 @@ def test_a_cause_is_the_executors_to_reason_about_even_with_every_slot_filled(
     prompt = server.requests_for("ExecutorOutput")[0]["messages"][1]["content"]
     seen = json.loads(prompt[prompt.index("<input>") + len("<input>") : prompt.rindex("</input>")])
     assert any(ask.endswith("的原因") for ask in seen["open_asks"])
+
+
+def test_a_plain_cause_question_asks_the_model_only_to_explain_its_candidates(
+    fake_llm, one_round, either_world
+):
+    query, _service = CAUSE_QUESTIONS[either_world]
+    server = fake_llm()
+
+    session = run(query)
+
+    assert all(slot["filled"] for slot in evaluation(session)["slots"])
+    # No model plan, no tool turn, no verifier or composer model: one explanation, judged by code.
+    schemas = [r["response_format"]["json_schema"]["name"] for r in server.requests]
+    assert schemas == ["CauseOutput"]
+    prompt = server.requests[0]["messages"][1]["content"]
+    seen = json.loads(prompt[prompt.index("<input>") + len("<input>") : prompt.rindex("</input>")])
+    assert seen["candidates"] and "tools" not in server.requests[0]
+    rules = session_start(query=query, engine="rules", run_inline=True)
+    assert session.verdict == rules.verdict == "PASS"
 
 
 NO_CLAIMS = {
@@ -637,7 +664,7 @@ def test_a_count_of_log_lines_is_the_same_slot_whichever_engine_answers(fake_llm
 
 
 def test_the_model_is_offered_the_count_of_log_lines_beside_the_search(fake_llm, one_round, either_world):
-    query, _service = CAUSE_QUESTIONS[either_world]
+    query, _service = MODEL_QUESTIONS[either_world]
     server = fake_llm()
 
     run(query)

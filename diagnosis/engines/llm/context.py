@@ -70,6 +70,26 @@ def candidate_for_model(
     }
 
 
+def composer_material_for_model(material: dict) -> dict:
+    """The composer's material as the model reads it: each finding's and inference's words, and only
+    the excerpts its words do not already hold (a finding that quotes its excerpt sent it twice); where
+    they come from is the guard's business, not the prose's."""
+    return material | {
+        key: [
+            {
+                "claim_text": item["claim_text"],
+                "evidence": [
+                    e["excerpt"]
+                    for e in item["evidence"]
+                    if e["excerpt"] and e["excerpt"] not in item["claim_text"]
+                ],
+            }
+            for item in material[key]
+        ]
+        for key in ("confirmed_findings", "reasonable_inferences")
+    }
+
+
 def _bounded_to(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 

@@ -42,8 +42,16 @@ from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from diagnosis import tracing
+from diagnosis.engines.llm.cause import (
+    CauseOutput,
+    candidates_for_model,
+    evidence_claims,
+    executor_output_from,
+    explains_candidates,
+)
 from diagnosis.engines.llm.context import (
     candidate_for_model,
+    composer_material_for_model,
     estimated_tokens,
     prompt_budget,
     tool_message_for_model,
@@ -65,8 +73,12 @@ from diagnosis.engines.llm.structured import (
     structured_output_profile,
 )
 from diagnosis.engines.llm.tool_calls import ToolCall, tool_calling_profile
+from diagnosis.engines.rules.executor import MOVED_SERIES
 from diagnosis.engines.rules.planner import plan_by_rules
-from diagnosis.pipeline.claims_under_check import agrees_with_code, code_findings_text
+from diagnosis.engines.rules.verifier import verify_by_rules
+from diagnosis.pipeline.asks.registry import KINDS
+from diagnosis.pipeline.claims_under_check import CONSISTENT, agrees_with_code, code_findings_text
+from diagnosis.pipeline.composer import answer_from_material
 from diagnosis.pipeline.contracts import (
     ClaimCheck,
     ClaimUnderCheck,
@@ -113,6 +125,8 @@ PLANNER = StageSchema("PlannerOutput", PlannerOutput, max_completion_tokens=512,
 EXECUTOR = StageSchema("ExecutorOutput", ExecutorOutput, max_completion_tokens=1536, prompt_tokens=8000)
 VERIFIER = StageSchema("VerifierOutput", VerifierJudgement, max_completion_tokens=768, prompt_tokens=2000)
 COMPOSER = StageSchema("ComposerOutput", ComposerOutput, max_completion_tokens=768, prompt_tokens=2000)
+# The executor's cause path: one short reply over the numbered candidates, and its one re-ask.
+CAUSE = StageSchema("CauseOutput", CauseOutput, max_completion_tokens=256, prompt_tokens=1200)
 STAGE_SCHEMAS = {"planner": PLANNER, "executor": EXECUTOR, "verifier": VERIFIER, "composer": COMPOSER}
 # A tool turn writes calls, not the answer: a small cap also stops a model that drifts into prose.
 TOOL_TURN_TOKENS = 768
@@ -140,6 +154,12 @@ REPEATED_CALL_ERROR = (
     "与之前的一次调用工具和参数完全相同，未重复执行；请引用 invocation_id {invocation_id} 的结果"
 )
 ANSWERED_BY_CODE = "所问均已由代码按已做的调用写出结论（{count} 条），计划没有别的取证：未请模型补充断言"
+PLANNED_BY_CODE = "所问均由代码的调查回答（根因候选）：计划由代码按所问生成，未请模型规划"
+CAUSE_THOUGHT = "只请模型解释代码排出的 {count} 个根因候选（按序号引用，证据由代码附上）：{taken} 条解释"
+CAUSE_FALLBACK = "解释输出无法解析：只陈述候选所据的证据"
+VERIFIED_BY_CODE = "根因解释路径：断言由代码判定（解释最多是合理推断），未请模型校验"
+COMPOSED_BY_CODE = "根因解释路径：模型的解释已作为推断写入材料，答案由代码按材料撰写，未请模型改写"
+QUOTED_DETAIL = "断言即已核验的证据原文（代码引用），由代码判定为直接观察，未请模型校验"
 BUDGET_SPENT = "会话的模型时间预算（{seconds:.0f} 秒）已用完"
 FALLBACK_PLAN_STEPS = (
     PlanStep(tool=ALERTS.tool, purpose="确认相关告警是否处于 firing 状态"),
@@ -180,8 +200,19 @@ class LLMEngine:
         self.tool_calling = tool_calling_profile(config["LLM_TOOL_CALLS"])
         # One engine per session (diagnosis.engines.engine_get): the budget covers all its stages.
         self.deadline = time.monotonic() + self.session_seconds
+        # The last executor call took the cause path: the answer's prose is then code's.
+        self.explained = False
 
     def plan(self, stage_input: PlannerInput) -> StageCall[PlannerOutput]:
+        if _investigated_only(stage_input):
+            # Code's investigation makes the calls and ranks the candidates; a model plan could only
+            # add searches the cause path does not read, at the cost of a model call.
+            return StageCall(
+                output=_plan_by_code(stage_input),
+                thought=PLANNED_BY_CODE,
+                model_output={"replies": []},
+                prompt_version=prompt_version("planner"),
+            )
         exchange = self._exchange(
             "planner",
             PLANNER,
@@ -194,12 +225,9 @@ class LLMEngine:
         output, status = self._structured(exchange, PLANNER)
         if output is None:
             # Still a usable plan: the question's scope read by code, every evidence tool.
-            output = plan_by_rules(
-                stage_input.query,
-                focus=stage_input.focus,
-                narrow=stage_input.narrow_scope,
-                excluded=stage_input.excluded_topics,
-            ).model_copy(update={"steps": list(FALLBACK_PLAN_STEPS)})
+            output = _plan_by_code(stage_input, asks=False).model_copy(
+                update={"steps": list(FALLBACK_PLAN_STEPS)}
+            )
             thought = "规划输出无法解析，改用按问题生成的最小计划"
         else:
             scope = "窄范围" if output.narrow_scope else "常规"
@@ -207,16 +235,21 @@ class LLMEngine:
         return exchange.stage_call(output, status, thought)
 
     def execute(self, stage_input: ExecutorInput, toolbox: Toolbox) -> StageCall[ExecutorOutput]:
+        self.explained = False
         if _answered_by_code(stage_input):
-            # Nothing is left for the model to find: the asks' slots are the answer, judged as such.
+            # Nothing is left for the model to find: the asks' slots are the answer, judged as such,
+            # with the evidence their candidates rest on quoted by code (as the rules engine does).
             return StageCall(
-                output=_executor_output(),
+                output=_executor_output().model_copy(update={"claims": evidence_claims(stage_input)}),
                 thought=ANSWERED_BY_CODE.format(
                     count=len(stage_input.conclusions) + bool(stage_input.candidates)
                 ),
                 model_output={"replies": []},
                 prompt_version=prompt_version("executor"),
             )
+        if explains_candidates(stage_input):
+            self.explained = True
+            return self._explain(stage_input)
         tools = for_model(toolbox.tool_definitions())
         # The investigation's range results reach the model as its candidates, not one by one.
         prior_messages = [
@@ -311,21 +344,61 @@ class LLMEngine:
             output = _executor_output(user_facing_answer=bounded_text(raw_text, FALLBACK_TEXT_CHARS))
         return exchange.stage_call(output, status, _executor_thought(exchange, output))
 
+    def _explain(self, stage_input: ExecutorInput) -> StageCall[ExecutorOutput]:
+        """The cause path: the model explains code's candidates by number; code cites for it."""
+        exchange = self._exchange(
+            "executor",
+            CAUSE,
+            {"query": stage_input.query, "candidates": candidates_for_model(stage_input.candidates)},
+            prompt="cause",
+        )
+        reply, status = self._structured(exchange, CAUSE)
+        output, dropped = executor_output_from(reply, stage_input)
+        if reply is None:
+            thought = CAUSE_FALLBACK
+        else:
+            taken = sum(claim.claim_type == "root_cause" for claim in output.claims)
+            thought = CAUSE_THOUGHT.format(count=len(stage_input.candidates), taken=taken)
+        return exchange.stage_call(output, status, "；".join([thought, *dropped]))
+
     def verify(self, stage_input: VerifierInput) -> StageCall[VerifierOutput]:
         """One claim at a time in one request: each with only its verified excerpts and code's checks.
         A claim without a verified excerpt has nothing to be judged on: code marks it unsupported."""
-        claims = [claim for claim in stage_input.claims if claim.excerpts]
-        if not claims:
-            output = _verifier_output(stage_input.claims, {}, detail=NO_EXCERPT_DETAIL)
+        if self.explained:
+            # The cause path's claims are code's quotes and the model's explanations of code's candidates:
+            # an explanation is an inference by definition (§23), and code caps it there (grounding,
+            # a cause stated as verified). The verifier prompt's example of `external_unknown` is a
+            # stated cause, which would REJECT where the rules engine PASSes: it is not asked.
+            output = verify_by_rules(stage_input)
             return StageCall(
                 output=output,
-                thought=NO_EXCERPT_DETAIL,
+                thought=f"{VERIFIED_BY_CODE}；{output.rationale}"[:200],
+                model_output={"replies": []},
+                prompt_version=prompt_version("verifier"),
+            )
+        quoted = {
+            claim.claim_id: ClaimJudgement(
+                claim_id=claim.claim_id, verification="direct_observation", detail=QUOTED_DETAIL
+            )
+            for claim in stage_input.claims
+            if _quotes_its_excerpt(claim)
+        }
+        claims = [claim for claim in stage_input.claims if claim.excerpts and claim.claim_id not in quoted]
+        if not claims:
+            output = _verifier_output(
+                stage_input.claims, quoted, detail=NO_EXCERPT_DETAIL, by_code=len(quoted)
+            )
+            return StageCall(
+                output=output,
+                thought=output.rationale[:200] if quoted else NO_EXCERPT_DETAIL,
                 model_output={"replies": []},
                 prompt_version=prompt_version("verifier"),
             )
         exchange = self._exchange("verifier", VERIFIER, {"claims": [dataclasses.asdict(c) for c in claims]})
         judged, status = self._judged(exchange, claims)
-        output = _verifier_output(stage_input.claims, judged, detail=VERIFIER_FALLBACK_DETAIL)
+        output = _verifier_output(
+            stage_input.claims, judged | quoted, detail=VERIFIER_FALLBACK_DETAIL, by_code=len(quoted)
+        )
         return exchange.stage_call(output, status, output.rationale[:200])
 
     def _judged(
@@ -355,7 +428,19 @@ class LLMEngine:
         )
 
     def compose(self, stage_input: ComposerInput) -> StageCall[ComposerOutput]:
-        exchange = self._exchange("composer", COMPOSER, dataclasses.asdict(stage_input))
+        if self.explained:
+            # The model's explanation is in the material as an inference, the rest is code's quotes of
+            # the evidence: a composer model could only restate them (measured on a 1.5B model: its
+            # prompt's placeholder, after 41 s). Code writes the answer, as the rules engine does.
+            return StageCall(
+                output=ComposerOutput(answer=answer_from_material(stage_input)),
+                thought=COMPOSED_BY_CODE,
+                model_output={"replies": []},
+                prompt_version=prompt_version("composer"),
+            )
+        exchange = self._exchange(
+            "composer", COMPOSER, composer_material_for_model(dataclasses.asdict(stage_input))
+        )
         output, status = self._structured(exchange, COMPOSER)
         if output is None:
             # Empty: the orchestrator then builds the answer from the material by code.
@@ -365,15 +450,23 @@ class LLMEngine:
         return exchange.stage_call(output, status, "按允许材料撰写")
 
     def _exchange(
-        self, stage: str, schema: StageSchema, variables: dict[str, Any], *, tools: list[dict] | None = None
+        self,
+        stage: str,
+        schema: StageSchema,
+        variables: dict[str, Any],
+        *,
+        tools: list[dict] | None = None,
+        prompt: str | None = None,
     ) -> _Exchange:
+        """`prompt`: the prompt file, when not the stage's own (the executor's cause path)."""
         extra = self.tool_calling.instructions(tools) if tools else ""
         extra += self.structured.instructions(schema)
-        prompt = prompt_render(stage, **variables)
+        name = prompt or stage
+        prompt = prompt_render(name, **variables)
         budget = prompt_budget(self.context_tokens, max(schema.max_completion_tokens, TOOL_TURN_TOKENS))
         if estimated_tokens([{"content": prompt.text + extra}], tools) > budget:
             # Bounded copies go first (earlier rounds' tool outputs, trace summaries); refs stay.
-            prompt = prompt_render(stage, **without_bounded_outputs(variables))
+            prompt = prompt_render(name, **without_bounded_outputs(variables))
         return _Exchange(stage, prompt, extra, tools)
 
     def _structured(
@@ -609,6 +702,39 @@ def _openai_client(*, base_url: str | None, api_key: str | None, max_retries: in
     return OpenAI(base_url=base_url, api_key=api_key, max_retries=max_retries)
 
 
+def _investigated_only(stage_input: PlannerInput) -> bool:
+    """Every ask is one code's investigation answers (causes, changes), in a first round of a question
+    that is not a narrow confirmation and excludes nothing (the model planner reads those too)."""
+    return (
+        bool(stage_input.asks)
+        and all(KINDS[ask.kind].investigates for ask in stage_input.asks)
+        and not stage_input.retry_context
+        and not stage_input.narrow_scope
+        and not stage_input.excluded_topics
+    )
+
+
+def _plan_by_code(stage_input: PlannerInput, *, asks: bool = True) -> PlannerOutput:
+    return plan_by_rules(
+        stage_input.query,
+        focus=stage_input.focus,
+        narrow=stage_input.narrow_scope,
+        excluded=stage_input.excluded_topics,
+        asks=stage_input.asks if asks else (),
+    )
+
+
+def _quotes_its_excerpt(claim: ClaimUnderCheck) -> bool:
+    """An observation that quotes one of its verified excerpts word for word, as code states the
+    evidence of its candidates: it says what the evidence says, so there is nothing for a model to judge."""
+    return (
+        claim.claim_type == "observation"
+        and claim.polarity == CONSISTENT
+        and not claim.facts_not_in_excerpts
+        and any(claim.claim == MOVED_SERIES + excerpt.text for excerpt in claim.excerpts)
+    )
+
+
 def _answered_by_code(stage_input: ExecutorInput) -> bool:
     """Every ask settled by the slots code read from the calls already made, and no planned tool
     those calls did not use: a model call here could only restate the slots (measured on a 1.5B model:
@@ -717,10 +843,11 @@ def _judgements_taken(
 
 
 def _verifier_output(
-    claims: list[ClaimUnderCheck], judged: dict[str, ClaimJudgement], *, detail: str
+    claims: list[ClaimUnderCheck], judged: dict[str, ClaimJudgement], *, detail: str, by_code: int = 0
 ) -> VerifierOutput:
     """A check per claim: the model's judgement where there is one, else unsupported with `detail`
-    (an unreadable verifier can only lower the verdict, never raise it). Refs: the verified excerpts."""
+    (an unreadable verifier can only lower the verdict, never raise it). Refs: the verified excerpts.
+    `by_code`: how many of `judged` are code's (quoted evidence), not the model's."""
     checks = [
         ClaimCheck(
             claim_id=claim.claim_id,
@@ -737,7 +864,9 @@ def _verifier_output(
     return VerifierOutput(
         claim_checks=checks,
         facts_checked=[],
-        rationale=f"逐条校验 {len(checks)} 条断言（模型判断 {len(judged)} 条）：{summary}"
+        rationale=f"逐条校验 {len(checks)} 条断言（模型判断 {len(judged) - by_code} 条"
+        + (f"，代码引用的证据原文 {by_code} 条由代码判定" if by_code else "")
+        + f"）：{summary}"
         if checks
         else "没有断言",
     )

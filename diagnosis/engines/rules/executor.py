@@ -168,17 +168,20 @@ def execute_by_rules(stage_input: ExecutorInput, toolbox: Toolbox) -> ExecutorOu
         own_asked=topics if asks_cause else [],
         vocabulary=vocabulary,
     )
-    moved = _moved_claims(stage_input, vocabulary=vocabulary)
+    moved = moved_claims(
+        stage_input.inference_refs, excluded=stage_input.plan.excluded_topics, vocabulary=vocabulary
+    )
     return output.model_copy(update={"claims": [*moved, *output.claims]})
 
 
-def _moved_claims(stage_input: ExecutorInput, *, vocabulary: Vocabulary) -> list[Claim]:
+def moved_claims(
+    inference_refs: list[EvidenceBinding], *, excluded: list[str], vocabulary: Vocabulary
+) -> list[Claim]:
     """The series an investigation's candidates rest on, each stated as what its record says; none
-    about a topic the user said not to analyse."""
-    excluded = stage_input.plan.excluded_topics
+    about a topic the user said not to analyse (either engine states them: quoted by code)."""
     unique = {
         (b.source_invocation_id, b.raw_path): b
-        for b in stage_input.inference_refs
+        for b in inference_refs
         if not text_mentions_excluded(b.evidence_excerpt, excluded, vocabulary=vocabulary)
     }
     return [

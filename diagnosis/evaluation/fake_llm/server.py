@@ -6,8 +6,9 @@
         server.requests  # every request body received, in order
 
 It serves `POST /v1/chat/completions` (non-streaming) on 127.0.0.1 from a thread. Replies are
-scripted per stage (`PlannerOutput`, `ExecutorOutput`, `VerifierOutput`, `ComposerOutput`; the stage
-names `planner` / `executor` / `verifier` / `composer` are accepted as aliases) and consumed in
+scripted per stage (`PlannerOutput`, `ExecutorOutput`, `VerifierOutput`, `ComposerOutput`, and
+`CauseOutput` for the executor's cause path; the stage names `planner` / `executor` / `verifier` /
+`composer` / `cause` are accepted as aliases) and consumed in
 order. The stage of a request is its `response_format.json_schema.name` when there is one, else the
 last stage schema name its `system` message mentions (json_object / prompted modes and tool turns
 carry no schema name). A reply is one of:
@@ -40,10 +41,10 @@ An unresolvable placeholder answers HTTP 400 naming it.
 
 With no script left for a stage the server behaves honestly: the planner plans every evidence
 tool for the services and alerts named in the question; the executor calls `query_alerts` (for
-the focus service; `fan_out` calls when set) and then states one claim citing the first evidence ref exactly; the verifier
-marks each claim it is shown `direct_observation` when code found all its facts in its excerpts,
-else `unsupported`; the
-composer writes from its material only. A session through the llm engine passes with no script.
+the focus service; `fan_out` calls when set) and then states one claim citing the first evidence ref
+exactly; on the cause path it explains the first candidate in its subject's and mechanism's words;
+the verifier marks each claim it is shown `direct_observation` when code found all its facts in its
+excerpts, else `unsupported`; the composer writes from its material only. A session through the llm engine passes with no script.
 
 Usage is reported with prompt/completion tokens ≈ UTF-8 bytes / 3 (the prompts are mostly Chinese:
 within 5% of Qwen2.5's tokenizer on a session's prompts). Tool results reach the fake as
@@ -71,11 +72,13 @@ STAGE_SCHEMAS = {
     "executor": "ExecutorOutput",
     "verifier": "VerifierOutput",
     "composer": "ComposerOutput",
+    # The executor's cause path (the model explains code's ranked candidates by number).
+    "cause": "CauseOutput",
 }
 EVIDENCE_TOOLS = (ALERTS.tool, LOGS.tool, KNOWLEDGE.tool)
 INPUT_BLOCK = re.compile(r"<input>\s*(?P<json>.*?)\s*</input>", re.DOTALL)
 TOOL_RESULT_BLOCK = re.compile(r"<tool_result>\s*(?P<json>.*?)\s*</tool_result>", re.DOTALL)
-STAGE_NAME = re.compile(r"\b(PlannerOutput|ExecutorOutput|VerifierOutput|ComposerOutput)\b")
+STAGE_NAME = re.compile(r"\b(PlannerOutput|ExecutorOutput|VerifierOutput|ComposerOutput|CauseOutput)\b")
 # What the engine's prompted tool-call instructions show the model (diagnosis.engines.llm.tool_calls).
 PROMPTED_TOOL_CALL = "<tool_call>"
 BYTES_PER_TOKEN = 3
@@ -505,6 +508,18 @@ def _honest_claims(cited: dict | None) -> dict:
     }
 
 
+def _honest_explanation(request: dict, fan_out: int) -> dict:
+    """The first candidate explained in its own words (subject and mechanism, no number of its own)."""
+    candidates = _stage_input(request).get("candidates", [])
+    return {
+        "explanations": [
+            {"candidate": c["candidate"], "text": f"{c['subject']}：{c['mechanism']}，可能与所问的现象有关"}
+            for c in candidates[:1]
+        ],
+        "next_checks": [],
+    }
+
+
 def _honest_verification(request: dict, fan_out: int) -> dict:
     """Each claim shown (with its verified excerpts and code's checks) is a direct observation when
     code found every fact of it in its excerpts, unsupported otherwise."""
@@ -549,4 +564,5 @@ _HONEST_DEFAULTS: dict[str, Callable[[dict, int], dict]] = {
     "ExecutorOutput": _honest_execution,
     "VerifierOutput": _honest_verification,
     "ComposerOutput": _honest_composition,
+    "CauseOutput": _honest_explanation,
 }

@@ -1,5 +1,6 @@
 """The llm engine explains the investigation's ranked candidates and may not add one (§23), through the
-real openai SDK against the local fake server, on the demo world and the shop world."""
+real openai SDK against the local fake server, on the demo world and the shop world: on the cause path
+the model explains them by number and code cites for it."""
 
 import dataclasses
 import json
@@ -44,148 +45,168 @@ def _first_round(session) -> dict:
     return (record["rounds"] or [record])[0]
 
 
-def test_the_ranked_candidates_reach_the_executor_with_their_numbers_and_refs(fake_llm, either_world):
+def _explained(number: int, text: str, *, next_checks: tuple[str, ...] = ()) -> dict:
+    return {"explanations": [{"candidate": number, "text": text}], "next_checks": list(next_checks)}
+
+
+def test_the_ranked_candidates_reach_the_model_numbered_with_their_words_and_numbers(fake_llm, either_world):
     question, subject, _ = CAUSES[either_world]
     server = fake_llm()
 
     session = session_start(query=question, engine="llm", run_inline=True)
 
+    # The cause path: one request, the candidates and the question only (no tools, no tool messages).
+    [request] = server.requests_for("cause")
+    assert "tools" not in request
     seen = _executor_input(server)
-    # The candidates once: as such, not also as their conclusion line.
-    assert [line for line in seen["conclusions"] if "根因候选" in line] == []
+    assert set(seen) == {"query", "candidates"}
     [slot] = [s for s in _first_round(session)["slots"] if s["candidates"]]
-    conclusion = slot["conclusion"]
-    assert seen["candidates"]
+    assert [c["candidate"] for c in seen["candidates"]] == list(range(1, len(seen["candidates"]) + 1))
     for candidate in seen["candidates"]:
+        # Its words and numbers are the conclusion's; no evidence text to copy, no ref to cite.
+        assert set(candidate) == {"candidate", "subject", "mechanism", "before", "after"}
         assert candidate["subject"] == subject
-        # Its words and numbers are the conclusion's, each ref one the model can cite as it is.
-        said = f"{candidate['subject']}（{candidate['mechanism']}，{candidate['onset']}起，"
-        assert said + f"{candidate['before']} → {candidate['after']}）" in conclusion
-        assert candidate["refs"]
-        invocations = {i.pk: i for i in session.tool_invocations.all()}
-        shown = {
-            (message["invocation_id"], r["raw_path"]): r["text"]
-            for message in seen["prior_tool_messages"]
-            for r in message["evidence_refs"]
-        }
-        for ref in candidate["refs"]:
-            recorded = invocations[ref["invocation_id"]]
-            assert recorded.tool_name == ref["tool_name"]
-            # Its text once: where a tool message the model is shown already holds it, only there.
-            text = ref.get("text") or shown[(ref["invocation_id"], ref["raw_path"])]
-            assert ("text" in ref) != ((ref["invocation_id"], ref["raw_path"]) in shown)
-            assert {"raw_path": ref["raw_path"], "text": text} in recorded.evidence_refs
-    assert session.answer.startswith("结论：根因候选：") or "结论：根因候选：" in session.answer
+        said = f"{candidate['subject']}（{candidate['mechanism']}，"
+        assert said in slot["conclusion"]
+        assert f"{candidate['before']} → {candidate['after']}）" in slot["conclusion"]
+    assert "结论：根因候选：" in session.answer
+    # No model plan: code's investigation answers every ask.
+    assert server.requests_for("planner") == []
 
 
-def test_a_root_cause_the_model_adds_without_evidence_is_dropped(fake_llm, either_world):
-    question, subject, invented = CAUSES[either_world]
-    added = {
-        "claim_id": "claim-1",
-        "claim_type": "root_cause",
-        "claim_text": f"{subject} 的根因是{invented}",
-        "evidence_bindings": [],
-    }
-    fake_llm(
-        {
-            "executor": [
-                {
-                    "answer_version": "executor_evidence_v2",
-                    "claims": [added],
-                    "hypotheses": [f"{invented}导致 {subject} 异常"],
-                    "missing_info": [],
-                    "recommended_actions": [],
-                    "diagnosis_summary": invented,
-                    "user_facing_answer": "",
-                }
-            ]
-        }
-    )
-
-    session = session_start(query=question, engine="llm", run_inline=True)
-
-    record = _first_round(session)
-    assert record["blocked_by"] == {"claim-1": CANDIDATE_RULE}
-    assert record["executor_structured_output"]["claims"] == []
-    assert [w["rule"] for w in record["guard_warnings"]].count(CANDIDATE_RULE) == 1
-    # The conclusion is code's ranked list; the invented cause is nowhere in the answer.
-    assert f"结论：根因候选：{subject}（" in session.answer
-    assert invented not in session.answer
-    # Answered by the candidates, as if nothing had been added: an inference, with its disclaimer, and
-    # no second round to look for what the model made up.
-    assert (session.verdict, session.output_type, session.rounds) == (
-        "LOW_CONFID",
-        "LOW_CONFID_WITH_DISCLAIMER",
-        1,
-    )
-
-
-def test_a_root_cause_about_a_ranked_candidate_with_evidence_is_kept(fake_llm, either_world):
+def test_an_explanation_is_cited_by_code_from_its_candidate_number(fake_llm, either_world):
     question, subject, _ = CAUSES[either_world]
-
-    def explained(request: dict) -> dict:
-        user = next(m["content"] for m in request["messages"] if m["role"] == "user")
-        seen = json.loads(user[user.index("<input>") + len("<input>") : user.rindex("</input>")])
-        ref = seen["candidates"][0]["refs"][0]
-        text = ref.get("text") or next(
-            r["text"]
-            for message in seen["prior_tool_messages"]
-            if message["invocation_id"] == ref["invocation_id"]
-            for r in message["evidence_refs"]
-            if r["raw_path"] == ref["raw_path"]
-        )
-        return {
-            "answer_version": "executor_evidence_v2",
-            "claims": [
-                {
-                    "claim_id": "claim-1",
-                    "claim_type": "root_cause",
-                    "claim_text": f"{subject} 的根因候选：{text}",
-                    "evidence_bindings": [
-                        {
-                            "tool_name": ref["tool_name"],
-                            "source_invocation_id": ref["invocation_id"],
-                            "raw_path": ref["raw_path"],
-                            "evidence_excerpt": text,
-                        }
-                    ],
-                }
-            ],
-            "hypotheses": [],
-            "missing_info": [],
-            "recommended_actions": [],
-            "diagnosis_summary": "解释候选",
-            "user_facing_answer": "",
-        }
-
-    fake_llm({"executor": [explained]})
+    fake_llm({"cause": [_explained(1, f"{subject} 的这一异常可能说明了所问的现象")]})
 
     session = session_start(query=question, engine="llm", run_inline=True)
 
     record = _first_round(session)
     assert CANDIDATE_RULE not in [w["rule"] for w in record["guard_warnings"]]
-    assert [c["claim_id"] for c in record["executor_structured_output"]["claims"]] == ["claim-1"]
+    [explanation] = [
+        c for c in record["executor_structured_output"]["claims"] if c["claim_type"] == "root_cause"
+    ]
+    [slot] = [s for s in record["slots"] if s["candidates"]]
+    # Its citations are the candidate's own bindings, verbatim: the model copied none.
+    assert explanation["evidence_bindings"] == slot["candidates"][0]["bindings"]
+    assert record["gatekeeper_result"]["severity"] != "reject"
+    # Code states the evidence the candidates rest on (as the rules engine does): a PASS like its.
+    assert session.verdict == "PASS"
+    rules = session_start(query=question, engine="rules", run_inline=True)
+    assert rules.verdict == "PASS"
 
 
-def test_a_malformed_executor_reply_degrades_to_the_candidates_as_before(fake_llm, either_world):
+def test_a_root_cause_the_model_adds_without_evidence_is_dropped(fake_llm, either_world):
+    question, subject, invented = CAUSES[either_world]
+    # A cause of its own, citing no candidate: nothing for code to cite it with.
+    fake_llm({"cause": [_explained(9, f"{subject} 的根因是{invented}")]})
+
+    session = session_start(query=question, engine="llm", run_inline=True)
+
+    record = _first_round(session)
+    assert list(record["blocked_by"].values()) == [CANDIDATE_RULE]
+    assert [c["claim_type"] for c in record["executor_structured_output"]["claims"]] == ["observation"] * len(
+        record["executor_structured_output"]["claims"]
+    )
+    # The conclusion is code's ranked list; the invented cause is nowhere in the answer.
+    assert f"结论：根因候选：{subject}（" in session.answer
+    assert invented not in session.answer
+    assert (session.verdict, session.rounds) == ("PASS", 1)
+
+
+def test_an_explanation_with_a_number_its_candidate_lacks_is_not_taken(fake_llm, either_world):
     question, subject, _ = CAUSES[either_world]
-    # The tool turn, the final turn and its one re-ask: all unreadable.
-    fake_llm({"executor": ["根因是 {not json", "还是 {not json", "仍然 {not json"]})
+    fake_llm({"cause": [_explained(1, f"{subject} 的异常可能从 12345 次起")]})
+
+    session = session_start(query=question, engine="llm", run_inline=True)
+
+    record = _first_round(session)
+    executor = next(step for step in session.steps.all() if step.agent == "executor")
+    assert "12345" in executor.thought and "未采用" in executor.thought
+    assert all(c["claim_type"] == "observation" for c in record["executor_structured_output"]["claims"])
+    assert "12345" not in session.answer
+    assert session.verdict == "PASS"
+
+
+def test_an_explanation_with_another_candidates_numbers_cites_that_candidate_too(fake_llm):
+    question, subject, _ = CAUSES["demo"]
+
+    def explained_with_the_second(request: dict) -> dict:
+        user = next(m["content"] for m in request["messages"] if m["role"] == "user")
+        seen = json.loads(user[user.index("<input>") + len("<input>") : user.rindex("</input>")])
+        second = seen["candidates"][1]
+        return _explained(
+            1, f"{subject} 的内存可能从 {second['before']} 升到 {second['after']}，引发 Full GC"
+        )
+
+    fake_llm({"cause": [explained_with_the_second]})
+
+    session = session_start(query=question, engine="llm", run_inline=True)
+
+    record = _first_round(session)
+    [explanation] = [
+        c for c in record["executor_structured_output"]["claims"] if c["claim_type"] == "root_cause"
+    ]
+    [slot] = [s for s in record["slots"] if s["candidates"]]
+    first, second = slot["candidates"][:2]
+    # Code cites the candidate named and the one whose evidence holds the numbers written.
+    assert explanation["evidence_bindings"] == first["bindings"] + second["bindings"]
+    assert session.verdict == "PASS"
+
+
+def test_a_malformed_explanation_degrades_to_the_candidates_and_their_evidence(fake_llm, either_world):
+    question, subject, _ = CAUSES[either_world]
+    # The reply and its one re-ask: both unreadable.
+    fake_llm({"cause": ["根因是 {not json", "还是 {not json"]})
 
     session = session_start(query=question, engine="llm", run_inline=True)
 
     record = _first_round(session)
     assert record["executor_output_parse_status"]["status"] == "parse_failed"
-    assert record["executor_structured_output"]["claims"] == []
-    # Answered by the slots alone: the candidates, an inference, never a PASS.
+    claims = record["executor_structured_output"]["claims"]
+    assert claims and all(c["claim_type"] == "observation" for c in claims)
+    # What the rules engine states: the candidates and the evidence they rest on, judged by code.
     assert f"结论：根因候选：{subject}（" in session.answer
-    assert record["verdict"] == "LOW_CONFID"
+    assert session.verdict == session_start(query=question, engine="rules", run_inline=True).verdict
+
+
+def test_on_the_cause_path_code_judges_the_explanation_as_an_inference(fake_llm, either_world):
+    question, subject, _ = CAUSES[either_world]
+    server = fake_llm({"cause": [_explained(1, f"{subject} 的这一异常可能说明了所问的现象")]})
+
+    session = session_start(query=question, engine="llm", run_inline=True)
+
+    # One model call: the explanation. Its judgement is code's: an inference, never an observation;
+    # code's quotes of the evidence are direct observations.
+    assert [r["response_format"]["json_schema"]["name"] for r in server.requests] == ["CauseOutput"]
+    record = _first_round(session)
+    checks = {c["claim_id"]: c["verification"] for c in record["claim_checks"]}
+    assert checks.pop("cause-1") == "reasonable_inference"
+    assert checks and set(checks.values()) == {"direct_observation"}
+    verifier = next(step for step in session.steps.all() if step.agent == "verifier")
+    assert verifier.llm_calls == 0 and "未请模型校验" in verifier.thought
+
+
+def test_a_change_code_settles_is_stated_from_its_evidence_without_a_model_call(fake_llm):
+    server = fake_llm()
+
+    session = session_start(
+        query="What changed before HighCPUUsage started on payment-service?", engine="llm", run_inline=True
+    )
+
+    # Code's quotes need no verifier model; a change ask is no cause to reason about.
+    assert server.requests_for("cause") == server.requests_for("verifier") == []
+    assert all(c["claim_id"].startswith("moved-") for c in _first_round(session)["claim_checks"])
+    rules = session_start(
+        query="What changed before HighCPUUsage started on payment-service?", engine="rules", run_inline=True
+    )
+    assert session.verdict == rules.verdict == "PASS"
 
 
 @pytest.mark.parametrize("services", WORLDS.values(), ids=WORLDS.keys())
 def test_range_results_reach_the_model_as_their_candidates_not_one_by_one(fake_llm, services):
-    """Over a metrics source: the investigation's range results are not pasted into the prompt; the
-    candidates computed from them carry the refs to cite, and the prompt is smaller for it."""
+    """Over a metrics source, on the full executor path (a cause beside an ask code leaves open): the
+    investigation's range results are not pasted into the prompt; the candidates computed from them
+    carry the refs to cite, and the prompt is smaller for it."""
     _entry, middle, leaf = services
     made, results = recorded(services)
     investigation = investigated(made, results, services=set(services))

@@ -9,6 +9,7 @@ import pytest
 from django.db import connection
 
 from diagnosis.engines.llm import LLMEngine, LLMUnavailableError
+from diagnosis.engines.llm.context import composer_material_for_model
 from diagnosis.engines.llm.engine import EXECUTOR
 from diagnosis.models import ToolInvocation
 from diagnosis.pipeline.contracts import (
@@ -487,7 +488,30 @@ def test_composer_sees_exactly_its_declared_input(fake_llm):
 
     seen = _stage_input_seen(server.requests[0])
     assert set(seen) == {field.name for field in dataclasses.fields(ComposerInput)}
-    assert seen == dataclasses.asdict(COMPOSER_INPUT)
+    assert seen == dataclasses.asdict(COMPOSER_INPUT) | {
+        "confirmed_findings": [{"claim_text": "order-service 存在 HighMemoryUsage 告警", "evidence": []}]
+    }
+
+
+def test_the_composer_model_reads_an_excerpt_once_and_no_sources():
+    quoted = "HighMemoryUsage firing service=order-service"
+    material = dataclasses.asdict(COMPOSER_INPUT) | {
+        "confirmed_findings": [
+            {
+                "claim_id": "claim-1",
+                "claim_text": f"告警：{quoted}",
+                "evidence": [
+                    {"excerpt": quoted, "source": "query_alerts #1 $.alerts[0]"},
+                    {"excerpt": "当前 91%", "source": "query_logs #2 $.logs[0]"},
+                ],
+            }
+        ]
+    }
+
+    seen = composer_material_for_model(material)
+
+    # The excerpt its words already hold is not sent again; where evidence comes from is not prose.
+    assert seen["confirmed_findings"] == [{"claim_text": f"告警：{quoted}", "evidence": ["当前 91%"]}]
 
 
 def test_http_500_is_retried_by_the_sdk(fake_llm):

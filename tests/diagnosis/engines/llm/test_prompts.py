@@ -37,6 +37,18 @@ STAGE_VARIABLES = {
             }
         ]
     },
+    "cause": {
+        "query": "order-service 为什么频繁 Full GC？",
+        "candidates": [
+            {
+                "candidate": 1,
+                "subject": "order-service",
+                "mechanism": "HighMemoryUsage 告警触发",
+                "before": "85%",
+                "after": "91%",
+            }
+        ],
+    },
     "composer": {
         "query": "只确认 order-service 是否存在 HighMemoryUsage 告警",
         "confirmed_findings": [],
@@ -103,10 +115,13 @@ ANOTHER_QUESTION = {
         "prior_tool_messages": [{"invocation_id": 3}],
         "conclusions": ["结论：web 的 p99 为 2.1s"],
         "open_asks": ["web 的原因"],
-        "candidates": [{"subject": "web", "mechanism": "延迟升高", "onset": "10:05", "before": "1", "after": "2"}],
+        "candidates": [
+            {"subject": "web", "mechanism": "延迟升高", "onset": "10:05", "before": "1", "after": "2"}
+        ],
         "max_tool_calls": 2,
     },
     "verifier": {"claims": []},
+    "cause": {"query": "web 为什么慢", "candidates": []},
     "composer": STAGE_VARIABLES["composer"] | {"query": "web 为什么慢", "gaps": ["未检索到"]},
 }
 
@@ -158,3 +173,12 @@ def test_retry_round_prompt_asks_only_for_the_missing_evidence():
 
     assert "补充取证轮（第 2 轮）" in text
     assert "order-service 内存使用率" in text
+
+
+def test_the_cause_prompt_asks_for_candidate_numbers_not_copied_evidence():
+    rendered = prompt_render("cause", **STAGE_VARIABLES["cause"])
+
+    # Code cites for the model: it writes a number, never an invocation, a path or an excerpt.
+    assert '"candidate": 1' in rendered.system
+    for copied in ("source_invocation_id", "raw_path", "evidence_excerpt", "evidence_bindings"):
+        assert copied not in rendered.text
