@@ -84,6 +84,8 @@ class CaseOutcome:
     log_queries: int = 0
     # The services of the system the investigation looked over (the inventory's).
     services: int = 0
+    # Candidates the conclusion names that are no service of the data.
+    strangers: tuple[str, ...] = ()
 
     @property
     def truth(self) -> str:
@@ -228,6 +230,7 @@ def case_asked(
         queries=queries,
         log_queries=log_queries,
         services=len(day.services),
+        strangers=tuple(name for name in candidate_subjects(conclusion) if name not in day.services),
     )
 
 
@@ -253,8 +256,13 @@ def candidates_named(conclusion: str, services: Iterable[str]) -> list[str]:
     if not body:
         return services_named(conclusion, services)
     known = set(services)
-    named = [part.split("（", 1)[0].strip() for part in re.split(r"；(?:其次：)?", body)]
-    return list(dict.fromkeys(name for name in named if name in known))
+    return list(dict.fromkeys(name for name in candidate_subjects(conclusion) if name in known))
+
+
+def candidate_subjects(conclusion: str) -> list[str]:
+    """Every subject §23's candidate list names, known to the data or not."""
+    body = conclusion.split(CANDIDATES, 1)[1] if CANDIDATES in conclusion else ""
+    return [name for part in re.split(r"；(?:其次：)?", body) if (name := part.split("（", 1)[0].strip())]
 
 
 def services_named(text: str, services: Iterable[str]) -> list[str]:
@@ -339,6 +347,12 @@ def report_lines(outcomes: Sequence[CaseOutcome]) -> list[str]:
             f"wall time per case: median {statistics.median(seconds):.2f}s, max {max(seconds):.2f}s "
             f"(n={len(seconds)}); PromQL queries per case: median {statistics.median(queries):g}, max {max(queries)}; "
             f"services investigated: {services}"
+        )
+        verdicts = Counter(o.verdict for o in outcomes)
+        strangers = sorted({name for o in outcomes for name in o.strangers})
+        lines.append(
+            f"verdicts: {', '.join(f'{v} {n}' for v, n in verdicts.most_common())}; candidates naming no "
+            f"service of the data: {sum(len(o.strangers) for o in outcomes)}{f' ({strangers})' if strangers else ''}"
         )
     lines.append("what the first candidate rested on where it was right (per system and fault type):")
     for key, system in SYSTEMS.items():
