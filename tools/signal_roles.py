@@ -92,6 +92,8 @@ class SignalRoles:
     edge_roles: tuple[Role, ...] = ()
     edge_gap: EdgeGap | None = None
     targets: Targets | None = None
+    # Labels naming the address of the server an exporter reads its series from: the service's address.
+    served_address: tuple[str, ...] = ()
     # Words of a family's name that say it states a configuration: never a signal.
     never: frozenset[str] = frozenset()
 
@@ -125,6 +127,7 @@ def signal_roles(path: Path = SIGNAL_ROLES_FILE) -> SignalRoles:
         if "edge_gap" in data
         else None,
         targets=Targets(**data["targets"]) if data.get("targets") else None,
+        served_address=tuple(data.get("served_address", ())),
         never=frozenset(data.get("never", ())),
     )
 

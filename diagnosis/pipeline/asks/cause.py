@@ -27,7 +27,7 @@ from diagnosis.pipeline.investigation.conclusion import (
     searched_said,
 )
 from diagnosis.pipeline.investigation.investigate import Investigation, Plan, investigated, plan_of, window_of
-from diagnosis.pipeline.investigation.logs import log_errors_signal
+from diagnosis.pipeline.investigation.logs import LineAddresses, log_errors_signal
 from diagnosis.pipeline.investigation.records import RecordMove, alert_started, record_moves
 from diagnosis.pipeline.investigation.signals import MAX_SIGNALS
 from diagnosis.pipeline.slot import Slot
@@ -43,8 +43,9 @@ class Cause(AskKind):
     # Its candidates answer "为什么", "what caused" and "根因是哪个服务 / which service".
     answers = frozenset({"why", "what", "which"})
     reasoned = True
-    # The investigation's range queries (one per key signal), the call graph's and the error lines' one.
-    call_budget = MAX_SIGNALS + 2
+    # The investigation's range queries (one per key signal), the call graph's, the addresses served,
+    # the error lines' and the addresses in lines.
+    call_budget = MAX_SIGNALS + 4
     investigates = True
 
     def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:
@@ -91,7 +92,11 @@ def investigation_plan(
             label_names=world.label_names,
         )
     if LOG_SERIES.tool in world.tools and world.service_labels:
-        plan = replace(plan, logs=(log_errors_signal(world.service_labels[0]),))
+        plan = replace(
+            plan,
+            logs=(log_errors_signal(world.service_labels[0]),),
+            addresses=LineAddresses(labels=tuple(world.service_labels)),
+        )
     return plan
 
 

@@ -13,14 +13,13 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from diagnosis.pipeline.ask import Ask
-from diagnosis.pipeline.asks.cause import investigation_plan
+from diagnosis.pipeline.asks.cause import Cause, investigation_plan
 from diagnosis.pipeline.asks.kind import AskKind, Call, SlotWorld
 from diagnosis.pipeline.asks.logs import log_search
 from diagnosis.pipeline.asks.shared import alert_found
 from diagnosis.pipeline.investigation.conclusion import NOT_FOUND, candidate_parts, joined, searched_said
 from diagnosis.pipeline.investigation.investigate import Investigation, investigated
 from diagnosis.pipeline.investigation.records import RecordMove, record_moves
-from diagnosis.pipeline.investigation.signals import MAX_SIGNALS
 from diagnosis.pipeline.slot import Slot
 from tools.evidence.alerts.record import AlertRecord
 from tools.evidence.result import ToolResult
@@ -38,7 +37,7 @@ class Change(AskKind):
     words = "change"
     # "What changed before …", "which moved first", "when did it start".
     answers = frozenset({"what", "which", "when"})
-    call_budget = MAX_SIGNALS + 2
+    call_budget = Cause.call_budget
     investigates = True
 
     def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:

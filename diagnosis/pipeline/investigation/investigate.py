@@ -15,13 +15,16 @@ from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from diagnosis.pipeline.investigation.change import change_of, series_points
+from diagnosis.pipeline.investigation.logs import ADDRESS_LABEL, LineAddresses
 from diagnosis.pipeline.investigation.ranking import GAP, Candidate, Moved, candidates_ranked
 from diagnosis.pipeline.investigation.signals import (
     MAX_SIGNALS,
     EdgeSignal,
     KeySignal,
+    ServedAddresses,
     key_signals,
     may_signal,
+    served_addresses,
     target_signal,
 )
 from tools.evidence.kind import EvidenceKind
@@ -67,14 +70,23 @@ class Plan:
     left_out: int = 0
     # Signals read from the log source (LogQL metric queries): every service's error lines.
     logs: tuple[KeySignal, ...] = ()
+    # The call graph where no series holds it: the addresses services serve and their lines name.
+    served: ServedAddresses | None = None
+    addresses: LineAddresses | None = None
 
     def calls(self) -> list[Call]:
-        """One range query per key signal (every service at once), one instant query of the graph."""
+        """One range query per key signal (every service at once), one instant query of the graph;
+        with a log source, one range query of the addresses in lines and one instant query of the
+        addresses services serve (what those addresses are matched against)."""
         minutes = self.window.minutes
+        addresses = [self.addresses.query] if self.addresses is not None else []
+        served = [self.served.query()] if self.served is not None and addresses else []
         return (
             [(SERIES.tool, {"query": s.query, "minutes": minutes}) for s in self.signals]
             + [(SERIES.tool, {"query": e.query(minutes), "minutes": 0}) for e in self.edges]
+            + [(SERIES.tool, {"query": query, "minutes": 0}) for query in served]
             + [(LOG_SERIES.tool, {"query": s.query, "minutes": minutes}) for s in self.logs]
+            + [(LOG_SERIES.tool, {"query": query, "minutes": minutes}) for query in addresses]
         )
 
 
@@ -93,6 +105,7 @@ def plan_of(
         if may_signal(family.name, family.type, family.help)
     ]
     signals, edges, left_out = key_signals(labelled, service_labels=service_labels, series=series)
+    served = served_addresses(labelled, service_labels=service_labels, series=series)
     targets = signal_roles().targets
     if targets is not None and targets.metric in series and label_names is not None:
         target = target_signal(service_labels=service_labels, labels=label_names(targets.metric))
@@ -100,7 +113,7 @@ def plan_of(
             # Within the bound: the targets' query takes the last key signal's place.
             left_out += max(0, len(signals) + 1 - MAX_SIGNALS)
             signals = [*signals[: MAX_SIGNALS - 1], target]
-    return Plan(window=window, signals=tuple(signals), edges=tuple(edges), left_out=left_out)
+    return Plan(window=window, signals=tuple(signals), edges=tuple(edges), left_out=left_out, served=served)
 
 
 @dataclass(frozen=True)
@@ -188,6 +201,10 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
             pair = (str(record.metric.get(edge.caller, "")), str(record.metric.get(edge.callee, "")))
             if isinstance(record, SeriesRecord) and all(pair) and _positive(record):
                 investigation.edges[pair] = Cited(result, ref, record)
+    addressed, read = _addressed(plan, results, owners)
+    investigation.read += read
+    for pair, cited in addressed.items():
+        investigation.edges.setdefault(pair, cited)
     known = set(services)
     ranked = candidates_ranked(
         investigation.moved, edges=investigation.edges, gaps_seen=investigation.gaps_seen
@@ -217,6 +234,35 @@ def _address_owners(plan: Plan, results: Sequence[ToolResult]) -> dict[str, Cite
             if isinstance(record, SeriesRecord) and address and record.metric.get(signal.by):
                 owners[address] = Cited(result, ref, record, signal)
     return owners
+
+
+def _addressed(
+    plan: Plan, results: Sequence[ToolResult], targets: dict[str, Cited]
+) -> tuple[dict[tuple[str, str], Cited], list[int]]:
+    """(service, the service serving an address its lines name) with the cited count of those lines,
+    and the invocations read: an address is served by the service whose scrape target it is
+    (`targets`) or whose exporter reads its series from it (`plan.served`)."""
+    lines = plan.addresses
+    found = _result(results, lines.query, plan.window.minutes, kind=LOG_SERIES) if lines else None
+    if found is None:
+        return {}, []
+    owners = {address: str(c.record.metric.get(c.signal.by, "")) for address, c in targets.items()}
+    served = plan.served
+    result = _result(results, served.query(), 0) if served is not None else None
+    for record, _ in result.cited() if result is not None else []:
+        address = address_of(str(record.metric.get(served.address, "")))
+        if isinstance(record, SeriesRecord) and address and record.metric.get(served.by):
+            owners.setdefault(address, str(record.metric[served.by]))
+    edges: dict[tuple[str, str], Cited] = {}
+    for record, ref in found.cited():
+        if not isinstance(record, SeriesRecord):
+            continue
+        caller = next((str(record.metric[label]) for label in lines.labels if record.metric.get(label)), "")
+        callee = owners.get(address_of(str(record.metric.get(ADDRESS_LABEL, ""))), "")
+        if caller and callee and caller != callee and any(value > 0 for _, value in series_points(record)):
+            edges.setdefault((caller, callee), Cited(found, ref, record))
+    read = [found.invocation_id] + ([result.invocation_id] if result is not None else [])
+    return edges, read if edges else []
 
 
 def _labels(family: MetricFamily, series: Collection[str], label_names: LabelNames | None) -> tuple[str, ...]:

@@ -8,10 +8,14 @@ A line is an error line by the rule the log search uses for a line without a lev
 (`tools.loglines.ERROR_IN_LINE`). A minute without an error line is a 0, not a gap, wherever the
 service wrote any line: Loki answers no sample for a count of nothing, so the query adds every
 service's count of all its lines times 0 (`or`) — a service that wrote nothing stays a gap.
+
+The addresses in every service's lines (§23 "upstream addresses in logs"): a `host:port` a service
+writes (an upstream it failed on, the database it connects to) is a call to whoever serves it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 
 from diagnosis.pipeline.investigation.signals import RATE_RANGE, KeySignal
@@ -43,3 +47,29 @@ def log_errors_signal(service_label: str) -> KeySignal:
         # (an earlier incident) is a few of its minutes, not the level a new burst is read against.
         level_window=WHOLE_BASELINE,
     )
+
+
+# A `host:port`: an IPv4 address or a dotted host name (a bare word before a colon is as often a
+# time's `12:05` or a key as a host), then a port.
+ADDRESS = r"(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][A-Za-z0-9-]*(?:\.[A-Za-z0-9-]+)+):\d{2,5}"
+ADDRESS_LABEL = "address"
+ADDRESSES_QUERY = (
+    'sum by ({label}, {address}) (count_over_time({{{label}=~".+"}} |~ `{pattern}`'
+    " | regexp `(?P<{address}>{pattern})` [{range}]))"
+)
+
+
+@dataclass(frozen=True)
+class LineAddresses:
+    """The first address of each line that names one, counted by service and address: one LogQL query
+    over every label that may name a service (a log source's streams are labelled as its shipper
+    labels them, not always as the metrics are)."""
+
+    labels: tuple[str, ...]
+
+    @property
+    def query(self) -> str:
+        return " or ".join(
+            ADDRESSES_QUERY.format(label=label, address=ADDRESS_LABEL, pattern=ADDRESS, range=RATE_RANGE)
+            for label in self.labels
+        )

@@ -24,6 +24,8 @@ HISTOGRAM_QUANTILE = "0.9"
 MAX_SIGNALS = 40
 # Counter families a scrape of text format names with `_total`, OpenMetrics without.
 COUNTER_SUFFIX = "_total"
+# The most families the addresses services serve are read from (one per namespace: one exporter's).
+MAX_SERVED = 3
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,45 @@ class EdgeSignal:
 
     def query(self, minutes: int) -> str:
         return f"sum by ({self.caller}, {self.callee}) (increase({self.metric}[{minutes}m]))"
+
+
+@dataclass(frozen=True)
+class ServedAddresses:
+    """Which service serves which address: families whose series name, beside their service (`by`),
+    the address of the server an exporter reads them from (`address`), one instant query."""
+
+    metrics: tuple[str, ...]
+    by: str
+    address: str
+
+    def query(self) -> str:
+        return " or ".join(f"count by ({self.by}, {self.address}) ({metric})" for metric in self.metrics)
+
+
+def served_addresses(
+    families: Iterable[MetricFamily], *, service_labels: Sequence[str], series: Iterable[str] = ()
+) -> ServedAddresses | None:
+    """The families (their label names known) that say which address a service serves, one per
+    namespace, by the first service label and served-address label they hold (None: none does)."""
+    known, served = set(series), signal_roles().served_address
+    naming: list[tuple[MetricFamily, str, str]] = []
+    for family in sorted(families, key=lambda f: f.name):
+        labels = set(family.labels)
+        by = next((label for label in service_labels if label in labels), None)
+        address = next((label for label in served if label in labels), None)
+        if by is not None and address is not None:
+            naming.append((family, by, address))
+    if not naming:
+        return None
+    # One query: the families labelled as the first one is.
+    _, by, address = naming[0]
+    metrics: dict[str, str] = {}
+    for family, *pair in naming:
+        kind = family.type.lower()
+        if pair == [by, address]:
+            name = f"{family.name}_bucket" if kind == "histogram" else _series_name(family.name, kind, known)
+            metrics.setdefault(_namespace(family.name), name)
+    return ServedAddresses(metrics=tuple(metrics.values())[:MAX_SERVED], by=by, address=address)
 
 
 def key_signal(

@@ -140,9 +140,11 @@ def test_with_a_log_series_source_the_service_whose_error_lines_rose_is_the_cand
     world = replace(slot_world(LOKI_TOOLS), services=frozenset(names.services))
     asks = asks_of(cause_question(names), names)
     [cause] = [ask for ask in asks if ask.kind == "cause"]
-    [(tool, arguments)] = [
+    # The error lines' query, then the addresses in lines' (no line names one here).
+    (tool, arguments), (_, addresses) = [
         call for call in Cause().calls(cause, alerts=[], world=world) if call[0] == "query_logql"
     ]
+    assert "| regexp `(?P<address>" in addresses["query"]
     minutes, start = arguments["minutes"], NOW - timedelta(minutes=15)
     points = [
         [(NOW - timedelta(minutes=k)).timestamp(), "9" if NOW - timedelta(minutes=k) > start else "0"]

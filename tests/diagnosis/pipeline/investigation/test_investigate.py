@@ -4,6 +4,7 @@ number again (a changed number fails). Two worlds: a Kubernetes shop and the dem
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,6 +14,7 @@ from diagnosis.pipeline.derived import derived_failures
 from diagnosis.pipeline.facts import FactNames
 from diagnosis.pipeline.investigation.conclusion import candidates_said
 from diagnosis.pipeline.investigation.investigate import investigated, plan_of, window_of
+from diagnosis.pipeline.investigation.logs import LineAddresses
 from diagnosis.pipeline.investigation.said import time_said
 from diagnosis.pipeline.slot import Slot
 from tests.diagnosis.pipeline.asks.support import message
@@ -290,3 +292,90 @@ def test_a_failing_probe_is_said_of_the_service_whose_target_has_its_address(ser
         f"根因候选：{upstream}（{prober} 看到的拨测成功下降，{onset}起，1 → 0）",
         f"根因候选：{upstream}（抓取目标在线下降，{onset}起，1 → 0）",
     )
+
+
+# --- Addresses in lines (§23 "upstream addresses in logs"): a service's lines name an address an
+# exporter says its service's series are read from; the caller's latency is then its callee's. -------
+SERVED_LABELS = {
+    "http_server_request_duration_seconds": ("job", "quantile"),
+    "db_oldest_transaction_duration_seconds": ("job", "datname", "server"),
+}
+SERVED_FAMILIES = (
+    MetricFamily("http_server_request_duration_seconds", "summary", "Duration of requests the server handled."),
+    MetricFamily("db_oldest_transaction_duration_seconds", "gauge", "Duration of the oldest open transaction."),
+)  # fmt: skip
+DATABASE_WORLDS = {"shop": ("checkout", "billing-db", "storefront"), "demo": ("order-service", "payment-service", "gateway-service")}  # fmt: skip
+
+
+def addressed(services: tuple[str, str, str], *, lines: bool):
+    """The caller's latency and the database's oldest transaction rose together; with `lines`, the
+    caller's error lines name the database's address (the bystander's an address nobody serves)."""
+    caller, database, bystander = services
+    made = plan_of(
+        SERVED_FAMILIES,
+        window=window_of(now=NOW, start=START),
+        service_labels=("service", "job"),
+        series=set(SERVED_LABELS),
+        label_names=lambda metric: frozenset(SERVED_LABELS.get(metric, ())),
+    )
+    made = replace(made, addresses=LineAddresses(labels=("service", "job")))
+    latency, oldest = made.signals
+    minutes = made.window.minutes
+    results = [
+        range_result(31, latency.query, minutes, [
+            ({"job": caller, "quantile": "0.9"}, values(0.083, 1.24, noise=0.004)),
+            ({"job": bystander, "quantile": "0.9"}, values(0.020, 0.021, noise=0.001)),
+        ]),
+        range_result(32, oldest.query, minutes, [({"job": database}, values(0, 65, noise=0))]),
+    ]  # fmt: skip
+    served = [{"metric": {"job": database, "server": "10.0.0.5:5432"}, "value": [NOW.timestamp(), "3"]}]
+    results.append(
+        message(
+            33,
+            "query_promql",
+            "series",
+            served,
+            [SeriesRecord.model_validate(r).ref_text() for r in served],
+            arguments={"query": made.served.query(), "minutes": 0},
+        )
+    )
+    if lines:
+        named = [
+            {"metric": {"job": caller, "address": "10.0.0.5:5432"}, "values": [[NOW.timestamp(), "12"]]},
+            {"metric": {"job": bystander, "address": "10.0.0.9:8080"}, "values": [[NOW.timestamp(), "4"]]},
+        ]
+        results.append(
+            message(
+                34,
+                "query_logql",
+                "series",
+                named,
+                [SeriesRecord.model_validate(r).ref_text() for r in named],
+                arguments={"query": made.addresses.query, "minutes": minutes},
+                source="loki",
+            )
+        )
+    return made, results
+
+
+def test_the_addresses_served_are_read_from_the_families_naming_them():
+    made, _ = addressed(DATABASE_WORLDS["shop"], lines=True)
+
+    assert made.served.query() == "count by (job, server) (db_oldest_transaction_duration_seconds)"
+    assert [tool for tool, _ in made.calls()] == ["query_promql"] * 3 + ["query_logql"]
+    assert 'sum by (job, address) (count_over_time({job=~".+"} |~ `' in made.addresses.query
+
+
+@pytest.mark.parametrize("services", DATABASE_WORLDS.values(), ids=DATABASE_WORLDS.keys())
+def test_a_service_whose_lines_name_the_address_another_serves_is_explained_by_it(services):
+    caller, database, _bystander = services
+
+    alone = investigated(*addressed(services, lines=False), services=set(services))
+    investigation = investigated(*addressed(services, lines=True), services=set(services))
+
+    # Without the lines nothing links them: the caller's latency is the larger move.
+    assert [c.subject for c in alone.candidates] == [caller, database]
+    assert list(investigation.edges) == [(caller, database)]
+    assert [c.subject for c in investigation.candidates] == [database, caller]
+    assert investigation.candidates[0].explains == [caller]
+    assert investigation.read == [31, 32, 34, 33]

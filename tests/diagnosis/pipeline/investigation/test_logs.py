@@ -1,7 +1,8 @@
 """Error-log spikes in an investigation: one LogQL query for every service's error lines a minute,
 read against the baseline like any key signal; the service whose errors rose is a candidate citing
 the log series, its numbers computed again by the gatekeeper, and a caller whose errors follow it
-is explained by it. Two worlds: a Kubernetes shop and the demo world's names."""
+is explained by it. Two worlds: a Kubernetes shop and the demo world's names. And the addresses
+every service's lines name, one query."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from diagnosis.evaluation.logql import NS, Evaluator, parse
 from diagnosis.pipeline.derived import derived_failures
 from diagnosis.pipeline.investigation.conclusion import candidates_said
 from diagnosis.pipeline.investigation.investigate import Plan, investigated, window_of
-from diagnosis.pipeline.investigation.logs import log_errors_signal
+from diagnosis.pipeline.investigation.logs import LineAddresses, log_errors_signal
 from diagnosis.pipeline.investigation.said import time_said
 from diagnosis.pipeline.investigation.signals import EdgeSignal
 from diagnosis.pipeline.slot import Slot
@@ -139,3 +141,25 @@ def test_without_a_log_series_result_nothing_is_said_of_logs():
     made = replace(plan(), logs=())
 
     assert investigated(made, [], services={"storefront"}).candidates == []
+
+
+def test_the_first_address_of_a_line_is_counted_by_service_and_a_time_is_no_address():
+    lines = {
+        "storefront": [
+            '2026/11/29 14:59:01 [error] 7#7: *45 connect() failed (111: Connection refused) while connecting to upstream, client: 10.0.0.2, server: , request: "POST /pay HTTP/1.1", upstream: "http://10.0.0.7:8080/pay", host: "10.0.0.3:80"',
+            '10.0.0.2 - - [29/Nov/2026:14:59:01 +0000] "POST /pay HTTP/1.1" 502 157 "-" "curl/8.0"',
+        ],
+        "checkout": [
+            'time=2026-11-29T14:59:02Z level=error msg="request failed" upstream=db.shop.svc:5432 error="canceling statement due to lock timeout"',
+        ],
+    }  # fmt: skip
+    at = int(NOW.timestamp()) * NS
+    streams = [({"app": app, "filename": "x.log"}, [(at - NS, line) for line in found]) for app, found in lines.items()]
+    query = LineAddresses(labels=("service", "app")).query
+
+    counted = Evaluator(streams).vector(parse(query), at)
+
+    assert {tuple(sorted(labels)): value for labels, value in counted.items()} == {
+        (("address", "10.0.0.7:8080"), ("app", "storefront")): 1.0,
+        (("address", "db.shop.svc:5432"), ("app", "checkout")): 1.0,
+    }

@@ -11,6 +11,7 @@ from diagnosis.pipeline.investigation.signals import (
     KeySignal,
     key_signal,
     key_signals,
+    served_addresses,
 )
 from tools.signal_roles import MetricFamily
 
@@ -219,3 +220,20 @@ def test_a_setting_is_never_a_signal(name, help):
 )
 def test_memory_given_back_or_not_yet_used_is_no_memory_signal(name, help):
     assert signal(name, "gauge", help, labels=("job", "instance")) is None
+
+
+def test_the_addresses_served_are_read_from_one_family_per_exporter_labelled_by_service_and_server():
+    families = [
+        MetricFamily("db_locks_count", "gauge", "Number of locks", ("job", "datname", "server")),
+        MetricFamily("db_up", "gauge", "Whether the last scrape could connect", ("job", "server")),
+        MetricFamily("cache_commands", "counter", "Commands processed", ("job", "server", "cmd")),
+        MetricFamily("queue_depth", "gauge", "Messages waiting", ("server",)),
+        MetricFamily("http_requests", "counter", "Requests served", ("job", "code")),
+    ]
+
+    served = served_addresses(families, service_labels=SERVICE_LABELS, series={"cache_commands_total"})
+
+    assert served.query() == (
+        "count by (job, server) (cache_commands_total) or count by (job, server) (db_locks_count)"
+    )
+    assert served_addresses(families[3:], service_labels=SERVICE_LABELS) is None
