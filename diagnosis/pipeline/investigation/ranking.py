@@ -23,7 +23,8 @@ graph moves it up or down:
 - a delay on a callee's network slows every call to it: a gap that grew on fewer than half of the
   edges into it that carried calls in the window is one caller's, or the noise of a few calls, and
   says nothing of the callee.
-The earliest symptom (a latency, errors or a resource going up) among the moved services counts too.
+The earliest symptom (a latency, errors or a resource going up) among the moved services counts too,
+unless a callee explains it: a symptom its callee passed up began no earlier than the callee's.
 """
 
 from __future__ import annotations
@@ -42,9 +43,9 @@ CALLER_SIDE = "client_latency"
 EDGE = "edge_latency"
 GAP = "edge_network"
 EDGES = (EDGE, GAP)
-# Roles a slow or failing callee moves in its callers (its callers log errors too), and roles that
-# follow a caller's traffic.
-FROM_CALLEES = ("latency", "errors", "log_errors")
+# Roles a slow or failing callee moves in its callers (its callers log errors too, and answer their
+# probes later), and roles that follow a caller's traffic.
+FROM_CALLEES = ("latency", "probe_latency", "errors", "log_errors")
 FROM_CALLERS = ("requests", "network_receive", "network_transmit")
 # A service's own resources: when they moved first, its latency is not its callees'.
 RESOURCES = ("cpu", "memory")
@@ -162,6 +163,7 @@ def candidates_ranked(
             candidates[callee].pointers.append(move)
             candidates[callee].score += POINTED_AT * move.weight / len(callees)
     symptoms = {service: _symptom_onset(candidate) for service, candidate in candidates.items()}
+    explained_by_callees: set[str] = set()
     for service, candidate in candidates.items():
         by_callee = sorted(
             callee
@@ -184,6 +186,7 @@ def candidates_ranked(
             candidate.score += move.weight * (EXPLAINED if explained else 1.0)
         for callee in by_callee if from_callees else []:
             candidates[callee].explains.append(service)
+            explained_by_callees.add(service)
     for caller, moves in fanned.items():
         if caller in candidates:
             candidates[caller].score += max(move.weight for move in moves)
@@ -191,7 +194,7 @@ def candidates_ranked(
     for service, candidate in candidates.items():
         candidate.score += EXPLAINS * len(candidate.explains)
         candidate.pointers.sort(key=lambda m: -m.weight)
-        if earliest is not None and symptoms[service] == earliest:
+        if earliest is not None and symptoms[service] == earliest and service not in explained_by_callees:
             candidate.score += EARLIEST
     return sorted(candidates.values(), key=lambda c: (-c.score, c.onset, c.subject))
 

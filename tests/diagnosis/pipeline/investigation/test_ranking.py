@@ -320,3 +320,22 @@ def test_a_gap_on_half_the_edges_into_a_callee_seen_is_its_network(services):
 
     assert ranked[0].subject == slow
     assert ranked[0].lead.role == "edge_network"
+
+
+@per_world
+def test_a_callee_as_early_as_the_caller_it_explains_outranks_its_larger_latency_and_probes(services):
+    """A caller waiting on its callee (a lock the callee holds): its latency, and its probes' (they
+    wait too), rose in the same minute as the callee's one symptom and by far more; the callee
+    explains them, and the earliness is the callee's alone."""
+    _, caller, callee = services
+    moves = [
+        moved(caller, "latency", score=400),
+        moved(caller, "probe_latency", score=60, caller="prober"),
+        moved(callee, "latency", score=20),
+    ]
+
+    ranked = candidates_ranked(moves, edges=[(caller, callee)])
+
+    assert [c.subject for c in ranked] == [callee, caller]
+    assert ranked[0].explains == [caller]
+    assert candidates_ranked(moves)[0].subject == caller
