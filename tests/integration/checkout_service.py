@@ -6,13 +6,16 @@ PostgreSQL (`lock_timeout` bounds the wait: past it the request answers 500). `/
 group (a child it starts is its CPU too), its resident memory, its requests and their latency.
 `POST /fault/slow?seconds=S` makes every request that much slower (0: as before); `POST
 /fault/burner?seconds=S` starts a busy loop in its process group for at most S seconds (0: stops it).
+A request that fails writes a logfmt line to `--log`: its path, the upstream it failed on (host:port)
+and the error, as a service's own error log says which dependency failed.
 
-    python -m tests.integration.checkout_service --port P --postgres DSN --redis-port R
+    python -m tests.integration.checkout_service --port P --postgres DSN --redis-port R --log FILE
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import subprocess
@@ -20,10 +23,12 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TextIO
 from urllib.parse import parse_qs, urlsplit
 
 import psycopg
 import redis
+from psycopg.conninfo import conninfo_to_dict
 
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 LOCK_TIMEOUT = "1s"
@@ -96,10 +101,15 @@ def resident_bytes() -> int:
 class Checkout(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, port: int, postgres: str, redis_port: int) -> None:
+    def __init__(self, port: int, postgres: str, redis_port: int, log: TextIO) -> None:
         super().__init__(("127.0.0.1", port), Handler)
         self.postgres = postgres
+        target = conninfo_to_dict(postgres)
+        self.postgres_address = f"{target['host']}:{target['port']}"
+        self.redis_address = f"127.0.0.1:{redis_port}"
         self.cache = redis.Redis(host="127.0.0.1", port=redis_port, socket_timeout=5)
+        self.log = log
+        self.log_lock = threading.Lock()
         self.metrics = Metrics()
         self.slow_seconds = 0.0
         self.served = 0
@@ -114,6 +124,14 @@ class Checkout(ThreadingHTTPServer):
         if seconds > 0:
             loop = f"import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass"
             self.burner = subprocess.Popen([sys.executable, "-c", loop])
+
+    def failed(self, path: str, upstream: str, error: Exception) -> None:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        message = json.dumps((str(error).strip().splitlines() or [type(error).__name__])[0])
+        with self.log_lock:
+            self.log.write(
+                f'time={stamp} level=error msg="request failed" path={path} upstream={upstream} error={message}\n'
+            )
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -158,8 +176,12 @@ class Handler(BaseHTTPRequestHandler):
                 connection.execute("UPDATE accounts SET balance = balance WHERE id = %s", (account,))
             if server.slow_seconds:
                 time.sleep(server.slow_seconds)
-        except (psycopg.Error, redis.RedisError):
+        except psycopg.Error as error:
             code = 500
+            server.failed(urlsplit(self.path).path, server.postgres_address, error)
+        except redis.RedisError as error:
+            code = 500
+            server.failed(urlsplit(self.path).path, server.redis_address, error)
         self._reply(code, "ok\n" if code == 200 else "error\n")
         server.metrics.observe(code, time.monotonic() - began)
 
@@ -177,8 +199,10 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--postgres", required=True)
     parser.add_argument("--redis-port", type=int, required=True)
+    parser.add_argument("--log", required=True)
     options = parser.parse_args()
-    Checkout(options.port, options.postgres, options.redis_port).serve_forever()
+    with open(options.log, "a", buffering=1) as log:
+        Checkout(options.port, options.postgres, options.redis_port, log).serve_forever()
 
 
 if __name__ == "__main__":

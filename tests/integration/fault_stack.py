@@ -4,7 +4,8 @@ known causes injected into it one at a time, each bounded and on loopback (§23)
 - `upstream_stopped`: the checkout process is stopped (nginx answers 502, the probe of checkout and
   its scrape target fail), then started again;
 - `cpu_burner`: a busy loop in checkout's process group;
-- `postgres_lock`: one session holds the row locks checkout's requests take, the others wait;
+- `postgres_lock`: one session holds the row locks checkout's requests take, the others wait (past
+  `lock_timeout` they fail, and checkout's error lines name PostgreSQL's address);
 - `redis_full`: Redis's `maxmemory` cut and written past it (evictions);
 - `slow_upstream`: checkout answers every request 1.5 s later.
 
@@ -53,6 +54,8 @@ CLIENTS = 3
 # Seconds between one client's requests.
 PACE = 0.3
 CHECKOUT_PATH = "/api/checkout/pay"
+# Checkout's own error lines (the upstream each failed request failed on), shipped as its job's.
+CHECKOUT_LOG = "checkout.log"
 NGINX_CHECKOUT = """
     upstream checkout { server 127.0.0.1:%(checkout)d; }
     server {"""
@@ -90,7 +93,8 @@ class FaultStack:
         self.checkout = start(
             "checkout",
             [sys.executable, "-m", "tests.integration.checkout_service", "--port", str(self.port),
-             "--postgres", dsn, "--redis-port", str(self.endpoints.redis_port)],
+             "--postgres", dsn, "--redis-port", str(self.endpoints.redis_port),
+             "--log", str(self.stack.folder / CHECKOUT_LOG)],
             cwd=Path(__file__).resolve().parents[2], start_new_session=True,
         )  # fmt: skip
         _wait(self.stack, "checkout", lambda: httpx2.get(self.probe_url(), timeout=2).status_code == 200)
@@ -242,7 +246,10 @@ def fault_stack_start() -> FaultStack:
         _postgres(stack, start)
         stack.shipper = LogShipper(
             loki.url,
-            [({"job": job, "filename": str(folder / name)}, folder / name) for job, name in LOG_FILES],
+            [
+                ({"job": job, "filename": str(folder / name)}, folder / name)
+                for job, name in (*LOG_FILES, ("checkout", CHECKOUT_LOG))
+            ],
         )
         stack.shipper.start()
         _wait(stack, "PostgreSQL", lambda: endpoints.connect(dbname="postgres").close() is None)
