@@ -62,6 +62,10 @@ def signal(name: str, type: str, help: str = "", labels=POD, series=()) -> KeySi
             "http_server_requests_total", "counter", "Total number of requests the server handled.", POD,
             "requests", "sum by (service) (rate(http_server_requests_total[3m]))",
         ),
+        (
+            "pg_locks_count", "gauge", "Number of locks", ("job", "datname", "mode", "server"),
+            "locks", "sum by (job) (pg_locks_count)",
+        ),
     ],
 )  # fmt: skip
 def test_a_family_plays_the_role_its_name_type_and_help_say(name, type, help, labels, role, query):
