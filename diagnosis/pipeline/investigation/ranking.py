@@ -13,7 +13,7 @@ graph moves it up or down:
   its own, a delay on its network, is still pointed at); calls that got faster point at nothing;
 - a latency that fell (the service got faster) is seldom what made others slow: it counts for
   less, and no callee explains it;
-- a service whose own resources moved within a minute of its callees is not explained by them;
+- a service whose own resources went up within a minute of its callees is not explained by them;
 - a slow edge (a caller's view of one callee, or that view grown against the callee's own while
   the caller sees the call slower: a delay on the network between them) is said of the callee,
   unless the caller fans out: when the edges to at least half of a caller's callees (two or more)
@@ -249,9 +249,12 @@ def _symptom_onset(candidate: Candidate) -> datetime | None:
 
 
 def _saturated_first(candidate: Candidate, callee_onset: datetime) -> bool:
-    """Whether the service's own resources (CPU, memory) moved no later than its callees: then its
-    latency is its own, not theirs."""
-    return any(m.role in RESOURCES and m.change.onset <= callee_onset + SAME_TIME for m in candidate.moves)
+    """Whether the service's own resources (CPU, memory) went up no later than its callees: then its
+    latency is its own, not theirs (a CPU that fell is a caller waiting, not saturated)."""
+    return any(
+        m.role in RESOURCES and m.change.rising and m.change.onset <= callee_onset + SAME_TIME
+        for m in candidate.moves
+    )
 
 
 def _pointed_onset(service: str, pointing: dict[str, Moved], pointed_at: dict[str, set[str]]) -> datetime:

@@ -339,3 +339,18 @@ def test_a_callee_as_early_as_the_caller_it_explains_outranks_its_larger_latency
     assert [c.subject for c in ranked] == [callee, caller]
     assert ranked[0].explains == [caller]
     assert candidates_ranked(moves)[0].subject == caller
+
+
+@per_world
+def test_a_caller_whose_cpu_fell_while_it_waited_on_its_callee_is_explained_by_it(services):
+    _, caller, callee = services
+    moves = [
+        moved(caller, "latency", score=400),
+        moved(caller, "cpu", score=8, falling=True),
+        moved(callee, "latency", score=20),
+    ]
+
+    ranked = candidates_ranked(moves, edges=[(caller, callee)])
+
+    assert [c.subject for c in ranked] == [callee, caller]
+    assert ranked[0].explains == [caller]
