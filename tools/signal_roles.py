@@ -41,6 +41,8 @@ class Role:
     # A label naming the address a series is about (a probe's target): its series are read by it too
     # and said of the service whose scrape target has that address.
     address: str = ""
+    # The least spread a move of its series is measured in, in its unit: below three of it is noise.
+    floor: float = 0.0
 
     def matches(self, *, type: str, words: frozenset[str]) -> bool:
         return (

@@ -127,7 +127,7 @@ def key_signal(
             )
             return KeySignal(
                 role=role.role, label=role.label, unit=role.unit, metric=metric, by=shape.callee, query=query,
-                caller=shape.caller,
+                caller=shape.caller, floor=role.floor,
             )  # fmt: skip
     by = next((label for label in service_labels if label in labels), None)
     if by is None:
@@ -138,8 +138,9 @@ def key_signal(
     address = role.address if role.address in labels else ""
     query = _query(metric, kind=kind, by=f"{by}, {address}" if address else by, role=role.role, labels=labels)
     return KeySignal(
-        role=role.role, label=role.label, unit=role.unit, metric=metric, by=by, query=query, address=address
-    )
+        role=role.role, label=role.label, unit=role.unit, metric=metric, by=by, query=query, address=address,
+        floor=role.floor,
+    )  # fmt: skip
 
 
 def target_signal(*, service_labels: Sequence[str], labels: Iterable[str]) -> KeySignal | None:

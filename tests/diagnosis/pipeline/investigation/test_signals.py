@@ -3,8 +3,11 @@ same roles on a Kubernetes stack's names and on a second world's exporters."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
+from diagnosis.pipeline.investigation.change import change_of
 from diagnosis.pipeline.investigation.signals import (
     MAX_SIGNALS,
     EdgeSignal,
@@ -241,3 +244,23 @@ def test_the_addresses_served_are_read_from_one_family_per_exporter_labelled_by_
         "count by (job, server) (cache_commands_total) or count by (job, server) (db_locks_count)"
     )
     assert served_addresses(families[3:], service_labels=SERVICE_LABELS) is None
+
+
+def test_a_latencys_moves_are_measured_against_a_millisecond_and_a_lock_counts_against_one():
+    """A transaction age flat at zero that reads 1.5 ms from then on is no move (without the floor it
+    would be: a rise from zero is otherwise measured against its own size); CPU has no such floor."""
+    latency = signal("http_server_request_duration_seconds", "summary", "", ("service", "quantile"))
+    edge = signal("traces_service_graph_request_client_seconds", "histogram", "", ("client", "server", "le"))
+    locks = signal("pg_locks_count", "gauge", "Number of locks", ("service", "mode"))
+    cpu = signal("container_cpu_usage_seconds_total", "counter", "", ("service", "pod"))
+
+    assert (latency.floor, edge.floor, locks.floor, cpu.floor) == (0.001, 0.001, 1, 0.0)
+    start = datetime(2026, 11, 29, 14, 0, tzinfo=UTC)
+    noise = [(start + timedelta(minutes=m), 0.0015 if m >= 33 else 0.0) for m in range(36)]
+    moved = {
+        "onset_hint": start + timedelta(minutes=32),
+        "baseline_start": start,
+        "end": start + timedelta(minutes=35),
+    }
+    assert change_of(noise, **moved, floor=latency.floor) is None
+    assert change_of(noise, **moved) is not None
