@@ -264,3 +264,23 @@ def test_a_latencys_moves_are_measured_against_a_millisecond_and_a_lock_counts_a
     }
     assert change_of(noise, **moved, floor=latency.floor) is None
     assert change_of(noise, **moved) is not None
+
+
+def test_a_request_rate_that_moved_by_a_request_or_two_in_its_range_is_noise():
+    """An idle exporter's scrape counter at 2 requests in 3 minutes (0.0112/s) that stops is no move;
+    a service whose 2 requests a second stop has moved."""
+    requests = signal("nginx_http_requests_total", "counter", "Total http requests", ("service", "pod"))
+    assert requests.floor == 0.01
+    start = datetime(2026, 11, 29, 14, 0, tzinfo=UTC)
+    moved = {
+        "onset_hint": start + timedelta(minutes=32),
+        "baseline_start": start,
+        "end": start + timedelta(minutes=35),
+        "floor": requests.floor,
+    }
+
+    def stopping(rate: float) -> list[tuple[datetime, float]]:
+        return [(start + timedelta(minutes=m), 0.0 if m >= 33 else rate) for m in range(36)]
+
+    assert change_of(stopping(0.0112), **moved) is None
+    assert change_of(stopping(2.0), **moved) is not None
