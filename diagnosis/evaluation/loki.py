@@ -9,6 +9,12 @@ here (neither in Debian nor on PyPI). It follows the documented request and resp
 - `GET /loki/api/v1/query` (query, time in ns): a metric query answers `{"resultType": "vector",
   "result": [{"metric": {...}, "value": [<s>, "<value>"]}]}`; a log query there is a 400, as Loki says;
 - `GET /loki/api/v1/labels`, `GET /loki/api/v1/label/<name>/values`;
+- `GET /loki/api/v1/patterns` (query a stream selector, start, end, step): the patterns of the
+  selected streams' lines, `{"status": "success", "data": [{"pattern": "<_> INFO …", "samples":
+  [[<s>, <count>], …]}]}`, as Loki's pattern ingester mines them: Drain (the product's own miner,
+  `tools.loglines.patterns_mined`; Loki's ingester ports Drain too) over each stream's lines in
+  order, `<_>` for a varying token, a pattern's samples summed over the streams, a bucket a step with
+  no line of it left out;
 - `POST /loki/api/v1/push` (JSON `{"streams": [{"stream": {...}, "values": [["<ns>", "<line>"], ...]}]}`,
   204) as a log shipper sends lines;
 - with a tenant set, requests without that `X-Scope-OrgID` get 401 `no org id`, as a multi-tenant Loki
@@ -35,11 +41,15 @@ from diagnosis.evaluation.logql import (
     duration_seconds,
     parse,
     sample_text,
+    stream_matches,
 )
+from tools.loglines import patterns_mined
 
 # Loki's default step for a range of a metric query: the range over 250 points, at least a second.
 DEFAULT_POINTS = 250
 MAX_POINTS = 11000
+# How Loki's pattern ingester writes a pattern's varying token.
+PATTERN_PARAMETER = "<_>"
 
 
 Stream = tuple[dict[str, str], list[tuple[int, str]]]
@@ -54,6 +64,8 @@ class LokiServer:
         self.evaluator = Evaluator(self.streams)
         self.tenant = tenant
         self.push_lock = threading.Lock()
+        # Per stream (by position): its lines' patterns, mined once, again when lines were pushed.
+        self.mined: dict[int, tuple[int, list[str]]] = {}
         self.requests: list[dict] = []
         server = self
 
@@ -130,6 +142,8 @@ class LokiServer:
             return 200, self.query_range(params)
         if path == "/loki/api/v1/query":
             return 200, self.query(params)
+        if path == "/loki/api/v1/patterns":
+            return 200, self.patterns(params)
         return 404, {"status": "error", "error": "404 page not found"}
 
     def query(self, params: dict) -> dict:
@@ -163,6 +177,42 @@ class LokiServer:
                 series.setdefault(labels, []).append([at / NS, sample_text(value)])
         result = [{"metric": dict(labels), "values": values} for labels, values in sorted(series.items())]
         return _success("matrix", result)
+
+    def patterns(self, params: dict) -> dict:
+        expression = parse(params.get("query", ""))
+        if not isinstance(expression, LogQuery) or expression.stages:
+            raise LogQLError("only a stream selector is accepted for patterns")
+        end = _nanoseconds(params.get("end"), default=time.time_ns())
+        start = _nanoseconds(params.get("start"), default=end - 3600 * NS)
+        step = _step_ns(params.get("step") or "10s", start, end)
+        samples: dict[str, dict[int, int]] = {}
+        with self.push_lock:
+            for index, (labels, lines) in enumerate(self.streams):
+                if not stream_matches(labels, expression.matchers):
+                    continue
+                for (ns, _), pattern in zip(lines, self._mined(index), strict=True):
+                    if start <= ns <= end:
+                        bucket = (ns - start) // step * step + start
+                        counts = samples.setdefault(pattern, {})
+                        counts[bucket] = counts.get(bucket, 0) + 1
+        data = [
+            {"pattern": pattern, "samples": [[at // NS, count] for at, count in sorted(counts.items())]}
+            for pattern, counts in sorted(samples.items(), key=lambda item: -sum(item[1].values()))
+        ]
+        return {"status": "success", "data": data}
+
+    def _mined(self, index: int) -> list[str]:
+        """The pattern of each line of the stream at `index`, in its order."""
+        _, lines = self.streams[index]
+        known = self.mined.get(index)
+        if known is None or known[0] != len(lines):
+            of_line = [""] * len(lines)
+            for pattern in patterns_mined([line for _, line in lines]):
+                for member in pattern.members:
+                    of_line[member] = pattern.template.replace("<*>", PATTERN_PARAMETER)
+            known = (len(lines), of_line)
+            self.mined[index] = known
+        return known[1]
 
     def _streams(self, query: LogQuery, start: int, end: int, params: dict) -> dict:
         limit = int(params.get("limit", 100))

@@ -402,11 +402,63 @@ def test_a_logql_metric_query_answers_a_point_a_minute_with_a_quiet_minute_as_ze
         {"stream": {"service": "storefront"}, "lines": [{"seconds_ago": 90, "line": "INFO page served"}]},
     ]  # fmt: skip
     with FakeLoki(streams) as server:
-        settings.DIAGNOSIS = settings.DIAGNOSIS | {"LOKI_URL": server.url, "LOKI_TENANT": None, "DEMO_NOW": None}
+        settings.DIAGNOSIS = settings.DIAGNOSIS | {
+            "LOKI_URL": server.url,
+            "LOKI_TENANT": None,
+            "DEMO_NOW": None,
+        }
         invocation = record(session, "query_logql", query=log_errors_signal("service").query, minutes=4)
 
-    series = {s["metric"]["service"]: [value for _, value in s["values"]] for s in invocation.output["series"]}
+    series = {
+        s["metric"]["service"]: [value for _, value in s["values"]] for s in invocation.output["series"]
+    }
     assert series == {"ledger": ["0", "0", "2"], "storefront": ["0", "0"]}
     [request] = [r for r in server.requests if r["path"] == "/loki/api/v1/query_range"]
     assert request["params"]["step"] == "60s"
     assert invocation.evidence_refs[0]["text"].startswith('{service="ledger"} 最新值 2')
+
+
+def test_a_services_line_patterns_are_a_series_each_with_a_quiet_minute_as_zero(settings, session):
+    """Loki's `/loki/api/v1/patterns` for one service's streams: each pattern counted a minute, 0 in a
+    minute its service wrote other lines, no point in a minute it wrote none; the selector's labels
+    name every series. Another service's lines are not its patterns."""
+    streams = [
+        {"stream": {"service": "ledger", "pod": "ledger-1"}, "lines": [
+            {"seconds_ago": 20, "line": "INFO entry 8812 posted in 12 ms"},
+            {"seconds_ago": 25, "line": "INFO entry 8813 posted in 9 ms"},
+            {"seconds_ago": 30, "line": "WARN balance check skipped for account 77"},
+            {"seconds_ago": 200, "line": "INFO entry 8790 posted in 11 ms"},
+        ]},
+        {"stream": {"service": "storefront"}, "lines": [{"seconds_ago": 90, "line": "INFO page served"}]},
+    ]  # fmt: skip
+    with FakeLoki(streams) as server:
+        settings.DIAGNOSIS = settings.DIAGNOSIS | {
+            "LOKI_URL": server.url,
+            "LOKI_TENANT": None,
+            "DEMO_NOW": None,
+        }
+        invocation = record(session, "query_log_patterns", query='{service="ledger"}', minutes=5)
+
+    series = {
+        s["metric"]["pattern"]: [value for _, value in s["values"]] for s in invocation.output["series"]
+    }
+    assert series == {
+        "INFO entry <_> posted in <_> ms": ["1", "2"],
+        "WARN balance check skipped for account <_>": ["0", "1"],
+    }
+    assert {s["metric"]["service"] for s in invocation.output["series"]} == {"ledger"}
+    [request] = [r for r in server.requests if r["path"] == "/loki/api/v1/patterns"]
+    assert request["params"]["query"] == '{service="ledger"}' and request["params"]["step"] == "60s"
+
+
+def test_the_most_frequent_patterns_are_kept_and_the_rest_counted():
+    from tools.sources.loki import MAX_SERIES, patterns_series
+
+    patterns = [{"pattern": f"line kind {i} <_>", "samples": [[60, i + 1]]} for i in range(MAX_SERIES + 5)]
+    answer = patterns_series(patterns, labels={"service": "ledger"})
+
+    assert len(answer["series"]) == MAX_SERIES and answer["total_series"] == MAX_SERIES + 5
+    assert answer["series"][0]["metric"] == {
+        "service": "ledger",
+        "pattern": f"line kind {MAX_SERIES + 4} <_>",
+    }

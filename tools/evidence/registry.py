@@ -12,6 +12,7 @@ from tools.evidence.alerts.kind import ALERTS
 from tools.evidence.clock.kind import CLOCK
 from tools.evidence.kind import EvidenceKind
 from tools.evidence.knowledge.kind import KNOWLEDGE
+from tools.evidence.log_patterns.kind import LOG_PATTERNS
 from tools.evidence.log_series.kind import LOG_SERIES
 from tools.evidence.logs.kind import LOG_COUNTS, LOGS
 from tools.evidence.metric_catalog.kind import CATALOG
@@ -27,6 +28,7 @@ KINDS: tuple[EvidenceKind, ...] = (
     LOGS,
     LOG_COUNTS,
     LOG_SERIES,
+    LOG_PATTERNS,
     KNOWLEDGE,
     CATALOG,
     CLOCK,

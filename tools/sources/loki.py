@@ -24,6 +24,7 @@ from django.conf import settings
 
 from tools.bounds import OutputBounds, SeriesKept
 from tools.clock import local_text
+from tools.evidence.log_patterns.source import LogPatternsSource
 from tools.evidence.log_series.source import LogSeriesSource
 from tools.evidence.logs.source import LogSource
 from tools.inventory import SourceInventory
@@ -76,9 +77,12 @@ LITERAL_WORD = re.compile(r"[a-z0-9_.:/\-]{4,}|[\u4e00-\u9fff]{2,}")
 
 # A log series has one point a minute: a `[1m]` count is then every line once.
 SERIES_STEP = timedelta(minutes=1)
+# A pattern's text as a series label: its head (a pattern is one line's words, some kilobytes long).
+MAX_PATTERN_CHARS = 300
+EQUALITY_MATCHER = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"')
 
 
-class LokiSource(HttpSource, LogSource, LogSeriesSource):
+class LokiSource(HttpSource, LogSource, LogSeriesSource, LogPatternsSource):
     kind = "loki"
 
     def __init__(self, base_url: str, *, tenant: str | None = None) -> None:
@@ -197,6 +201,21 @@ class LokiSource(HttpSource, LogSource, LogSeriesSource):
             answer["total_series"] = kept.total
         return answer
 
+    def log_patterns(self, *, query: str, minutes: int, now: datetime) -> dict[str, Any]:
+        """`{result_type, series}` of the patterns Loki's pattern ingester mined from the selector's
+        lines, from `minutes` back to `now`, a point a minute: the most frequent MAX_SERIES patterns
+        (`total_series` when cut), each pattern's text bounded."""
+        data = self.data(
+            "/loki/api/v1/patterns",
+            {
+                "query": query,
+                "start": str(int((now - minutes * SERIES_STEP).timestamp() * 1e9)),
+                "end": str(int(now.timestamp() * 1e9)),
+                "step": f"{int(SERIES_STEP.total_seconds())}s",
+            },
+        )
+        return patterns_series(data if isinstance(data, list) else [], labels=selector_labels(query))
+
     def vector(self, logql: str, *, now: datetime) -> list[tuple[dict, str]]:
         """(labels, value) of an instant metric query at `now`."""
         data = self.data(
@@ -284,6 +303,48 @@ class LokiSource(HttpSource, LogSource, LogSeriesSource):
             for metric, value in sent(grouped_logql)
         ]
         return [request.record(group={}, count=total, query=total_logql, counted_over=WINDOW), *groups]
+
+
+def patterns_series(patterns: list[dict], *, labels: dict[str, str]) -> dict[str, Any]:
+    """Loki's patterns (`[{pattern, samples: [[unix_s, count], …]}]`) as series a minute each: a
+    minute in which any pattern was seen is a 0 for the others (the streams wrote lines, none of
+    theirs); a minute in which none was is no point (nothing was written: no word on any pattern)."""
+    minute = int(SERIES_STEP.total_seconds())
+    counted: list[tuple[str, dict[int, int]]] = []
+    for entry in patterns:
+        text = str(entry.get("pattern") or "")[:MAX_PATTERN_CHARS] if isinstance(entry, dict) else ""
+        per_minute: dict[int, int] = {}
+        for sample in entry.get("samples") or [] if text else []:
+            try:
+                at, count = int(float(sample[0])), int(float(sample[1]))
+            except (TypeError, ValueError, IndexError):
+                continue
+            per_minute[at - at % minute] = per_minute.get(at - at % minute, 0) + count
+        if per_minute:
+            counted.append((text, per_minute))
+    minutes = sorted({at for _, per_minute in counted for at in per_minute})
+    counted.sort(key=lambda pattern: -sum(pattern[1].values()))
+    answer: dict[str, Any] = {
+        "result_type": "matrix",
+        "series": [
+            {
+                "metric": {**labels, "pattern": text},
+                "values": [[at, str(per_minute.get(at, 0))] for at in minutes],
+            }
+            for text, per_minute in counted[:MAX_SERIES]
+        ],
+    }
+    if len(counted) > MAX_SERIES:
+        answer["total_series"] = len(counted)
+    return answer
+
+
+def selector_labels(query: str) -> dict[str, str]:
+    """The labels a stream selector's equality matchers name (`{service="a"}` → `{service: a}`)."""
+    return {
+        name: value.replace('\\"', '"').replace("\\\\", "\\")
+        for name, value in EQUALITY_MATCHER.findall(query)
+    }
 
 
 def errors_only(query: str, *, service: str | None) -> bool:

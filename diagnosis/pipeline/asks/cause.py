@@ -26,13 +26,19 @@ from diagnosis.pipeline.investigation.conclusion import (
     joined,
     searched_said,
 )
-from diagnosis.pipeline.investigation.investigate import Investigation, Plan, investigated, plan_of, window_of
+from diagnosis.pipeline.investigation.investigate import (
+    MAX_QUERIES,
+    Investigation,
+    Plan,
+    investigated,
+    plan_of,
+    window_of,
+)
 from diagnosis.pipeline.investigation.logs import LineAddresses, log_errors_signal
 from diagnosis.pipeline.investigation.records import RecordMove, alert_started, record_moves
-from diagnosis.pipeline.investigation.signals import MAX_SIGNALS
 from diagnosis.pipeline.slot import Slot
 from tools.evidence.alerts.record import AlertRecord
-from tools.evidence.registry import ALERTS, LOG_SERIES, LOGS, SERIES
+from tools.evidence.registry import ALERTS, LOG_PATTERNS, LOG_SERIES, LOGS, SERIES
 from tools.evidence.result import ToolResult
 
 
@@ -44,8 +50,8 @@ class Cause(AskKind):
     answers = frozenset({"why", "what", "which"})
     reasoned = True
     # The investigation's range queries (one per key signal), the call graph's, the addresses served,
-    # the error lines' and the addresses in lines.
-    call_budget = MAX_SIGNALS + 4
+    # the error lines', the addresses in lines and the services' line patterns.
+    call_budget = MAX_QUERIES
     investigates = True
 
     def calls(self, ask: Ask, *, alerts: list[AlertRecord], world: SlotWorld) -> list[Call]:
@@ -78,7 +84,8 @@ def investigation_plan(
 ) -> Plan:
     """The plan of the ask's investigation: from the stated start, else the subject's earliest firing
     alert's, else the last minutes (opened `lead` earlier); over the metrics source's key signals (none
-    without PromQL) and, with a log series source, every service's error lines."""
+    without PromQL) and, with a log series source, every service's error lines; with a log patterns
+    source, each service's line patterns."""
     ended = world.now - timedelta(minutes=ask.window.end_minutes_ago) if ask.window.asked else None
     start = incident_start(ask, alerts, now=world.now)
     window = window_of(now=world.now, start=start - lead if start is not None else None, end=ended)
@@ -97,6 +104,8 @@ def investigation_plan(
             logs=(log_errors_signal(world.service_labels[0]),),
             addresses=LineAddresses(labels=tuple(world.service_labels)),
         )
+    if LOG_PATTERNS.tool in world.tools and world.service_labels:
+        plan = plan.with_patterns(service_label=world.service_labels[0], services=world.services)
     return plan
 
 

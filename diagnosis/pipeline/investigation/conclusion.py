@@ -15,6 +15,7 @@ from datetime import datetime
 
 from diagnosis.pipeline.contracts import EvidenceBinding, RankedCandidate
 from diagnosis.pipeline.investigation.investigate import Cited, Investigation
+from diagnosis.pipeline.investigation.logs import LOG_PATTERN, PATTERN_LABEL
 from diagnosis.pipeline.investigation.ranking import CALLER_SIDE, Candidate, Moved
 from diagnosis.pipeline.investigation.said import time_said, value_said
 from diagnosis.pipeline.slot import DerivedNumber, TimelineMark
@@ -23,6 +24,8 @@ MAX_CANDIDATES = 3
 FIRST = "根因候选："
 THEN = "；其次："
 NOT_FOUND = "未找到根因证据："
+# A line pattern is named by its head in a mechanism (its whole text is in the cited series).
+PATTERN_SHOWN = 60
 
 
 @dataclass
@@ -136,6 +139,10 @@ def _candidate_said(candidate: Candidate, investigation: Investigation) -> Said:
 
 
 def _mechanism(move: Moved, label: str) -> str:
+    if move.role == LOG_PATTERN:
+        pattern = str(move.ref.record.metric.get(PATTERN_LABEL, ""))
+        shown = pattern if len(pattern) <= PATTERN_SHOWN else f"{pattern[:PATTERN_SHOWN]}…"
+        return f"{label}「{shown}」{'出现' if move.change.rising else '消失'}"
     direction = "升高" if move.change.rising else "下降"
     if move.role == CALLER_SIDE:
         return f"调用方 {move.service} 的{label}{direction}"

@@ -10,12 +10,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from diagnosis.pipeline.investigation.change import change_of, series_points
-from diagnosis.pipeline.investigation.logs import ADDRESS_LABEL, LineAddresses
+from diagnosis.pipeline.investigation.logs import (
+    ADDRESS_LABEL,
+    LineAddresses,
+    log_patterns_selectors,
+    log_patterns_signal,
+    pattern_change,
+)
 from diagnosis.pipeline.investigation.ranking import GAP, Candidate, Moved, candidates_ranked
 from diagnosis.pipeline.investigation.signals import (
     MAX_SIGNALS,
@@ -28,11 +34,14 @@ from diagnosis.pipeline.investigation.signals import (
     target_signal,
 )
 from tools.evidence.kind import EvidenceKind
-from tools.evidence.registry import LOG_SERIES, SERIES
+from tools.evidence.registry import LOG_PATTERNS, LOG_SERIES, SERIES
 from tools.evidence.result import Ref, ToolResult
 from tools.evidence.series.record import SeriesRecord
 from tools.signal_roles import MetricFamily, signal_roles
 
+# The most range queries one investigation reads (key signals, graph, lines, and then the services'
+# line patterns, one each, for as many services as remain).
+MAX_QUERIES = 60
 # The incident is compared with this long before its start.
 BASELINE = timedelta(minutes=30)
 # Without a stated start or an alert's, the incident is the last this long.
@@ -73,11 +82,34 @@ class Plan:
     # The call graph where no series holds it: the addresses services serve and their lines name.
     served: ServedAddresses | None = None
     addresses: LineAddresses | None = None
+    # The line patterns read: one stream selector a service (`logs.log_patterns_selectors`), the
+    # services' label, and how many services were left out past MAX_QUERIES.
+    patterns: tuple[str, ...] = ()
+    patterns_by: str = ""
+    patterns_left_out: int = 0
 
     def calls(self) -> list[Call]:
         """One range query per key signal (every service at once), one instant query of the graph;
         with a log source, one range query of the addresses in lines and one instant query of the
-        addresses services serve (what those addresses are matched against)."""
+        addresses services serve (what those addresses are matched against), then each service's
+        line patterns."""
+        minutes = self.window.minutes
+        return self.signal_calls() + [
+            (LOG_PATTERNS.tool, {"query": selector, "minutes": minutes}) for selector in self.patterns
+        ]
+
+    def with_patterns(self, *, service_label: str, services: Collection[str]) -> Plan:
+        """The plan with the line patterns of as many of the services as MAX_QUERIES leaves room for."""
+        room = max(0, MAX_QUERIES - len(self.signal_calls()))
+        return replace(
+            self,
+            patterns=log_patterns_selectors(service_label, services, limit=room),
+            patterns_by=service_label,
+            patterns_left_out=max(0, len(services) - room),
+        )
+
+    def signal_calls(self) -> list[Call]:
+        """The calls before the line patterns'."""
         minutes = self.window.minutes
         addresses = [self.addresses.query] if self.addresses is not None else []
         served = [self.served.query()] if self.served is not None and addresses else []
@@ -193,6 +225,7 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
                         caller=caller,
                     )
                 )
+    _patterns_read(plan, results, investigation)
     for edge in plan.edges:
         result = _result(results, edge.query(window.minutes), 0)
         if result is not None:
@@ -211,6 +244,38 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
     )
     investigation.candidates = [c for c in ranked if c.subject in known]
     return investigation
+
+
+def _patterns_read(plan: Plan, results: Sequence[ToolResult], investigation: Investigation) -> None:
+    """Each service's line patterns that appeared or vanished, as moves of that service."""
+    window = plan.window
+    signal = log_patterns_signal(plan.patterns_by)
+    for selector in plan.patterns:
+        result = _result(results, selector, window.minutes, kind=LOG_PATTERNS)
+        if result is None:
+            continue
+        investigation.results_read += 1
+        investigation.read.append(result.invocation_id)
+        for record, ref in result.cited():
+            if not isinstance(record, SeriesRecord) or record.instant:
+                continue
+            investigation.series_read += 1
+            service = str(record.metric.get(signal.by, ""))
+            change = pattern_change(
+                series_points(record),
+                onset_hint=window.start,
+                baseline_start=window.baseline_start,
+                end=window.end,
+            )
+            if service and change is not None:
+                investigation.moved.append(
+                    Moved(
+                        service=service,
+                        role=signal.role,
+                        change=change,
+                        ref=Cited(result, ref, record, signal),
+                    )
+                )
 
 
 def address_of(text: str) -> str:

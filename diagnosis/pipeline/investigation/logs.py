@@ -9,17 +9,27 @@ A line is an error line by the rule the log search uses for a line without a lev
 service wrote any line: Loki answers no sample for a count of nothing, so the query adds every
 service's count of all its lines times 0 (`or`) — a service that wrote nothing stays a gap.
 
+The patterns of each service's lines (Loki's pattern ingester, `query_log_patterns`): a pattern a
+service wrote steadily that it no longer writes (an exception thrown before the line), or one it
+starts writing (a new code path, a new failure), while it still writes others, is a change of its
+code's path. A count that only grew or shrank with the traffic is not: a pattern moved only when it
+appeared from nothing or vanished to nothing.
+
 The addresses in every service's lines (§23 "upstream addresses in logs"): a `host:port` a service
 writes (an upstream it failed on, the database it connects to) is a call to whoever serves it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import timedelta
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 
+from diagnosis.pipeline.investigation.change import Change, Point, change_of, window_median
 from diagnosis.pipeline.investigation.signals import RATE_RANGE, KeySignal
 from tools.loglines import ERROR_IN_LINE
+from tools.logql import stream_selector
 
 LOG_ERRORS = "log_errors"
 WHOLE_BASELINE = timedelta(days=1)
@@ -47,6 +57,54 @@ def log_errors_signal(service_label: str) -> KeySignal:
         # (an earlier incident) is a few of its minutes, not the level a new burst is read against.
         level_window=WHOLE_BASELINE,
     )
+
+
+LOG_PATTERN = "log_pattern"
+PATTERN_LABEL = "pattern"
+PATTERN_UNIT = "条/分钟"
+
+
+def log_patterns_signal(service_label: str) -> KeySignal:
+    """Each service's line patterns, one query a service (`log_patterns_selectors`)."""
+    return KeySignal(
+        role=LOG_PATTERN,
+        label="日志模式",
+        unit=PATTERN_UNIT,
+        metric="patterns",
+        by=service_label,
+        query="",
+    )
+
+
+def log_patterns_selectors(service_label: str, services: Iterable[str], *, limit: int) -> tuple[str, ...]:
+    """The stream selector of each service (in name order), at most `limit`."""
+    return tuple(stream_selector(service_label, service) for service in sorted(services)[:limit])
+
+
+def pattern_change(
+    points: Sequence[Point], *, onset_hint: datetime, baseline_start: datetime, end: datetime
+) -> Change | None:
+    """How a pattern's count a minute moved, when it appeared or vanished. Judged on a log scale: a
+    line's count follows the traffic, so a pattern at 14 to 33 a minute has a wide spread, yet its
+    falling to none is no traffic's doing; on `log(1 + count)` a steady pattern's spread is narrow
+    and a new one must reach several a minute. Its level before and after are said as counts, the
+    medians of the same minutes (what the gatekeeper computes again)."""
+    scaled = [(at, math.log1p(max(0.0, value))) for at, value in points]
+    change = change_of(
+        scaled,
+        onset_hint=onset_hint,
+        baseline_start=baseline_start,
+        end=end,
+        floor=math.log1p(1),
+        level_window=WHOLE_BASELINE,
+    )
+    if change is None:
+        return None
+    before = window_median(points, start=change.level_start, end=change.baseline_end)
+    after = window_median(points, start=change.onset, end=change.end, closed=True)
+    if before is None or after is None or (before != 0 and after != 0):
+        return None
+    return replace(change, before=before, after=after)
 
 
 # A `host:port`: an IPv4 address or a dotted host name (a bare word before a colon is as often a

@@ -13,6 +13,8 @@ graph moves it up or down:
   its own, a delay on its network, is still pointed at); calls that got faster point at nothing;
 - a latency that fell (the service got faster) is seldom what made others slow: it counts for
   less, and no callee explains it;
+- a line pattern that appeared or vanished is a symptom either way (its code took another path),
+  and one a failing callee may pass up as well;
 - a service whose own resources went up within a minute of its callees is not explained by them;
 - a slow edge (a caller's view of one callee, or that view grown against the callee's own while
   the caller sees the call slower: a delay on the network between them) is said of the callee,
@@ -35,6 +37,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from diagnosis.pipeline.investigation.change import MOVED, Change
+from diagnosis.pipeline.investigation.logs import LOG_PATTERN
 
 # Roles said of a caller that point at what it calls, and of an edge between two services: the
 # callee's latency as the caller sees it, and how much longer that is than the callee's own view
@@ -45,7 +48,7 @@ GAP = "edge_network"
 EDGES = (EDGE, GAP)
 # Roles a slow or failing callee moves in its callers (its callers log errors too, and answer their
 # probes later), and roles that follow a caller's traffic.
-FROM_CALLEES = ("latency", "probe_latency", "errors", "log_errors")
+FROM_CALLEES = ("latency", "probe_latency", "errors", "log_errors", LOG_PATTERN)
 FROM_CALLERS = ("requests", "network_receive", "network_transmit")
 # A service's own resources: when they moved first, its latency is not its callees'.
 RESOURCES = ("cpu", "memory")
@@ -54,6 +57,8 @@ ROLE_WEIGHT = {"requests": 0.5, "network_receive": 0.5, "network_transmit": 0.5}
 # A burst of error lines is a service's own failure (its callers' are explained by it, FROM_CALLEES),
 # where a latency or traffic move is as often its neighbours': it counts double.
 ROLE_WEIGHT["log_errors"] = 2.0
+# So does a line pattern that appeared or vanished: the path its own code takes changed.
+ROLE_WEIGHT[LOG_PATTERN] = 2.0
 # How much of an explained role still counts, and what a service gains per service it explains or
 # per caller whose client-side latency points at it.
 EXPLAINED = 0.3
@@ -178,11 +183,11 @@ def candidates_ranked(
             by_callee = []
         from_callees = False
         for move in candidate.moves:
-            from_callee = move.role in FROM_CALLEES and move.change.rising and bool(by_callee)
+            from_callee = move.role in FROM_CALLEES and _symptom(move) and bool(by_callee)
             from_callees |= from_callee
             explained = from_callee or (move.role in FROM_CALLERS and bool(by_caller))
             # A service that got faster is seldom what made others slow.
-            explained |= move.role in (*FROM_CALLEES, EDGE) and not move.change.rising
+            explained |= move.role in (*FROM_CALLEES, EDGE) and not _symptom(move)
             candidate.score += move.weight * (EXPLAINED if explained else 1.0)
         for callee in by_callee if from_callees else []:
             candidates[callee].explains.append(service)
@@ -244,8 +249,14 @@ def _symptom_onset(candidate: Candidate) -> datetime | None:
     """When what a service passes up to its callers began: its latency, errors or resources going up
     (or its callers' calls to it getting slower), not its traffic (that follows its callers) nor its
     getting faster."""
-    onsets = [m.change.onset for m in candidate.moves if m.role not in FROM_CALLERS and m.change.rising]
+    onsets = [m.change.onset for m in candidate.moves if m.role not in FROM_CALLERS and _symptom(m)]
     return min([*onsets, *(m.change.onset for m in candidate.pointers)], default=None)
+
+
+def _symptom(move: Moved) -> bool:
+    """Whether the move is one a service passes up: a rise, or a line pattern that appeared or vanished
+    (a path its code no longer takes is as much a change as a new one)."""
+    return move.change.rising or move.role == LOG_PATTERN
 
 
 def _saturated_first(candidate: Candidate, callee_onset: datetime) -> bool:

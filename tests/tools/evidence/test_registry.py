@@ -77,4 +77,13 @@ def test_each_row_names_the_package_whose_tool_registers_it():
 
 def test_the_sources_are_configured_by_the_kinds_package_names():
     assert {kind.package: kind.source for kind in KINDS if kind.source is not None} == SOURCE_KINDS
-    assert set(SOURCE_KINDS) == {"alerts", "series", "targets", "logs", "log_series", "knowledge", "metric_catalog"}
+    assert set(SOURCE_KINDS) == {
+        "alerts",
+        "series",
+        "targets",
+        "logs",
+        "log_series",
+        "log_patterns",
+        "knowledge",
+        "metric_catalog",
+    }

@@ -19,6 +19,7 @@ def test_the_tools_are_registered_under_their_contract_names():
         "query_logs",
         "count_logs",
         "query_logql",
+        "query_log_patterns",
         "lookup_knowledge",
         "search_metrics",
         "get_current_datetime",
@@ -30,6 +31,7 @@ def test_the_tools_are_registered_under_their_contract_names():
         "query_logs",
         "count_logs",
         "query_logql",
+        "query_log_patterns",
         "lookup_knowledge",
     }
 
