@@ -10,6 +10,7 @@ Bounded: every wait has a deadline; run with `pytest -m load tests/load`.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -57,7 +58,7 @@ def stack(request, tmp_path):
             "DIAGNOSIS_ENGINE": "rules",
             "DIAGNOSIS_PROMETHEUS_URL": prometheus,
             "DIAGNOSIS_SOURCE_TIMEOUT": str(SOURCE_TIMEOUT_SECONDS),
-            "DIAGNOSIS_MCP_WAIT_SECONDS": str(WAIT_SECONDS),
+            "TEST_DIAGNOSIS_OVERRIDES": json.dumps({"MCP_WAIT_SECONDS": WAIT_SECONDS}),
             "DJANGO_LOG_LEVEL": "WARNING",
             **broker,
         }
