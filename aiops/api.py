@@ -149,9 +149,8 @@ class AlertmanagerWebhookApi(APIView):
             404: OpenApiResponse(description=WEBHOOK_DISABLED),
             413: OpenApiResponse(description="Body larger than the webhook's size limit (1 MiB)."),
             429: OpenApiResponse(
-                description="More notifications than the per-token rate (DIAGNOSIS_ALERTMANAGER_RATE, "
-                "120 a minute unless configured), or this address sent more wrong tokens than its rate "
-                "(DIAGNOSIS_ALERTMANAGER_FAILED_TOKEN_RATE, 10 a minute unless configured)."
+                description="More notifications than the per-token rate (120 a minute), or this "
+                "address sent more wrong tokens than its rate (10 a minute)."
             ),
         },
     )

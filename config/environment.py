@@ -2,7 +2,11 @@
 
 Each field reads the variable of its alias; its description says what a value must be, and a bad
 value stops the start naming it: "DIAGNOSIS_SOURCE_TIMEOUT must be a number of seconds, got 'ten'".
-An empty variable counts as unset. The README's configuration tables document every field.
+An empty variable counts as unset. The README's configuration table documents every field.
+
+Only what differs from one deployment to the next is read here: where the sources and the model are,
+what the model server can do, credentials, the queue. Tuning defaults (rates, retries, windows, bounds)
+are constants in `config/settings.py`'s `DIAGNOSIS`, changed there or with a settings override.
 """
 
 import json
@@ -70,11 +74,6 @@ def _web_address(value: object) -> object:
     return value
 
 
-# DRF's rate strings ("30/min"), strictly: DRF reads only a period's first letter, so "30/month" would
-# quietly be 30 a minute.
-RATE_PATTERN = r"^[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)$"
-RATE = "a rate like 30/min (a whole number, 1 or more, per s, min, hour or day)"
-
 Switch = Annotated[bool, BeforeValidator(_switch)]
 Names = Annotated[list[str], BeforeValidator(_names)]
 Headers = Annotated[dict[str, dict[str, str]], BeforeValidator(_headers)]
@@ -94,12 +93,8 @@ class Environment(BaseModel):
         alias="DIAGNOSIS_ENGINE", default="rules", description="rules or llm"
     )
     llm_model: str = Field(alias="DIAGNOSIS_LLM_MODEL", default="gpt-4o-mini", description="a model name")
-    llm_timeout: float = Field(
-        alias="DIAGNOSIS_LLM_TIMEOUT", default=180.0, gt=0, description="a number of seconds"
-    )
-    llm_max_retries: int = Field(
-        alias="DIAGNOSIS_LLM_MAX_RETRIES", default=1, ge=0, description="a whole number, 0 or more"
-    )
+    # What the model server supports, which differs by server (OpenAI, DeepSeek, vLLM, llama.cpp) and
+    # by model: no default fits all of them.
     llm_structured_output: str = Field(
         alias="DIAGNOSIS_LLM_STRUCTURED_OUTPUT",
         default="json_schema",
@@ -108,24 +103,9 @@ class Environment(BaseModel):
     llm_tool_calls: str = Field(
         alias="DIAGNOSIS_LLM_TOOL_CALLS", default="native", description="native or prompted"
     )
-    llm_temperature: float = Field(
-        alias="DIAGNOSIS_LLM_TEMPERATURE", default=0.0, ge=0, description="a number, 0 or more"
-    )
+    # The served model's context window (vLLM `--max-model-len`, llama.cpp `-c`), set by whoever runs it.
     llm_context_tokens: int = Field(
         alias="DIAGNOSIS_LLM_CONTEXT_TOKENS", default=32000, gt=0, description="a whole number of tokens"
-    )
-    low_confidence_threshold: float = Field(
-        alias="DIAGNOSIS_LOW_CONFIDENCE_THRESHOLD",
-        default=0.5,
-        ge=0,
-        le=1,
-        description="a number from 0 to 1",
-    )
-    max_rounds: int = Field(
-        alias="DIAGNOSIS_MAX_ROUNDS", default=2, ge=1, description="a whole number, 1 or more"
-    )
-    max_tool_calls: int = Field(
-        alias="DIAGNOSIS_MAX_TOOL_CALLS", default=8, ge=1, description="a whole number, 1 or more"
     )
     # Sources.
     prometheus_url: str | None = Field(alias="DIAGNOSIS_PROMETHEUS_URL", default=None, description="a URL")
@@ -145,9 +125,7 @@ class Environment(BaseModel):
         default_factory=lambda: ["service", "app", "job"],
         description="comma-separated label names",
     )
-    logs_window_minutes: int = Field(
-        alias="DIAGNOSIS_LOGS_WINDOW_MINUTES", default=60, gt=0, description="a whole number of minutes"
-    )
+    # A slow or distant Prometheus or Loki is a property of the deployment's network and data size.
     source_timeout: float = Field(
         alias="DIAGNOSIS_SOURCE_TIMEOUT", default=10.0, gt=0, description="a number of seconds"
     )
@@ -155,12 +133,6 @@ class Environment(BaseModel):
     # Webhook and delivery.
     alertmanager_token: str | None = Field(
         alias="DIAGNOSIS_ALERTMANAGER_TOKEN", default=None, description="a token"
-    )
-    aiops_max_alerts: int = Field(
-        alias="DIAGNOSIS_AIOPS_MAX_ALERTS", default=20, ge=1, description="a whole number, 1 or more"
-    )
-    flap_window_minutes: int = Field(
-        alias="DIAGNOSIS_FLAP_WINDOW_MINUTES", default=30, ge=1, description="a whole number of minutes"
     )
     notify_url: WebAddress | None = Field(alias="DIAGNOSIS_NOTIFY_URL", default=None, description=WEB_ADDRESS)
     notify_token: str | None = Field(alias="DIAGNOSIS_NOTIFY_TOKEN", default=None, description="a token")
@@ -184,16 +156,8 @@ class Environment(BaseModel):
         alias="DIAGNOSIS_NOTIFY_SLACK_URL", default=None, description=WEB_ADDRESS
     )
     oncall_group: str | None = Field(alias="DIAGNOSIS_ONCALL_GROUP", default=None, description="a group name")
-    alertmanager_rate: str = Field(
-        alias="DIAGNOSIS_ALERTMANAGER_RATE", default="120/min", pattern=RATE_PATTERN, description=RATE
-    )
-    alertmanager_failed_token_rate: str = Field(
-        alias="DIAGNOSIS_ALERTMANAGER_FAILED_TOKEN_RATE",
-        default="10/min",
-        pattern=RATE_PATTERN,
-        description=RATE,
-    )
-    # Serving and limits: everything timed after a session's task timeout is derived from it.
+    # Serving: the queue, and a session's task timeout, which follows how fast the model server answers
+    # (a CPU server needs the default 600 s); everything timed after it is derived from it.
     q_broker: str = Field(
         alias="DIAGNOSIS_Q_BROKER",
         default="orm",
@@ -202,27 +166,6 @@ class Environment(BaseModel):
     )
     q_timeout: int = Field(
         alias="DIAGNOSIS_Q_TIMEOUT", default=600, gt=60, description="a whole number of seconds, more than 60"
-    )
-    chat_rate: str = Field(
-        alias="DIAGNOSIS_CHAT_RATE", default="30/min", pattern=RATE_PATTERN, description=RATE
-    )
-    mcp_wait_seconds: float = Field(
-        alias="DIAGNOSIS_MCP_WAIT_SECONDS", default=30.0, gt=0, description="a number of seconds"
-    )
-    mcp_max_in_flight: int = Field(
-        alias="DIAGNOSIS_MCP_MAX_IN_FLIGHT", default=3, ge=1, description="a whole number, 1 or more"
-    )
-    output_max_bytes: int = Field(
-        alias="DIAGNOSIS_OUTPUT_MAX_BYTES",
-        default=512 * 1024,
-        ge=4096,
-        description="a whole number of bytes, 4096 or more",
-    )
-    trace_rate: str = Field(
-        alias="DIAGNOSIS_TRACE_RATE",
-        default="120/min",
-        pattern=RATE_PATTERN,
-        description=RATE,
     )
 
     @classmethod

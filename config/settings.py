@@ -311,56 +311,64 @@ LOGGING = {
     },
 }
 
-# The diagnosis pipeline's settings.
+# The diagnosis pipeline's settings. `ENV.…` are the operator's variables (the README's table); the
+# literals are tuning defaults no deployment has needed to change, each with why it is what it is:
+# change one here, or with a settings override (tests, the evaluation's per-case settings).
 DIAGNOSIS = {
     "ENGINE": ENV.engine,
     "LLM_MODEL": ENV.llm_model,
     # Per call: long enough for a small model on a local CPU server to read a 4k-token prompt and
     # write its reply; one retry (a timed-out request keeps the server busy, a second would queue).
-    "LLM_TIMEOUT": ENV.llm_timeout,
-    "LLM_MAX_RETRIES": ENV.llm_max_retries,
+    "LLM_TIMEOUT": 180.0,
+    "LLM_MAX_RETRIES": 1,
     # All model calls of one session: ends it FAILED with the cause before the worker's task timeout.
     "LLM_SESSION_SECONDS": Q_TIMEOUT - 60,
     "LLM_STRUCTURED_OUTPUT": ENV.llm_structured_output,
     "LLM_TOOL_CALLS": ENV.llm_tool_calls,
-    "LLM_TEMPERATURE": ENV.llm_temperature,
+    # 0: the same evidence should give the same answer; every claim is checked against evidence anyway.
+    "LLM_TEMPERATURE": 0.0,
     "LLM_CONTEXT_TOKENS": ENV.llm_context_tokens,
     # `max_completion_tokens` (OpenAI, current servers) or `max_tokens` (older vLLM / Ollama setups).
     "LLM_TOKEN_CAP_PARAMETER": "max_completion_tokens",
     # Tool calls of one executor turn run at once (bounded): the sources are waited on in parallel.
     "TOOL_CONCURRENCY": 4,
-    "LOW_CONFIDENCE_THRESHOLD": ENV.low_confidence_threshold,
-    "MAX_ROUNDS": ENV.max_rounds,
-    "MAX_TOOL_CALLS": ENV.max_tool_calls,
+    # Confidence (0–1) below which a verified answer is routed LOW_CONFID: less likely right than not.
+    "LOW_CONFIDENCE_THRESHOLD": 0.5,
+    # Outer rounds, the first and one retry: each round is a full set of model calls in the session's budget.
+    "MAX_ROUNDS": 2,
+    # Tool calls per executor round, two turns of TOOL_CONCURRENCY: a model that keeps calling stops here.
+    "MAX_TOOL_CALLS": 8,
     "ALERTMANAGER_TOKEN": ENV.alertmanager_token,
     # Sessions one user may start per period (N/s|min|hour|day), over the web form, the API and AI Ops
     # alike; an AI Ops analysis counts as many as the alert sessions it may start.
-    "CHAT_RATE": ENV.chat_rate,
+    "CHAT_RATE": "30/min",
     # An MCP `diagnose` over HTTP queues its session for the worker and holds its web thread only this
     # long waiting for the answer; past it the call answers with the session's link and state.
-    "MCP_WAIT_SECONDS": ENV.mcp_wait_seconds,
+    "MCP_WAIT_SECONDS": 30.0,
     # An MCP call (diagnose or an evidence tool) is refused while this many of its user's sessions are
     # queued or running: one user's calls hold at most this many web threads.
-    "MCP_MAX_IN_FLIGHT": ENV.mcp_max_in_flight,
+    "MCP_MAX_IN_FLIGHT": 3,
     # Alerts of one AIOps analysis diagnosed at the same time (threads). SQLite always runs them one
     # by one: its single writer would only make the threads wait for each other's locks.
     "AIOPS_CONCURRENCY": 3,
-    # Alerts one analysis diagnoses; the rest are listed in its report as not analysed.
-    "AIOPS_MAX_ALERTS": ENV.aiops_max_alerts,
+    # Alerts one analysis diagnoses; the rest are listed in its report as not analysed (a bound on the
+    # work one notification starts, in an alert storm too).
+    "AIOPS_MAX_ALERTS": 20,
     # Label names that name an alert's service, in order of preference.
     "SERVICE_LABELS": ENV.service_labels,
     # Flapping: this many episodes of one alert within the window are one group with
     # one report; its "still flapping" notice is sent at most every REPEAT minutes, and it has settled
     # when no episode started for SETTLE minutes after the last one resolved.
-    "FLAP_WINDOW_MINUTES": ENV.flap_window_minutes,
+    "FLAP_WINDOW_MINUTES": 30,
     "FLAP_EPISODES": 3,
     "FLAP_REPEAT_MINUTES": 60.0,
     "FLAP_SETTLE_MINUTES": 10.0,
     # Webhook bounds: notifications per token and period (N/s|min|hour|day); the largest body accepted.
-    "ALERTMANAGER_RATE": ENV.alertmanager_rate,
+    # Alertmanager groups alerts into few notifications: more than this from one token is a fault.
+    "ALERTMANAGER_RATE": "120/min",
     # Wrong or missing-scheme tokens one client address may send per period before every request from
     # it is refused with 429 (a right token too: guessing must not learn from the answer).
-    "ALERTMANAGER_FAILED_TOKEN_RATE": ENV.alertmanager_failed_token_rate,
+    "ALERTMANAGER_FAILED_TOKEN_RATE": "10/min",
     "ALERTMANAGER_MAX_BYTES": 1024 * 1024,
     # What one tool call stores and returns, whatever its source answered (tools.bounds): the first
     # series / log lines / other records, each series' latest points, the whole within the bytes of
@@ -369,10 +377,10 @@ DIAGNOSIS = {
     "OUTPUT_MAX_POINTS": 240,
     "OUTPUT_MAX_LINES": 100,
     "OUTPUT_MAX_RECORDS": 500,
-    "OUTPUT_MAX_BYTES": ENV.output_max_bytes,
+    "OUTPUT_MAX_BYTES": 512 * 1024,
     # Reads of a session's trace (the API and MCP `session_trace`) per user and period, and the tool
     # invocations one page of it holds.
-    "TRACE_RATE": ENV.trace_rate,
+    "TRACE_RATE": "120/min",
     "TRACE_PAGE_SIZE": 10,
     # Where finished reports and resolved episodes are POSTed; unset = nowhere.
     "NOTIFY_URL": ENV.notify_url,
@@ -413,7 +421,8 @@ DIAGNOSIS = {
     "LOKI_TENANT": ENV.loki_tenant,
     "RUNBOOKS_DIR": ENV.runbooks_dir,
     "SOURCE_HEADERS": ENV.source_headers,
-    "LOGS_WINDOW_MINUTES": ENV.logs_window_minutes,
+    # Look-back of log queries and the longest window a count covers: the last hour, what "now" asks about.
+    "LOGS_WINDOW_MINUTES": 60,
     "SOURCE_TIMEOUT": ENV.source_timeout,
     # Pins "now" for the demo world (ISO 8601, a settings override in tests and the eval); None = the
     # real clock.

@@ -39,8 +39,8 @@ from diagnosis.services.sessions import SessionRateLimited, SessionsInFlight, se
 
 NOT_FOUND_MESSAGE = _("No such diagnosis session.")
 RATE_LIMITED = "Too many sessions started lately (30 a minute per user); see Retry-After."
-TRACE_RATE_LIMITED = "Too many trace reads lately (DIAGNOSIS_TRACE_RATE per user); see Retry-After."
-VERIFY_REFUSED = "Too many sessions started lately (see Retry-After), or DIAGNOSIS_MCP_MAX_IN_FLIGHT of yours queued or running."
+TRACE_RATE_LIMITED = "Too many trace reads lately (120 a minute per user); see Retry-After."
+VERIFY_REFUSED = "Too many sessions started lately (see Retry-After), or 3 of yours queued or running."
 VERIFY_NOT_ENDED = "The check is still queued or running: the same body with its status and links, no claim."
 
 
@@ -186,7 +186,7 @@ class VerifyApi(APIView):
         """Check claims written by anyone against the team's sources: each claim with the PromQL, log
         search or alert it rests on and its time is re-run as a recorded `verify` session and judged by
         the gatekeeper, the guards and the verifier. The check runs on the worker; the request waits for
-        it up to `DIAGNOSIS_MCP_WAIT_SECONDS` (then 202: read `result_url` later)."""
+        it up to `DIAGNOSIS["MCP_WAIT_SECONDS"]` (then 202: read `result_url` later)."""
         with service_errors_as_api_errors():
             session = claims_verification_start(
                 owner=request.user,

@@ -7,11 +7,11 @@ import pytest
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from config.environment import RATE, Environment, environment_read
+from config.environment import Environment, environment_read
 
-PRODUCT_PACKAGES = ("config", "diagnosis", "tools", "aiops", "caselib", "feedback")
+PRODUCT_PACKAGES = ("config", "diagnosis", "tools", "aiops", "caselib", "feedback", "mcp_server")
 VARIABLE = re.compile(r"DIAGNOSIS_[A-Z0-9_]*")
-MOST_VARIABLES = 43
+MOST_VARIABLES = 27
 
 
 def _named_in_product_code() -> set[str]:
@@ -40,36 +40,30 @@ def test_unset_variables_give_the_documented_defaults():
     assert environment.source_headers == {}
     assert environment.prometheus_url is None
     assert environment.dev is False
-    assert (environment.chat_rate, environment.alertmanager_rate) == ("30/min", "120/min")
-    assert environment.alertmanager_failed_token_rate == "10/min"
-    assert (environment.mcp_wait_seconds, environment.mcp_max_in_flight) == (30.0, 3)
-    assert environment.output_max_bytes == 512 * 1024
-    assert environment.trace_rate == "120/min"
+    assert (environment.llm_structured_output, environment.llm_tool_calls) == ("json_schema", "native")
+    assert environment.llm_context_tokens == 32000
 
 
 def test_values_are_read_as_their_types():
     environment = environment_read(
         environ={
             "DIAGNOSIS_SOURCE_TIMEOUT": "2.5",
-            "DIAGNOSIS_MAX_ROUNDS": " 3 ",
+            "DIAGNOSIS_LLM_CONTEXT_TOKENS": " 8192 ",
             "DIAGNOSIS_SERVICE_LABELS": "app, service ,,",
             "DIAGNOSIS_SOURCE_HEADERS": '{"loki": {"X-Scope-OrgID": "payments"}}',
             "DIAGNOSIS_DEV": "yes",
             "DIAGNOSIS_LOKI_URL": "http://loki:3100",
-            "DIAGNOSIS_CHAT_RATE": " 100/hour ",
-            "DIAGNOSIS_MCP_WAIT_SECONDS": "7.5",
-            "DIAGNOSIS_MCP_MAX_IN_FLIGHT": "5",
+            "DIAGNOSIS_Q_TIMEOUT": "1200",
         }
     )
 
     assert environment.source_timeout == 2.5
-    assert environment.max_rounds == 3
+    assert environment.llm_context_tokens == 8192
     assert environment.service_labels == ["app", "service"]
     assert environment.source_headers == {"loki": {"X-Scope-OrgID": "payments"}}
     assert environment.dev is True
     assert environment.loki_url == "http://loki:3100"
-    assert environment.chat_rate == "100/hour"
-    assert (environment.mcp_wait_seconds, environment.mcp_max_in_flight) == (7.5, 5)
+    assert environment.q_timeout == 1200
 
 
 def test_an_empty_variable_counts_as_unset():
@@ -80,7 +74,10 @@ def test_an_empty_variable_counts_as_unset():
 
 
 def test_other_variables_are_not_read():
-    environment = environment_read(environ={"DIAGNOSIS_SQLITE_TIMEOUT": "ten", "PATH": "/bin"})
+    # DIAGNOSIS_MAX_ROUNDS was a variable once; its value is a constant of the settings now.
+    environment = environment_read(
+        environ={"DIAGNOSIS_SQLITE_TIMEOUT": "ten", "DIAGNOSIS_MAX_ROUNDS": "zero", "PATH": "/bin"}
+    )
 
     assert environment == environment_read(environ={})
 
@@ -94,10 +91,17 @@ def test_other_variables_are_not_read():
             "DIAGNOSIS_SOURCE_TIMEOUT must be a number of seconds, got 'ten'",
         ),
         ("DIAGNOSIS_SOURCE_TIMEOUT", "-1", "DIAGNOSIS_SOURCE_TIMEOUT must be a number of seconds, got '-1'"),
-        ("DIAGNOSIS_MAX_ROUNDS", "0", "DIAGNOSIS_MAX_ROUNDS must be a whole number, 1 or more, got '0'"),
-        ("DIAGNOSIS_MAX_TOOL_CALLS", "2.5", "DIAGNOSIS_MAX_TOOL_CALLS must be a whole number, 1 or more"),
+        (
+            "DIAGNOSIS_LLM_CONTEXT_TOKENS",
+            "0",
+            "DIAGNOSIS_LLM_CONTEXT_TOKENS must be a whole number of tokens",
+        ),
+        (
+            "DIAGNOSIS_LLM_CONTEXT_TOKENS",
+            "8k",
+            "DIAGNOSIS_LLM_CONTEXT_TOKENS must be a whole number of tokens",
+        ),
         ("DIAGNOSIS_ENGINE", "gpt", "DIAGNOSIS_ENGINE must be rules or llm, got 'gpt'"),
-        ("DIAGNOSIS_LOW_CONFIDENCE_THRESHOLD", "1.5", "must be a number from 0 to 1, got '1.5'"),
         ("DIAGNOSIS_DEV", "maybe", "DIAGNOSIS_DEV must be 1 or 0 (true/false, yes/no, on/off), got 'maybe'"),
         (
             "DIAGNOSIS_Q_BROKER",
@@ -105,19 +109,6 @@ def test_other_variables_are_not_read():
             "DIAGNOSIS_Q_BROKER must be redis://…, rediss://…, unix://… or orm",
         ),
         ("DIAGNOSIS_Q_TIMEOUT", "30", "DIAGNOSIS_Q_TIMEOUT must be a whole number of seconds, more than 60"),
-        ("DIAGNOSIS_CHAT_RATE", "30", f"DIAGNOSIS_CHAT_RATE must be {RATE}, got '30'"),
-        ("DIAGNOSIS_MCP_MAX_IN_FLIGHT", "0", "DIAGNOSIS_MCP_MAX_IN_FLIGHT must be a whole number, 1 or more"),
-        # DRF reads a period's first letter only: a month would quietly be a minute.
-        ("DIAGNOSIS_CHAT_RATE", "30/month", f"DIAGNOSIS_CHAT_RATE must be {RATE}, got '30/month'"),
-        ("DIAGNOSIS_ALERTMANAGER_RATE", "0/min", f"DIAGNOSIS_ALERTMANAGER_RATE must be {RATE}, got '0/min'"),
-        (
-            "DIAGNOSIS_ALERTMANAGER_FAILED_TOKEN_RATE",
-            "ten/min",
-            f"DIAGNOSIS_ALERTMANAGER_FAILED_TOKEN_RATE must be {RATE}, got 'ten/min'",
-        ),
-        ("DIAGNOSIS_TRACE_RATE", "fast", f"DIAGNOSIS_TRACE_RATE must be {RATE}"),
-        ("DIAGNOSIS_TRACE_RATE", "0/min", f"DIAGNOSIS_TRACE_RATE must be {RATE}"),
-        ("DIAGNOSIS_OUTPUT_MAX_BYTES", "100", "DIAGNOSIS_OUTPUT_MAX_BYTES must be a whole number of bytes"),
     ],
 )
 def test_a_bad_value_is_refused_naming_the_variable_what_it_must_be_and_the_value(variable, value, message):
@@ -129,11 +120,11 @@ def test_a_bad_value_is_refused_naming_the_variable_what_it_must_be_and_the_valu
 
 def test_every_bad_value_is_named_at_once():
     with pytest.raises(ImproperlyConfigured) as refused:
-        environment_read(environ={"DIAGNOSIS_LLM_TIMEOUT": "slow", "DIAGNOSIS_LOGS_WINDOW_MINUTES": "1h"})
+        environment_read(environ={"DIAGNOSIS_SOURCE_TIMEOUT": "slow", "DIAGNOSIS_Q_TIMEOUT": "10m"})
 
     assert str(refused.value) == (
-        "DIAGNOSIS_LLM_TIMEOUT must be a number of seconds, got 'slow'; "
-        "DIAGNOSIS_LOGS_WINDOW_MINUTES must be a whole number of minutes, got '1h'"
+        "DIAGNOSIS_SOURCE_TIMEOUT must be a number of seconds, got 'slow'; "
+        "DIAGNOSIS_Q_TIMEOUT must be a whole number of seconds, more than 60, got '10m'"
     )
 
 

@@ -58,7 +58,7 @@ class Command(BaseCommand):
             results = {mode: self._run_child(mode=mode, url=url, calls=options["calls"]) for mode in MODES}
         self.stdout.write(
             f"{connection.vendor}: Prometheus answer {len(answer) / MB:.1f} MB, {series} series; "
-            f"{options['calls']} calls each; bounded = DIAGNOSIS_OUTPUT_MAX_BYTES "
+            f"{options['calls']} calls each; bounded = OUTPUT_MAX_BYTES "
             f"{settings.DIAGNOSIS['OUTPUT_MAX_BYTES']}, {settings.DIAGNOSIS['OUTPUT_MAX_SERIES']} series"
         )
         self.stdout.write(f"{'':<34}{'unbounded':>14}{'bounded':>14}{'ratio':>10}")
