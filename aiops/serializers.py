@@ -104,7 +104,7 @@ class AlertmanagerNotificationSerializer(serializers.Serializer):
     groupKey = serializers.CharField(max_length=4096)
     receiver = serializers.CharField(max_length=255)
     status = serializers.ChoiceField(choices=("firing", "resolved"))
-    # No count limit here: the body size is bounded (413) and alerts past `DIAGNOSIS["AIOPS_MAX_ALERTS"]`
+    # No count limit here: the body size is bounded (413) and alerts past DIAGNOSIS_AIOPS_MAX_ALERTS
     # are listed as not analysed.
     alerts = AlertmanagerAlertSerializer(many=True, allow_empty=False)
     groupLabels = LabelMapField(required=False, default=dict)

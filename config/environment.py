@@ -4,9 +4,10 @@ Each field reads the variable of its alias; its description says what a value mu
 value stops the start naming it: "DIAGNOSIS_SOURCE_TIMEOUT must be a number of seconds, got 'ten'".
 An empty variable counts as unset. The README's configuration table documents every field.
 
-Only what differs from one deployment to the next is read here: where the sources and the model are,
-what the model server can do, credentials, the queue. Tuning defaults (rates, retries, windows, bounds)
-are constants in `config/settings.py`'s `DIAGNOSIS`, changed there or with a settings override.
+Read here: where the sources and the model are, what the model server can do, credentials, the queue,
+and the model, log-window and AI Ops knobs the spec (CONTRACTS.md) names as variables. Other tuning
+defaults (rates, MCP bounds, output bytes) are constants in `config/settings.py`'s `DIAGNOSIS`, changed
+there or with a settings override.
 """
 
 import json
@@ -93,6 +94,12 @@ class Environment(BaseModel):
         alias="DIAGNOSIS_ENGINE", default="rules", description="rules or llm"
     )
     llm_model: str = Field(alias="DIAGNOSIS_LLM_MODEL", default="gpt-4o-mini", description="a model name")
+    llm_timeout: float = Field(
+        alias="DIAGNOSIS_LLM_TIMEOUT", default=180.0, gt=0, description="a number of seconds"
+    )
+    llm_max_retries: int = Field(
+        alias="DIAGNOSIS_LLM_MAX_RETRIES", default=1, ge=0, description="a whole number, 0 or more"
+    )
     # What the model server supports, which differs by server (OpenAI, DeepSeek, vLLM, llama.cpp) and
     # by model: no default fits all of them.
     llm_structured_output: str = Field(
@@ -103,9 +110,25 @@ class Environment(BaseModel):
     llm_tool_calls: str = Field(
         alias="DIAGNOSIS_LLM_TOOL_CALLS", default="native", description="native or prompted"
     )
+    llm_temperature: float = Field(
+        alias="DIAGNOSIS_LLM_TEMPERATURE", default=0.0, ge=0, description="a number, 0 or more"
+    )
     # The served model's context window (vLLM `--max-model-len`, llama.cpp `-c`), set by whoever runs it.
     llm_context_tokens: int = Field(
         alias="DIAGNOSIS_LLM_CONTEXT_TOKENS", default=32000, gt=0, description="a whole number of tokens"
+    )
+    low_confidence_threshold: float = Field(
+        alias="DIAGNOSIS_LOW_CONFIDENCE_THRESHOLD",
+        default=0.5,
+        ge=0,
+        le=1,
+        description="a number from 0 to 1",
+    )
+    max_rounds: int = Field(
+        alias="DIAGNOSIS_MAX_ROUNDS", default=2, ge=1, description="a whole number, 1 or more"
+    )
+    max_tool_calls: int = Field(
+        alias="DIAGNOSIS_MAX_TOOL_CALLS", default=8, ge=1, description="a whole number, 1 or more"
     )
     # Sources.
     prometheus_url: str | None = Field(alias="DIAGNOSIS_PROMETHEUS_URL", default=None, description="a URL")
@@ -125,6 +148,9 @@ class Environment(BaseModel):
         default_factory=lambda: ["service", "app", "job"],
         description="comma-separated label names",
     )
+    logs_window_minutes: int = Field(
+        alias="DIAGNOSIS_LOGS_WINDOW_MINUTES", default=60, gt=0, description="a whole number of minutes"
+    )
     # A slow or distant Prometheus or Loki is a property of the deployment's network and data size.
     source_timeout: float = Field(
         alias="DIAGNOSIS_SOURCE_TIMEOUT", default=10.0, gt=0, description="a number of seconds"
@@ -133,6 +159,12 @@ class Environment(BaseModel):
     # Webhook and delivery.
     alertmanager_token: str | None = Field(
         alias="DIAGNOSIS_ALERTMANAGER_TOKEN", default=None, description="a token"
+    )
+    aiops_max_alerts: int = Field(
+        alias="DIAGNOSIS_AIOPS_MAX_ALERTS", default=20, ge=1, description="a whole number, 1 or more"
+    )
+    flap_window_minutes: int = Field(
+        alias="DIAGNOSIS_FLAP_WINDOW_MINUTES", default=30, ge=1, description="a whole number of minutes"
     )
     notify_url: WebAddress | None = Field(alias="DIAGNOSIS_NOTIFY_URL", default=None, description=WEB_ADDRESS)
     notify_token: str | None = Field(alias="DIAGNOSIS_NOTIFY_TOKEN", default=None, description="a token")

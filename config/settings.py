@@ -319,25 +319,21 @@ DIAGNOSIS = {
     "LLM_MODEL": ENV.llm_model,
     # Per call: long enough for a small model on a local CPU server to read a 4k-token prompt and
     # write its reply; one retry (a timed-out request keeps the server busy, a second would queue).
-    "LLM_TIMEOUT": 180.0,
-    "LLM_MAX_RETRIES": 1,
+    "LLM_TIMEOUT": ENV.llm_timeout,
+    "LLM_MAX_RETRIES": ENV.llm_max_retries,
     # All model calls of one session: ends it FAILED with the cause before the worker's task timeout.
     "LLM_SESSION_SECONDS": Q_TIMEOUT - 60,
     "LLM_STRUCTURED_OUTPUT": ENV.llm_structured_output,
     "LLM_TOOL_CALLS": ENV.llm_tool_calls,
-    # 0: the same evidence should give the same answer; every claim is checked against evidence anyway.
-    "LLM_TEMPERATURE": 0.0,
+    "LLM_TEMPERATURE": ENV.llm_temperature,
     "LLM_CONTEXT_TOKENS": ENV.llm_context_tokens,
     # `max_completion_tokens` (OpenAI, current servers) or `max_tokens` (older vLLM / Ollama setups).
     "LLM_TOKEN_CAP_PARAMETER": "max_completion_tokens",
     # Tool calls of one executor turn run at once (bounded): the sources are waited on in parallel.
     "TOOL_CONCURRENCY": 4,
-    # Confidence (0–1) below which a verified answer is routed LOW_CONFID: less likely right than not.
-    "LOW_CONFIDENCE_THRESHOLD": 0.5,
-    # Outer rounds, the first and one retry: each round is a full set of model calls in the session's budget.
-    "MAX_ROUNDS": 2,
-    # Tool calls per executor round, two turns of TOOL_CONCURRENCY: a model that keeps calling stops here.
-    "MAX_TOOL_CALLS": 8,
+    "LOW_CONFIDENCE_THRESHOLD": ENV.low_confidence_threshold,
+    "MAX_ROUNDS": ENV.max_rounds,
+    "MAX_TOOL_CALLS": ENV.max_tool_calls,
     "ALERTMANAGER_TOKEN": ENV.alertmanager_token,
     # Sessions one user may start per period (N/s|min|hour|day), over the web form, the API and AI Ops
     # alike; an AI Ops analysis counts as many as the alert sessions it may start.
@@ -351,15 +347,14 @@ DIAGNOSIS = {
     # Alerts of one AIOps analysis diagnosed at the same time (threads). SQLite always runs them one
     # by one: its single writer would only make the threads wait for each other's locks.
     "AIOPS_CONCURRENCY": 3,
-    # Alerts one analysis diagnoses; the rest are listed in its report as not analysed (a bound on the
-    # work one notification starts, in an alert storm too).
-    "AIOPS_MAX_ALERTS": 20,
+    # Alerts one analysis diagnoses; the rest are listed in its report as not analysed.
+    "AIOPS_MAX_ALERTS": ENV.aiops_max_alerts,
     # Label names that name an alert's service, in order of preference.
     "SERVICE_LABELS": ENV.service_labels,
     # Flapping: this many episodes of one alert within the window are one group with
     # one report; its "still flapping" notice is sent at most every REPEAT minutes, and it has settled
     # when no episode started for SETTLE minutes after the last one resolved.
-    "FLAP_WINDOW_MINUTES": 30,
+    "FLAP_WINDOW_MINUTES": ENV.flap_window_minutes,
     "FLAP_EPISODES": 3,
     "FLAP_REPEAT_MINUTES": 60.0,
     "FLAP_SETTLE_MINUTES": 10.0,
@@ -421,8 +416,7 @@ DIAGNOSIS = {
     "LOKI_TENANT": ENV.loki_tenant,
     "RUNBOOKS_DIR": ENV.runbooks_dir,
     "SOURCE_HEADERS": ENV.source_headers,
-    # Look-back of log queries and the longest window a count covers: the last hour, what "now" asks about.
-    "LOGS_WINDOW_MINUTES": 60,
+    "LOGS_WINDOW_MINUTES": ENV.logs_window_minutes,
     "SOURCE_TIMEOUT": ENV.source_timeout,
     # Pins "now" for the demo world (ISO 8601, a settings override in tests and the eval); None = the
     # real clock.

@@ -118,7 +118,7 @@ def call_key(tool_name: str, arguments: dict) -> str:
 
 
 class Toolbox(Protocol):
-    """Records every call; bounded by `DIAGNOSIS["MAX_TOOL_CALLS"]` per round."""
+    """Records every call; bounded by DIAGNOSIS_MAX_TOOL_CALLS per round."""
 
     remaining_calls: int
     # Whether `call` may run on several threads at once (each thread then closes its own resources).

@@ -28,7 +28,7 @@ SESSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 SESSION_ID_TAKEN = "该 session_id 不可用，请换一个，或不填由服务生成"
 MAX_QUERY_CHARS = MAX_TEXT_CHARS
 # The rate limit weighs a user's AI Ops analysis as this many sessions (how many alerts one analysis
-# diagnoses is `DIAGNOSIS["AIOPS_MAX_ALERTS"]`).
+# diagnoses is `DIAGNOSIS_AIOPS_MAX_ALERTS`).
 MAX_ANALYSED_ALERTS = 10
 # How the message names each period DRF's rates know, by its length in seconds.
 PERIOD_LABELS = {1: "秒", 60: "分钟", 3600: "小时", 86400: "天"}

@@ -11,7 +11,7 @@ from config.environment import Environment, environment_read
 
 PRODUCT_PACKAGES = ("config", "diagnosis", "tools", "aiops", "caselib", "feedback", "mcp_server")
 VARIABLE = re.compile(r"DIAGNOSIS_[A-Z0-9_]*")
-MOST_VARIABLES = 27
+MOST_VARIABLES = 36
 
 
 def _named_in_product_code() -> set[str]:
@@ -42,6 +42,12 @@ def test_unset_variables_give_the_documented_defaults():
     assert environment.dev is False
     assert (environment.llm_structured_output, environment.llm_tool_calls) == ("json_schema", "native")
     assert environment.llm_context_tokens == 32000
+    assert (environment.llm_timeout, environment.llm_max_retries) == (180.0, 1)
+    assert environment.llm_temperature == 0.0
+    assert environment.low_confidence_threshold == 0.5
+    assert (environment.max_rounds, environment.max_tool_calls) == (2, 8)
+    assert (environment.logs_window_minutes, environment.aiops_max_alerts) == (60, 20)
+    assert environment.flap_window_minutes == 30
 
 
 def test_values_are_read_as_their_types():
@@ -49,6 +55,7 @@ def test_values_are_read_as_their_types():
         environ={
             "DIAGNOSIS_SOURCE_TIMEOUT": "2.5",
             "DIAGNOSIS_LLM_CONTEXT_TOKENS": " 8192 ",
+            "DIAGNOSIS_MAX_ROUNDS": " 3 ",
             "DIAGNOSIS_SERVICE_LABELS": "app, service ,,",
             "DIAGNOSIS_SOURCE_HEADERS": '{"loki": {"X-Scope-OrgID": "payments"}}',
             "DIAGNOSIS_DEV": "yes",
@@ -59,6 +66,7 @@ def test_values_are_read_as_their_types():
 
     assert environment.source_timeout == 2.5
     assert environment.llm_context_tokens == 8192
+    assert environment.max_rounds == 3
     assert environment.service_labels == ["app", "service"]
     assert environment.source_headers == {"loki": {"X-Scope-OrgID": "payments"}}
     assert environment.dev is True
@@ -74,9 +82,9 @@ def test_an_empty_variable_counts_as_unset():
 
 
 def test_other_variables_are_not_read():
-    # DIAGNOSIS_MAX_ROUNDS was a variable once; its value is a constant of the settings now.
+    # DIAGNOSIS_CHAT_RATE was a variable once; its value is a constant of the settings now.
     environment = environment_read(
-        environ={"DIAGNOSIS_SQLITE_TIMEOUT": "ten", "DIAGNOSIS_MAX_ROUNDS": "zero", "PATH": "/bin"}
+        environ={"DIAGNOSIS_SQLITE_TIMEOUT": "ten", "DIAGNOSIS_CHAT_RATE": "often", "PATH": "/bin"}
     )
 
     assert environment == environment_read(environ={})
@@ -101,7 +109,10 @@ def test_other_variables_are_not_read():
             "8k",
             "DIAGNOSIS_LLM_CONTEXT_TOKENS must be a whole number of tokens",
         ),
+        ("DIAGNOSIS_MAX_ROUNDS", "0", "DIAGNOSIS_MAX_ROUNDS must be a whole number, 1 or more, got '0'"),
+        ("DIAGNOSIS_MAX_TOOL_CALLS", "2.5", "DIAGNOSIS_MAX_TOOL_CALLS must be a whole number, 1 or more"),
         ("DIAGNOSIS_ENGINE", "gpt", "DIAGNOSIS_ENGINE must be rules or llm, got 'gpt'"),
+        ("DIAGNOSIS_LOW_CONFIDENCE_THRESHOLD", "1.5", "must be a number from 0 to 1, got '1.5'"),
         ("DIAGNOSIS_DEV", "maybe", "DIAGNOSIS_DEV must be 1 or 0 (true/false, yes/no, on/off), got 'maybe'"),
         (
             "DIAGNOSIS_Q_BROKER",
@@ -120,11 +131,11 @@ def test_a_bad_value_is_refused_naming_the_variable_what_it_must_be_and_the_valu
 
 def test_every_bad_value_is_named_at_once():
     with pytest.raises(ImproperlyConfigured) as refused:
-        environment_read(environ={"DIAGNOSIS_SOURCE_TIMEOUT": "slow", "DIAGNOSIS_Q_TIMEOUT": "10m"})
+        environment_read(environ={"DIAGNOSIS_LLM_TIMEOUT": "slow", "DIAGNOSIS_LOGS_WINDOW_MINUTES": "1h"})
 
     assert str(refused.value) == (
-        "DIAGNOSIS_SOURCE_TIMEOUT must be a number of seconds, got 'slow'; "
-        "DIAGNOSIS_Q_TIMEOUT must be a whole number of seconds, more than 60, got '10m'"
+        "DIAGNOSIS_LLM_TIMEOUT must be a number of seconds, got 'slow'; "
+        "DIAGNOSIS_LOGS_WINDOW_MINUTES must be a whole number of minutes, got '1h'"
     )
 
 

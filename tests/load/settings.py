@@ -1,6 +1,6 @@
 """The load stack's settings (`DJANGO_SETTINGS_MODULE` of its subprocesses): production's, with fault
 timings short enough to wait for (production: a 10 s beat, lost after 60 s), and the `DIAGNOSIS` keys a
-test hands over as JSON in `TEST_DIAGNOSIS_OVERRIDES` (a short model timeout, a short MCP wait)."""
+test hands over as JSON in `TEST_DIAGNOSIS_OVERRIDES` (a short MCP wait)."""
 
 import json
 import os

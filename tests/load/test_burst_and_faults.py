@@ -63,9 +63,8 @@ def stack(request, tmp_path):
             "DIAGNOSIS_ENGINE": "rules",
             "OPENAI_BASE_URL": f"{model}/v1",
             "OPENAI_API_KEY": "load-test",
-            "TEST_DIAGNOSIS_OVERRIDES": json.dumps(
-                {"LLM_TIMEOUT": LLM_TIMEOUT_SECONDS, "LLM_MAX_RETRIES": 0}
-            ),
+            "DIAGNOSIS_LLM_TIMEOUT": str(LLM_TIMEOUT_SECONDS),
+            "DIAGNOSIS_LLM_MAX_RETRIES": "0",
             "DJANGO_LOG_LEVEL": "WARNING",
             **broker,
         }
