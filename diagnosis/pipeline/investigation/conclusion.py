@@ -79,7 +79,9 @@ def searched_said(investigation: Investigation, *, searched: str = "") -> str:
             f"已读取 {investigation.series_read} 条序列（{roles}），{time_said(window.start)} 起"
             f"与之前 {minutes} 分钟相比没有服务的关键信号明显变化"
         )
-    return NOT_FOUND + "；".join(part for part in (metrics, searched) if part)
+    unread = plan.left_out + plan.patterns_left_out
+    bound = f"另有 {unread} 项（指标族或服务的日志模式）超出查询上限未读取" if unread else ""
+    return NOT_FOUND + "；".join(part for part in (metrics, searched, bound) if part)
 
 
 def _candidate_said(candidate: Candidate, investigation: Investigation) -> Said:

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from diagnosis.pipeline.derived import derived_failures
-from diagnosis.pipeline.investigation.conclusion import candidates_said
+from diagnosis.pipeline.investigation.conclusion import candidates_said, searched_said
 from diagnosis.pipeline.investigation.investigate import MAX_QUERIES, Plan, investigated, window_of
 from diagnosis.pipeline.investigation.logs import log_errors_signal
 from diagnosis.pipeline.investigation.said import time_said
@@ -155,3 +155,12 @@ def test_every_number_of_a_pattern_candidate_is_computed_again_from_the_cited_se
         update={"conclusion": said.text.replace("→ 0 条/分钟", "→ 5 条/分钟"), "derived": tampered}
     )
     assert derived_failures(changed, invocations=results)
+
+
+def test_services_whose_patterns_the_bound_left_unread_are_said_when_nothing_moved():
+    many = Plan(window=window_of(now=NOW, start=START), signals=(), edges=(), logs=(log_errors_signal("app"),))
+    bounded = many.with_patterns(service_label="app", services=[f"shard-{i}" for i in range(70)])
+
+    said = searched_said(investigated(bounded, [], services=set()))
+
+    assert said.endswith(f"另有 {70 - (MAX_QUERIES - 1)} 项（指标族或服务的日志模式）超出查询上限未读取")
