@@ -36,7 +36,7 @@ from diagnosis.evaluation.nezha.prometheus import blocks_created, metadata_expos
 from diagnosis.evaluation.nezha.traces import EdgeMinutes, edge_minutes, trace_files
 from diagnosis.evaluation.observe import session_observe
 from diagnosis.services.sessions import session_start
-from tools.evidence.registry import LOG_SERIES, SERIES
+from tools.evidence.registry import LOG_PATTERNS, LOG_SERIES, SERIES
 
 # The day ends this long before the real now.
 END_BEFORE_NOW = timedelta(minutes=2)
@@ -78,10 +78,11 @@ class CaseOutcome:
     seconds: float
     conclusion: str
     verdict: str
-    # PromQL queries the session sent (its investigation's range queries among them), and LogQL
-    # metric queries (its error lines a minute).
+    # PromQL queries the session sent (its investigation's range queries among them), LogQL metric
+    # queries (its error lines a minute) and line-pattern queries (one a service).
     queries: int = 0
     log_queries: int = 0
+    pattern_queries: int = 0
     # The services of the system the investigation looked over (the inventory's).
     services: int = 0
     # Candidates the conclusion names that are no service of the data.
@@ -211,6 +212,7 @@ def case_asked(
         observed = session_observe(session=session)
         queries = len(observed.evidence_statuses.get(SERIES.tool, []))
         log_queries = len(observed.evidence_statuses.get(LOG_SERIES.tool, []))
+        pattern_queries = len(observed.evidence_statuses.get(LOG_PATTERNS.tool, []))
     conclusion = first_conclusion(observed.answer)
     baseline_minute = onset.replace(second=0, microsecond=0)
     return CaseOutcome(
@@ -229,6 +231,7 @@ def case_asked(
         verdict=observed.verdict,
         queries=queries,
         log_queries=log_queries,
+        pattern_queries=pattern_queries,
         services=len(day.services),
         strangers=tuple(name for name in candidate_subjects(conclusion) if name not in day.services),
     )
@@ -304,7 +307,8 @@ def case_line(outcome: CaseOutcome) -> str:
     return (
         f"{mark} {outcome.fault.case_id} {outcome.fault.kind:<15} {outcome.truth:<32} "
         f"product={','.join(outcome.product[:3]) or '-'}  baseline={','.join(outcome.baseline[:3])}  "
-        f"{outcome.seconds:.1f}s {outcome.queries}q{f'+{outcome.log_queries}l' if outcome.log_queries else ''} "
+        f"{outcome.seconds:.1f}s {outcome.queries}q{f'+{outcome.log_queries}l' if outcome.log_queries else ''}"
+        f"{f'+{outcome.pattern_queries}p' if outcome.pattern_queries else ''} "
         f"{outcome.verdict}"
     )
 
@@ -338,6 +342,7 @@ def report_lines(outcomes: Sequence[CaseOutcome]) -> list[str]:
     seconds = [o.seconds for o in outcomes]
     if seconds:
         queries = [o.queries for o in outcomes]
+        patterns = [o.pattern_queries for o in outcomes]
         services = ", ".join(
             f"{system.name} {max(o.services for o in outcomes if o.system == key)}"
             for key, system in SYSTEMS.items()
@@ -346,6 +351,7 @@ def report_lines(outcomes: Sequence[CaseOutcome]) -> list[str]:
         lines.append(
             f"wall time per case: median {statistics.median(seconds):.2f}s, max {max(seconds):.2f}s "
             f"(n={len(seconds)}); PromQL queries per case: median {statistics.median(queries):g}, max {max(queries)}; "
+            f"line-pattern queries per case: median {statistics.median(patterns):g}, max {max(patterns)}; "
             f"services investigated: {services}"
         )
         verdicts = Counter(o.verdict for o in outcomes)
