@@ -9,7 +9,7 @@ asks' calls are recorded by the toolbox, so every number below is cited).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
@@ -186,14 +186,7 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
     read = [(signal, SERIES) for signal in plan.signals] + [(signal, LOG_SERIES) for signal in plan.logs]
     for signal, kind in read:
         result = _result(results, signal.query, window.minutes, kind=kind)
-        if result is None:
-            continue
-        investigation.results_read += 1
-        investigation.read.append(result.invocation_id)
-        for record, ref in result.cited():
-            if not isinstance(record, SeriesRecord) or record.instant:
-                continue
-            investigation.series_read += 1
+        for record, ref in _range_series(result, investigation):
             service = str(record.metric.get(signal.by, ""))
             points = series_points(record)
             change = change_of(
@@ -252,14 +245,7 @@ def _patterns_read(plan: Plan, results: Sequence[ToolResult], investigation: Inv
     signal = log_patterns_signal(plan.patterns_by)
     for selector in plan.patterns:
         result = _result(results, selector, window.minutes, kind=LOG_PATTERNS)
-        if result is None:
-            continue
-        investigation.results_read += 1
-        investigation.read.append(result.invocation_id)
-        for record, ref in result.cited():
-            if not isinstance(record, SeriesRecord) or record.instant:
-                continue
-            investigation.series_read += 1
+        for record, ref in _range_series(result, investigation):
             service = str(record.metric.get(signal.by, ""))
             change = pattern_change(
                 series_points(record),
@@ -276,6 +262,20 @@ def _patterns_read(plan: Plan, results: Sequence[ToolResult], investigation: Inv
                         ref=Cited(result, ref, record, signal),
                     )
                 )
+
+
+def _range_series(
+    result: ToolResult | None, investigation: Investigation
+) -> Iterator[tuple[SeriesRecord, Ref]]:
+    """The range series of a result read (none for a missing one), counted as read."""
+    if result is None:
+        return
+    investigation.results_read += 1
+    investigation.read.append(result.invocation_id)
+    for record, ref in result.cited():
+        if isinstance(record, SeriesRecord) and not record.instant:
+            investigation.series_read += 1
+            yield record, ref
 
 
 def address_of(text: str) -> str:
