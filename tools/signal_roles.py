@@ -43,6 +43,9 @@ class Role:
     address: str = ""
     # The least spread a move of its series is measured in, in its unit: below three of it is noise.
     floor: float = 0.0
+    # Labels naming the operation a series counts (a span's name): its series are read as each
+    # operation's share of its service's, and a family without one of them plays the next role.
+    operation: tuple[str, ...] = ()
 
     def matches(self, *, type: str, words: frozenset[str]) -> bool:
         return (

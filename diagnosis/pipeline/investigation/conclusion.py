@@ -16,7 +16,7 @@ from datetime import datetime
 from diagnosis.pipeline.contracts import EvidenceBinding, RankedCandidate
 from diagnosis.pipeline.investigation.investigate import Cited, Investigation
 from diagnosis.pipeline.investigation.logs import LOG_PATTERN, PATTERN_LABEL
-from diagnosis.pipeline.investigation.ranking import CALLER_SIDE, Candidate, Moved
+from diagnosis.pipeline.investigation.ranking import CALLER_SIDE, OPERATIONS, Candidate, Moved
 from diagnosis.pipeline.investigation.said import time_said, value_said
 from diagnosis.pipeline.slot import DerivedNumber, TimelineMark
 
@@ -142,13 +142,20 @@ def _candidate_said(candidate: Candidate, investigation: Investigation) -> Said:
 
 def _mechanism(move: Moved, label: str) -> str:
     if move.role == LOG_PATTERN:
-        pattern = str(move.ref.record.metric.get(PATTERN_LABEL, ""))
-        shown = pattern if len(pattern) <= PATTERN_SHOWN else f"{pattern[:PATTERN_SHOWN]}…"
-        return f"{label}「{shown}」{'出现' if move.change.rising else '消失'}"
+        pattern = _shown(str(move.ref.record.metric.get(PATTERN_LABEL, "")))
+        return f"{label}「{pattern}」{'出现' if move.change.rising else '消失'}"
     direction = "升高" if move.change.rising else "下降"
+    if move.role == OPERATIONS:
+        operation = _shown(str(move.ref.record.metric.get(move.ref.signal.operation, "")))
+        return f"{label}「{operation}」占比{direction}"
     if move.role == CALLER_SIDE:
         return f"调用方 {move.service} 的{label}{direction}"
     if move.caller:
         # An edge's or a probe's series: seen from the caller or the prober.
         return f"{move.caller} 看到的{label}{direction}"
     return f"{label}{direction}"
+
+
+def _shown(name: str) -> str:
+    """A pattern's or an operation's name as a mechanism quotes it: its head."""
+    return name if len(name) <= PATTERN_SHOWN else f"{name[:PATTERN_SHOWN]}…"

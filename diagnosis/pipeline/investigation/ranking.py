@@ -15,6 +15,8 @@ graph moves it up or down:
   less, and no callee explains it;
 - a line pattern that appeared or vanished is a symptom either way (its code took another path),
   and one a failing callee may pass up as well;
+- so is an operation whose share of a service's spans moved, and that one is the service's own (the
+  operations its code runs, not what a callee passed up);
 - a service whose own resources went up within a minute of its callees is not explained by them;
 - a slow edge (a caller's view of one callee, or that view grown against the callee's own while
   the caller sees the call slower: a delay on the network between them) is said of the callee,
@@ -46,6 +48,8 @@ CALLER_SIDE = "client_latency"
 EDGE = "edge_latency"
 GAP = "edge_network"
 EDGES = (EDGE, GAP)
+# Each operation's share of a service's spans.
+OPERATIONS = "operations"
 # Roles a slow or failing callee moves in its callers (its callers log errors too, and answer their
 # probes later), and roles that follow a caller's traffic.
 FROM_CALLEES = ("latency", "probe_latency", "errors", "log_errors", LOG_PATTERN)
@@ -57,8 +61,10 @@ ROLE_WEIGHT = {"requests": 0.5, "network_receive": 0.5, "network_transmit": 0.5}
 # A burst of error lines is a service's own failure (its callers' are explained by it, FROM_CALLEES),
 # where a latency or traffic move is as often its neighbours': it counts double.
 ROLE_WEIGHT["log_errors"] = 2.0
-# So does a line pattern that appeared or vanished: the path its own code takes changed.
+# So do a line pattern that appeared or vanished and an operation's share that moved: the path its
+# own code takes changed.
 ROLE_WEIGHT[LOG_PATTERN] = 2.0
+ROLE_WEIGHT[OPERATIONS] = 2.0
 # How much of an explained role still counts, and what a service gains per service it explains or
 # per caller whose client-side latency points at it.
 EXPLAINED = 0.3
@@ -254,9 +260,9 @@ def _symptom_onset(candidate: Candidate) -> datetime | None:
 
 
 def _symptom(move: Moved) -> bool:
-    """Whether the move is one a service passes up: a rise, or a line pattern that appeared or vanished
-    (a path its code no longer takes is as much a change as a new one)."""
-    return move.change.rising or move.role == LOG_PATTERN
+    """Whether the move is one a service passes up: a rise, or a line pattern or an operation's share
+    that moved either way (a path its code no longer takes is as much a change as a new one)."""
+    return move.change.rising or move.role in (LOG_PATTERN, OPERATIONS)
 
 
 def _saturated_first(candidate: Candidate, callee_onset: datetime) -> bool:

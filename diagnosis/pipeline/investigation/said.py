@@ -16,7 +16,7 @@ BINARY_UNITS = (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024))
 
 
 def value_said(value: float, unit: str) -> str:
-    """`0.5 核`, `512 MiB`, `1.2 KiB/s`, `3.4/s`, `250 ms`, `1.5 s`; a unit it does not know after the number."""
+    """`0.5 核`, `512 MiB`, `1.2 KiB/s`, `3.4/s`, `250 ms`, `1.5 s`, `12%` (a share); a unit it does not know after the number."""
     if unit == "cores":
         return f"{_sig(value)} 核"
     if unit in ("bytes", "bytes_per_second"):
@@ -27,6 +27,8 @@ def value_said(value: float, unit: str) -> str:
         return f"{_sig(value)} B{per}"
     if unit == "per_second":
         return f"{_sig(value)}/s"
+    if unit == "share":
+        return f"{_sig(value * 100)}%"
     if unit == "seconds":
         return f"{_sig(value * 1000)} ms" if abs(value) < 1 else f"{_sig(value)} s"
     return f"{_sig(value)} {unit}".strip()

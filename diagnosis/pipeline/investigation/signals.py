@@ -46,6 +46,8 @@ class KeySignal:
     level_window: timedelta | None = None
     # The label naming the address its series are about (a probe's target, a scrape target's own).
     address: str = ""
+    # The label naming the operation each series is the share of its service's spans of.
+    operation: str = ""
 
 
 @dataclass(frozen=True)
@@ -132,15 +134,22 @@ def key_signal(
     by = next((label for label in service_labels if label in labels), None)
     if by is None:
         return None
-    role = next((role for role in roles.roles if role.matches(type=kind, words=words)), None)
-    if role is None:
-        return None
-    address = role.address if role.address in labels else ""
-    query = _query(metric, kind=kind, by=f"{by}, {address}" if address else by, role=role.role, labels=labels)
-    return KeySignal(
-        role=role.role, label=role.label, unit=role.unit, metric=metric, by=by, query=query, address=address,
-        floor=role.floor,
-    )  # fmt: skip
+    for role in roles.roles:
+        operation = next((label for label in role.operation if label in labels), "")
+        if not role.matches(type=kind, words=words) or (role.operation and not operation):
+            continue
+        address = role.address if role.address in labels else ""
+        by_labels = f"{by}, {address}" if address else by
+        query = (
+            _share_query(metric, by=by, operation=operation)
+            if operation
+            else _query(metric, kind=kind, by=by_labels, role=role.role, labels=labels)
+        )
+        return KeySignal(
+            role=role.role, label=role.label, unit=role.unit, metric=metric, by=by, query=query, address=address,
+            floor=role.floor, operation=operation,
+        )  # fmt: skip
+    return None
 
 
 def target_signal(*, service_labels: Sequence[str], labels: Iterable[str]) -> KeySignal | None:
@@ -261,6 +270,13 @@ def _series_name(name: str, kind: str, series: set[str]) -> str:
     if kind == "counter" and series and name not in series and f"{name}{COUNTER_SUFFIX}" in series:
         return f"{name}{COUNTER_SUFFIX}"
     return name
+
+
+def _share_query(metric: str, *, by: str, operation: str) -> str:
+    """Each operation's share of its service's spans (a counter's rates): a share moves when the
+    service's code takes another path, not when its traffic grows or falls."""
+    rate = f"rate({metric}[{RATE_RANGE}])"
+    return f"sum by ({by}, {operation}) ({rate}) / on ({by}) group_left sum by ({by}) ({rate})"
 
 
 def _query(metric: str, *, kind: str, by: str, role: str, labels: set[str]) -> str:

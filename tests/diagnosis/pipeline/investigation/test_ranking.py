@@ -354,3 +354,19 @@ def test_a_caller_whose_cpu_fell_while_it_waited_on_its_callee_is_explained_by_i
 
     assert [c.subject for c in ranked] == [callee, caller]
     assert ranked[0].explains == [caller]
+
+
+@per_world
+def test_an_operations_share_that_moved_is_the_services_own_not_its_callees(services):
+    _, middle, leaf = services
+    # The middle service stopped running one of its operations (its code returns early) as its callee
+    # got a little slower: the path is its own, either way the share moved.
+    moves = [
+        moved(middle, "operations", score=30, falling=True),
+        moved(leaf, "latency", score=6, minute=-1),
+    ]
+
+    ranked = candidates_ranked(moves, edges=[(middle, leaf)])
+
+    assert [c.subject for c in ranked] == [middle, leaf]
+    assert ranked[1].explains == []
