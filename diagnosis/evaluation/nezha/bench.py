@@ -2,7 +2,9 @@
 the Nezha benchmark, its first candidate scored against the injected pod's service.
 
 Per day: the day's metrics as OpenMetrics (`openmetrics`), shifted so the day ends shortly before now,
-loaded into a real Prometheus (`prometheus`); with the Nezha repository, the day's log files shifted
+loaded into a real Prometheus (`prometheus`); with the Nezha repository, the day's span files in that
+Prometheus too as Tempo's span metrics (each service's operations) and, where the day has no per-edge
+latency of its own (TrainTicket), service-graph histograms (`traces`), and the day's log files shifted
 alike behind a Loki stand-in (`logs`), the only log source. Per fault: the clock pinned a few minutes after the
 injection (an engineer asking while it happens), the question
 "<namespace> 从 HH:MM 开始出现异常（<entry> 延迟升高），根因是哪个服务？" asked of the rules engine
@@ -33,7 +35,7 @@ from diagnosis.evaluation.nezha.baseline import baseline_ranking
 from diagnosis.evaluation.nezha.data import Day, Fault, NezhaDataError, day_read, faults_read
 from diagnosis.evaluation.nezha.logs import log_files, log_streams, logs_served
 from diagnosis.evaluation.nezha.prometheus import blocks_created, metadata_exposition, prometheus_serving
-from diagnosis.evaluation.nezha.traces import EdgeMinutes, edge_minutes, trace_files
+from diagnosis.evaluation.nezha.traces import TraceMinutes, trace_files, trace_minutes
 from diagnosis.evaluation.observe import session_observe
 from diagnosis.services.sessions import session_start
 from tools.evidence.registry import LOG_PATTERNS, LOG_SERIES, SERIES
@@ -105,7 +107,7 @@ class BenchOptions:
     asked_after: timedelta = ASKED_AFTER
     baseline: timedelta = BASELINE
     engine: str = "rules"
-    # The Nezha repository (a folder or its bare git directory): TrainTicket's traces, where it has them.
+    # The Nezha repository (a folder or its bare git directory): its span files and log files.
     repository: Path | None = None
 
 
@@ -145,9 +147,7 @@ def bench_run(
     outcomes = []
     for chosen in cases_selected(options):
         day = day_read(options.root / chosen.day)
-        # Per-edge latency from traces where the day has none of its own (its own is every minute's).
-        traced = options.repository is not None and not day.edge_latency
-        traces = edge_minutes(trace_files(options.repository, chosen.day)) if traced else None
+        traces = _day_traces(options, day)
         namespace = chosen.system.namespace
         with (
             day_served(day, namespace=namespace, traces=traces) as (url, shift),
@@ -164,10 +164,10 @@ def bench_run(
 
 @contextmanager
 def day_served(
-    day: Day, *, namespace: str, traces: EdgeMinutes | None = None
+    day: Day, *, namespace: str, traces: TraceMinutes | None = None
 ) -> Iterator[tuple[str, timedelta]]:
-    """A Prometheus over the day shifted to end shortly before now (with the traces' service-graph
-    latency, if given); yields its URL and the shift."""
+    """A Prometheus over the day shifted to end shortly before now (with the traces' span metrics and
+    service-graph latency, if given); yields its URL and the shift."""
     shift = timedelta(seconds=int((timezone.now() - END_BEFORE_NOW - day.end).total_seconds()))
     with tempfile.TemporaryDirectory(prefix="nezha-") as folder:
         work = Path(folder)
@@ -180,6 +180,14 @@ def day_served(
             tsdb, metadata=metadata_exposition(openmetrics.day_families(day, traces=traces)), workdir=work
         ) as url:
             yield url, shift
+
+
+def _day_traces(options: BenchOptions, day: Day) -> TraceMinutes | None:
+    """The day's span files, if the repository is given: every span counted per operation; per-edge
+    latency only where the day has none of its own (its own is every minute's)."""
+    if options.repository is None:
+        return None
+    return trace_minutes(trace_files(options.repository, day.name), edges=not day.edge_latency)
 
 
 def _day_streams(options: BenchOptions, day: str, *, namespace: str, shift: timedelta) -> list:

@@ -1,6 +1,7 @@
 """A Nezha day written as the OpenMetrics a Kubernetes stack would have scraped: cAdvisor and
-kube-state-metrics names, request and latency metrics as an instrumented service exports them, and
-the call graph as Tempo's service-graph series; the whole day shifted in time by `shift`.
+kube-state-metrics names, request and latency metrics as an instrumented service exports them, the
+call graph as Tempo's service-graph series and, given the day's traces, Tempo's span metrics (each
+service's spans per operation); the whole day shifted in time by `shift`.
 
 Units converted: CPU millicores → a counter of CPU seconds, memory Mi → bytes, network bytes per
 second → byte counters, workload (operations per second) → a request counter, latency percentiles
@@ -8,6 +9,9 @@ second → byte counters, workload (operations per second) → a request counter
 The day's node columns are left out (the data do not say which node a pod ran on); a per-edge
 request count is not in the data: `traces_service_graph_request_total` counts the minutes an edge
 was seen (with a latency cell, where the day has per-edge latency), so it says which edges exist.
+`traces_spanmetrics_calls_total` counts each (service, operation)'s spans at the end of every minute
+that has a span (0 before its first, unchanged through a minute it had none: its rate falls to 0 when
+it stops); a minute in which no span began (no span file) has no sample of it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from diagnosis.evaluation.nezha.data import Day, PodMetrics
-from diagnosis.evaluation.nezha.traces import BUCKETS, EdgeMinutes, Minutes
+from diagnosis.evaluation.nezha.traces import BUCKETS, Counts, Minutes, TraceMinutes
 
 MEBIBYTE = 1024 * 1024
 QUANTILES = {"P90": "0.9", "P95": "0.95", "P99": "0.99"}
@@ -105,7 +109,13 @@ TRACE_LATENCY = {
     )
     for side in ("client", "server")
 }
-# Every family a day may have, for the metadata the server is given.
+# Each service's spans per operation, from traces (Tempo's metrics-generator's span metrics).
+SPAN_CALLS = Family(
+    "traces_spanmetrics_calls_total",
+    "counter",
+    "Total count of the spans of each operation of a service (Tempo's metrics-generator span metrics).",
+)
+# Every family a day may have without traces, for the metadata the server is given.
 FAMILIES = (
     CPU, MEMORY, RECEIVE, TRANSMIT, LIMITS, REQUESTS, SERVER_LATENCY, CLIENT_LATENCY,
     ENTRY_LATENCY, ENTRY_SUCCESS, GRAPH, *EDGE_LATENCY.values(),
@@ -117,20 +127,25 @@ MINUTE_END = timedelta(seconds=59)
 Series = tuple[dict[str, str], Points]
 
 
-def day_families(day: Day, *, traces: EdgeMinutes | None = None) -> tuple[Family, ...]:
+def day_families(day: Day, *, traces: TraceMinutes | None = None) -> tuple[Family, ...]:
     """The families of a day, for the metadata its server is given: the edges' latency is a histogram
-    where it comes from traces, a summary of medians where from the day's own files."""
-    if traces is None or not traces.durations:
-        return FAMILIES
-    edge_summaries = set(EDGE_LATENCY.values())
-    return (*(family for family in FAMILIES if family not in edge_summaries), *TRACE_LATENCY.values())
+    where it comes from traces, a summary of medians where from the day's own files; the span metrics
+    where the traces have operations."""
+    families = FAMILIES
+    if traces is not None and traces.durations:
+        edge_summaries = set(EDGE_LATENCY.values())
+        families = (*(f for f in FAMILIES if f not in edge_summaries), *TRACE_LATENCY.values())
+    if traces is not None and traces.operations:
+        families = (*families, SPAN_CALLS)
+    return families
 
 
 def day_openmetrics(
-    day: Day, *, namespace: str, shift: timedelta, traces: EdgeMinutes | None = None
+    day: Day, *, namespace: str, shift: timedelta, traces: TraceMinutes | None = None
 ) -> Iterator[str]:
-    """The day's OpenMetrics text, line by line, ending with `# EOF`; with `traces`, each edge's latency
-    as histograms (in place of the day's own per-edge medians)."""
+    """The day's OpenMetrics text, line by line, ending with `# EOF`; with `traces`, each service's spans
+    per operation and, where they have edges, each edge's latency as histograms (in place of the day's
+    own per-edge medians)."""
     traced = traces is not None and bool(traces.durations)
     families: list[tuple[Family, list[Series]]] = [
         (
@@ -159,6 +174,7 @@ def day_openmetrics(
         (ENTRY_LATENCY, _entry_latency(day, namespace)),
         (ENTRY_SUCCESS, _entry_success(day, namespace)),
         (GRAPH, _graph(day)),
+        (SPAN_CALLS, _span_calls(traces.operations, namespace) if traces is not None else []),
     ]
     if not traced:
         families += [(EDGE_LATENCY[side], _edge_latency(edges)) for side, edges in day.edge_latency.items()]
@@ -173,7 +189,7 @@ def day_openmetrics(
 
 
 def openmetrics_write(
-    day: Day, *, namespace: str, shift: timedelta, path: Path, traces: EdgeMinutes | None = None
+    day: Day, *, namespace: str, shift: timedelta, path: Path, traces: TraceMinutes | None = None
 ) -> Path:
     with path.open("w", encoding="utf-8") as handle:
         for line in day_openmetrics(day, namespace=namespace, shift=shift, traces=traces):
@@ -299,6 +315,19 @@ def _edge_latency(edges: dict[tuple[str, str], Points]) -> list[Series]:
         ({"client": client, "server": server, "quantile": "0.5"}, list(points))
         for (client, server), points in edges.items()
     ]
+
+
+def _span_calls(operations: Counts, namespace: str) -> list[Series]:
+    """Each operation's spans so far, at the end of every minute with any span (of any operation)."""
+    covered = sorted({minute for minutes in operations.values() for minute in minutes})
+    series = []
+    for (service, operation), minutes in sorted(operations.items()):
+        total, points = 0, []
+        for minute in covered:
+            total += minutes.get(minute, 0)
+            points.append((minute + MINUTE_END, float(total)))
+        series.append(({"namespace": namespace, "service": service, "span_name": operation}, points))
+    return series
 
 
 def _escaped(value: str) -> str:

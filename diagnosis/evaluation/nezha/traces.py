@@ -1,12 +1,19 @@
-"""TrainTicket's traces (the Nezha repository's per-minute span files, `rca_data/<day>/trace/*.csv`)
-as Tempo's metrics-generator exposes them: per edge between two services (a span whose parent span is
-in another service), the histograms `traces_service_graph_request_client_seconds`
-of the parent span's duration (the call as its caller saw it) and `traces_service_graph_request_server_seconds`
-of the child span's (as the callee spent it); their difference is the time on the way between them.
+"""The Nezha repository's per-minute span files (`rca_data/<day>/trace/*_trace.csv`, both systems) as
+Tempo's metrics-generator counts them, per minute of a span's start:
+
+- its span metrics: per service and operation (`OperationName`), how many spans began — every span,
+  a root or one whose parent is in no file as well, once (neighbouring files overlap by seconds: a
+  span both hold is counted from the first);
+- its service graph: per edge between two services (a span whose parent span is in another service),
+  the durations of the parent span (the call as its caller saw it, the histogram
+  `traces_service_graph_request_client_seconds`) and of the child span (as the callee spent it,
+  `traces_service_graph_request_server_seconds`); their difference is the time on the way between them.
 
 Read where they lie, never copied into the repository: a folder holding `rca_data/` (or `rca_data`
-itself), or the repository's bare git directory (its files read with `git show`). The span files
-carry no status, so no failed-request series is written. Minutes without a span file have no samples.
+itself), or the repository's bare git directory (its files read with `git show`), one file at a time.
+The span files carry no status, so no failed-request series is written. A file holds about the minute
+before the one it is named after, so the minutes at either end of a run of files are covered in part
+(fewer spans); a minute in which no span began has no samples.
 """
 
 from __future__ import annotations
@@ -15,10 +22,12 @@ import csv
 import io
 import subprocess
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 from diagnosis.evaluation.nezha.data import NezhaDataError, service_of_pod
 
@@ -27,18 +36,29 @@ TRACE_SUFFIX = "_trace.csv"
 # Tempo lets the buckets be configured; doubling from 1 ms keeps a ×2 change visible.
 BUCKETS = tuple(0.001 * 2**k for k in range(15))
 MINUTE_NS = 60 * 10**9
+COLUMNS = (
+    "TraceID",
+    "SpanID",
+    "ParentID",
+    "PodName",
+    "OperationName",
+    "StartTimeUnixNano",
+    "EndTimeUnixNano",
+)
 
 
 Minutes = dict[tuple[str, str], dict[datetime, list[float]]]
+Counts = dict[tuple[str, str], dict[datetime, int]]
 
 
 @dataclass
-class EdgeMinutes:
-    """Per (client, server) service pair, per minute: the durations (seconds) of the server spans and of
-    their parents, the client spans."""
+class TraceMinutes:
+    """Per minute: per (client, server) service pair, the durations (seconds) of the server spans and
+    of their parents, the client spans; per (service, operation), how many spans began."""
 
     durations: Minutes = field(default_factory=dict)
     client_durations: Minutes = field(default_factory=dict)
+    operations: Counts = field(default_factory=dict)
 
 
 def trace_files(repository: Path, day: str) -> Iterator[tuple[str, str]]:
@@ -56,28 +76,67 @@ def day_files(repository: Path, day: str, *, folder: str, suffix: str) -> Iterat
         yield path.name, path.read_text(encoding="utf-8")
 
 
-def edge_minutes(files: Iterator[tuple[str, str]]) -> EdgeMinutes:
-    edges = EdgeMinutes()
-    for _, text in files:
-        rows = list(csv.DictReader(io.StringIO(text)))
-        span = {row["SpanID"]: row for row in rows}
-        for row in rows:
-            parent = span.get(row["ParentID"])
-            server = service_of_pod(row["PodName"])
-            if parent is None or (client := service_of_pod(parent["PodName"])) == server:
-                continue
-            started = int(row["StartTimeUnixNano"])
-            minute = datetime.fromtimestamp(started // MINUTE_NS * 60, tz=UTC)
-            for minutes, seconds in (
-                (edges.durations, _seconds(row)),
-                (edges.client_durations, _seconds(parent)),
-            ):
-                minutes.setdefault((client, server), defaultdict(list))[minute].append(seconds)
-    return edges
+def trace_minutes(files: Iterable[tuple[str, str]], *, edges: bool = True) -> TraceMinutes:
+    """The spans of the files, one file at a time (a parent is looked for in its child's file); with
+    `edges` false, only the operations are counted (no file's spans are kept to find parents)."""
+    traces = TraceMinutes()
+    # Neighbouring files overlap by a few seconds (up to half a minute's spans are in both): a span the
+    # file before holds too is counted once, as Tempo counts it (the edges, read per file, keep both).
+    before: set[tuple[str, str]] = set()
+    for name, text in files:
+        rows = csv.reader(io.StringIO(text))
+        header = next(rows, [])
+        if missing := [column for column in COLUMNS if column not in header]:
+            raise NezhaDataError(f"{name} 缺少列：{', '.join(missing)}")
+        at = _Columns(*(header.index(column) for column in COLUMNS))
+        # A short row (a blank line, a file cut off) is no span.
+        whole = (row for row in rows if len(row) == len(header))
+        spans = list(whole) if edges else whole
+        held = set()
+        for row in spans:
+            key = (row[at.trace], row[at.span])
+            held.add(key)
+            if key not in before:
+                counts = traces.operations.setdefault((service_of_pod(row[at.pod]), row[at.operation]), {})
+                minute = _minute(int(row[at.start]))
+                counts[minute] = counts.get(minute, 0) + 1
+        before = held
+        if edges:
+            _edges_added(traces, spans, at)
+    return traces
 
 
-def _seconds(row: dict[str, str]) -> float:
-    return (int(row["EndTimeUnixNano"]) - int(row["StartTimeUnixNano"])) / 1e9
+class _Columns(NamedTuple):
+    trace: int
+    span: int
+    parent: int
+    pod: int
+    operation: int
+    start: int
+    end: int
+
+
+def _edges_added(traces: TraceMinutes, spans: list[list[str]], at: _Columns) -> None:
+    by_id = {row[at.span]: row for row in spans}
+    for row in spans:
+        parent = by_id.get(row[at.parent])
+        server = service_of_pod(row[at.pod])
+        if parent is None or (client := service_of_pod(parent[at.pod])) == server:
+            continue
+        minute = _minute(int(row[at.start]))
+        for minutes, span in ((traces.durations, row), (traces.client_durations, parent)):
+            seconds = (int(span[at.end]) - int(span[at.start])) / 1e9
+            minutes.setdefault((client, server), defaultdict(list))[minute].append(seconds)
+
+
+@cache
+def _minute_at(index: int) -> datetime:
+    return datetime.fromtimestamp(index * 60, tz=UTC)
+
+
+def _minute(unix_nano: int) -> datetime:
+    """The minute a span began (its start's whole minute)."""
+    return _minute_at(unix_nano // MINUTE_NS)
 
 
 def _git_files(git_dir: Path, folder: str, *, suffix: str) -> Iterator[tuple[str, str]]:

@@ -50,7 +50,7 @@ class Command(BaseCommand):
         parser.add_argument("--engine", choices=["rules", "llm"], default="rules")
         parser.add_argument(
             "--nezha-repo", type=Path,
-            help="the Nezha repository (a folder or its bare git directory): TrainTicket's traces as service-graph latency, its log files behind a Loki stand-in",
+            help="the Nezha repository (a folder or its bare git directory): its traces as span metrics (and TrainTicket's as service-graph latency), its log files behind a Loki stand-in",
         )  # fmt: skip
 
     def _case_written(self, outcome, options) -> None:

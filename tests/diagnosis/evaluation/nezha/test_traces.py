@@ -1,18 +1,31 @@
-"""TrainTicket's span files as Tempo's service-graph histograms: per edge between two services, the
-parent span's duration as the client saw the call and the child span's as the server spent it."""
+"""The span files as Tempo's metrics-generator counts them: per edge between two services, the parent
+span's duration as the client saw the call and the child span's as the server spent it (service-graph
+histograms); per service and operation, its spans (span metrics, a cumulative counter)."""
 
 import csv
 import io
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
-from diagnosis.evaluation.nezha.openmetrics import TRACE_LATENCY, histogram_lines
-from diagnosis.evaluation.nezha.traces import edge_minutes
+from diagnosis.evaluation.nezha.data import Day, PodMetrics
+from diagnosis.evaluation.nezha.openmetrics import (
+    SPAN_CALLS,
+    TRACE_LATENCY,
+    day_families,
+    day_openmetrics,
+    histogram_lines,
+)
+from diagnosis.evaluation.nezha.traces import trace_minutes
 
 MINUTE = 1_700_000_040 * 10**9
 MS = 10**6
 
 
-def span_file(spans: list[tuple[str, str, str, int, int]]) -> str:
+def span_file(
+    spans: list[tuple[str, str, str, int, int]], *, operations: dict[str, str] | None = None
+) -> str:
+    """A span file of (span, parent, pod, start ms, end ms) from `MINUTE`, each span's operation
+    `operations[span]` (else `op`)."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(
@@ -34,7 +47,7 @@ def span_file(spans: list[tuple[str, str, str, int, int]]) -> str:
                 span,
                 parent,
                 pod,
-                "op",
+                (operations or {}).get(span, "op"),
                 MINUTE + start_ms * MS,
                 MINUTE + end_ms * MS,
                 (end_ms - start_ms) * 1000,
@@ -51,7 +64,7 @@ def test_a_call_between_two_services_is_its_client_spans_and_its_server_spans_du
         ("d", "c", "ledger-store-5b67c48447-mv5hb", 2100, 2200),
     ])  # fmt: skip
 
-    edges = edge_minutes(iter([("08_44_trace.csv", text)]))
+    edges = trace_minutes(iter([("08_44_trace.csv", text)]))
 
     minute = datetime.fromtimestamp(MINUTE // 10**9, tz=UTC)
     pair = ("ledger-gateway", "ledger-store")
@@ -65,7 +78,7 @@ def test_both_views_are_written_as_cumulative_histograms_at_each_minutes_end():
         ("b", "root", "cart-7d9f8c6b5-x2x9z", 0, 2500),
         ("c", "b", "pricing-5b67c48447-mv5hb", 2000, 2500),
     ])  # fmt: skip
-    edges = edge_minutes(iter([("08_44_trace.csv", text)]))
+    edges = trace_minutes(iter([("08_44_trace.csv", text)]))
 
     client = list(histogram_lines(TRACE_LATENCY["client"], edges.client_durations, timedelta(0)))
     server = list(histogram_lines(TRACE_LATENCY["server"], edges.durations, timedelta(0)))
@@ -77,3 +90,143 @@ def test_both_views_are_written_as_cumulative_histograms_at_each_minutes_end():
     assert f'traces_service_graph_request_client_seconds_bucket{{{labels},le="4.096"}} 1 {at}' in client
     assert f'traces_service_graph_request_server_seconds_bucket{{{labels},le="0.512"}} 1 {at}' in server
     assert f"traces_service_graph_request_server_seconds_sum{{{labels}}} 0.5 {at}" in server
+
+
+def minute(index: int) -> datetime:
+    return datetime.fromtimestamp(MINUTE // 10**9 + 60 * index, tz=UTC)
+
+
+def test_every_span_is_counted_for_its_service_and_operation_in_the_minute_it_began():
+    text = span_file(
+        [
+            ("a", "root", "ledger-gateway-6f6cfc45b-d9pnv", 0, 2600),
+            ("b", "a", "ledger-gateway-6f6cfc45b-d9pnv", 10, 2510),
+            ("c", "b", "ledger-store-5b67c48447-mv5hb", 2000, 2500),
+            ("d", "gone", "ledger-store-5b67c48447-mv5hb", 61_000, 61_100),
+            ("e", "gone", "ledger-store-5b67c48447-x7k2p", 62_000, 62_100),
+        ],
+        operations={
+            "a": "GET /ledger",
+            "b": "GET /ledger",
+            "c": "Store.Read",
+            "d": "Store.Read",
+            "e": "Store.Read",
+        },
+    )
+
+    counted = trace_minutes(iter([("08_44_trace.csv", text)])).operations
+
+    assert counted == {
+        ("ledger-gateway", "GET /ledger"): {minute(0): 2},
+        ("ledger-store", "Store.Read"): {minute(0): 1, minute(1): 2},
+    }
+
+
+def test_a_span_two_neighbouring_files_both_hold_is_counted_once():
+    first = span_file([
+        ("a", "root", "ledger-gateway-6f6cfc45b-d9pnv", 0, 100),
+        ("b", "root", "ledger-gateway-6f6cfc45b-d9pnv", 59_000, 59_100),
+    ])  # fmt: skip
+    second = span_file([
+        ("b", "root", "ledger-gateway-6f6cfc45b-d9pnv", 59_000, 59_100),
+        ("c", "root", "ledger-gateway-6f6cfc45b-d9pnv", 61_000, 61_100),
+    ])  # fmt: skip
+
+    counted = trace_minutes(iter([("08_44_trace.csv", first), ("08_45_trace.csv", second)])).operations
+
+    assert counted == {("ledger-gateway", "op"): {minute(0): 2, minute(1): 1}}
+
+
+def test_without_edges_the_operations_are_counted_and_no_edge_is_kept():
+    text = span_file([
+        ("a", "root", "ledger-gateway-6f6cfc45b-d9pnv", 0, 2600),
+        ("c", "a", "ledger-store-5b67c48447-mv5hb", 2000, 2500),
+    ])  # fmt: skip
+
+    traces = trace_minutes(iter([("08_44_trace.csv", text)]), edges=False)
+
+    assert traces.durations == traces.client_durations == {}
+    assert traces.operations == {
+        ("ledger-gateway", "op"): {minute(0): 1},
+        ("ledger-store", "op"): {minute(0): 1},
+    }
+
+
+def one_pod_day() -> Day:
+    """A day with nothing of its own to write: only what traces bring."""
+    return Day(
+        name="2023-11-14",
+        folder=Path("2023-11-14"),
+        pods=[PodMetrics("ledger-gateway-6f6cfc45b-d9pnv")],
+        entry={},
+        edges=[],
+        edge_latency={},
+        faults=[],
+    )
+
+
+def span_calls_lines(text_by_file: dict[str, str], shift: timedelta = timedelta(0)) -> list[str]:
+    traces = trace_minutes(iter(text_by_file.items()))
+    lines = day_openmetrics(one_pod_day(), namespace="ledger", shift=shift, traces=traces)
+    return [line for line in lines if "spanmetrics" in line]
+
+
+def test_the_span_metrics_counter_is_cumulative_and_carried_through_covered_minutes_without_spans():
+    # Minute 0: both operations; minute 1: only the gateway's; minute 2: no span file; minute 3: the store's.
+    first = span_file(
+        [
+            ("a", "root", "ledger-gateway-6f6cfc45b-d9pnv", 0, 100),
+            ("b", "root", "ledger-gateway-6f6cfc45b-d9pnv", 61_000, 61_100),
+        ]
+    )
+    later = span_file(
+        [
+            ("c", "root", "ledger-store-5b67c48447-mv5hb", 180_000, 180_100),
+            ("d", "c", "ledger-store-5b67c48447-mv5hb", 180_010, 180_050),
+        ],
+        operations={"c": "Store.Read", "d": "Store.Read"},
+    )
+
+    lines = span_calls_lines({"08_44_trace.csv": first, "08_47_trace.csv": later})
+
+    def at(index: int) -> str:
+        return f"{MINUTE // 10**9 + 60 * index + 59:.3f}"
+
+    gateway = 'namespace="ledger",service="ledger-gateway",span_name="op"'
+    store = 'namespace="ledger",service="ledger-store",span_name="Store.Read"'
+    assert lines == [
+        "# TYPE traces_spanmetrics_calls counter",
+        f"# HELP traces_spanmetrics_calls {SPAN_CALLS.help}",
+        f"traces_spanmetrics_calls_total{{{gateway}}} 1.0 {at(0)}",
+        f"traces_spanmetrics_calls_total{{{gateway}}} 2.0 {at(1)}",
+        f"traces_spanmetrics_calls_total{{{gateway}}} 2.0 {at(3)}",
+        f"traces_spanmetrics_calls_total{{{store}}} 0.0 {at(0)}",
+        f"traces_spanmetrics_calls_total{{{store}}} 0.0 {at(1)}",
+        f"traces_spanmetrics_calls_total{{{store}}} 2.0 {at(3)}",
+    ]
+
+
+def test_a_span_name_with_spaces_and_quotes_is_escaped_and_the_samples_shifted_with_the_day():
+    text = span_file(
+        [("a", "root", "ledger-gateway-6f6cfc45b-d9pnv", 0, 100)],
+        operations={"a": 'POST /ledger/{id} "draft"'},
+    )
+
+    [sample] = span_calls_lines({"08_44_trace.csv": text}, shift=timedelta(hours=1))[2:]
+
+    assert sample == (
+        'traces_spanmetrics_calls_total{namespace="ledger",service="ledger-gateway",'
+        f'span_name="POST /ledger/{{id}} \\"draft\\""}} 1.0 {MINUTE // 10**9 + 3600 + 59:.3f}'
+    )
+
+
+def test_the_metadata_describes_the_span_metrics_only_when_the_traces_have_operations():
+    text = span_file([("a", "root", "ledger-gateway-6f6cfc45b-d9pnv", 0, 100)])
+
+    with_spans = day_families(one_pod_day(), traces=trace_minutes(iter([("08_44_trace.csv", text)])))
+    without = day_families(one_pod_day(), traces=trace_minutes(iter([])))
+
+    assert SPAN_CALLS in with_spans
+    assert SPAN_CALLS.type == "counter" and "span metrics" in SPAN_CALLS.help
+    assert SPAN_CALLS not in without
+    assert SPAN_CALLS not in day_families(one_pod_day())
