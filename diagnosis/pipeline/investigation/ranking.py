@@ -6,8 +6,8 @@ graph moves it up or down:
 - a service whose latency or errors moved while a service it calls showed a symptom (its latency,
   errors or resources going up) no later is explained by that callee (those roles count for
   less), and the callee gains for each caller it explains;
-- a service whose traffic (requests, bytes) moved while a service calling it moved no later is
-  explained by that caller: its load follows its callers;
+- a service whose traffic (requests, bytes) or mix of operations moved while a service calling it
+  moved no later is explained by that caller: its load follows its callers;
 - a caller's latency towards the services it calls (client-side) points at those callees whose
   edges from it got slower, else at all of them, shared among them (a callee that moved nothing of
   its own, a delay on its network, is still pointed at); calls that got faster point at nothing;
@@ -15,8 +15,7 @@ graph moves it up or down:
   less, and no callee explains it;
 - a line pattern that appeared or vanished is a symptom either way (its code took another path),
   and one a failing callee may pass up as well;
-- so is an operation whose share of a service's spans moved, and that one is the service's own (the
-  operations its code runs, not what a callee passed up);
+- so is an operation whose share of a service's spans moved (its code runs another path);
 - a service whose own resources went up within a minute of its callees is not explained by them;
 - a slow edge (a caller's view of one callee, or that view grown against the callee's own while
   the caller sees the call slower: a delay on the network between them) is said of the callee,
@@ -51,9 +50,9 @@ EDGES = (EDGE, GAP)
 # Each operation's share of a service's spans.
 OPERATIONS = "operations"
 # Roles a slow or failing callee moves in its callers (its callers log errors too, and answer their
-# probes later), and roles that follow a caller's traffic.
+# probes later), and roles that follow what a caller asks for (its traffic, its mix of operations).
 FROM_CALLEES = ("latency", "probe_latency", "errors", "log_errors", LOG_PATTERN)
-FROM_CALLERS = ("requests", "network_receive", "network_transmit")
+FROM_CALLERS = ("requests", "network_receive", "network_transmit", OPERATIONS)
 # A service's own resources: when they moved first, its latency is not its callees'.
 RESOURCES = ("cpu", "memory")
 # What one role's move is worth: traffic moves are mostly effects of load, not causes.
@@ -260,9 +259,9 @@ def _symptom_onset(candidate: Candidate) -> datetime | None:
 
 
 def _symptom(move: Moved) -> bool:
-    """Whether the move is one a service passes up: a rise, or a line pattern or an operation's share
-    that moved either way (a path its code no longer takes is as much a change as a new one)."""
-    return move.change.rising or move.role in (LOG_PATTERN, OPERATIONS)
+    """Whether the move is one a service passes up: a rise, or a line pattern that appeared or vanished
+    (a path its code no longer takes is as much a change as a new one)."""
+    return move.change.rising or move.role == LOG_PATTERN
 
 
 def _saturated_first(candidate: Candidate, callee_onset: datetime) -> bool:

@@ -370,3 +370,17 @@ def test_an_operations_share_that_moved_is_the_services_own_not_its_callees(serv
 
     assert [c.subject for c in ranked] == [middle, leaf]
     assert ranked[1].explains == []
+
+
+@per_world
+def test_an_operations_share_that_moved_after_its_caller_moved_follows_the_caller(services):
+    entry, middle, _ = services
+    # The entry's code changed what it asks its callee for: the callee's mix of operations follows.
+    moves = [
+        moved(entry, "operations", score=10),
+        moved(middle, "operations", score=30),
+    ]
+
+    ranked = candidates_ranked(moves, edges=[(entry, middle)])
+
+    assert [c.subject for c in ranked] == [entry, middle]
