@@ -26,6 +26,8 @@ graph moves it up or down:
 - a delay on a callee's network slows every call to it: a gap that grew on fewer than half of the
   edges into it that carried calls in the window is one caller's, or the noise of a few calls, and
   says nothing of the callee.
+- a callee whose traffic stopped (fell to nearly nothing) while its caller's did not was left by that
+  caller: its code no longer takes the path that calls it, and the caller gains by the move;
 The earliest symptom (a latency, errors or a resource going up) among the moved services counts too,
 unless a callee explains it: a symptom its callee passed up began no earlier than the callee's.
 """
@@ -72,6 +74,10 @@ POINTED_AT = 0.5
 # A service that moved at most this long after another is still explained by it (minute data).
 SAME_TIME = timedelta(minutes=1)
 EARLIEST = 0.5
+# A callee's traffic stopped when it fell below this share of its level: what a caller that stopped
+# calling it gains, per such callee, is the move's weight times STOPPED_CALLS.
+STOPPED = 0.05
+STOPPED_CALLS = 1.0
 # A caller fans out when the edges to this share of its callees (and at least FAN_OUT_EDGES) moved.
 FAN_OUT_SHARE = 0.5
 FAN_OUT_EDGES = 2
@@ -91,8 +97,13 @@ class Moved:
     caller: str = ""
 
     @property
+    def strength(self) -> float:
+        """How far it moved, on a log scale (1 at the least move that counts)."""
+        return 1.0 + math.log(self.change.score / MOVED)
+
+    @property
     def weight(self) -> float:
-        return (1.0 + math.log(self.change.score / MOVED)) * ROLE_WEIGHT.get(self.role, 1.0)
+        return self.strength * ROLE_WEIGHT.get(self.role, 1.0)
 
 
 @dataclass
@@ -197,6 +208,9 @@ def candidates_ranked(
         for callee in by_callee if from_callees else []:
             candidates[callee].explains.append(service)
             explained_by_callees.add(service)
+    for caller, stopped in _calls_stopped(moved, graph).items():
+        if caller in candidates:
+            candidates[caller].score += STOPPED_CALLS * sum(move.strength for move in stopped)
     for caller, moves in fanned.items():
         if caller in candidates:
             candidates[caller].score += max(move.weight for move in moves)
@@ -248,6 +262,21 @@ def _fanning_out(moved: Sequence[Moved], graph: set[tuple[str, str]]) -> dict[st
         ):
             fanned[caller] = edges + [m for m in moved if m.role == CALLER_SIDE and m.service == caller]
     return fanned
+
+
+def _calls_stopped(moved: Sequence[Moved], graph: set[tuple[str, str]]) -> dict[str, list[Moved]]:
+    """The callers whose calls to a callee stopped while their own traffic did not, each with the
+    callees' traffic moves."""
+    stopped = {
+        m.service: m
+        for m in moved
+        if m.role == "requests" and not m.change.rising and m.change.after <= STOPPED * m.change.before
+    }
+    left: dict[str, list[Moved]] = {}
+    for caller, callee in sorted(graph):
+        if callee in stopped and caller not in stopped:
+            left.setdefault(caller, []).append(stopped[callee])
+    return left
 
 
 def _symptom_onset(candidate: Candidate) -> datetime | None:

@@ -4,6 +4,7 @@ callees), and the earliest onset. Names of two worlds: a shop's and the demo wor
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -384,3 +385,36 @@ def test_an_operations_share_that_moved_after_its_caller_moved_follows_the_calle
     ranked = candidates_ranked(moves, edges=[(entry, middle)])
 
     assert [c.subject for c in ranked] == [entry, middle]
+
+
+@per_world
+def test_a_caller_whose_calls_to_a_callee_stopped_outranks_the_callees_that_idled(services):
+    entry, middle, leaf = services
+    # The middle service's code fails before it calls the leaf: the leaf's traffic stops and its CPU
+    # idles; the middle's own latency moved a little.
+    stopped = moved(leaf, "requests", score=20)
+    stopped = Moved(service=leaf, role="requests", change=replace(stopped.change, before=0.3, after=0.0))
+    moves = [stopped, moved(leaf, "cpu", score=20, falling=True), moved(middle, "latency", score=6)]
+
+    ranked = candidates_ranked(moves, edges=[(entry, middle), (middle, leaf)])
+
+    assert [c.subject for c in ranked] == [middle, leaf]
+
+
+@per_world
+def test_a_caller_whose_own_traffic_stopped_too_gains_nothing_from_its_callees_stopping(services):
+    entry, middle, leaf = services
+
+    def stopped(service: str) -> Moved:
+        change = replace(moved(service, "requests", score=20).change, before=0.3, after=0.0)
+        return Moved(service=service, role="requests", change=change)
+
+    # The middle service's callers stopped sending: it left its callee for their reasons.
+    moves = [stopped(middle), moved(leaf, "cpu", score=20, falling=True), moved(middle, "latency", score=6)]
+    graph = [(entry, middle), (middle, leaf)]
+
+    with_leaf_stopped = candidates_ranked([*moves, stopped(leaf)], edges=graph)
+    without = candidates_ranked(moves, edges=graph)
+
+    score = {c.subject: c.score for c in with_leaf_stopped}
+    assert score[middle] == next(c.score for c in without if c.subject == middle)
