@@ -91,13 +91,20 @@ def _candidate_said(candidate: Candidate, investigation: Investigation) -> Said:
     change = lead.change
     before, after = value_said(change.before, signal.unit), value_said(change.after, signal.unit)
     onset = time_said(change.onset)
-    mechanism = _mechanism(lead, signal.label)
+    stopped_calling = lead in candidate.stopped_calling
+    mechanism = _mechanism(lead, signal.label, stopped_calling=stopped_calling)
     text = f"{candidate.subject}（{mechanism}，{onset}起，{before} → {after}）"
     binding = EvidenceBinding.of_ref(cited.result, cited.ref)
     bindings = [binding]
-    if lead.role == CALLER_SIDE:
-        # The caller's own series names the caller; the graph's edge names the callee.
-        edge = investigation.edges.get((lead.service, candidate.subject))
+    if lead.role == CALLER_SIDE or stopped_calling:
+        # The lead's series names one end (a caller's own latency, a callee's traffic); the graph's
+        # edge between them names both.
+        pair = (
+            (lead.service, candidate.subject)
+            if lead.role == CALLER_SIDE
+            else (candidate.subject, lead.service)
+        )
+        edge = investigation.edges.get(pair)
         if edge is not None:
             bindings.append(EvidenceBinding.of_ref(edge.result, edge.ref))
     elif lead.caller and signal.address and candidate.subject in investigation.targets:
@@ -140,7 +147,10 @@ def _candidate_said(candidate: Candidate, investigation: Investigation) -> Said:
     )
 
 
-def _mechanism(move: Moved, label: str) -> str:
+def _mechanism(move: Moved, label: str, *, stopped_calling: bool = False) -> str:
+    if stopped_calling:
+        # The callee's own traffic series: the calls the candidate no longer makes.
+        return f"不再调用 {move.service}：其{label}下降"
     if move.role == LOG_PATTERN:
         pattern = _shown(str(move.ref.record.metric.get(PATTERN_LABEL, "")))
         return f"{label}「{pattern}」{'出现' if move.change.rising else '消失'}"

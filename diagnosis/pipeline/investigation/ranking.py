@@ -117,11 +117,18 @@ class Candidate:
     pointed_by: list[str] = field(default_factory=list)
     # Its callers' client-side latency moves that point at it, the weightiest first.
     pointers: list[Moved] = field(default_factory=list)
+    # The traffic moves of the callees it stopped calling, the largest first.
+    stopped_calling: list[Moved] = field(default_factory=list)
 
     @property
     def lead(self) -> Moved:
-        """The move its mechanism names: its own weightiest, else the weightiest pointing at it."""
-        return self.moves[0] if self.moves else self.pointers[0]
+        """The move its mechanism names: its own weightiest (or the calls it stopped, when they weigh
+        more), else the weightiest pointing at it."""
+        own = self.moves[0] if self.moves else None
+        stopped = self.stopped_calling[0] if self.stopped_calling else None
+        if stopped is not None and (own is None or STOPPED_CALLS * stopped.strength > own.weight):
+            return stopped
+        return own if own is not None else self.pointers[0]
 
 
 def candidates_ranked(
@@ -211,6 +218,7 @@ def candidates_ranked(
     for caller, stopped in _calls_stopped(moved, graph).items():
         if caller in candidates:
             candidates[caller].score += STOPPED_CALLS * sum(move.strength for move in stopped)
+            candidates[caller].stopped_calling = sorted(stopped, key=lambda m: -m.strength)
     for caller, moves in fanned.items():
         if caller in candidates:
             candidates[caller].score += max(move.weight for move in moves)

@@ -381,3 +381,52 @@ def test_a_service_whose_lines_name_the_address_another_serves_is_explained_by_i
     assert [c.subject for c in investigation.candidates] == [database, caller]
     assert investigation.candidates[0].explains == [caller]
     assert investigation.read == [31, 32, 34, 33]
+
+
+@per_world
+def test_a_service_that_stopped_calling_its_callee_is_said_by_the_calls_it_no_longer_makes(services):
+    entry, middle, leaf = services
+    window = window_of(now=NOW, start=START)
+    families = (
+        MetricFamily("http_server_requests_total", "counter", "Total number of requests the server handled."),
+        *FAMILIES,
+    )
+    labels = {**LABELS, "http_server_requests_total": ("service",)}
+    made = plan_of(
+        families, window=window, service_labels=("service",), series=set(labels),
+        label_names=lambda metric: frozenset(labels.get(metric, ())),
+    )  # fmt: skip
+    requests, latency = (next(s for s in made.signals if s.role == role) for role in ("requests", "latency"))
+    minutes = made.window.minutes
+    # The middle service fails before it calls the leaf: the leaf is called no more, the middle's own
+    # latency barely moved.
+    results = [
+        range_result(21, requests.query, minutes, [
+            ({"service": entry}, values(5.0, 5.0, noise=0.2)),
+            ({"service": middle}, values(2.0, 2.0, noise=0.1)),
+            ({"service": leaf}, values(0.3, 0.0, noise=0.01)),
+        ]),
+        range_result(22, latency.query, minutes, [
+            ({"service": middle, "quantile": "0.99"}, values(0.120, 0.200, noise=0.01)),
+        ]),
+    ]  # fmt: skip
+    graph = [({"client": entry, "server": middle}, 120.0), ({"client": middle, "server": leaf}, 80.0)]
+    records = [{"metric": metric, "value": [NOW.timestamp(), str(count)]} for metric, count in graph]
+    results.append(message(
+        23, "query_promql", "series", records, [SeriesRecord.model_validate(r).ref_text() for r in records],
+        arguments={"query": made.edges[0].query(minutes), "minutes": 0},
+    ))  # fmt: skip
+
+    investigation = investigated(made, results, services=set(services))
+    said = candidates_said(investigation)
+
+    assert investigation.candidates[0].subject == middle
+    onset = time_said(START + timedelta(seconds=30))
+    assert said.text.startswith(
+        f"根因候选：{middle}（不再调用 {leaf}：其请求量下降，{onset}起，0.3/s → 0/s）"
+    )
+    assert (said.bindings[0].source_invocation_id, said.bindings[0].raw_path) == (21, "$.series[2]")
+    slot = Slot.model_construct(
+        conclusion=said.text, bindings=said.bindings, derived=said.derived, inference=True
+    )
+    assert derived_failures(slot, invocations=results) == []
