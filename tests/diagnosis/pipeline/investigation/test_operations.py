@@ -9,13 +9,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from diagnosis.pipeline.derived import derived_failures
 from diagnosis.pipeline.investigation.conclusion import candidates_said
 from diagnosis.pipeline.investigation.investigate import Plan, investigated, window_of
 from diagnosis.pipeline.investigation.said import time_said
 from diagnosis.pipeline.investigation.signals import KeySignal, key_signal
-from diagnosis.pipeline.slot import Slot
 from tests.diagnosis.pipeline.asks.support import message
+from tests.diagnosis.pipeline.investigation.support import recomputed_failures
 from tools.evidence.series.record import SeriesRecord
 from tools.signal_roles import MetricFamily
 
@@ -134,13 +133,7 @@ def test_every_number_of_an_operations_candidate_is_computed_again_from_the_cite
     made = plan()
     results = recorded(services, made)
     said = candidates_said(investigated(made, results, services=set(services)))
-    slot = Slot.model_construct(
-        conclusion=said.text, bindings=said.bindings, derived=said.derived, inference=True
-    )
+    as_said, changed = recomputed_failures(said, results, after="0%", changed_to="10%")
 
-    assert derived_failures(slot, invocations=results) == []
-    tampered = [n.model_copy(update={"said": "10%"}) if n.said == "0%" else n for n in said.derived]
-    changed = slot.model_copy(
-        update={"conclusion": said.text.replace("→ 0%", "→ 10%"), "derived": tampered}
-    )
-    assert derived_failures(changed, invocations=results)
+    assert as_said == []
+    assert changed
