@@ -4,7 +4,8 @@ a clear parse error (the server answers it 400, as Loki answers a query it canno
 
 Supported:
 - stream selectors `{a="x", b=~"y.+", c!="z", d!~"w"}` (at least one matcher that cannot match "");
-- line filters `|=`, `!=`, `|~`, `!~` ("…" or `…` strings);
+- line filters `|=`, `!=`, `|~`, `!~` ("…" or `…` strings), regular expressions in RE2's syntax
+  (Go's, as Loki's) and matched by RE2;
 - parsers `| json`, `| logfmt`, `| pattern "<a> <_> …"`, `| regexp "(?P<a>…)"`: extracted labels
   (nested JSON keys joined by `_`, names made label-safe, `_extracted` after a stream label's name),
   `__error__` for a line `| json` cannot parse;
@@ -31,10 +32,11 @@ import math
 import operator
 import re
 from collections import defaultdict
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
+
+import re2
 
 NS = 10**9
 
@@ -379,13 +381,8 @@ class Parser:
 
     @staticmethod
     def _checked(stage: Stage) -> Stage:
-        if stage.kind == "regexp":
-            try:
-                compiled = re.compile(stage.text)
-            except re.error as exc:
-                raise LogQLError(f"parse error : invalid regexp {stage.text!r}: {exc}") from None
-            if not compiled.groupindex:
-                raise LogQLError("parse error : at least one named capture must be supplied")
+        if stage.kind == "regexp" and not re2_compiled(stage.text).groupindex:
+            raise LogQLError("parse error : at least one named capture must be supplied")
         if stage.kind == "pattern":
             parts = pattern_parts(stage.text)
             if not any(kind == "capture" and text != "_" for kind, text in parts):
@@ -478,80 +475,25 @@ def piped(entry: Entry, stages: list[Stage], stream: dict[str, str]) -> Entry | 
     return entry
 
 
-# A line is filtered again by every step whose range holds it and by every query that asks again.
+# RE2 logs a pattern it cannot parse to stderr too; the error raised says it to the caller.
+QUIET = re2.Options()
+QUIET.log_errors = False
+
+
+# A line is filtered again by every query that asks again.
 @functools.lru_cache(maxsize=2**20)
 def _search(pattern: str, line: str) -> bool:
-    lowered = None
-    for compiled, caseless in _alternatives(pattern):
-        if caseless:
-            lowered = line.lower() if lowered is None else lowered
-            if compiled.search(lowered):
-                return True
-        elif compiled.search(line):
-            return True
-    return False
-
-
-# A case-insensitive part that says nothing a lower-casing changes (`\D`, `\S`, `\W`, `\B`, `\A`, `\Z`,
-# `\P{…}`, another inline flag) is searched lower-cased in the lower-cased line: Python's `re` is
-# many times slower ignoring case, and a long line (a logged response body) is searched often.
-CASE_SENSITIVE_PARTS = re.compile(r"\\[A-Z]|\(\?[a-zA-Z-]*[:)]")
+    return re2_compiled(pattern).search(line) is not None
 
 
 @functools.cache
-def _alternatives(pattern: str) -> tuple[tuple[re.Pattern, bool], ...]:
-    """The pattern's top-level alternatives compiled, each with whether it is searched lower-cased."""
-    if pattern.startswith("(?i)"):
-        body = pattern[4:]
-        if CASE_SENSITIVE_PARTS.search(body):
-            return ((re.compile(body, re.IGNORECASE), False),)
-        return ((re.compile(body.lower()), True),)
-    parts = []
-    for part in _top_level_split(pattern):
-        inner = part[4:-1] if part.startswith("(?i:") and part.endswith(")") else None
-        if inner is not None and _one_group(part) and not CASE_SENSITIVE_PARTS.search(inner):
-            parts.append((re.compile(inner.lower()), True))
-        else:
-            parts.append((re.compile(part), False))
-    return tuple(parts)
-
-
-def _structure(pattern: str) -> Iterator[tuple[int, str, int]]:
-    """(index, character, group depth after it) of each character outside escapes and classes."""
-    depth, in_class, index = 0, False, 0
-    while index < len(pattern):
-        char = pattern[index]
-        if char == "\\":
-            index += 2
-            continue
-        if in_class:
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-        else:
-            depth += {"(": 1, ")": -1}.get(char, 0)
-            yield index, char, depth
-        index += 1
-
-
-def _top_level_split(pattern: str) -> list[str]:
-    """The pattern split at its `|` outside groups and classes."""
-    parts, start = [], 0
-    for index, char, depth in _structure(pattern):
-        if char == "|" and depth == 0:
-            parts.append(pattern[start:index])
-            start = index + 1
-    return [*parts, pattern[start:]]
-
-
-def _one_group(part: str) -> bool:
-    """Whether the part is one group from its first character to its last."""
-    return len(_top_level_split(part)) == 1 and _closing(part) == len(part) - 1
-
-
-def _closing(part: str) -> int:
-    """Where the part's first group closes (-1: it does not)."""
-    return next((index for index, char, depth in _structure(part) if char == ")" and depth == 0), -1)
+def re2_compiled(pattern: str) -> re2._Regexp:
+    """The pattern as Loki compiles it: Go's regexp is RE2 (its syntax; linear time on a long line,
+    where Python's backtracking `re` can take a thousand times as long). Its error says what is wrong."""
+    try:
+        return re2.compile(pattern, QUIET)
+    except re2.error as exc:
+        raise LogQLError(f"parse error : invalid regexp {pattern!r}: {exc}") from None
 
 
 def _extract(entry: Entry, stage: Stage, stream: dict[str, str]) -> None:
@@ -570,7 +512,7 @@ def _extract(entry: Entry, stage: Stage, stream: dict[str, str]) -> None:
             for key, value in re.findall(r'(?:^|\s)([^\s=]+)=("(?:[^"\\]|\\.)*"|[^\s"]*)', entry.line)
         }
     elif stage.kind == "regexp":
-        match = re.search(stage.text, entry.line)
+        match = re2_compiled(stage.text).search(entry.line)
         found = {
             name: value for name, value in (match.groupdict() if match else {}).items() if value is not None
         }
@@ -689,8 +631,21 @@ def key_of(labels: dict[str, str]) -> Labels:
 class Evaluator:
     """Evaluates parsed queries over streams `[(labels, [(ns, line)])]`."""
 
-    def __init__(self, streams: list[tuple[dict[str, str], list[tuple[int, str]]]]) -> None:
+    def __init__(
+        self,
+        streams: list[tuple[dict[str, str], list[tuple[int, str]]]],
+        *,
+        span: tuple[int, int] | None = None,
+    ) -> None:
         self.streams = streams
+        # A range query's steps read one pass of each log query over the span they cover, each sliced
+        # out of it, rather than piping a line again at every step whose range holds it.
+        self._span = span
+        self._piped: dict[int, list[Entry]] = {}
+
+    def over(self, start_ns: int, end_ns: int) -> Evaluator:
+        """This evaluator for the steps of one range query, which read lines in (start, end]."""
+        return Evaluator(self.streams, span=(start_ns, end_ns))
 
     def entries(self, query: LogQuery, start_ns: int, end_ns: int) -> list[Entry]:
         """The entries of the query's streams with start < ns <= end, through its pipeline."""
@@ -706,6 +661,16 @@ class Evaluator:
                 if entry is not None:
                     found.append(entry)
         return found
+
+    def _entries_in(self, query: LogQuery, start_ns: int, end_ns: int) -> list[Entry]:
+        if self._span is None or start_ns < self._span[0] or end_ns > self._span[1]:
+            return self.entries(query, start_ns, end_ns)
+        piped = self._piped.get(id(query))
+        if piped is None:
+            piped = sorted(self.entries(query, *self._span), key=_entry_time)
+            self._piped[id(query)] = piped
+        first = bisect.bisect_right(piped, start_ns, key=_entry_time)
+        return piped[first : bisect.bisect_right(piped, end_ns, key=_entry_time)]
 
     def vector(self, expression, at_ns: int) -> dict[Labels, float]:
         """An instant vector: the expression's value per label set at `at_ns`."""
@@ -735,7 +700,7 @@ class Evaluator:
     def _range(self, aggregation: RangeAggregation, at_ns: int) -> dict[Labels, float]:
         start = at_ns - int(aggregation.range_seconds * NS)
         series: dict[Labels, list[Entry]] = defaultdict(list)
-        for entry in self.entries(aggregation.query, start, at_ns):
+        for entry in self._entries_in(aggregation.query, start, at_ns):
             if entry.labels.get("__error__"):
                 error = entry.labels["__error__"]
                 raise LogQLError(
@@ -746,6 +711,21 @@ class Evaluator:
                 )
             series[key_of(_grouped(entry.labels, aggregation.grouping))].append(entry)
         return {labels: _over_time(aggregation, entries) for labels, entries in series.items() if entries}
+
+
+def _entry_time(entry: Entry) -> int:
+    return entry.ns
+
+
+def longest_range(expression) -> float:
+    """The longest `[range]` of a metric query's range aggregations, in seconds (0 for a number)."""
+    if isinstance(expression, RangeAggregation):
+        return expression.range_seconds
+    if isinstance(expression, BinaryOperation):
+        return max(longest_range(expression.left), longest_range(expression.right))
+    if isinstance(expression, VectorAggregation):
+        return longest_range(expression.inner)
+    return 0.0
 
 
 def _selector_text(labels: dict[str, str]) -> str:

@@ -26,6 +26,7 @@ could not parse.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 import threading
@@ -39,6 +40,7 @@ from diagnosis.evaluation.logql import (
     LogQLError,
     LogQuery,
     duration_seconds,
+    longest_range,
     parse,
     sample_text,
     stream_matches,
@@ -66,6 +68,9 @@ class LokiServer:
         self.push_lock = threading.Lock()
         # Per stream (by position): its lines' patterns, mined once, again when lines were pushed.
         self.mined: dict[int, tuple[int, list[str]]] = {}
+        # Mined now, as Loki's pattern ingester mines lines as they arrive: a patterns query reads them.
+        for index in range(len(self.streams)):
+            self._mined(index)
         self.requests: list[dict] = []
         server = self
 
@@ -172,8 +177,9 @@ class LokiServer:
                 "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)"
             )
         series: dict = {}
+        evaluator = self.evaluator.over(start - int(longest_range(expression) * NS), end)
         for at in range(start, end + 1, step):
-            for labels, value in self.evaluator.vector(expression, at).items():
+            for labels, value in evaluator.vector(expression, at).items():
                 series.setdefault(labels, []).append([at / NS, sample_text(value)])
         result = [{"metric": dict(labels), "values": values} for labels, values in sorted(series.items())]
         return _success("matrix", result)
@@ -190,11 +196,14 @@ class LokiServer:
             for index, (labels, lines) in enumerate(self.streams):
                 if not stream_matches(labels, expression.matchers):
                     continue
-                for (ns, _), pattern in zip(lines, self._mined(index), strict=True):
-                    if start <= ns <= end:
-                        bucket = (ns - start) // step * step + start
-                        counts = samples.setdefault(pattern, {})
-                        counts[bucket] = counts.get(bucket, 0) + 1
+                mined = self._mined(index)
+                # A stream's lines are in time order: only the window's are read, not the whole day's.
+                first = bisect.bisect_left(lines, start, key=lambda item: item[0])
+                last = bisect.bisect_right(lines, end, key=lambda item: item[0])
+                for position in range(first, last):
+                    bucket = (lines[position][0] - start) // step * step + start
+                    counts = samples.setdefault(mined[position], {})
+                    counts[bucket] = counts.get(bucket, 0) + 1
         data = [
             {"pattern": pattern, "samples": [[at // NS, count] for at, count in sorted(counts.items())]}
             for pattern, counts in sorted(samples.items(), key=lambda item: -sum(item[1].values()))

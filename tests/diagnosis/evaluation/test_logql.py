@@ -64,3 +64,28 @@ def test_a_case_insensitive_filter_finds_what_python_finds_ignoring_case(pattern
     assert [_search(pattern, line) for line in lines] == [
         bool(re.search(body, line, flags)) for line in lines
     ]
+
+
+@pytest.mark.parametrize(
+    "query", ['{service="ledger"} |~ `(?<=a)b`', '{service="ledger"} | regexp `(?P<x>a)(?=b)`']
+)
+def test_a_pattern_go_cannot_compile_is_a_parse_error_as_loki_answers_it(query):
+    with pytest.raises(LogQLError, match="invalid regexp"):
+        Evaluator(STREAMS).entries(parse(query), 0, 60 * NS)
+
+
+def test_the_steps_of_a_range_query_each_count_their_own_window_of_one_pass_over_its_span():
+    lines = [
+        (second * NS, "ERROR write failed" if second % 3 == 0 else "INFO synced") for second in range(1, 200)
+    ]
+    streams = [({"service": "ledger"}, lines), ({"service": "storefront"}, [(15 * NS, "error: page")])]
+    errors_rate = parse('sum by (service) (rate({service=~".+"} |~ `(?i:error)` [1m]))')
+    over_span = Evaluator(streams).over(0, 200 * NS)
+    for at in (30, 60, 61, 150, 199):
+        window = [line for ns, line in lines if (at - 60) * NS < ns <= at * NS]
+        errors = sum("ERROR" in line for line in window)
+        assert over_span.vector(parse(ERRORS), at * NS)[(("service", "ledger"),)] == errors
+        assert over_span.vector(errors_rate, at * NS)[(("service", "ledger"),)] == pytest.approx(errors / 60)
+    # A window reaching past the span is read from the streams, not from the span's pass.
+    lines.append((240 * NS, "ERROR late"))
+    assert over_span.vector(parse(ERRORS), 299 * NS) == {(("service", "ledger"),): 1.0}
