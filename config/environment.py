@@ -95,10 +95,10 @@ class Environment(BaseModel):
     )
     llm_model: str = Field(alias="DIAGNOSIS_LLM_MODEL", default="gpt-4o-mini", description="a model name")
     llm_timeout: float = Field(
-        alias="DIAGNOSIS_LLM_TIMEOUT", default=180.0, gt=0, description="a number of seconds"
+        alias="DIAGNOSIS_LLM_TIMEOUT", default=60.0, gt=0, description="a number of seconds"
     )
     llm_max_retries: int = Field(
-        alias="DIAGNOSIS_LLM_MAX_RETRIES", default=1, ge=0, description="a whole number, 0 or more"
+        alias="DIAGNOSIS_LLM_MAX_RETRIES", default=2, ge=0, description="a whole number, 0 or more"
     )
     # What the model server supports, which differs by server (OpenAI, DeepSeek, vLLM, llama.cpp) and
     # by model: no default fits all of them.

@@ -42,7 +42,7 @@ def test_unset_variables_give_the_documented_defaults():
     assert environment.dev is False
     assert (environment.llm_structured_output, environment.llm_tool_calls) == ("json_schema", "native")
     assert environment.llm_context_tokens == 32000
-    assert (environment.llm_timeout, environment.llm_max_retries) == (180.0, 1)
+    assert (environment.llm_timeout, environment.llm_max_retries) == (60.0, 2)
     assert environment.llm_temperature == 0.0
     assert environment.low_confidence_threshold == 0.5
     assert (environment.max_rounds, environment.max_tool_calls) == (2, 8)
