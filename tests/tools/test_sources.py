@@ -18,6 +18,9 @@ from tools.evidence.series.source import SeriesSource
 from tools.evidence.source import Source
 from tools.inventory import SourceInventory
 from tools.sources import settings_needed, source_for
+from tools.sources.http import tls_context
+from tools.sources.loki import LokiSource
+from tools.sources.prometheus import PrometheusSource
 
 pytestmark = pytest.mark.django_db
 WORLD_RUNBOOKS = Path(__file__).parents[1] / "world" / "runbooks"
@@ -299,3 +302,13 @@ def test_the_inventory_asks_the_sources_the_tools_use_and_skips_one_that_fails(s
     assert "PostgresReplicationLag" in inventory.alerts
     assert {"KubePodCrashLooping", "postgres-replication"} <= inventory.runbooks
     assert inventory.services == set()
+
+
+def test_every_source_client_shares_one_tls_context_instead_of_reading_the_ca_bundle_per_call():
+    clients = [
+        PrometheusSource("http://127.0.0.1:9090")._new_client(),
+        PrometheusSource("https://prometheus.example:443")._new_client(),
+        LokiSource("http://127.0.0.1:3100")._new_client(),
+    ]
+
+    assert {id(client._transport._pool._ssl_context) for client in clients} == {id(tls_context())}

@@ -8,7 +8,9 @@ so a server that trickles its answer cannot hold a session longer than that.
 
 from __future__ import annotations
 
+import functools
 import json
+import ssl
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, closing, contextmanager
@@ -42,6 +44,13 @@ def redacted(url: str) -> str:
     if parts.port:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """One TLS context for every source client: building one reads the CA bundle (tens of
+    milliseconds of CPU, holding the interpreter), and an investigation opens a client per call."""
+    return httpx2.create_ssl_context()
 
 
 def source_timeout() -> float:
@@ -95,7 +104,9 @@ class HttpSource(Source):
                 self._client = None
 
     def _new_client(self) -> httpx2.Client:
-        return httpx2.Client(timeout=httpx2.Timeout(source_timeout()), headers=self.headers())
+        return httpx2.Client(
+            timeout=httpx2.Timeout(source_timeout()), headers=self.headers(), verify=tls_context()
+        )
 
     def get_json(
         self,
