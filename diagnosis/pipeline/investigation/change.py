@@ -1,6 +1,8 @@
 """How one series moved: its onset, its level before and after (medians) and a robust magnitude
 (the shift in units of the spread before it: the median absolute deviation, floored). A series that
-only went back to the level of its whole baseline (an earlier incident ending) did not move.
+only went back to the level of its whole baseline (an earlier incident ending) did not move, nor one
+whose baseline made the same move three separate times: the robust spread leaves out short spikes,
+so a routine one would otherwise look like a shift of many spreads.
 
 Pure arithmetic over (time, value) points, so the gatekeeper can compute the same numbers again
 from the cited range result (`window_median`).
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -32,6 +35,13 @@ LEVEL_WINDOW = timedelta(minutes=10)
 # A series with samples over less than this share of that stretch (traces or lines seen only now and
 # then) says too little of it: its one earlier burst would be its level, so the whole baseline is.
 LEVEL_COVERAGE = 0.5
+
+# A series whose baseline went this share of the move's way, and came back, this many separate times
+# moves so routinely (a periodic job; the quantile of a few requests a minute, a spike at every
+# scrape or two): the move is its habit, not an onset. Two earlier incidents in a baseline are not yet
+# a habit.
+ROUTINE_REACH = 0.75
+ROUTINE = 3
 
 # The stated start of an incident is read this early: a series may move a little before someone notices.
 EARLY = timedelta(minutes=2)
@@ -92,26 +102,32 @@ def change_of(
     it has too little baseline or did not move. `floor`: the least spread, in the series' unit (a
     count's: one, so a count that was 0 throughout its baseline moves by a few, not by any);
     `level_window`: how much of the baseline's end its level is the median of."""
+    # In time order, so each window is a slice found by bisection: an investigation reads a thousand
+    # series or more.
+    points = sorted(points)
+    times = [at for at, _ in points]
+    values = [value for _, value in points]
+    baseline_from = bisect_left(times, baseline_start)
     baseline_end = onset_hint - EARLY
-    before = [value for at, value in points if baseline_start <= at < baseline_end]
-    if len(before) < MIN_BASELINE_POINTS:
+    baseline_to = bisect_left(times, baseline_end)
+    if baseline_to - baseline_from < MIN_BASELINE_POINTS:
         # Little history (a series that began just before): the baseline runs up to the stated start.
         baseline_end = onset_hint
-        before = [value for at, value in points if baseline_start <= at < baseline_end]
-    after = [(at, value) for at, value in points if baseline_end <= at <= end]
-    if len(before) < MIN_BASELINE_POINTS or not after:
+        baseline_to = bisect_left(times, baseline_end)
+    before = values[baseline_from:baseline_to]
+    after_to = bisect_right(times, end)
+    if len(before) < MIN_BASELINE_POINTS or after_to <= baseline_to:
         return None
     level_start = max(baseline_start, baseline_end - level_window)
-    in_level = sum(level_start <= at < baseline_end for at, _ in points)
+    in_level = baseline_to - bisect_left(times, level_start)
     if in_level < MIN_BASELINE_POINTS or in_level * _step(points) < LEVEL_COVERAGE * (
         baseline_end - level_start
     ):
         level_start = baseline_start
-    level = window_median(points, start=level_start, end=baseline_end)
-    if level is None:
-        return None
-    typical = statistics.median(abs(value) for _, value in points)
+    level = statistics.median(values[bisect_left(times, level_start) : baseline_to])
+    typical = statistics.median(abs(value) for value in values)
     spread = max(_noise(before, level), RELATIVE_FLOOR * max(abs(level), typical), floor)
+    after = points[baseline_to:after_to]
     if spread <= 0:
         # Flat at zero before (no errors, no evictions): a rise is measured against its own size (a
         # lone blip is no onset: the point after it must be past it too).
@@ -121,11 +137,12 @@ def change_of(
     # The first onset from which the series stays moved (its median after it) and is not moved the
     # other way at the end: a wobble past the threshold before the real move is not its onset.
     latest = after[-1][1]
-    for onset, side in _onsets(after, level=level, spread=spread):
-        moved = window_median(points, start=onset, end=end, closed=True)
-        if moved is None or (latest - level) / spread * side <= -MOVED:
+    for index, side in _onsets(after, level=level, spread=spread):
+        moved = statistics.median(values[baseline_to + index : after_to])
+        if (latest - level) / spread * side <= -MOVED:
             continue
         if (moved - level) / spread * side >= MOVED:
+            onset = after[index][0]
             break
     else:
         return None
@@ -134,6 +151,8 @@ def change_of(
         return None
     # Back at the level of the whole baseline: the recovery from an earlier incident, not a new move.
     if abs(moved - statistics.median(before)) / spread < MOVED:
+        return None
+    if _excursions(before, level=level, towards=moved) >= ROUTINE:
         return None
     return Change(
         onset=onset,
@@ -145,6 +164,17 @@ def change_of(
         baseline_end=baseline_end,
         end=end,
     )
+
+
+def _excursions(values: Sequence[float], *, level: float, towards: float) -> int:
+    """How many separate runs of the values went ROUTINE_REACH of the way from `level` to `towards`."""
+    reach = ROUTINE_REACH * (towards - level)
+    runs, inside = 0, False
+    for value in values:
+        past = (value - level) * reach >= reach * reach
+        runs += past and not inside
+        inside = past
+    return runs
 
 
 def _step(points: Sequence[Point]) -> timedelta:
@@ -164,14 +194,14 @@ def _noise(values: Sequence[float], level: float) -> float:
     return min(mad, step_noise)
 
 
-def _onsets(after: Sequence[Point], *, level: float, spread: float) -> Iterator[tuple[datetime, int]]:
-    """Each point past MOVED spreads whose next point (if any) is past it on the same side, in order,
-    with its side (1 above the level, -1 below)."""
-    for index, (at, value) in enumerate(after):
+def _onsets(after: Sequence[Point], *, level: float, spread: float) -> Iterator[tuple[int, int]]:
+    """Where each point past MOVED spreads whose next point (if any) is past it on the same side is, in
+    order, with its side (1 above the level, -1 below)."""
+    for index, (_, value) in enumerate(after):
         distance = (value - level) / spread
         if abs(distance) < MOVED:
             continue
         following = after[index + 1 : index + 2]
         side = 1 if distance > 0 else -1
         if not following or (following[0][1] - level) / spread * side >= MOVED:
-            yield at, side
+            yield index, side

@@ -54,6 +54,28 @@ def test_an_earlier_incident_inside_the_baseline_does_not_hide_the_one_asked_abo
     assert change.onset == at(37)
 
 
+def spiky(spikes: int) -> list[tuple[datetime, float]]:
+    """A latency quantile of a few requests a minute: 20 ms, with `spikes` three-minute excursions to
+    200 ms (a rate window's width) in its baseline, then the same excursion after the stated start."""
+    values = [0.02] * 40
+    for spike in range(spikes):
+        values[4 + 10 * spike : 7 + 10 * spike] = [0.2, 0.21, 0.2]
+    values[36:40] = [0.2, 0.21, 0.2, 0.2]
+    return minutes(values)
+
+
+def test_a_series_that_made_the_same_move_three_times_in_its_baseline_moves_so_routinely():
+    assert change_of(spiky(3), onset_hint=at(36), baseline_start=at(0), end=at(39)) is None
+
+
+@pytest.mark.parametrize("spikes", [0, 1, 2])
+def test_two_earlier_incidents_in_a_baseline_are_no_habit_yet(spikes):
+    change = change_of(spiky(spikes), onset_hint=at(36), baseline_start=at(0), end=at(39))
+
+    assert change is not None
+    assert (change.before, change.after, change.onset) == (0.02, 0.2, at(36))
+
+
 def test_a_return_to_the_whole_baselines_level_is_a_recovery_not_a_move():
     """An earlier incident filled the last minutes before the stated start; the series going back to
     what it was over the whole baseline is that incident ending."""
