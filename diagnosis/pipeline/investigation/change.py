@@ -171,7 +171,7 @@ def _excursions(values: Sequence[float], *, level: float, towards: float) -> int
     reach = ROUTINE_REACH * (towards - level)
     runs, inside = 0, False
     for value in values:
-        past = (value - level) * reach >= reach * reach
+        past = (value - level) / reach >= 1
         runs += past and not inside
         inside = past
     return runs
