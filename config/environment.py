@@ -137,6 +137,7 @@ class Environment(BaseModel):
     )
     loki_url: str | None = Field(alias="DIAGNOSIS_LOKI_URL", default=None, description="a URL")
     loki_tenant: str | None = Field(alias="DIAGNOSIS_LOKI_TENANT", default=None, description="a tenant name")
+    tempo_url: str | None = Field(alias="DIAGNOSIS_TEMPO_URL", default=None, description="a URL")
     runbooks_dir: str | None = Field(alias="DIAGNOSIS_RUNBOOKS_DIR", default=None, description="a folder")
     source_headers: Headers = Field(
         alias="DIAGNOSIS_SOURCE_HEADERS",

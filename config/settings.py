@@ -414,6 +414,7 @@ DIAGNOSIS = {
     "ALERTMANAGER_URL": ENV.alertmanager_url,
     "LOKI_URL": ENV.loki_url,
     "LOKI_TENANT": ENV.loki_tenant,
+    "TEMPO_URL": ENV.tempo_url,
     "RUNBOOKS_DIR": ENV.runbooks_dir,
     "SOURCE_HEADERS": ENV.source_headers,
     "LOGS_WINDOW_MINUTES": ENV.logs_window_minutes,

@@ -16,6 +16,7 @@ from diagnosis.pipeline.slot import DerivedNumber, Slot
 from tools.evidence.alerts.record import AlertRecord
 from tools.evidence.result import ToolResult
 from tools.evidence.series.record import SeriesRecord
+from tools.evidence.trace_calls.record import TraceCallsRecord
 
 
 def derived_failures(
@@ -45,6 +46,8 @@ def _computed_again(number: DerivedNumber, invocations: Sequence[ToolResult]) ->
     if number.statistic == "alert_start":
         started = alert_started(record) if isinstance(record, AlertRecord) else None
         return time_said(started) if started is not None else None
+    if isinstance(record, TraceCallsRecord):
+        return _calls_computed_again(number, record)
     if not isinstance(record, SeriesRecord) or record.instant:
         return None
     points = series_points(record)
@@ -52,3 +55,13 @@ def _computed_again(number: DerivedNumber, invocations: Sequence[ToolResult]) ->
         return time_said(number.start) if any(at == number.start for at, _ in points) else None
     value = window_median(points, start=number.start, end=number.end, closed=number.closed)
     return value_said(value, number.unit) if value is not None else None
+
+
+def _calls_computed_again(number: DerivedNumber, record: TraceCallsRecord) -> str | None:
+    """A share of an operation's spans in its windows, or the start of one of its windows."""
+    if number.statistic == "sample_time":
+        return time_said(number.start) if any(w.began == number.start for w in record.windows) else None
+    if number.statistic != "call_share":
+        return None
+    share = record.share(number.calls, start=number.start, end=number.end, given=number.given)
+    return value_said(share[0], number.unit) if share is not None else None

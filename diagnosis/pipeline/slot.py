@@ -29,13 +29,17 @@ class DerivedNumber(BaseModel):
 
     binding: EvidenceBinding
     # `median`: of the series' values in [start, end) ([start, end] when `closed`), said in `unit`;
-    # `sample_time`: the time of day of its sample at `start`; `alert_start`: of the cited alert's start.
-    statistic: Literal["median", "sample_time", "alert_start"]
+    # `sample_time`: the time of day of its sample at `start`; `alert_start`: of the cited alert's start;
+    # `call_share`: of the cited operation's spans in its windows within [start, end], the share that
+    # made any of `calls` (of those that made `given`, when named).
+    statistic: Literal["median", "sample_time", "alert_start", "call_share"]
     start: datetime
     end: datetime
     closed: bool = False
     unit: str = ""
     said: str
+    calls: list[str] = []
+    given: str = ""
 
 
 class TimelineMark(BaseModel):

@@ -30,6 +30,7 @@ def test_with_the_demo_world_every_line_is_ok_or_not_configured_and_it_exits_zer
         "count_logs",
         "query_logql",
         "query_log_patterns",
+        "query_trace_calls",
         "lookup_knowledge",
         "search_metrics",
     ]
@@ -38,6 +39,8 @@ def test_with_the_demo_world_every_line_is_ok_or_not_configured_and_it_exits_zer
     assert "unavailable: 需要 DIAGNOSIS_PROMETHEUS_URL" in lines[2]
     # LogQL metric queries need Loki: the demo world's lines are no series.
     assert "unavailable: 需要 DIAGNOSIS_LOKI_URL" in lines[5]
+    # Nor are they traces.
+    assert "unavailable: 需要 DIAGNOSIS_TEMPO_URL" in lines[7]
 
 
 @pytest.mark.django_db

@@ -19,6 +19,7 @@ from tools.evidence.metric_catalog.kind import CATALOG
 from tools.evidence.series.kind import SERIES
 from tools.evidence.source import Source
 from tools.evidence.targets.kind import TARGETS
+from tools.evidence.trace_calls.kind import TRACE_CALLS
 
 # One row per kind; its package holds the row, the record, the source protocol and the tool.
 KINDS: tuple[EvidenceKind, ...] = (
@@ -29,6 +30,7 @@ KINDS: tuple[EvidenceKind, ...] = (
     LOG_COUNTS,
     LOG_SERIES,
     LOG_PATTERNS,
+    TRACE_CALLS,
     KNOWLEDGE,
     CATALOG,
     CLOCK,

@@ -1,6 +1,6 @@
 """Evidence sources, chosen per kind by environment: a team points the product at
-its own stack with `DIAGNOSIS_PROMETHEUS_URL`, `DIAGNOSIS_ALERTMANAGER_URL`, `DIAGNOSIS_LOKI_URL`
-and `DIAGNOSIS_RUNBOOKS_DIR`, no Python needed.
+its own stack with `DIAGNOSIS_PROMETHEUS_URL`, `DIAGNOSIS_ALERTMANAGER_URL`, `DIAGNOSIS_LOKI_URL`,
+`DIAGNOSIS_TEMPO_URL` and `DIAGNOSIS_RUNBOOKS_DIR`, no Python needed.
 
 `SOURCES` is the one registry: each variable names the source class it configures. For each kind of
 evidence (`tools.evidence.<kind>.source`) the first configured class serving it answers. With no source
@@ -35,6 +35,7 @@ from tools.sources.loki import LokiSource
 from tools.sources.plugins import source_class_load
 from tools.sources.prometheus import PrometheusSource
 from tools.sources.runbooks import RunbooksSource
+from tools.sources.tempo import TempoSource
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +53,7 @@ SOURCES: dict[str, type[ConfiguredSource]] = {
     "DIAGNOSIS_ALERTMANAGER_URL": AlertmanagerSource,
     "DIAGNOSIS_PROMETHEUS_URL": PrometheusSource,
     "DIAGNOSIS_LOKI_URL": LokiSource,
+    "DIAGNOSIS_TEMPO_URL": TempoSource,
     "DIAGNOSIS_RUNBOOKS_DIR": RunbooksSource,
 }
 

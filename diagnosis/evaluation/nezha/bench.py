@@ -5,8 +5,9 @@ Per day: the day's metrics as OpenMetrics (`openmetrics`), shifted so the day en
 loaded into a real Prometheus (`prometheus`); with the Nezha repository, the day's span files in that
 Prometheus too as Tempo's span metrics (each service's operations) and, where the day has no per-edge
 latency of its own (TrainTicket), service-graph histograms (`traces`), and the day's log files shifted
-alike behind a Loki stand-in (`logs`), the only log source. Per fault: the clock pinned a few minutes after the
-injection (an engineer asking while it happens), the question
+alike behind a Loki stand-in (`logs`), the only log source. Per fault, with the repository, the span
+files of the case's read window behind a Tempo stand-in (`spans`), the only trace source. Per fault:
+the clock pinned a few minutes after the injection (an engineer asking while it happens), the question
 "<namespace> 从 HH:MM 开始出现异常（<entry> 延迟升高），根因是哪个服务？" asked of the rules engine
 in-process with that Prometheus as the only metrics source and that Loki as the only log source (no
 runbooks: the data have none), and the services its first `结论` line names, in order, are its ranking. The baseline
@@ -35,8 +36,10 @@ from diagnosis.evaluation.nezha.baseline import baseline_ranking
 from diagnosis.evaluation.nezha.data import Day, Fault, NezhaDataError, day_read, faults_read
 from diagnosis.evaluation.nezha.logs import log_files, log_streams, logs_served
 from diagnosis.evaluation.nezha.prometheus import blocks_created, metadata_exposition, prometheus_serving
-from diagnosis.evaluation.nezha.traces import TraceMinutes, trace_files, trace_minutes
+from diagnosis.evaluation.nezha.spans import spans_served, tempo_spans
+from diagnosis.evaluation.nezha.traces import TraceMinutes, trace_files, trace_files_between, trace_minutes
 from diagnosis.evaluation.observe import session_observe
+from diagnosis.evaluation.tempo import TempoSpan
 from diagnosis.services.sessions import session_start
 from tools.evidence.registry import LOG_PATTERNS, LOG_SERIES, SERIES
 
@@ -154,9 +157,17 @@ def bench_run(
             logs_served(_day_streams(options, chosen.day, namespace=namespace, shift=shift)) as loki,
         ):
             for fault in chosen.faults:
-                outcome = case_asked(
-                    day, fault, system=chosen.system, url=url, shift=shift, options=options, loki=loki
-                )
+                with spans_served(case_spans(options, chosen.day, fault, shift=shift)) as tempo:
+                    outcome = case_asked(
+                        day,
+                        fault,
+                        system=chosen.system,
+                        url=url,
+                        shift=shift,
+                        options=options,
+                        loki=loki,
+                        tempo=tempo,
+                    )
                 outcomes.append(outcome)
                 on_case(outcome)
     return outcomes
@@ -196,6 +207,16 @@ def _day_streams(options: BenchOptions, day: str, *, namespace: str, shift: time
     return log_streams(log_files(options.repository, day), namespace=namespace, shift=shift)
 
 
+def case_spans(options: BenchOptions, day: str, fault: Fault, *, shift: timedelta) -> list[TempoSpan]:
+    """The spans of the case's read window, if the repository is given: from the baseline's start
+    before the injection to the question (a day's spans are more than a case should hold)."""
+    if options.repository is None:
+        return []
+    start = fault.at.replace(second=0, microsecond=0) - options.baseline
+    files = trace_files_between(options.repository, day, start, fault.at + options.asked_after)
+    return tempo_spans(files, shift=shift)
+
+
 def case_asked(
     day: Day,
     fault: Fault,
@@ -205,6 +226,7 @@ def case_asked(
     shift: timedelta,
     options: BenchOptions,
     loki: str | None = None,
+    tempo: str | None = None,
 ) -> CaseOutcome:
     onset = fault.at + shift
     asked_at = onset + options.asked_after
@@ -213,7 +235,7 @@ def case_asked(
         onset=timezone.localtime(onset).strftime("%H:%M"),
         entry=entry_service(day),
     )
-    with _sources(url, loki=loki, now=asked_at):
+    with _sources(url, loki=loki, tempo=tempo, now=asked_at):
         started = time.perf_counter()
         session = session_start(query=question, engine=options.engine, run_inline=True)
         seconds = time.perf_counter() - started
@@ -288,13 +310,14 @@ def services_named(text: str, services: Iterable[str]) -> list[str]:
 
 
 @contextmanager
-def _sources(url: str, *, loki: str | None, now: datetime) -> Iterator[None]:
-    """Prometheus (and Loki, given one) as the only sources; logs without Loki answer nothing."""
+def _sources(url: str, *, loki: str | None, tempo: str | None, now: datetime) -> Iterator[None]:
+    """Prometheus (and Loki and Tempo, given them) as the only sources; logs without Loki answer nothing."""
     diagnosis = settings.DIAGNOSIS | {
         "PROMETHEUS_URL": url,
         "ALERTMANAGER_URL": None,
         "LOKI_URL": loki,
         "LOKI_TENANT": None,
+        "TEMPO_URL": tempo,
         "RUNBOOKS_DIR": None,
         "SERVICE_LABELS": ["service"],
         # In local time: the question's clock time ("从 07:35") is the reader's.
@@ -325,6 +348,11 @@ def lead_mechanism(conclusion: str) -> str:
     """What the first candidate's mechanism names, without its caller (`CPU 使用升高`, `被调用延迟升高`)."""
     body = conclusion.split(CANDIDATES, 1)[1] if CANDIDATES in conclusion else ""
     mechanism = body.split("（", 1)[1].split("，", 1)[0] if "（" in body else ""
+    # An operation's calls: whose, and which, are the case's own.
+    if "」调用它（" in mechanism:
+        return "调用方在其应答后的后续调用占比下降"
+    if "」调用 " in mechanism:
+        return f"调用占比{mechanism[-2:]}"
     for said_of_other in (" 看到的", " 的"):
         if said_of_other in mechanism:
             return mechanism.split(said_of_other, 1)[1]

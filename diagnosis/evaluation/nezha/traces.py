@@ -22,9 +22,9 @@ import csv
 import io
 import subprocess
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from pathlib import Path
 from typing import NamedTuple
@@ -36,6 +36,8 @@ TRACE_SUFFIX = "_trace.csv"
 # Tempo lets the buckets be configured; doubling from 1 ms keeps a ×2 change visible.
 BUCKETS = tuple(0.001 * 2**k for k in range(15))
 MINUTE_NS = 60 * 10**9
+# A span file holds up to a minute (and some seconds) before the minute it is named after.
+FILE_REACH = timedelta(minutes=1)
 COLUMNS = (
     "TraceID",
     "SpanID",
@@ -66,14 +68,41 @@ def trace_files(repository: Path, day: str) -> Iterator[tuple[str, str]]:
     return day_files(repository, day, folder=TRACE_FOLDER, suffix=TRACE_SUFFIX)
 
 
-def day_files(repository: Path, day: str, *, folder: str, suffix: str) -> Iterator[tuple[str, str]]:
-    """(name, text) of each file of the day's `folder` ending in `suffix`, in name order."""
+def trace_files_between(
+    repository: Path, day: str, start: datetime, end: datetime
+) -> Iterator[tuple[str, str]]:
+    """(name, text) of the day's span files holding spans that began between `start` and `end` (UTC),
+    in name order; the others are not read. A file `HH_MM` holds the minute before HH:MM and a few
+    seconds after it."""
+    first, last = start.replace(second=0, microsecond=0), end + FILE_REACH
+
+    def wanted(name: str) -> bool:
+        minute = _file_minute(day, name)
+        return minute is not None and first <= minute < last
+
+    return day_files(repository, day, folder=TRACE_FOLDER, suffix=TRACE_SUFFIX, wanted=wanted)
+
+
+def day_files(
+    repository: Path, day: str, *, folder: str, suffix: str, wanted: Callable[[str], bool] = lambda _: True
+) -> Iterator[tuple[str, str]]:
+    """(name, text) of each file of the day's `folder` ending in `suffix` whose name is `wanted`, in
+    name order."""
     if (repository / "objects").is_dir() and (repository / "HEAD").is_file():
-        yield from _git_files(repository, f"rca_data/{day}/{folder}", suffix=suffix)
+        yield from _git_files(repository, f"rca_data/{day}/{folder}", suffix=suffix, wanted=wanted)
         return
     root = repository / "rca_data" if (repository / "rca_data").is_dir() else repository
     for path in sorted((root / day / folder).glob(f"*{suffix}")):
-        yield path.name, path.read_text(encoding="utf-8")
+        if wanted(path.name):
+            yield path.name, path.read_text(encoding="utf-8")
+
+
+def _file_minute(day: str, name: str) -> datetime | None:
+    """The minute a span file is named after (`04_02_trace.csv` on its day, UTC); None for another name."""
+    try:
+        return datetime.strptime(f"{day} {name[:5]}", "%Y-%m-%d %H_%M").replace(tzinfo=UTC)
+    except ValueError:
+        return None
 
 
 def trace_minutes(files: Iterable[tuple[str, str]], *, edges: bool = True) -> TraceMinutes:
@@ -86,9 +115,7 @@ def trace_minutes(files: Iterable[tuple[str, str]], *, edges: bool = True) -> Tr
     for name, text in files:
         rows = csv.reader(io.StringIO(text))
         header = next(rows, [])
-        if missing := [column for column in COLUMNS if column not in header]:
-            raise NezhaDataError(f"{name} 缺少列：{', '.join(missing)}")
-        at = _Columns(*(header.index(column) for column in COLUMNS))
+        at = span_columns(name, header)
         # A short row (a blank line, a file cut off) is no span.
         whole = (row for row in rows if len(row) == len(header))
         spans = list(whole) if edges else whole
@@ -106,7 +133,9 @@ def trace_minutes(files: Iterable[tuple[str, str]], *, edges: bool = True) -> Tr
     return traces
 
 
-class _Columns(NamedTuple):
+class SpanColumns(NamedTuple):
+    """Where each of `COLUMNS` is in a span file's rows."""
+
     trace: int
     span: int
     parent: int
@@ -116,7 +145,14 @@ class _Columns(NamedTuple):
     end: int
 
 
-def _edges_added(traces: TraceMinutes, spans: list[list[str]], at: _Columns) -> None:
+def span_columns(name: str, header: list[str]) -> SpanColumns:
+    """The positions of the span columns in the file `name` with this header row."""
+    if missing := [column for column in COLUMNS if column not in header]:
+        raise NezhaDataError(f"{name} 缺少列：{', '.join(missing)}")
+    return SpanColumns(*(header.index(column) for column in COLUMNS))
+
+
+def _edges_added(traces: TraceMinutes, spans: list[list[str]], at: SpanColumns) -> None:
     by_id = {row[at.span]: row for row in spans}
     for row in spans:
         parent = by_id.get(row[at.parent])
@@ -139,11 +175,13 @@ def _minute(unix_nano: int) -> datetime:
     return _minute_at(unix_nano // MINUTE_NS)
 
 
-def _git_files(git_dir: Path, folder: str, *, suffix: str) -> Iterator[tuple[str, str]]:
+def _git_files(
+    git_dir: Path, folder: str, *, suffix: str, wanted: Callable[[str], bool]
+) -> Iterator[tuple[str, str]]:
     listed = _git(git_dir, "ls-tree", "--name-only", f"HEAD:{folder}")
     if listed is None:
         return
-    for name in sorted(n for n in listed.splitlines() if n.endswith(suffix)):
+    for name in sorted(n for n in listed.splitlines() if n.endswith(suffix) and wanted(n)):
         text = _git(git_dir, "show", f"HEAD:{folder}/{name}")
         # A file the snapshot lists without its content (the largest ones) is left out.
         if text is not None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from diagnosis.pipeline.contracts import EvidenceBinding, RankedCandidate
+from diagnosis.pipeline.investigation.calls import calls_said, operation_of
 from diagnosis.pipeline.investigation.investigate import Cited, Investigation
 from diagnosis.pipeline.investigation.logs import LOG_PATTERN, PATTERN_LABEL
 from diagnosis.pipeline.investigation.ranking import CALLER_SIDE, OPERATIONS, Candidate, Moved
@@ -111,23 +112,30 @@ def _candidate_said(candidate: Candidate, investigation: Investigation) -> Said:
         # A probe's series names the address; the subject's own target series names both.
         target = investigation.targets[candidate.subject]
         bindings.append(EvidenceBinding.of_ref(target.result, target.ref))
+    calls = cited.calls
+    # A series' level is its median over a window; an operation's calls, the share of its spans.
+    statistic = (
+        {"statistic": "median"}
+        if calls is None
+        else {"statistic": "call_share", "calls": list(calls.calls), "given": calls.given}
+    )
     derived = [
         DerivedNumber(
             binding=binding,
-            statistic="median",
             start=change.level_start,
             end=change.baseline_end,
             unit=signal.unit,
             said=before,
+            **statistic,
         ),
         DerivedNumber(
             binding=binding,
-            statistic="median",
             start=change.onset,
             end=change.end,
             closed=True,
             unit=signal.unit,
             said=after,
+            **statistic,
         ),
         DerivedNumber(
             binding=binding, statistic="sample_time", start=change.onset, end=change.onset, said=onset
@@ -155,6 +163,14 @@ def _mechanism(move: Moved, label: str, *, stopped_calling: bool = False) -> str
         pattern = _shown(str(move.ref.record.metric.get(PATTERN_LABEL, "")))
         return f"{label}「{pattern}」{'出现' if move.change.rising else '消失'}"
     direction = "升高" if move.change.rising else "下降"
+    calls = move.ref.calls
+    if calls is not None:
+        operation = f"{calls.record.service}「{_shown(calls.record.operation)}」"
+        if calls.given:
+            # Said of the callee that answered before the calls vanished.
+            given = _shown(operation_of(calls.given))
+            return f"{operation}调用它（{given}）后再{label} {calls_said(calls.calls)} 的占比{direction}"
+        return f"{operation}{label} {calls_said(calls.calls)} 的占比{direction}"
     if move.role == OPERATIONS:
         operation = _shown(str(move.ref.record.metric.get(move.ref.signal.operation, "")))
         return f"{label}「{operation}」占比{direction}"

@@ -14,6 +14,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
+from diagnosis.pipeline.investigation.calls import LABEL as CALLS_LABEL
+from diagnosis.pipeline.investigation.calls import TRACE_CALLS as CALLS_ROLE
+from diagnosis.pipeline.investigation.calls import UNIT as CALLS_UNIT
+from diagnosis.pipeline.investigation.calls import CallsMove, callee_of, calls_moved, operation_of
 from diagnosis.pipeline.investigation.change import change_of, series_points
 from diagnosis.pipeline.investigation.logs import (
     ADDRESS_LABEL,
@@ -34,13 +38,14 @@ from diagnosis.pipeline.investigation.signals import (
     target_signal,
 )
 from tools.evidence.kind import EvidenceKind
-from tools.evidence.registry import LOG_PATTERNS, LOG_SERIES, SERIES
+from tools.evidence.registry import LOG_PATTERNS, LOG_SERIES, SERIES, TRACE_CALLS
 from tools.evidence.result import Ref, ToolResult
 from tools.evidence.series.record import SeriesRecord
+from tools.evidence.trace_calls.record import TraceCallsRecord
 from tools.signal_roles import MetricFamily, signal_roles
 
-# The most range queries one investigation reads (key signals, graph, lines, and then the services'
-# line patterns, one each, for as many services as remain).
+# The most range queries one investigation reads (key signals, graph, lines, the traces' calls, and
+# then the services' line patterns, one each, for as many services as remain).
 MAX_QUERIES = 60
 # The incident is compared with this long before its start.
 BASELINE = timedelta(minutes=30)
@@ -63,6 +68,11 @@ class Window:
     @property
     def minutes(self) -> int:
         return max(1, math.ceil((self.now - self.baseline_start).total_seconds() / 60))
+
+    @property
+    def incident_minutes(self) -> int:
+        """The minutes from the incident's start to now, the last of those read."""
+        return max(1, min(self.minutes, math.ceil((self.now - self.start).total_seconds() / 60)))
 
 
 def window_of(*, now: datetime, start: datetime | None, end: datetime | None = None) -> Window:
@@ -87,6 +97,8 @@ class Plan:
     patterns: tuple[str, ...] = ()
     patterns_by: str = ""
     patterns_left_out: int = 0
+    # With a trace source: the calls each operation's spans made, over a sample of the window's traces.
+    traces: bool = False
 
     def calls(self) -> list[Call]:
         """One range query per key signal (every service at once), one instant query of the graph;
@@ -119,6 +131,11 @@ class Plan:
             + [(SERIES.tool, {"query": query, "minutes": 0}) for query in served]
             + [(LOG_SERIES.tool, {"query": s.query, "minutes": minutes}) for s in self.logs]
             + [(LOG_SERIES.tool, {"query": query, "minutes": minutes}) for query in addresses]
+            + (
+                [(TRACE_CALLS.tool, {"minutes": minutes, "incident_minutes": self.window.incident_minutes})]
+                if self.traces
+                else []
+            )
         )
 
 
@@ -154,9 +171,11 @@ class Cited:
 
     result: ToolResult
     ref: Ref
-    record: SeriesRecord
+    record: SeriesRecord | TraceCallsRecord
     # The key signal the series is of (None for a call-graph edge).
     signal: KeySignal | None = None
+    # An operation's calls that moved: which, and among the spans that made which call.
+    calls: CallsMove | None = None
 
 
 @dataclass
@@ -219,6 +238,7 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
                     )
                 )
     _patterns_read(plan, results, investigation)
+    _calls_read(plan, results, investigation)
     for edge in plan.edges:
         result = _result(results, edge.query(window.minutes), 0)
         if result is not None:
@@ -262,6 +282,47 @@ def _patterns_read(plan: Plan, results: Sequence[ToolResult], investigation: Inv
                         ref=Cited(result, ref, record, signal),
                     )
                 )
+
+
+# What an operation's calls moving is, as a key signal: a share of its spans, said of a service.
+CALLS_SIGNAL = KeySignal(
+    role=CALLS_ROLE, label=CALLS_LABEL, unit=CALLS_UNIT, metric=TRACE_CALLS.tool, by="service", query=""
+)
+
+
+def _calls_read(plan: Plan, results: Sequence[ToolResult], investigation: Investigation) -> None:
+    """Each operation whose calls moved, as a move of the service it says something of; one whose own
+    service's operation it calls moved too is explained by that one (a service's internal steps pass an
+    early return up: the innermost that moved says where it came from)."""
+    window = plan.window
+    result = _result(results, "", window.minutes, kind=TRACE_CALLS) if plan.traces else None
+    if result is None:
+        return
+    investigation.results_read += 1
+    investigation.read.append(result.invocation_id)
+    moves: dict[tuple[str, str], tuple[CallsMove, Ref]] = {}
+    for record, ref in result.cited():
+        if not isinstance(record, TraceCallsRecord):
+            continue
+        # The traces show who calls whom, where no series does.
+        for callee in {callee_of(call) for call in record.calls()} - {record.service}:
+            investigation.edges.setdefault((record.service, callee), Cited(result, ref, record))
+        if (move := calls_moved(record)) is not None:
+            moves[(record.service, record.operation)] = (move, ref)
+    for (service, _), (move, ref) in moves.items():
+        inner = [operation_of(call) for call in move.record.calls() if callee_of(call) == service]
+        if any((service, operation) in moves for operation in inner):
+            continue
+        investigation.moved.append(
+            Moved(
+                service=move.service,
+                role=move.role,
+                change=move.change,
+                ref=Cited(result, ref, move.record, CALLS_SIGNAL, calls=move),
+                # The caller that stopped after the callee answered.
+                caller=move.record.service if move.given else "",
+            )
+        )
 
 
 def _range_series(

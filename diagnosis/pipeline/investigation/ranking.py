@@ -15,7 +15,10 @@ graph moves it up or down:
   less, and no callee explains it;
 - a line pattern that appeared or vanished is a symptom either way (its code took another path),
   and one a failing callee may pass up as well;
-- so is an operation whose share of a service's spans moved (its code runs another path);
+- so is an operation whose share of a service's spans moved (its code runs another path), and calls an
+  operation's spans made that vanished or appeared (`calls`); calls that vanished after a callee
+  answered are said of that callee, and explain the caller's symptoms, its mix of operations and its
+  own calls;
 - a service whose own resources went up within a minute of its callees is not explained by them;
 - a slow edge (a caller's view of one callee, or that view grown against the callee's own while
   the caller sees the call slower: a delay on the network between them) is said of the callee,
@@ -39,6 +42,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from diagnosis.pipeline.investigation.calls import ANSWERED_BEFORE, TRACE_CALLS
 from diagnosis.pipeline.investigation.change import MOVED, Change
 from diagnosis.pipeline.investigation.logs import LOG_PATTERN
 
@@ -54,7 +58,7 @@ OPERATIONS = "operations"
 # Roles a slow or failing callee moves in its callers (its callers log errors too, and answer their
 # probes later), and roles that follow what a caller asks for (its traffic, its mix of operations).
 FROM_CALLEES = ("latency", "probe_latency", "errors", "log_errors", LOG_PATTERN)
-FROM_CALLERS = ("requests", "network_receive", "network_transmit", OPERATIONS)
+FROM_CALLERS = ("requests", "network_receive", "network_transmit", OPERATIONS, TRACE_CALLS)
 # A service's own resources: when they moved first, its latency is not its callees'.
 RESOURCES = ("cpu", "memory")
 # What one role's move is worth: traffic moves are mostly effects of load, not causes.
@@ -62,10 +66,14 @@ ROLE_WEIGHT = {"requests": 0.5, "network_receive": 0.5, "network_transmit": 0.5}
 # A burst of error lines is a service's own failure (its callers' are explained by it, FROM_CALLEES),
 # where a latency or traffic move is as often its neighbours': it counts double.
 ROLE_WEIGHT["log_errors"] = 2.0
-# So do a line pattern that appeared or vanished and an operation's share that moved: the path its
-# own code takes changed.
+# So do a line pattern that appeared or vanished, an operation's share that moved and the calls an
+# operation's spans make: the path its own code takes changed.
 ROLE_WEIGHT[LOG_PATTERN] = 2.0
 ROLE_WEIGHT[OPERATIONS] = 2.0
+ROLE_WEIGHT[TRACE_CALLS] = 2.0
+ROLE_WEIGHT[ANSWERED_BEFORE] = 2.0
+# Roles compared over the whole incident rather than minute by minute (`_timed`).
+WINDOWED = (TRACE_CALLS, ANSWERED_BEFORE)
 # How much of an explained role still counts, and what a service gains per service it explains or
 # per caller whose client-side latency points at it.
 EXPLAINED = 0.3
@@ -177,7 +185,7 @@ def candidates_ranked(
         service: Candidate(
             subject=service,
             score=0.0,
-            onset=min(m.change.onset for m in roles.values())
+            onset=min(m.change.onset for m in _timed(roles.values()))
             if roles
             else _pointed_onset(service, pointing, pointed_at),
             moves=sorted(roles.values(), key=lambda m: -m.weight),
@@ -191,6 +199,8 @@ def candidates_ranked(
             candidates[callee].pointers.append(move)
             candidates[callee].score += POINTED_AT * move.weight / len(callees)
     symptoms = {service: _symptom_onset(candidate) for service, candidate in candidates.items()}
+    # (caller, callee) where the traces show the caller stopped going on after the callee answered.
+    answered = {(m.caller, m.service) for m in moved if m.role == ANSWERED_BEFORE and m.caller}
     explained_by_callees: set[str] = set()
     for service, candidate in candidates.items():
         by_callee = sorted(
@@ -201,18 +211,29 @@ def candidates_ranked(
             and (onset := symptoms.get(callee)) is not None
             and onset <= candidate.onset + SAME_TIME
         )
-        by_caller = _earlier(candidates, candidate, [caller for caller, callee in graph if callee == service])
+        callers = [caller for caller, callee in graph if callee == service]
+        by_caller = _earlier(candidates, candidate, callers)
+        # An operation's calls are compared over the whole incident, not minute by minute: any caller
+        # that moved in it may have changed what it asks for.
+        by_any_caller = [caller for caller in set(callers) if caller in candidates and caller != service]
         if by_callee and _saturated_first(candidate, min(symptoms[c] for c in by_callee)):
             by_callee = []
+        answered_by = sorted(
+            callee for caller, callee in answered if caller == service and callee in candidates
+        )
         from_callees = False
         for move in candidate.moves:
             from_callee = move.role in FROM_CALLEES and _symptom(move) and bool(by_callee)
+            # Its symptoms, its mix of operations and its own calls follow what the callee answered.
+            from_callee |= move.role in (*FROM_CALLEES, OPERATIONS, TRACE_CALLS) and bool(answered_by)
             from_callees |= from_callee
-            explained = from_callee or (move.role in FROM_CALLERS and bool(by_caller))
+            explained = from_callee or (
+                move.role in FROM_CALLERS and bool(by_any_caller if move.role == TRACE_CALLS else by_caller)
+            )
             # A service that got faster is seldom what made others slow.
             explained |= move.role in (*FROM_CALLEES, EDGE) and not _symptom(move)
             candidate.score += move.weight * (EXPLAINED if explained else 1.0)
-        for callee in by_callee if from_callees else []:
+        for callee in sorted({*by_callee, *answered_by}) if from_callees else []:
             candidates[callee].explains.append(service)
             explained_by_callees.add(service)
     for caller, stopped in _calls_stopped(moved, graph).items():
@@ -291,14 +312,22 @@ def _symptom_onset(candidate: Candidate) -> datetime | None:
     """When what a service passes up to its callers began: its latency, errors or resources going up
     (or its callers' calls to it getting slower), not its traffic (that follows its callers) nor its
     getting faster."""
-    onsets = [m.change.onset for m in candidate.moves if m.role not in FROM_CALLERS and _symptom(m)]
+    symptoms = [m for m in candidate.moves if m.role not in FROM_CALLERS and _symptom(m)]
+    onsets = [m.change.onset for m in _timed(symptoms)] if symptoms else []
     return min([*onsets, *(m.change.onset for m in candidate.pointers)], default=None)
 
 
+def _timed(moves: Iterable[Moved]) -> list[Moved]:
+    """The moves whose onset is a minute's, or all when none is: an operation's calls are compared
+    over the whole incident, so theirs is only its start and says nothing of what moved first."""
+    moves = list(moves)
+    return [m for m in moves if m.role not in WINDOWED] or moves
+
+
 def _symptom(move: Moved) -> bool:
-    """Whether the move is one a service passes up: a rise, or a line pattern that appeared or vanished
-    (a path its code no longer takes is as much a change as a new one)."""
-    return move.change.rising or move.role == LOG_PATTERN
+    """Whether the move is one a service passes up: a rise, or a line pattern or a call that appeared
+    or vanished (a path its code no longer takes is as much a change as a new one)."""
+    return move.change.rising or move.role in (LOG_PATTERN, TRACE_CALLS, ANSWERED_BEFORE)
 
 
 def _saturated_first(candidate: Candidate, callee_onset: datetime) -> bool:

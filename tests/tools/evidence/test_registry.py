@@ -84,6 +84,7 @@ def test_the_sources_are_configured_by_the_kinds_package_names():
         "logs",
         "log_series",
         "log_patterns",
+        "trace_calls",
         "knowledge",
         "metric_catalog",
     }

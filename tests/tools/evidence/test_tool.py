@@ -20,6 +20,7 @@ def test_the_tools_are_registered_under_their_contract_names():
         "count_logs",
         "query_logql",
         "query_log_patterns",
+        "query_trace_calls",
         "lookup_knowledge",
         "search_metrics",
         "get_current_datetime",
@@ -32,6 +33,7 @@ def test_the_tools_are_registered_under_their_contract_names():
         "count_logs",
         "query_logql",
         "query_log_patterns",
+        "query_trace_calls",
         "lookup_knowledge",
     }
 

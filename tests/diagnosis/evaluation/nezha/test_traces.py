@@ -4,8 +4,11 @@ histograms); per service and operation, its spans (span metrics, a cumulative co
 
 import csv
 import io
+import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+import pytest
 
 from diagnosis.evaluation.nezha.data import Day, PodMetrics
 from diagnosis.evaluation.nezha.openmetrics import (
@@ -15,7 +18,7 @@ from diagnosis.evaluation.nezha.openmetrics import (
     day_openmetrics,
     histogram_lines,
 )
-from diagnosis.evaluation.nezha.traces import trace_minutes
+from diagnosis.evaluation.nezha.traces import trace_files_between, trace_minutes
 
 MINUTE = 1_700_000_040 * 10**9
 MS = 10**6
@@ -230,3 +233,32 @@ def test_the_metadata_describes_the_span_metrics_only_when_the_traces_have_opera
     assert SPAN_CALLS.type == "counter" and "span metrics" in SPAN_CALLS.help
     assert SPAN_CALLS not in without
     assert SPAN_CALLS not in day_families(one_pod_day())
+
+
+# Around a case read from 03:32:07 to 04:07:07: the file named 04_08 holds the minute before 04:08.
+NAMES = ["03_31_trace.csv", "03_32_trace.csv", "04_08_trace.csv", "04_09_trace.csv", "xx_yy_trace.csv"]
+CASE_START = datetime(2022, 8, 22, 3, 32, 7, tzinfo=UTC)
+CASE_END = datetime(2022, 8, 22, 4, 7, 7, tzinfo=UTC)
+
+
+def day_folder(root: Path) -> None:
+    """`rca_data/2022-08-22/trace` under root: a file of each of `NAMES` and one that is no span file."""
+    folder = root / "rca_data" / "2022-08-22" / "trace"
+    folder.mkdir(parents=True)
+    for name in [*NAMES, "03_40_log.csv"]:
+        (folder / name).write_text(f"{name}\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize("as_git", [False, True], ids=["folder", "git"])
+def test_a_case_reads_only_the_span_files_named_in_its_window_and_the_minute_after(tmp_path, as_git):
+    day_folder(tmp_path)
+    repository = tmp_path
+    if as_git:
+        git = ["git", "-C", str(tmp_path), "-c", "user.name=bench", "-c", "user.email=bench@localhost"]
+        for arguments in (["init", "-q"], ["add", "rca_data"], ["commit", "-q", "-m", "day"]):
+            subprocess.run([*git, *arguments], check=True)
+        repository = tmp_path / ".git"
+
+    files = list(trace_files_between(repository, "2022-08-22", CASE_START, CASE_END))
+
+    assert files == [("03_32_trace.csv", "03_32_trace.csv\n"), ("04_08_trace.csv", "04_08_trace.csv\n")]

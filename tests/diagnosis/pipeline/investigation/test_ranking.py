@@ -418,3 +418,53 @@ def test_a_caller_whose_own_traffic_stopped_too_gains_nothing_from_its_callees_s
 
     score = {c.subject: c.score for c in with_leaf_stopped}
     assert score[middle] == next(c.score for c in without if c.subject == middle)
+
+
+@per_world
+def test_a_callee_its_caller_stopped_after_explains_the_callers_mix_and_calls(services):
+    entry, middle, _ = services
+    moves = [
+        # The entry's own mix of operations and calls moved more than the callee's one move.
+        moved(entry, "operations", score=60),
+        moved(entry, "trace_calls", score=30),
+        moved(middle, "trace_answered", score=9, caller=entry),
+    ]
+
+    ranked = candidates_ranked(moves, edges=[(entry, middle)])
+
+    assert [c.subject for c in ranked] == [middle, entry]
+    assert ranked[0].explains == [entry]
+    # Without the traces' word on what the entry stopped after, its own moves lead.
+    unanswered = [replace(m, role="trace_calls", caller="") if m.service == middle else m for m in moves]
+    assert candidates_ranked(unanswered, edges=[(entry, middle)])[0].subject == entry
+
+
+@per_world
+def test_a_callees_own_calls_follow_any_caller_that_moved_in_the_incident(services):
+    entry, middle, _ = services
+    # The callee's calls are compared over the incident: their onset is its start, before the
+    # caller's first minute; the caller still explains them.
+    moves = [moved(entry, "cpu", score=10, minute=2), moved(middle, "trace_calls", score=30)]
+
+    ranked = candidates_ranked(moves, edges=[(entry, middle)])
+
+    assert [c.subject for c in ranked] == [entry, middle]
+    alone = candidates_ranked(moves, edges=[])
+    assert [c.subject for c in alone] == [middle, entry]
+
+
+@per_world
+def test_an_incident_wide_move_does_not_make_a_service_the_earliest(services):
+    entry, middle, _ = services
+    # The callee's latency rose a minute after the caller's; its calls, compared over the incident,
+    # carry the incident's start as onset, which is no evidence it moved first.
+    moves = [
+        moved(entry, "latency", score=20, minute=1),
+        moved(middle, "latency", score=20, minute=2),
+        moved(middle, "trace_answered", score=4, caller="elsewhere"),
+    ]
+
+    ranked = {c.subject: c for c in candidates_ranked(moves, edges=[])}
+
+    assert ranked[middle].onset == T0 + timedelta(minutes=2)
+    assert ranked[entry].score > moved(entry, "latency", score=20).weight

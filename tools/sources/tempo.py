@@ -1,0 +1,246 @@
+"""Grafana Tempo's HTTP API: a bounded sample of the traces of the last minutes, read whole, counted as
+the calls each operation's spans made (`query_trace_calls`).
+
+Which traces: each service's own sample of each window (the baseline before the incident, the
+incident), so a service that few requests reach is read as often as the entry every request passes:
+the services are Tempo's values of `service.name` (`/api/search/tag/service.name/values`), each
+window of each is one TraceQL search (`{ resource.service.name = "<service>" }`, at most SEARCH_LIMIT
+traces), and of each an even share of MAX_TRACES (what a window with fewer traces leaves of its share
+goes to the others), spread over its minutes, is read with `/api/traces/<id>` (OTLP JSON). A service's operations are counted only in the traces chosen for it:
+a trace chosen because it reached another service says nothing of how often this one's calls go on.
+
+A span's calls are its child spans; a call is named by the service that served it (`<service>
+<operation>`): a child in another service is served there, a client span in the caller by the service
+of the span under it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+from tools.evidence.trace_calls.source import TraceCallsSource
+from tools.sources.http import HttpSource
+
+# The most traces one call reads whole, and the most one search lists to choose from.
+MAX_TRACES = 800
+SEARCH_LIMIT = 200
+# The most services sampled (two searches each), in name order.
+MAX_SERVICES = 50
+# The most operations a call answers (those with the most spans), and sets of calls an operation's
+# window keeps (the most frequent).
+MAX_OPERATIONS = 100
+MAX_SHAPES = 20
+NS = 10**9
+MINUTE_NS = 60 * NS
+
+
+@dataclass(frozen=True)
+class Span:
+    span_id: str
+    parent_id: str
+    service: str
+    operation: str
+    start_ns: int
+
+
+class TempoSource(HttpSource, TraceCallsSource):
+    kind = "tempo"
+
+    @classmethod
+    def configured(cls, config: Mapping[str, Any]) -> TempoSource:
+        return cls(config["TEMPO_URL"])
+
+    def check(self) -> None:
+        now = int(datetime.now().timestamp())
+        self.get_json("/api/search", {"start": now - 60, "end": now, "limit": 1})
+
+    def trace_calls(self, *, minutes: int, incident_minutes: int, now: datetime) -> dict[str, Any]:
+        end = math.ceil(now.timestamp())
+        start, split = end - 60 * minutes, end - 60 * min(incident_minutes, minutes)
+        windows = [(start, split), (split, end)] if start < split else [(start, end)]
+        with self.one_client():
+            listings = [
+                (service, self.listed(service, since=since, until=until))
+                for service in self.services()[:MAX_SERVICES]
+                for since, until in windows
+            ]
+            chosen: dict[str, set[str]] = {}
+            shares = fair_shares([len(listed) for _, listed in listings], budget=MAX_TRACES)
+            for (service, listed), share in zip(listings, shares, strict=True):
+                for trace_id in spread_sample(listed, limit=share):
+                    chosen.setdefault(trace_id, set()).add(service)
+            traces = [
+                (list(trace_spans(self.get_json(f"/api/traces/{quote(trace_id)}"))), chosen_for)
+                for trace_id, chosen_for in chosen.items()
+            ]
+        return {
+            "operations": operation_calls(traces, windows=windows),
+            "traces_read": len(traces),
+            "traces_found": sum(len(listed) for _, listed in listings),
+        }
+
+    def listed(self, service: str, *, since: int, until: int) -> list[tuple[int, str]]:
+        """(start ns, trace id) of the traces with a span of the service that began in [since, until)."""
+        params = {"q": one_service(service), "start": since, "end": until, "limit": SEARCH_LIMIT}
+        return list(_listed(self.get_json("/api/search", params)))
+
+    def services(self) -> list[str]:
+        answer = self.get_json("/api/search/tag/service.name/values")
+        values = answer.get("tagValues") if isinstance(answer, dict) else None
+        return sorted({str(value) for value in values or [] if value})
+
+
+def one_service(service: str) -> str:
+    """The TraceQL spanset of one service's spans."""
+    quoted = service.replace("\\", "\\\\").replace('"', '\\"')
+    return f'{{ resource.service.name = "{quoted}" }}'
+
+
+def _listed(answer: Any) -> Iterator[tuple[int, str]]:
+    """(start ns, trace id) of each trace a search listed."""
+    traces = answer.get("traces") if isinstance(answer, dict) else None
+    for trace in traces if isinstance(traces, list) else []:
+        try:
+            yield int(trace["startTimeUnixNano"]), str(trace["traceID"])
+        except (KeyError, TypeError, ValueError):
+            continue
+
+
+def fair_shares(sizes: Sequence[int], *, budget: int) -> list[int]:
+    """How many of each list to read, `budget` in all: an even share each, and what a short list
+    leaves of its share spread over the longer ones."""
+    shares = [0] * len(sizes)
+    left = budget
+    by_size = sorted(range(len(sizes)), key=lambda index: sizes[index])
+    for done, index in enumerate(by_size):
+        shares[index] = min(sizes[index], left // (len(sizes) - done))
+        left -= shares[index]
+    return shares
+
+
+def spread_sample(found: Sequence[tuple[int, str]], *, limit: int) -> list[str]:
+    """At most `limit` trace ids, a fair share of each minute's (`fair_shares`) and evenly spaced
+    within it: the traces of a busy minute do not crowd out a quiet one's, nor one second a minute's."""
+    by_minute: dict[int, list[tuple[int, str]]] = {}
+    for start_ns, trace_id in sorted(set(found)):
+        by_minute.setdefault(start_ns // MINUTE_NS, []).append((start_ns, trace_id))
+    minutes = [by_minute[minute] for minute in sorted(by_minute)]
+    shares = fair_shares([len(traces) for traces in minutes], budget=limit)
+    return [
+        trace_id
+        for traces, share in zip(minutes, shares, strict=True)
+        for _, trace_id in _evenly(traces, share)
+    ]
+
+
+def _evenly(items: Sequence[tuple[int, str]], count: int) -> list[tuple[int, str]]:
+    """At most `count` of the items, evenly spaced."""
+    if len(items) <= count:
+        return list(items)
+    step = len(items) / count
+    return [items[int(index * step)] for index in range(count)]
+
+
+def trace_spans(trace: Any) -> Iterator[Span]:
+    """The spans of an OTLP JSON trace (`{batches: [{resource, scopeSpans: [{spans}]}]}`; Tempo 1's
+    `instrumentationLibrarySpans` too), each with its batch's `service.name`."""
+    batches = trace.get("batches") if isinstance(trace, dict) else None
+    for batch in batches if isinstance(batches, list) else []:
+        service = _service_name(batch.get("resource", {}))
+        groups = batch.get("scopeSpans") or batch.get("instrumentationLibrarySpans") or []
+        for group in groups:
+            for span in group.get("spans") or []:
+                try:
+                    yield Span(
+                        span_id=str(span["spanId"]),
+                        parent_id=str(span.get("parentSpanId") or ""),
+                        service=service,
+                        operation=str(span.get("name", "")),
+                        start_ns=int(span["startTimeUnixNano"]),
+                    )
+                except (KeyError, TypeError, ValueError):
+                    continue
+
+
+def _service_name(resource: Any) -> str:
+    attributes = resource.get("attributes") if isinstance(resource, dict) else None
+    for attribute in attributes if isinstance(attributes, list) else []:
+        if isinstance(attribute, dict) and attribute.get("key") == "service.name":
+            return str((attribute.get("value") or {}).get("stringValue", ""))
+    return ""
+
+
+def operation_calls(
+    traces: Iterable[tuple[Sequence[Span], Collection[str]]], *, windows: Sequence[tuple[int, int]]
+) -> list[dict[str, Any]]:
+    """Per (service, operation) whose spans made any call: its spans, and in each window (Unix
+    seconds, [start, end)) how many of those that began in it made each set of calls
+    (`TraceCallsRecord`'s fields), the operations with the most spans first. Each trace comes with
+    the services it was chosen for: only their spans are counted."""
+    read = [(spans, chosen_for, _children(spans)) for spans, chosen_for in traces]
+    served_by = _callees(read)
+    counted: dict[tuple[str, str], list[dict[tuple[str, ...], int]]] = {}
+    for spans, chosen_for, children in read:
+        for span in spans:
+            began = span.start_ns / NS
+            index = next((i for i, (start, end) in enumerate(windows) if start <= began < end), None)
+            if span.service not in chosen_for or index is None:
+                continue
+            calls = tuple(sorted({_call(child, span, served_by) for child in children.get(span.span_id, [])}))
+            shapes = counted.setdefault((span.service, span.operation), [{} for _ in windows])[index]
+            shapes[calls] = shapes.get(calls, 0) + 1
+    operations = [
+        {
+            "service": service,
+            "operation": operation,
+            "spans": sum(sum(shapes.values()) for shapes in per_window),
+            "windows": [
+                {"start": start, "end": end, "shapes": _shapes_kept(shapes)}
+                for (start, end), shapes in zip(windows, per_window, strict=True)
+            ],
+        }
+        for (service, operation), per_window in counted.items()
+        if any(calls for shapes in per_window for calls in shapes)
+    ]
+    operations.sort(key=lambda entry: (-entry["spans"], entry["service"], entry["operation"]))
+    return operations[:MAX_OPERATIONS]
+
+
+def _children(spans: Sequence[Span]) -> dict[str, list[Span]]:
+    children: dict[str, list[Span]] = {}
+    for span in spans:
+        children.setdefault(span.parent_id, []).append(span)
+    return children
+
+
+def _callees(
+    read: Iterable[tuple[Sequence[Span], Any, Mapping[str, list[Span]]]],
+) -> dict[tuple[str, str], str]:
+    """(service, operation) of each client span → the other service a span under one of them was in,
+    in any trace read: a call that failed before its server wrote a span is still named by who serves it."""
+    served_by: dict[tuple[str, str], str] = {}
+    for spans, _, children in read:
+        for span in spans:
+            below = next((c.service for c in children.get(span.span_id, []) if c.service != span.service), "")
+            if below:
+                served_by.setdefault((span.service, span.operation), below)
+    return served_by
+
+
+def _call(child: Span, parent: Span, served_by: Mapping[tuple[str, str], str]) -> str:
+    """`<service> <operation>` of a call: served by the child's service, or, for a client span in the
+    caller's own service, by the service the spans under such client spans are in."""
+    callee = child.service
+    if callee == parent.service:
+        callee = served_by.get((child.service, child.operation), callee)
+    return f"{callee} {child.operation}"
+
+
+def _shapes_kept(shapes: dict[tuple[str, ...], int]) -> list[dict[str, Any]]:
+    kept = sorted(shapes.items(), key=lambda item: (-item[1], item[0]))[:MAX_SHAPES]
+    return [{"calls": list(calls), "spans": spans} for calls, spans in kept]
