@@ -108,6 +108,9 @@ def test_the_sample_takes_a_fair_share_of_each_minute_spread_across_it():
     # Every 50/3rd of the busy minute's, from its first second to its last.
     assert chosen[:30] == [f"busy{int(i * 500 / 30)}" for i in range(30)]
     assert len(spread_sample(busy * 3, limit=40)) == 40
+    # More minutes than traces to read: some minutes have none read.
+    assert len(spread_sample(busy + quiet, limit=1)) == 1
+    assert spread_sample(busy, limit=0) == []
     # Three traces across a minute's end, three to read: all three.
     assert (
         len(spread_sample([(MINUTE_NS - 10**9, "a"), (MINUTE_NS, "b"), (MINUTE_NS + 1, "c")], limit=3)) == 3

@@ -140,6 +140,8 @@ def spread_sample(found: Sequence[tuple[int, str]], *, limit: int) -> list[str]:
 
 def _evenly(items: Sequence[tuple[int, str]], count: int) -> list[tuple[int, str]]:
     """At most `count` of the items, evenly spaced."""
+    if count <= 0:
+        return []
     if len(items) <= count:
         return list(items)
     step = len(items) / count

@@ -10,20 +10,13 @@ import pytest
 
 from diagnosis.evaluation.nezha.data import NezhaDataError
 from diagnosis.evaluation.nezha.spans import spans_served, tempo_spans
+from diagnosis.evaluation.nezha.traces import COLUMNS
 from diagnosis.evaluation.tempo import TempoSpan
 
 NS = 10**9
 START = 1_700_000_040 * NS
-HEADER = [
-    "TraceID",
-    "SpanID",
-    "ParentID",
-    "PodName",
-    "OperationName",
-    "StartTimeUnixNano",
-    "EndTimeUnixNano",
-    "Duration",
-]
+# The files' columns, and one the reader does not need.
+HEADER = [*COLUMNS, "Duration"]
 
 
 def span_file(rows: list[tuple[str, str, str, str, str, int]], *, header: list[str] = HEADER) -> str:
