@@ -159,6 +159,11 @@ def operation_of(call: str) -> str:
     return call.partition(" ")[2]
 
 
-def calls_said(calls: Sequence[str]) -> str:
-    """The callees of calls, each once (`currency、shipping`)."""
-    return "、".join(dict.fromkeys(callee_of(call) for call in calls))
+def calls_said(calls: Sequence[str], *, caller: str) -> str:
+    """The callees of calls, each once (`currency、shipping`); a step of the caller's own by its
+    operation (`「Cart.Prepare」`)."""
+    return "、".join(
+        dict.fromkeys(
+            f"「{operation_of(call)}」" if callee_of(call) == caller else callee_of(call) for call in calls
+        )
+    )

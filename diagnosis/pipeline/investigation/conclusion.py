@@ -169,8 +169,9 @@ def _mechanism(move: Moved, label: str, *, stopped_calling: bool = False) -> str
         if calls.given:
             # Said of the callee that answered before the calls vanished.
             given = _shown(operation_of(calls.given))
-            return f"{operation}调用它（{given}）后再{label} {calls_said(calls.calls)} 的占比{direction}"
-        return f"{operation}{label} {calls_said(calls.calls)} 的占比{direction}"
+            called = calls_said(calls.calls, caller=calls.record.service)
+            return f"{operation}调用它（{given}）后再{label} {called} 的占比{direction}"
+        return f"{operation}{label} {calls_said(calls.calls, caller=calls.record.service)} 的占比{direction}"
     if move.role == OPERATIONS:
         operation = _shown(str(move.ref.record.metric.get(move.ref.signal.operation, "")))
         return f"{label}「{operation}」占比{direction}"

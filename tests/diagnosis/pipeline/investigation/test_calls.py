@@ -166,3 +166,21 @@ def test_an_operation_whose_own_step_moved_is_explained_by_that_step(services):
     assert [c.subject for c in investigation.candidates] == [pricing]
     # The traces show who calls whom.
     assert {(entry, pricing), (entry, converting), (entry, auditing)} <= set(investigation.edges)
+
+
+@per_world
+def test_a_step_of_the_services_own_is_named_by_its_operation(services):
+    entry, pricing, _, _ = services
+    record = operation(
+        entry,
+        "POST /cart",
+        before={(f"{pricing} Quote",): 20},
+        after={(f"{pricing} Quote", f"{entry} Cart.Fallback"): 20},
+    )
+
+    said = candidates_said(investigated(plan(), [calls_result(44, [record])], services=services))
+
+    assert said.text.startswith(
+        f"根因候选：{entry}（{entry}「POST /cart」调用 「Cart.Fallback」 的占比升高，"
+    )
+    assert recomputed_failures(said, [calls_result(44, [record])], after="100%", changed_to="90%")[0] == []
