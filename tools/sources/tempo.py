@@ -6,12 +6,14 @@ incident), so a service that few requests reach is read as often as the entry ev
 the services are Tempo's values of `service.name` (`/api/search/tag/service.name/values`), each
 window of each is one TraceQL search (`{ resource.service.name = "<service>" }`, at most SEARCH_LIMIT
 traces), and of each an even share of MAX_TRACES (what a window with fewer traces leaves of its share
-goes to the others), spread over its minutes, is read with `/api/traces/<id>` (OTLP JSON). A service's operations are counted only in the traces chosen for it:
-a trace chosen because it reached another service says nothing of how often this one's calls go on.
+goes to the others), spread over its minutes, is read with `/api/traces/<id>` (OTLP JSON). A
+service's operations are counted only in the traces chosen for it: a trace chosen because it reached
+another service says nothing of how often this one's calls go on.
 
 A span's calls are its child spans; a call is named by the service that served it (`<service>
 <operation>`): a child in another service is served there, a client span in the caller by the service
-of the span under it.
+the spans under such client spans are in, in any trace read (a call that failed before its server
+wrote a span keeps its name).
 """
 
 from __future__ import annotations
