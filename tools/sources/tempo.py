@@ -187,7 +187,7 @@ def operation_calls(
     (`TraceCallsRecord`'s fields), the operations with the most spans first. Each trace comes with
     the services it was chosen for: only their spans are counted."""
     read = [(spans, chosen_for, _children(spans)) for spans, chosen_for in traces]
-    served_by = _callees(read)
+    served_by = _callees(children for _, _, children in read)
     counted: dict[tuple[str, str], list[dict[tuple[str, ...], int]]] = {}
     for spans, chosen_for, children in read:
         for span in spans:
@@ -222,14 +222,13 @@ def _children(spans: Sequence[Span]) -> dict[str, list[Span]]:
     return children
 
 
-def _callees(
-    read: Iterable[tuple[Sequence[Span], Any, Mapping[str, list[Span]]]],
-) -> dict[tuple[str, str], str]:
+def _callees(traces: Iterable[Mapping[str, list[Span]]]) -> dict[tuple[str, str], str]:
     """(service, operation) of each client span → the other service a span under one of them was in,
-    in any trace read: a call that failed before its server wrote a span is still named by who serves it."""
+    in any trace read (each given as its spans by parent): a call that failed before its server wrote a
+    span is still named by who serves it."""
     served_by: dict[tuple[str, str], str] = {}
-    for spans, _, children in read:
-        for span in spans:
+    for children in traces:
+        for span in (span for siblings in children.values() for span in siblings):
             below = next((c.service for c in children.get(span.span_id, []) if c.service != span.service), "")
             if below:
                 served_by.setdefault((span.service, span.operation), below)

@@ -20,6 +20,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from operator import attrgetter
 
 from diagnosis.pipeline.investigation.change import Change
 from tools.evidence.trace_calls.record import TraceCallsRecord
@@ -113,7 +114,7 @@ def calls_moved(record: TraceCallsRecord) -> CallsMove | None:
     moved = [shift for shift in shifts if shift.moved]
     if not moved:
         return None
-    appeared = max((shift for shift in moved if shift.z > 0), key=_z_of, default=None)
+    appeared = max((shift for shift in moved if shift.z > 0), key=attrgetter("z"), default=None)
     if appeared is not None:
         return windows.move(record, record.service, appeared)
     vanished = [shift for shift in moved if shift.after[0] < shift.before[0] / 2]
@@ -129,13 +130,9 @@ def calls_moved(record: TraceCallsRecord) -> CallsMove | None:
         if gone and (shift := windows.shift(record, gone, given=made)) is not None and shift.z <= -MOVED_Z
     ]
     if stopped_after:
-        last_answered = min(stopped_after, key=_z_of)
+        last_answered = min(stopped_after, key=attrgetter("z"))
         return windows.move(record, callee_of(last_answered.given), last_answered)
-    return windows.move(record, record.service, min(moved, key=_z_of))
-
-
-def _z_of(shift: _Shift) -> float:
-    return shift.z
+    return windows.move(record, record.service, min(moved, key=attrgetter("z")))
 
 
 def _z(before: Share | None, after: Share | None) -> float | None:

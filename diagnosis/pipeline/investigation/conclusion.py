@@ -114,29 +114,16 @@ def _candidate_said(candidate: Candidate, investigation: Investigation) -> Said:
         bindings.append(EvidenceBinding.of_ref(target.result, target.ref))
     calls = cited.calls
     # A series' level is its median over a window; an operation's calls, the share of its spans.
-    statistic = (
-        {"statistic": "median"}
-        if calls is None
-        else {"statistic": "call_share", "calls": list(calls.calls), "given": calls.given}
-    )
+    levels = {
+        "binding": binding,
+        "statistic": "median" if calls is None else "call_share",
+        "unit": signal.unit,
+        "calls": list(calls.calls) if calls is not None else [],
+        "given": calls.given if calls is not None else "",
+    }
     derived = [
-        DerivedNumber(
-            binding=binding,
-            start=change.level_start,
-            end=change.baseline_end,
-            unit=signal.unit,
-            said=before,
-            **statistic,
-        ),
-        DerivedNumber(
-            binding=binding,
-            start=change.onset,
-            end=change.end,
-            closed=True,
-            unit=signal.unit,
-            said=after,
-            **statistic,
-        ),
+        DerivedNumber(start=change.level_start, end=change.baseline_end, said=before, **levels),
+        DerivedNumber(start=change.onset, end=change.end, closed=True, said=after, **levels),
         DerivedNumber(
             binding=binding, statistic="sample_time", start=change.onset, end=change.onset, said=onset
         ),
