@@ -22,7 +22,8 @@ def current_vocabulary() -> Vocabulary:
     except OSError as exc:
         raise VocabularyError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     vocabulary = vocabulary_load(path, stamp)
-    # The shipped file's PromQL templates are the demo world's series: not a real Prometheus's.
+    # The shipped file's PromQL templates and service aliases are the demo world's: not a real
+    # Prometheus's world.
     if path == DEFAULT_VOCABULARY_FILE and settings.DIAGNOSIS.get("PROMETHEUS_URL"):
-        return vocabulary.without_demo_series()
+        return vocabulary.without_demo_names()
     return vocabulary

@@ -252,10 +252,11 @@ class Vocabulary(BaseModel):
         )
         return [query for query in queries if query]
 
-    def without_demo_series(self) -> Vocabulary:
-        """The shipped file's words without its PromQL templates: those name the demo world's series,
-        and apply only there (a team's world has its own, or none)."""
-        return self.model_copy(update={"promql_topics": {}})
+    def without_demo_names(self) -> Vocabulary:
+        """The shipped file's words without its PromQL templates and its services' other names: those
+        name the demo world's series and services, and apply only there (a team's world has its own,
+        or none; an alias would make its service known in any world)."""
+        return self.model_copy(update={"promql_topics": {}, "service_aliases": {}})
 
     def extended_by(self, other: Vocabulary) -> Vocabulary:
         def terms(mine: dict[str, list[str]], theirs: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -314,7 +315,7 @@ def vocabulary_load(path: Path, stamp: int = 0) -> Vocabulary:
             raise VocabularyError(f"{path}: extends: a file cannot extend itself")
         base = vocabulary_load(base_path, base_path.stat().st_mtime_ns)
         if base_path.resolve() == DEFAULT_VOCABULARY_FILE.resolve():
-            base = base.without_demo_series()
+            base = base.without_demo_names()
         return base.extended_by(vocabulary)
     return vocabulary
 

@@ -22,7 +22,7 @@ from functools import lru_cache
 # ASCII-only look-arounds: Python's \w also matches CJK, and "当前91%" must still yield 91%.
 _A = "A-Za-z0-9"
 
-ENDPOINT = re.compile(rf"(?<![{_A}/.])/[A-Za-z][{_A}_.-]*(?:/[{_A}_.{{}}:-]+)*")
+ENDPOINT = re.compile(rf"(?<![{_A}/.])/[A-Za-z][{_A}_.-]*(?:/[{_A}_.{{}}:-]+)*(?<!\.)")
 DATE = re.compile(rf"(?<![{_A}-])\d{{4}}-\d{{2}}-\d{{2}}(?![{_A}])")
 TIME = re.compile(rf"(?<![{_A}:-])(\d{{1,2}}):(\d{{2}})(?::(\d{{2}}))?(?![{_A}:])")
 # Hyphenated or snake_case words are identifiers: web-api, db-primary-01, load_avg1, ERR_TIMEOUT.

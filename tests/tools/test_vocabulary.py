@@ -97,12 +97,14 @@ def test_an_unknown_kind_of_ask_names_the_file_and_field(settings, tmp_path):
         current_vocabulary()
 
 
-def test_the_demo_worlds_promql_templates_apply_to_the_demo_world_only(settings, tmp_path):
+def test_the_demo_worlds_promql_templates_and_service_names_apply_to_the_demo_world_only(settings, tmp_path):
     settings.DIAGNOSIS = settings.DIAGNOSIS | {"VOCABULARY_FILE": None, "PROMETHEUS_URL": ""}
-    demo = current_vocabulary().promql_topics
+    demo = current_vocabulary()
 
     settings.DIAGNOSIS = settings.DIAGNOSIS | {"PROMETHEUS_URL": "http://prometheus.example:9090"}
-    assert demo["memory"] and current_vocabulary().promql_topics == {}
+    assert demo.promql_topics["memory"] and current_vocabulary().promql_topics == {}
+    # Its services' other names would make them known in a world that has none of them.
+    assert demo.service_aliases and current_vocabulary().service_aliases == {}
 
     own = {"ledger_heap_used_bytes": ['ledger_heap_used_bytes{app="{service}"}']}
     path = write(tmp_path / "v.json", {"extends": True, "promql_topics": own})

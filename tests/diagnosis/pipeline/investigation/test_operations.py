@@ -9,10 +9,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from diagnosis.pipeline.derived import derived_failures
 from diagnosis.pipeline.investigation.conclusion import candidates_said
 from diagnosis.pipeline.investigation.investigate import Plan, investigated, window_of
 from diagnosis.pipeline.investigation.said import time_said
 from diagnosis.pipeline.investigation.signals import KeySignal, key_signal
+from diagnosis.pipeline.slot import Slot
 from tests.diagnosis.pipeline.asks.support import message
 from tests.diagnosis.pipeline.investigation.support import recomputed_failures
 from tools.evidence.series.record import SeriesRecord
@@ -80,9 +82,10 @@ def per_minute(before: float, after: float) -> list[list]:
     return points
 
 
-def recorded(services: tuple[str, str, str], made: Plan) -> list:
-    """The leaf stopped saving what it received (its code returns before); the middle service's
-    traffic doubled (the share of each of its operations held); the entry kept on."""
+def recorded(services: tuple[str, str, str], made: Plan, *, stopped: str = "INSERT charges") -> list:
+    """The leaf stopped saving what it received (its code returns before, its `stopped` operation no
+    longer runs); the middle service's traffic doubled (the share of each of its operations held);
+    the entry kept on."""
     entry, middle, leaf = services
     shares = {
         (entry, "GET /cart"): per_minute(1.0, 1.0),
@@ -90,7 +93,7 @@ def recorded(services: tuple[str, str, str], made: Plan) -> list:
         (middle, "HTTP POST"): per_minute(0.6, 0.6),
         (leaf, "Charge"): per_minute(0.3, 0.5),
         (leaf, "Refund"): per_minute(0.3, 0.5),
-        (leaf, "INSERT charges"): per_minute(0.4, 0.0),
+        (leaf, stopped): per_minute(0.4, 0.0),
     }
     records = [
         {"metric": {"service": service, "span_name": operation}, "values": values}
@@ -137,3 +140,24 @@ def test_every_number_of_an_operations_candidate_is_computed_again_from_the_cite
 
     assert as_said == []
     assert changed
+
+
+@per_world
+def test_a_long_operation_name_is_said_by_its_head_which_the_gatekeeper_finds_in_the_cited_series(services):
+    route = "/api/v1/billingservice/charges/{date}/{startStation}/{endStation}/{tripId}"
+    made = plan()
+    results = recorded(services, made, stopped=route)
+    said = candidates_said(investigated(made, results, services=set(services)))
+    head = "/api/v1/billingservice/charges/{date}/{startStation}/{endSta…"
+    invented = Slot.model_construct(
+        conclusion=said.text.replace(head, "/api/v1/billingservice/refunds/{date}/{startStation}…"),
+        bindings=said.bindings,
+        derived=said.derived,
+        inference=True,
+    )
+
+    assert f"操作「{head}」占比下降" in said.text
+    assert recomputed_failures(said, results, after="0%", changed_to="0%")[0] == []
+    assert derived_failures(invented, invocations=results) == [
+        "/api/v1/billingservice/refunds/{date}/{startStation}：不在引用的证据或重算的数中"
+    ]
