@@ -44,13 +44,17 @@ class DerivedNumber(BaseModel):
 
 class TimelineMark(BaseModel):
     """One move a slot names, for its timeline chart: the words it is said in, when it began, and the
-    records it is drawn from (a range series; a log pattern's lines; an alert, drawn as a step)."""
+    records it is drawn from (a range series; a log pattern's lines; an alert, drawn as a step; an
+    operation's calls, drawn as the share of its spans that made `calls` (of those that made `given`)
+    in each window read)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     label: str
     onset: datetime
     bindings: list[EvidenceBinding]
+    calls: list[str] = []
+    given: str = ""
 
 
 class Slot(BaseModel):

@@ -128,7 +128,9 @@ def _candidate_said(candidate: Candidate, investigation: Investigation) -> Said:
             binding=binding, statistic="sample_time", start=change.onset, end=change.onset, said=onset
         ),
     ]
-    mark = TimelineMark(label=text, onset=change.onset, bindings=[binding])
+    mark = TimelineMark(
+        label=text, onset=change.onset, bindings=[binding], calls=levels["calls"], given=levels["given"]
+    )
     stated = RankedCandidate(
         subject=candidate.subject,
         mechanism=mechanism,

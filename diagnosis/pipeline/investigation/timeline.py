@@ -4,7 +4,9 @@ seconds share one chart, with its onset.
 
 A track is drawn from the records its mark cites, read back from the recorded results: a range
 series' samples; a log pattern's lines (the first number of each message at its time); an alert,
-as a step from 0 to 1 at its start. Pure: the chat page's selector passes the session's results.
+as a step from 0 to 1 at its start; an operation's calls, as the share of its spans that made them
+over each window read (a step from the baseline's share to the incident's). Pure: the chat page's
+selector passes the session's results.
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ from tools.evidence.alerts.record import AlertRecord
 from tools.evidence.logs.record import LogLine
 from tools.evidence.result import ToolResult
 from tools.evidence.series.record import SeriesRecord
+from tools.evidence.trace_calls.record import TraceCallsRecord
 
 SERIES, LOG, ALERT = "series", "log", "alert"
 LINE_TIME = "%Y-%m-%d %H:%M:%S"
+# A window's share is held until this long (seconds) before its end, where the next one's begins.
+WINDOW_EDGE = 1.0
 # The axis opens at least this long (or this share of it) before the earliest onset.
 LEAD = timedelta(minutes=1)
 LEAD_SHARE = 0.1
@@ -89,11 +94,25 @@ def _points(mark: TimelineMark, results: Mapping[int, ToolResult]) -> tuple[str,
             points.append(point)
         elif isinstance(record, AlertRecord) and alert_started(record) is not None:
             kind = kind or ALERT
+        elif isinstance(record, TraceCallsRecord) and mark.calls:
+            kind = SERIES
+            points += _share_steps(record, mark)
     if kind == LOG and len(points) < 2:
         return "", []
     if kind == SERIES and len(points) < 2:
         return "", []
     return kind, sorted(set(points))
+
+
+def _share_steps(record: TraceCallsRecord, mark: TimelineMark) -> list[tuple[float, float]]:
+    """The share of each window, held from its start to just before its end (the next window's
+    share begins there)."""
+    steps = []
+    for window in record.windows:
+        share = record.share(mark.calls, start=window.began, end=window.ended, given=mark.given)
+        if share is not None:
+            steps += [(window.start, share[0]), (window.end - WINDOW_EDGE, share[0])]
+    return steps
 
 
 def _line_point(line: LogLine) -> tuple[float, float] | None:

@@ -20,6 +20,9 @@ from tests.diagnosis.pipeline.asks.test_cause import (
     service_alerts,
     started,
 )
+from tests.diagnosis.pipeline.investigation.test_calls import calls_result, operation
+from tests.diagnosis.pipeline.investigation.test_calls import per_world as per_calls_world
+from tests.diagnosis.pipeline.investigation.test_calls import plan as calls_plan
 from tests.diagnosis.pipeline.investigation.test_investigate import START, recorded
 from tests.diagnosis.pipeline.investigation.test_investigate import per_world as per_services
 
@@ -76,3 +79,28 @@ def test_a_mark_whose_records_are_not_recorded_draws_nothing():
     said = candidates_said(investigated(made, results, services={"storefront", "checkout", "billing-db"}))
 
     assert timeline_of(said.marks, {}) is None
+
+
+@per_calls_world
+def test_an_operations_calls_are_a_step_from_the_baselines_share_to_the_incidents(services):
+    entry, quoting, converting, _ = services
+    quote, convert = f"{quoting} Quote", f"{converting} Convert"
+    record = operation(
+        entry, "POST /checkout", before={(quote, convert): 20}, after={(quote, convert): 2, (quote,): 18}
+    )
+    results = [calls_result(41, [record])]
+    said = candidates_said(investigated(calls_plan(), results, services=services))
+
+    timeline = timeline_of(said.marks, by_id(results))
+
+    [track] = timeline.tracks
+    assert track.kind == SERIES and track.label == said.text.removeprefix("根因候选：")
+    # 100 % of the spans went on to convert before the incident, 10 % in it: normalised, 1 then 0.
+    window = calls_plan().window
+    assert track.points == [
+        (window.baseline_start.timestamp(), 1.0),
+        (window.start.timestamp() - 1, 1.0),
+        (window.start.timestamp(), 0.0),
+        (window.now.timestamp() - 1, 0.0),
+    ]
+    assert track.onset == window.start.timestamp()
