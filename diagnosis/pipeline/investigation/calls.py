@@ -42,11 +42,11 @@ STILL_MADE = 0.1
 
 @dataclass(frozen=True)
 class CallsMove:
-    """An operation whose calls moved, said of `service`: the share of its spans (of those that made
-    `given`, when named) that made any of `calls`, as a change from the baseline to the incident."""
+    """An operation whose calls moved (the record it was read from is its citation's), said of
+    `service`: the share of its spans (of those that made `given`, when named) that made any of
+    `calls`, as a change from the baseline to the incident."""
 
     service: str
-    record: TraceCallsRecord
     calls: tuple[str, ...]
     given: str
     change: Change
@@ -89,7 +89,7 @@ class _Windows:
         z = _z(before, after)
         return _Shift(calls, given, before, after, z) if z is not None else None
 
-    def move(self, record: TraceCallsRecord, service: str, shift: _Shift) -> CallsMove:
+    def move(self, service: str, shift: _Shift) -> CallsMove:
         change = Change(
             onset=self.start,
             before=shift.before[0],
@@ -100,7 +100,7 @@ class _Windows:
             baseline_end=self.start,
             end=self.end,
         )
-        return CallsMove(service=service, record=record, calls=shift.calls, given=shift.given, change=change)
+        return CallsMove(service=service, calls=shift.calls, given=shift.given, change=change)
 
 
 def calls_moved(record: TraceCallsRecord) -> CallsMove | None:
@@ -116,7 +116,7 @@ def calls_moved(record: TraceCallsRecord) -> CallsMove | None:
         return None
     appeared = max((shift for shift in moved if shift.z > 0), key=attrgetter("z"), default=None)
     if appeared is not None:
-        return windows.move(record, record.service, appeared)
+        return windows.move(record.service, appeared)
     vanished = [shift for shift in moved if shift.after[0] < shift.before[0] / 2]
     still_made = [
         shift.calls[0]
@@ -131,8 +131,8 @@ def calls_moved(record: TraceCallsRecord) -> CallsMove | None:
     ]
     if stopped_after:
         last_answered = min(stopped_after, key=attrgetter("z"))
-        return windows.move(record, callee_of(last_answered.given), last_answered)
-    return windows.move(record, record.service, min(moved, key=attrgetter("z")))
+        return windows.move(callee_of(last_answered.given), last_answered)
+    return windows.move(record.service, min(moved, key=attrgetter("z")))
 
 
 def _z(before: Share | None, after: Share | None) -> float | None:

@@ -20,6 +20,7 @@ from diagnosis.pipeline.investigation.logs import LOG_PATTERN, PATTERN_LABEL
 from diagnosis.pipeline.investigation.ranking import CALLER_SIDE, OPERATIONS, Candidate, Moved
 from diagnosis.pipeline.investigation.said import time_said, value_said
 from diagnosis.pipeline.slot import DerivedNumber, TimelineMark
+from tools.evidence.trace_calls.record import TraceCallsRecord
 
 MAX_CANDIDATES = 3
 FIRST = "根因候选："
@@ -152,15 +153,15 @@ def _mechanism(move: Moved, label: str, *, stopped_calling: bool = False) -> str
         pattern = _shown(str(move.ref.record.metric.get(PATTERN_LABEL, "")))
         return f"{label}「{pattern}」{'出现' if move.change.rising else '消失'}"
     direction = "升高" if move.change.rising else "下降"
-    calls = move.ref.calls
-    if calls is not None:
-        operation = f"{calls.record.service}「{_shown(calls.record.operation)}」"
+    calls, record = move.ref.calls, move.ref.record
+    if calls is not None and isinstance(record, TraceCallsRecord):
+        operation = f"{record.service}「{_shown(record.operation)}」"
+        called = calls_said(calls.calls, caller=record.service)
         if calls.given:
             # Said of the callee that answered before the calls vanished.
             given = _shown(operation_of(calls.given))
-            called = calls_said(calls.calls, caller=calls.record.service)
             return f"{operation}调用它（{given}）后再{label} {called} 的占比{direction}"
-        return f"{operation}{label} {calls_said(calls.calls, caller=calls.record.service)} 的占比{direction}"
+        return f"{operation}{label} {called} 的占比{direction}"
     if move.role == OPERATIONS:
         operation = _shown(str(move.ref.record.metric.get(move.ref.signal.operation, "")))
         return f"{label}「{operation}」占比{direction}"

@@ -300,7 +300,7 @@ def _calls_read(plan: Plan, results: Sequence[ToolResult], investigation: Invest
         return
     investigation.results_read += 1
     investigation.read.append(result.invocation_id)
-    moves: dict[tuple[str, str], tuple[CallsMove, Ref]] = {}
+    moves: dict[tuple[str, str], tuple[CallsMove, Ref, TraceCallsRecord]] = {}
     for record, ref in result.cited():
         if not isinstance(record, TraceCallsRecord):
             continue
@@ -308,9 +308,9 @@ def _calls_read(plan: Plan, results: Sequence[ToolResult], investigation: Invest
         for callee in {callee_of(call) for call in record.calls()} - {record.service}:
             investigation.edges.setdefault((record.service, callee), Cited(result, ref, record))
         if (move := calls_moved(record)) is not None:
-            moves[(record.service, record.operation)] = (move, ref)
-    for (service, _), (move, ref) in moves.items():
-        inner = [operation_of(call) for call in move.record.calls() if callee_of(call) == service]
+            moves[(record.service, record.operation)] = (move, ref, record)
+    for (service, _), (move, ref, record) in moves.items():
+        inner = [operation_of(call) for call in record.calls() if callee_of(call) == service]
         if any((service, operation) in moves for operation in inner):
             continue
         investigation.moved.append(
@@ -318,9 +318,9 @@ def _calls_read(plan: Plan, results: Sequence[ToolResult], investigation: Invest
                 service=move.service,
                 role=move.role,
                 change=move.change,
-                ref=Cited(result, ref, move.record, CALLS_SIGNAL, calls=move),
+                ref=Cited(result, ref, record, CALLS_SIGNAL, calls=move),
                 # The caller that stopped after the callee answered.
-                caller=move.record.service if move.given else "",
+                caller=record.service if move.given else "",
             )
         )
 
