@@ -213,7 +213,7 @@ def candidates_ranked(
         )
         callers = [caller for caller, callee in graph if callee == service]
         by_caller = _earlier(candidates, candidate, callers)
-        # An operation's calls are compared over the whole incident, not minute by minute: any caller
+        # A move compared over the whole incident (WINDOWED), not minute by minute: any caller
         # that moved in it may have changed what it asks for.
         by_any_caller = [caller for caller in set(callers) if caller in candidates and caller != service]
         if by_callee and _saturated_first(candidate, min(symptoms[c] for c in by_callee)):
@@ -228,7 +228,7 @@ def candidates_ranked(
             from_callee |= move.role in (*FROM_CALLEES, OPERATIONS, TRACE_CALLS) and bool(answered_by)
             from_callees |= from_callee
             explained = from_callee or (
-                move.role in FROM_CALLERS and bool(by_any_caller if move.role == TRACE_CALLS else by_caller)
+                move.role in FROM_CALLERS and bool(by_any_caller if move.role in WINDOWED else by_caller)
             )
             # A service that got faster is seldom what made others slow.
             explained |= move.role in (*FROM_CALLEES, EDGE) and not _symptom(move)
