@@ -1,10 +1,13 @@
 """The Nezha repository's per-minute log files (`rca_data/<day>/log/*_log.csv`: TrainTicket's, and the
-OnlineBoutique ones the repository keeps) as Loki streams, shifted like the metrics.
+OnlineBoutique ones the repository keeps; with the day's fault-free capture, `construct_data/<day>/log`)
+as Loki streams, shifted like the metrics.
 
 Each row is one container line: `TimeUnixNano`, `PodName` and `Log`, the container runtime's JSON
 (`{"log": "<line>\\n", "stream": …}`). A stream is labelled as a Kubernetes log shipper labels one:
 `namespace`, `service` (the pod's service), `pod`, and `level` where the line states one. The files
-cover a few minutes around each injection, so most of the day has no line at all.
+cover a few minutes around each injection, so most of the day has no line at all; neighbouring files
+overlap by up to a minute, and a line two files hold is one line, as Loki keeps one entry of a stream
+with the same time and line.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ def log_streams(files: Iterable[tuple[str, str]], *, namespace: str, shift: time
     """The files' lines as streams `[(labels, [(ns, line)])]`, each line `shift` later."""
     shifted = int(shift.total_seconds()) * 10**9
     streams: dict[tuple[tuple[str, str], ...], list[tuple[int, str]]] = {}
+    seen: set[tuple[str, int, str]] = set()
     for _, text in files:
         for row in csv.DictReader(io.StringIO(text)):
             pod, raw = row.get("PodName") or "", row.get("Log") or ""
@@ -40,8 +44,9 @@ def log_streams(files: Iterable[tuple[str, str]], *, namespace: str, shift: time
             except (KeyError, TypeError, ValueError):
                 continue
             line = _container_line(raw)
-            if not pod or not line:
+            if not pod or not line or (pod, at, line) in seen:
                 continue
+            seen.add((pod, at, line))
             labels = {"namespace": namespace, "service": service_of_pod(pod), "pod": pod}
             if level := level_of(line if line.startswith("{") else line[:LEVEL_HEAD]):
                 labels["level"] = level.lower()

@@ -1,5 +1,5 @@
-"""The Nezha repository's per-minute span files (`rca_data/<day>/trace/*_trace.csv`, both systems) as
-Tempo's metrics-generator counts them, per minute of a span's start:
+"""The Nezha repository's per-minute span files (`rca_data/<day>/trace/*_trace.csv`, both systems, and
+the day's fault-free capture, `construct_data/<day>/trace`) as Tempo's metrics-generator counts them, per minute of a span's start:
 
 - its span metrics: per service and operation (`OperationName`), how many spans began — every span,
   a root or one whose parent is in no file as well, once (neighbouring files overlap by seconds: a
@@ -9,8 +9,8 @@ Tempo's metrics-generator counts them, per minute of a span's start:
   `traces_service_graph_request_client_seconds`) and of the child span (as the callee spent it,
   `traces_service_graph_request_server_seconds`); their difference is the time on the way between them.
 
-Read where they lie, never copied into the repository: a folder holding `rca_data/` (or `rca_data`
-itself), or the repository's bare git directory (its files read with `git show`), one file at a time.
+Read where they lie, never copied into the repository: a folder holding `rca_data/` and
+`construct_data/` (or `rca_data` itself, beside `construct_data`), or the repository's bare git directory (its files read with `git show`), one file at a time.
 The span files carry no status, so no failed-request series is written. A file holds about the minute
 before the one it is named after, so the minutes at either end of a run of files are covered in part
 (fewer spans); a minute in which no span began has no samples.
@@ -33,6 +33,9 @@ from diagnosis.evaluation.nezha.data import NezhaDataError, service_of_pod
 
 TRACE_FOLDER = "trace"
 TRACE_SUFFIX = "_trace.csv"
+# The repository's folders of a day's files: around each injection, and the fault-free capture.
+RCA_FOLDER = "rca_data"
+DATA_FOLDERS = (RCA_FOLDER, "construct_data")
 # Tempo lets the buckets be configured; doubling from 1 ms keeps a ×2 change visible.
 BUCKETS = tuple(0.001 * 2**k for k in range(15))
 MINUTE_NS = 60 * 10**9
@@ -87,12 +90,26 @@ def day_files(
     repository: Path, day: str, *, folder: str, suffix: str, wanted: Callable[[str], bool] = lambda _: True
 ) -> Iterator[tuple[str, str]]:
     """(name, text) of each file of the day's `folder` ending in `suffix` whose name is `wanted`, in
-    name order."""
+    name order: the injections' (`rca_data/<day>`) and the day's fault-free capture
+    (`construct_data/<day>`, a few minutes between two injections that Nezha learns the normal from)."""
     if (repository / "objects").is_dir() and (repository / "HEAD").is_file():
-        yield from _git_files(repository, f"rca_data/{day}/{folder}", suffix=suffix, wanted=wanted)
+        listed = [
+            (name, f"{top}/{day}/{folder}/{name}")
+            for top in DATA_FOLDERS
+            for name in _git_names(repository, f"{top}/{day}/{folder}")
+        ]
+        for name, path in sorted(listed):
+            if name.endswith(suffix) and wanted(name):
+                text = _git(repository, "show", f"HEAD:{path}")
+                # A file the snapshot lists without its content (the largest ones) is left out.
+                if text is not None:
+                    yield name, text
         return
-    root = repository / "rca_data" if (repository / "rca_data").is_dir() else repository
-    for path in sorted((root / day / folder).glob(f"*{suffix}")):
+    # The repository's folder, or its `rca_data` folder (the rest of the repository beside it).
+    rca = repository / RCA_FOLDER if (repository / RCA_FOLDER).is_dir() else repository
+    tops = [rca, *(rca.parent / top for top in DATA_FOLDERS if top != RCA_FOLDER)]
+    paths = [path for top in tops for path in (top / day / folder).glob(f"*{suffix}")]
+    for path in sorted(paths, key=lambda path: path.name):
         if wanted(path.name):
             yield path.name, path.read_text(encoding="utf-8")
 
@@ -175,17 +192,9 @@ def _minute(unix_nano: int) -> datetime:
     return _minute_at(unix_nano // MINUTE_NS)
 
 
-def _git_files(
-    git_dir: Path, folder: str, *, suffix: str, wanted: Callable[[str], bool]
-) -> Iterator[tuple[str, str]]:
+def _git_names(git_dir: Path, folder: str) -> list[str]:
     listed = _git(git_dir, "ls-tree", "--name-only", f"HEAD:{folder}")
-    if listed is None:
-        return
-    for name in sorted(n for n in listed.splitlines() if n.endswith(suffix) and wanted(n)):
-        text = _git(git_dir, "show", f"HEAD:{folder}/{name}")
-        # A file the snapshot lists without its content (the largest ones) is left out.
-        if text is not None:
-            yield name, text
+    return listed.splitlines() if listed is not None else []
 
 
 def _git(git_dir: Path, *arguments: str) -> str | None:

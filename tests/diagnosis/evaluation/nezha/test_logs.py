@@ -41,3 +41,15 @@ def test_lines_are_streams_per_service_pod_and_level_shifted_like_the_metrics():
     plain = (("namespace", "shop"), ("pod", "cart-7d9f8c6b5-x2x9z"), ("service", "cart"))
     assert found[plain] == [(113 * NS, "plain line without a level")]
     assert len(found) == 3
+
+
+def test_a_line_two_overlapping_files_hold_is_one_line_and_a_repeated_line_at_another_time_is_two():
+    pod = "ledger-service-5b67c48447-mv5hb"
+    earlier = log_file([(100 * NS, pod, "INFO synced"), (101 * NS, pod, "INFO synced")])
+    later = log_file([(101 * NS, pod, "INFO synced"), (102 * NS, pod, "INFO synced")])
+
+    [(_, lines)] = log_streams(
+        [("08_50_log.csv", earlier), ("08_52_log.csv", later)], namespace="shop", shift=timedelta(0)
+    )
+
+    assert lines == [(100 * NS, "INFO synced"), (101 * NS, "INFO synced"), (102 * NS, "INFO synced")]

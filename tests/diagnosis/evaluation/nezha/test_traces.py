@@ -18,7 +18,7 @@ from diagnosis.evaluation.nezha.openmetrics import (
     day_openmetrics,
     histogram_lines,
 )
-from diagnosis.evaluation.nezha.traces import trace_files_between, trace_minutes
+from diagnosis.evaluation.nezha.traces import trace_files, trace_files_between, trace_minutes
 
 MINUTE = 1_700_000_040 * 10**9
 MS = 10**6
@@ -242,11 +242,16 @@ CASE_END = datetime(2022, 8, 22, 4, 7, 7, tzinfo=UTC)
 
 
 def day_folder(root: Path) -> None:
-    """`rca_data/2022-08-22/trace` under root: a file of each of `NAMES` and one that is no span file."""
+    """`rca_data/2022-08-22/trace` under root: a file of each of `NAMES` and one that is no span file;
+    `construct_data/2022-08-22/trace`: the day's fault-free capture, inside the window and after it."""
     folder = root / "rca_data" / "2022-08-22" / "trace"
     folder.mkdir(parents=True)
     for name in [*NAMES, "03_40_log.csv"]:
         (folder / name).write_text(f"{name}\n", encoding="utf-8")
+    normal = root / "construct_data" / "2022-08-22" / "trace"
+    normal.mkdir(parents=True)
+    for name in ("03_51_trace.csv", "05_00_trace.csv"):
+        (normal / name).write_text(f"normal {name}\n", encoding="utf-8")
 
 
 @pytest.mark.parametrize("as_git", [False, True], ids=["folder", "git"])
@@ -255,10 +260,27 @@ def test_a_case_reads_only_the_span_files_named_in_its_window_and_the_minute_aft
     repository = tmp_path
     if as_git:
         git = ["git", "-C", str(tmp_path), "-c", "user.name=bench", "-c", "user.email=bench@localhost"]
-        for arguments in (["init", "-q"], ["add", "rca_data"], ["commit", "-q", "-m", "day"]):
+        for arguments in (
+            ["init", "-q"],
+            ["add", "rca_data", "construct_data"],
+            ["commit", "-q", "-m", "day"],
+        ):
             subprocess.run([*git, *arguments], check=True)
         repository = tmp_path / ".git"
 
     files = list(trace_files_between(repository, "2022-08-22", CASE_START, CASE_END))
 
-    assert files == [("03_32_trace.csv", "03_32_trace.csv\n"), ("04_08_trace.csv", "04_08_trace.csv\n")]
+    assert files == [
+        ("03_32_trace.csv", "03_32_trace.csv\n"),
+        ("03_51_trace.csv", "normal 03_51_trace.csv\n"),
+        ("04_08_trace.csv", "04_08_trace.csv\n"),
+    ]
+
+
+def test_the_day_is_read_beside_its_fault_free_capture_when_given_the_rca_data_folder_itself(tmp_path):
+    day_folder(tmp_path)
+
+    names = [name for name, _ in trace_files(tmp_path / "rca_data", "2022-08-22")]
+
+    assert names == ["03_31_trace.csv", "03_32_trace.csv", "03_51_trace.csv", "04_08_trace.csv",
+                     "04_09_trace.csv", "05_00_trace.csv", "xx_yy_trace.csv"]  # fmt: skip
