@@ -18,7 +18,7 @@ from diagnosis.pipeline.investigation.calls import LABEL as CALLS_LABEL
 from diagnosis.pipeline.investigation.calls import TRACE_CALLS as CALLS_ROLE
 from diagnosis.pipeline.investigation.calls import UNIT as CALLS_UNIT
 from diagnosis.pipeline.investigation.calls import CallsMove, callee_of, calls_moved, operation_of
-from diagnosis.pipeline.investigation.change import change_of, series_points
+from diagnosis.pipeline.investigation.change import Point, change_of, series_points, window_median
 from diagnosis.pipeline.investigation.logs import (
     ADDRESS_LABEL,
     LineAddresses,
@@ -26,7 +26,7 @@ from diagnosis.pipeline.investigation.logs import (
     log_patterns_signal,
     pattern_change,
 )
-from diagnosis.pipeline.investigation.ranking import GAP, Candidate, Moved, candidates_ranked
+from diagnosis.pipeline.investigation.ranking import EDGE, GAP, Candidate, Moved, candidates_ranked
 from diagnosis.pipeline.investigation.signals import (
     MAX_SIGNALS,
     EdgeSignal,
@@ -187,6 +187,9 @@ class Investigation:
     edges: dict[tuple[str, str], Cited] = field(default_factory=dict)
     # (caller, callee) whose network gap was read with calls in the incident window.
     gaps_seen: set[tuple[str, str]] = field(default_factory=set)
+    # (caller, callee) whose gap grew while the caller saw the calls slower (that view's median rose
+    # over the gap's windows, whether or not it moved MOVED spreads on its own).
+    seen_slower: set[tuple[str, str]] = field(default_factory=set)
     # Service → the cited series of its scrape target whose address a probe's series is said by.
     targets: dict[str, Cited] = field(default_factory=dict)
     # The range results read and the series in them.
@@ -203,6 +206,8 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
     window = plan.window
     owners = _address_owners(plan, results)
     read = [(signal, SERIES) for signal in plan.signals] + [(signal, LOG_SERIES) for signal in plan.logs]
+    # Each edge's latency as its caller sees it, by (family, caller, callee): what a gap is judged by.
+    caller_views: dict[tuple[str, str, str], list[Point]] = {}
     for signal, kind in read:
         result = _result(results, signal.query, window.minutes, kind=kind)
         for record, ref in _range_series(result, investigation):
@@ -223,6 +228,8 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
             owner = str(target.record.metric.get(target.signal.by, "")) if target is not None else ""
             if signal.role == GAP and caller and any(at >= window.start for at, _ in points):
                 investigation.gaps_seen.add((caller, service))
+            if signal.role == EDGE and caller:
+                caller_views[(signal.metric, caller, service)] = points
             if owner and owner != service:
                 # A probe of another service's address: said of that service, seen from the prober.
                 caller, service = service, owner
@@ -237,6 +244,7 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
                         caller=caller,
                     )
                 )
+    investigation.seen_slower = _seen_slower(investigation.moved, caller_views)
     _patterns_read(plan, results, investigation)
     _calls_read(plan, results, investigation)
     for edge in plan.edges:
@@ -253,10 +261,36 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
         investigation.edges.setdefault(pair, cited)
     known = set(services)
     ranked = candidates_ranked(
-        investigation.moved, edges=investigation.edges, gaps_seen=investigation.gaps_seen
+        investigation.moved,
+        edges=investigation.edges,
+        gaps_seen=investigation.gaps_seen,
+        seen_slower=investigation.seen_slower,
     )
     investigation.candidates = [c for c in ranked if c.subject in known]
     return investigation
+
+
+def _seen_slower(
+    moved: Iterable[Moved], caller_views: dict[tuple[str, str, str], list[Point]]
+) -> set[tuple[str, str]]:
+    """The (caller, callee) pairs whose gap grew because the calls took longer for the caller: its own
+    view of them (the gap's numerator, `caller_views`) rose between the gap's windows by at least half
+    the gap's growth (on a log scale), whether or not it moved MOVED spreads of its own noise. A gap
+    that grew mostly because the callee's view fell is no delay on the way."""
+    slower = set()
+    for move in moved:
+        cited = move.ref
+        if move.role != GAP or not isinstance(cited, Cited) or cited.signal is None:
+            continue
+        change = move.change
+        if not change.rising or change.before <= 0:
+            continue
+        points = caller_views.get((cited.signal.metric, move.caller, move.service), [])
+        before = window_median(points, start=change.level_start, end=change.baseline_end)
+        after = window_median(points, start=change.onset, end=change.end, closed=True)
+        if before and after and after / before >= math.sqrt(change.after / change.before):
+            slower.add((move.caller, move.service))
+    return slower
 
 
 def _patterns_read(plan: Plan, results: Sequence[ToolResult], investigation: Investigation) -> None:

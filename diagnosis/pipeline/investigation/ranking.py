@@ -144,13 +144,17 @@ def candidates_ranked(
     *,
     edges: Iterable[tuple[str, str]] = (),
     gaps_seen: Collection[tuple[str, str]] = (),
+    seen_slower: Collection[tuple[str, str]] = (),
 ) -> list[Candidate]:
     """The services that moved, most likely cause first. `gaps_seen`: the (caller, callee) pairs whose
-    gap was read with calls in the incident window, moved or not."""
+    gap was read with calls in the incident window, moved or not; `seen_slower`: those whose caller saw
+    the calls slower over the gap's windows, moved or not."""
     graph = {(caller, callee) for caller, callee in edges if caller != callee}
     graph |= {(m.caller, m.service) for m in moved if m.role in EDGES and m.caller}
     # A network that got faster is no symptom, nor one on an edge its caller does not see slower.
-    seen_slower = {(m.caller, m.service) for m in moved if m.role == EDGE and m.change.rising}
+    seen_slower = {(m.caller, m.service) for m in moved if m.role == EDGE and m.change.rising} | set(
+        seen_slower
+    )
     moved = [m for m in moved if m.role != GAP or (m.change.rising and (m.caller, m.service) in seen_slower)]
     moved = _shared_gaps(moved, gaps_seen)
     fanned = _fanning_out(moved, graph)

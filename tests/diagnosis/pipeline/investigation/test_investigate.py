@@ -430,3 +430,79 @@ def test_a_service_that_stopped_calling_its_callee_is_said_by_the_calls_it_no_lo
         conclusion=said.text, bindings=said.bindings, derived=said.derived, inference=True
     )
     assert derived_failures(slot, invocations=results) == []
+
+
+GRAPH_FAMILIES = (
+    MetricFamily("container_cpu_usage_seconds_total", "counter", "Cumulative cpu time consumed in seconds."),
+    MetricFamily(
+        "traces_service_graph_request_client_seconds", "histogram", "Time for a request between two nodes as seen from the client."
+    ),
+    MetricFamily(
+        "traces_service_graph_request_server_seconds", "histogram", "Time for a request between two nodes as seen from the server."
+    ),
+)  # fmt: skip
+
+
+def network_delayed(services: tuple[str, str, str], *, caller_view: tuple[float, float]):
+    """The calls from the entry to the middle service as their caller sees them (`caller_view`, before and
+    after: noisy, no move of its own), as the callee spends them (flat), and their ratio, which grew; the
+    leaf's CPU rose a little."""
+    entry, middle, leaf = services
+    window = window_of(now=NOW, start=START)
+
+    def label_names(metric: str) -> frozenset[str]:
+        if metric.endswith("_bucket"):
+            return frozenset({"client", "server", "le"})
+        return frozenset(LABELS.get(metric, ()))
+
+    made = plan_of(
+        GRAPH_FAMILIES,
+        window=window,
+        service_labels=("service",),
+        series={"container_cpu_usage_seconds_total", *(f"{f.name}_bucket" for f in GRAPH_FAMILIES[1:])},
+        label_names=label_names,
+    )
+    by_role = {(s.role, s.metric): s for s in made.signals}
+    pair = {"client": entry, "server": middle}
+    series = {
+        ("cpu", "container_cpu_usage_seconds_total"): [({"service": leaf}, values(0.10, 0.16, noise=0.005))],
+        ("edge_latency", GRAPH_FAMILIES[1].name): [(pair, values(*caller_view, noise=0.1))],
+        ("edge_latency", GRAPH_FAMILIES[2].name): [(pair, values(0.2, 0.2, noise=0.01))],
+        ("edge_network", GRAPH_FAMILIES[1].name): [(pair, values(1.0, 2.4, noise=0.02))],
+    }
+    assert set(by_role) == set(series)
+    results = [
+        range_result(20 + index, by_role[key].query, window.minutes, found)
+        for index, (key, found) in enumerate(series.items())
+    ]
+    return made, results
+
+
+@per_world
+def test_a_gap_that_grew_while_its_caller_saw_the_calls_slower_is_the_callees_network(services):
+    """The caller's own view rose without moving three spreads of its noisy baseline: the calls still took
+    longer, so the grown gap is a delay on the way to the callee."""
+    entry, middle, leaf = services
+    made, results = network_delayed(services, caller_view=(0.2, 0.45))
+
+    investigation = investigated(made, results, services=services)
+
+    assert not [m for m in investigation.moved if m.role == "edge_latency"]
+    assert investigation.seen_slower == {(entry, middle)}
+    assert [c.subject for c in investigation.candidates][:2] == [middle, leaf]
+
+
+@per_world
+@pytest.mark.parametrize(
+    "caller_view", [(0.45, 0.2), (0.2, 0.22)], ids=["fell", "rose-less-than-half-the-gap"]
+)
+def test_a_gap_that_grew_while_its_caller_saw_the_calls_no_slower_says_nothing(services, caller_view):
+    """A gap that grew ×2.4 while the caller's view fell, or rose by less than half that (×1.1 where
+    √2.4 ≈ 1.55): the callee's own view of the calls fell, no delay on the way."""
+    entry, middle, leaf = services
+    made, results = network_delayed(services, caller_view=caller_view)
+
+    investigation = investigated(made, results, services=services)
+
+    assert investigation.seen_slower == set()
+    assert [c.subject for c in investigation.candidates] == [leaf]

@@ -266,6 +266,19 @@ def test_a_network_delay_its_caller_does_not_see_slower_is_none(services):
 
 
 @per_world
+def test_a_network_delay_whose_caller_saw_the_calls_slower_without_a_move_of_their_own_is_the_callees(
+    services,
+):
+    """The caller's view rose with the gap, though too little against its own noise to move."""
+    entry, middle, _ = services
+    moves = [moved(middle, "edge_network", score=80, caller=entry), moved(entry, "cpu", score=5)]
+
+    ranked = candidates_ranked(moves, edges=[(entry, middle)], seen_slower=[(entry, middle)])
+
+    assert [c.subject for c in ranked] == [middle, entry]
+
+
+@per_world
 def test_a_service_that_got_faster_counts_for_less_than_one_that_got_slower(services):
     _, middle, leaf = services
     moves = [moved(leaf, "latency", score=40, falling=True), moved(middle, "latency", score=20)]
