@@ -1,5 +1,6 @@
 """The Nezha repository's per-minute span files (`rca_data/<day>/trace/*_trace.csv`, both systems, and
-the day's fault-free capture, `construct_data/<day>/trace`) as Tempo's metrics-generator counts them, per minute of a span's start:
+the day's fault-free capture, `construct_data/<day>/trace`) as Tempo's metrics-generator counts them,
+per minute of a span's start:
 
 - its span metrics: per service and operation (`OperationName`), how many spans began — every span,
   a root or one whose parent is in no file as well, once (neighbouring files overlap by seconds: a
@@ -10,7 +11,8 @@ the day's fault-free capture, `construct_data/<day>/trace`) as Tempo's metrics-g
   `traces_service_graph_request_server_seconds`); their difference is the time on the way between them.
 
 Read where they lie, never copied into the repository: a folder holding `rca_data/` and
-`construct_data/` (or `rca_data` itself, beside `construct_data`), or the repository's bare git directory (its files read with `git show`), one file at a time.
+`construct_data/` (or `rca_data` itself, beside `construct_data`), or the repository's bare git
+directory (its files read with `git show`), one file at a time.
 The span files carry no status, so no failed-request series is written. A file holds about the minute
 before the one it is named after, so the minutes at either end of a run of files are covered in part
 (fewer spans); a minute in which no span began has no samples.

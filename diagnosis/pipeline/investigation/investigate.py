@@ -187,8 +187,7 @@ class Investigation:
     edges: dict[tuple[str, str], Cited] = field(default_factory=dict)
     # (caller, callee) whose network gap was read with calls in the incident window.
     gaps_seen: set[tuple[str, str]] = field(default_factory=set)
-    # (caller, callee) whose gap grew while the caller saw the calls slower (that view's median rose
-    # over the gap's windows, whether or not it moved MOVED spreads on its own).
+    # (caller, callee) whose gap grew because the caller saw the calls slower (`_seen_slower`).
     seen_slower: set[tuple[str, str]] = field(default_factory=set)
     # Service → the cited series of its scrape target whose address a probe's series is said by.
     targets: dict[str, Cited] = field(default_factory=dict)
