@@ -152,10 +152,11 @@ def candidates_ranked(
     graph = {(caller, callee) for caller, callee in edges if caller != callee}
     graph |= {(m.caller, m.service) for m in moved if m.role in EDGES and m.caller}
     # A network that got faster is no symptom, nor one on an edge its caller does not see slower.
-    seen_slower = {(m.caller, m.service) for m in moved if m.role == EDGE and m.change.rising} | set(
-        seen_slower
-    )
-    moved = [m for m in moved if m.role != GAP or (m.change.rising and (m.caller, m.service) in seen_slower)]
+    caller_slower = {(m.caller, m.service) for m in moved if m.role == EDGE and m.change.rising}
+    caller_slower |= set(seen_slower)
+    moved = [
+        m for m in moved if m.role != GAP or (m.change.rising and (m.caller, m.service) in caller_slower)
+    ]
     moved = _shared_gaps(moved, gaps_seen)
     fanned = _fanning_out(moved, graph)
     theirs = {id(move) for moves in fanned.values() for move in moves}

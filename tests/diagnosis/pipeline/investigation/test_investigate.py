@@ -433,7 +433,7 @@ def test_a_service_that_stopped_calling_its_callee_is_said_by_the_calls_it_no_lo
 
 
 GRAPH_FAMILIES = (
-    MetricFamily("container_cpu_usage_seconds_total", "counter", "Cumulative cpu time consumed in seconds."),
+    FAMILIES[0],
     MetricFamily(
         "traces_service_graph_request_client_seconds", "histogram", "Time for a request between two nodes as seen from the client."
     ),
