@@ -737,14 +737,16 @@ def _quotes_its_excerpt(claim: ClaimUnderCheck) -> bool:
 
 def _answered_by_code(stage_input: ExecutorInput) -> bool:
     """Every ask settled by the slots code read from the calls already made, and no planned tool
-    those calls did not use: a model call here could only restate the slots (measured on a 1.5B model:
-    it copied them with their counts and units, which no excerpt holds) or lower the verdict."""
+    those calls did not use unless the plan is narrow (the question asks that one thing: a search
+    beyond its asks is beyond it; measured on a 1.5B planner, which plans `query_logs` for a metric's
+    current value): a model call here could only restate the slots (measured on a 1.5B model: it
+    copied them with their counts and units, which no excerpt holds) or lower the verdict."""
     called = {result.tool_name for result in stage_input.prior_results}
     return (
         bool(stage_input.conclusions or stage_input.candidates)
         and not stage_input.open_asks
         and not stage_input.retry_context
-        and all(step.tool in called for step in stage_input.plan.steps)
+        and (stage_input.plan.narrow_scope or all(step.tool in called for step in stage_input.plan.steps))
     )
 
 
