@@ -545,6 +545,8 @@ def test_a_narrow_question_the_asks_calls_settle_is_not_widened_by_a_planned_too
     # The plan's search beyond the asks is beyond the narrow question: no executor model, no claim.
     assert not server.requests_for("ExecutorOutput")
     assert session.verdict == "PASS" and fact in session.answer
+    executor = session.steps.get(agent=AgentStep.Agent.EXECUTOR)
+    assert "窄范围问题，不再按计划扩大取证" in executor.thought
 
 
 def test_a_cause_is_the_executors_to_reason_about_even_with_every_slot_filled(
