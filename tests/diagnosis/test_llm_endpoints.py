@@ -29,7 +29,11 @@ OTHER_WORLD_ALERT = {
     "description": "队列积压超过 5000 条，当前 7420 条",
 }
 Output = DiagnosisSession.OutputType
-PLAN_WITH_LOGS = PLAN | {"steps": [*PLAN["steps"], {"tool": "query_logs", "purpose": "查看内存相关日志"}]}
+# A broad plan with a log search beyond the asks: the executor model runs (a narrow one is not widened).
+PLAN_WITH_LOGS = PLAN | {
+    "narrow_scope": False,
+    "steps": [*PLAN["steps"], {"tool": "query_logs", "purpose": "查看内存相关日志"}],
+}
 
 
 @pytest.fixture(autouse=True)
@@ -343,7 +347,7 @@ def test_reasoning_text_never_reaches_a_user_or_the_trace(fake_llm):
     secret = "内部推理：也许应该重启 order-service"
     fake_llm(
         {
-            # A planned log search the asks did not make: the executor runs, and the composer has findings.
+            # A broad plan's log search the asks did not make: the executor runs, and the composer has findings.
             "planner": [{"raw": PLAN_WITH_LOGS, "reasoning_content": secret}],
             "composer": [f'<think>{secret}</think>{{"answer": "order-service 存在 HighMemoryUsage 告警"}}'],
         }

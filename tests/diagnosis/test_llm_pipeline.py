@@ -519,17 +519,34 @@ def test_an_action_request_is_answered_by_codes_statement_whatever_the_model_pla
     assert session.answer.startswith("结论：本助手只读取") and "「重启」" in session.answer
 
 
-def test_a_planned_tool_the_asks_calls_did_not_use_is_the_executors_to_call(
+def test_a_planned_tool_the_asks_calls_did_not_use_is_the_executors_to_call_on_a_broad_question(
     fake_llm, one_round, either_world
 ):
     query, _fact = EXISTENCE_QUESTIONS[either_world]
-    plan = existence_plan(query)
+    plan = existence_plan(query) | {"narrow_scope": False}
     plan["steps"].append({"tool": "query_logs", "purpose": "查看相关日志"})
     server = fake_llm({"planner": [plan]})
 
     run(query)
 
     assert server.requests_for("ExecutorOutput")
+
+
+def test_a_narrow_question_the_asks_calls_settle_is_not_widened_by_a_planned_tool(
+    fake_llm, one_round, either_world
+):
+    query, fact = EXISTENCE_QUESTIONS[either_world]
+    plan = existence_plan(query)
+    plan["steps"].append({"tool": "query_logs", "purpose": "查看相关日志"})
+    server = fake_llm({"planner": [plan]})
+
+    session = run(query)
+
+    # The plan's search beyond the asks is beyond the narrow question: no executor model, no claim.
+    assert not server.requests_for("ExecutorOutput")
+    assert session.verdict == "PASS" and fact in session.answer
+    executor = session.steps.get(agent=AgentStep.Agent.EXECUTOR)
+    assert "窄范围问题，不再按计划扩大取证" in executor.thought
 
 
 def test_a_cause_is_the_executors_to_reason_about_even_with_every_slot_filled(

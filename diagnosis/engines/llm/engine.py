@@ -153,7 +153,10 @@ TOOLS_EXHAUSTED_INSTRUCTION = (
 REPEATED_CALL_ERROR = (
     "与之前的一次调用工具和参数完全相同，未重复执行；请引用 invocation_id {invocation_id} 的结果"
 )
-ANSWERED_BY_CODE = "所问均已由代码按已做的调用写出结论（{count} 条），计划没有别的取证：未请模型补充断言"
+ANSWERED_BY_CODE = "所问均已由代码按已做的调用写出结论（{count} 条），{why}：未请模型补充断言"
+# Why the plan asks for nothing more: it holds no other search, or the question is narrow.
+NOTHING_ELSE_PLANNED = "计划没有别的取证"
+NARROW_NOT_WIDENED = "窄范围问题，不再按计划扩大取证"
 PLANNED_BY_CODE = "所问均由代码的调查回答（根因候选）：计划由代码按所问生成，未请模型规划"
 CAUSE_THOUGHT = "只请模型解释代码排出的 {count} 个根因候选（按序号引用，证据由代码附上）：{taken} 条解释"
 CAUSE_FALLBACK = "解释输出无法解析：只陈述候选所据的证据"
@@ -242,7 +245,8 @@ class LLMEngine:
             return StageCall(
                 output=_executor_output().model_copy(update={"claims": evidence_claims(stage_input)}),
                 thought=ANSWERED_BY_CODE.format(
-                    count=len(stage_input.conclusions) + bool(stage_input.candidates)
+                    count=len(stage_input.conclusions) + bool(stage_input.candidates),
+                    why=NOTHING_ELSE_PLANNED if _plan_called(stage_input) else NARROW_NOT_WIDENED,
                 ),
                 model_output={"replies": []},
                 prompt_version=prompt_version("executor"),
@@ -737,15 +741,22 @@ def _quotes_its_excerpt(claim: ClaimUnderCheck) -> bool:
 
 def _answered_by_code(stage_input: ExecutorInput) -> bool:
     """Every ask settled by the slots code read from the calls already made, and no planned tool
-    those calls did not use: a model call here could only restate the slots (measured on a 1.5B model:
-    it copied them with their counts and units, which no excerpt holds) or lower the verdict."""
-    called = {result.tool_name for result in stage_input.prior_results}
+    those calls did not use unless the plan is narrow (the question asks that one thing: a search
+    beyond its asks is beyond it; measured on a 1.5B planner, which plans `query_logs` for a metric's
+    current value): a model call here could only restate the slots (measured on a 1.5B model: it
+    copied them with their counts and units, which no excerpt holds) or lower the verdict."""
     return (
         bool(stage_input.conclusions or stage_input.candidates)
         and not stage_input.open_asks
         and not stage_input.retry_context
-        and all(step.tool in called for step in stage_input.plan.steps)
+        and (stage_input.plan.narrow_scope or _plan_called(stage_input))
     )
+
+
+def _plan_called(stage_input: ExecutorInput) -> bool:
+    """Whether the calls already made used every tool the plan names."""
+    called = {result.tool_name for result in stage_input.prior_results}
+    return all(step.tool in called for step in stage_input.plan.steps)
 
 
 def _executor_output(*, user_facing_answer: str = "") -> ExecutorOutput:
