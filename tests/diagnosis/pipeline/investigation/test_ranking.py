@@ -481,3 +481,27 @@ def test_an_incident_wide_move_does_not_make_a_service_the_earliest(services):
 
     assert ranked[middle].onset == T0 + timedelta(minutes=2)
     assert ranked[entry].score > moved(entry, "latency", score=20).weight
+
+
+@per_world
+def test_error_lines_from_none_outrank_a_larger_latency_move_of_another_service(services):
+    """A service that had no error lines and now writes some began failing; an unrelated service's
+    latency quantile moved further (a flat baseline's spread is small)."""
+    _, middle, leaf = services
+    errors = moved(leaf, "log_errors", score=6)
+    errors = replace(errors, change=replace(errors.change, before=0.0, after=6.0))
+
+    ranked = candidates_ranked([moved(middle, "latency", score=60), errors])
+
+    assert [c.subject for c in ranked] == [leaf, middle]
+
+
+@per_world
+def test_a_burst_over_a_level_of_error_lines_counts_as_before(services):
+    _, middle, leaf = services
+    errors = moved(leaf, "log_errors", score=6)
+    errors = replace(errors, change=replace(errors.change, before=3.0, after=9.0))
+
+    ranked = candidates_ranked([moved(middle, "latency", score=60), errors])
+
+    assert [c.subject for c in ranked] == [middle, leaf]
