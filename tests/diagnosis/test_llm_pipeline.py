@@ -582,6 +582,36 @@ def test_a_plain_cause_question_asks_the_model_only_to_explain_its_candidates(
     assert session.verdict == rules.verdict == "PASS"
 
 
+def test_a_cause_question_the_planner_labels_narrow_still_has_only_its_candidates_explained(
+    fake_llm, one_round, either_world
+):
+    # Measured on a 1.5B planner: "…为什么频繁 Full GC？应该怎么处理" planned as a narrow question. The
+    # runbook's steps are code's, the cause its candidates: the question is read by code, not by the label.
+    query, service = CAUSE_QUESTIONS[either_world]
+    query += "应该怎么处理"
+    narrow = {
+        "goal": query,
+        "steps": [
+            {"tool": "query_logs", "purpose": "查看日志"},
+            {"tool": "lookup_knowledge", "purpose": "查手册"},
+        ],
+        "narrow_scope": True,
+        "focus": [service],
+        "excluded_topics": [],
+    }
+    server = fake_llm({"planner": [narrow]})
+
+    session = run(query)
+
+    kinds = [slot["ask"]["kind"] for slot in evaluation(session)["slots"] if slot["filled"]]
+    assert kinds == ["cause", "runbook"]
+    schemas = [r["response_format"]["json_schema"]["name"] for r in server.requests]
+    assert "ExecutorOutput" not in schemas and "CauseOutput" in schemas
+    rules = session_start(query=query, engine="rules", run_inline=True)
+    assert session.verdict == rules.verdict == "PASS"
+    assert session.answer.startswith("结论：根因候选：")
+
+
 NO_CLAIMS = {
     "answer_version": "executor_evidence_v2",
     "claims": [],

@@ -47,14 +47,11 @@ class CauseOutput(BaseModel):
 
 
 def explains_candidates(stage_input: ExecutorInput) -> bool:
-    """The cause path: candidates to explain, every other ask settled by code, no retry round, and a
-    plan that is no narrow confirmation (that one states observations only)."""
-    return (
-        bool(stage_input.candidates)
-        and stage_input.only_candidates_open
-        and not stage_input.retry_context
-        and not stage_input.plan.narrow_scope
-    )
+    """The cause path: candidates to explain, every other ask settled by code, and no retry round.
+    A narrow confirmation (it states observations only) is code's reading of the question, already in
+    `only_candidates_open`, not the planner's label: a 1.5B planner labelled "…为什么频繁 Full GC？应该怎么
+    处理" narrow, and its executor then cited a line under another call's id (REJECT)."""
+    return bool(stage_input.candidates) and stage_input.only_candidates_open and not stage_input.retry_context
 
 
 def candidates_for_model(candidates: list[RankedCandidate]) -> list[dict]:
