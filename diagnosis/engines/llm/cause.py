@@ -49,8 +49,8 @@ class CauseOutput(BaseModel):
 def explains_candidates(stage_input: ExecutorInput) -> bool:
     """The cause path: candidates to explain, every other ask settled by code, and no retry round.
     A narrow confirmation (it states observations only) is code's reading of the question, already in
-    `only_candidates_open`, not the planner's label: a 1.5B planner labelled "…为什么频繁 Full GC？应该怎么
-    处理" narrow, and its executor then cited a line under another call's id (REJECT)."""
+    `only_candidates_open`, not the planner's label: a 1.5B planner labelled a question asking why and
+    how to handle it narrow, and its executor then cited a line under another call's id (REJECT)."""
     return bool(stage_input.candidates) and stage_input.only_candidates_open and not stage_input.retry_context
 
 
