@@ -239,14 +239,14 @@ class LLMEngine:
 
     def execute(self, stage_input: ExecutorInput, toolbox: Toolbox) -> StageCall[ExecutorOutput]:
         self.explained = False
-        if _answered_by_code(stage_input):
+        if (why := _why_answered_by_code(stage_input)) is not None:
             # Nothing is left for the model to find: the asks' slots are the answer, judged as such,
             # with the evidence their candidates rest on quoted by code (as the rules engine does).
             return StageCall(
                 output=_executor_output().model_copy(update={"claims": evidence_claims(stage_input)}),
                 thought=ANSWERED_BY_CODE.format(
                     count=len(stage_input.conclusions) + bool(stage_input.candidates),
-                    why=NOTHING_ELSE_PLANNED if _plan_called(stage_input) else NARROW_NOT_WIDENED,
+                    why=why,
                 ),
                 model_output={"replies": []},
                 prompt_version=prompt_version("executor"),
@@ -739,24 +739,23 @@ def _quotes_its_excerpt(claim: ClaimUnderCheck) -> bool:
     )
 
 
-def _answered_by_code(stage_input: ExecutorInput) -> bool:
-    """Every ask settled by the slots code read from the calls already made, and no planned tool
-    those calls did not use unless the plan is narrow (the question asks that one thing: a search
-    beyond its asks is beyond it; measured on a 1.5B planner, which plans `query_logs` for a metric's
-    current value): a model call here could only restate the slots (measured on a 1.5B model: it
-    copied them with their counts and units, which no excerpt holds) or lower the verdict."""
-    return (
-        bool(stage_input.conclusions or stage_input.candidates)
-        and not stage_input.open_asks
-        and not stage_input.retry_context
-        and (stage_input.plan.narrow_scope or _plan_called(stage_input))
-    )
-
-
-def _plan_called(stage_input: ExecutorInput) -> bool:
-    """Whether the calls already made used every tool the plan names."""
+def _why_answered_by_code(stage_input: ExecutorInput) -> str | None:
+    """Why no model is asked (None when one is): every ask settled by the slots code read from the
+    calls already made, and no planned tool those calls did not use unless the plan is narrow (the
+    question asks that one thing: a search beyond its asks is beyond it; measured on a 1.5B planner,
+    which plans `query_logs` for a metric's current value). A model call here could only restate the
+    slots (measured on a 1.5B model: it copied them with their counts and units, which no excerpt
+    holds) or lower the verdict."""
+    if (
+        not (stage_input.conclusions or stage_input.candidates)
+        or stage_input.open_asks
+        or stage_input.retry_context
+    ):
+        return None
     called = {result.tool_name for result in stage_input.prior_results}
-    return all(step.tool in called for step in stage_input.plan.steps)
+    if all(step.tool in called for step in stage_input.plan.steps):
+        return NOTHING_ELSE_PLANNED
+    return NARROW_NOT_WIDENED if stage_input.plan.narrow_scope else None
 
 
 def _executor_output(*, user_facing_answer: str = "") -> ExecutorOutput:
