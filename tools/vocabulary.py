@@ -253,10 +253,10 @@ class Vocabulary(BaseModel):
         return [query for query in queries if query]
 
     def without_demo_names(self) -> Vocabulary:
-        """The shipped file's words without its PromQL templates and its services' other names: those
-        name the demo world's series and services, and apply only there (a team's world has its own,
-        or none; an alias would make its service known in any world)."""
-        return self.model_copy(update={"promql_topics": {}, "service_aliases": {}})
+        """The shipped file's words without its PromQL templates, its services' other names and its
+        alerts' topics: those name the demo world's series, services and alerts, and apply only there
+        (a team's world has its own, or none; an alias or an alert name would be known in any world)."""
+        return self.model_copy(update={"promql_topics": {}, "service_aliases": {}, "alert_topics": {}})
 
     def extended_by(self, other: Vocabulary) -> Vocabulary:
         def terms(mine: dict[str, list[str]], theirs: dict[str, list[str]]) -> dict[str, list[str]]:

@@ -97,7 +97,7 @@ def test_an_unknown_kind_of_ask_names_the_file_and_field(settings, tmp_path):
         current_vocabulary()
 
 
-def test_the_demo_worlds_promql_templates_and_service_names_apply_to_the_demo_world_only(settings, tmp_path):
+def test_the_demo_worlds_templates_and_names_apply_to_the_demo_world_only(settings, tmp_path):
     settings.DIAGNOSIS = settings.DIAGNOSIS | {"VOCABULARY_FILE": None, "PROMETHEUS_URL": ""}
     demo = current_vocabulary()
 
@@ -105,9 +105,12 @@ def test_the_demo_worlds_promql_templates_and_service_names_apply_to_the_demo_wo
     assert demo.promql_topics["memory"] and current_vocabulary().promql_topics == {}
     # Its services' other names would make them known in a world that has none of them.
     assert demo.service_aliases and current_vocabulary().service_aliases == {}
+    # So would its alert names: an alert a world's rules do not have is no alert of that world.
+    assert demo.alert_topics and current_vocabulary().alert_topics == {}
 
     own = {"ledger_heap_used_bytes": ['ledger_heap_used_bytes{app="{service}"}']}
     path = write(tmp_path / "v.json", {"extends": True, "promql_topics": own})
     settings.DIAGNOSIS = settings.DIAGNOSIS | {"VOCABULARY_FILE": str(path)}
     assert current_vocabulary().promql_topics == own
+    assert current_vocabulary().alert_topics == {}
     assert "connection_pool" in current_vocabulary().groups  # the shipped words stay
