@@ -228,6 +228,15 @@ class ExporterStack:
     def log_path(self, name: str) -> Path:
         return self.folder / name
 
+    def log_text(self, name: str) -> str:
+        """The log file's whole lines as they are now, once the shipper has pushed them to Loki."""
+        path = self.log_path(name)
+        data = path.read_bytes()
+        whole = data[: data.rfind(b"\n") + 1]
+        if self.shipper is not None:
+            self.shipper.wait_pushed(path, len(whole))
+        return whole.decode(errors="replace")
+
     def settings(self) -> dict[str, str]:
         """The stack as the product's `DIAGNOSIS_*` settings."""
         return {
@@ -299,6 +308,8 @@ class LogShipper(threading.Thread):
         self.push_url = f"{loki_url}/loki/api/v1/push"
         self.files = files
         self.offsets = {path: 0 for _, path in files}
+        # How far into each file Loki has the lines: the offsets once their push succeeded.
+        self.pushed = dict(self.offsets)
         self.stopping = threading.Event()
         self.shipped = 0
 
@@ -322,6 +333,16 @@ class LogShipper(threading.Thread):
         if streams:
             client.post(self.push_url, json={"streams": streams}).raise_for_status()
             self.shipped += sum(len(stream["values"]) for stream in streams)
+        self.pushed = dict(self.offsets)
+
+    def wait_pushed(self, path: Path, offset: int, *, timeout: float = 15.0) -> None:
+        """Until Loki has the file's lines up to `offset` (a reader's count through Loki then holds at
+        least what it read): the shipper reads twice a second, later on a loaded machine."""
+        deadline = time.monotonic() + timeout
+        while self.pushed.get(path, 0) < offset:
+            if time.monotonic() > deadline or not self.is_alive():
+                raise AssertionError(f"{path}: lines up to byte {offset} not in Loki after {timeout} s")
+            time.sleep(0.05)
 
     def _new_lines(self, path: Path) -> list[str]:
         if not path.exists():

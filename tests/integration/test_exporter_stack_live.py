@@ -34,7 +34,7 @@ def value(stack, promql: str) -> float:
 
 def access_log(stack) -> Counter:
     """(status, path) → requests, as nginx wrote them."""
-    lines = stack.log_path("nginx/access.log").read_text().splitlines()
+    lines = stack.log_text("nginx/access.log").splitlines()
     return Counter((m["status"], m["path"]) for line in lines if (m := ACCESS_LINE.search(line)))
 
 
@@ -171,11 +171,11 @@ def test_scrape_targets_are_counted_as_prometheus_has_them(exporter_sources, exp
 
 
 def postgres_durations(stack) -> list[float]:
-    return [float(m["ms"]) for m in SLOW_LINE.finditer(stack.log_path("postgres.log").read_text())]
+    return [float(m["ms"]) for m in SLOW_LINE.finditer(stack.log_text("postgres.log"))]
 
 
 def postgres_deadlocks(stack) -> int:
-    return stack.log_path("postgres.log").read_text().count("ERROR:  deadlock detected\n")
+    return stack.log_text("postgres.log").count("ERROR:  deadlock detected\n")
 
 
 def count_conclusion(question: str, capsys) -> str:
