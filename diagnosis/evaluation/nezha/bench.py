@@ -92,6 +92,9 @@ class CaseOutcome:
     services: int = 0
     # Candidates the conclusion names that are no service of the data.
     strangers: tuple[str, ...] = ()
+    # Whether an earlier fault of its day was injected at its service within its baseline: that one's
+    # moves are in the baseline it is compared with.
+    follows_own: bool = False
 
     @property
     def truth(self) -> str:
@@ -150,6 +153,7 @@ def bench_run(
     outcomes = []
     for chosen in cases_selected(options):
         day = day_read(options.root / chosen.day)
+        every_fault = faults_read(options.root / chosen.day)
         traces = _day_traces(options, day)
         namespace = chosen.system.namespace
         with (
@@ -168,9 +172,17 @@ def bench_run(
                         loki=loki,
                         tempo=tempo,
                     )
+                outcome.follows_own = follows_own(fault, every_fault, within=options.baseline)
                 outcomes.append(outcome)
                 on_case(outcome)
     return outcomes
+
+
+def follows_own(fault: Fault, faults: Iterable[Fault], *, within: timedelta) -> bool:
+    """Whether another of the faults was injected at the fault's service in the `within` before it."""
+    return any(
+        other.service == fault.service and fault.at - within <= other.at < fault.at for other in faults
+    )
 
 
 @contextmanager
@@ -371,6 +383,15 @@ def report_lines(outcomes: Sequence[CaseOutcome]) -> list[str]:
         groups = [(system.name, mine)] + [
             (f"  {kind}", [o for o in mine if o.fault.kind == kind])
             for kind in sorted({o.fault.kind for o in mine})
+        ]
+        # A baseline holding an earlier fault at the same service moved with it already.
+        groups += [
+            (label, group)
+            for label, group in (
+                ("  first at its service", [o for o in mine if not o.follows_own]),
+                ("  after one at its service", [o for o in mine if o.follows_own]),
+            )
+            if group
         ]
         for label, group in groups:
             published = system.published if label == system.name else None

@@ -1,16 +1,19 @@
 """How the benchmark reads a conclusion: the candidates' subjects in order, the data's services among
 them as the ranking, and the others counted apart (a name the data do not have); which spans a case
-serves."""
+serves; a fault after one at its own service is scored apart."""
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from diagnosis.evaluation.nezha.bench import (
     BenchOptions,
+    CaseOutcome,
     candidate_subjects,
     candidates_named,
     case_spans,
+    follows_own,
     lead_mechanism,
+    report_lines,
 )
 from diagnosis.evaluation.nezha.data import Fault
 
@@ -77,3 +80,47 @@ def test_a_case_serves_the_spans_of_its_files_from_the_baseline_to_the_question_
     assert (
         case_spans(BenchOptions(root=tmp_path, systems=["ob"]), "2022-08-22", FAULT, shift=timedelta(0)) == []
     )
+
+
+def fault_at(pod: str, hour: int, minute: int) -> Fault:
+    return Fault(day="2023-01-29", at=datetime(2023, 1, 29, hour, minute, tzinfo=UTC), pod=pod, kind="return")
+
+
+def test_a_fault_follows_its_own_when_its_service_had_one_within_the_baseline_before():
+    first = fault_at("ledger-store-7d9c5-abcde", 9, 3)
+    again = fault_at("ledger-store-7d9c5-abcde", 9, 12)
+    elsewhere = fault_at("pricing-5b67c48447-mv5hb", 9, 20)
+    much_later = fault_at("ledger-store-7d9c5-abcde", 10, 0)
+    faults = [first, again, elsewhere, much_later]
+
+    def follows(fault: Fault) -> bool:
+        return follows_own(fault, faults, within=timedelta(minutes=30))
+
+    assert [follows(fault) for fault in faults] == [False, True, False, False]
+
+
+def outcome(fault: Fault, *, named: str, follows: bool) -> CaseOutcome:
+    return CaseOutcome(
+        system="tt",
+        fault=fault,
+        question="",
+        product=[named],
+        baseline=[],
+        seconds=1.0,
+        conclusion="",
+        verdict="PASS",
+        follows_own=follows,
+    )
+
+
+def test_the_report_scores_first_faults_at_a_service_apart_from_those_after_one():
+    outcomes = [
+        outcome(fault_at("ledger-store-7d9c5-abcde", 9, 3), named="ledger-store", follows=False),
+        outcome(fault_at("ledger-store-7d9c5-abcde", 9, 12), named="pricing", follows=True),
+        outcome(fault_at("pricing-5b67c48447-mv5hb", 9, 20), named="pricing", follows=False),
+    ]
+
+    rows = {line[:34].strip(): line for line in report_lines(outcomes)}
+
+    assert "2/2 100.0%" in rows["first at its service"]
+    assert "0/1   0.0%" in rows["after one at its service"]
