@@ -122,6 +122,8 @@ class Selected:
     system: System
     day: str
     faults: list[Fault] = field(default_factory=list)
+    # Every fault of the day, asked or not: an earlier one at the same service is in an asked one's baseline.
+    day_faults: list[Fault] = field(default_factory=list)
 
 
 def cases_selected(options: BenchOptions) -> list[Selected]:
@@ -137,13 +139,13 @@ def cases_selected(options: BenchOptions) -> list[Selected]:
                 raise NezhaDataError(
                     f"找不到 {folder}：--nezha 应指向 Nezha 的 rca_data 的上一级目录或 rca_data 本身"
                 )
-            faults = faults_read(folder)
+            day_faults = faults = faults_read(folder)
             if options.cases:
                 faults = [fault for fault in faults if fault.case_id in options.cases]
             elif left is not None:
                 faults, left = faults[:left], max(0, left - len(faults))
             if faults:
-                selected.append(Selected(system, day, faults))
+                selected.append(Selected(system, day, faults, day_faults))
     return selected
 
 
@@ -153,7 +155,6 @@ def bench_run(
     outcomes = []
     for chosen in cases_selected(options):
         day = day_read(options.root / chosen.day)
-        every_fault = faults_read(options.root / chosen.day)
         traces = _day_traces(options, day)
         namespace = chosen.system.namespace
         with (
@@ -172,7 +173,7 @@ def bench_run(
                         loki=loki,
                         tempo=tempo,
                     )
-                outcome.follows_own = follows_own(fault, every_fault, within=options.baseline)
+                outcome.follows_own = follows_own(fault, chosen.day_faults, within=options.baseline)
                 outcomes.append(outcome)
                 on_case(outcome)
     return outcomes
