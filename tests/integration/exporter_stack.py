@@ -231,8 +231,7 @@ class ExporterStack:
     def log_text(self, name: str) -> str:
         """The log file's whole lines as they are now, once the shipper has pushed them to Loki."""
         path = self.log_path(name)
-        data = path.read_bytes()
-        whole = data[: data.rfind(b"\n") + 1]
+        whole = whole_lines(path.read_bytes())
         if self.shipper is not None:
             self.shipper.wait_pushed(path, len(whole))
         return whole.decode(errors="replace")
@@ -299,6 +298,11 @@ class ExporterStack:
         return f"{what}; exited: {exited}; logs: {json.dumps(tails, indent=1)}"
 
 
+def whole_lines(data: bytes) -> bytes:
+    """The data up to its last line break: a line still being written is not read yet."""
+    return data[: data.rfind(b"\n") + 1]
+
+
 class LogShipper(threading.Thread):
     """Reads each log file's new whole lines twice a second and pushes them to Loki with the
     labels a shipper gives them (`job`, `filename`), stamped with the time they were read."""
@@ -349,8 +353,7 @@ class LogShipper(threading.Thread):
             return []
         with path.open("rb") as handle:
             handle.seek(self.offsets[path])
-            data = handle.read()
-        whole = data[: data.rfind(b"\n") + 1]
+            whole = whole_lines(handle.read())
         self.offsets[path] += len(whole)
         return [line for line in whole.decode(errors="replace").splitlines() if line.strip()]
 
