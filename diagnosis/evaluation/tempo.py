@@ -12,7 +12,9 @@ installable here. It follows Tempo 2.x's documented request and response shapes
 - `GET /api/search/tag/service.name/values`: `{"tagValues": [<service>, …]}`;
 - `GET /api/traces/<traceID>`: the trace in OTLP JSON, `{"batches": [{"resource": {service.name},
   "scopeSpans": [{"scope", "spans": [...]}]}]}`, one batch per service; an unknown id is a 404
-  `trace not found`.
+  `trace not found`. A span's events (`"events": [{"timeUnixNano", "name", "attributes"}]`, in time
+  order; no key when it has none) are the lines written in it, as an OpenTelemetry log appender
+  records them: a trace's path is then its span starts and its lines in time order.
 
 Ids are served as they were given (the span files' hex). A trace's root is its span with no parent
 there (none, or one the trace does not hold): its service and operation name the trace in a search.
@@ -48,6 +50,15 @@ SERVICES_PATH = "/api/search/tag/service.name/values"
 ONE_SERVICE = re.compile(r'\{\s*resource\.service\.name\s*=\s*"((?:[^"\\]|\\.)*)"\s*\}')
 
 
+class SpanEvent(NamedTuple):
+    """Something that happened in a span (a line written in it), at a time, with attributes."""
+
+    time_ns: int
+    name: str
+    # OTLP's attribute values, a string or an int.
+    attributes: tuple[tuple[str, str | int], ...] = ()
+
+
 class TempoSpan(NamedTuple):
     """One span; a NamedTuple because a benchmark case holds hundreds of thousands."""
 
@@ -59,6 +70,7 @@ class TempoSpan(NamedTuple):
     operation: str
     start_ns: int
     end_ns: int
+    events: tuple[SpanEvent, ...] = ()
 
 
 class TempoRequestError(ValueError):
@@ -232,9 +244,9 @@ def _otlp(trace: IndexedTrace) -> dict:
 
 
 def _otlp_span(span: TempoSpan) -> dict:
-    # OTLP JSON leaves an empty field out: a root has no parentSpanId.
+    # OTLP JSON leaves an empty field out: a root has no parentSpanId, a span without events no events.
     parent = {"parentSpanId": span.parent_id} if span.parent_id else {}
-    return {
+    otlp = {
         "traceId": span.trace_id,
         "spanId": span.span_id,
         **parent,
@@ -243,6 +255,22 @@ def _otlp_span(span: TempoSpan) -> dict:
         "startTimeUnixNano": str(span.start_ns),
         "endTimeUnixNano": str(span.end_ns),
     }
+    if span.events:
+        otlp["events"] = [_otlp_event(event) for event in sorted(span.events, key=attrgetter("time_ns"))]
+    return otlp
+
+
+def _otlp_event(event: SpanEvent) -> dict:
+    return {
+        "timeUnixNano": str(event.time_ns),
+        "name": event.name,
+        "attributes": [{"key": key, "value": _otlp_value(value)} for key, value in event.attributes],
+    }
+
+
+def _otlp_value(value: str | int) -> dict:
+    # OTLP JSON writes a 64-bit int as a string.
+    return {"intValue": str(value)} if isinstance(value, int) else {"stringValue": value}
 
 
 def _seconds(params: dict[str, str], name: str) -> int:

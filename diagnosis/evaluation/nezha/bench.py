@@ -6,7 +6,8 @@ loaded into a real Prometheus (`prometheus`); with the Nezha repository, the day
 Prometheus too as Tempo's span metrics (each service's operations) and, where the day has no per-edge
 latency of its own (TrainTicket), service-graph histograms (`traces`), and the day's log files shifted
 alike behind a Loki stand-in (`logs`), the only log source. Per fault, with the repository, the span
-files of the case's read window behind a Tempo stand-in (`spans`), the only trace source. Per fault:
+files of the case's read window behind a Tempo stand-in (`spans`), the only trace source, the window's
+log lines as the events of the spans they were written in. Per fault:
 the clock pinned a few minutes after the injection (an engineer asking while it happens), the question
 "<namespace> 从 HH:MM 开始出现异常（<entry> 延迟升高），根因是哪个服务？" asked of the rules engine
 in-process with that Prometheus as the only metrics source and that Loki as the only log source (no
@@ -34,7 +35,7 @@ from django.utils import timezone
 from diagnosis.evaluation.nezha import openmetrics
 from diagnosis.evaluation.nezha.baseline import baseline_ranking
 from diagnosis.evaluation.nezha.data import Day, Fault, NezhaDataError, day_read, faults_read
-from diagnosis.evaluation.nezha.logs import log_files, log_streams, logs_served
+from diagnosis.evaluation.nezha.logs import log_files, log_files_between, log_streams, logs_served
 from diagnosis.evaluation.nezha.prometheus import blocks_created, metadata_exposition, prometheus_serving
 from diagnosis.evaluation.nezha.spans import spans_served, tempo_spans
 from diagnosis.evaluation.nezha.traces import TraceMinutes, trace_files, trace_files_between, trace_minutes
@@ -222,12 +223,15 @@ def _day_streams(options: BenchOptions, day: str, *, namespace: str, shift: time
 
 def case_spans(options: BenchOptions, day: str, fault: Fault, *, shift: timedelta) -> list[TempoSpan]:
     """The spans of the case's read window, if the repository is given: from the baseline's start
-    before the injection to the question (a day's spans are more than a case should hold)."""
+    before the injection to the question (a day's spans are more than a case should hold), each with
+    the log lines of the window written in it as its events."""
     if options.repository is None:
         return []
     start = fault.at.replace(second=0, microsecond=0) - options.baseline
-    files = trace_files_between(options.repository, day, start, fault.at + options.asked_after)
-    return tempo_spans(files, shift=shift)
+    end = fault.at + options.asked_after
+    files = trace_files_between(options.repository, day, start, end)
+    logs = log_files_between(options.repository, day, start, end)
+    return tempo_spans(files, shift=shift, logs=logs)
 
 
 def case_asked(

@@ -7,7 +7,8 @@ Each row is one container line: `TimeUnixNano`, `PodName` and `Log`, the contain
 `namespace`, `service` (the pod's service), `pod`, and `level` where the line states one. The files
 cover a few minutes around each injection, so most of the day has no line at all; neighbouring files
 overlap by up to a minute, and a line two files hold is one line, as Loki keeps one entry of a stream
-with the same time and line.
+with the same time and line. A case's files are read again for the Tempo stand-in (`spans`): a line
+with a trace and span id is an event of that span.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ import io
 import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from diagnosis.evaluation.loki import LokiServer, Stream
 from diagnosis.evaluation.nezha.data import service_of_pod
-from diagnosis.evaluation.nezha.traces import day_files
+from diagnosis.evaluation.nezha.traces import day_files, named_between
 from tools.loglines import level_of
 
 LOG_FOLDER = "log"
@@ -43,7 +44,7 @@ def log_streams(files: Iterable[tuple[str, str]], *, namespace: str, shift: time
                 at = int(row["TimeUnixNano"])
             except (KeyError, TypeError, ValueError):
                 continue
-            line = _container_line(raw)
+            line = container_line(raw)
             if not pod or not line or (pod, at, line) in seen:
                 continue
             seen.add((pod, at, line))
@@ -59,6 +60,15 @@ def log_files(repository: Path, day: str) -> Iterator[tuple[str, str]]:
     return day_files(repository, day, folder=LOG_FOLDER, suffix=LOG_SUFFIX)
 
 
+def log_files_between(
+    repository: Path, day: str, start: datetime, end: datetime
+) -> Iterator[tuple[str, str]]:
+    """(name, text) of the day's log files holding lines written between `start` and `end` (UTC), in
+    name order, by the span files' rule (`traces.named_between`); the others are not read."""
+    wanted = named_between(day, start, end)
+    return day_files(repository, day, folder=LOG_FOLDER, suffix=LOG_SUFFIX, wanted=wanted)
+
+
 @contextmanager
 def logs_served(streams: list[Stream]) -> Iterator[str | None]:
     """A Loki stand-in over the streams on a loopback port, its URL; None when there are none."""
@@ -69,7 +79,7 @@ def logs_served(streams: list[Stream]) -> Iterator[str | None]:
         yield server.url
 
 
-def _container_line(raw: str) -> str:
+def container_line(raw: str) -> str:
     """The line a container wrote, from the runtime's JSON record (the raw text if it is none)."""
     try:
         record = json.loads(raw)

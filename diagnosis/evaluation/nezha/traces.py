@@ -41,7 +41,7 @@ DATA_FOLDERS = (RCA_FOLDER, "construct_data")
 # Tempo lets the buckets be configured; doubling from 1 ms keeps a ×2 change visible.
 BUCKETS = tuple(0.001 * 2**k for k in range(15))
 MINUTE_NS = 60 * 10**9
-# A span file holds up to a minute (and some seconds) before the minute it is named after.
+# A span (or log) file holds up to a minute (and some seconds) before the minute it is named after.
 FILE_REACH = timedelta(minutes=1)
 COLUMNS = (
     "TraceID",
@@ -77,15 +77,21 @@ def trace_files_between(
     repository: Path, day: str, start: datetime, end: datetime
 ) -> Iterator[tuple[str, str]]:
     """(name, text) of the day's span files holding spans that began between `start` and `end` (UTC),
-    in name order; the others are not read. A file `HH_MM` holds the minute before HH:MM and a few
-    seconds after it."""
+    in name order; the others are not read."""
+    wanted = named_between(day, start, end)
+    return day_files(repository, day, folder=TRACE_FOLDER, suffix=TRACE_SUFFIX, wanted=wanted)
+
+
+def named_between(day: str, start: datetime, end: datetime) -> Callable[[str], bool]:
+    """Whether a file of the day, by its name, holds what happened between `start` and `end` (UTC):
+    a file `HH_MM` (spans or log lines) holds the minute before HH:MM and a few seconds after it."""
     first, last = start.replace(second=0, microsecond=0), end + FILE_REACH
 
     def wanted(name: str) -> bool:
         minute = _file_minute(day, name)
         return minute is not None and first <= minute < last
 
-    return day_files(repository, day, folder=TRACE_FOLDER, suffix=TRACE_SUFFIX, wanted=wanted)
+    return wanted
 
 
 def day_files(
@@ -117,7 +123,7 @@ def day_files(
 
 
 def _file_minute(day: str, name: str) -> datetime | None:
-    """The minute a span file is named after (`04_02_trace.csv` on its day, UTC); None for another name."""
+    """The minute a file is named after (`04_02_trace.csv` on its day, UTC); None for another name."""
     try:
         return datetime.strptime(f"{day} {name[:5]}", "%Y-%m-%d %H_%M").replace(tzinfo=UTC)
     except ValueError:

@@ -1,11 +1,12 @@
 """The Tempo stand-in answers as Tempo 2.x documents it (https://grafana.com/docs/tempo/latest/api_docs/):
 a search lists the traces that began in its window newest first, named by their root span; a trace is
-OTLP JSON, one batch per service; what it does not implement is a 400 naming it, not an answer."""
+OTLP JSON, one batch per service, a span's events (the lines written in it) in time order; what it does
+not implement is a 400 naming it, not an answer."""
 
 import httpx2
 import pytest
 
-from diagnosis.evaluation.tempo import TempoServer, TempoSpan
+from diagnosis.evaluation.tempo import SpanEvent, TempoServer, TempoSpan
 
 NS = 10**9
 MS = 10**6
@@ -185,3 +186,40 @@ def test_the_server_stops_listening_when_left():
 
     with pytest.raises(httpx2.ConnectError):
         httpx2.get(f"{url}/ready", timeout=10)
+
+
+def test_a_spans_events_are_served_in_time_order_with_an_int_attribute_as_a_string_and_none_without():
+    written = "16:52:28.243 INFO  t.s.TravelServiceImpl#532 [queryInfo][Query trips]"
+    failed = "16:52:28.301 ERROR t.s.TravelServiceImpl#540 [queryInfo][No trip found]"
+    place = (("code.namespace", "t.s.TravelServiceImpl"),)
+    events = (
+        # Given out of order: they are served in time order.
+        SpanEvent(BASE * NS + 900 * MS, "log", (("message", failed), *place, ("code.lineno", 540))),
+        SpanEvent(BASE * NS + 400 * MS, "log", (("message", written), *place, ("code.lineno", 532))),
+    )
+    edge, vault = ATLAS[0], ATLAS[1]._replace(events=events)
+    with TempoServer([edge, vault]) as server:
+        batches = get(server, "/api/traces/a1").json()["batches"]
+
+    spans = {span["spanId"]: span for batch in batches for span in batch["scopeSpans"][0]["spans"]}
+    assert "events" not in spans["e1"]
+    assert spans["v1"]["events"] == [
+        {
+            "timeUnixNano": str(BASE * NS + 400 * MS),
+            "name": "log",
+            "attributes": [
+                {"key": "message", "value": {"stringValue": written}},
+                {"key": "code.namespace", "value": {"stringValue": "t.s.TravelServiceImpl"}},
+                {"key": "code.lineno", "value": {"intValue": "532"}},
+            ],
+        },
+        {
+            "timeUnixNano": str(BASE * NS + 900 * MS),
+            "name": "log",
+            "attributes": [
+                {"key": "message", "value": {"stringValue": failed}},
+                {"key": "code.namespace", "value": {"stringValue": "t.s.TravelServiceImpl"}},
+                {"key": "code.lineno", "value": {"intValue": "540"}},
+            ],
+        },
+    ]

@@ -1,12 +1,13 @@
 """The Nezha repository's log files as Loki streams: the container runtime's JSON unwrapped, labelled by
-namespace, service, pod and level, shifted like the metrics."""
+namespace, service, pod and level, shifted like the metrics; a case's window reads only its own files."""
 
 import csv
 import io
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
-from diagnosis.evaluation.nezha.logs import log_streams
+from diagnosis.evaluation.nezha.logs import log_files_between, log_streams
 
 NS = 10**9
 
@@ -53,3 +54,32 @@ def test_a_line_two_overlapping_files_hold_is_one_line_and_a_repeated_line_at_an
     )
 
     assert lines == [(100 * NS, "INFO synced"), (101 * NS, "INFO synced"), (102 * NS, "INFO synced")]
+
+
+def test_a_case_reads_only_the_log_files_named_in_its_window_and_the_minute_after(tmp_path: Path):
+    day = tmp_path / "rca_data" / "2023-01-29" / "log"
+    day.mkdir(parents=True)
+    # A file `HH_MM` holds the minute before HH:MM: 08_40's lines are all before the window, 08_57's all
+    # after it; a span file beside them is not read, the day's fault-free capture is.
+    for name in (
+        "08_40_log.csv",
+        "08_41_log.csv",
+        "08_52_log.csv",
+        "08_56_log.csv",
+        "08_57_log.csv",
+        "08_52_trace.csv",
+    ):
+        (day / name).write_text(f"{name}\n", encoding="utf-8")
+    normal = tmp_path / "construct_data" / "2023-01-29" / "log"
+    normal.mkdir(parents=True)
+    (normal / "08_50_log.csv").write_text("normal 08_50_log.csv\n", encoding="utf-8")
+
+    start, end = datetime(2023, 1, 29, 8, 41, 30, tzinfo=UTC), datetime(2023, 1, 29, 8, 55, 10, tzinfo=UTC)
+    files = list(log_files_between(tmp_path, "2023-01-29", start, end))
+
+    assert files == [
+        ("08_41_log.csv", "08_41_log.csv\n"),
+        ("08_50_log.csv", "normal 08_50_log.csv\n"),
+        ("08_52_log.csv", "08_52_log.csv\n"),
+        ("08_56_log.csv", "08_56_log.csv\n"),
+    ]
