@@ -140,6 +140,8 @@ CLASS_KEYS = (
     "error",
     "err",
 )
+# The keys a structured line writes what it says under (not a parser label: no query filters by it).
+MESSAGE_KEYS = ("message", "msg")
 LOGFMT_PAIR = re.compile(r'(?:^|\s)([A-Za-z_][A-Za-z0-9_.\-]*)=("(?:[^"\\]|\\.)*"|[^\s"]*)')
 LOGFMT_START = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*=")
 LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9_:]")
@@ -368,6 +370,7 @@ def _keyed_fields(format_name: str, fields: dict[str, str]) -> LineFields:
         upstream=first(UPSTREAM_KEYS, "upstream"),
         duration_ms=duration,
         error_class=first(CLASS_KEYS, "class"),
+        message=next((fields[key] for key in MESSAGE_KEYS if fields.get(key)), ""),
         labels=tuple(labels),
         duration_unit=unit,
     )

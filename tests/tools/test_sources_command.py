@@ -31,6 +31,7 @@ def test_with_the_demo_world_every_line_is_ok_or_not_configured_and_it_exits_zer
         "query_logql",
         "query_log_patterns",
         "query_trace_calls",
+        "query_trace_paths",
         "lookup_knowledge",
         "search_metrics",
     ]

@@ -1,6 +1,7 @@
-"""`query_trace_calls` from Tempo, against the Tempo-HTTP-API stand-in: which calls each operation's
-spans made, per minute, over a bounded sample of the window's traces. Two worlds: a shop's service
-names and the demo world's."""
+"""`query_trace_calls` and `query_trace_paths` from Tempo, against the Tempo-HTTP-API stand-in: which
+calls each operation's spans made, per minute, over a bounded sample of the window's traces; and which
+step (a span's start, a line written in a span) came right after each step of a trace. Two worlds: a
+shop's service names and the demo world's."""
 
 from __future__ import annotations
 
@@ -8,10 +9,18 @@ from datetime import datetime
 
 import pytest
 
-from diagnosis.evaluation.tempo import TempoServer, TempoSpan
+from diagnosis.evaluation.tempo import SpanEvent, TempoServer, TempoSpan
 from tests.tools.support import record
 from tools.sources.http import SourceError
-from tools.sources.tempo import MINUTE_NS, TempoSource, fair_shares, operation_calls, spread_sample
+from tools.sources.tempo import (
+    MINUTE_NS,
+    TempoSource,
+    event_step,
+    fair_shares,
+    operation_calls,
+    path_steps,
+    spread_sample,
+)
 from tools.sources.tempo import Span as ReadSpan
 from tools.sources.tempo import trace_spans as spans_read
 
@@ -153,3 +162,148 @@ def test_what_a_window_with_few_traces_leaves_of_its_share_goes_to_the_others():
     assert fair_shares([3, 100, 100], budget=60) == [3, 28, 29]
     assert fair_shares([0, 0], budget=60) == [0, 0]
     assert sum(fair_shares([500] * 7, budget=60)) == 60
+
+
+def line(at_ns: int, place: str, text: str) -> SpanEvent:
+    """A line written in a span, with its code place as a log appender records it."""
+    namespace, _, number = place.partition("#")
+    return SpanEvent(
+        at_ns, "log", (("message", text), ("code.namespace", namespace), ("code.lineno", int(number)))
+    )
+
+
+def quote_trace(trace_id: str, services: tuple[str, str, str], *, at_ns: int, priced: bool) -> list:
+    """The entry's `POST /checkout` calls the quoting service, whose span writes a line when it reads the
+    cart and, when `priced`, one when it priced it; else an error line."""
+    entry, quoting, _ = services
+    written = [line(at_ns + 3 * MS, "c.q.QuoteService#40", f"cart {trace_id} read")]
+    written.append(
+        line(at_ns + 4 * MS, "c.q.QuoteService#52", "priced 3 items")
+        if priced
+        else line(at_ns + 4 * MS, "c.q.QuoteService#77", "ERROR no price for item 12")
+    )
+    return [
+        TempoSpan(trace_id, "a", "", entry, "POST /checkout", at_ns, at_ns + 50 * MS),
+        TempoSpan(trace_id, "c", "a", quoting, "Quote", at_ns + 2 * MS, at_ns + 9 * MS, tuple(written)),
+    ]
+
+
+@per_world
+def test_each_step_says_per_window_which_step_came_next_in_how_many_traces(settings, session, services):
+    entry, quoting, _ = services
+    now = datetime.now().astimezone().replace(microsecond=0)
+    split = int(now.timestamp()) - 60
+    # Two traces in the baseline, three in the incident, two of which fail after reading the cart.
+    starts = [split - 240, split - 120, split + 10, split + 20, split + 30]
+    spans = [
+        span
+        for index, start in enumerate(starts)
+        for span in quote_trace(f"t{index}", services, at_ns=start * 10**9, priced=index < 3)
+    ]
+    with TempoServer(spans) as tempo:
+        settings.DIAGNOSIS = settings.DIAGNOSIS | {"TEMPO_URL": tempo.url, "DEMO_NOW": now.isoformat()}
+        invocation = record(session, "query_trace_paths", minutes=10, incident_minutes=1)
+
+    assert (invocation.source, invocation.source_location) == ("tempo", tempo.url)
+    steps = {(step["service"], step["step"]): step for step in invocation.output["steps"]}
+    read = steps[(quoting, "c.q.QuoteService#40")]
+    assert read == {
+        "service": quoting,
+        "step": "c.q.QuoteService#40",
+        "event": True,
+        "traces": 5,
+        "windows": [
+            {
+                "start": split - 540,
+                "end": split,
+                "traces": 2,
+                "next": [{"step": f"{quoting} c.q.QuoteService#52", "traces": 2, "event": True}],
+            },
+            {
+                "start": split,
+                "end": split + 60,
+                "traces": 3,
+                "next": [
+                    {"step": f"{quoting} c.q.QuoteService#77", "traces": 2, "event": True},
+                    {"step": f"{quoting} c.q.QuoteService#52", "traces": 1, "event": True},
+                ],
+            },
+        ],
+    }
+    # A span's start is a step too, followed by the first line written in it; the last step has none.
+    assert steps[(quoting, "Quote")]["windows"][0]["next"] == [
+        {"step": f"{quoting} c.q.QuoteService#40", "traces": 2, "event": True}
+    ]
+    assert steps[(entry, "POST /checkout")]["event"] is False
+    assert steps[(quoting, "c.q.QuoteService#52")]["windows"][0]["next"] == []
+    assert invocation.output["traces_read"] == 5
+    assert f"{quoting}「Quote」在 5 条调用链中之后接：{quoting} c.q.QuoteService#40" in [
+        ref["text"] for ref in invocation.evidence_refs
+    ]
+
+
+def test_a_step_taken_twice_in_a_trace_counts_that_trace_once():
+    twice = [
+        ReadSpan("a", "", "ledger", "Post", 100 * 10**9, events=((101 * 10**9, "L#1"), (102 * 10**9, "L#1"))),
+    ]
+
+    [written, post] = path_steps([twice], windows=[(0, 600)])
+
+    assert (post["step"], written["step"], written["traces"]) == ("Post", "L#1", 1)
+    assert written["windows"][0]["next"] == [{"step": "ledger L#1", "traces": 1, "event": True}]
+
+
+def test_a_line_is_named_by_its_code_place_else_by_its_text_with_numbers_and_ids_masked():
+    assert (
+        event_step("log", {"code.namespace": "c.q.QuoteService", "code.lineno": "52"})
+        == "c.q.QuoteService#52"
+    )
+    assert event_step("log", {"message": "no price for item 12 in cart 9f3e2a71c0"}) == (
+        "no price for item <*> in cart <*>"
+    )
+    # A structured line by its message field, not its pod's host name.
+    assert event_step(
+        "log", {"message": '{"severity":"info","hostname":"quote-7f9c","message":"quote 12 ok"}'}
+    ) == ("quote <*> ok")
+    assert event_step("exception", {"exception.type": "java.lang.IllegalStateException"}) == (
+        "java.lang.IllegalStateException"
+    )
+    assert event_step("cache miss", {}) == "cache miss"
+    assert len(event_step("log", {"message": "x" * 5000})) == 120
+
+
+def test_span_events_are_read_with_their_steps_in_time_order_and_a_timeless_one_left_out():
+    trace = {
+        "batches": [
+            {
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "ledger"}}]},
+                "scopeSpans": [
+                    {
+                        "spans": [
+                            {
+                                "spanId": "x",
+                                "name": "Post",
+                                "startTimeUnixNano": "120000000000",
+                                "events": [
+                                    {"timeUnixNano": "120000000009", "name": "late"},
+                                    {"name": "timeless"},
+                                    {
+                                        "timeUnixNano": "120000000002",
+                                        "name": "log",
+                                        "attributes": [
+                                            {"key": "code.namespace", "value": {"stringValue": "L"}},
+                                            {"key": "code.lineno", "value": {"intValue": "7"}},
+                                        ],
+                                    },
+                                ],
+                            }
+                        ]
+                    }
+                ],
+            }
+        ]
+    }
+
+    [span] = spans_read(trace)
+
+    assert span.events == ((120000000002, "L#7"), (120000000009, "late"))

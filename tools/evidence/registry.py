@@ -20,6 +20,7 @@ from tools.evidence.series.kind import SERIES
 from tools.evidence.source import Source
 from tools.evidence.targets.kind import TARGETS
 from tools.evidence.trace_calls.kind import TRACE_CALLS
+from tools.evidence.trace_paths.kind import TRACE_PATHS
 
 # One row per kind; its package holds the row, the record, the source protocol and the tool.
 KINDS: tuple[EvidenceKind, ...] = (
@@ -31,6 +32,7 @@ KINDS: tuple[EvidenceKind, ...] = (
     LOG_SERIES,
     LOG_PATTERNS,
     TRACE_CALLS,
+    TRACE_PATHS,
     KNOWLEDGE,
     CATALOG,
     CLOCK,

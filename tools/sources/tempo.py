@@ -1,5 +1,6 @@
 """Grafana Tempo's HTTP API: a bounded sample of the traces of the last minutes, read whole, counted as
-the calls each operation's spans made (`query_trace_calls`).
+the calls each operation's spans made (`query_trace_calls`) and as the step after each step of a trace
+(`query_trace_paths`).
 
 Which traces: each service's own sample of each window (the baseline before the incident, the
 incident), so a service that few requests reach is read as often as the entry every request passes:
@@ -14,11 +15,18 @@ A span's calls are its child spans; a call is named by the service that served i
 <operation>`): a child in another service is served there, a client span in the caller by the service
 the spans under such client spans are in, in any trace read (a call that failed before its server
 wrote a span keeps its name).
+
+A trace's path is its steps in time order: each span's start (its operation) and each line written in a
+span (OTLP span events, as a log appender that records its lines on the span writes them), named by its
+code place (`code.namespace#code.lineno`, OpenTelemetry's code attributes) or else by its text with
+numbers and ids masked. Which traces: a uniform sample of each window's (PATH_TRACES, spread over its
+minutes), every step in them counted: a path is the whole request's, whichever services it crossed.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,6 +34,8 @@ from typing import Any
 from urllib.parse import quote
 
 from tools.evidence.trace_calls.source import TraceCallsSource
+from tools.evidence.trace_paths.source import TracePathsSource
+from tools.logformats import fields_of
 from tools.sources.http import HttpSource
 
 # The most traces one call reads whole, and the most one search lists to choose from.
@@ -39,6 +49,15 @@ MAX_OPERATIONS = 100
 MAX_SHAPES = 20
 NS = 10**9
 MINUTE_NS = 60 * NS
+# The traces a path sample reads whole per window, of the newest PATH_SEARCH_LIMIT it lists.
+PATH_TRACES = 200
+PATH_SEARCH_LIMIT = 2000
+# The most steps a call answers (those in the most traces), and steps after one a window keeps.
+MAX_STEPS = 300
+MAX_NEXT = 8
+# A step named by a line's text: this much of it, numbers and ids masked.
+STEP_CHARS = 120
+MASKED = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-fA-F]{8,}(?:-[0-9a-fA-F]{4,})*\b|\d+(?:[.,:/-]\d+)*")
 
 
 @dataclass(frozen=True)
@@ -48,9 +67,11 @@ class Span:
     service: str
     operation: str
     start_ns: int
+    # (time ns, step) of each line written in it, in time order.
+    events: tuple[tuple[int, str], ...] = ()
 
 
-class TempoSource(HttpSource, TraceCallsSource):
+class TempoSource(HttpSource, TraceCallsSource, TracePathsSource):
     kind = "tempo"
 
     @classmethod
@@ -62,12 +83,10 @@ class TempoSource(HttpSource, TraceCallsSource):
         self.get_json("/api/search", {"start": now - 60, "end": now, "limit": 1})
 
     def trace_calls(self, *, minutes: int, incident_minutes: int, now: datetime) -> dict[str, Any]:
-        end = math.ceil(now.timestamp())
-        start, split = end - 60 * minutes, end - 60 * min(incident_minutes, minutes)
-        windows = [(start, split), (split, end)] if start < split else [(start, end)]
+        windows = windows_of(minutes=minutes, incident_minutes=incident_minutes, now=now)
         with self.one_client():
             listings = [
-                (service, self.listed(service, since=since, until=until))
+                (service, self.listed(one_service(service), since=since, until=until))
                 for service in self.services()[:MAX_SERVICES]
                 for since, until in windows
             ]
@@ -86,15 +105,48 @@ class TempoSource(HttpSource, TraceCallsSource):
             "traces_found": sum(len(listed) for _, listed in listings),
         }
 
-    def listed(self, service: str, *, since: int, until: int) -> list[tuple[int, str]]:
-        """(start ns, trace id) of the traces with a span of the service that began in [since, until)."""
-        params = {"q": one_service(service), "start": since, "end": until, "limit": SEARCH_LIMIT}
+    def trace_paths(self, *, minutes: int, incident_minutes: int, now: datetime) -> dict[str, Any]:
+        windows = windows_of(minutes=minutes, incident_minutes=incident_minutes, now=now)
+        with self.one_client():
+            listings = [
+                self.listed(EVERY_TRACE, since=since, until=until, limit=PATH_SEARCH_LIMIT)
+                for since, until in windows
+            ]
+            chosen = dict.fromkeys(
+                trace_id for listed in listings for trace_id in spread_sample(listed, limit=PATH_TRACES)
+            )
+            traces = [
+                list(trace_spans(self.get_json(f"/api/traces/{quote(trace_id)}"))) for trace_id in chosen
+            ]
+        return {
+            "steps": path_steps(traces, windows=windows),
+            "traces_read": len(traces),
+            "traces_found": sum(len(listed) for listed in listings),
+        }
+
+    def listed(
+        self, query: str, *, since: int, until: int, limit: int = SEARCH_LIMIT
+    ) -> list[tuple[int, str]]:
+        """(start ns, trace id) of the traces matching a TraceQL query that began in [since, until)."""
+        params = {"q": query, "start": since, "end": until, "limit": limit}
         return list(_listed(self.get_json("/api/search", params)))
 
     def services(self) -> list[str]:
         answer = self.get_json("/api/search/tag/service.name/values")
         values = answer.get("tagValues") if isinstance(answer, dict) else None
         return sorted({str(value) for value in values or [] if value})
+
+
+def windows_of(*, minutes: int, incident_minutes: int, now: datetime) -> list[tuple[int, int]]:
+    """[start, end) in Unix seconds of the baseline (the minutes before the incident) and the incident
+    (the last `incident_minutes`); one window when the incident is all of them."""
+    end = math.ceil(now.timestamp())
+    start, split = end - 60 * minutes, end - 60 * min(incident_minutes, minutes)
+    return [(start, split), (split, end)] if start < split else [(start, end)]
+
+
+# TraceQL's spanset every trace matches.
+EVERY_TRACE = "{}"
 
 
 def one_service(service: str) -> str:
@@ -166,9 +218,42 @@ def trace_spans(trace: Any) -> Iterator[Span]:
                         service=service,
                         operation=str(span.get("name", "")),
                         start_ns=int(span["startTimeUnixNano"]),
+                        events=tuple(sorted(_events(span.get("events")))),
                     )
                 except (KeyError, TypeError, ValueError):
                     continue
+
+
+def _events(events: Any) -> Iterator[tuple[int, str]]:
+    """(time ns, step) of each of a span's events that has a time."""
+    for event in events if isinstance(events, list) else []:
+        try:
+            yield int(event["timeUnixNano"]), event_step(str(event.get("name", "")), _attributes(event))
+        except (KeyError, TypeError, ValueError):
+            continue
+
+
+def event_step(name: str, attributes: Mapping[str, str]) -> str:
+    """What a span event is called as a step: its code place (`code.namespace#code.lineno`), else its
+    message's (a structured line's message field; or its exception type, or its name) text with numbers
+    and ids masked, bounded."""
+    namespace, line = attributes.get("code.namespace", ""), attributes.get("code.lineno", "")
+    if namespace and line:
+        return f"{namespace}#{line}"
+    message = attributes.get("message", "")
+    text = (fields_of(message).message or message) or attributes.get("exception.type") or name
+    return MASKED.sub("<*>", text[: STEP_CHARS * 2])[:STEP_CHARS]
+
+
+def _attributes(holder: Any) -> dict[str, str]:
+    """An OTLP record's attributes as text (`{key, value: {stringValue | intValue | …}}`)."""
+    attributes = holder.get("attributes") if isinstance(holder, dict) else None
+    found = {}
+    for attribute in attributes if isinstance(attributes, list) else []:
+        value = attribute.get("value") if isinstance(attribute, dict) else None
+        if isinstance(value, dict) and value:
+            found[str(attribute.get("key", ""))] = str(next(iter(value.values())))
+    return found
 
 
 def _service_name(resource: Any) -> str:
@@ -247,3 +332,59 @@ def _call(child: Span, parent: Span, served_by: Mapping[tuple[str, str], str]) -
 def _shapes_kept(shapes: dict[tuple[str, ...], int]) -> list[dict[str, Any]]:
     kept = sorted(shapes.items(), key=lambda item: (-item[1], item[0]))[:MAX_SHAPES]
     return [{"calls": list(calls), "spans": spans} for calls, spans in kept]
+
+
+def path_steps(
+    traces: Iterable[Sequence[Span]], *, windows: Sequence[tuple[int, int]]
+) -> list[dict[str, Any]]:
+    """Per (service, step) taken in the traces: in how many traces it was, and in each window (Unix
+    seconds, [start, end), by the trace's start) how many of those that took it went on to each next
+    step (`TracePathsRecord`'s fields), each trace counted once; the steps in the most traces first."""
+    counted: dict[tuple[str, str, bool], list[tuple[int, dict[tuple[str, bool], int]]]] = {}
+    for spans in traces:
+        if not spans:
+            continue
+        began = min(span.start_ns for span in spans) / NS
+        index = next((i for i, (start, end) in enumerate(windows) if start <= began < end), None)
+        if index is None:
+            continue
+        path = trace_path(spans)
+        taken: dict[tuple[str, str, bool], set[tuple[str, bool]]] = {}
+        for (service, step, event), after in zip(path, [*path[1:], None], strict=True):
+            followed = taken.setdefault((service, step, event), set())
+            if after is not None:
+                followed.add((f"{after[0]} {after[1]}", after[2]))
+        for key, followed in taken.items():
+            per_window = counted.setdefault(key, [(0, {}) for _ in windows])
+            traces_in, next_counts = per_window[index]
+            for after in followed:
+                next_counts[after] = next_counts.get(after, 0) + 1
+            per_window[index] = (traces_in + 1, next_counts)
+    steps = [
+        {
+            "service": service,
+            "step": step,
+            "event": event,
+            "traces": sum(traces_in for traces_in, _ in per_window),
+            "windows": [
+                {"start": start, "end": end, "traces": traces_in, "next": _next_kept(next_counts)}
+                for (start, end), (traces_in, next_counts) in zip(windows, per_window, strict=True)
+            ],
+        }
+        for (service, step, event), per_window in counted.items()
+    ]
+    steps.sort(key=lambda entry: (-entry["traces"], entry["service"], entry["step"]))
+    return steps[:MAX_STEPS]
+
+
+def trace_path(spans: Sequence[Span]) -> list[tuple[str, str, bool]]:
+    """(service, step, is a line) of a trace's steps in time order: each span's start, then the lines
+    written in it, as they interleave."""
+    timed = [(span.start_ns, 0, span.service, span.operation, False) for span in spans]
+    timed += [(at, 1, span.service, step, True) for span in spans for at, step in span.events]
+    return [(service, step, event) for _, _, service, step, event in sorted(timed)]
+
+
+def _next_kept(next_counts: dict[tuple[str, bool], int]) -> list[dict[str, Any]]:
+    kept = sorted(next_counts.items(), key=lambda item: (-item[1], item[0]))[:MAX_NEXT]
+    return [{"step": step, "traces": traces, "event": event} for (step, event), traces in kept]

@@ -85,6 +85,7 @@ def test_the_sources_are_configured_by_the_kinds_package_names():
         "log_series",
         "log_patterns",
         "trace_calls",
+        "trace_paths",
         "knowledge",
         "metric_catalog",
     }

@@ -21,6 +21,7 @@ def test_the_tools_are_registered_under_their_contract_names():
         "query_logql",
         "query_log_patterns",
         "query_trace_calls",
+        "query_trace_paths",
         "lookup_knowledge",
         "search_metrics",
         "get_current_datetime",
@@ -34,6 +35,7 @@ def test_the_tools_are_registered_under_their_contract_names():
         "query_logql",
         "query_log_patterns",
         "query_trace_calls",
+        "query_trace_paths",
         "lookup_knowledge",
     }
 
