@@ -17,6 +17,7 @@ from tools.evidence.alerts.record import AlertRecord
 from tools.evidence.result import ToolResult
 from tools.evidence.series.record import SeriesRecord
 from tools.evidence.trace_calls.record import TraceCallsRecord
+from tools.evidence.trace_paths.record import TracePathsRecord
 
 
 def derived_failures(
@@ -47,7 +48,7 @@ def _computed_again(number: DerivedNumber, invocations: Sequence[ToolResult]) ->
     if number.statistic == "alert_start":
         started = alert_started(record) if isinstance(record, AlertRecord) else None
         return time_said(started) if started is not None else None
-    if isinstance(record, TraceCallsRecord):
+    if isinstance(record, TraceCallsRecord | TracePathsRecord):
         return _calls_computed_again(number, record)
     if not isinstance(record, SeriesRecord) or record.instant:
         return None
@@ -58,8 +59,9 @@ def _computed_again(number: DerivedNumber, invocations: Sequence[ToolResult]) ->
     return value_said(value, number.unit) if value is not None else None
 
 
-def _calls_computed_again(number: DerivedNumber, record: TraceCallsRecord) -> str | None:
-    """A share of an operation's spans in its windows, or the start of one of its windows."""
+def _calls_computed_again(number: DerivedNumber, record: TraceCallsRecord | TracePathsRecord) -> str | None:
+    """A share of an operation's spans (or of the traces that took a step) in its windows, or the start
+    of one of its windows."""
     if number.statistic == "sample_time":
         return time_said(number.start) if any(w.began == number.start for w in record.windows) else None
     if number.statistic != "call_share":

@@ -31,7 +31,8 @@ class DerivedNumber(BaseModel):
     # `median`: of the series' values in [start, end) ([start, end] when `closed`), said in `unit`;
     # `sample_time`: the time of day of its sample at `start`; `alert_start`: of the cited alert's start;
     # `call_share`: of the cited operation's spans in its windows within [start, end], the share that
-    # made any of `calls` (of those that made `given`, when named).
+    # made any of `calls` (of those that made `given`, when named); of a cited trace step, the share of
+    # the traces that took it in which one of `calls` came next.
     statistic: Literal["median", "sample_time", "alert_start", "call_share"]
     start: datetime
     end: datetime

@@ -38,7 +38,7 @@ from diagnosis.pipeline.investigation.logs import LineAddresses, log_errors_sign
 from diagnosis.pipeline.investigation.records import RecordMove, alert_started, record_moves
 from diagnosis.pipeline.slot import Slot
 from tools.evidence.alerts.record import AlertRecord
-from tools.evidence.registry import ALERTS, LOG_PATTERNS, LOG_SERIES, LOGS, SERIES, TRACE_CALLS
+from tools.evidence.registry import ALERTS, LOG_PATTERNS, LOG_SERIES, LOGS, SERIES, TRACE_CALLS, TRACE_PATHS
 from tools.evidence.result import ToolResult
 
 
@@ -85,7 +85,7 @@ def investigation_plan(
     """The plan of the ask's investigation: from the stated start, else the subject's earliest firing
     alert's, else the last minutes (opened `lead` earlier); over the metrics source's key signals (none
     without PromQL) and, with a log series source, every service's error lines; with a trace source,
-    the calls of every operation in a sample of the traces; with a log patterns source, each
+    the calls of every operation and each step's next in samples of the traces; with a log patterns source, each
     service's line patterns."""
     ended = world.now - timedelta(minutes=ask.window.end_minutes_ago) if ask.window.asked else None
     start = incident_start(ask, alerts, now=world.now)
@@ -107,6 +107,8 @@ def investigation_plan(
         )
     if TRACE_CALLS.tool in world.tools:
         plan = replace(plan, traces=True)
+    if TRACE_PATHS.tool in world.tools:
+        plan = replace(plan, paths=True)
     if LOG_PATTERNS.tool in world.tools and world.service_labels:
         plan = plan.with_patterns(service_label=world.service_labels[0], services=world.services)
     return plan

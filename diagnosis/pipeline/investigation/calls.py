@@ -17,10 +17,11 @@ Each share is one the gatekeeper computes again from the cited record (`TraceCal
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from operator import attrgetter
+from typing import Protocol
 
 from diagnosis.pipeline.investigation.change import Change
 from tools.evidence.trace_calls.record import TraceCallsRecord
@@ -44,23 +45,21 @@ STILL_MADE = 0.1
 class CallsMove:
     """An operation whose calls moved (the record it was read from is its citation's), said of
     `service`: the share of its spans (of those that made `given`, when named) that made any of
-    `calls`, as a change from the baseline to the incident."""
+    `calls`, as a change from the baseline to the incident. A trace's path that moved is one too
+    (`paths`): the share of the traces that took a step in which one of `calls` came next."""
 
     service: str
     calls: tuple[str, ...]
     given: str
     change: Change
-
-    @property
-    def role(self) -> str:
-        return ANSWERED_BEFORE if self.given else TRACE_CALLS
+    role: str = TRACE_CALLS
 
 
 Share = tuple[float, int]
 
 
 @dataclass(frozen=True)
-class _Shift:
+class Shift:
     """The share of the spans (of those that made `given`) that made any of `calls`, before and after
     (each with the spans it is of), and how many standard errors apart."""
 
@@ -75,21 +74,29 @@ class _Shift:
         return abs(self.z) >= MOVED_Z and abs(self.after[0] - self.before[0]) >= MIN_SHIFT
 
 
+class Shares(Protocol):
+    """A record that says shares of its windows (`TraceCallsRecord`, `TracePathsRecord`)."""
+
+    def share(
+        self, steps: Collection[str], *, start: datetime, end: datetime, given: str = ""
+    ) -> tuple[float, int] | None: ...
+
+
 @dataclass(frozen=True)
-class _Windows:
-    """The record's baseline [baseline_start, start) and incident [start, end]."""
+class ShareWindows:
+    """A record's baseline [baseline_start, start) and incident [start, end]."""
 
     baseline_start: datetime
     start: datetime
     end: datetime
 
-    def shift(self, record: TraceCallsRecord, calls: tuple[str, ...], *, given: str = "") -> _Shift | None:
+    def shift(self, record: Shares, calls: tuple[str, ...], *, given: str = "") -> Shift | None:
         before = record.share(calls, start=self.baseline_start, end=self.start, given=given)
         after = record.share(calls, start=self.start, end=self.end, given=given)
         z = _z(before, after)
-        return _Shift(calls, given, before, after, z) if z is not None else None
+        return Shift(calls, given, before, after, z) if z is not None else None
 
-    def move(self, service: str, shift: _Shift) -> CallsMove:
+    def move(self, service: str, shift: Shift, *, role: str = "") -> CallsMove:
         change = Change(
             onset=self.start,
             before=shift.before[0],
@@ -100,7 +107,8 @@ class _Windows:
             baseline_end=self.start,
             end=self.end,
         )
-        return CallsMove(service=service, calls=shift.calls, given=shift.given, change=change)
+        role = role or (ANSWERED_BEFORE if shift.given else TRACE_CALLS)
+        return CallsMove(service=service, calls=shift.calls, given=shift.given, change=change, role=role)
 
 
 def calls_moved(record: TraceCallsRecord) -> CallsMove | None:
@@ -109,7 +117,7 @@ def calls_moved(record: TraceCallsRecord) -> CallsMove | None:
     if len(record.windows) < 2:
         return None
     baseline, incident = record.windows[0], record.windows[-1]
-    windows = _Windows(baseline.began, incident.began, incident.ended)
+    windows = ShareWindows(baseline.began, incident.began, incident.ended)
     shifts = [shift for call in record.calls() if (shift := windows.shift(record, (call,))) is not None]
     moved = [shift for shift in shifts if shift.moved]
     if not moved:

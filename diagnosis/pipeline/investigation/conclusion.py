@@ -17,10 +17,12 @@ from diagnosis.pipeline.contracts import EvidenceBinding, RankedCandidate
 from diagnosis.pipeline.investigation.calls import calls_said, operation_of
 from diagnosis.pipeline.investigation.investigate import Cited, Investigation
 from diagnosis.pipeline.investigation.logs import LOG_PATTERN, PATTERN_LABEL
+from diagnosis.pipeline.investigation.paths import step_said
 from diagnosis.pipeline.investigation.ranking import CALLER_SIDE, OPERATIONS, Candidate, Moved
 from diagnosis.pipeline.investigation.said import time_said, value_said
 from diagnosis.pipeline.slot import DerivedNumber, TimelineMark
 from tools.evidence.trace_calls.record import TraceCallsRecord
+from tools.evidence.trace_paths.record import TracePathsRecord
 
 MAX_CANDIDATES = 3
 FIRST = "根因候选："
@@ -162,6 +164,11 @@ def _mechanism(move: Moved, label: str, *, stopped_calling: bool = False) -> str
             given = _shown(operation_of(calls.given))
             return f"{operation}调用它（{given}）后再{label} {called} 的占比{direction}"
         return f"{operation}{label} {called} 的占比{direction}"
+    if calls is not None and isinstance(record, TracePathsRecord):
+        step = f"「{_shown(record.step)}」"
+        return (
+            f"{step}之后接{step_said(_shown_step(calls.calls[0]), service=record.service)}的占比{direction}"
+        )
     if move.role == OPERATIONS:
         operation = _shown(str(move.ref.record.metric.get(move.ref.signal.operation, "")))
         return f"{label}「{operation}」占比{direction}"
@@ -171,6 +178,12 @@ def _mechanism(move: Moved, label: str, *, stopped_calling: bool = False) -> str
         # An edge's or a probe's series: seen from the caller or the prober.
         return f"{move.caller} 看到的{label}{direction}"
     return f"{label}{direction}"
+
+
+def _shown_step(step: str) -> str:
+    """A next step (`<service> <step>`) with its step's head."""
+    owner, _, name = step.partition(" ")
+    return f"{owner} {_shown(name)}"
 
 
 def _shown(name: str) -> str:

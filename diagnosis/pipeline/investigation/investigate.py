@@ -26,6 +26,9 @@ from diagnosis.pipeline.investigation.logs import (
     log_patterns_signal,
     pattern_change,
 )
+from diagnosis.pipeline.investigation.paths import LABEL as PATH_LABEL
+from diagnosis.pipeline.investigation.paths import TRACE_PATH, path_moved
+from diagnosis.pipeline.investigation.paths import UNIT as PATH_UNIT
 from diagnosis.pipeline.investigation.ranking import EDGE, GAP, Candidate, Moved, candidates_ranked
 from diagnosis.pipeline.investigation.signals import (
     MAX_SIGNALS,
@@ -38,10 +41,11 @@ from diagnosis.pipeline.investigation.signals import (
     target_signal,
 )
 from tools.evidence.kind import EvidenceKind
-from tools.evidence.registry import LOG_PATTERNS, LOG_SERIES, SERIES, TRACE_CALLS
+from tools.evidence.registry import LOG_PATTERNS, LOG_SERIES, SERIES, TRACE_CALLS, TRACE_PATHS
 from tools.evidence.result import Ref, ToolResult
 from tools.evidence.series.record import SeriesRecord
 from tools.evidence.trace_calls.record import TraceCallsRecord
+from tools.evidence.trace_paths.record import TracePathsRecord
 from tools.signal_roles import MetricFamily, signal_roles
 
 # The most range queries one investigation reads (key signals, graph, lines, the traces' calls, and
@@ -97,8 +101,10 @@ class Plan:
     patterns: tuple[str, ...] = ()
     patterns_by: str = ""
     patterns_left_out: int = 0
-    # With a trace source: the calls each operation's spans made, over a sample of the window's traces.
+    # With a trace source: the calls each operation's spans made, over a sample of the window's traces;
+    # and each step's next in another sample (`paths`).
     traces: bool = False
+    paths: bool = False
 
     def calls(self) -> list[Call]:
         """One range query per key signal (every service at once), one instant query of the graph;
@@ -123,6 +129,7 @@ class Plan:
     def signal_calls(self) -> list[Call]:
         """The calls before the line patterns'."""
         minutes = self.window.minutes
+        traces = {"minutes": minutes, "incident_minutes": self.window.incident_minutes}
         addresses = [self.addresses.query] if self.addresses is not None else []
         served = [self.served.query()] if self.served is not None and addresses else []
         return (
@@ -131,11 +138,8 @@ class Plan:
             + [(SERIES.tool, {"query": query, "minutes": 0}) for query in served]
             + [(LOG_SERIES.tool, {"query": s.query, "minutes": minutes}) for s in self.logs]
             + [(LOG_SERIES.tool, {"query": query, "minutes": minutes}) for query in addresses]
-            + (
-                [(TRACE_CALLS.tool, {"minutes": minutes, "incident_minutes": self.window.incident_minutes})]
-                if self.traces
-                else []
-            )
+            + ([(TRACE_CALLS.tool, traces)] if self.traces else [])
+            + ([(TRACE_PATHS.tool, traces)] if self.paths else [])
         )
 
 
@@ -171,10 +175,11 @@ class Cited:
 
     result: ToolResult
     ref: Ref
-    record: SeriesRecord | TraceCallsRecord
+    record: SeriesRecord | TraceCallsRecord | TracePathsRecord
     # The key signal the series is of (None for a call-graph edge).
     signal: KeySignal | None = None
-    # An operation's calls that moved: which, and among the spans that made which call.
+    # An operation's calls that moved: which, and among the spans that made which call; or a step's
+    # next steps that moved (of the traces that took it).
     calls: CallsMove | None = None
 
 
@@ -246,6 +251,7 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
     investigation.seen_slower = _seen_slower(investigation.moved, caller_views)
     _patterns_read(plan, results, investigation)
     _calls_read(plan, results, investigation)
+    _paths_read(plan, results, investigation)
     for edge in plan.edges:
         result = _result(results, edge.query(window.minutes), 0)
         if result is not None:
@@ -356,6 +362,31 @@ def _calls_read(plan: Plan, results: Sequence[ToolResult], investigation: Invest
                 caller=record.service if move.given else "",
             )
         )
+
+
+# What a trace's path moving is, as a key signal: a share of the traces that took a step.
+PATHS_SIGNAL = KeySignal(
+    role=TRACE_PATH, label=PATH_LABEL, unit=PATH_UNIT, metric=TRACE_PATHS.tool, by="service", query=""
+)
+
+
+def _paths_read(plan: Plan, results: Sequence[ToolResult], investigation: Investigation) -> None:
+    """Each step whose next step moved (a line's pair), as a move of the service that took it."""
+    result = _result(results, "", plan.window.minutes, kind=TRACE_PATHS) if plan.paths else None
+    if result is None:
+        return
+    investigation.results_read += 1
+    investigation.read.append(result.invocation_id)
+    for record, ref in result.cited():
+        if isinstance(record, TracePathsRecord) and (move := path_moved(record)) is not None:
+            investigation.moved.append(
+                Moved(
+                    service=move.service,
+                    role=move.role,
+                    change=move.change,
+                    ref=Cited(result, ref, record, PATHS_SIGNAL, calls=move),
+                )
+            )
 
 
 def _range_series(

@@ -16,6 +16,8 @@ graph moves it up or down:
 - error lines from a service that had none count for more than a burst over a level of them;
 - a line pattern that appeared or vanished is a symptom either way (its code took another path),
   and one a failing callee may pass up as well;
+- a step of a service's traces whose next step moved, a line's pair (`paths`), is its own code's path
+  changing: it weighs most, and nothing explains it;
 - so is an operation whose share of a service's spans moved (its code runs another path), and calls an
   operation's spans made that vanished or appeared (`calls`); calls that vanished after a callee
   answered are said of that callee, and explain the caller's symptoms, its mix of operations and its
@@ -46,6 +48,7 @@ from datetime import datetime, timedelta
 from diagnosis.pipeline.investigation.calls import ANSWERED_BEFORE, TRACE_CALLS
 from diagnosis.pipeline.investigation.change import MOVED, Change
 from diagnosis.pipeline.investigation.logs import LOG_ERRORS, LOG_PATTERN
+from diagnosis.pipeline.investigation.paths import TRACE_PATH
 
 # Roles said of a caller that point at what it calls, and of an edge between two services: the
 # callee's latency as the caller sees it, and how much longer that is than the callee's own view
@@ -73,6 +76,10 @@ ROLE_WEIGHT[LOG_PATTERN] = 2.0
 ROLE_WEIGHT[OPERATIONS] = 2.0
 ROLE_WEIGHT[TRACE_CALLS] = 2.0
 ROLE_WEIGHT[ANSWERED_BEFORE] = 2.0
+# A line no longer followed by the one that came after it (or followed by a new one) in a service's
+# traces is its code's path changing where no callee's answer is seen: neither a callee's symptom nor a
+# caller's load moves a pair of one service's lines. It weighs most.
+ROLE_WEIGHT[TRACE_PATH] = 5.0
 # Error lines count double again from a service whose baseline's level of them is none: it began
 # failing, which its neighbours' latency or load seldom makes it do (a failing callee that does explains
 # it), while a latency quantile or an operation's share of a few requests a minute moves by many
@@ -80,7 +87,7 @@ ROLE_WEIGHT[ANSWERED_BEFORE] = 2.0
 # higher, none lower).
 FROM_NONE = {LOG_ERRORS: 2.0}
 # Roles compared over the whole incident rather than minute by minute (`_timed`).
-WINDOWED = (TRACE_CALLS, ANSWERED_BEFORE)
+WINDOWED = (TRACE_CALLS, ANSWERED_BEFORE, TRACE_PATH)
 # How much of an explained role still counts, and what a service gains per service it explains or
 # per caller whose client-side latency points at it.
 EXPLAINED = 0.3
@@ -342,7 +349,7 @@ def _timed(moves: Iterable[Moved]) -> list[Moved]:
 def _symptom(move: Moved) -> bool:
     """Whether the move is one a service passes up: a rise, or a line pattern or a call that appeared
     or vanished (a path its code no longer takes is as much a change as a new one)."""
-    return move.change.rising or move.role in (LOG_PATTERN, TRACE_CALLS, ANSWERED_BEFORE)
+    return move.change.rising or move.role in (LOG_PATTERN, TRACE_CALLS, ANSWERED_BEFORE, TRACE_PATH)
 
 
 def _saturated_first(candidate: Candidate, callee_onset: datetime) -> bool:

@@ -24,6 +24,7 @@ from tools.evidence.logs.record import LogLine
 from tools.evidence.result import ToolResult
 from tools.evidence.series.record import SeriesRecord
 from tools.evidence.trace_calls.record import TraceCallsRecord
+from tools.evidence.trace_paths.record import TracePathsRecord
 
 SERIES, LOG, ALERT = "series", "log", "alert"
 LINE_TIME = "%Y-%m-%d %H:%M:%S"
@@ -94,7 +95,7 @@ def _points(mark: TimelineMark, results: Mapping[int, ToolResult]) -> tuple[str,
             points.append(point)
         elif isinstance(record, AlertRecord) and alert_started(record) is not None:
             kind = kind or ALERT
-        elif isinstance(record, TraceCallsRecord) and mark.calls:
+        elif isinstance(record, TraceCallsRecord | TracePathsRecord) and mark.calls:
             kind = SERIES
             points += _share_steps(record, mark)
     if kind == LOG and len(points) < 2:
@@ -104,7 +105,9 @@ def _points(mark: TimelineMark, results: Mapping[int, ToolResult]) -> tuple[str,
     return kind, sorted(set(points))
 
 
-def _share_steps(record: TraceCallsRecord, mark: TimelineMark) -> list[tuple[float, float]]:
+def _share_steps(
+    record: TraceCallsRecord | TracePathsRecord, mark: TimelineMark
+) -> list[tuple[float, float]]:
     """The share of each window, held from its start to just before its end (the next window's
     share begins there)."""
     steps = []

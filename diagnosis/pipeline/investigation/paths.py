@@ -1,0 +1,52 @@
+"""How the traces' paths moved, from a sample of traces (`query_trace_paths`): of the traces that took a
+step, the share in which another step came right after it, before the incident and in it, compared as
+two proportions.
+
+A code fault changes the path a request takes inside a service before it changes any rate: a line no
+longer followed by the one that always came after it (an exception thrown between them, an early
+return), or followed by a new one (an error path). Only pairs with a line written in a span in them are
+read (a span's start followed by another's is the call graph, `calls`), and such a move is said of the
+service that took the first step: its code went on another way after it.
+
+Each share is one the gatekeeper computes again from the cited record (`TracePathsRecord.share`).
+"""
+
+from __future__ import annotations
+
+from diagnosis.pipeline.investigation.calls import CallsMove, ShareWindows
+from tools.evidence.trace_paths.record import TracePathsRecord
+
+TRACE_PATH = "trace_path"
+LABEL = "调用链路径"
+UNIT = "share"
+# A step's next one moved when the two windows' shares differ by this many standard errors: a sample
+# holds hundreds of traces a window, and a line's pairs are many.
+MOVED_Z = 5.0
+
+
+def path_moved(record: TracePathsRecord) -> CallsMove | None:
+    """The step after the record's that moved most from its first window read (the baseline) to its
+    last (the incident), said of the record's service; None when none did, none is a line's pair, or it
+    was read in one window only."""
+    if len(record.windows) < 2:
+        return None
+    baseline, incident = record.windows[0], record.windows[-1]
+    windows = ShareWindows(baseline.began, incident.began, incident.ended)
+    shifts = [
+        shift
+        for after in record.next_steps()
+        if (record.event or record.is_event(after))
+        and (shift := windows.shift(record, (after,))) is not None
+        and abs(shift.z) >= MOVED_Z
+    ]
+    if not shifts:
+        return None
+    moved = max(shifts, key=lambda shift: (abs(shift.z), shift.calls))
+    return windows.move(record.service, moved, role=TRACE_PATH)
+
+
+def step_said(step: str, *, service: str) -> str:
+    """A next step (`<service> <step>`) as a mechanism names it: `「step」` in the same service, else
+    `<service>「step」`."""
+    owner, _, name = step.partition(" ")
+    return f"「{name}」" if owner == service else f"{owner}「{name}」"
