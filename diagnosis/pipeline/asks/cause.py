@@ -85,8 +85,8 @@ def investigation_plan(
     """The plan of the ask's investigation: from the stated start, else the subject's earliest firing
     alert's, else the last minutes (opened `lead` earlier); over the metrics source's key signals (none
     without PromQL) and, with a log series source, every service's error lines; with a trace source,
-    the calls of every operation and each step's next in samples of the traces; with a log patterns source, each
-    service's line patterns."""
+    the calls of every operation and the step after each step, in samples of the traces; with a log
+    patterns source, each service's line patterns."""
     ended = world.now - timedelta(minutes=ask.window.end_minutes_ago) if ask.window.asked else None
     start = incident_start(ask, alerts, now=world.now)
     window = window_of(now=world.now, start=start - lead if start is not None else None, end=ended)

@@ -16,12 +16,12 @@ graph moves it up or down:
 - error lines from a service that had none count for more than a burst over a level of them;
 - a line pattern that appeared or vanished is a symptom either way (its code took another path),
   and one a failing callee may pass up as well;
-- a step of a service's traces whose next step moved, a line's pair (`paths`), is its own code's path
-  changing: it weighs most, and nothing explains it;
 - so is an operation whose share of a service's spans moved (its code runs another path), and calls an
   operation's spans made that vanished or appeared (`calls`); calls that vanished after a callee
   answered are said of that callee, and explain the caller's symptoms, its mix of operations and its
   own calls;
+- a step of a service's traces whose next step moved, a line's pair (`paths`), is its own code's path
+  changing: it weighs most, and nothing explains it;
 - a service whose own resources went up within a minute of its callees is not explained by them;
 - a slow edge (a caller's view of one callee, or that view grown against the callee's own while
   the caller sees the call slower: a delay on the network between them) is said of the callee,
