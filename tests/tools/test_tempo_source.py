@@ -270,6 +270,9 @@ def test_a_line_is_named_by_its_code_place_else_by_its_text_with_numbers_and_ids
     )
     assert event_step("cache miss", {}) == "cache miss"
     assert len(event_step("log", {"message": "x" * 5000})) == 120
+    assert event_step("log", {"message": '{"message":"ok","body":"' + "x" * 5000 + '"}'}).startswith(
+        '{"message"'
+    )
 
 
 def test_span_events_are_read_with_their_steps_in_time_order_and_a_timeless_one_left_out():

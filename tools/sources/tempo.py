@@ -57,6 +57,8 @@ MAX_STEPS = 300
 MAX_NEXT = 8
 # A step named by a line's text: this much of it, numbers and ids masked.
 STEP_CHARS = 120
+# The longest line read for its message field.
+PARSED_CHARS = 4096
 MASKED = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-fA-F]{8,}(?:-[0-9a-fA-F]{4,})*\b|\d+(?:[.,:/-]\d+)*")
 
 
@@ -241,7 +243,9 @@ def event_step(name: str, attributes: Mapping[str, str]) -> str:
     if namespace and line:
         return f"{namespace}#{line}"
     message = attributes.get("message", "")
-    text = (fields_of(message).message or message) or attributes.get("exception.type") or name
+    # A structured line is parsed whole; a longer one (a logged body) is named by its head.
+    structured = fields_of(message).message if len(message) <= PARSED_CHARS else ""
+    text = (structured or message) or attributes.get("exception.type") or name
     return MASKED.sub("<*>", text[: STEP_CHARS * 2])[:STEP_CHARS]
 
 
