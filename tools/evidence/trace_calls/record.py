@@ -29,14 +29,13 @@ class CallShape(BaseModel):
     spans: int
 
 
-class ShapeWindow(BaseModel):
-    """The spans that began in [start, end) (Unix seconds), by the calls they made."""
+class SampleWindow(BaseModel):
+    """A window of a trace sample, [start, end) in Unix seconds (the trace paths' windows too)."""
 
     model_config = ConfigDict(extra="forbid")
 
     start: float
     end: float
-    shapes: list[CallShape]
 
     @property
     def began(self) -> datetime:
@@ -45,6 +44,12 @@ class ShapeWindow(BaseModel):
     @property
     def ended(self) -> datetime:
         return datetime.fromtimestamp(self.end, UTC)
+
+
+class ShapeWindow(SampleWindow):
+    """The spans that began in [start, end) (Unix seconds), by the calls they made."""
+
+    shapes: list[CallShape]
 
 
 class TraceCallsRecord(EvidenceRecord):

@@ -12,12 +12,13 @@ gatekeeper (`share`).
 from __future__ import annotations
 
 from collections.abc import Collection
-from datetime import UTC, datetime
+from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
 from tools.evidence.record import EvidenceRecord
 from tools.evidence.summary import SAMPLE_CHARS, clip
+from tools.evidence.trace_calls.record import SampleWindow
 
 
 class NextStep(BaseModel):
@@ -31,23 +32,11 @@ class NextStep(BaseModel):
     event: bool = False
 
 
-class PathWindow(BaseModel):
+class PathWindow(SampleWindow):
     """The traces that began in [start, end) (Unix seconds) and took the step, by what came next."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    start: float
-    end: float
     traces: int
     next: list[NextStep]
-
-    @property
-    def began(self) -> datetime:
-        return datetime.fromtimestamp(self.start, UTC)
-
-    @property
-    def ended(self) -> datetime:
-        return datetime.fromtimestamp(self.end, UTC)
 
 
 class TracePathsRecord(EvidenceRecord):
