@@ -20,6 +20,7 @@ from tools.sources.tempo import (
     operation_calls,
     path_steps,
     spread_sample,
+    topped_up,
 )
 from tools.sources.tempo import Span as ReadSpan
 from tools.sources.tempo import trace_spans as spans_read
@@ -242,12 +243,62 @@ def test_each_step_says_per_window_which_step_came_next_in_how_many_traces(setti
     ]
 
 
+def test_a_service_few_sampled_traces_reach_gets_more_of_its_own_counted_for_it_only():
+    listed = [(minute * MINUTE_NS, f"r{minute}") for minute in range(6)]
+
+    chosen = topped_up(["r0", "c1", "c2"], [("rare", listed), ("common", [(0, "c1"), (0, "c2")])], least=3)
+
+    # The uniform sample counts for every service; "rare" had one of its traces in it and gets two
+    # more of its own (`spread_sample`'s choice); "common" has all of its own already.
+    assert chosen == {"r0": None, "c1": None, "c2": None, "r4": {"rare"}, "r5": {"rare"}}
+
+
+def test_a_trace_added_for_two_services_is_read_once_and_counted_for_both():
+    both = [(0, "t1"), (MINUTE_NS, "t2")]
+
+    chosen = topped_up([], [("ledger", both), ("notifier", both)], least=2)
+
+    assert chosen == {"t1": {"ledger", "notifier"}, "t2": {"ledger", "notifier"}}
+
+
+@per_world
+def test_a_rare_services_steps_are_read_in_all_its_traces_and_the_others_in_the_sample_only(
+    settings, session, services, monkeypatch
+):
+    entry, quoting, _ = services
+    # Ten incident traces a second apart, all in one minute (the sample's spread is by minute); the
+    # quoting service is in four of them (t0, t3, t6, t9).
+    now = datetime.now().astimezone().replace(second=30, microsecond=0)
+    split = int(now.timestamp()) - 60
+    spans = [
+        span
+        for index in range(10)
+        for span in (
+            quote_trace(f"t{index}", services, at_ns=(split + index) * 10**9, priced=False)
+            if index % 3 == 0
+            else [TempoSpan(f"t{index}", "a", "", entry, "GET /", (split + index) * 10**9, 0)]
+        )
+    ]
+    monkeypatch.setattr("tools.sources.tempo.PATH_TRACES", 4)
+    monkeypatch.setattr("tools.sources.tempo.PATH_LEAST", 3)
+    with TempoServer(spans) as tempo:
+        settings.DIAGNOSIS = settings.DIAGNOSIS | {"TEMPO_URL": tempo.url, "DEMO_NOW": now.isoformat()}
+        invocation = record(session, "query_trace_paths", minutes=10, incident_minutes=1)
+
+    steps = {(step["service"], step["step"]): step for step in invocation.output["steps"]}
+    # The uniform sample (t0, t2, t5, t7, evenly spaced) holds one of its four traces: two more are read.
+    assert steps[(quoting, "c.q.QuoteService#40")]["traces"] == 3
+    assert invocation.output["traces_read"] == 6
+    # The entry's steps stay the uniform sample's: four traces, not the six read.
+    assert steps[(entry, "POST /checkout")]["traces"] + steps[(entry, "GET /")]["traces"] == 4
+
+
 def test_a_step_taken_twice_in_a_trace_counts_that_trace_once():
     twice = [
         ReadSpan("a", "", "ledger", "Post", 100 * 10**9, events=((101 * 10**9, "L#1"), (102 * 10**9, "L#1"))),
     ]
 
-    [written, post] = path_steps([twice], windows=[(0, 600)])
+    [written, post] = path_steps([(twice, None)], windows=[(0, 600)])
 
     assert (post["step"], written["step"], written["traces"]) == ("Post", "L#1", 1)
     assert written["windows"][0]["next"] == [{"step": "ledger L#1", "traces": 1, "event": True}]

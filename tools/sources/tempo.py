@@ -20,7 +20,11 @@ A trace's path is its steps in time order: each span's start (its operation) and
 span (OTLP span events, as a log appender that records its lines on the span writes them), named by its
 code place (`code.namespace#code.lineno`, OpenTelemetry's code attributes) or else by its text with
 numbers and ids masked. Which traces: a uniform sample of each window's (PATH_TRACES, spread over its
-minutes), every step in them counted: a path is the whole request's, whichever services it crossed.
+minutes), every step in them counted: a path is the whole request's, whichever services it crossed. A
+uniform sample holds a service few requests reach only a few times, too few for its steps' shares to
+say anything: each service in fewer than PATH_LEAST of a window's sampled traces (by its own search)
+gets more of its own, up to PATH_LEAST, counted for its steps only, so the others' shares stay the
+uniform sample's.
 """
 
 from __future__ import annotations
@@ -52,6 +56,9 @@ MINUTE_NS = 60 * NS
 # The traces a path sample reads whole per window, of the newest PATH_SEARCH_LIMIT it lists.
 PATH_TRACES = 200
 PATH_SEARCH_LIMIT = 2000
+# A service in fewer of a window's sampled traces than this (one few requests reach) gets more of its
+# own traces of that window, up to this many, counted for its steps only.
+PATH_LEAST = 40
 # The most steps a call answers (those in the most traces), and steps after one a window keeps.
 MAX_STEPS = 300
 MAX_NEXT = 8
@@ -114,11 +121,18 @@ class TempoSource(HttpSource, TraceCallsSource, TracePathsSource):
                 self.listed(EVERY_TRACE, since=since, until=until, limit=PATH_SEARCH_LIMIT)
                 for since, until in windows
             ]
-            chosen = dict.fromkeys(
+            sampled = [
                 trace_id for listed in listings for trace_id in spread_sample(listed, limit=PATH_TRACES)
-            )
+            ]
+            own = [
+                (service, self.listed(one_service(service), since=since, until=until))
+                for service in self.services()[:MAX_SERVICES]
+                for since, until in windows
+            ]
+            chosen = topped_up(sampled, own, least=PATH_LEAST)
             traces = [
-                list(trace_spans(self.get_json(f"/api/traces/{quote(trace_id)}"))) for trace_id in chosen
+                (list(trace_spans(self.get_json(f"/api/traces/{quote(trace_id)}"))), counted_for)
+                for trace_id, counted_for in chosen.items()
             ]
         return {
             "steps": path_steps(traces, windows=windows),
@@ -177,6 +191,25 @@ def fair_shares(sizes: Sequence[int], *, budget: int) -> list[int]:
         shares[index] = min(sizes[index], left // (len(sizes) - done))
         left -= shares[index]
     return shares
+
+
+def topped_up(
+    sampled: Sequence[str], own: Iterable[tuple[str, Sequence[tuple[int, str]]]], *, least: int
+) -> dict[str, set[str] | None]:
+    """The traces to read, each with the services its steps are counted for (None: every service, a
+    trace of the uniform sample). `own`: each service's listing of one window; one with fewer than
+    `least` of its traces sampled gets more of them (`spread_sample`), counted for it only."""
+    chosen: dict[str, set[str] | None] = dict.fromkeys(sampled)
+    for service, listed in own:
+        have = len({trace_id for _, trace_id in listed if trace_id in chosen and chosen[trace_id] is None})
+        unsampled = [
+            (start_ns, trace_id) for start_ns, trace_id in listed if chosen.get(trace_id, ()) is not None
+        ]
+        for trace_id in spread_sample(unsampled, limit=least - have) if have < least else []:
+            counted = chosen.setdefault(trace_id, set())
+            if counted is not None:
+                counted.add(service)
+    return chosen
 
 
 def spread_sample(found: Sequence[tuple[int, str]], *, limit: int) -> list[str]:
@@ -339,13 +372,14 @@ def _shapes_kept(shapes: dict[tuple[str, ...], int]) -> list[dict[str, Any]]:
 
 
 def path_steps(
-    traces: Iterable[Sequence[Span]], *, windows: Sequence[tuple[int, int]]
+    traces: Iterable[tuple[Sequence[Span], Collection[str] | None]], *, windows: Sequence[tuple[int, int]]
 ) -> list[dict[str, Any]]:
     """Per (service, step) taken in the traces: in how many traces it was, and in each window (Unix
     seconds, [start, end), by the trace's start) how many of those that took it went on to each next
-    step (`TracePathsRecord`'s fields), each trace counted once; the steps in the most traces first."""
+    step (`TracePathsRecord`'s fields), each trace counted once; the steps in the most traces first.
+    Each trace comes with the services its steps are counted for (None: every one, `topped_up`)."""
     counted: dict[tuple[str, str, bool], list[tuple[int, dict[tuple[str, bool], int]]]] = {}
-    for spans in traces:
+    for spans, counted_for in traces:
         if not spans:
             continue
         began = min(span.start_ns for span in spans) / NS
@@ -359,6 +393,8 @@ def path_steps(
             if after is not None:
                 followed.add((f"{after[0]} {after[1]}", after[2]))
         for key, followed in taken.items():
+            if counted_for is not None and key[0] not in counted_for:
+                continue
             per_window = counted.setdefault(key, [(0, {}) for _ in windows])
             traces_in, next_counts = per_window[index]
             for after in followed:
