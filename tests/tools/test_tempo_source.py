@@ -246,7 +246,9 @@ def test_each_step_says_per_window_which_step_came_next_in_how_many_traces(setti
 def test_a_service_few_sampled_traces_reach_gets_more_of_its_own_counted_for_it_only():
     listed = [(minute * MINUTE_NS, f"r{minute}") for minute in range(6)]
 
-    chosen = topped_up(["r0", "c1", "c2"], [("rare", listed), ("common", [(0, "c1"), (0, "c2")])], least=3)
+    chosen = topped_up(
+        ["r0", "c1", "c2"], [("rare", listed), ("common", [(0, "c1"), (0, "c2")])], least=3, budget=10
+    )
 
     # The uniform sample counts for every service; "rare" had one of its traces in it and gets two
     # more of its own (`spread_sample`'s choice); "common" has all of its own already.
@@ -256,9 +258,21 @@ def test_a_service_few_sampled_traces_reach_gets_more_of_its_own_counted_for_it_
 def test_a_trace_added_for_two_services_is_read_once_and_counted_for_both():
     both = [(0, "t1"), (MINUTE_NS, "t2")]
 
-    chosen = topped_up([], [("ledger", both), ("notifier", both)], least=2)
+    chosen = topped_up([], [("ledger", both), ("notifier", both)], least=2, budget=10)
 
     assert chosen == {"t1": {"ledger", "notifier"}, "t2": {"ledger", "notifier"}}
+
+
+def test_the_traces_added_are_bounded_and_the_rarest_service_is_topped_up_first():
+    own = [
+        ("ledger", [(0, "c1"), (MINUTE_NS, "l1"), (2 * MINUTE_NS, "l2")]),
+        ("notifier", [(0, "n1"), (MINUTE_NS, "n2")]),
+    ]
+
+    chosen = topped_up(["c1"], own, least=2, budget=2)
+
+    # The notifier has none of its traces sampled, the ledger one: the notifier's two come first.
+    assert chosen == {"c1": None, "n1": {"notifier"}, "n2": {"notifier"}}
 
 
 @per_world

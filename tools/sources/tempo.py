@@ -23,8 +23,8 @@ numbers and ids masked. Which traces: a uniform sample of each window's (PATH_TR
 minutes), every step in them counted: a path is the whole request's, whichever services it crossed. A
 uniform sample holds a service few requests reach only a few times, too few for its steps' shares to
 say anything: each service in fewer than PATH_LEAST of a window's sampled traces (by its own search)
-gets more of its own, up to PATH_LEAST, counted for its steps only, so the others' shares stay the
-uniform sample's.
+gets more of its own, up to PATH_LEAST (the rarest first, PATH_TOP_UP in all), counted for its steps
+only, so the others' shares stay the uniform sample's.
 """
 
 from __future__ import annotations
@@ -57,8 +57,10 @@ MINUTE_NS = 60 * NS
 PATH_TRACES = 200
 PATH_SEARCH_LIMIT = 2000
 # A service in fewer of a window's sampled traces than this (one few requests reach) gets more of its
-# own traces of that window, up to this many, counted for its steps only.
+# own traces of that window, up to this many, counted for its steps only; at most PATH_TOP_UP added in
+# all (a TrainTicket case adds 150-200).
 PATH_LEAST = 40
+PATH_TOP_UP = 400
 # The most steps a call answers (those in the most traces), and steps after one a window keeps.
 MAX_STEPS = 300
 MAX_NEXT = 8
@@ -129,7 +131,7 @@ class TempoSource(HttpSource, TraceCallsSource, TracePathsSource):
                 for service in self.services()[:MAX_SERVICES]
                 for since, until in windows
             ]
-            chosen = topped_up(sampled, own, least=PATH_LEAST)
+            chosen = topped_up(sampled, own, least=PATH_LEAST, budget=PATH_TOP_UP)
             traces = [
                 (list(trace_spans(self.get_json(f"/api/traces/{quote(trace_id)}"))), counted_for)
                 for trace_id, counted_for in chosen.items()
@@ -194,22 +196,27 @@ def fair_shares(sizes: Sequence[int], *, budget: int) -> list[int]:
 
 
 def topped_up(
-    sampled: Sequence[str], own: Iterable[tuple[str, Sequence[tuple[int, str]]]], *, least: int
+    sampled: Sequence[str], own: Iterable[tuple[str, Sequence[tuple[int, str]]]], *, least: int, budget: int
 ) -> dict[str, set[str] | None]:
     """The traces to read, each with the services its steps are counted for (None: every service, a
     trace of the uniform sample). `own`: each service's listing of one window; one with fewer than
-    `least` of its traces sampled gets more of them (`spread_sample`), counted for it only."""
-    chosen: dict[str, set[str] | None] = dict.fromkeys(sampled)
-    for service, listed in own:
-        have = len({trace_id for _, trace_id in listed if trace_id in chosen and chosen[trace_id] is None})
-        unsampled = [
-            (start_ns, trace_id) for start_ns, trace_id in listed if chosen.get(trace_id, ()) is not None
-        ]
+    `least` of its traces sampled gets more of them (`spread_sample`), counted for it only, the services
+    with the fewest sampled first, at most `budget` traces added in all."""
+    uniform = set(sampled)
+    added: dict[str, set[str]] = {}
+    needing = sorted(
+        (
+            (len({trace_id for _, trace_id in listed if trace_id in uniform}), service, listed)
+            for service, listed in own
+        ),
+        key=lambda need: need[0],
+    )
+    for have, service, listed in needing:
+        unsampled = [(start_ns, trace_id) for start_ns, trace_id in listed if trace_id not in uniform]
         for trace_id in spread_sample(unsampled, limit=least - have) if have < least else []:
-            counted = chosen.setdefault(trace_id, set())
-            if counted is not None:
-                counted.add(service)
-    return chosen
+            if trace_id in added or len(added) < budget:
+                added.setdefault(trace_id, set()).add(service)
+    return {**dict.fromkeys(sampled), **added}
 
 
 def spread_sample(found: Sequence[tuple[int, str]], *, limit: int) -> list[str]:
