@@ -34,7 +34,7 @@ import re
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from tools.evidence.trace_calls.source import TraceCallsSource
@@ -68,6 +68,8 @@ MAX_NEXT = 8
 STEP_CHARS = 120
 # The longest line read for its message field.
 PARSED_CHARS = 4096
+# What a trace read is counted for: the services it was chosen for (None: every one).
+CountedFor = TypeVar("CountedFor")
 MASKED = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-fA-F]{8,}(?:-[0-9a-fA-F]{4,})*\b|\d+(?:[.,:/-]\d+)*")
 
 
@@ -96,20 +98,13 @@ class TempoSource(HttpSource, TraceCallsSource, TracePathsSource):
     def trace_calls(self, *, minutes: int, incident_minutes: int, now: datetime) -> dict[str, Any]:
         windows = windows_of(minutes=minutes, incident_minutes=incident_minutes, now=now)
         with self.one_client():
-            listings = [
-                (service, self.listed(one_service(service), since=since, until=until))
-                for service in self.services()[:MAX_SERVICES]
-                for since, until in windows
-            ]
+            listings = self.services_listed(windows)
             chosen: dict[str, set[str]] = {}
             shares = fair_shares([len(listed) for _, listed in listings], budget=MAX_TRACES)
             for (service, listed), share in zip(listings, shares, strict=True):
                 for trace_id in spread_sample(listed, limit=share):
                     chosen.setdefault(trace_id, set()).add(service)
-            traces = [
-                (list(trace_spans(self.get_json(f"/api/traces/{quote(trace_id)}"))), chosen_for)
-                for trace_id, chosen_for in chosen.items()
-            ]
+            traces = self.read(chosen)
         return {
             "operations": operation_calls(traces, windows=windows),
             "traces_read": len(traces),
@@ -126,16 +121,9 @@ class TempoSource(HttpSource, TraceCallsSource, TracePathsSource):
             sampled = [
                 trace_id for listed in listings for trace_id in spread_sample(listed, limit=PATH_TRACES)
             ]
-            own = [
-                (service, self.listed(one_service(service), since=since, until=until))
-                for service in self.services()[:MAX_SERVICES]
-                for since, until in windows
-            ]
+            own = self.services_listed(windows)
             chosen = topped_up(sampled, own, least=PATH_LEAST, budget=PATH_TOP_UP)
-            traces = [
-                (list(trace_spans(self.get_json(f"/api/traces/{quote(trace_id)}"))), counted_for)
-                for trace_id, counted_for in chosen.items()
-            ]
+            traces = self.read(chosen)
         return {
             "steps": path_steps(traces, windows=windows),
             "traces_read": len(traces),
@@ -148,6 +136,21 @@ class TempoSource(HttpSource, TraceCallsSource, TracePathsSource):
         """(start ns, trace id) of the traces matching a TraceQL query that began in [since, until)."""
         params = {"q": query, "start": since, "end": until, "limit": limit}
         return list(_listed(self.get_json("/api/search", params)))
+
+    def services_listed(self, windows: Sequence[tuple[int, int]]) -> list[tuple[str, list[tuple[int, str]]]]:
+        """Each service's own traces of each window (one search each), the services in name order."""
+        return [
+            (service, self.listed(one_service(service), since=since, until=until))
+            for service in self.services()[:MAX_SERVICES]
+            for since, until in windows
+        ]
+
+    def read(self, chosen: Mapping[str, CountedFor]) -> list[tuple[list[Span], CountedFor]]:
+        """Each chosen trace read whole, with the services it counts for."""
+        return [
+            (list(trace_spans(self.get_json(f"/api/traces/{quote(trace_id)}"))), counted_for)
+            for trace_id, counted_for in chosen.items()
+        ]
 
     def services(self) -> list[str]:
         answer = self.get_json("/api/search/tag/service.name/values")
