@@ -193,7 +193,7 @@ def day_served(
 ) -> Iterator[tuple[str, timedelta]]:
     """A Prometheus over the day shifted to end shortly before now (with the traces' span metrics and
     service-graph latency, if given); yields its URL and the shift."""
-    shift = timedelta(seconds=int((timezone.now() - END_BEFORE_NOW - day.end).total_seconds()))
+    shift = present_shift(day.end, now=timezone.now())
     with tempfile.TemporaryDirectory(prefix="nezha-") as folder:
         work = Path(folder)
         text = openmetrics.openmetrics_write(
@@ -205,6 +205,13 @@ def day_served(
             tsdb, metadata=metadata_exposition(openmetrics.day_families(day, traces=traces)), workdir=work
         ) as url:
             yield url, shift
+
+
+def present_shift(end: datetime, *, now: datetime) -> timedelta:
+    """How far a day ending at `end` is moved to end shortly before `now`: whole minutes, so that every
+    minute of the data stays a clock minute (the sources' windows and steps follow the clock) and two
+    runs read the same minutes the same way."""
+    return timedelta(minutes=(now - END_BEFORE_NOW - end) // timedelta(minutes=1))
 
 
 def _day_traces(options: BenchOptions, day: Day) -> TraceMinutes | None:

@@ -13,6 +13,7 @@ from diagnosis.evaluation.nezha.bench import (
     case_spans,
     follows_own,
     lead_mechanism,
+    present_shift,
     report_lines,
 )
 from diagnosis.evaluation.nezha.data import Fault
@@ -84,6 +85,21 @@ def test_a_case_serves_the_spans_of_its_files_from_the_baseline_to_the_question_
 
 def fault_at(pod: str, hour: int, minute: int) -> Fault:
     return Fault(day="2023-01-29", at=datetime(2023, 1, 29, hour, minute, tzinfo=UTC), pod=pod, kind="return")
+
+
+def test_a_day_moves_by_whole_minutes_to_end_shortly_before_now_whenever_it_is_run():
+    """Every minute of the data stays a clock minute, so two runs read the same minutes alike."""
+    end = datetime(2023, 1, 29, 15, 50, 9, tzinfo=UTC)
+    runs = [datetime(2026, 12, 6, 8, 30, second, tzinfo=UTC) for second in (0, 21, 59)]
+
+    shifts = [present_shift(end, now=now) for now in runs]
+
+    assert all(shift % timedelta(minutes=1) == timedelta(0) for shift in shifts)
+    assert [(end + shift).second for shift in shifts] == [9, 9, 9]
+    assert all(
+        timedelta(minutes=2) <= now - (end + shift) < timedelta(minutes=3)
+        for now, shift in zip(runs, shifts, strict=True)
+    )
 
 
 def test_a_fault_follows_its_own_when_its_service_had_one_within_the_baseline_before():
