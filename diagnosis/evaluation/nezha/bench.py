@@ -1,13 +1,14 @@
 """`manage.py bench_rca --nezha DIR`: the product asked for the root cause of each injected fault of
 the Nezha benchmark, its first candidate scored against the injected pod's service.
 
-Per day: the day's metrics as OpenMetrics (`openmetrics`), shifted so the day ends shortly before now,
-loaded into a real Prometheus (`prometheus`); with the Nezha repository, the day's span files in that
-Prometheus too as Tempo's span metrics (each service's operations) and, where the day has no per-edge
-latency of its own (TrainTicket), service-graph histograms (`traces`), and the day's log files shifted
-alike behind a Loki stand-in (`logs`), the only log source. Per fault, with the repository, the span
-files of the case's read window behind a Tempo stand-in (`spans`), the only trace source, the window's
-log lines as the events of the spans they were written in. Per fault:
+Per day: the day's metrics as OpenMetrics (`openmetrics`), shifted by whole minutes so the day ends
+shortly before now (`present_shift`), loaded into a real Prometheus (`prometheus`); with the Nezha
+repository, the day's span files in that Prometheus too as Tempo's span metrics (each service's
+operations) and, where the day has no per-edge latency of its own (TrainTicket), service-graph
+histograms (`traces`), and the day's log files shifted alike behind a Loki stand-in (`logs`), the
+only log source. Per fault, with the repository, the span files of the case's read window behind a
+Tempo stand-in (`spans`), the only trace source, the window's log lines as the events of the spans
+they were written in. Per fault:
 the clock pinned a few minutes after the injection (an engineer asking while it happens), the question
 "<namespace> 从 HH:MM 开始出现异常（<entry> 延迟升高），根因是哪个服务？" asked of the rules engine
 in-process with that Prometheus as the only metrics source and that Loki as the only log source (no

@@ -1,6 +1,6 @@
 """How the benchmark reads a conclusion: the candidates' subjects in order, the data's services among
 them as the ranking, and the others counted apart (a name the data do not have); which spans a case
-serves; a fault after one at its own service is scored apart."""
+serves; how far a day is moved to the present; a fault after one at its own service is scored apart."""
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
