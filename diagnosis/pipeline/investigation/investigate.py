@@ -192,8 +192,9 @@ class Investigation:
     edges: dict[tuple[str, str], Cited] = field(default_factory=dict)
     # (caller, callee) whose network gap was read with calls in the incident window.
     gaps_seen: set[tuple[str, str]] = field(default_factory=set)
-    # (caller, callee) whose gap grew because the caller saw the calls slower (`_seen_slower`).
-    seen_slower: set[tuple[str, str]] = field(default_factory=set)
+    # (caller, callee) whose gap grew because the caller saw the calls slower (`_seen_slower`), with the
+    # seconds its view rose by.
+    seen_slower: dict[tuple[str, str], float] = field(default_factory=dict)
     # Service → the cited series of its scrape target whose address a probe's series is said by.
     targets: dict[str, Cited] = field(default_factory=dict)
     # The range results read and the series in them.
@@ -277,12 +278,13 @@ def investigated(plan: Plan, results: Sequence[ToolResult], *, services: Collect
 
 def _seen_slower(
     moved: Iterable[Moved], caller_views: dict[tuple[str, str, str], list[Point]]
-) -> set[tuple[str, str]]:
-    """The (caller, callee) pairs whose gap grew because the calls took longer for the caller: its own
-    view of them (the gap's numerator, `caller_views`) rose between the gap's windows by at least half
-    the gap's growth (on a log scale), whether or not it moved MOVED spreads of its own noise. A gap
-    that grew mostly because the callee's view fell is no delay on the way."""
-    slower = set()
+) -> dict[tuple[str, str], float]:
+    """The (caller, callee) pairs whose gap grew because the calls took longer for the caller, with the
+    seconds they took longer: its own view of them (the gap's numerator, `caller_views`) rose between
+    the gap's windows by at least half the gap's growth (on a log scale), whether or not it moved MOVED
+    spreads of its own noise. A gap that grew mostly because the callee's view fell is no delay on the
+    way."""
+    slower = {}
     for move in moved:
         cited = move.ref
         if move.role != GAP or not isinstance(cited, Cited) or cited.signal is None:
@@ -294,7 +296,7 @@ def _seen_slower(
         before = window_median(points, start=change.level_start, end=change.baseline_end)
         after = window_median(points, start=change.onset, end=change.end, closed=True)
         if before and after and after / before >= math.sqrt(change.after / change.before):
-            slower.add((move.caller, move.service))
+            slower[(move.caller, move.service)] = after - before
     return slower
 
 

@@ -273,9 +273,28 @@ def test_a_network_delay_whose_caller_saw_the_calls_slower_without_a_move_of_the
     entry, middle, _ = services
     moves = [moved(middle, "edge_network", score=80, caller=entry), moved(entry, "cpu", score=5)]
 
-    ranked = candidates_ranked(moves, edges=[(entry, middle)], seen_slower=[(entry, middle)])
+    ranked = candidates_ranked(moves, edges=[(entry, middle)], seen_slower={(entry, middle): 0.01})
 
     assert [c.subject for c in ranked] == [middle, entry]
+
+
+@per_world
+@pytest.mark.parametrize("waited, first", [(2.0, "callee"), (0.05, "other")], ids=["seconds", "milliseconds"])
+def test_a_gap_its_caller_waits_seconds_longer_on_outranks_another_services_larger_moves(
+    services, waited, first
+):
+    """A lightly loaded edge's gap moves few spreads of its noisy ratio, yet its caller waits 2 s longer:
+    that delay on the way outweighs another service's two larger moves. 50 ms longer does not."""
+    entry, middle, leaf = services
+    moves = [
+        moved(middle, "edge_network", score=10, caller=entry),
+        moved(leaf, "latency", score=30),
+        moved(leaf, "operations", score=30),
+    ]
+
+    ranked = candidates_ranked(moves, edges=[(entry, middle)], seen_slower={(entry, middle): waited})
+
+    assert ranked[0].subject == {"callee": middle, "other": leaf}[first]
 
 
 @per_world
