@@ -13,7 +13,7 @@ Each share is one the gatekeeper computes again from the cited record (`TracePat
 
 from __future__ import annotations
 
-from diagnosis.pipeline.investigation.calls import CallsMove, ShareWindows
+from diagnosis.pipeline.investigation.calls import CallsMove, ShareWindows, Shift, callee_of
 from tools.evidence.trace_paths.record import TracePathsRecord
 
 TRACE_PATH = "trace_path"
@@ -23,6 +23,11 @@ UNIT = "share"
 # holds hundreds of steps, each with several next ones, so chance alone passes 3 somewhere (5 was
 # chosen on half of Nezha's TrainTicket faults and held on the other half, README).
 MOVED_Z = 5.0
+# A line of the step's own service that no longer came after it (its share at least halved) is the mark
+# of a code fault, an exception thrown or an early return between the two lines; few pairs are such, and
+# a chance move of one is rarer than of any pair, so it needs fewer (chosen with the path's weight on half
+# of Nezha's TrainTicket faults, README).
+VANISHED_Z = 4.0
 
 
 def path_moved(record: TracePathsRecord) -> CallsMove | None:
@@ -38,12 +43,21 @@ def path_moved(record: TracePathsRecord) -> CallsMove | None:
         for after in record.next_steps()
         if (record.event or record.is_event(after))
         and (shift := windows.shift(record, (after,))) is not None
-        and abs(shift.z) >= MOVED_Z
+        and abs(shift.z) >= (VANISHED_Z if _own_line_vanished(record, after, shift) else MOVED_Z)
     ]
     if not shifts:
         return None
     moved = max(shifts, key=lambda shift: (abs(shift.z), shift.calls))
     return windows.move(record.service, moved, role=TRACE_PATH)
+
+
+def _own_line_vanished(record: TracePathsRecord, after: str, shift: Shift) -> bool:
+    """Whether `after` is a line of the record's own service whose share after it at least halved."""
+    return (
+        record.is_event(after)
+        and callee_of(after) == record.service
+        and shift.after[0] <= shift.before[0] / 2
+    )
 
 
 def step_said(step: str, *, service: str) -> str:

@@ -145,6 +145,28 @@ def test_a_pair_of_span_starts_or_a_share_within_chance_or_of_few_traces_is_no_m
 
 
 @per_world
+def test_a_line_of_its_own_that_vanished_moves_at_fewer_standard_errors_than_any_other_pair(services):
+    """65 % of 40 traces → none of 13 is 4.1 standard errors: enough for a line of the step's own service
+    that no longer came after it (an exception or an early return between the two), not for the same
+    line appearing, nor for another service's line vanishing."""
+    _, pricing, converting = services
+
+    def pair(next_step: str, *, before: int, after: int, traces: tuple[int, int] = (40, 13)) -> dict:
+        return step(
+            pricing,
+            "c.p.QuoteService#40",
+            event=True,
+            before=(traces[0], {next_step: (before, True)}),
+            after=(traces[1], {next_step: (after, True)}),
+        )
+
+    vanished = moved(pair(f"{pricing} c.p.QuoteService#52", before=26, after=0))
+    assert vanished is not None and vanished.change.score == pytest.approx(4.07, abs=0.01)
+    assert moved(pair(f"{pricing} c.p.QuoteService#52", before=0, after=26, traces=(13, 40))) is None
+    assert moved(pair(f"{converting} c.c.RateService#12", before=26, after=0)) is None
+
+
+@per_world
 def test_the_paths_call_is_read_only_when_planned(services):
     _, pricing, _ = services
     record = step(
