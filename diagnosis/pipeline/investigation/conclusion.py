@@ -165,10 +165,8 @@ def _mechanism(move: Moved, label: str, *, stopped_calling: bool = False) -> str
             return f"{operation}调用它（{given}）后再{label} {called} 的占比{direction}"
         return f"{operation}{label} {called} 的占比{direction}"
     if calls is not None and isinstance(record, TracePathsRecord):
-        step = f"「{_shown(record.step)}」"
-        return (
-            f"{step}之后接{step_said(_shown_step(calls.calls[0]), service=record.service)}的占比{direction}"
-        )
+        step = step_said(f"{record.service} {_shown(record.step)}", service=move.service)
+        return f"{step}之后接{step_said(_shown_step(calls.calls[0]), service=move.service)}的占比{direction}"
     if move.role == OPERATIONS:
         operation = _shown(str(move.ref.record.metric.get(move.ref.signal.operation, "")))
         return f"{label}「{operation}」占比{direction}"

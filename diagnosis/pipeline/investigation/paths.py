@@ -6,7 +6,9 @@ A code fault changes the path a request takes inside a service before it changes
 longer followed by the one that always came after it (an exception thrown between them, an early
 return), or followed by a new one (an error path). Only pairs with a line written in a span in them are
 read (a span's start followed by another's is the call graph, `calls`), and such a move is said of the
-service that took the first step: its code went on another way after it.
+service whose code it shows going another way: the one that wrote the second step when that is a line
+of another service's (a caller's line now written, or no longer, right after a callee's step), else the
+one that took the first step.
 
 Each share is one the gatekeeper computes again from the cited record (`TracePathsRecord.share`).
 """
@@ -32,8 +34,8 @@ VANISHED_Z = 4.0
 
 def path_moved(record: TracePathsRecord) -> CallsMove | None:
     """The step after the record's that moved most from its first window read (the baseline) to its
-    last (the incident), said of the record's service; None when none did, none is a line's pair, or it
-    was read in one window only."""
+    last (the incident), said of the service that wrote it if it is a line, else of the record's; None
+    when none did, none is a line's pair, or it was read in one window only."""
     if len(record.windows) < 2:
         return None
     baseline, incident = record.windows[0], record.windows[-1]
@@ -48,7 +50,10 @@ def path_moved(record: TracePathsRecord) -> CallsMove | None:
     if not shifts:
         return None
     moved = max(shifts, key=lambda shift: (abs(shift.z), shift.calls))
-    return windows.move(record.service, moved, role=TRACE_PATH)
+    after = moved.calls[0]
+    return windows.move(
+        callee_of(after) if record.is_event(after) else record.service, moved, role=TRACE_PATH
+    )
 
 
 def _own_line_vanished(record: TracePathsRecord, after: str, shift: Shift) -> bool:

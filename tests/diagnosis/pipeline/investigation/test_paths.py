@@ -107,6 +107,38 @@ def test_a_line_no_longer_followed_by_the_next_is_said_of_the_service_that_wrote
 
 
 @per_world
+def test_a_line_of_another_service_now_written_right_after_a_step_is_said_of_the_service_that_wrote_it(
+    services,
+):
+    """After the callee's query span, the caller's error line now comes next: the caller's code went
+    another way on what the callee answered, so the move is the caller's, and the mechanism names the
+    callee's step by its service."""
+    _, caller, callee = services
+    record = step(
+        callee,
+        "SELECT rates",
+        event=False,
+        before=(100, {f"{callee} c.r.RateRepository#20": (100, True)}),
+        after=(
+            100,
+            {f"{callee} c.r.RateRepository#20": (40, True), f"{caller} c.p.QuoteService#91": (60, True)},
+        ),
+    )
+    results = [paths_result(54, [record])]
+
+    investigation = investigated(plan(), results, services=services)
+    said = candidates_said(investigation)
+
+    assert [(m.service, m.role) for m in investigation.moved] == [(caller, "trace_path")]
+    assert said.text == (
+        f"根因候选：{caller}（{callee}「SELECT rates」之后接「c.p.QuoteService#91」的占比升高，"
+        f"{time_said(START)}起，0% → 60%）"
+    )
+    as_said, _ = recomputed_failures(said, results, after="60%", changed_to="65%")
+    assert as_said == []
+
+
+@per_world
 def test_a_pair_of_span_starts_or_a_share_within_chance_or_of_few_traces_is_no_move(services):
     entry, pricing, converting = services
     spans_only = step(
