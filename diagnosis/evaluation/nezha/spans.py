@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 
+from diagnosis.evaluation.apart import served_apart
 from diagnosis.evaluation.nezha.data import service_of_pod
 from diagnosis.evaluation.nezha.logs import container_line
 from diagnosis.evaluation.nezha.traces import span_columns
@@ -132,9 +133,10 @@ def _code_place(line: str, places: dict[str, Attributes]) -> Attributes:
 
 @contextmanager
 def spans_served(spans: list[TempoSpan]) -> Iterator[str | None]:
-    """A Tempo stand-in over the spans on a loopback port, its URL; None when there are none."""
+    """A Tempo stand-in over the spans on a loopback port, in a process of its own as Tempo is
+    (`apart`), its URL; None when there are none."""
     if not spans:
         yield None
         return
-    with TempoServer(spans) as server:
-        yield server.url
+    with served_apart(TempoServer, spans) as url:
+        yield url
