@@ -15,7 +15,8 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from multiprocessing.connection import Connection
 from typing import Any, Protocol
 
-# How long a server may take to be built and listening (a day's log streams take seconds to unpickle).
+# How long a server may take to be built and listening (a TrainTicket case's spans take under a second
+# to unpickle and index).
 STARTED_WITHIN = 120.0
 STOPPED_WITHIN = 10.0
 STOP = "stop"
